@@ -1,0 +1,66 @@
+/*
+ * cli.h: what the convtune subcommands share: exit codes, error printing,
+ * and the selection of workloads from flags, a key or JSON, a file or a set.
+ * Only cli/ prints, parses argv or exits.
+ */
+#ifndef CT_CLI_H
+#define CT_CLI_H
+
+#include <getopt.h>
+
+#include "core/error.h"
+#include "core/wlset.h"
+
+enum {
+  EXIT_OK = 0,
+  EXIT_FAIL = 1,  /* the job could not be done (no GPU, I/O, ...) */
+  EXIT_USAGE = 2, /* bad input: flags, workload, JSON, file */
+};
+
+/* Options common to every command (-v, -q). */
+typedef struct cli_common {
+  int verbose; /* -1 quiet, 0 normal, 1 verbose */
+} cli_common;
+
+/* Print "convtune: MSG" for err on stderr (with its origin under -v) and
+ * return the exit code that fits its status. */
+int cli_fail(const cli_common *cc, const ct_err *err);
+
+/* Print "convtune CMD: MSG" and a hint to see --help; returns EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Workload selection: flags (--op, --c, --k, --size, --kernel, --stride,
+ * --pad, --dilation, --groups, --layout), one positional key or JSON
+ * object, --file FILE or --set NAME, and --batch for all of them. */
+typedef struct cli_wl {
+  const char *positional, *file, *set;
+  int batch;       /* 0: keep */
+  cJSON *flags;    /* the flags as a workload JSON object, NULL when none */
+  const char *err; /* first flag error, reported by cli_wl_load */
+  char errbuf[256];
+} cli_wl;
+
+/* The long options for workload selection, to be merged into a command's
+ * table; getopt_long returns the val of each (all >= CLI_WL_OPT_BASE). */
+#define CLI_WL_OPT_BASE 1000
+extern const struct option cli_wl_options[];
+
+/* Take one parsed option of cli_wl_options. Returns 1 if it was one. */
+int cli_wl_option(cli_wl *s, int opt, const char *arg);
+
+/* Build the set the selection names (flags, key, JSON, file or set; exactly
+ * one of them). When nothing is selected and dflt is not NULL, dflt (a JSON
+ * object text) is used. Owned result: wlset_free. */
+ct_status cli_wl_load(cli_wl *s, const char *dflt, wlset **out, ct_err *err);
+
+/* Release what cli_wl_option allocated. */
+void cli_wl_free(cli_wl *s);
+
+/* Help text of the selection options, for each command's --help. */
+extern const char cli_wl_help[];
+
+/* Commands. */
+int cmd_workload(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
+
+#endif

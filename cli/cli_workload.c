@@ -1,0 +1,263 @@
+/*
+ * cli_workload.c: selecting workloads on the command line, and the error
+ * printing every command shares.
+ *
+ * Flags are turned into a workload JSON object and parsed by the same
+ * workload_from_json as files, so that one parser checks every input and its
+ * messages name the same fields ("--kernel 3x3" becomes "kernel": [3, 3]).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/json.h"
+
+int cli_fail(const cli_common *cc, const ct_err *err) {
+  if (cc && cc->verbose > 0 && err->file)
+    fprintf(stderr, "convtune: %s [%s, %s:%d]\n", err->msg, ct_status_name(err->status), err->file,
+            err->line);
+  else
+    fprintf(stderr, "convtune: %s\n", err->msg);
+  switch (err->status) {
+  case CT_ERR_INVALID_ARG:
+  case CT_ERR_INVALID_WORKLOAD:
+  case CT_ERR_PARSE:
+  case CT_ERR_NOT_FOUND:
+  case CT_ERR_UNSUPPORTED:
+    return EXIT_USAGE;
+  default:
+    return EXIT_FAIL;
+  }
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "convtune %s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, " (see 'convtune %s --help')\n", cmd);
+  va_end(ap);
+  return EXIT_USAGE;
+}
+
+enum {
+  O_OP = CLI_WL_OPT_BASE,
+  O_C,
+  O_K,
+  O_SIZE,
+  O_KERNEL,
+  O_STRIDE,
+  O_PAD,
+  O_DILATION,
+  O_GROUPS,
+  O_LAYOUT,
+  O_FILE,
+  O_SET,
+  O_BATCH,
+};
+
+const struct option cli_wl_options[] = {
+    {"op", required_argument, 0, O_OP},         {"c", required_argument, 0, O_C},
+    {"k", required_argument, 0, O_K},           {"size", required_argument, 0, O_SIZE},
+    {"kernel", required_argument, 0, O_KERNEL}, {"stride", required_argument, 0, O_STRIDE},
+    {"pad", required_argument, 0, O_PAD},       {"dilation", required_argument, 0, O_DILATION},
+    {"groups", required_argument, 0, O_GROUPS}, {"layout", required_argument, 0, O_LAYOUT},
+    {"file", required_argument, 0, O_FILE},     {"set", required_argument, 0, O_SET},
+    {"batch", required_argument, 0, O_BATCH},   {0, 0, 0, 0},
+};
+
+const char cli_wl_help[] =
+    "Workload selection (one of):\n"
+    "  KEY                    a canonical key, e.g.\n"
+    "                         conv2d-nchw4c-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1\n"
+    "  '{JSON}'               a workload object, e.g. "
+    "'{\"op\":\"conv2d\",\"c\":64,\"h\":56,\"w\":56,\n"
+    "                         \"k\":64,\"kernel\":3,\"pad\":1}'\n"
+    "  flags                  --c C --k K --size [Dx]HxW --kernel R[xS[xT]] [--stride S]\n"
+    "                         [--pad P | --pad BEFORE.AFTER (e.g. 1x1.2x2)] [--dilation D]\n"
+    "                         [--layout nchw|nchw4c|ncdhw|ncdhw4c] [--op conv2d|conv3d]\n"
+    "                         [--groups 1]; sizes take one value or one per dimension\n"
+    "  --file FILE            a JSON list of named workloads\n"
+    "  --set NAME             a shipped set: %s\n"
+    "  --batch N              the batch size of every selected workload\n";
+
+/* A strict positive decimal int, or -1. */
+static int parse_int(const char *s, int lo) {
+  if (!s || !*s) return -1;
+  errno = 0;
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (errno || *end || v < lo || v > INT_MAX) return -1;
+  return (int)v;
+}
+
+/* "AxBxC" into a JSON list (one element stays a number: all dimensions). */
+static cJSON *parse_dims(const char *s, int lo) {
+  char buf[128];
+  if (!s || strlen(s) >= sizeof buf) return NULL;
+  strcpy(buf, s);
+  cJSON *list = cJSON_CreateArray();
+  char *save = NULL;
+  int count = 0;
+  for (char *t = strtok_r(buf, "x", &save); t; t = strtok_r(NULL, "x", &save), count++) {
+    int v = parse_int(t, lo);
+    if (v < 0) {
+      cJSON_Delete(list);
+      return NULL;
+    }
+    cJSON_AddItemToArray(list, cJSON_CreateNumber(v));
+  }
+  if (count == 0 || s[strlen(s) - 1] == 'x' || s[0] == 'x' || strstr(s, "xx")) {
+    cJSON_Delete(list);
+    return NULL;
+  }
+  if (count == 1) {
+    cJSON *one = cJSON_Duplicate(cJSON_GetArrayItem(list, 0), 0);
+    cJSON_Delete(list);
+    return one;
+  }
+  return list;
+}
+
+static void flag_error(cli_wl *s, const char *flag, const char *arg, const char *want) {
+  if (s->err) return;
+  snprintf(s->errbuf, sizeof s->errbuf, "--%s: expected %s, got '%s'", flag, want, arg);
+  s->err = s->errbuf;
+}
+
+static void set_flag(cli_wl *s, const char *field, cJSON *v) {
+  if (!s->flags) s->flags = cJSON_CreateObject();
+  cJSON_DeleteItemFromObjectCaseSensitive(s->flags, field);
+  cJSON_AddItemToObject(s->flags, field, v);
+}
+
+int cli_wl_option(cli_wl *s, int opt, const char *arg) {
+  const char *name = NULL;
+  for (const struct option *o = cli_wl_options; o->name; o++)
+    if (o->val == opt) name = o->name;
+  if (!name) return 0;
+  cJSON *v = NULL;
+  int x;
+  switch (opt) {
+  case O_FILE:
+    s->file = arg;
+    return 1;
+  case O_SET:
+    s->set = arg;
+    return 1;
+  case O_BATCH:
+    if ((s->batch = parse_int(arg, 1)) < 0) flag_error(s, name, arg, "an integer of at least 1");
+    return 1;
+  case O_OP:
+  case O_LAYOUT:
+    set_flag(s, opt == O_OP ? "op" : "layout", cJSON_CreateString(arg));
+    return 1;
+  case O_C:
+  case O_K:
+  case O_GROUPS:
+    if ((x = parse_int(arg, 0)) < 0)
+      flag_error(s, name, arg, "an integer");
+    else
+      set_flag(s, name, cJSON_CreateNumber(x));
+    return 1;
+  case O_SIZE:
+    if (!(v = parse_dims(arg, 0))) return flag_error(s, name, arg, "HxW or DxHxW"), 1;
+    if (!cJSON_IsArray(v) || (cJSON_GetArraySize(v) != 2 && cJSON_GetArraySize(v) != 3)) {
+      cJSON_Delete(v);
+      return flag_error(s, name, arg, "HxW or DxHxW"), 1;
+    }
+    {
+      int nd = cJSON_GetArraySize(v);
+      static const char *const dn[] = {"d", "h", "w"};
+      for (int d = 0; d < nd; d++)
+        set_flag(s, dn[3 - nd + d], cJSON_CreateNumber(cJSON_GetArrayItem(v, d)->valuedouble));
+      if (!cJSON_GetObjectItemCaseSensitive(s->flags, "op"))
+        set_flag(s, "op", cJSON_CreateString(nd == 3 ? "conv3d" : "conv2d"));
+      cJSON_Delete(v);
+    }
+    return 1;
+  case O_KERNEL:
+  case O_STRIDE:
+  case O_DILATION:
+    if (!(v = parse_dims(arg, 0)))
+      return flag_error(s, name, arg, "N, or one value per dimension such as 3x3"), 1;
+    set_flag(s, name, v);
+    return 1;
+  case O_PAD: {
+    char before[64], *after;
+    if (strlen(arg) >= sizeof before) return flag_error(s, name, arg, "P, PxQ or PxQ.RxS"), 1;
+    strcpy(before, arg);
+    if ((after = strchr(before, '.'))) *after++ = '\0';
+    cJSON *b = parse_dims(before, 0), *a = after ? parse_dims(after, 0) : NULL;
+    if (!b || (after && (!a || cJSON_IsArray(a) != cJSON_IsArray(b) ||
+                         cJSON_GetArraySize(a) != cJSON_GetArraySize(b)))) {
+      cJSON_Delete(a);
+      cJSON_Delete(b);
+      return flag_error(s, name, arg, "P, PxQ, or BEFORE.AFTER such as 1x1.2x2"), 1;
+    }
+    if (a) {
+      /* befores then afters, as the JSON form takes them */
+      cJSON *list = cJSON_IsArray(b) ? b : NULL;
+      if (!list) {
+        list = cJSON_CreateArray();
+        cJSON_AddItemToArray(list, b);
+      }
+      if (cJSON_IsArray(a)) {
+        while (cJSON_GetArraySize(a)) cJSON_AddItemToArray(list, cJSON_DetachItemFromArray(a, 0));
+        cJSON_Delete(a);
+      } else {
+        cJSON_AddItemToArray(list, a);
+      }
+      b = list;
+    }
+    set_flag(s, name, b);
+    return 1;
+  }
+  }
+  return 0;
+}
+
+void cli_wl_free(cli_wl *s) {
+  cJSON_Delete(s->flags);
+  s->flags = NULL;
+}
+
+ct_status cli_wl_load(cli_wl *s, const char *dflt, wlset **out, ct_err *err) {
+  if (s->err) return ERR_SET(err, CT_ERR_INVALID_ARG, "%s", s->err);
+  int sources = !!s->positional + !!s->file + !!s->set + !!s->flags;
+  if (sources > 1)
+    return ERR_SET(err, CT_ERR_INVALID_ARG,
+                   "give one workload source: a key, a JSON object, workload flags, --file or "
+                   "--set (got %d)",
+                   sources);
+  if (s->file) return wlset_load_file(s->file, s->batch, out, err);
+  if (s->set) return wlset_load_named(s->set, s->batch, out, err);
+
+  const char *text = s->positional;
+  ct_status st = CT_OK;
+  char *owned = NULL;
+  if (s->flags) {
+    text = owned = cJSON_PrintUnformatted(s->flags);
+    if (!owned) return ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+  } else if (!text) {
+    if (!dflt) return ERR_SET(err, CT_ERR_INVALID_ARG, "no workload given");
+    text = dflt;
+  }
+  if (text[strspn(text, " \t\n")] != '{') {
+    /* a key: turn it into JSON so that --batch and the set machinery apply */
+    ct_workload w;
+    if ((st = workload_from_key(text, &w, err))) return st;
+    cJSON *j = workload_to_json(&w);
+    owned = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    if (!owned) return ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+    text = owned;
+  }
+  st = wlset_parse(text, s->flags ? "flags" : "workload", s->batch, out, err);
+  free(owned);
+  return st;
+}

@@ -1,0 +1,31 @@
+/*
+ * reference.h: the CPU reference convolution, the ground truth that every
+ * kernel is checked against (exact int32 equality).
+ *
+ * int8 data x int8 weights -> int32, for conv2d and conv3d in every layout of
+ * ct_layout, with per-dimension kernel size, stride, padding and dilation.
+ * Written for obviousness first and speed second: the inner loop runs along
+ * the output row so that it vectorises, which keeps a ResNet-50 layer at
+ * batch 1 well under a second. Packed layouts are unpacked, computed plain
+ * and the output packed again.
+ */
+#ifndef CT_CORE_REFERENCE_H
+#define CT_CORE_REFERENCE_H
+
+#include <stdint.h>
+
+#include "core/workload.h"
+
+/* out = conv(data, weights) for a valid workload w, every tensor in w's
+ * layout (sizes: workload_data_elems, _weight_elems, _out_elems). Sums wrap
+ * modulo 2^32, as the GPU's dp4a does. Returns CT_OK, CT_ERR_INVALID_ARG (w
+ * NULL), CT_ERR_INVALID_WORKLOAD (w not valid; message on err) or
+ * CT_ERR_NO_MEMORY (the scratch of a packed layout). */
+ct_status reference_conv(const ct_workload *w, const int8_t *data, const int8_t *weights,
+                         int32_t *out, ct_err *err);
+
+/* The plain-layout kernel behind reference_conv, on the normalised geometry:
+ * data [N][C][D][H][W], weights [K][C][KD][KH][KW], out [N][K][OD][OH][OW]. */
+void reference_conv_plain(const geom3 *g, const int8_t *data, const int8_t *weights, int32_t *out);
+
+#endif

@@ -1,0 +1,599 @@
+/*
+ * workload.c: validation, derived sizes, the canonical key and the JSON form
+ * of a workload (see workload.h for the key's grammar).
+ *
+ * Every message names the field and the accepted range, so that a user can
+ * fix the input from the message alone. Key and JSON parsing go through
+ * workload_validate, so a parsed workload is always a valid one. Sizes are
+ * computed in int64: a workload that would overflow int32 indexing is
+ * rejected here rather than wrapped in a kernel.
+ */
+#include "core/workload.h"
+
+#include "core/json.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const dim_names2[] = {"h", "w"};
+static const char *const dim_names3[] = {"d", "h", "w"};
+
+static const char *dim_name(const ct_workload *w, int d) {
+  return workload_nd(w) == 3 ? dim_names3[d] : dim_names2[d];
+}
+
+void workload_init(ct_workload *w, ct_op op) {
+  memset(w, 0, sizeof *w);
+  w->op = op;
+  w->layout = CT_LAYOUT_NCHW;
+  w->data_type = CT_DTYPE_INT8;
+  w->weight_type = CT_DTYPE_INT8;
+  w->out_type = CT_DTYPE_INT32;
+  w->n = 1;
+  w->groups = 1;
+  for (int d = 0; d < CT_MAX_SPATIAL; d++) {
+    w->stride[d] = 1;
+    w->dilation[d] = 1;
+  }
+}
+
+int workload_nd(const ct_workload *w) {
+  return w->op == CT_OP_CONV3D ? 3 : 2;
+}
+
+const char *workload_op_name(ct_op op) {
+  switch (op) {
+  case CT_OP_CONV2D:
+    return "conv2d";
+  case CT_OP_CONV3D:
+    return "conv3d";
+  }
+  return "?";
+}
+
+const char *workload_layout_name(ct_layout layout, ct_op op) {
+  int is3 = op == CT_OP_CONV3D;
+  switch (layout) {
+  case CT_LAYOUT_NCHW:
+    return is3 ? "ncdhw" : "nchw";
+  case CT_LAYOUT_NCHW4C:
+    return is3 ? "ncdhw4c" : "nchw4c";
+  }
+  return "?";
+}
+
+const char *workload_dtype_name(ct_dtype t) {
+  switch (t) {
+  case CT_DTYPE_INT8:
+    return "int8";
+  case CT_DTYPE_UINT8:
+    return "uint8";
+  case CT_DTYPE_INT32:
+    return "int32";
+  }
+  return "?";
+}
+
+/* Short dtype names used in keys. */
+static const char *dtype_code(ct_dtype t) {
+  switch (t) {
+  case CT_DTYPE_INT8:
+    return "i8";
+  case CT_DTYPE_UINT8:
+    return "u8";
+  case CT_DTYPE_INT32:
+    return "i32";
+  }
+  return "?";
+}
+
+int64_t workload_out_size(const ct_workload *w, int d) {
+  int64_t span = (int64_t)w->in[d] + w->pad_before[d] + w->pad_after[d] -
+                 (int64_t)w->dilation[d] * (w->kernel[d] - 1) - 1;
+  if (span < 0 || w->stride[d] <= 0) return span < 0 ? 0 : span;
+  return span / w->stride[d] + 1;
+}
+
+/* a * b, saturated at INT64_MAX: counts of absurd workloads must not wrap
+ * back under the int32 limit. Operands are >= 0. */
+static int64_t mul_sat(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+static int64_t spatial_prod(const int *v, int nd) {
+  int64_t p = 1;
+  for (int d = 0; d < nd; d++) p = mul_sat(p, v[d] > 0 ? v[d] : 0);
+  return p;
+}
+
+static int64_t out_pixels(const ct_workload *w) {
+  int64_t p = 1;
+  for (int d = 0; d < workload_nd(w); d++) p = mul_sat(p, workload_out_size(w, d));
+  return p;
+}
+
+int64_t workload_data_elems(const ct_workload *w) {
+  return mul_sat(mul_sat(w->n, w->c), spatial_prod(w->in, workload_nd(w)));
+}
+
+int64_t workload_weight_elems(const ct_workload *w) {
+  return mul_sat(mul_sat(w->k, w->c), spatial_prod(w->kernel, workload_nd(w)));
+}
+
+int64_t workload_out_elems(const ct_workload *w) {
+  return mul_sat(mul_sat(w->n, w->k), out_pixels(w));
+}
+
+int64_t workload_ops(const ct_workload *w) {
+  return mul_sat(
+      2, mul_sat(mul_sat(workload_out_elems(w), w->c), spatial_prod(w->kernel, workload_nd(w))));
+}
+
+void workload_geom(const ct_workload *w, geom3 *g) {
+  int nd = workload_nd(w), off = 3 - nd;
+  g->n = w->n;
+  g->c = w->c;
+  g->k = w->k;
+  for (int d = 0; d < 3; d++) {
+    g->in[d] = g->ker[d] = g->str[d] = g->dil[d] = g->out[d] = 1;
+    g->pb[d] = g->pa[d] = 0;
+  }
+  for (int d = 0; d < nd; d++) {
+    g->in[d + off] = w->in[d];
+    g->ker[d + off] = w->kernel[d];
+    g->str[d + off] = w->stride[d];
+    g->pb[d + off] = w->pad_before[d];
+    g->pa[d + off] = w->pad_after[d];
+    g->dil[d + off] = w->dilation[d];
+    g->out[d + off] = workload_out_size(w, d);
+  }
+}
+
+void workload_packed(const ct_workload *w, ct_workload *out) {
+  *out = *w;
+  out->layout = CT_LAYOUT_NCHW4C;
+  out->c = (w->c + 3) / 4 * 4;
+  out->k = (w->k + 3) / 4 * 4;
+}
+
+char *workload_out_shape(const ct_workload *w, char *buf, size_t size) {
+  int nd = workload_nd(w);
+  int packed = w->layout == CT_LAYOUT_NCHW4C;
+  int len = snprintf(buf, size, "%dx%d", w->n, packed ? (w->k + 3) / 4 : w->k);
+  for (int d = 0; d < nd && len > 0 && (size_t)len < size; d++)
+    len += snprintf(buf + len, size - len, "x%" PRId64, workload_out_size(w, d));
+  if (packed && len > 0 && (size_t)len < size) snprintf(buf + len, size - len, "x4");
+  return buf;
+}
+
+/* ---- validation ---------------------------------------------------------- */
+
+#define INVALID(...) ERR_SET(err, CT_ERR_INVALID_WORKLOAD, __VA_ARGS__)
+
+static ct_status check_elems(const char *what, int64_t n, ct_err *err) {
+  if (n > CT_MAX_ELEMS)
+    return INVALID("%s has %" PRId64 " elements; the kernels index with int32, so at most %d "
+                   "are accepted: use a smaller batch or split the layer",
+                   what, n, CT_MAX_ELEMS);
+  return CT_OK;
+}
+
+ct_status workload_validate(const ct_workload *w, ct_err *err) {
+  if (!w) return ERR_SET(err, CT_ERR_INVALID_ARG, "workload is NULL");
+  if (w->op != CT_OP_CONV2D && w->op != CT_OP_CONV3D)
+    return INVALID("op must be conv2d or conv3d, got %d", (int)w->op);
+  if (w->layout != CT_LAYOUT_NCHW && w->layout != CT_LAYOUT_NCHW4C)
+    return INVALID("layout must be %s or %s, got %d", workload_layout_name(CT_LAYOUT_NCHW, w->op),
+                   workload_layout_name(CT_LAYOUT_NCHW4C, w->op), (int)w->layout);
+  if (w->data_type != CT_DTYPE_INT8)
+    return INVALID("data_type must be int8, got %s", workload_dtype_name(w->data_type));
+  if (w->weight_type != CT_DTYPE_INT8)
+    return INVALID("weight_type must be int8, got %s", workload_dtype_name(w->weight_type));
+  if (w->out_type != CT_DTYPE_INT32)
+    return INVALID("out_type must be int32, got %s", workload_dtype_name(w->out_type));
+  if (w->n < 1) return INVALID("n (batch) must be at least 1, got %d", w->n);
+  if (w->c < 1) return INVALID("c (input channels) must be at least 1, got %d", w->c);
+  if (w->k < 1) return INVALID("k (output channels) must be at least 1, got %d", w->k);
+  if (w->groups != 1)
+    return INVALID("groups must be 1 (grouped and depthwise convolution are not supported), "
+                   "got %d",
+                   w->groups);
+  int nd = workload_nd(w);
+  for (int d = 0; d < nd; d++) {
+    const char *dn = dim_name(w, d);
+    if (w->in[d] < 1) return INVALID("%s (input size) must be at least 1, got %d", dn, w->in[d]);
+    if (w->kernel[d] < 1) return INVALID("kernel[%s] must be at least 1, got %d", dn, w->kernel[d]);
+    if (w->stride[d] < 1) return INVALID("stride[%s] must be at least 1, got %d", dn, w->stride[d]);
+    if (w->dilation[d] < 1)
+      return INVALID("dilation[%s] must be at least 1, got %d", dn, w->dilation[d]);
+    if (w->pad_before[d] < 0 || w->pad_after[d] < 0)
+      return INVALID("pad[%s] must be at least 0, got %d before and %d after", dn, w->pad_before[d],
+                     w->pad_after[d]);
+    int64_t extent = (int64_t)w->dilation[d] * (w->kernel[d] - 1) + 1;
+    int64_t padded = (int64_t)w->in[d] + w->pad_before[d] + w->pad_after[d];
+    if (padded < extent)
+      return INVALID("output size along %s is 0: the padded input (%" PRId64 ") is smaller than "
+                     "the dilated kernel (%" PRId64 "); it must be at least as large",
+                     dn, padded, extent);
+  }
+  if (w->layout == CT_LAYOUT_NCHW4C) {
+    const char *ln = workload_layout_name(w->layout, w->op);
+    if (w->c % 4)
+      return INVALID("c (input channels) must be a multiple of 4 for layout %s, got %d "
+                     "(pad the channels, or use layout %s)",
+                     ln, w->c, workload_layout_name(CT_LAYOUT_NCHW, w->op));
+    if (w->k % 4)
+      return INVALID("k (output channels) must be a multiple of 4 for layout %s, got %d", ln, w->k);
+  }
+  ct_status st;
+  if ((st = check_elems("data", workload_data_elems(w), err))) return st;
+  if ((st = check_elems("weights", workload_weight_elems(w), err))) return st;
+  if ((st = check_elems("output", workload_out_elems(w), err))) return st;
+  return CT_OK;
+}
+
+/* ---- key ------------------------------------------------------------------- */
+
+/* Append "AxBxC" for nd values of v. */
+static int put_dims(char *buf, size_t size, const int *v, int nd) {
+  int len = 0;
+  for (int d = 0; d < nd && (size_t)len < size; d++)
+    len += snprintf(buf + len, size - len, d ? "x%d" : "%d", v[d]);
+  return len;
+}
+
+char *workload_key(const ct_workload *w, char *buf, size_t size) {
+  int nd = workload_nd(w);
+  char in[40], ker[40], str[40], pb[40], pa[40], dil[40];
+  put_dims(in, sizeof in, w->in, nd);
+  put_dims(ker, sizeof ker, w->kernel, nd);
+  put_dims(str, sizeof str, w->stride, nd);
+  put_dims(pb, sizeof pb, w->pad_before, nd);
+  put_dims(pa, sizeof pa, w->pad_after, nd);
+  put_dims(dil, sizeof dil, w->dilation, nd);
+  snprintf(buf, size, "%s-%s-%s.%s.%s-n%d-c%d-k%d-%s-r%s-s%s-p%s.%s-d%s", workload_op_name(w->op),
+           workload_layout_name(w->layout, w->op), dtype_code(w->data_type),
+           dtype_code(w->weight_type), dtype_code(w->out_type), w->n, w->c, w->k, in, ker, str, pb,
+           pa, dil);
+  return buf;
+}
+
+/* Parse a non-negative decimal int at *p, advancing *p. */
+static int parse_uint(const char **p, int *out) {
+  const char *s = *p;
+  if (*s < '0' || *s > '9') return 0;
+  errno = 0;
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (errno || v > INT_MAX) return 0;
+  *out = (int)v;
+  *p = end;
+  return 1;
+}
+
+/* Parse exactly nd values "AxB(xC)" at *p. */
+static int parse_dims(const char **p, int *v, int nd) {
+  for (int d = 0; d < nd; d++) {
+    if (d && **p != 'x') return 0;
+    if (d) (*p)++;
+    if (!parse_uint(p, &v[d])) return 0;
+  }
+  return 1;
+}
+
+static int parse_dtype_code(const char **p, ct_dtype *t) {
+  static const struct {
+    const char *code;
+    ct_dtype t;
+  } codes[] = {{"i32", CT_DTYPE_INT32}, {"i8", CT_DTYPE_INT8}, {"u8", CT_DTYPE_UINT8}};
+  for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+    size_t n = strlen(codes[i].code);
+    if (strncmp(*p, codes[i].code, n) == 0) {
+      *t = codes[i].t;
+      *p += n;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Expect the literal text lit at *p. */
+static int expect(const char **p, const char *lit) {
+  size_t n = strlen(lit);
+  if (strncmp(*p, lit, n)) return 0;
+  *p += n;
+  return 1;
+}
+
+#define KEY_FORM "op-layout-dtypes-nN-cC-kK-input-rKERNEL-sSTRIDE-pBEFORE.AFTER-dDILATION"
+
+ct_status workload_from_key(const char *key, ct_workload *out, ct_err *err) {
+  if (!key) return ERR_SET(err, CT_ERR_INVALID_ARG, "key is NULL");
+  ct_workload w;
+  const char *p = key;
+  const char *field = "op";
+  if (expect(&p, "conv2d-"))
+    workload_init(&w, CT_OP_CONV2D);
+  else if (expect(&p, "conv3d-"))
+    workload_init(&w, CT_OP_CONV3D);
+  else
+    goto bad;
+  int nd = workload_nd(&w);
+  field = "layout";
+  if (expect(&p, workload_layout_name(CT_LAYOUT_NCHW4C, w.op)))
+    w.layout = CT_LAYOUT_NCHW4C;
+  else if (expect(&p, workload_layout_name(CT_LAYOUT_NCHW, w.op)))
+    w.layout = CT_LAYOUT_NCHW;
+  else
+    goto bad;
+  field = "dtypes";
+  if (!expect(&p, "-") || !parse_dtype_code(&p, &w.data_type) || !expect(&p, ".") ||
+      !parse_dtype_code(&p, &w.weight_type) || !expect(&p, ".") ||
+      !parse_dtype_code(&p, &w.out_type))
+    goto bad;
+  field = "n";
+  if (!expect(&p, "-n") || !parse_uint(&p, &w.n)) goto bad;
+  field = "c";
+  if (!expect(&p, "-c") || !parse_uint(&p, &w.c)) goto bad;
+  field = "k";
+  if (!expect(&p, "-k") || !parse_uint(&p, &w.k)) goto bad;
+  field = "input size";
+  if (!expect(&p, "-") || !parse_dims(&p, w.in, nd)) goto bad;
+  field = "kernel";
+  if (!expect(&p, "-r") || !parse_dims(&p, w.kernel, nd)) goto bad;
+  field = "stride";
+  if (!expect(&p, "-s") || !parse_dims(&p, w.stride, nd)) goto bad;
+  field = "pad";
+  if (!expect(&p, "-p") || !parse_dims(&p, w.pad_before, nd) || !expect(&p, ".") ||
+      !parse_dims(&p, w.pad_after, nd))
+    goto bad;
+  field = "dilation";
+  if (!expect(&p, "-d") || !parse_dims(&p, w.dilation, nd)) goto bad;
+  field = "end";
+  if (*p) goto bad;
+
+  ct_status st = workload_validate(&w, err);
+  if (st) {
+    err_prefix(err, "key '%s'", key);
+    return st;
+  }
+  char canon[CT_KEY_MAX];
+  workload_key(&w, canon, sizeof canon);
+  if (strcmp(canon, key))
+    return ERR_SET(err, CT_ERR_PARSE, "key '%s' is not canonical; its canonical form is '%s'", key,
+                   canon);
+  *out = w;
+  return CT_OK;
+bad:
+  return ERR_SET(err, CT_ERR_PARSE,
+                 "key '%s': malformed %s at offset %d; a key reads " KEY_FORM
+                 ", e.g. conv2d-nchw-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1",
+                 key, field, (int)(p - key));
+}
+
+/* ---- JSON ------------------------------------------------------------------ */
+
+cJSON *workload_to_json(const ct_workload *w) {
+  int nd = workload_nd(w);
+  cJSON *j = cJSON_CreateObject();
+  if (!j) return NULL;
+  int pad[2 * CT_MAX_SPATIAL];
+  for (int d = 0; d < nd; d++) {
+    pad[d] = w->pad_before[d];
+    pad[nd + d] = w->pad_after[d];
+  }
+  int ok = cJSON_AddStringToObject(j, "op", workload_op_name(w->op)) &&
+           cJSON_AddStringToObject(j, "layout", workload_layout_name(w->layout, w->op)) &&
+           cJSON_AddStringToObject(j, "data_type", workload_dtype_name(w->data_type)) &&
+           cJSON_AddStringToObject(j, "weight_type", workload_dtype_name(w->weight_type)) &&
+           cJSON_AddStringToObject(j, "out_type", workload_dtype_name(w->out_type)) &&
+           cJSON_AddNumberToObject(j, "n", w->n) && cJSON_AddNumberToObject(j, "c", w->c) &&
+           cJSON_AddNumberToObject(j, "k", w->k);
+  for (int d = 0; ok && d < nd; d++) ok = cJSON_AddNumberToObject(j, dim_name(w, d), w->in[d]) != 0;
+  const struct {
+    const char *name;
+    const int *v;
+    int count;
+  } lists[] = {{"kernel", w->kernel, nd},
+               {"stride", w->stride, nd},
+               {"pad", pad, 2 * nd},
+               {"dilation", w->dilation, nd}};
+  for (size_t i = 0; ok && i < sizeof lists / sizeof lists[0]; i++) {
+    cJSON *a = cJSON_CreateIntArray(lists[i].v, lists[i].count);
+    ok = a && cJSON_AddItemToObject(j, lists[i].name, a);
+    if (!ok) cJSON_Delete(a);
+  }
+  ok = ok && cJSON_AddNumberToObject(j, "groups", w->groups);
+  if (!ok) {
+    cJSON_Delete(j);
+    return NULL;
+  }
+  return j;
+}
+
+/* An integer field value: a JSON number with no fraction within [lo, hi]. */
+static ct_status json_int(const cJSON *v, const char *field, int lo, int hi, int *out,
+                          ct_err *err) {
+  double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+  if (!cJSON_IsNumber(v) || x != floor(x) || x < lo || x > hi) {
+    char got[64];
+    if (cJSON_IsNumber(v))
+      snprintf(got, sizeof got, "%g", x);
+    else
+      snprintf(got, sizeof got, "%s",
+               cJSON_IsString(v)   ? "a string"
+               : cJSON_IsArray(v)  ? "a list"
+               : cJSON_IsObject(v) ? "an object"
+               : cJSON_IsBool(v)   ? "a boolean"
+                                   : "null");
+    return ERR_SET(err, CT_ERR_INVALID_WORKLOAD,
+                   "field '%s' must be an integer from %d to %d, got %s", field, lo, hi, got);
+  }
+  *out = (int)x;
+  return CT_OK;
+}
+
+/* A per-dimension field: a number for every dimension, or a list of nd
+ * numbers (or, with allow_double, 2 x nd: all befores then all afters). */
+static ct_status json_dims(const cJSON *v, const char *field, int nd, int lo, int allow_double,
+                           int *out, int *out2, ct_err *err) {
+  if (cJSON_IsNumber(v)) {
+    int x;
+    ct_status st = json_int(v, field, lo, INT_MAX, &x, err);
+    if (st) return st;
+    for (int d = 0; d < nd; d++) out[d] = x;
+    if (out2)
+      for (int d = 0; d < nd; d++) out2[d] = x;
+    return CT_OK;
+  }
+  int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : -1;
+  if (n != nd && !(allow_double && n == 2 * nd)) {
+    char got[48];
+    snprintf(got, sizeof got, n < 0 ? "no number or list" : "a list of %d", n);
+    if (allow_double)
+      return ERR_SET(err, CT_ERR_INVALID_WORKLOAD,
+                     "field '%s' must be a number, or a list of %d (per dimension) or %d numbers "
+                     "(all befores, then all afters), got %s",
+                     field, nd, 2 * nd, got);
+    return ERR_SET(
+        err, CT_ERR_INVALID_WORKLOAD,
+        "field '%s' must be a number or a list of %d numbers (one per dimension), got %s", field,
+        nd, got);
+  }
+  for (int i = 0; i < n; i++) {
+    char name[48];
+    snprintf(name, sizeof name, "%s[%d]", field, i);
+    int x;
+    ct_status st = json_int(cJSON_GetArrayItem(v, i), name, lo, INT_MAX, &x, err);
+    if (st) return st;
+    if (i < nd) {
+      out[i] = x;
+      if (out2 && n == nd) out2[i] = x;
+    } else {
+      out2[i - nd] = x;
+    }
+  }
+  return CT_OK;
+}
+
+static ct_status json_enum(const cJSON *v, const char *field, const char *const *names, int count,
+                           int *out, ct_err *err) {
+  char accepted[160] = "";
+  size_t len = 0;
+  for (int i = 0; i < count; i++) {
+    if (cJSON_IsString(v) && strcmp(v->valuestring, names[i]) == 0) {
+      *out = i;
+      return CT_OK;
+    }
+    len += snprintf(accepted + len, sizeof accepted - len, "%s%s", i ? ", " : "", names[i]);
+  }
+  return ERR_SET(err, CT_ERR_INVALID_WORKLOAD, "field '%s' must be one of %s, got %s%s%s", field,
+                 accepted, cJSON_IsString(v) ? "'" : "",
+                 cJSON_IsString(v) ? v->valuestring : "a non-string", cJSON_IsString(v) ? "'" : "");
+}
+
+static const char *const known_fields[] = {
+    "name", "op", "layout", "data_type", "weight_type", "out_type", "n",        "c",      "k",
+    "d",    "h",  "w",      "kernel",    "stride",      "pad",      "dilation", "groups",
+};
+
+ct_status workload_from_json(const cJSON *json, ct_workload *out, ct_err *err) {
+  if (!cJSON_IsObject(json))
+    return ERR_SET(err, CT_ERR_INVALID_WORKLOAD, "a workload must be a JSON object");
+  for (const cJSON *f = json->child; f; f = f->next) {
+    size_t i = 0, n = sizeof known_fields / sizeof known_fields[0];
+    while (i < n && strcmp(f->string, known_fields[i])) i++;
+    if (i == n)
+      return ERR_SET(err, CT_ERR_INVALID_WORKLOAD,
+                     "unknown field '%s'; the fields are op, layout, data_type, weight_type, "
+                     "out_type, n, c, k, d, h, w, kernel, stride, pad, dilation, groups, name",
+                     f->string);
+    for (const cJSON *g = json->child; g != f; g = g->next)
+      if (strcmp(g->string, f->string) == 0)
+        return ERR_SET(err, CT_ERR_INVALID_WORKLOAD, "field '%s' is given twice", f->string);
+  }
+  static const char *const ops[] = {"conv2d", "conv3d"};
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(json, "op");
+  if (!v) return ERR_SET(err, CT_ERR_INVALID_WORKLOAD, "missing field 'op' (conv2d or conv3d)");
+  int op;
+  ct_status st;
+  if ((st = json_enum(v, "op", ops, 2, &op, err))) return st;
+  ct_workload w;
+  workload_init(&w, op ? CT_OP_CONV3D : CT_OP_CONV2D);
+  int nd = workload_nd(&w);
+
+  if ((v = cJSON_GetObjectItemCaseSensitive(json, "layout"))) {
+    const char *layouts[] = {workload_layout_name(CT_LAYOUT_NCHW, w.op),
+                             workload_layout_name(CT_LAYOUT_NCHW4C, w.op)};
+    int l;
+    if ((st = json_enum(v, "layout", layouts, 2, &l, err))) return st;
+    w.layout = l ? CT_LAYOUT_NCHW4C : CT_LAYOUT_NCHW;
+  }
+  static const char *const dtypes[] = {"int8", "uint8", "int32"};
+  const struct {
+    const char *name;
+    ct_dtype *t;
+  } types[] = {
+      {"data_type", &w.data_type}, {"weight_type", &w.weight_type}, {"out_type", &w.out_type}};
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+    int t;
+    if (!(v = cJSON_GetObjectItemCaseSensitive(json, types[i].name))) continue;
+    if ((st = json_enum(v, types[i].name, dtypes, 3, &t, err))) return st;
+    *types[i].t = (ct_dtype)t;
+  }
+
+  const struct {
+    const char *name;
+    int *v;
+    int required;
+  } scalars[] = {{"n", &w.n, 0}, {"c", &w.c, 1}, {"k", &w.k, 1}, {"groups", &w.groups, 0}};
+  for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++) {
+    if (!(v = cJSON_GetObjectItemCaseSensitive(json, scalars[i].name))) {
+      if (scalars[i].required)
+        return ERR_SET(err, CT_ERR_INVALID_WORKLOAD, "missing field '%s'", scalars[i].name);
+      continue;
+    }
+    if ((st = json_int(v, scalars[i].name, 1, INT_MAX, scalars[i].v, err))) return st;
+  }
+  for (int d = 0; d < nd; d++) {
+    const char *dn = dim_name(&w, d);
+    if (!(v = cJSON_GetObjectItemCaseSensitive(json, dn)))
+      return ERR_SET(err, CT_ERR_INVALID_WORKLOAD, "missing field '%s' (input size; %s needs %s)",
+                     dn, workload_op_name(w.op), nd == 3 ? "d, h and w" : "h and w");
+    if ((st = json_int(v, dn, 1, INT_MAX, &w.in[d], err))) return st;
+  }
+  if (nd == 2 && cJSON_GetObjectItemCaseSensitive(json, "d"))
+    return ERR_SET(err, CT_ERR_INVALID_WORKLOAD, "field 'd' is for conv3d only; this is conv2d");
+
+  if (!(v = cJSON_GetObjectItemCaseSensitive(json, "kernel")))
+    return ERR_SET(err, CT_ERR_INVALID_WORKLOAD, "missing field 'kernel'");
+  if ((st = json_dims(v, "kernel", nd, 1, 0, w.kernel, NULL, err))) return st;
+  if ((v = cJSON_GetObjectItemCaseSensitive(json, "stride")) &&
+      (st = json_dims(v, "stride", nd, 1, 0, w.stride, NULL, err)))
+    return st;
+  if ((v = cJSON_GetObjectItemCaseSensitive(json, "dilation")) &&
+      (st = json_dims(v, "dilation", nd, 1, 0, w.dilation, NULL, err)))
+    return st;
+  if ((v = cJSON_GetObjectItemCaseSensitive(json, "pad")) &&
+      (st = json_dims(v, "pad", nd, 0, 1, w.pad_before, w.pad_after, err)))
+    return st;
+
+  if ((st = workload_validate(&w, err))) return st;
+  *out = w;
+  return CT_OK;
+}
+
+ct_status workload_from_json_text(const char *text, ct_workload *out, ct_err *err) {
+  cJSON *j;
+  ct_status st = json_parse(text, "workload", &j, err);
+  if (st) return st;
+  st = workload_from_json(j, out, err);
+  cJSON_Delete(j);
+  return st;
+}

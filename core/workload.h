@@ -1,0 +1,106 @@
+/*
+ * workload.h: the workload model: defaults, validation, derived sizes, the
+ * canonical key and the JSON form.
+ *
+ * Invariant: every function that hands out a workload (workload_from_json,
+ * workload_from_key) hands out a valid one; the others take one that
+ * workload_validate accepted. Internally conv2d is the D = 1 case of conv3d:
+ * workload_geom() gives that normalised view, which the reference, the
+ * packing and the templates use so that one loop nest serves both ops.
+ *
+ * The canonical key (stable, one per distinct workload; see docs/workloads.md):
+ *   conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1
+ *   op-layout-data.weight.out-batch-in_ch-out_ch-input-kernel-stride-
+ *   pad_before.pad_after-dilation, spatial sizes outermost first.
+ */
+#ifndef CT_CORE_WORKLOAD_H
+#define CT_CORE_WORKLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cJSON.h>
+
+#include "convtune/convtune.h"
+#include "core/error.h"
+
+/* Longest key: 11 fields, each spatial one up to 3 x 10 digits. */
+#define CT_KEY_MAX 256
+
+/* The kernels index every tensor with int32: element counts above this are rejected. */
+#define CT_MAX_ELEMS INT32_MAX
+
+/* A workload normalised to three spatial dimensions (conv2d: D = 1, kernel
+ * depth 1, stride 1, no padding), with the output sizes computed. int64 so
+ * that products of sizes do not overflow. */
+typedef struct geom3 {
+  int64_t n, c, k;
+  int64_t in[3], ker[3], str[3], pb[3], pa[3], dil[3], out[3];
+} geom3;
+
+/* Defaults for op: batch 1, stride 1, dilation 1, no padding, groups 1, NCHW,
+ * int8 x int8 -> int32. Channels, input and kernel sizes are left 0 (unset). */
+void workload_init(ct_workload *w, ct_op op);
+
+/* Number of spatial dimensions: 2 or 3. */
+int workload_nd(const ct_workload *w);
+
+/* CT_OK, or CT_ERR_INVALID_WORKLOAD with a message naming the field and the
+ * accepted range. Checks every field, output sizes > 0, channels % 4 for the
+ * packed layout, and element counts within int32. */
+ct_status workload_validate(const ct_workload *w, ct_err *err);
+
+/* The normalised 3D view of a valid workload. */
+void workload_geom(const ct_workload *w, geom3 *g);
+
+/* Output size along spatial dimension dim (0 = outermost), possibly <= 0 for
+ * a workload that workload_validate would reject. */
+int64_t workload_out_size(const ct_workload *w, int dim);
+
+/* Operation count: 2 (multiply and add) x N x K x output pixels x C x kernel volume. */
+int64_t workload_ops(const ct_workload *w);
+
+/* Element counts of data, weights and output in the workload's layout,
+ * saturated at INT64_MAX (as is workload_ops). */
+int64_t workload_data_elems(const ct_workload *w);
+int64_t workload_weight_elems(const ct_workload *w);
+int64_t workload_out_elems(const ct_workload *w);
+
+/* The output's shape in its layout, e.g. "16x64x56x56" (NCHW) or
+ * "16x16x56x56x4" (NCHW4c), into buf (size >= 64). Returns buf. */
+char *workload_out_shape(const ct_workload *w, char *buf, size_t size);
+
+/* w in the channel-packed layout (NCHW4c / NCDHW4c), with C and K rounded
+ * up to multiples of 4: the extra channels are zero-padded by packing, so the
+ * convolution of the real channels is unchanged (a 3-channel stem becomes 4). */
+void workload_packed(const ct_workload *w, ct_workload *out);
+
+/* Names used in keys, JSON and the CLI. */
+const char *workload_op_name(ct_op op);
+const char *workload_layout_name(ct_layout layout, ct_op op);
+const char *workload_dtype_name(ct_dtype t); /* "int8" */
+
+/* The canonical key into buf (size >= CT_KEY_MAX). Returns buf. */
+char *workload_key(const ct_workload *w, char *buf, size_t size);
+
+/* Parse a canonical key into a valid workload. Rejects a key that is not in
+ * canonical form, saying what the canonical form would be. */
+ct_status workload_from_key(const char *key, ct_workload *out, ct_err *err);
+
+/* The canonical JSON object; owned by the caller (cJSON_Delete). NULL when
+ * out of memory. */
+cJSON *workload_to_json(const ct_workload *w);
+
+/* Parse a JSON object into a valid workload. Required: op, c, k, the input
+ * sizes (h, w; and d for conv3d) and kernel. Optional: n (1), stride (1),
+ * pad (0), dilation (1), groups (1), layout ("nchw"), data_type ("int8"),
+ * weight_type ("int8"), out_type ("int32"), name (ignored here). Sizes per
+ * dimension are a number (all dimensions) or a list of one per dimension;
+ * pad may also list 2 x nd values, all befores then all afters, as ONNX
+ * does. Unknown fields are rejected, so that a typo is never ignored. */
+ct_status workload_from_json(const cJSON *json, ct_workload *out, ct_err *err);
+
+/* Parse a text that holds one JSON workload object. */
+ct_status workload_from_json_text(const char *text, ct_workload *out, ct_err *err);
+
+#endif

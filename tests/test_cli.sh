@@ -1,0 +1,97 @@
+#!/bin/sh
+# test_cli.sh: the convtune command's behaviour as a user sees it: outputs of
+# `convtune workload` and the exit code and one-line message of every kind of
+# malformed input. Usage: test_cli.sh CONVTUNE SOURCE_DIR
+set -u
+ct=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# expect RC PATTERN ARGS...: exit code RC, and stdout+stderr matching PATTERN
+expect() {
+  want=$1 pat=$2
+  shift 2
+  "$ct" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  if [ "$rc" -ne "$want" ]; then bad "convtune $* exited $rc, expected $want"; cat "$tmp/err"; return; fi
+  if ! cat "$tmp/out" "$tmp/err" | grep -q -- "$pat"; then bad "convtune $*: no '$pat' in output"; cat "$tmp/out" "$tmp/err"; return; fi
+  ok
+}
+
+# expect_bad FIELD ARGS...: exit 2 with a one-line message naming FIELD
+expect_bad() {
+  field=$1
+  shift
+  "$ct" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  lines=$(wc -l <"$tmp/err")
+  if [ "$rc" -ne 2 ]; then bad "convtune $* exited $rc, expected 2"; cat "$tmp/err"; return; fi
+  if [ "$lines" -ne 1 ]; then bad "convtune $*: $lines lines on stderr, expected 1"; cat "$tmp/err"; return; fi
+  if [ -s "$tmp/out" ]; then bad "convtune $*: printed on stdout"; return; fi
+  if ! grep -q -- "$field" "$tmp/err"; then bad "convtune $*: message does not name '$field'"; cat "$tmp/err"; return; fi
+  ok
+}
+
+# The done-when command: 23 ResNet-50 layers at batch 16 with keys, shapes, GOP.
+"$ct" workload --file "$src/scripts/workloads/resnet50.json" --batch 16 >"$tmp/r50" 2>&1 || bad "resnet50 file"
+n=$(grep -c '^l[1-4]_\|^conv1 ' "$tmp/r50")
+[ "$n" -eq 23 ] && ok || bad "resnet50 lists $n layers, expected 23"
+grep -q '^conv1 .*conv2d-nchw-i8.i8.i32-n16-c3-k64-224x224-r7x7-s2x2-p3x3.3x3-d1x1 *16x64x112x112 *3.776$' "$tmp/r50" && ok || bad "conv1 row"; 
+grep -q '^l4_3x3_512 .*-n16-c512-k512-7x7-r3x3-s1x1-p1x1.1x1-d1x1 *16x512x7x7 ' "$tmp/r50" && ok || bad "l4_3x3_512 row"
+"$ct" workload --set resnet50 --batch 16 >"$tmp/r50set" 2>&1
+cmp -s "$tmp/r50" "$tmp/r50set" && ok || bad "--set resnet50 differs from --file"
+expect 0 'l4_3x3x3 *conv3d-ncdhw-i8.i8.i32-n8-c512-k512-2x7x7' workload --set resnet3d18 --batch 8
+expect 0 'conv5b' workload --set c3d
+expect 0 '"ops":' workload --set resnet18 --json
+expect 0 'conv2d-nchw4c-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1' workload --c 64 --k 64 --size 56x56 --kernel 3 --pad 1 --layout nchw4c
+expect 0 '1x64x29x57' workload --c 64 --k 64 --size 56x56 --kernel 3 --pad 1x1.2x2 --stride 2x1
+expect 0 'n4-c64' workload conv2d-nchw-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1 --batch 4
+expect 0 'conv3d-ncdhw4c' workload '{"op":"conv3d","layout":"ncdhw4c","c":4,"d":3,"h":5,"w":7,"k":8,"kernel":[3,1,1]}'
+expect 0 'usage: convtune workload' workload --help
+
+# Malformed input: one line naming the field, exit code 2.
+good='"op":"conv2d","c":64,"h":56,"w":56,"k":64,"kernel":3'
+expect_bad 'bad JSON' workload "{$good,}"
+expect_bad "'w'" workload '{"op":"conv2d","c":64,"h":56,"k":64,"kernel":3}'
+expect_bad "'k'" workload '{"op":"conv2d","c":64,"h":56,"w":56,"kernel":3}'
+expect_bad "'h'" workload '{"op":"conv2d","c":64,"h":0,"w":56,"k":64,"kernel":3}'
+expect_bad "output size along w" workload '{"op":"conv2d","c":64,"h":56,"w":2,"k":64,"kernel":5}'
+expect_bad 'c (input channels) must be a multiple of 4' workload '{"op":"conv2d","c":6,"h":56,"w":56,"k":64,"kernel":3,"layout":"nchw4c"}'
+expect_bad "field 'c' is given twice" workload "{$good,\"c\":6}"
+expect_bad 'groups' workload "{$good,\"groups\":2}"
+expect_bad 'kernal' workload '{"op":"conv2d","c":64,"h":56,"w":56,"k":64,"kernal":3}'
+expect_bad 'c (input channels)' workload --c 6 --k 64 --size 56x56 --kernel 3 --layout nchw4c
+expect_bad 'groups' workload --c 64 --k 64 --size 56x56 --kernel 3 --groups 2
+expect_bad '--kernel' workload --c 64 --k 64 --size 56x56 --kernel 3x
+expect_bad '--batch' workload --set resnet50 --batch 0
+expect_bad 'int32' workload --set resnet50 --batch 100000
+expect_bad 'canonical' workload conv2d-nchw-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d01x1
+expect_bad 'malformed pad' workload conv2d-nchw-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1-d1x1
+expect_bad 'resnet50' workload --set resnet51
+expect_bad 'cannot open' workload --file "$tmp/none.json"
+expect_bad 'one workload source' workload --set resnet50 --c 64
+expect_bad 'unknown option' workload --bogus
+expect_bad 'no workload given' workload
+
+# A malformed file names the entry and the field.
+printf '[{"name":"a","op":"conv2d","c":4,"h":8,"w":8,"k":4,"kernel":3},\n {"name":"b","op":"conv2d","c":0,"h":8,"w":8,"k":4,"kernel":3}]\n' >"$tmp/bad.json"
+expect_bad "workload #2 (b): field 'c'" workload --file "$tmp/bad.json"
+printf '[{"name":"a","op":"conv2d","c":4,"h":8,"w":8,"k":4,"kernel":3}\n {"name":"b"}]\n' >"$tmp/syntax.json"
+expect_bad 'line 2, column 2' workload --file "$tmp/syntax.json"
+
+# tune: until the tuning engine exists, it says so and exits non-zero, writing nothing.
+(cd "$tmp" && "$ct" tune >out 2>err)
+rc=$?
+[ "$rc" -eq 1 ] && ok || bad "tune exited $rc, expected 1"
+grep -q 'not built yet' "$tmp/err" && ok || bad "tune does not say what is missing"
+[ ! -e "$tmp/convtune.db" ] && ok || bad "tune wrote a database"
+expect 2 'unknown command' frobnicate
+
+echo "cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,70 @@
+/* test_error.c: the status tables and the ct_err helpers. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+START_TEST(status_tables_cover_every_code) {
+#define CHECK_ONE(name, value, msg)                                                                \
+  ck_assert_int_eq(name, value);                                                                   \
+  ck_assert_str_eq(ct_strerror(name), msg);                                                        \
+  ck_assert_str_eq(ct_status_name(name), #name);
+  CT_STATUS_LIST(CHECK_ONE)
+#undef CHECK_ONE
+  ck_assert_int_eq(CT_OK, 0);
+  ck_assert_str_eq(ct_strerror((ct_status)12345), "unknown status");
+  ck_assert_str_eq(ct_status_name((ct_status)-999), "CT_UNKNOWN");
+}
+END_TEST
+
+START_TEST(err_set_records_message_and_origin) {
+  ct_err err = {0};
+  ck_assert_int_eq(ERR_SET(&err, CT_ERR_PARSE, "field '%s' bad: %d", "c", 6), CT_ERR_PARSE);
+  ck_assert_int_eq(err.status, CT_ERR_PARSE);
+  ck_assert_str_eq(err.msg, "field 'c' bad: 6");
+  ck_assert_ptr_nonnull(err.file);
+  ck_assert_int_gt(err.line, 0);
+  err_prefix(&err, "file %s", "a.json");
+  ck_assert_str_eq(err.msg, "file a.json: field 'c' bad: 6");
+  err_clear(&err);
+  ck_assert_int_eq(err.status, CT_OK);
+  ck_assert_str_eq(err.msg, "");
+  /* NULL err: the status still comes back. */
+  ck_assert_int_eq(ERR_SET(NULL, CT_ERR_IO, "x"), CT_ERR_IO);
+  err_prefix(NULL, "x");
+  err_clear(NULL);
+}
+END_TEST
+
+START_TEST(long_messages_are_truncated_not_overflowed) {
+  ct_err err = {0};
+  char big[2 * CT_ERRMSG_MAX];
+  memset(big, 'a', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  ERR_SET(&err, CT_ERR_INTERNAL, "%s", big);
+  ck_assert_uint_eq(strlen(err.msg), CT_ERRMSG_MAX - 1);
+  err_prefix(&err, "%s", big);
+  ck_assert_uint_eq(strlen(err.msg), CT_ERRMSG_MAX - 1);
+}
+END_TEST
+
+START_TEST(version_matches_header) {
+  ck_assert_str_eq(ct_version(), CT_VERSION_STRING);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("error");
+  TCase *tc = tcase_create("error");
+  tcase_add_test(tc, status_tables_cover_every_code);
+  tcase_add_test(tc, err_set_records_message_and_origin);
+  tcase_add_test(tc, long_messages_are_truncated_not_overflowed);
+  tcase_add_test(tc, version_matches_header);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

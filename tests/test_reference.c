@@ -1,0 +1,395 @@
+/*
+ * test_reference.c: the CPU reference convolution (core/reference.c).
+ *
+ * The reference is checked against a naive direct formula written here: for
+ * every output element, the sum over c, kd, kh, kw with an explicit bounds
+ * test of the input coordinate, and every tensor indexed by its layout's
+ * formula written out here (NCHW / OIHW and NCHW4c / OIHW4o4i), never by
+ * pack.c or geom3. Equality is exact. Named awkward shapes and ~250 random
+ * small ones run in all four combinations of conv2d / conv3d x NCHW / NCHW4c,
+ * with int8 inputs over the full [-128, 127] range from a fixed-seed xorshift
+ * and the output poisoned, so every element must be written. Rejected
+ * workloads and the int32 accumulator extreme have their own tests. Element
+ * loops call Check only on a mismatch (each passing ck_assert writes a log).
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/reference.h"
+#include "core/workload.h"
+
+#define POISON ((int32_t)0x7EADBEEF)
+
+static uint32_t rng_next(uint32_t *s) {
+  uint32_t x = *s;
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  return *s = x;
+}
+
+/* Uniform in [lo, hi]; the small modulo bias does not matter here. */
+static int rng_range(uint32_t *s, int lo, int hi) {
+  return lo + (int)(rng_next(s) % (uint32_t)(hi - lo + 1));
+}
+
+static void *xmalloc(size_t bytes) {
+  void *p = malloc(bytes ? bytes : 1);
+  ck_assert_ptr_nonnull(p);
+  return p;
+}
+
+/* ---- the naive direct convolution ------------------------------------------ */
+
+/* Sizes in 3D: conv2d is D = 1 with a 1-deep kernel. Written out here rather
+ * than taken from workload_geom, so the test does not trust the code it checks. */
+typedef struct shape {
+  int64_t n, c, k, d, h, w, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, od, oh, ow;
+  int packed;
+} shape;
+
+static int64_t out_size(int in, int pb, int pa, int dil, int ker, int str) {
+  return ((int64_t)in + pb + pa - (int64_t)dil * (ker - 1) - 1) / str + 1;
+}
+
+static shape shape_of(const ct_workload *w) {
+  shape s = {.n = w->n, .c = w->c, .k = w->k, .packed = w->layout == CT_LAYOUT_NCHW4C};
+  s.d = s.kd = s.sd = s.dd = s.od = 1;
+  s.pd = 0;
+  int o = 0; /* index of H in w's arrays */
+  if (w->op == CT_OP_CONV3D) {
+    s.d = w->in[0];
+    s.kd = w->kernel[0];
+    s.sd = w->stride[0];
+    s.pd = w->pad_before[0];
+    s.dd = w->dilation[0];
+    s.od = out_size(w->in[0], w->pad_before[0], w->pad_after[0], w->dilation[0], w->kernel[0],
+                    w->stride[0]);
+    o = 1;
+  }
+  s.h = w->in[o];
+  s.w = w->in[o + 1];
+  s.kh = w->kernel[o];
+  s.kw = w->kernel[o + 1];
+  s.sh = w->stride[o];
+  s.sw = w->stride[o + 1];
+  s.ph = w->pad_before[o];
+  s.pw = w->pad_before[o + 1];
+  s.dh = w->dilation[o];
+  s.dw = w->dilation[o + 1];
+  s.oh = out_size(w->in[o], w->pad_before[o], w->pad_after[o], w->dilation[o], w->kernel[o],
+                  w->stride[o]);
+  s.ow = out_size(w->in[o + 1], w->pad_before[o + 1], w->pad_after[o + 1], w->dilation[o + 1],
+                  w->kernel[o + 1], w->stride[o + 1]);
+  return s;
+}
+
+/* Data NCDHW: [n][c][d][h][w]; NCDHW4c: [n][c/4][d][h][w][c%4]. */
+static int64_t data_at(const shape *s, int64_t n, int64_t c, int64_t z, int64_t y, int64_t x) {
+  if (!s->packed) return (((n * s->c + c) * s->d + z) * s->h + y) * s->w + x;
+  return ((((n * (s->c / 4) + c / 4) * s->d + z) * s->h + y) * s->w + x) * 4 + c % 4;
+}
+
+/* Weights OIDHW: [k][c][kd][kh][kw]; OIDHW4o4i: [k/4][c/4][kd][kh][kw][k%4][c%4]. */
+static int64_t weight_at(const shape *s, int64_t k, int64_t c, int64_t z, int64_t y, int64_t x) {
+  if (!s->packed) return (((k * s->c + c) * s->kd + z) * s->kh + y) * s->kw + x;
+  return (((((k / 4) * (s->c / 4) + c / 4) * s->kd + z) * s->kh + y) * s->kw + x) * 16 +
+         (k % 4) * 4 + c % 4;
+}
+
+/* Output NKDHW: [n][k][od][oh][ow]; NKDHW4k: [n][k/4][od][oh][ow][k%4]. */
+static int64_t out_at(const shape *s, int64_t n, int64_t k, int64_t z, int64_t y, int64_t x) {
+  if (!s->packed) return (((n * s->k + k) * s->od + z) * s->oh + y) * s->ow + x;
+  return ((((n * (s->k / 4) + k / 4) * s->od + z) * s->oh + y) * s->ow + x) * 4 + k % 4;
+}
+
+/* One output element, straight from the definition of convolution. */
+static int64_t naive_at(const shape *s, const int8_t *data, const int8_t *weights, int64_t n,
+                        int64_t k, int64_t oz, int64_t oy, int64_t ox) {
+  int64_t acc = 0;
+  for (int64_t c = 0; c < s->c; c++)
+    for (int64_t kz = 0; kz < s->kd; kz++)
+      for (int64_t ky = 0; ky < s->kh; ky++)
+        for (int64_t kx = 0; kx < s->kw; kx++) {
+          int64_t z = oz * s->sd - s->pd + kz * s->dd;
+          int64_t y = oy * s->sh - s->ph + ky * s->dh;
+          int64_t x = ox * s->sw - s->pw + kx * s->dw;
+          if (z < 0 || z >= s->d || y < 0 || y >= s->h || x < 0 || x >= s->w) continue;
+          acc += (int64_t)data[data_at(s, n, c, z, y, x)] * weights[weight_at(s, k, c, kz, ky, kx)];
+        }
+  return acc;
+}
+
+static const char *layout_name(ct_layout l) {
+  return l == CT_LAYOUT_NCHW4C ? "nchw4c" : "nchw";
+}
+
+/* Run reference_conv on w with random inputs from seed and compare every
+ * output element with the naive formula. what names the case in messages. */
+static void check_against_naive(const ct_workload *w, uint32_t seed, const char *what) {
+  ct_err err;
+  err_clear(&err);
+  ck_assert_msg(workload_validate(w, &err) == CT_OK, "%s: workload rejected: %s", what, err.msg);
+  shape s = shape_of(w);
+  int64_t n_data = s.n * s.c * s.d * s.h * s.w, n_weights = s.k * s.c * s.kd * s.kh * s.kw;
+  int64_t n_out = s.n * s.k * s.od * s.oh * s.ow;
+  ck_assert_int_eq(workload_data_elems(w), n_data);
+  ck_assert_int_eq(workload_weight_elems(w), n_weights);
+  ck_assert_int_eq(workload_out_elems(w), n_out);
+
+  int8_t *data = xmalloc((size_t)n_data), *weights = xmalloc((size_t)n_weights);
+  int32_t *out = xmalloc((size_t)n_out * sizeof *out);
+  uint32_t rng = seed ? seed : 1;
+  for (int64_t i = 0; i < n_data; i++) data[i] = (int8_t)((int)(rng_next(&rng) & 0xff) - 128);
+  for (int64_t i = 0; i < n_weights; i++) weights[i] = (int8_t)((int)(rng_next(&rng) & 0xff) - 128);
+  for (int64_t i = 0; i < n_out; i++) out[i] = POISON;
+
+  ct_status st = reference_conv(w, data, weights, out, &err);
+  ck_assert_msg(st == CT_OK, "%s: reference_conv returned %s: %s", what, ct_status_name(st),
+                err.msg);
+  for (int64_t n = 0; n < s.n; n++)
+    for (int64_t k = 0; k < s.k; k++)
+      for (int64_t z = 0; z < s.od; z++)
+        for (int64_t y = 0; y < s.oh; y++)
+          for (int64_t x = 0; x < s.ow; x++) {
+            int64_t want = naive_at(&s, data, weights, n, k, z, y, x);
+            int32_t got = out[out_at(&s, n, k, z, y, x)];
+            if (got != want)
+              ck_abort_msg("%s: out[n %lld][k %lld][%lld][%lld][%lld] is %d, want %lld", what,
+                           (long long)n, (long long)k, (long long)z, (long long)y, (long long)x,
+                           got, (long long)want);
+          }
+  free(data);
+  free(weights);
+  free(out);
+}
+
+/* ---- named shapes ---------------------------------------------------------- */
+
+/* Spatial arrays outermost first, as in ct_workload. Channels are rounded up
+ * to 4 for the packed layout. */
+typedef struct conv_case {
+  const char *name;
+  ct_op op;
+  int n, c, k;
+  int in[3], ker[3], str[3], pb[3], pa[3], dil[3];
+} conv_case;
+
+#define C2 CT_OP_CONV2D
+#define C3 CT_OP_CONV3D
+
+/* One row per case, so that the cases read as a table. */
+/* clang-format off */
+static const conv_case cases[] = {
+  /* name                    op  n  c  k  in         kernel   stride   pad bef. pad aft. dilation */
+  {"2d 1x1 batch 3",         C2, 3, 5, 7, {6,5},     {1,1},   {1,1},   {0,0},   {0,0},   {1,1}},
+  {"2d 1x1 stride 2",        C2, 2, 8, 4, {7,9},     {1,1},   {2,2},   {0,0},   {0,0},   {1,1}},
+  {"2d 1x1 on 1x1",          C2, 2, 3, 5, {1,1},     {1,1},   {1,1},   {0,0},   {0,0},   {1,1}},
+  {"2d 3x3 pad 1",           C2, 2, 6, 5, {9,11},    {3,3},   {1,1},   {1,1},   {1,1},   {1,1}},
+  {"2d 3x3 s2 asym pad",     C2, 2, 3, 4, {10,9},    {3,3},   {2,2},   {1,0},   {2,1},   {1,1}},
+  {"2d 3x3 s3",              C2, 1, 4, 4, {13,11},   {3,3},   {3,3},   {1,1},   {1,1},   {1,1}},
+  {"2d 3x3 dil 2",           C2, 2, 5, 3, {11,12},   {3,3},   {1,1},   {2,2},   {2,2},   {2,2}},
+  {"2d 3x3 s2 dil 2",        C2, 2, 4, 4, {12,13},   {3,3},   {2,2},   {1,2},   {2,0},   {2,2}},
+  {"2d 7x7 s2 pad 3 (stem)", C2, 2, 3, 8, {15,17},   {7,7},   {2,2},   {3,3},   {3,3},   {1,1}},
+  {"2d 7x7 unpadded",        C2, 1, 2, 3, {7,8},     {7,7},   {1,1},   {0,0},   {0,0},   {1,1}},
+  {"2d 7x7 on 5x4 padded",   C2, 2, 2, 3, {5,4},     {7,7},   {1,1},   {3,3},   {3,3},   {1,1}},
+  {"2d 1x7",                 C2, 2, 4, 5, {9,13},    {1,7},   {1,1},   {0,3},   {0,3},   {1,1}},
+  {"2d 7x1",                 C2, 2, 5, 4, {13,9},    {7,1},   {1,1},   {3,0},   {3,0},   {1,1}},
+  {"2d s2x1",                C2, 2, 4, 3, {10,11},   {3,3},   {2,1},   {1,1},   {1,1},   {1,1}},
+  {"2d s1x3 dil 1x2",        C2, 2, 3, 4, {8,17},    {3,3},   {1,3},   {1,2},   {1,2},   {1,2}},
+  {"2d 5x3 s3x2 dil2x1 asym",C2, 3, 5, 6, {17,14},   {5,3},   {3,2},   {3,0},   {1,2},   {2,1}},
+  {"2d pad beyond kernel",   C2, 2, 3, 4, {5,6},     {3,3},   {1,2},   {4,3},   {5,4},   {1,1}},
+  {"2d odd sizes",           C2, 3, 7, 9, {11,13},   {3,5},   {1,2},   {2,1},   {0,3},   {1,1}},
+  {"2d wide rows",           C2, 1, 4, 4, {5,67},    {3,3},   {1,1},   {1,1},   {1,1},   {1,1}},
+  {"2d wide rows s1x2",      C2, 2, 4, 4, {4,70},    {3,3},   {1,2},   {1,1},   {1,0},   {1,1}},
+  {"3d 3x3x3 pad 1",         C3, 2, 3, 4, {5,6,7},   {3,3,3}, {1,1,1}, {1,1,1}, {1,1,1}, {1,1,1}},
+  {"3d 3x1x1",               C3, 2, 5, 3, {7,4,5},   {3,1,1}, {1,1,1}, {1,0,0}, {1,0,0}, {1,1,1}},
+  {"3d 1x3x3",               C3, 2, 4, 5, {3,7,6},   {1,3,3}, {1,1,1}, {0,1,1}, {0,1,1}, {1,1,1}},
+  {"3d 1x1x1 s2",            C3, 3, 6, 5, {5,6,7},   {1,1,1}, {2,2,2}, {0,0,0}, {0,0,0}, {1,1,1}},
+  {"3d 3x3x3 s2",            C3, 2, 3, 4, {7,9,8},   {3,3,3}, {2,2,2}, {1,1,1}, {1,1,1}, {1,1,1}},
+  {"3d s3x2x1 asym pad",     C3, 2, 3, 5, {8,7,9},   {3,3,3}, {3,2,1}, {1,0,2}, {0,2,1}, {1,1,1}},
+  {"3d dil 2",               C3, 2, 2, 3, {7,7,8},   {3,3,3}, {1,1,1}, {2,2,2}, {2,2,2}, {2,2,2}},
+  {"3d s2x1x3 dil 1x2x3",    C3, 2, 3, 4, {6,9,14},  {2,3,3}, {2,1,3}, {1,2,3}, {0,1,2}, {1,2,3}},
+  {"3d 7x7x7 small",         C3, 1, 2, 3, {7,8,9},   {7,7,7}, {1,1,1}, {3,0,1}, {3,2,0}, {1,1,1}},
+  {"3d odd sizes",           C3, 3, 5, 7, {3,5,7},   {3,1,3}, {1,2,3}, {1,0,1}, {0,1,2}, {1,1,1}},
+  {"3d wide rows",           C3, 1, 4, 4, {2,3,40},  {3,3,3}, {1,1,1}, {1,1,1}, {1,1,1}, {1,1,1}},
+};
+/* clang-format on */
+
+#define N_CASES ((int)(sizeof cases / sizeof cases[0]))
+
+static void workload_of(const conv_case *cc, ct_layout layout, ct_workload *w) {
+  workload_init(w, cc->op);
+  w->layout = layout;
+  w->n = cc->n;
+  w->c = layout == CT_LAYOUT_NCHW4C ? (cc->c + 3) / 4 * 4 : cc->c;
+  w->k = layout == CT_LAYOUT_NCHW4C ? (cc->k + 3) / 4 * 4 : cc->k;
+  for (int d = 0; d < workload_nd(w); d++) {
+    w->in[d] = cc->in[d];
+    w->kernel[d] = cc->ker[d];
+    w->stride[d] = cc->str[d];
+    w->pad_before[d] = cc->pb[d];
+    w->pad_after[d] = cc->pa[d];
+    w->dilation[d] = cc->dil[d];
+  }
+}
+
+/* Loop index _i: case _i / 2 in layout _i % 2. */
+START_TEST(named_shapes) {
+  const conv_case *cc = &cases[_i / 2];
+  ct_layout layout = _i % 2 ? CT_LAYOUT_NCHW4C : CT_LAYOUT_NCHW;
+  ct_workload w;
+  workload_of(cc, layout, &w);
+  char what[160];
+  snprintf(what, sizeof what, "%s, %s", cc->name, layout_name(layout));
+  check_against_naive(&w, 0x9e3779b9u * (uint32_t)(_i + 1), what);
+}
+END_TEST
+
+/* ---- random shapes --------------------------------------------------------- */
+
+#define RANDOM_PER_LOOP 32
+#define RANDOM_LOOPS    8
+
+/* A random valid workload; op and layout come from j so that the four
+ * combinations are covered equally. Padding goes up to 3 on either side,
+ * sometimes beyond the kernel, so whole output rows can fall in padding. */
+static void random_workload(uint32_t *rng, int j, ct_workload *w) {
+  ct_op op = j % 2 ? CT_OP_CONV3D : CT_OP_CONV2D;
+  int packed = (j / 2) % 2;
+  workload_init(w, op);
+  w->layout = packed ? CT_LAYOUT_NCHW4C : CT_LAYOUT_NCHW;
+  w->n = rng_range(rng, 1, 3);
+  w->c = packed ? 4 * rng_range(rng, 1, 3) : rng_range(rng, 1, 9);
+  w->k = packed ? 4 * rng_range(rng, 1, 3) : rng_range(rng, 1, 9);
+  int nd = workload_nd(w);
+  for (int d = 0; d < nd; d++) {
+    w->kernel[d] = rng_range(rng, 1, nd == 3 ? 4 : 7);
+    w->stride[d] = rng_range(rng, 1, 3);
+    w->dilation[d] = rng_range(rng, 0, 3) < 2 ? 1 : rng_range(rng, 2, 3);
+    w->pad_before[d] = rng_range(rng, 0, 3);
+    w->pad_after[d] = rng_range(rng, 0, 3);
+    int extent = w->dilation[d] * (w->kernel[d] - 1) + 1;
+    int least = extent - w->pad_before[d] - w->pad_after[d];
+    w->in[d] = (least > 1 ? least : 1) + rng_range(rng, 0, nd == 3 ? 5 : 9);
+  }
+}
+
+START_TEST(random_shapes) {
+  uint32_t rng = 0xc0ffee00u + (uint32_t)_i;
+  for (int j = 0; j < RANDOM_PER_LOOP; j++) {
+    ct_workload w;
+    random_workload(&rng, j, &w);
+    char key[CT_KEY_MAX], what[CT_KEY_MAX + 32];
+    snprintf(what, sizeof what, "random %d/%d %s", _i, j, workload_key(&w, key, sizeof key));
+    check_against_naive(&w, rng_next(&rng), what);
+  }
+}
+END_TEST
+
+/* ---- rejected workloads and extremes --------------------------------------- */
+
+/* Workloads that workload_validate rejects: reference_conv must say so and
+ * leave the output untouched. */
+START_TEST(rejects_invalid_workload) {
+  ct_workload w;
+  workload_init(&w, _i < 4 ? CT_OP_CONV2D : CT_OP_CONV3D);
+  w.c = 4;
+  w.k = 4;
+  for (int d = 0; d < 3; d++) w.in[d] = w.kernel[d] = 3;
+  switch (_i % 4) {
+  case 0:
+    w.c = 0;
+    break;
+  case 1:
+    w.stride[0] = 0;
+    break;
+  case 2: /* the packed layout needs whole groups of 4 channels */
+    w.layout = CT_LAYOUT_NCHW4C;
+    w.c = 6;
+    break;
+  case 3: /* kernel larger than the padded input */
+    w.kernel[1] = 5;
+    w.pad_before[1] = 1;
+    break;
+  }
+  int8_t data[256] = {1}, weights[256] = {1};
+  int32_t out[256];
+  for (int i = 0; i < 256; i++) out[i] = POISON;
+  ct_err err;
+  err_clear(&err);
+  ct_status st = reference_conv(&w, data, weights, out, &err);
+  ck_assert_msg(st == CT_ERR_INVALID_WORKLOAD, "case %d: got %s", _i, ct_status_name(st));
+  ck_assert_int_eq(err.status, CT_ERR_INVALID_WORKLOAD);
+  ck_assert_msg(err.msg[0] != '\0', "case %d: no message", _i);
+  for (int i = 0; i < 256; i++)
+    if (out[i] != POISON) ck_abort_msg("case %d: out[%d] was written", _i, i);
+}
+END_TEST
+
+/* Every product is (-128) x (-128) = 16384 and no padding is touched, so each
+ * output is exactly 16384 x C x kernel volume: 1.26e9 and 1.64e9, near the
+ * int32 limit of 2.15e9 (an int16 or float accumulator would fail here). */
+START_TEST(accumulator_extreme) {
+  ct_workload w;
+  int is3 = _i / 2;
+  workload_init(&w, is3 ? CT_OP_CONV3D : CT_OP_CONV2D);
+  w.layout = _i % 2 ? CT_LAYOUT_NCHW4C : CT_LAYOUT_NCHW;
+  w.n = 2;
+  w.k = 4;
+  if (is3) {
+    w.c = 1024;
+    w.kernel[0] = 3, w.kernel[1] = 5, w.kernel[2] = 5;
+    w.in[0] = 4, w.in[1] = 6, w.in[2] = 7;
+  } else {
+    w.c = 2048;
+    w.kernel[0] = 7, w.kernel[1] = 7;
+    w.in[0] = 8, w.in[1] = 9;
+  }
+  ct_err err;
+  err_clear(&err);
+  ck_assert_int_eq(workload_validate(&w, &err), CT_OK);
+  int64_t kvol = is3 ? 3 * 5 * 5 : 7 * 7;
+  int64_t want = 16384 * (int64_t)w.c * kvol;
+  ck_assert_int_le(want, INT32_MAX);
+  int64_t n_data = workload_data_elems(&w), n_weights = workload_weight_elems(&w);
+  int64_t n_out = workload_out_elems(&w);
+  ck_assert_int_eq(n_out, is3 ? 2 * 4 * 2 * 2 * 3 : 2 * 4 * 2 * 3);
+  int8_t *data = xmalloc((size_t)n_data), *weights = xmalloc((size_t)n_weights);
+  int32_t *out = xmalloc((size_t)n_out * sizeof *out);
+  memset(data, 0x80, (size_t)n_data); /* -128 */
+  memset(weights, 0x80, (size_t)n_weights);
+  for (int64_t i = 0; i < n_out; i++) out[i] = POISON;
+  ck_assert_int_eq(reference_conv(&w, data, weights, out, &err), CT_OK);
+  for (int64_t i = 0; i < n_out; i++)
+    if (out[i] != want)
+      ck_abort_msg("out[%lld] is %d, want %lld", (long long)i, out[i], (long long)want);
+  free(data);
+  free(weights);
+  free(out);
+}
+END_TEST
+
+static Suite *reference_suite(void) {
+  Suite *s = suite_create("reference");
+  TCase *tc = tcase_create("core");
+  /* generous: the random loops run slowly under ASan on a loaded machine */
+  tcase_set_timeout(tc, 60);
+  tcase_add_loop_test(tc, named_shapes, 0, 2 * N_CASES);
+  tcase_add_loop_test(tc, random_shapes, 0, RANDOM_LOOPS);
+  tcase_add_loop_test(tc, rejects_invalid_workload, 0, 8);
+  tcase_add_loop_test(tc, accumulator_extreme, 0, 4);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(reference_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

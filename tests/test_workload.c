@@ -1,0 +1,1192 @@
+/*
+ * test_workload.c: the workload model (core/workload.c): defaults, derived
+ * sizes, validation, the canonical key and the JSON form.
+ *
+ * Sizes are checked against values worked out by hand here (ResNet-50 conv1,
+ * the ResNet3D-18 stem, stride 2 with padding, dilation, asymmetric padding),
+ * never against workload.c's own formula. Every rejection asserts both the
+ * status and that the message names the field. Key and JSON are round-tripped
+ * for a few hundred random valid workloads from a fixed-seed xorshift (conv2d
+ * and conv3d, both layouts, asymmetric pads, dilation, strides); loops call
+ * Check only on a mismatch, since each passing ck_assert writes to its log.
+ * Every cJSON tree and printed string is freed: the suite also runs under
+ * ASan/LSan.
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "core/workload.h"
+
+#define N_RANDOM 400
+
+/* A local xorshift32 so the inputs are the same on every run and platform. */
+static uint32_t rng_next(uint32_t *s) {
+  uint32_t x = *s;
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  return *s = x;
+}
+
+/* Uniform in [lo, hi]; the small modulo bias does not matter here. */
+static int rng_range(uint32_t *s, int lo, int hi) {
+  return lo + (int)(rng_next(s) % (uint32_t)(hi - lo + 1));
+}
+
+static void *xmalloc(size_t bytes) {
+  void *p = malloc(bytes ? bytes : 1);
+  ck_assert_ptr_nonnull(p);
+  return p;
+}
+
+/* A conv2d with square sizes and symmetric padding. */
+static ct_workload conv2d(int n, int c, int k, int hw, int r, int s, int p) {
+  ct_workload w;
+  workload_init(&w, CT_OP_CONV2D);
+  w.n = n;
+  w.c = c;
+  w.k = k;
+  for (int d = 0; d < 2; d++) {
+    w.in[d] = hw;
+    w.kernel[d] = r;
+    w.stride[d] = s;
+    w.pad_before[d] = w.pad_after[d] = p;
+  }
+  return w;
+}
+
+/* A conv3d with per-dimension kernel, stride and symmetric padding. */
+static ct_workload conv3d(int n, int c, int k, const int in[3], const int r[3], const int s[3],
+                          const int p[3]) {
+  ct_workload w;
+  workload_init(&w, CT_OP_CONV3D);
+  w.n = n;
+  w.c = c;
+  w.k = k;
+  for (int d = 0; d < 3; d++) {
+    w.in[d] = in[d];
+    w.kernel[d] = r[d];
+    w.stride[d] = s[d];
+    w.pad_before[d] = w.pad_after[d] = p[d];
+  }
+  return w;
+}
+
+/* The ResNet3D-18 stem: 3x16x112x112 -> 64, kernel (3,7,7), stride (1,2,2), pad (1,3,3). */
+static ct_workload stem3d(int n) {
+  static const int in[3] = {16, 112, 112}, r[3] = {3, 7, 7}, s[3] = {1, 2, 2}, p[3] = {1, 3, 3};
+  return conv3d(n, 3, 64, in, r, s, p);
+}
+
+/* A random valid workload: both ops and layouts, kernels 1..7, strides 1..3,
+ * dilation mostly 1, independent pads before and after, and input sizes from
+ * the smallest that gives one output upwards. Sizes stay small enough that
+ * every element count is far below int32. */
+static ct_workload random_workload(uint32_t *rng) {
+  ct_workload w;
+  workload_init(&w, rng_range(rng, 0, 1) ? CT_OP_CONV3D : CT_OP_CONV2D);
+  int nd = workload_nd(&w);
+  w.layout = rng_range(rng, 0, 1) ? CT_LAYOUT_NCHW4C : CT_LAYOUT_NCHW;
+  int mult = w.layout == CT_LAYOUT_NCHW4C ? 4 : 1;
+  w.n = rng_range(rng, 1, 4) == 4 ? rng_range(rng, 1, 64) : 1;
+  w.c = mult * rng_range(rng, 1, 40);
+  w.k = mult * rng_range(rng, 1, 40);
+  for (int d = 0; d < nd; d++) {
+    w.kernel[d] = rng_range(rng, 1, 7);
+    w.stride[d] = rng_range(rng, 1, 3);
+    w.dilation[d] = rng_range(rng, 0, 3) ? 1 : rng_range(rng, 2, 3);
+    w.pad_before[d] = rng_range(rng, 0, 4);
+    w.pad_after[d] = rng_range(rng, 0, 4);
+    int extent = w.dilation[d] * (w.kernel[d] - 1) + 1;
+    int min_in = extent - w.pad_before[d] - w.pad_after[d];
+    if (min_in < 1) min_in = 1;
+    w.in[d] = min_in + rng_range(rng, 0, nd == 3 ? 10 : 60);
+  }
+  return w;
+}
+
+/* N_RANDOM random workloads, each checked valid. Owned: free(). */
+static ct_workload *random_workloads(uint32_t seed) {
+  ct_workload *ws = xmalloc(N_RANDOM * sizeof *ws);
+  uint32_t rng = seed;
+  for (int i = 0; i < N_RANDOM; i++) {
+    ws[i] = random_workload(&rng);
+    ct_err err = {0};
+    if (workload_validate(&ws[i], &err) != CT_OK) {
+      char key[CT_KEY_MAX];
+      ck_abort_msg("random workload %d (%s) rejected: %s", i, workload_key(&ws[i], key, sizeof key),
+                   err.msg);
+    }
+  }
+  return ws;
+}
+
+/* Assert that st is want and that err's message holds needle (and needle2
+ * when not NULL). what names the case in the failure message. */
+static void expect_err_at(int line, ct_status st, ct_status want, const ct_err *err,
+                          const char *what, const char *needle, const char *needle2) {
+  ck_assert_msg(st == want, "line %d, %s: status %s, want %s (message: %s)", line, what,
+                ct_status_name(st), ct_status_name(want), err->msg);
+  ck_assert_msg(err->status == want, "line %d, %s: err.status %s, want %s", line, what,
+                ct_status_name(err->status), ct_status_name(want));
+  ck_assert_msg(strstr(err->msg, needle), "line %d, %s: message '%s' does not mention '%s'", line,
+                what, err->msg, needle);
+  if (needle2)
+    ck_assert_msg(strstr(err->msg, needle2), "line %d, %s: message '%s' does not mention '%s'",
+                  line, what, err->msg, needle2);
+}
+#define EXPECT_ERR(st, want, err, what, needle, needle2)                                           \
+  expect_err_at(__LINE__, (st), (want), (err), (what), (needle), (needle2))
+
+/* workload_validate on w must fail with CT_ERR_INVALID_WORKLOAD naming needle. */
+static void expect_invalid_at(int line, const ct_workload *w, const char *what, const char *needle,
+                              const char *needle2) {
+  ct_err err = {0};
+  expect_err_at(line, workload_validate(w, &err), CT_ERR_INVALID_WORKLOAD, &err, what, needle,
+                needle2);
+  /* The status alone comes back without an err. */
+  ck_assert_int_eq(workload_validate(w, NULL), CT_ERR_INVALID_WORKLOAD);
+}
+#define EXPECT_INVALID(w, what, needle, needle2)                                                   \
+  expect_invalid_at(__LINE__, (w), (what), (needle), (needle2))
+
+static void expect_valid_at(int line, const ct_workload *w, const char *what) {
+  ct_err err = {0};
+  ct_status st = workload_validate(w, &err);
+  ck_assert_msg(st == CT_OK, "line %d, %s: rejected with %s: %s", line, what, ct_status_name(st),
+                err.msg);
+}
+#define EXPECT_VALID(w, what) expect_valid_at(__LINE__, (w), (what))
+
+/* ---- defaults and derived sizes -------------------------------------------- */
+
+START_TEST(init_sets_defaults) {
+  const ct_op ops[] = {CT_OP_CONV2D, CT_OP_CONV3D};
+  for (int i = 0; i < 2; i++) {
+    ct_workload w;
+    memset(&w, 0x5A, sizeof w); /* every field must be written */
+    workload_init(&w, ops[i]);
+    ck_assert_int_eq(w.op, ops[i]);
+    ck_assert_int_eq(w.layout, CT_LAYOUT_NCHW);
+    ck_assert_int_eq(w.data_type, CT_DTYPE_INT8);
+    ck_assert_int_eq(w.weight_type, CT_DTYPE_INT8);
+    ck_assert_int_eq(w.out_type, CT_DTYPE_INT32);
+    ck_assert_int_eq(w.n, 1);
+    ck_assert_int_eq(w.c, 0);
+    ck_assert_int_eq(w.k, 0);
+    ck_assert_int_eq(w.groups, 1);
+    for (int d = 0; d < CT_MAX_SPATIAL; d++) {
+      ck_assert_int_eq(w.in[d], 0);
+      ck_assert_int_eq(w.kernel[d], 0);
+      ck_assert_int_eq(w.stride[d], 1);
+      ck_assert_int_eq(w.dilation[d], 1);
+      ck_assert_int_eq(w.pad_before[d], 0);
+      ck_assert_int_eq(w.pad_after[d], 0);
+    }
+  }
+}
+END_TEST
+
+START_TEST(nd_and_names) {
+  ct_workload w;
+  workload_init(&w, CT_OP_CONV2D);
+  ck_assert_int_eq(workload_nd(&w), 2);
+  workload_init(&w, CT_OP_CONV3D);
+  ck_assert_int_eq(workload_nd(&w), 3);
+
+  ck_assert_str_eq(workload_op_name(CT_OP_CONV2D), "conv2d");
+  ck_assert_str_eq(workload_op_name(CT_OP_CONV3D), "conv3d");
+  ck_assert_str_eq(workload_layout_name(CT_LAYOUT_NCHW, CT_OP_CONV2D), "nchw");
+  ck_assert_str_eq(workload_layout_name(CT_LAYOUT_NCHW4C, CT_OP_CONV2D), "nchw4c");
+  ck_assert_str_eq(workload_layout_name(CT_LAYOUT_NCHW, CT_OP_CONV3D), "ncdhw");
+  ck_assert_str_eq(workload_layout_name(CT_LAYOUT_NCHW4C, CT_OP_CONV3D), "ncdhw4c");
+  ck_assert_str_eq(workload_dtype_name(CT_DTYPE_INT8), "int8");
+  ck_assert_str_eq(workload_dtype_name(CT_DTYPE_UINT8), "uint8");
+  ck_assert_str_eq(workload_dtype_name(CT_DTYPE_INT32), "int32");
+  /* Out-of-range values get a placeholder, never NULL. */
+  ck_assert_ptr_nonnull(workload_op_name((ct_op)7));
+  ck_assert_ptr_nonnull(workload_layout_name((ct_layout)7, CT_OP_CONV2D));
+  ck_assert_ptr_nonnull(workload_dtype_name((ct_dtype)7));
+}
+END_TEST
+
+START_TEST(out_size_hand_computed) {
+  /* ResNet-50 conv1: (224 + 3 + 3 - 7) / 2 + 1 = 112. */
+  ct_workload w = conv2d(1, 3, 64, 224, 7, 2, 3);
+  ck_assert_int_eq(workload_out_size(&w, 0), 112);
+  ck_assert_int_eq(workload_out_size(&w, 1), 112);
+
+  /* Stride 2 with padding: 3x3, pad 1 on 56: (56 + 2 - 3) / 2 + 1 = 28; on
+   * an odd 57: (57 + 2 - 3) / 2 + 1 = 29. */
+  w = conv2d(1, 64, 64, 56, 3, 2, 1);
+  ck_assert_int_eq(workload_out_size(&w, 0), 28);
+  w = conv2d(1, 64, 64, 57, 3, 2, 1);
+  ck_assert_int_eq(workload_out_size(&w, 1), 29);
+  /* Stride 2, 1x1, no padding on 56 -> 28; stride 3 on 10 -> 4 (0, 3, 6, 9). */
+  w = conv2d(1, 8, 8, 56, 1, 2, 0);
+  ck_assert_int_eq(workload_out_size(&w, 0), 28);
+  w = conv2d(1, 8, 8, 10, 1, 3, 0);
+  ck_assert_int_eq(workload_out_size(&w, 0), 4);
+
+  /* Dilation 2: a 3x3 spans 5, so 10 -> 6 without padding, 10 with pad 2. */
+  w = conv2d(1, 8, 8, 10, 3, 1, 0);
+  w.dilation[0] = w.dilation[1] = 2;
+  ck_assert_int_eq(workload_out_size(&w, 0), 6);
+  w.pad_before[1] = w.pad_after[1] = 2;
+  ck_assert_int_eq(workload_out_size(&w, 1), 10);
+  /* Dilation 3 with stride 2: 3x3 spans 7; (20 - 7) / 2 + 1 = 7. */
+  w = conv2d(1, 8, 8, 20, 3, 2, 0);
+  w.dilation[0] = 3;
+  ck_assert_int_eq(workload_out_size(&w, 0), 7);
+
+  /* Asymmetric padding (TensorFlow SAME with stride 2 on an even size):
+   * 7 + 0 + 1 = 8 padded, 3-wide, stride 2: (8 - 3) / 2 + 1 = 3. */
+  w = conv2d(1, 8, 8, 7, 3, 2, 0);
+  w.pad_after[0] = 1;
+  ck_assert_int_eq(workload_out_size(&w, 0), 3);
+  ck_assert_int_eq(workload_out_size(&w, 1), 3); /* (7 - 3) / 2 + 1 */
+  /* pad 1 before, 2 after on 5 with a 2-wide kernel: 8 - 2 + 1 = 7. */
+  w = conv2d(1, 8, 8, 5, 2, 1, 0);
+  w.pad_before[1] = 1;
+  w.pad_after[1] = 2;
+  ck_assert_int_eq(workload_out_size(&w, 1), 7);
+  ck_assert_int_eq(workload_out_size(&w, 0), 4);
+
+  /* Non-square: 1x7 with pad (0, 3) keeps 17x17. */
+  w = conv2d(1, 8, 8, 17, 1, 1, 0);
+  w.kernel[1] = 7;
+  w.pad_before[1] = w.pad_after[1] = 3;
+  ck_assert_int_eq(workload_out_size(&w, 0), 17);
+  ck_assert_int_eq(workload_out_size(&w, 1), 17);
+
+  /* Output exactly 1: the kernel covers the input. */
+  w = conv2d(1, 8, 8, 7, 7, 1, 0);
+  ck_assert_int_eq(workload_out_size(&w, 0), 1);
+  w = conv2d(1, 8, 8, 7, 7, 5, 0);
+  ck_assert_int_eq(workload_out_size(&w, 0), 1);
+
+  /* A kernel larger than the padded input gives no positive size. */
+  w = conv2d(1, 8, 8, 2, 5, 1, 0);
+  ck_assert_int_le(workload_out_size(&w, 0), 0);
+}
+END_TEST
+
+START_TEST(out_size_3d_per_dimension) {
+  /* ResNet3D-18 stem: D (16 + 2 - 3) / 1 + 1 = 16, H and W (112 + 6 - 7) / 2 + 1 = 56. */
+  ct_workload w = stem3d(1);
+  ck_assert_int_eq(workload_out_size(&w, 0), 16);
+  ck_assert_int_eq(workload_out_size(&w, 1), 56);
+  ck_assert_int_eq(workload_out_size(&w, 2), 56);
+
+  /* A 3x1x1 temporal kernel, pad (1,0,0), stride (2,1,1) on 8x14x14: 4x14x14. */
+  static const int in[3] = {8, 14, 14}, r[3] = {3, 1, 1}, s[3] = {2, 1, 1}, p[3] = {1, 0, 0};
+  w = conv3d(1, 8, 8, in, r, s, p);
+  ck_assert_int_eq(workload_out_size(&w, 0), 4);
+  ck_assert_int_eq(workload_out_size(&w, 1), 14);
+  ck_assert_int_eq(workload_out_size(&w, 2), 14);
+
+  /* Different everything per dimension: D 9, k 3, d 2, s 2, pad 1/0 ->
+   * (9 + 1 - 5) / 2 + 1 = 3; H 10, k 2, s 3, pad 0/2 -> (12 - 2) / 3 + 1 = 4;
+   * W 5, k 5, s 1, pad 0 -> 1. */
+  static const int in2[3] = {9, 10, 5}, r2[3] = {3, 2, 5}, s2[3] = {2, 3, 1}, p2[3] = {0, 0, 0};
+  w = conv3d(1, 4, 4, in2, r2, s2, p2);
+  w.dilation[0] = 2;
+  w.pad_before[0] = 1;
+  w.pad_after[1] = 2;
+  ck_assert_int_eq(workload_out_size(&w, 0), 3);
+  ck_assert_int_eq(workload_out_size(&w, 1), 4);
+  ck_assert_int_eq(workload_out_size(&w, 2), 1);
+}
+END_TEST
+
+START_TEST(ops_and_element_counts) {
+  /* ResNet-50 conv1 at batch 1: 64 x 112 x 112 outputs, each 3 x 7 x 7
+   * multiply-adds: 64*112*112*3*49 = 118013952 MACs, 2 ops each. */
+  ct_workload w = conv2d(1, 3, 64, 224, 7, 2, 3);
+  ck_assert_int_eq(workload_ops(&w), INT64_C(2) * 118013952);
+  ck_assert_int_eq(workload_data_elems(&w), 3 * 224 * 224);
+  ck_assert_int_eq(workload_weight_elems(&w), 64 * 3 * 7 * 7);
+  ck_assert_int_eq(workload_out_elems(&w), 64 * 112 * 112);
+  /* Ops and data scale with the batch; weights do not. */
+  w.n = 16;
+  ck_assert_int_eq(workload_ops(&w), INT64_C(32) * 118013952);
+  ck_assert_int_eq(workload_data_elems(&w), 16 * 3 * 224 * 224);
+  ck_assert_int_eq(workload_weight_elems(&w), 64 * 3 * 7 * 7);
+  ck_assert_int_eq(workload_out_elems(&w), 16 * 64 * 112 * 112);
+
+  /* ResNet-50 l2_3x3_128_s2 at batch 16, NCHW4c: C and K are multiples of 4,
+   * so the packed counts equal the plain ones. */
+  w = conv2d(16, 128, 128, 56, 3, 2, 1);
+  w.layout = CT_LAYOUT_NCHW4C;
+  ck_assert_int_eq(workload_data_elems(&w), 16 * 128 * 56 * 56);
+  ck_assert_int_eq(workload_weight_elems(&w), 128 * 128 * 9);
+  ck_assert_int_eq(workload_out_elems(&w), 16 * 128 * 28 * 28);
+  ck_assert_int_eq(workload_ops(&w), INT64_C(2) * 16 * 128 * 28 * 28 * 128 * 9);
+
+  /* Asymmetric, non-square: 2x5 input 9x11, 1x3 kernel, stride (2, 1), pad
+   * (0,1) before (1,0) after: out (9+1-1)/2+1 = 5 by (11+1-3)/1+1 = 10. */
+  w = conv2d(3, 5, 7, 9, 1, 1, 0);
+  w.in[1] = 11;
+  w.kernel[1] = 3;
+  w.stride[0] = 2;
+  w.pad_before[1] = 1;
+  w.pad_after[0] = 1;
+  ck_assert_int_eq(workload_out_elems(&w), 3 * 7 * 5 * 10);
+  ck_assert_int_eq(workload_data_elems(&w), 3 * 5 * 9 * 11);
+  ck_assert_int_eq(workload_weight_elems(&w), 7 * 5 * 1 * 3);
+  ck_assert_int_eq(workload_ops(&w), 2 * 3 * 7 * 5 * 10 * 5 * 3);
+
+  /* ResNet3D-18 stem at batch 2. */
+  w = stem3d(2);
+  ck_assert_int_eq(workload_data_elems(&w), 2 * 3 * 16 * 112 * 112);
+  ck_assert_int_eq(workload_weight_elems(&w), 64 * 3 * 3 * 7 * 7);
+  ck_assert_int_eq(workload_out_elems(&w), 2 * 64 * 16 * 56 * 56);
+  ck_assert_int_eq(workload_ops(&w), INT64_C(2) * 2 * 64 * 16 * 56 * 56 * 3 * 3 * 7 * 7);
+}
+END_TEST
+
+START_TEST(geom_conv2d_is_d1_conv3d) {
+  ct_workload w = conv2d(2, 12, 20, 9, 3, 2, 1);
+  w.in[1] = 13;
+  w.kernel[1] = 5;
+  w.stride[1] = 3;
+  w.pad_before[0] = 0;
+  w.pad_after[1] = 4;
+  w.dilation[0] = 2;
+  geom3 g;
+  memset(&g, 0x5A, sizeof g);
+  workload_geom(&w, &g);
+  ck_assert_int_eq(g.n, 2);
+  ck_assert_int_eq(g.c, 12);
+  ck_assert_int_eq(g.k, 20);
+  /* D: a unit dimension. */
+  ck_assert_int_eq(g.in[0], 1);
+  ck_assert_int_eq(g.ker[0], 1);
+  ck_assert_int_eq(g.str[0], 1);
+  ck_assert_int_eq(g.pb[0], 0);
+  ck_assert_int_eq(g.pa[0], 0);
+  ck_assert_int_eq(g.dil[0], 1);
+  ck_assert_int_eq(g.out[0], 1);
+  /* H: 9, k 3 dilated 2 (span 5), stride 2, pad 0/1: (9 + 1 - 5) / 2 + 1 = 3. */
+  ck_assert_int_eq(g.in[1], 9);
+  ck_assert_int_eq(g.ker[1], 3);
+  ck_assert_int_eq(g.str[1], 2);
+  ck_assert_int_eq(g.pb[1], 0);
+  ck_assert_int_eq(g.pa[1], 1);
+  ck_assert_int_eq(g.dil[1], 2);
+  ck_assert_int_eq(g.out[1], 3);
+  /* W: 13, k 5, stride 3, pad 1/4: (13 + 5 - 5) / 3 + 1 = 5. */
+  ck_assert_int_eq(g.in[2], 13);
+  ck_assert_int_eq(g.ker[2], 5);
+  ck_assert_int_eq(g.str[2], 3);
+  ck_assert_int_eq(g.pb[2], 1);
+  ck_assert_int_eq(g.pa[2], 4);
+  ck_assert_int_eq(g.dil[2], 1);
+  ck_assert_int_eq(g.out[2], 5);
+}
+END_TEST
+
+START_TEST(geom_conv3d_copies_every_dimension) {
+  ct_workload w = stem3d(4);
+  w.pad_after[0] = 2;
+  w.dilation[2] = 2;
+  geom3 g;
+  memset(&g, 0x5A, sizeof g);
+  workload_geom(&w, &g);
+  ck_assert_int_eq(g.n, 4);
+  ck_assert_int_eq(g.c, 3);
+  ck_assert_int_eq(g.k, 64);
+  static const int64_t in[3] = {16, 112, 112}, ker[3] = {3, 7, 7}, str[3] = {1, 2, 2};
+  static const int64_t pb[3] = {1, 3, 3}, pa[3] = {2, 3, 3}, dil[3] = {1, 1, 2};
+  /* D (16 + 3 - 3) + 1 = 17; H 56; W span 13: (112 + 6 - 13) / 2 + 1 = 53. */
+  static const int64_t out[3] = {17, 56, 53};
+  for (int d = 0; d < 3; d++) {
+    ck_assert_int_eq(g.in[d], in[d]);
+    ck_assert_int_eq(g.ker[d], ker[d]);
+    ck_assert_int_eq(g.str[d], str[d]);
+    ck_assert_int_eq(g.pb[d], pb[d]);
+    ck_assert_int_eq(g.pa[d], pa[d]);
+    ck_assert_int_eq(g.dil[d], dil[d]);
+    ck_assert_int_eq(g.out[d], out[d]);
+  }
+}
+END_TEST
+
+START_TEST(out_shape_strings) {
+  char buf[64];
+  ct_workload w = conv2d(1, 3, 64, 224, 7, 2, 3);
+  ck_assert_str_eq(workload_out_shape(&w, buf, sizeof buf), "1x64x112x112");
+  ck_assert_ptr_eq(workload_out_shape(&w, buf, sizeof buf), buf);
+  w = conv2d(1, 64, 64, 56, 3, 1, 1);
+  w.layout = CT_LAYOUT_NCHW4C;
+  ck_assert_str_eq(workload_out_shape(&w, buf, sizeof buf), "1x16x56x56x4");
+  w = conv2d(16, 64, 128, 56, 3, 2, 1);
+  w.layout = CT_LAYOUT_NCHW4C;
+  ck_assert_str_eq(workload_out_shape(&w, buf, sizeof buf), "16x32x28x28x4");
+  /* Non-square output: H 9 -> 9, W 9 with 1x3 stride 2 -> 4. */
+  w = conv2d(2, 5, 7, 9, 1, 1, 0);
+  w.kernel[1] = 3;
+  w.stride[1] = 2;
+  ck_assert_str_eq(workload_out_shape(&w, buf, sizeof buf), "2x7x9x4");
+  w = stem3d(2);
+  ck_assert_str_eq(workload_out_shape(&w, buf, sizeof buf), "2x64x16x56x56");
+  w.c = 4;
+  w.layout = CT_LAYOUT_NCHW4C;
+  ck_assert_str_eq(workload_out_shape(&w, buf, sizeof buf), "2x16x16x56x56x4");
+  /* A short buffer is truncated, never overrun. */
+  char small[6];
+  memset(small, 'Z', sizeof small);
+  workload_out_shape(&w, small, sizeof small);
+  ck_assert_str_eq(small, "2x16x");
+}
+END_TEST
+
+/* ---- validation ------------------------------------------------------------ */
+
+START_TEST(validate_rejects_each_field) {
+  const ct_workload base = conv2d(2, 64, 64, 56, 3, 1, 1);
+  EXPECT_VALID(&base, "base");
+  ct_workload w;
+
+  w = base, w.n = 0;
+  EXPECT_INVALID(&w, "n = 0", "n (batch)", NULL);
+  w = base, w.n = -3;
+  EXPECT_INVALID(&w, "n = -3", "n (batch)", "-3");
+  w = base, w.c = 0;
+  EXPECT_INVALID(&w, "c = 0", "c (input channels)", NULL);
+  w = base, w.k = 0;
+  EXPECT_INVALID(&w, "k = 0", "k (output channels)", NULL);
+  w = base, w.in[0] = 0;
+  EXPECT_INVALID(&w, "h = 0", "h (input size)", NULL);
+  w = base, w.in[1] = -1;
+  EXPECT_INVALID(&w, "w = -1", "w (input size)", NULL);
+  w = base, w.kernel[0] = 0;
+  EXPECT_INVALID(&w, "kernel h = 0", "kernel[h]", NULL);
+  w = base, w.kernel[1] = 0;
+  EXPECT_INVALID(&w, "kernel w = 0", "kernel[w]", NULL);
+  w = base, w.stride[0] = 0;
+  EXPECT_INVALID(&w, "stride h = 0", "stride[h]", NULL);
+  w = base, w.stride[1] = -2;
+  EXPECT_INVALID(&w, "stride w = -2", "stride[w]", NULL);
+  w = base, w.dilation[1] = 0;
+  EXPECT_INVALID(&w, "dilation w = 0", "dilation[w]", NULL);
+  w = base, w.pad_before[0] = -1;
+  EXPECT_INVALID(&w, "pad before h = -1", "pad[h]", NULL);
+  w = base, w.pad_after[1] = -1;
+  EXPECT_INVALID(&w, "pad after w = -1", "pad[w]", NULL);
+  /* Output size 0: a 7x7 on 4x4 padded to 6x6; and dilation 3 on a 3x3
+   * (span 7) over 4 + 1 + 1. */
+  w = conv2d(1, 8, 8, 4, 7, 1, 1);
+  EXPECT_INVALID(&w, "kernel larger than padded input", "output size along h", NULL);
+  w = conv2d(1, 8, 8, 4, 3, 1, 1);
+  w.dilation[1] = 3;
+  EXPECT_INVALID(&w, "dilated kernel larger than padded input", "output size along w", NULL);
+  /* Packed layout: channels in fours. */
+  w = base, w.layout = CT_LAYOUT_NCHW4C, w.c = 6;
+  EXPECT_INVALID(&w, "c = 6 nchw4c", "c (input channels)", "multiple of 4");
+  w = base, w.layout = CT_LAYOUT_NCHW4C, w.k = 6;
+  EXPECT_INVALID(&w, "k = 6 nchw4c", "k (output channels)", "multiple of 4");
+  w = base, w.layout = CT_LAYOUT_NCHW4C, w.c = 3;
+  EXPECT_INVALID(&w, "c = 3 nchw4c", "c (input channels)", "nchw4c");
+  w = base, w.groups = 2;
+  EXPECT_INVALID(&w, "groups = 2", "groups", NULL);
+  w = base, w.groups = 0;
+  EXPECT_INVALID(&w, "groups = 0", "groups", NULL);
+  /* Types that are not supported yet. */
+  w = base, w.data_type = CT_DTYPE_UINT8;
+  EXPECT_INVALID(&w, "uint8 data", "data_type", "uint8");
+  w = base, w.weight_type = CT_DTYPE_UINT8;
+  EXPECT_INVALID(&w, "uint8 weights", "weight_type", NULL);
+  w = base, w.out_type = CT_DTYPE_INT8;
+  EXPECT_INVALID(&w, "int8 output", "out_type", NULL);
+  /* Values outside the enums. */
+  w = base, w.op = (ct_op)4;
+  EXPECT_INVALID(&w, "op 4", "op", NULL);
+  w = base, w.layout = (ct_layout)5;
+  EXPECT_INVALID(&w, "layout 5", "layout", NULL);
+}
+END_TEST
+
+START_TEST(validate_rejects_conv3d_fields) {
+  const ct_workload base = stem3d(1);
+  EXPECT_VALID(&base, "stem");
+  ct_workload w;
+  w = base, w.in[0] = 0;
+  EXPECT_INVALID(&w, "d = 0", "d (input size)", NULL);
+  w = base, w.kernel[0] = 0;
+  EXPECT_INVALID(&w, "kernel d = 0", "kernel[d]", NULL);
+  w = base, w.stride[2] = 0;
+  EXPECT_INVALID(&w, "stride w = 0", "stride[w]", NULL);
+  w = base, w.dilation[0] = 0;
+  EXPECT_INVALID(&w, "dilation d = 0", "dilation[d]", NULL);
+  w = base, w.pad_after[0] = -2;
+  EXPECT_INVALID(&w, "pad after d = -2", "pad[d]", NULL);
+  /* Depth 2 without padding is shorter than a 3-deep kernel. */
+  w = base, w.in[0] = 2, w.pad_before[0] = w.pad_after[0] = 0;
+  EXPECT_INVALID(&w, "kernel deeper than input", "output size along d", NULL);
+  w = base, w.layout = CT_LAYOUT_NCHW4C;
+  EXPECT_INVALID(&w, "c = 3 ncdhw4c", "c (input channels)", "ncdhw4c");
+}
+END_TEST
+
+START_TEST(validate_rejects_over_int32_elements) {
+  /* Data: 1024 x 256 x 112 x 112 = 3.3e9. */
+  ct_workload w = conv2d(1024, 256, 64, 112, 1, 1, 0);
+  EXPECT_INVALID(&w, "data over int32", "data", "int32");
+  /* Weights: 65536 x 65536 x 1 x 1 = 2^32. */
+  w = conv2d(1, 65536, 65536, 1, 1, 1, 0);
+  EXPECT_INVALID(&w, "weights over int32", "weights", "int32");
+  /* Output only: 1 x 40000 x 40000 data fits (1.6e9), 2 channels out do not. */
+  w = conv2d(1, 1, 2, 40000, 1, 1, 0);
+  EXPECT_INVALID(&w, "output over int32", "output", "int32");
+  /* Exactly at the limit is accepted, one over is not: 2^31 - 2 and 2^31. */
+  w = conv2d(1, 1, 1, 1, 1, 1, 0);
+  w.in[0] = 2;
+  w.in[1] = (1 << 30) - 1;
+  EXPECT_VALID(&w, "2^31 - 2 elements");
+  w.in[1] = 1 << 30;
+  EXPECT_INVALID(&w, "2^31 elements", "int32", NULL);
+  w.in[0] = 1;
+  w.in[1] = INT32_MAX;
+  EXPECT_VALID(&w, "INT32_MAX elements");
+  /* ResNet3D stem at batch 256: 256 x 64 x 16 x 56 x 56 = 8.2e8 outputs, fine;
+   * at 1024 the output is 3.3e9. */
+  w = stem3d(256);
+  EXPECT_VALID(&w, "stem batch 256");
+  w = stem3d(1024);
+  EXPECT_INVALID(&w, "stem batch 1024", "output", "int32");
+}
+END_TEST
+
+/* Element counts whose int64 product wraps must still be rejected, not
+ * wrapped into a small or negative count that passes the int32 limit. */
+START_TEST(validate_rejects_counts_that_overflow_int64) {
+  /* conv2d: data is 65536^4 = 2^64 elements (wraps to 0 in int64);
+   * weights 65536 and output 65536 (stride 65536 gives one pixel) are fine. */
+  ct_workload w = conv2d(65536, 65536, 1, 65536, 1, 65536, 0);
+  EXPECT_INVALID(&w, "data 2^64 elements", "data", "int32");
+  /* The same through a key: it must not parse into a workload. */
+  ct_err err = {0};
+  ct_workload got;
+  ct_status st = workload_from_key(
+      "conv2d-nchw-i8.i8.i32-n65536-c65536-k1-65536x65536-r1x1-s65536x65536-p0x0.0x0-d1x1", &got,
+      &err);
+  EXPECT_ERR(st, CT_ERR_INVALID_WORKLOAD, &err, "key of a 2^64-element workload", "int32", NULL);
+  /* conv3d: data 2^21 cubed = 2^63 elements (wraps to INT64_MIN). */
+  static const int in[3] = {1 << 21, 1 << 21, 1 << 21}, r[3] = {1, 1, 1};
+  static const int s[3] = {1 << 21, 1 << 21, 1 << 21}, p[3] = {0, 0, 0};
+  w = conv3d(1, 1, 1, in, r, s, p);
+  EXPECT_INVALID(&w, "data 2^63 elements", "data", "int32");
+}
+END_TEST
+
+START_TEST(validate_accepts_edge_cases) {
+  ct_workload w;
+  w = conv2d(1, 1, 1, 1, 1, 1, 0);
+  EXPECT_VALID(&w, "1x1 on 1x1, one channel");
+  w = conv2d(3, 64, 64, 56, 1, 1, 0);
+  EXPECT_VALID(&w, "1x1");
+  w = conv2d(1, 3, 64, 224, 7, 2, 3);
+  EXPECT_VALID(&w, "7x7 stride 2 pad 3");
+  w = conv2d(1, 8, 8, 17, 1, 1, 0);
+  w.kernel[1] = 7, w.pad_before[1] = w.pad_after[1] = 3;
+  EXPECT_VALID(&w, "1x7");
+  w = conv2d(1, 8, 8, 17, 7, 1, 0);
+  w.kernel[1] = 1, w.pad_before[0] = w.pad_after[0] = 3;
+  EXPECT_VALID(&w, "7x1");
+  w = conv2d(1, 8, 8, 7, 7, 1, 0);
+  EXPECT_VALID(&w, "output exactly 1");
+  w = conv2d(1, 8, 8, 4, 7, 1, 0);
+  w.pad_before[0] = w.pad_before[1] = 3;
+  EXPECT_VALID(&w, "output exactly 1 thanks to padding before only");
+  w = conv2d(1, 8, 8, 5, 3, 7, 0);
+  EXPECT_VALID(&w, "stride larger than input");
+  w = conv2d(1, 8, 8, 5, 3, 1, 4);
+  EXPECT_VALID(&w, "padding larger than the kernel");
+  w = conv2d(1, 4, 4, 9, 3, 1, 0);
+  w.layout = CT_LAYOUT_NCHW4C, w.dilation[0] = w.dilation[1] = 4;
+  EXPECT_VALID(&w, "nchw4c, dilation 4, output 1");
+  static const int in[3] = {8, 14, 14}, r[3] = {3, 1, 1}, s[3] = {1, 1, 1}, p[3] = {1, 0, 0};
+  w = conv3d(2, 16, 32, in, r, s, p);
+  EXPECT_VALID(&w, "3x1x1 conv3d");
+  w = stem3d(16);
+  EXPECT_VALID(&w, "ResNet3D stem batch 16");
+  /* Unused dimensions of a conv2d are ignored, whatever they hold. */
+  w = conv2d(1, 8, 8, 7, 3, 1, 1);
+  w.in[2] = w.kernel[2] = w.stride[2] = w.dilation[2] = 0;
+  w.pad_before[2] = w.pad_after[2] = -5;
+  EXPECT_VALID(&w, "junk in the third dimension of a conv2d");
+}
+END_TEST
+
+START_TEST(validate_null_is_invalid_arg) {
+  ct_err err = {0};
+  EXPECT_ERR(workload_validate(NULL, &err), CT_ERR_INVALID_ARG, &err, "NULL workload", "NULL",
+             NULL);
+  ck_assert_int_eq(workload_validate(NULL, NULL), CT_ERR_INVALID_ARG);
+}
+END_TEST
+
+/* ---- key ------------------------------------------------------------------- */
+
+START_TEST(key_exact_strings) {
+  char key[CT_KEY_MAX];
+  ct_workload w = conv2d(16, 64, 64, 56, 3, 2, 1);
+  w.layout = CT_LAYOUT_NCHW4C;
+  ck_assert_str_eq(workload_key(&w, key, sizeof key),
+                   "conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1");
+  ck_assert_ptr_eq(workload_key(&w, key, sizeof key), key);
+
+  w = conv2d(1, 3, 64, 224, 7, 2, 3);
+  ck_assert_str_eq(workload_key(&w, key, sizeof key),
+                   "conv2d-nchw-i8.i8.i32-n1-c3-k64-224x224-r7x7-s2x2-p3x3.3x3-d1x1");
+
+  /* Every spatial field outermost first, pads befores then afters. */
+  w = conv2d(2, 5, 7, 10, 3, 1, 0);
+  w.in[1] = 12;
+  w.kernel[1] = 5;
+  w.stride[1] = 2;
+  w.pad_before[0] = 0, w.pad_before[1] = 1;
+  w.pad_after[0] = 2, w.pad_after[1] = 3;
+  w.dilation[1] = 2;
+  ck_assert_str_eq(workload_key(&w, key, sizeof key),
+                   "conv2d-nchw-i8.i8.i32-n2-c5-k7-10x12-r3x5-s1x2-p0x1.2x3-d1x2");
+
+  w = stem3d(8);
+  ck_assert_str_eq(workload_key(&w, key, sizeof key),
+                   "conv3d-ncdhw-i8.i8.i32-n8-c3-k64-16x112x112-r3x7x7-s1x2x2-p1x3x3.1x3x3-d1x1x1");
+  w.c = 4;
+  w.layout = CT_LAYOUT_NCHW4C;
+  w.pad_after[0] = 0;
+  w.dilation[2] = 2;
+  ck_assert_str_eq(
+      workload_key(&w, key, sizeof key),
+      "conv3d-ncdhw4c-i8.i8.i32-n8-c4-k64-16x112x112-r3x7x7-s1x2x2-p1x3x3.0x3x3-d1x1x2");
+
+  /* Parsing the exact strings gives the workloads back. */
+  ct_workload got;
+  ct_err err = {0};
+  ck_assert_int_eq(workload_from_key(key, &got, &err), CT_OK);
+  ck_assert_mem_eq(&got, &w, sizeof w);
+  ck_assert_int_eq(
+      workload_from_key("conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", &got,
+                        &err),
+      CT_OK);
+  w = conv2d(16, 64, 64, 56, 3, 2, 1);
+  w.layout = CT_LAYOUT_NCHW4C;
+  ck_assert_mem_eq(&got, &w, sizeof w);
+}
+END_TEST
+
+START_TEST(key_round_trip_random) {
+  ct_workload *ws = random_workloads(0x9E3779B9u);
+  int n_3d = 0, n_packed = 0, n_asym = 0, n_dil = 0;
+  for (int i = 0; i < N_RANDOM; i++) {
+    char key[CT_KEY_MAX], again[CT_KEY_MAX];
+    workload_key(&ws[i], key, sizeof key);
+    ct_workload got;
+    ct_err err = {0};
+    memset(&got, 0x5A, sizeof got);
+    ct_status st = workload_from_key(key, &got, &err);
+    if (st != CT_OK) ck_abort_msg("case %d: key %s rejected: %s", i, key, err.msg);
+    if (memcmp(&got, &ws[i], sizeof got))
+      ck_abort_msg("case %d: key %s parses to %s", i, key, workload_key(&got, again, sizeof again));
+    n_3d += ws[i].op == CT_OP_CONV3D;
+    n_packed += ws[i].layout == CT_LAYOUT_NCHW4C;
+    n_asym += ws[i].pad_before[0] != ws[i].pad_after[0];
+    n_dil += ws[i].dilation[0] > 1;
+  }
+  /* The generator covers what it claims to. */
+  ck_assert_int_gt(n_3d, N_RANDOM / 4);
+  ck_assert_int_lt(n_3d, 3 * N_RANDOM / 4);
+  ck_assert_int_gt(n_packed, N_RANDOM / 4);
+  ck_assert_int_gt(n_asym, N_RANDOM / 4);
+  ck_assert_int_gt(n_dil, N_RANDOM / 10);
+  free(ws);
+}
+END_TEST
+
+START_TEST(key_distinct_for_distinct_workloads) {
+  ct_workload *ws = random_workloads(12345u);
+  char(*keys)[CT_KEY_MAX] = xmalloc(N_RANDOM * sizeof *keys);
+  for (int i = 0; i < N_RANDOM; i++) workload_key(&ws[i], keys[i], sizeof keys[i]);
+  for (int i = 0; i < N_RANDOM; i++)
+    for (int j = 0; j < i; j++) {
+      int same_w = memcmp(&ws[i], &ws[j], sizeof ws[i]) == 0;
+      int same_k = strcmp(keys[i], keys[j]) == 0;
+      if (same_w != same_k)
+        ck_abort_msg("cases %d and %d: workloads %s, keys %s and %s", j, i,
+                     same_w ? "equal" : "differ", keys[j], keys[i]);
+    }
+  free(keys);
+  free(ws);
+
+  /* Hand-made near misses. */
+  char a[CT_KEY_MAX], b[CT_KEY_MAX];
+  ct_workload w = conv2d(1, 8, 8, 10, 3, 1, 0), v;
+  w.pad_before[0] = 1; /* pad (1,0) before, (0,0) after */
+  v = w, v.pad_before[0] = 0, v.pad_after[0] = 1;
+  ck_assert_str_ne(workload_key(&w, a, sizeof a), workload_key(&v, b, sizeof b));
+  v = w, v.in[1] = 11;
+  w.in[0] = 11; /* 11x10 against 10x11 */
+  ck_assert_str_ne(workload_key(&w, a, sizeof a), workload_key(&v, b, sizeof b));
+  v = w, v.layout = CT_LAYOUT_NCHW4C;
+  ck_assert_str_ne(workload_key(&w, a, sizeof a), workload_key(&v, b, sizeof b));
+  v = w, v.stride[1] = 2;
+  ck_assert_str_ne(workload_key(&w, a, sizeof a), workload_key(&v, b, sizeof b));
+  v = w, v.dilation[0] = 2;
+  ck_assert_str_ne(workload_key(&w, a, sizeof a), workload_key(&v, b, sizeof b));
+  v = w, v.c = 80, v.k = 1; /* c8 k8 against c80 k1: no run-together digits */
+  ck_assert_str_ne(workload_key(&w, a, sizeof a), workload_key(&v, b, sizeof b));
+  /* A conv3d with D = 1 is still a different workload from the conv2d. */
+  static const int in[3] = {1, 10, 10}, r[3] = {1, 3, 3}, s[3] = {1, 1, 1}, p[3] = {0, 0, 0};
+  v = conv3d(1, 8, 8, in, r, s, p);
+  w = conv2d(1, 8, 8, 10, 3, 1, 0);
+  ck_assert_str_ne(workload_key(&w, a, sizeof a), workload_key(&v, b, sizeof b));
+}
+END_TEST
+
+/* workload_from_key must reject key with want, naming needle. */
+static void expect_bad_key_at(int line, const char *key, ct_status want, const char *needle,
+                              const char *needle2) {
+  ct_workload got;
+  ct_err err = {0};
+  expect_err_at(line, workload_from_key(key, &got, &err), want, &err, key, needle, needle2);
+}
+#define EXPECT_BAD_KEY(key, want, needle, needle2)                                                 \
+  expect_bad_key_at(__LINE__, (key), (want), (needle), (needle2))
+
+START_TEST(key_malformed_rejected) {
+  /* The good key these are variations of. */
+  const char *good = "conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1";
+  ct_workload got;
+  ct_err err = {0};
+  ck_assert_int_eq(workload_from_key(good, &got, &err), CT_OK);
+
+  EXPECT_BAD_KEY("", CT_ERR_PARSE, "malformed op", NULL);
+  EXPECT_BAD_KEY("conv2d", CT_ERR_PARSE, "malformed op", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c64", CT_ERR_PARSE, "malformed k", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1", CT_ERR_PARSE,
+                 "malformed dilation", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d", CT_ERR_PARSE,
+                 "malformed dilation", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1", CT_ERR_PARSE,
+                 "malformed dilation", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1-d1x1", CT_ERR_PARSE,
+                 "malformed pad", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.-d1x1", CT_ERR_PARSE,
+                 "malformed pad", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1-x",
+                 CT_ERR_PARSE, "malformed end", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1 ", CT_ERR_PARSE,
+                 "malformed end", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1x1",
+                 CT_ERR_PARSE, "malformed end", NULL);
+  EXPECT_BAD_KEY("conv1d-nchw-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
+                 "malformed op", NULL);
+  EXPECT_BAD_KEY("Conv2d-nchw-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
+                 "malformed op", NULL);
+  EXPECT_BAD_KEY("conv2d-nhwc-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
+                 "malformed layout", NULL);
+  EXPECT_BAD_KEY("conv2d-ncdhw-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
+                 "malformed layout", NULL);
+  EXPECT_BAD_KEY("conv3d-nchw-i8.i8.i32-n1-c64-k64-8x56x56-r3x3x3-s1x1x1-p1x1x1.1x1x1-d1x1x1",
+                 CT_ERR_PARSE, "malformed layout", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw-f32.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
+                 "malformed dtypes", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw-i8.i8-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
+                 "malformed dtypes", NULL);
+  /* Letters, signs and overflow in numbers. */
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n1b-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
+                 "malformed c", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-nx-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
+                 "malformed n", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56xa6-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
+                 "malformed input size", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p-1x1.1x1-d1x1", CT_ERR_PARSE,
+                 "malformed pad", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n+16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
+                 "malformed n", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c64-k64- 56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
+                 "malformed input size", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n99999999999-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1",
+                 CT_ERR_PARSE, "malformed n", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1\n",
+                 CT_ERR_PARSE, "malformed end", NULL);
+  /* A conv3d key needs three values everywhere. */
+  EXPECT_BAD_KEY("conv3d-ncdhw-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1", CT_ERR_PARSE,
+                 "malformed input size", NULL);
+  /* Fields out of order. */
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-c64-n16-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
+                 "malformed n", NULL);
+  /* The message shows the grammar. */
+  EXPECT_BAD_KEY("nonsense", CT_ERR_PARSE, "nonsense", "conv2d-nchw-i8.i8.i32-n1-");
+
+  EXPECT_ERR(workload_from_key(NULL, &got, &err), CT_ERR_INVALID_ARG, &err, "NULL key", "NULL",
+             NULL);
+}
+END_TEST
+
+START_TEST(key_not_canonical_says_canonical_form) {
+  const char *canon = "conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1";
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n016-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
+                 "canonical", canon);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x056-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
+                 "canonical", canon);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p01x1.1x1-d1x1", CT_ERR_PARSE,
+                 "canonical", canon);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x00001",
+                 CT_ERR_PARSE, "canonical", canon);
+  EXPECT_BAD_KEY("conv3d-ncdhw-i8.i8.i32-n1-c3-k64-16x112x112-r3x7x7-s1x2x2-p1x3x3.1x3x03-d1x1x1",
+                 CT_ERR_PARSE, "canonical",
+                 "conv3d-ncdhw-i8.i8.i32-n1-c3-k64-16x112x112-r3x7x7-s1x2x2-p1x3x3.1x3x3-d1x1x1");
+}
+END_TEST
+
+START_TEST(key_of_invalid_workload_rejected) {
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c6-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1",
+                 CT_ERR_INVALID_WORKLOAD, "c (input channels)", "multiple of 4");
+  EXPECT_BAD_KEY("conv2d-nchw-i8.i8.i32-n0-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1",
+                 CT_ERR_INVALID_WORKLOAD, "n (batch)", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw-i8.i8.i32-n1-c64-k64-56x56-r3x0-s1x1-p1x1.1x1-d1x1",
+                 CT_ERR_INVALID_WORKLOAD, "kernel[w]", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw-i8.i8.i32-n1-c64-k64-4x4-r9x9-s1x1-p0x0.0x0-d1x1",
+                 CT_ERR_INVALID_WORKLOAD, "output size", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw-u8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1",
+                 CT_ERR_INVALID_WORKLOAD, "data_type", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw-i8.i8.i8-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1",
+                 CT_ERR_INVALID_WORKLOAD, "out_type", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw-i8.i8.i32-n1024-c256-k64-112x112-r1x1-s1x1-p0x0.0x0-d1x1",
+                 CT_ERR_INVALID_WORKLOAD, "int32", NULL);
+  /* The message says which key. */
+  EXPECT_BAD_KEY("conv3d-ncdhw4c-i8.i8.i32-n1-c3-k64-16x112x112-r3x7x7-s1x2x2-p1x3x3.1x3x3-d1x1x1",
+                 CT_ERR_INVALID_WORKLOAD, "c (input channels)", "conv3d-ncdhw4c-i8");
+}
+END_TEST
+
+/* ---- JSON ------------------------------------------------------------------ */
+
+START_TEST(json_canonical_form) {
+  ct_workload w = conv2d(1, 3, 64, 224, 7, 2, 3);
+  w.pad_after[1] = 2;
+  cJSON *j = workload_to_json(&w);
+  ck_assert_ptr_nonnull(j);
+  char *text = cJSON_PrintUnformatted(j);
+  ck_assert_ptr_nonnull(text);
+  ck_assert_str_eq(text, "{\"op\":\"conv2d\",\"layout\":\"nchw\",\"data_type\":\"int8\","
+                         "\"weight_type\":\"int8\",\"out_type\":\"int32\",\"n\":1,\"c\":3,"
+                         "\"k\":64,\"h\":224,\"w\":224,\"kernel\":[7,7],\"stride\":[2,2],"
+                         "\"pad\":[3,3,3,2],\"dilation\":[1,1],\"groups\":1}");
+  cJSON_free(text);
+  cJSON_Delete(j);
+
+  w = stem3d(2);
+  w.c = 4;
+  w.layout = CT_LAYOUT_NCHW4C;
+  j = workload_to_json(&w);
+  ck_assert_ptr_nonnull(j);
+  text = cJSON_PrintUnformatted(j);
+  ck_assert_ptr_nonnull(text);
+  ck_assert_str_eq(text, "{\"op\":\"conv3d\",\"layout\":\"ncdhw4c\",\"data_type\":\"int8\","
+                         "\"weight_type\":\"int8\",\"out_type\":\"int32\",\"n\":2,\"c\":4,"
+                         "\"k\":64,\"d\":16,\"h\":112,\"w\":112,\"kernel\":[3,7,7],"
+                         "\"stride\":[1,2,2],\"pad\":[1,3,3,1,3,3],\"dilation\":[1,1,1],"
+                         "\"groups\":1}");
+  cJSON_free(text);
+  cJSON_Delete(j);
+}
+END_TEST
+
+START_TEST(json_round_trip_random) {
+  ct_workload *ws = random_workloads(0x9E3779B9u);
+  for (int i = 0; i < N_RANDOM; i++) {
+    char key[CT_KEY_MAX], again[CT_KEY_MAX];
+    workload_key(&ws[i], key, sizeof key);
+    cJSON *j = workload_to_json(&ws[i]);
+    if (!j) ck_abort_msg("case %d (%s): workload_to_json gave NULL", i, key);
+    ct_workload got;
+    ct_err err = {0};
+    memset(&got, 0x5A, sizeof got);
+    ct_status st = workload_from_json(j, &got, &err);
+    if (st != CT_OK) ck_abort_msg("case %d (%s): JSON rejected: %s", i, key, err.msg);
+    if (memcmp(&got, &ws[i], sizeof got))
+      ck_abort_msg("case %d: %s comes back as %s", i, key, workload_key(&got, again, sizeof again));
+    /* Through text too, formatted and not. */
+    char *texts[2] = {cJSON_PrintUnformatted(j), cJSON_Print(j)};
+    cJSON_Delete(j);
+    for (int t = 0; t < 2; t++) {
+      if (!texts[t]) ck_abort_msg("case %d: cJSON print failed", i);
+      memset(&got, 0x5A, sizeof got);
+      st = workload_from_json_text(texts[t], &got, &err);
+      if (st != CT_OK) ck_abort_msg("case %d: text %s rejected: %s", i, texts[t], err.msg);
+      if (memcmp(&got, &ws[i], sizeof got))
+        ck_abort_msg("case %d: text %s comes back as %s", i, texts[t],
+                     workload_key(&got, again, sizeof again));
+      cJSON_free(texts[t]);
+    }
+  }
+  free(ws);
+}
+END_TEST
+
+/* Parse text, which must be accepted, into *out. */
+static void parse_ok_at(int line, const char *text, ct_workload *out) {
+  ct_err err = {0};
+  memset(out, 0x5A, sizeof *out);
+  ct_status st = workload_from_json_text(text, out, &err);
+  ck_assert_msg(st == CT_OK, "line %d: %s rejected with %s: %s", line, text, ct_status_name(st),
+                err.msg);
+}
+#define PARSE_OK(text, out) parse_ok_at(__LINE__, (text), (out))
+
+START_TEST(json_accepted_forms) {
+  ct_workload got, want;
+
+  /* Only the required fields: everything else takes its default. */
+  PARSE_OK("{\"op\": \"conv2d\", \"c\": 3, \"k\": 8, \"h\": 5, \"w\": 6, \"kernel\": 3}", &got);
+  workload_init(&want, CT_OP_CONV2D);
+  want.c = 3, want.k = 8, want.in[0] = 5, want.in[1] = 6;
+  want.kernel[0] = want.kernel[1] = 3;
+  ck_assert_mem_eq(&got, &want, sizeof want);
+
+  /* Scalars for every per-dimension field. */
+  PARSE_OK("{\"op\": \"conv2d\", \"n\": 4, \"c\": 64, \"k\": 128, \"h\": 56, \"w\": 56, "
+           "\"kernel\": 3, \"stride\": 2, \"pad\": 1, \"dilation\": 2}",
+           &got);
+  want = conv2d(4, 64, 128, 56, 3, 2, 1);
+  want.dilation[0] = want.dilation[1] = 2;
+  ck_assert_mem_eq(&got, &want, sizeof want);
+
+  /* Per-dimension lists, and every optional field spelled out; "name" is
+   * accepted and ignored. */
+  PARSE_OK("{\"name\": \"x\", \"op\": \"conv2d\", \"layout\": \"nchw4c\", \"data_type\": "
+           "\"int8\", \"weight_type\": \"int8\", \"out_type\": \"int32\", \"groups\": 1, "
+           "\"n\": 1, \"c\": 8, \"k\": 4, \"h\": 17, \"w\": 19, \"kernel\": [1, 7], "
+           "\"stride\": [2, 1], \"pad\": [0, 3], \"dilation\": [1, 2]}",
+           &got);
+  want = conv2d(1, 8, 4, 17, 1, 1, 0);
+  want.layout = CT_LAYOUT_NCHW4C;
+  want.in[1] = 19;
+  want.kernel[1] = 7;
+  want.stride[0] = 2;
+  want.pad_before[1] = want.pad_after[1] = 3;
+  want.dilation[1] = 2;
+  ck_assert_mem_eq(&got, &want, sizeof want);
+
+  /* Pad with 2 x nd values: all befores, then all afters (ONNX). */
+  PARSE_OK("{\"op\": \"conv2d\", \"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": 3, "
+           "\"stride\": 2, \"pad\": [0, 1, 2, 3]}",
+           &got);
+  want = conv2d(1, 8, 8, 7, 3, 2, 0);
+  want.pad_before[0] = 0, want.pad_before[1] = 1;
+  want.pad_after[0] = 2, want.pad_after[1] = 3;
+  ck_assert_mem_eq(&got, &want, sizeof want);
+
+  /* conv3d: the ResNet3D stem as written in scripts/workloads. */
+  PARSE_OK("{\"op\": \"conv3d\", \"c\": 3, \"d\": 16, \"h\": 112, \"w\": 112, \"k\": 64, "
+           "\"kernel\": [3, 7, 7], \"stride\": [1, 2, 2], \"pad\": [1, 3, 3]}",
+           &got);
+  want = stem3d(1);
+  ck_assert_mem_eq(&got, &want, sizeof want);
+  PARSE_OK("{\"op\": \"conv3d\", \"layout\": \"ncdhw4c\", \"c\": 4, \"d\": 9, \"h\": 10, "
+           "\"w\": 11, \"k\": 8, \"kernel\": 3, \"pad\": [1, 2, 3, 4, 5, 6]}",
+           &got);
+  static const int in[3] = {9, 10, 11}, r[3] = {3, 3, 3}, s[3] = {1, 1, 1}, p[3] = {0, 0, 0};
+  want = conv3d(1, 4, 8, in, r, s, p);
+  want.layout = CT_LAYOUT_NCHW4C;
+  for (int d = 0; d < 3; d++) want.pad_before[d] = 1 + d, want.pad_after[d] = 4 + d;
+  ck_assert_mem_eq(&got, &want, sizeof want);
+
+  /* Numbers written as 3.0 or 3e0 are integers. */
+  PARSE_OK("{\"op\": \"conv2d\", \"c\": 3.0, \"k\": 8, \"h\": 5e0, \"w\": 6, \"kernel\": 3}", &got);
+  ck_assert_int_eq(got.c, 3);
+  ck_assert_int_eq(got.in[0], 5);
+
+  /* The order of the fields does not matter. */
+  PARSE_OK("{\"kernel\": 3, \"w\": 6, \"h\": 5, \"k\": 8, \"c\": 3, \"op\": \"conv2d\"}", &got);
+  workload_init(&want, CT_OP_CONV2D);
+  want.c = 3, want.k = 8, want.in[0] = 5, want.in[1] = 6;
+  want.kernel[0] = want.kernel[1] = 3;
+  ck_assert_mem_eq(&got, &want, sizeof want);
+
+  /* workload_from_json on a tree the caller built. */
+  cJSON *j = cJSON_Parse("{\"op\": \"conv2d\", \"c\": 3, \"k\": 8, \"h\": 5, \"w\": 6, "
+                         "\"kernel\": 3}");
+  ck_assert_ptr_nonnull(j);
+  ct_err err = {0};
+  ck_assert_int_eq(workload_from_json(j, &got, &err), CT_OK);
+  ck_assert_mem_eq(&got, &want, sizeof want);
+  cJSON_Delete(j);
+}
+END_TEST
+
+/* workload_from_json_text must reject text with want, naming needle. */
+static void expect_bad_json_at(int line, const char *text, ct_status want, const char *needle,
+                               const char *needle2) {
+  ct_workload got;
+  ct_err err = {0};
+  expect_err_at(line, workload_from_json_text(text, &got, &err), want, &err, text, needle, needle2);
+}
+#define EXPECT_BAD_JSON(text, needle, needle2)                                                     \
+  expect_bad_json_at(__LINE__, (text), CT_ERR_INVALID_WORKLOAD, (needle), (needle2))
+
+/* A valid conv2d, with the text before and after a field spliced in. */
+#define W2(extra)                                                                                  \
+  "{\"op\": \"conv2d\", \"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": 3" extra "}"
+
+START_TEST(json_syntax_errors) {
+  expect_bad_json_at(__LINE__, "{\"op\": \"conv2d\", \"c\": 3,,}", CT_ERR_PARSE, "line 1",
+                     "column");
+  expect_bad_json_at(__LINE__, "{\n  \"op\": \"conv2d\",\n  \"c\": 3 \"k\": 4\n}", CT_ERR_PARSE,
+                     "line 3", "column");
+  expect_bad_json_at(__LINE__, "", CT_ERR_PARSE, "line", "column");
+  expect_bad_json_at(__LINE__, W2("") " trailing", CT_ERR_PARSE, "line", "column");
+  expect_bad_json_at(__LINE__, "{\"op\": 'conv2d'}", CT_ERR_PARSE, "line", "column");
+}
+END_TEST
+
+START_TEST(json_errors_name_the_field) {
+  /* The base text is valid. */
+  ct_workload got;
+  PARSE_OK(W2(""), &got);
+
+  EXPECT_BAD_JSON("{\"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": 3}", "'op'", NULL);
+  EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": 3}", "'c'", NULL);
+  EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"c\": 8, \"h\": 7, \"w\": 7, \"kernel\": 3}", "'k'", NULL);
+  EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"c\": 8, \"k\": 8, \"w\": 7, \"kernel\": 3}", "'h'", NULL);
+  EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"c\": 8, \"k\": 8, \"h\": 7, \"kernel\": 3}", "'w'", NULL);
+  EXPECT_BAD_JSON("{\"op\": \"conv3d\", \"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": 3}",
+                  "'d'", "conv3d");
+  EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7}", "'kernel'", NULL);
+  EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7, \"kernal\": 3}",
+                  "'kernal'", NULL);
+  EXPECT_BAD_JSON(W2(", \"Pad\": 1"), "'Pad'", NULL);
+  /* Wrong types and values. */
+  EXPECT_BAD_JSON(W2(", \"n\": \"16\""), "'n'", "string");
+  EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"c\": \"8\", \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": 3}",
+                  "'c'", "string");
+  EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"c\": 8, \"k\": 6.5, \"h\": 7, \"w\": 7, \"kernel\": 3}",
+                  "'k'", "6.5");
+  EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"c\": 8, \"k\": 8, \"h\": true, \"w\": 7, \"kernel\": 3}",
+                  "'h'", "boolean");
+  EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": 2.5}",
+                  "'kernel'", "2.5");
+  EXPECT_BAD_JSON(W2(", \"n\": 0"), "'n'", NULL);
+  EXPECT_BAD_JSON(W2(", \"n\": -1"), "'n'", NULL);
+  EXPECT_BAD_JSON(W2(", \"n\": 1e10"), "'n'", NULL);
+  EXPECT_BAD_JSON(W2(", \"n\": null"), "'n'", "null");
+  EXPECT_BAD_JSON(W2(", \"stride\": 0"), "'stride'", NULL);
+  EXPECT_BAD_JSON(W2(", \"stride\": null"), "'stride'", NULL);
+  EXPECT_BAD_JSON(W2(", \"stride\": \"2\""), "'stride'", NULL);
+  EXPECT_BAD_JSON(W2(", \"dilation\": [1, 0]"), "'dilation[1]'", NULL);
+  EXPECT_BAD_JSON(W2(", \"pad\": -1"), "'pad'", NULL);
+  EXPECT_BAD_JSON(W2(", \"pad\": [0, -1]"), "'pad[1]'", NULL);
+  EXPECT_BAD_JSON(W2(", \"pad\": [0, 1, 2, \"x\"]"), "'pad[3]'", "string");
+  EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": [3, "
+                  "\"3\"]}",
+                  "'kernel[1]'", "string");
+  /* Lists of the wrong length. */
+  EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": [3, 3, "
+                  "3]}",
+                  "'kernel'", "list of 3");
+  EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": []}",
+                  "'kernel'", NULL);
+  EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": [3, "
+                  "3, 3, 3]}",
+                  "'kernel'", NULL);
+  EXPECT_BAD_JSON(W2(", \"stride\": [1]"), "'stride'", "list of 1");
+  EXPECT_BAD_JSON(W2(", \"pad\": [1, 1, 1]"), "'pad'", "list of 3");
+  EXPECT_BAD_JSON(W2(", \"pad\": [1, 1, 1, 1, 1, 1]"), "'pad'", NULL);
+  EXPECT_BAD_JSON("{\"op\": \"conv3d\", \"c\": 8, \"k\": 8, \"d\": 7, \"h\": 7, \"w\": 7, "
+                  "\"kernel\": 3, \"pad\": [1, 1, 1, 1]}",
+                  "'pad'", "list of 4");
+  EXPECT_BAD_JSON("{\"op\": \"conv3d\", \"c\": 8, \"k\": 8, \"d\": 7, \"h\": 7, \"w\": 7, "
+                  "\"kernel\": [3, 3]}",
+                  "'kernel'", NULL);
+  /* Enumerations. */
+  EXPECT_BAD_JSON(W2(", \"layout\": \"nhwc\""), "'layout'", "nhwc");
+  EXPECT_BAD_JSON(W2(", \"layout\": \"ncdhw\""), "'layout'", NULL);
+  EXPECT_BAD_JSON(W2(", \"layout\": 1"), "'layout'", NULL);
+  EXPECT_BAD_JSON("{\"op\": \"conv1d\", \"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": 3}",
+                  "'op'", "conv1d");
+  EXPECT_BAD_JSON("{\"op\": 2, \"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": 3}", "'op'",
+                  NULL);
+  EXPECT_BAD_JSON(W2(", \"data_type\": \"float32\""), "'data_type'", NULL);
+  EXPECT_BAD_JSON(W2(", \"out_type\": \"fp16\""), "'out_type'", NULL);
+  /* "d" belongs to conv3d. */
+  EXPECT_BAD_JSON(W2(", \"d\": 4"), "'d'", "conv2d");
+  /* Well-formed fields of a workload that validation rejects. */
+  EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"layout\": \"nchw4c\", \"c\": 6, \"k\": 8, \"h\": 7, "
+                  "\"w\": 7, \"kernel\": 3}",
+                  "c (input channels)", "multiple of 4");
+  EXPECT_BAD_JSON(W2(", \"groups\": 2"), "groups", NULL);
+  EXPECT_BAD_JSON(W2(", \"data_type\": \"uint8\""), "data_type", NULL);
+  EXPECT_BAD_JSON(W2(", \"out_type\": \"int8\""), "out_type", NULL);
+  EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": 9}",
+                  "output size", NULL);
+  EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"n\": 1024, \"c\": 256, \"k\": 8, \"h\": 112, \"w\": 112, "
+                  "\"kernel\": 1}",
+                  "int32", NULL);
+  /* Not an object. */
+  EXPECT_BAD_JSON("[]", "object", NULL);
+  EXPECT_BAD_JSON("[" W2("") "]", "object", NULL);
+  EXPECT_BAD_JSON("42", "object", NULL);
+  EXPECT_BAD_JSON("\"conv2d\"", "object", NULL);
+  EXPECT_BAD_JSON("null", "object", NULL);
+
+  ct_err err = {0};
+  EXPECT_ERR(workload_from_json(NULL, &got, &err), CT_ERR_INVALID_WORKLOAD, &err, "NULL tree",
+             "object", NULL);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("workload");
+  TCase *tc = tcase_create("model");
+  tcase_add_test(tc, init_sets_defaults);
+  tcase_add_test(tc, nd_and_names);
+  tcase_add_test(tc, out_size_hand_computed);
+  tcase_add_test(tc, out_size_3d_per_dimension);
+  tcase_add_test(tc, ops_and_element_counts);
+  tcase_add_test(tc, geom_conv2d_is_d1_conv3d);
+  tcase_add_test(tc, geom_conv3d_copies_every_dimension);
+  tcase_add_test(tc, out_shape_strings);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("validate");
+  tcase_add_test(tc, validate_rejects_each_field);
+  tcase_add_test(tc, validate_rejects_conv3d_fields);
+  tcase_add_test(tc, validate_rejects_over_int32_elements);
+  tcase_add_test(tc, validate_rejects_counts_that_overflow_int64);
+  tcase_add_test(tc, validate_accepts_edge_cases);
+  tcase_add_test(tc, validate_null_is_invalid_arg);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("key");
+  tcase_add_test(tc, key_exact_strings);
+  tcase_add_test(tc, key_round_trip_random);
+  tcase_add_test(tc, key_distinct_for_distinct_workloads);
+  tcase_add_test(tc, key_malformed_rejected);
+  tcase_add_test(tc, key_not_canonical_says_canonical_form);
+  tcase_add_test(tc, key_of_invalid_workload_rejected);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("json");
+  tcase_add_test(tc, json_canonical_form);
+  tcase_add_test(tc, json_round_trip_random);
+  tcase_add_test(tc, json_accepted_forms);
+  tcase_add_test(tc, json_syntax_errors);
+  tcase_add_test(tc, json_errors_name_the_field);
+  suite_add_tcase(s, tc);
+
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
