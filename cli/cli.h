@@ -62,5 +62,6 @@ extern const char cli_wl_help[];
 /* Commands. */
 int cmd_workload(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+int cmd_space(int argc, char **argv);
 
 #endif

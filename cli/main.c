@@ -16,6 +16,7 @@ static const char usage[] =
     "Commands:\n"
     "  tune       tune a workload, a file or a set into the database (default convtune.db)\n"
     "  workload   print workloads: name, key, output shape, operation count\n"
+    "  space      print the knob space of each template for workloads\n"
     "  version    print the version\n"
     "\n"
     "'convtune COMMAND --help' describes a command.\n";
@@ -36,6 +37,7 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "workload")) return cmd_workload(argc - 1, argv + 1);
   if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
+  if (!strcmp(cmd, "space")) return cmd_space(argc - 1, argv + 1);
   fprintf(stderr, "convtune: unknown command '%s'\n%s", cmd, usage);
   return EXIT_USAGE;
 }

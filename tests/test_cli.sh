@@ -85,6 +85,16 @@ expect_bad "workload #2 (b): field 'c'" workload --file "$tmp/bad.json"
 printf '[{"name":"a","op":"conv2d","c":4,"h":8,"w":8,"k":4,"kernel":3}\n {"name":"b"}]\n' >"$tmp/syntax.json"
 expect_bad 'line 2, column 2' workload --file "$tmp/syntax.json"
 
+# space: knobs with candidates, size and valid share; the 3D template has tile_d and tile_rd.
+expect 0 'tile_f  *split 16 in 4  *35:' space --set resnet50 --arch sm_90 --samples 2000
+expect 0 'space size 197568000, valid share' space --set resnet50 --arch sm_90 --samples 2000
+expect 0 'tile_rd  *split 3 in 2' space --set resnet3d18 --arch sm_90 --samples 1000
+expect 0 '"valid_share":' space --c 64 --k 64 --size 56x56 --kernel 3 --pad 1 --arch sm_80 --json --samples 1000
+expect_bad '--template' space --set resnet50 --template nope
+expect_bad 'unknown architecture' space --set resnet50 --arch sm_13
+expect_bad '--samples' space --set resnet50 --samples 0
+expect_bad 'no workload given' space
+
 # tune: until the tuning engine exists, it says so and exits non-zero, writing nothing.
 (cd "$tmp" && "$ct" tune >out 2>err)
 rc=$?

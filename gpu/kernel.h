@@ -1,0 +1,35 @@
+/*
+ * kernel.h: loading a cubin (cudaLibraryLoadData: no JIT, about 0.14 ms on
+ * an H200) and launching its kernel with an instance's geometry. A launch
+ * is asynchronous on the caller's stream; launch errors come back at once,
+ * execution errors at the next synchronisation, as CUDA reports them.
+ */
+#ifndef CT_GPU_KERNEL_H
+#define CT_GPU_KERNEL_H
+
+#include <stddef.h>
+
+#include <cuda_runtime.h>
+
+#include "templates/template.h"
+
+typedef struct kernel {
+  cudaLibrary_t lib;
+  cudaKernel_t fn;
+  size_t smem_bytes; /* dynamic shared memory it was set up for */
+} kernel;
+
+/* Load cubin (size bytes) and find inst's kernel in it; sets the dynamic
+ * shared memory limit when inst needs more than 48 KB. Owned: kernel_unload. */
+ct_status kernel_load(const void *cubin, size_t size, const instance *inst, kernel *out,
+                      ct_err *err);
+
+/* Launch k with inst's grid, block and shared memory on stream; the
+ * arguments are the device pointers for inst's ARG_DATA, ARG_WEIGHTS, ARG_OUT. */
+ct_status kernel_launch(const kernel *k, const instance *inst, const void *data,
+                        const void *weights, void *out, cudaStream_t stream, ct_err *err);
+
+/* Unload; a zeroed kernel is accepted. */
+void kernel_unload(kernel *k);
+
+#endif

@@ -1,0 +1,102 @@
+/*
+ * template.h: kernel templates and their instances.
+ *
+ * A template is a named, versioned family of kernels: a CUDA source that
+ * NVRTC compiles (embedded at build time: the .cu files of templates/ and their .cuh headers) and
+ * a C descriptor that builds its knob space for a workload, rejects invalid
+ * configs before any compile, and computes the launch geometry. Its version
+ * is a hash of the source it compiles (the .cu and every embedded .cuh).
+ *
+ * An instance is template + workload + config + architecture made concrete:
+ * every knob and shape as a -D option, grid, block, dynamic shared memory and
+ * the kernel's arguments. instance_make is the one function that builds it,
+ * used by the tuner and the dispatch library alike, so that what was
+ * measured is exactly what runs.
+ */
+#ifndef CT_TEMPLATES_TEMPLATE_H
+#define CT_TEMPLATES_TEMPLATE_H
+
+#include <stddef.h>
+
+#include "core/arch.h"
+#include "core/workload.h"
+#include "space/space.h"
+
+#define INSTANCE_MAX_OPTIONS 96
+#define INSTANCE_OPTION_MAX  48
+#define INSTANCE_MAX_ARGS    8
+#define TEMPLATE_WHY_MAX     160
+
+/* What each kernel argument is; the launcher passes the matching pointer. */
+typedef enum kernel_arg { ARG_DATA, ARG_WEIGHTS, ARG_OUT } kernel_arg;
+
+typedef struct instance {
+  const struct template_desc *tpl;
+  char kernel_name[48]; /* extern "C" name in the source */
+  int n_options;        /* NVRTC options: -D for every knob and shape */
+  char options[INSTANCE_MAX_OPTIONS][INSTANCE_OPTION_MAX];
+  unsigned grid[3], block[3];
+  size_t smem_bytes; /* dynamic shared memory */
+  int n_args;
+  kernel_arg args[INSTANCE_MAX_ARGS];
+} instance;
+
+typedef struct template_desc {
+  const char *name;   /* "conv2d_nchw4c_dp4a" */
+  const char *source; /* embedded file name, "conv2d_nchw4c_dp4a.cu" */
+  ct_op op;
+  ct_layout layout;
+  /* Whether the template can run w at all (op, layout, dtypes); why says
+   * why not (buffer of TEMPLATE_WHY_MAX). */
+  int (*supports)(const ct_workload *w, char *why);
+  /* Build the knob space for w into out (initialised by the caller). */
+  ct_status (*space)(const ct_workload *w, space *out, ct_err *err);
+  /* 1 if cfg can run on a (threads, shared memory, registers, grid), else 0
+   * with the first reason in why. Cheap: called millions of times when
+   * sampling. */
+  int (*valid)(const ct_workload *w, const space *s, const config *cfg, const arch *a, char *why);
+  /* Fill inst for a valid cfg (everything but tpl). */
+  ct_status (*instance)(const ct_workload *w, const space *s, const config *cfg, const arch *a,
+                        instance *inst, ct_err *err);
+} template_desc;
+
+/* Every template, NULL-terminated. */
+const template_desc *const *template_all(void);
+/* The template named name, or NULL. */
+const template_desc *template_find(const char *name);
+
+/* The source NVRTC compiles for tpl (static, NUL-terminated), and the
+ * embedded headers it may include: names and sources, n_headers of them.
+ * Borrowed, static. */
+const char *template_source(const template_desc *tpl);
+int template_headers(const char *const **names, const char *const **sources);
+
+/* The template's version: 16 hex digits of a 64-bit FNV-1a hash over its
+ * source and every embedded header; static storage per template. */
+const char *template_version(const template_desc *tpl);
+
+/* Build tpl's space for w: CT_ERR_UNSUPPORTED when tpl cannot run w. */
+ct_status template_space(const template_desc *tpl, const ct_workload *w, space *out, ct_err *err);
+
+/* Validate cfg and make its instance: CT_ERR_INVALID_ARG with the reason when
+ * cfg is not valid on a. */
+ct_status instance_make(const template_desc *tpl, const ct_workload *w, const space *s,
+                        const config *cfg, const arch *a, instance *out, ct_err *err);
+
+/* A uniformly random valid config by rejection sampling from the whole
+ * space (uniform over the valid ones), at most max_tries draws:
+ * CT_ERR_NOT_FOUND when none was valid. */
+ct_status template_sample(const template_desc *tpl, const ct_workload *w, const space *s,
+                          const arch *a, rng *r, long max_tries, config *out, ct_err *err);
+
+/* The share of valid configs, estimated from n uniform draws. */
+double template_valid_share(const template_desc *tpl, const ct_workload *w, const space *s,
+                            const arch *a, rng *r, long n);
+
+/* A valid neighbour of cfg (one knob changed), at most max_tries draws;
+ * CT_ERR_NOT_FOUND when none was found. */
+ct_status template_neighbor(const template_desc *tpl, const ct_workload *w, const space *s,
+                            const arch *a, rng *r, const config *cfg, long max_tries, config *out,
+                            ct_err *err);
+
+#endif

@@ -1,0 +1,340 @@
+/*
+ * test_gpu_templates.c (label gpu): random valid configs of each dp4a
+ * template, compiled by NVRTC for this GPU, run on random int8 inputs with
+ * a poisoned output, and compared element for element with the CPU
+ * reference. The workloads cover batch 1 and 3, stride 2, padding (also
+ * asymmetric), dilation, odd sizes, 1x1, 3x3, 7x7, 1x7 and 7x1 kernels, and
+ * in 3D 3x3x3, 1x1x1, 3x1x1 and the (3,7,7) stem. Without a GPU it exits 77
+ * (skipped). The number of configs per workload is the first argument
+ * (default 30: at least 200 per template).
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/reference.h"
+#include "core/rng.h"
+#include "gpu/device.h"
+#include "gpu/kernel.h"
+#include "gpu/nvrtc.h"
+
+static int per_workload = 30;
+static device dev;
+
+/* op, n, c, k, in (d,h,w), kernel, stride, pad before, pad after, dilation;
+ * conv2d uses the last two of each triple. */
+typedef struct shape {
+  const char *name;
+  ct_op op;
+  int n, c, k, in[3], ker[3], str[3], pb[3], pa[3], dil[3];
+} shape;
+
+static const shape shapes2d[] = {
+    {"3x3 s1 p1",
+     CT_OP_CONV2D,
+     1,
+     16,
+     16,
+     {0, 14, 14},
+     {0, 3, 3},
+     {0, 1, 1},
+     {0, 1, 1},
+     {0, 1, 1},
+     {0, 1, 1}},
+    {"3x3 s2 b3 odd",
+     CT_OP_CONV2D,
+     3,
+     8,
+     12,
+     {0, 15, 13},
+     {0, 3, 3},
+     {0, 2, 2},
+     {0, 1, 1},
+     {0, 1, 1},
+     {0, 1, 1}},
+    {"7x7 s2 p3 stem",
+     CT_OP_CONV2D,
+     1,
+     4,
+     16,
+     {0, 23, 23},
+     {0, 7, 7},
+     {0, 2, 2},
+     {0, 3, 3},
+     {0, 3, 3},
+     {0, 1, 1}},
+    {"1x1",
+     CT_OP_CONV2D,
+     1,
+     32,
+     32,
+     {0, 7, 7},
+     {0, 1, 1},
+     {0, 1, 1},
+     {0, 0, 0},
+     {0, 0, 0},
+     {0, 1, 1}},
+    {"1x1 s2 b3",
+     CT_OP_CONV2D,
+     3,
+     16,
+     8,
+     {0, 14, 14},
+     {0, 1, 1},
+     {0, 2, 2},
+     {0, 0, 0},
+     {0, 0, 0},
+     {0, 1, 1}},
+    {"1x7",
+     CT_OP_CONV2D,
+     1,
+     8,
+     16,
+     {0, 9, 11},
+     {0, 1, 7},
+     {0, 1, 1},
+     {0, 0, 3},
+     {0, 0, 3},
+     {0, 1, 1}},
+    {"7x1 b3",
+     CT_OP_CONV2D,
+     3,
+     8,
+     8,
+     {0, 11, 9},
+     {0, 7, 1},
+     {0, 1, 1},
+     {0, 3, 0},
+     {0, 3, 0},
+     {0, 1, 1}},
+    {"3x3 dil2 asym pad",
+     CT_OP_CONV2D,
+     1,
+     8,
+     8,
+     {0, 10, 12},
+     {0, 3, 3},
+     {0, 1, 2},
+     {0, 1, 2},
+     {0, 2, 0},
+     {0, 2, 2}},
+};
+
+static const shape shapes3d[] = {
+    {"3x3x3 s1 p1",
+     CT_OP_CONV3D,
+     1,
+     8,
+     8,
+     {4, 8, 8},
+     {3, 3, 3},
+     {1, 1, 1},
+     {1, 1, 1},
+     {1, 1, 1},
+     {1, 1, 1}},
+    {"3x3x3 s2 b3 odd",
+     CT_OP_CONV3D,
+     3,
+     4,
+     8,
+     {5, 7, 6},
+     {3, 3, 3},
+     {2, 2, 2},
+     {1, 1, 1},
+     {1, 1, 1},
+     {1, 1, 1}},
+    {"1x1x1",
+     CT_OP_CONV3D,
+     1,
+     16,
+     16,
+     {3, 6, 6},
+     {1, 1, 1},
+     {1, 1, 1},
+     {0, 0, 0},
+     {0, 0, 0},
+     {1, 1, 1}},
+    {"1x1x1 s2 b2",
+     CT_OP_CONV3D,
+     2,
+     8,
+     8,
+     {4, 6, 6},
+     {1, 1, 1},
+     {2, 2, 2},
+     {0, 0, 0},
+     {0, 0, 0},
+     {1, 1, 1}},
+    {"3x1x1",
+     CT_OP_CONV3D,
+     1,
+     8,
+     12,
+     {6, 5, 5},
+     {3, 1, 1},
+     {1, 1, 1},
+     {1, 0, 0},
+     {1, 0, 0},
+     {1, 1, 1}},
+    {"(3,7,7) stem",
+     CT_OP_CONV3D,
+     1,
+     4,
+     8,
+     {4, 10, 10},
+     {3, 7, 7},
+     {1, 2, 2},
+     {1, 3, 3},
+     {1, 3, 3},
+     {1, 1, 1}},
+    {"3x3x3 dil2 asym",
+     CT_OP_CONV3D,
+     1,
+     4,
+     4,
+     {5, 6, 7},
+     {3, 3, 3},
+     {1, 2, 1},
+     {2, 1, 0},
+     {0, 1, 2},
+     {2, 1, 2}},
+};
+
+static void make_workload(const shape *sh, ct_workload *w) {
+  workload_init(w, sh->op);
+  w->layout = CT_LAYOUT_NCHW4C;
+  w->n = sh->n, w->c = sh->c, w->k = sh->k;
+  int off = sh->op == CT_OP_CONV2D ? 1 : 0;
+  for (int d = 0; d + off < 3; d++) {
+    w->in[d] = sh->in[d + off];
+    w->kernel[d] = sh->ker[d + off];
+    w->stride[d] = sh->str[d + off];
+    w->pad_before[d] = sh->pb[d + off];
+    w->pad_after[d] = sh->pa[d + off];
+    w->dilation[d] = sh->dil[d + off];
+  }
+}
+
+/* Run per_workload random valid configs of tpl on sh; returns the number
+ * that were exact, and counts the configs tried in *tried. */
+static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tried) {
+  ct_workload w;
+  make_workload(sh, &w);
+  ct_err err = {0};
+  ck_assert_msg(workload_validate(&w, &err) == CT_OK, "%s: %s", sh->name, err.msg);
+  size_t nd = workload_data_elems(&w), nw = workload_weight_elems(&w), no = workload_out_elems(&w);
+  int8_t *data = malloc(nd), *weights = malloc(nw);
+  int32_t *want = malloc(no * 4), *got = malloc(no * 4);
+  ck_assert(data && weights && want && got);
+  for (size_t i = 0; i < nd; i++) data[i] = (int8_t)rng_next(r);
+  for (size_t i = 0; i < nw; i++) weights[i] = (int8_t)rng_next(r);
+  ck_assert_int_eq(reference_conv(&w, data, weights, want, &err), CT_OK);
+
+  void *d_data = NULL, *d_weights = NULL, *d_out = NULL;
+  ck_assert_int_eq(cudaMalloc(&d_data, nd), cudaSuccess);
+  ck_assert_int_eq(cudaMalloc(&d_weights, nw), cudaSuccess);
+  ck_assert_int_eq(cudaMalloc(&d_out, no * 4), cudaSuccess);
+  ck_assert_int_eq(cudaMemcpy(d_data, data, nd, cudaMemcpyHostToDevice), cudaSuccess);
+  ck_assert_int_eq(cudaMemcpy(d_weights, weights, nw, cudaMemcpyHostToDevice), cudaSuccess);
+
+  space sp;
+  ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
+  int exact = 0;
+  for (int i = 0; i < per_workload; i++) {
+    config c;
+    char text[512];
+    ck_assert_msg(template_sample(tpl, &w, &sp, &dev.arch, r, 1000000, &c, &err) == CT_OK, "%s",
+                  err.msg);
+    space_config_str(&sp, &c, text, sizeof text);
+    (*tried)++;
+    instance inst;
+    cubin cb = {0};
+    kernel k = {0};
+    if (instance_make(tpl, &w, &sp, &c, &dev.arch, &inst, &err) ||
+        nvrtc_compile(&inst, &dev.arch, &cb, &err) ||
+        kernel_load(cb.data, cb.size, &inst, &k, &err)) {
+      fprintf(stderr, "FAIL %s [%s] %s: %s\n", tpl->name, sh->name, text, err.msg);
+      cubin_free(&cb);
+      continue;
+    }
+    /* poison: every element must be written */
+    ck_assert_int_eq(cudaMemset(d_out, 0xA5, no * 4), cudaSuccess);
+    if (kernel_launch(&k, &inst, d_data, d_weights, d_out, 0, &err)) {
+      fprintf(stderr, "FAIL %s [%s] %s: %s\n", tpl->name, sh->name, text, err.msg);
+    } else {
+      cudaError_t e = cudaDeviceSynchronize();
+      ck_assert_msg(e == cudaSuccess, "%s [%s] %s: %s", tpl->name, sh->name, text,
+                    cudaGetErrorString(e));
+      ck_assert_int_eq(cudaMemcpy(got, d_out, no * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+      size_t bad = 0, first = 0;
+      for (size_t j = 0; j < no; j++)
+        if (got[j] != want[j] && bad++ == 0) first = j;
+      if (bad)
+        fprintf(stderr, "FAIL %s [%s] %s: %zu of %zu wrong, first at %zu: %d, want %d\n", tpl->name,
+                sh->name, text, bad, no, first, got[first], want[first]);
+      else
+        exact++;
+    }
+    kernel_unload(&k);
+    cubin_free(&cb);
+  }
+  space_free(&sp);
+  cudaFree(d_data);
+  cudaFree(d_weights);
+  cudaFree(d_out);
+  free(data);
+  free(weights);
+  free(want);
+  free(got);
+  return exact;
+}
+
+static void run_template(const char *name, const shape *shapes, int n_shapes) {
+  const template_desc *tpl = template_find(name);
+  ck_assert_ptr_nonnull(tpl);
+  rng r;
+  rng_seed(&r, 20261122);
+  int tried = 0, exact = 0;
+  for (int i = 0; i < n_shapes; i++) exact += run_shape(tpl, &shapes[i], &r, &tried);
+  printf("%s: %d of %d random valid configs exact over %d workloads on %s (%s)\n", name, exact,
+         tried, n_shapes, dev.name, dev.arch.name);
+  fflush(stdout);
+  ck_assert_int_eq(exact, tried);
+}
+
+START_TEST(conv2d_configs_match_the_reference) {
+  run_template("conv2d_nchw4c_dp4a", shapes2d, sizeof shapes2d / sizeof shapes2d[0]);
+}
+END_TEST
+
+START_TEST(conv3d_configs_match_the_reference) {
+  run_template("conv3d_ncdhw4c_dp4a", shapes3d, sizeof shapes3d / sizeof shapes3d[0]);
+}
+END_TEST
+
+int main(int argc, char **argv) {
+  if (device_count() == 0) {
+    fprintf(stderr, "test_gpu_templates: skipped: no CUDA device\n");
+    return 77;
+  }
+  if (argc > 1) per_workload = atoi(argv[1]);
+  ct_err err = {0};
+  if (device_open(0, &dev, &err)) {
+    fprintf(stderr, "test_gpu_templates: %s\n", err.msg);
+    return 1;
+  }
+  Suite *s = suite_create("gpu_templates");
+  TCase *tc = tcase_create("gpu_templates");
+  tcase_set_timeout(tc, 1200);
+  tcase_add_test(tc, conv2d_configs_match_the_reference);
+  tcase_add_test(tc, conv3d_configs_match_the_reference);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  /* a CUDA context does not survive fork */
+  srunner_set_fork_status(sr, CK_NOFORK);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

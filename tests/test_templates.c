@@ -1,0 +1,301 @@
+/*
+ * test_templates.c: the dp4a templates on the CPU: spaces for every layer of
+ * the shipped sets, validity decided before compiling (with the reason),
+ * index <-> config <-> JSON round trips of random valid configs, and those
+ * configs compiled to sm_90 cubins by NVRTC (no GPU needed).
+ *
+ * The compile check is the costly part (NVRTC takes 0.1-1 s per config on a
+ * CI core). Its count comes from the first argument (CMake passes 300 in the
+ * normal build, fewer under the sanitizers); the test forks one compiler
+ * process per core, as the tuner's builder will.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/wlset.h"
+#include "gpu/nvrtc.h"
+#include "templates/template.h"
+
+static long n_compile = 300;
+
+/* The packed workloads of the sets a template runs. */
+static wlset *load_sets(const template_desc *tpl, int batch) {
+  const char *names2[] = {"resnet50", "resnet18", NULL}, *names3[] = {"resnet3d18", NULL};
+  const char **names = tpl->op == CT_OP_CONV2D ? names2 : names3;
+  wlset *all = calloc(1, sizeof *all);
+  ck_assert_ptr_nonnull(all);
+  all->items = calloc(64, sizeof *all->items);
+  for (int i = 0; names[i]; i++) {
+    wlset *s = NULL;
+    ct_err err = {0};
+    ck_assert_msg(wlset_load_named(names[i], batch, &s, &err) == CT_OK, "%s", err.msg);
+    for (int j = 0; j < s->n_items; j++) {
+      wlset_item *it = &all->items[all->n_items++];
+      workload_packed(&s->items[j].w, &it->w);
+      it->name = s->items[j].name;
+      s->items[j].name = NULL;
+    }
+    wlset_free(s);
+  }
+  return all;
+}
+
+START_TEST(templates_are_registered_with_versions) {
+  const template_desc *const *all = template_all();
+  int n = 0;
+  for (; all[n]; n++) {
+    ck_assert_ptr_eq(template_find(all[n]->name), all[n]);
+    ck_assert_ptr_nonnull(template_source(all[n]));
+    const char *v = template_version(all[n]);
+    ck_assert_uint_eq(strlen(v), 16);
+    ck_assert_uint_eq(strspn(v, "0123456789abcdef"), 16);
+  }
+  ck_assert_int_eq(n, 2);
+  ck_assert_str_ne(template_version(all[0]), template_version(all[1]));
+  ck_assert_ptr_null(template_find("nope"));
+  const char *const *names, *const *sources;
+  int nh = template_headers(&names, &sources);
+  ck_assert_int_ge(nh, 1);
+  ck_assert_str_eq(names[0], "conv_dp4a.cuh");
+  ck_assert_ptr_nonnull(strstr(sources[0], "__dp4a"));
+}
+END_TEST
+
+START_TEST(spaces_cover_every_layer_and_are_large) {
+  arch a;
+  ck_assert_int_eq(arch_from_name("sm_90", &a, NULL), CT_OK);
+  for (int t = 0; template_all()[t]; t++) {
+    const template_desc *tpl = template_all()[t];
+    wlset *s = load_sets(tpl, 1);
+    uint64_t largest = 0;
+    for (int i = 0; i < s->n_items; i++) {
+      space sp;
+      ct_err err = {0};
+      ck_assert_msg(template_space(tpl, &s->items[i].w, &sp, &err) == CT_OK, "%s: %s",
+                    s->items[i].name, err.msg);
+      ck_assert_int_ge(space_find(&sp, "tile_f"), 0);
+      ck_assert_int_ge(space_find(&sp, "reorder_inner"), 0);
+      ck_assert_int_eq(space_find(&sp, "tile_d") >= 0, tpl->op == CT_OP_CONV3D);
+      ck_assert_int_eq(space_find(&sp, "tile_rd") >= 0, tpl->op == CT_OP_CONV3D);
+      if (sp.size > largest) largest = sp.size;
+      rng r;
+      rng_seed(&r, 7);
+      ck_assert_msg(template_valid_share(tpl, &s->items[i].w, &sp, &a, &r, 20000) > 0, "%s",
+                    s->items[i].name);
+      space_free(&sp);
+    }
+    ck_assert_msg(largest > 100000000ULL, "%s: largest space %llu", tpl->name,
+                  (unsigned long long)largest);
+    wlset_free(s);
+  }
+}
+END_TEST
+
+START_TEST(unsupported_workloads_are_refused) {
+  ct_workload w;
+  workload_init(&w, CT_OP_CONV2D);
+  w.c = 8, w.k = 8, w.in[0] = w.in[1] = 8, w.kernel[0] = w.kernel[1] = 3;
+  space sp;
+  ct_err err = {0};
+  /* plain layout */
+  ck_assert_int_eq(template_space(template_find("conv2d_nchw4c_dp4a"), &w, &sp, &err),
+                   CT_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(err.msg, "nchw4c"));
+  w.layout = CT_LAYOUT_NCHW4C;
+  ck_assert_int_eq(template_space(template_find("conv3d_ncdhw4c_dp4a"), &w, &sp, &err),
+                   CT_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(err.msg, "conv3d"));
+  w.c = 0;
+  ck_assert_int_eq(template_space(template_find("conv2d_nchw4c_dp4a"), &w, &sp, &err),
+                   CT_ERR_INVALID_WORKLOAD);
+}
+END_TEST
+
+/* A fixed workload: ResNet-50's l1_3x3_64 at batch 1, packed. */
+static void l1_3x3(ct_workload *w) {
+  workload_init(w, CT_OP_CONV2D);
+  w->layout = CT_LAYOUT_NCHW4C;
+  w->c = w->k = 64;
+  w->in[0] = w->in[1] = 56;
+  w->kernel[0] = w->kernel[1] = 3;
+  w->pad_before[0] = w->pad_before[1] = w->pad_after[0] = w->pad_after[1] = 1;
+}
+
+START_TEST(invalid_configs_are_rejected_before_compiling_with_the_reason) {
+  const template_desc *tpl = template_find("conv2d_nchw4c_dp4a");
+  ct_workload w;
+  l1_3x3(&w);
+  space sp;
+  ck_assert_int_eq(template_space(tpl, &w, &sp, NULL), CT_OK);
+  arch a90, a75;
+  arch_from_name("sm_90", &a90, NULL);
+  arch_from_name("sm_75", &a75, NULL);
+  config c;
+  instance inst;
+  ct_err err = {0};
+  char why[TEMPLATE_WHY_MAX];
+
+  /* Candidate 0 of every split is [1, ..., 1, extent]: one thread a block. */
+  memset(&c, 0, sizeof c);
+  ck_assert_int_eq(tpl->valid(&w, &sp, &c, &a90, why), 0);
+  ck_assert_ptr_nonnull(strstr(why, "threads per block"));
+  ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a90, &inst, &err), CT_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "threads per block"));
+  ck_assert_ptr_nonnull(strstr(err.msg, "tile_f=["));
+
+  /* A whole 56x56 plane with all 16 input chunks in shared memory: 197 KB
+   * fits an H200's 227 KB but not sm_75's 64 KB. */
+  const char *big = "{\"tile_n\":[1,1,1,1],\"tile_f\":[4,1,4,1],\"tile_y\":[1,1,14,4],"
+                    "\"tile_x\":[1,1,7,8],\"tile_rc\":[1,16],\"tile_ry\":[3,1],\"tile_rx\":[3,1],"
+                    "\"reorder_inner\":[0,1,2],\"fuse_yx\":1,\"auto_unroll_max_step\":0,"
+                    "\"unroll_explicit\":0}";
+  cJSON *j = cJSON_Parse(big);
+  ck_assert_int_eq(space_config_from_json(&sp, j, &c, &err), CT_OK);
+  cJSON_Delete(j);
+  ck_assert_msg(tpl->valid(&w, &sp, &c, &a90, why), "%s", why);
+  ck_assert_int_eq(tpl->valid(&w, &sp, &c, &a75, why), 0);
+  ck_assert_ptr_nonnull(strstr(why, "shared memory"));
+  ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a90, &inst, &err), CT_OK);
+  /* weights: 4 chunks x 16 input chunks of int4; data: 16 chunks x 56 x 56 (one kernel tap per
+   * step) */
+  ck_assert_uint_eq(inst.smem_bytes, 16 * 4 * 16 + 4 * 16 * 56 * 56);
+  ck_assert_uint_eq(inst.block[0], 4 * 14 * 7);
+  ck_assert_uint_eq(inst.grid[0], 1);
+  ck_assert_uint_eq(inst.grid[1], 4);
+  ck_assert_uint_eq(inst.grid[2], 1);
+
+  /* Too many accumulators: 16 output chunks x 4 lanes x 7 x 7 inner. */
+  j = cJSON_Parse("{\"tile_n\":[1,1,1,1],\"tile_f\":[1,1,1,16],\"tile_y\":[1,1,8,7],"
+                  "\"tile_x\":[1,1,8,7],\"tile_rc\":[16,1],\"tile_ry\":[3,1],\"tile_rx\":[3,1],"
+                  "\"reorder_inner\":[0,1,2],\"fuse_yx\":1,\"auto_unroll_max_step\":0,"
+                  "\"unroll_explicit\":0}");
+  ck_assert_int_eq(space_config_from_json(&sp, j, &c, &err), CT_OK);
+  cJSON_Delete(j);
+  ck_assert_int_eq(tpl->valid(&w, &sp, &c, &a90, why), 0);
+  ck_assert_ptr_nonnull(strstr(why, "accumulators"));
+  space_free(&sp);
+}
+END_TEST
+
+START_TEST(a_point_that_slips_through_fails_to_compile_with_a_clear_log) {
+  const template_desc *tpl = template_find("conv2d_nchw4c_dp4a");
+  ct_workload w;
+  l1_3x3(&w);
+  space sp;
+  ck_assert_int_eq(template_space(tpl, &w, &sp, NULL), CT_OK);
+  arch a;
+  arch_from_name("sm_90", &a, NULL);
+  rng r;
+  rng_seed(&r, 3);
+  config c;
+  ck_assert_int_eq(template_sample(tpl, &w, &sp, &a, &r, 100000, &c, NULL), CT_OK);
+  instance inst;
+  ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, NULL), CT_OK);
+  /* Corrupt the thread count as a descriptor bug would. */
+  for (int i = 0; i < inst.n_options; i++)
+    if (!strncmp(inst.options[i], "-DCT_THREADS=", 13)) strcpy(inst.options[i], "-DCT_THREADS=33");
+  cubin cb;
+  ct_err err = {0};
+  ck_assert_int_eq(nvrtc_compile(&inst, &a, &cb, &err), CT_ERR_NVRTC);
+  ck_assert_msg(strstr(cb.log, "CT_THREADS does not match") != NULL, "log: %s", cb.log);
+  cubin_free(&cb);
+  space_free(&sp);
+}
+END_TEST
+
+/* Draw configs of tpl across its sets: round trips for each, then compile
+ * `count` of them, split over `procs` processes. */
+static void sample_and_compile(const template_desc *tpl, long count, int procs) {
+  arch a;
+  arch_from_name("sm_90", &a, NULL);
+  wlset *s = load_sets(tpl, 1);
+  rng r;
+  rng_seed(&r, 0xC0FFEE + tpl->op);
+  pid_t pid[16];
+  for (int p = 0; p < procs; p++) {
+    pid[p] = fork();
+    ck_assert_int_ge(pid[p], 0);
+    if (pid[p] > 0) continue;
+    /* Child p compiles the configs i with i % procs == p; every child draws
+     * the same sequence so that the union is exactly `count` configs. */
+    int failed = 0;
+    for (long i = 0; i < count; i++) {
+      const ct_workload *w = &s->items[i % s->n_items].w;
+      space sp;
+      ct_err err = {0};
+      if (template_space(tpl, w, &sp, &err)) _exit(10);
+      config c, back;
+      if (template_sample(tpl, w, &sp, &a, &r, 1000000, &c, &err)) _exit(11);
+      /* index <-> config <-> JSON */
+      uint64_t idx = space_index(&sp, &c);
+      if (space_config(&sp, idx, &back, &err) || memcmp(&c, &back, sizeof c)) _exit(12);
+      cJSON *j = space_config_to_json(&sp, &c);
+      if (space_config_from_json(&sp, j, &back, &err) || space_index(&sp, &back) != idx) _exit(13);
+      cJSON_Delete(j);
+      if (i % procs == p) {
+        instance inst;
+        cubin cb;
+        if (instance_make(tpl, w, &sp, &c, &a, &inst, &err)) _exit(14);
+        if (nvrtc_compile(&inst, &a, &cb, &err) != CT_OK || cb.size == 0) {
+          char text[512];
+          fprintf(stderr, "%s %s: %s\n%s\n", tpl->name, s->items[i % s->n_items].name, err.msg,
+                  space_config_str(&sp, &c, text, sizeof text));
+          failed++;
+        }
+        cubin_free(&cb);
+      }
+      space_free(&sp);
+    }
+    _exit(failed ? 1 : 0);
+  }
+  int bad = 0;
+  for (int p = 0; p < procs; p++) {
+    int status = 0;
+    waitpid(pid[p], &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+      fprintf(stderr, "%s: compiler process %d ended with status %d\n", tpl->name, p, status);
+      bad++;
+    }
+  }
+  wlset_free(s);
+  ck_assert_int_eq(bad, 0);
+}
+
+static int cores(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > 16 ? 16 : (int)n;
+}
+
+START_TEST(random_valid_configs_compile_conv2d) {
+  sample_and_compile(template_find("conv2d_nchw4c_dp4a"), n_compile, cores());
+}
+END_TEST
+
+START_TEST(random_valid_configs_compile_conv3d) {
+  sample_and_compile(template_find("conv3d_ncdhw4c_dp4a"), n_compile, cores());
+}
+END_TEST
+
+int main(int argc, char **argv) {
+  if (argc > 1) n_compile = atol(argv[1]);
+  Suite *s = suite_create("templates");
+  TCase *tc = tcase_create("templates");
+  tcase_set_timeout(tc, 3000);
+  tcase_add_test(tc, templates_are_registered_with_versions);
+  tcase_add_test(tc, spaces_cover_every_layer_and_are_large);
+  tcase_add_test(tc, unsupported_workloads_are_refused);
+  tcase_add_test(tc, invalid_configs_are_rejected_before_compiling_with_the_reason);
+  tcase_add_test(tc, a_point_that_slips_through_fails_to_compile_with_a_clear_log);
+  tcase_add_test(tc, random_valid_configs_compile_conv2d);
+  tcase_add_test(tc, random_valid_configs_compile_conv3d);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
