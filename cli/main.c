@@ -16,6 +16,11 @@ static const char usage[] =
     "Commands:\n"
     "  tune       tune a workload, a file or a set into the database (default convtune.db)\n"
     "  workload   print workloads: name, key, output shape, operation count\n"
+    "  query      the best config of a workload, per device\n"
+    "  list       every tuned workload with its best\n"
+    "  history    the tuning curve of a workload (CSV)\n"
+    "  export     trials as JSON lines\n"
+    "  import     trials from JSON lines\n"
     "  space      print the knob space of each template for workloads\n"
     "  version    print the version\n"
     "\n"
@@ -38,6 +43,9 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "workload")) return cmd_workload(argc - 1, argv + 1);
   if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
   if (!strcmp(cmd, "space")) return cmd_space(argc - 1, argv + 1);
+  static const char *const db_cmds[] = {"query", "list", "history", "export", "import"};
+  for (size_t i = 0; i < sizeof db_cmds / sizeof db_cmds[0]; i++)
+    if (!strcmp(cmd, db_cmds[i])) return cmd_db(cmd, argc - 1, argv + 1);
   fprintf(stderr, "convtune: unknown command '%s'\n%s", cmd, usage);
   return EXIT_USAGE;
 }

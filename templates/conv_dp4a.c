@@ -13,6 +13,7 @@
  *   grid y (K/4 blocks) and z (batch blocks) at most 65535.
  * Cost: valid() is a few hundred integer operations; sampling calls it often.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -242,6 +243,25 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   return CT_OK;
 }
 
+/* Derived sizes for the cost model, log2-scaled where they span decades. */
+static int describe(const ct_workload *w, const space *s, const config *cfg, float *out, int max) {
+  plan p;
+  make_plan(w, s, cfg, &p);
+  long blocks = p.grid[0] * p.grid[1] * p.grid[2];
+  const double v[] = {p.threads,
+                      p.vthreads,
+                      p.acc,
+                      p.regs,
+                      p.smem_bytes + 1,
+                      blocks,
+                      (double)blocks * p.threads,
+                      p.out[AXX][2] * p.out[AXX][3]};
+  int n = (int)(sizeof v / sizeof v[0]);
+  for (int i = 0; i < n && i < max; i++) out[i] = (float)log2(v[i]);
+  if (max > n) out[n++] = (float)p.fuse_yx;
+  return n < max ? n : max;
+}
+
 const template_desc tpl_conv2d_nchw4c_dp4a = {
     .name = "conv2d_nchw4c_dp4a",
     .source = "conv2d_nchw4c_dp4a.cu",
@@ -251,6 +271,7 @@ const template_desc tpl_conv2d_nchw4c_dp4a = {
     .space = build_space,
     .valid = valid,
     .instance = make_instance,
+    .describe = describe,
 };
 
 const template_desc tpl_conv3d_ncdhw4c_dp4a = {
@@ -262,4 +283,5 @@ const template_desc tpl_conv3d_ncdhw4c_dp4a = {
     .space = build_space,
     .valid = valid,
     .instance = make_instance,
+    .describe = describe,
 };

@@ -132,8 +132,11 @@ __device__ constexpr int inner_extent(int ax) {
 /* A thread's block-local position along an axis (see the file comment). */
 #define LOCAL(v, t, i, T, I) ((v) * ((T) * (I)) + (t) * (I) + (i))
 
-extern "C" __global__ void __launch_bounds__(THREADS)
-    conv_dp4a(const int *__restrict__ data, const int4 *__restrict__ weights, int *__restrict__ out) {
+/* The convolution of one block; the kernel below is its entry point (a
+ * test template wraps it in an entry of its own: CT_CUSTOM_ENTRY). */
+__device__ __forceinline__ void conv_dp4a_body(const int *__restrict__ data,
+                                               const int4 *__restrict__ weights,
+                                               int *__restrict__ out) {
   extern __shared__ int4 smem[];
   int4 *w_sh = smem;                      /* [FB][RC_I][RD_I][RY_I][RX_I] */
   int *a_sh = (int *)(smem + W_ELEMS);    /* [NB][RC_I][WD][WH][WW] */
@@ -302,3 +305,10 @@ extern "C" __global__ void __launch_bounds__(THREADS)
                 make_int4(o[0], o[1], o[2], o[3]);
           }
 }
+
+#ifndef CT_CUSTOM_ENTRY
+extern "C" __global__ void __launch_bounds__(THREADS)
+    conv_dp4a(const int *__restrict__ data, const int4 *__restrict__ weights, int *__restrict__ out) {
+  conv_dp4a_body(data, weights, out);
+}
+#endif

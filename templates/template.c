@@ -37,6 +37,11 @@ const char *template_source(const template_desc *tpl) {
   return f ? f->data : NULL;
 }
 
+const char *template_embedded(const char *file) {
+  const embedded_file *f = embed_find(embedded_templates, file);
+  return f ? f->data : NULL;
+}
+
 int template_headers(const char *const **names, const char *const **sources) {
   *names = embedded_template_headers_names;
   *sources = embedded_template_headers_data;

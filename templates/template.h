@@ -58,6 +58,10 @@ typedef struct template_desc {
   /* Fill inst for a valid cfg (everything but tpl). */
   ct_status (*instance)(const ct_workload *w, const space *s, const config *cfg, const arch *a,
                         instance *inst, ct_err *err);
+  /* Optional (NULL): derived sizes of cfg for the cost model (threads,
+   * shared memory, accumulators, ...) into out, at most max; returns the
+   * count, the same for every config of a space. */
+  int (*describe)(const ct_workload *w, const space *s, const config *cfg, float *out, int max);
 } template_desc;
 
 /* Every template, NULL-terminated. */
@@ -70,6 +74,10 @@ const template_desc *template_find(const char *name);
  * Borrowed, static. */
 const char *template_source(const template_desc *tpl);
 int template_headers(const char *const **names, const char *const **sources);
+
+/* Any embedded file of templates/ by name (e.g. "ref_conv.cu", the GPU
+ * reference kernel), or NULL. Static. */
+const char *template_embedded(const char *file);
 
 /* The template's version: 16 hex digits of a 64-bit FNV-1a hash over its
  * source and every embedded header; static storage per template. */

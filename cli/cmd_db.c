@@ -1,0 +1,366 @@
+/*
+ * cmd_db.c: the commands that read or move the database: `query` (the best
+ * config of a workload per device), `list` (every tuned workload with its
+ * best), `history` (the tuning curve as CSV), `export` and `import` (JSON
+ * lines). All but import open the database read-only and never create it.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "db/db.h"
+
+typedef struct db_args {
+  const char *cmd;
+  const char *db_path;
+  const char *output;
+  int json;
+  cli_common cc;
+  cli_wl sel;
+  int n_pos;
+  const char *pos[2];
+} db_args;
+
+static const char *const usages[][2] = {
+    {"query", "usage: convtune query [--db PATH] [--json] WORKLOAD\n"
+              "Print the best config of a workload on each device it was tuned on, with its\n"
+              "median time, TOPS and the number of trials.\n"},
+    {"list", "usage: convtune list [--db PATH] [--json]\n"
+             "Print every tuned workload with its best time per device.\n"},
+    {"history", "usage: convtune history [--db PATH] WORKLOAD\n"
+                "Print the tuning curve as CSV: every trial in order with the best so far\n"
+                "(per device and template).\n"},
+    {"export",
+     "usage: convtune export [--db PATH] [--output FILE] [WORKLOAD]\n"
+     "Write every trial (of one workload, when given) as JSON lines (default: stdout).\n"},
+    {"import",
+     "usage: convtune import [--db PATH] FILE\n"
+     "Read trials from JSON lines into the database; trials already there are skipped.\n"},
+};
+
+static const char *usage_of(const char *cmd) {
+  for (size_t i = 0; i < sizeof usages / sizeof usages[0]; i++)
+    if (!strcmp(usages[i][0], cmd)) return usages[i][1];
+  return "";
+}
+
+/* Parse the common flags; returns -1 to go on, else an exit code. */
+static int parse_args(int argc, char **argv, db_args *a, int takes_workload) {
+  enum { O_DB = 1, O_JSON, O_OUTPUT };
+  struct option opts[40] = {{"db", required_argument, 0, O_DB},
+                            {"json", no_argument, 0, O_JSON},
+                            {"output", required_argument, 0, O_OUTPUT},
+                            {"help", no_argument, 0, 'h'}};
+  int n_opts = 4, opt;
+  if (takes_workload)
+    for (const struct option *o = cli_wl_options; o->name; o++) opts[n_opts++] = *o;
+  a->db_path = "convtune.db";
+  optind = 1;
+  opterr = 0;
+  while ((opt = getopt_long(argc, argv, ":hvq", opts, NULL)) != -1) {
+    if (takes_workload && cli_wl_option(&a->sel, opt, optarg)) continue;
+    switch (opt) {
+    case O_DB:
+      a->db_path = optarg;
+      break;
+    case O_JSON:
+      a->json = 1;
+      break;
+    case O_OUTPUT:
+      a->output = optarg;
+      break;
+    case 'h':
+      fputs(usage_of(a->cmd), stdout);
+      return EXIT_OK;
+    case 'v':
+      a->cc.verbose = 1;
+      break;
+    case 'q':
+      a->cc.verbose = -1;
+      break;
+    case ':':
+      return cli_usage_error(a->cmd, "%s needs a value", argv[optind - 1]);
+    default:
+      return cli_usage_error(a->cmd, "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  while (optind < argc) {
+    if (a->n_pos == 2) return cli_usage_error(a->cmd, "unexpected argument '%s'", argv[optind]);
+    a->pos[a->n_pos++] = argv[optind++];
+  }
+  return -1;
+}
+
+/* The key a workload was tuned under: as given, or (for a plain layout) the
+ * packed form the dp4a templates tune. */
+static int resolve_key(db_args *a, db *d, char *key, ct_err *err) {
+  if (a->n_pos > 1) return cli_usage_error(a->cmd, "unexpected argument '%s'", a->pos[1]);
+  if (a->n_pos) a->sel.positional = a->pos[0];
+  wlset *s = NULL;
+  if (cli_wl_load(&a->sel, NULL, &s, err)) return cli_fail(&a->cc, err);
+  if (s->n_items != 1) {
+    wlset_free(s);
+    return cli_usage_error(a->cmd, "give one workload (a key, JSON or flags), not a set");
+  }
+  ct_workload w = s->items[0].w;
+  wlset_free(s);
+  workload_key(&w, key, CT_KEY_MAX);
+  trial *tr = NULL;
+  int n = 0;
+  if (w.layout != CT_LAYOUT_NCHW4C && d &&
+      db_trials(d, key, NULL, NULL, NULL, &tr, &n, NULL) == CT_OK && n == 0) {
+    ct_workload packed;
+    workload_packed(&w, &packed);
+    workload_key(&packed, key, CT_KEY_MAX);
+  }
+  trials_free(tr, n);
+  return -1;
+}
+
+static int open_db(db_args *a, int readonly, db **d) {
+  ct_err err = {0};
+  ct_status st = db_open(a->db_path, readonly, d, &err);
+  if (st == CT_ERR_NOT_FOUND) {
+    fprintf(stderr, "convtune %s: no database at %s (tune first, or give --db)\n", a->cmd,
+            a->db_path);
+    return EXIT_USAGE;
+  }
+  if (st) return cli_fail(&a->cc, &err);
+  return -1;
+}
+
+/* Per device and template: the best OK trial and the counts. */
+typedef struct best_row {
+  const trial *best;
+  const trial *first;
+  int n, n_ok;
+} best_row;
+
+static int same_group(const trial *a, const trial *b) {
+  return !strcmp(a->device.name, b->device.name) && a->device.cc_major == b->device.cc_major &&
+         a->device.cc_minor == b->device.cc_minor && !strcmp(a->template_name, b->template_name);
+}
+
+static double tops_of(const char *key, double us) {
+  ct_workload w;
+  if (us <= 0 || workload_from_key(key, &w, NULL)) return 0;
+  return (double)workload_ops(&w) / (us * 1e-6) / 1e12;
+}
+
+static int cmd_query(db_args *a, db *d) {
+  char key[CT_KEY_MAX];
+  ct_err err = {0};
+  int rc = resolve_key(a, d, key, &err);
+  if (rc >= 0) return rc;
+  trial *tr = NULL;
+  int n = 0;
+  if (db_trials(d, key, NULL, NULL, NULL, &tr, &n, &err)) return cli_fail(&a->cc, &err);
+  if (n == 0) {
+    fprintf(stderr, "convtune query: no trials of %s in %s\n", key, a->db_path);
+    return EXIT_FAIL;
+  }
+  best_row rows[64];
+  int n_rows = 0;
+  for (int i = 0; i < n; i++) {
+    int g = 0;
+    while (g < n_rows && !same_group(rows[g].first, &tr[i])) g++;
+    if (g == n_rows) {
+      if (n_rows == 64) continue;
+      rows[n_rows++] = (best_row){.first = &tr[i]};
+    }
+    rows[g].n++;
+    if (tr[i].outcome == OUT_OK) {
+      rows[g].n_ok++;
+      if (!rows[g].best || tr[i].median_us < rows[g].best->median_us) rows[g].best = &tr[i];
+    }
+  }
+  cJSON *list = a->json ? cJSON_CreateArray() : NULL;
+  if (!a->json) printf("workload %s\n", key);
+  for (int g = 0; g < n_rows; g++) {
+    const trial *b = rows[g].best, *f = rows[g].first;
+    if (a->json) {
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddItemToArray(list, o);
+      cJSON_AddStringToObject(o, "key", key);
+      cJSON_AddStringToObject(o, "device", f->device.name);
+      char cc[16];
+      snprintf(cc, sizeof cc, "%d.%d", f->device.cc_major, f->device.cc_minor);
+      cJSON_AddStringToObject(o, "compute_capability", cc);
+      cJSON_AddStringToObject(o, "template", f->template_name);
+      cJSON_AddNumberToObject(o, "trials", rows[g].n);
+      cJSON_AddNumberToObject(o, "ok", rows[g].n_ok);
+      if (b) {
+        cJSON_AddStringToObject(o, "template_version", b->template_version);
+        cJSON_AddNumberToObject(o, "median_us", b->median_us);
+        cJSON_AddNumberToObject(o, "tops", tops_of(key, b->median_us));
+        cJSON_AddItemToObject(o, "config", cJSON_Parse(b->config_json));
+        cJSON_AddNumberToObject(o, "config_index", (double)b->config_index);
+      } else {
+        cJSON_AddNullToObject(o, "median_us");
+      }
+    } else {
+      printf("  %s (sm_%d%d), %s: ", f->device.name, f->device.cc_major, f->device.cc_minor,
+             f->template_name);
+      if (b)
+        printf("best %.2f us (%.2f TOPS) of %d trials (%d OK)\n    config %s\n", b->median_us,
+               tops_of(key, b->median_us), rows[g].n, rows[g].n_ok, b->config_json);
+      else
+        printf("no correct config in %d trials\n", rows[g].n);
+    }
+  }
+  if (a->json) {
+    char *text = cJSON_Print(list);
+    if (text) puts(text);
+    free(text);
+    cJSON_Delete(list);
+  }
+  trials_free(tr, n);
+  return EXIT_OK;
+}
+
+static int cmd_list(db_args *a, db *d) {
+  ct_err err = {0};
+  db_summary *rows = NULL;
+  int n = 0;
+  if (a->n_pos) return cli_usage_error(a->cmd, "unexpected argument '%s'", a->pos[0]);
+  if (db_list(d, &rows, &n, &err)) return cli_fail(&a->cc, &err);
+  cJSON *list = a->json ? cJSON_CreateArray() : NULL;
+  if (!a->json)
+    printf("%-20s %-20s %10s %8s %7s %6s  %s\n", "device", "template", "best us", "TOPS", "trials",
+           "ok", "key");
+  for (int i = 0; i < n; i++) {
+    double tops = tops_of(rows[i].workload_key, rows[i].best_us);
+    if (a->json) {
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddItemToArray(list, o);
+      cJSON_AddStringToObject(o, "key", rows[i].workload_key);
+      cJSON_AddStringToObject(o, "device", rows[i].device);
+      cJSON_AddStringToObject(o, "template", rows[i].template_name);
+      if (rows[i].n_ok) {
+        cJSON_AddNumberToObject(o, "best_us", rows[i].best_us);
+        cJSON_AddNumberToObject(o, "tops", tops);
+      } else {
+        cJSON_AddNullToObject(o, "best_us");
+      }
+      cJSON_AddNumberToObject(o, "trials", rows[i].n_trials);
+      cJSON_AddNumberToObject(o, "ok", rows[i].n_ok);
+    } else {
+      printf("%-20.20s %-20.20s %10.2f %8.2f %7d %6d  %s\n", rows[i].device, rows[i].template_name,
+             rows[i].best_us, tops, rows[i].n_trials, rows[i].n_ok, rows[i].workload_key);
+    }
+  }
+  if (a->json) {
+    char *text = cJSON_Print(list);
+    if (text) puts(text);
+    free(text);
+    cJSON_Delete(list);
+  }
+  free(rows);
+  return EXIT_OK;
+}
+
+static int cmd_history(db_args *a, db *d) {
+  char key[CT_KEY_MAX];
+  ct_err err = {0};
+  int rc = resolve_key(a, d, key, &err);
+  if (rc >= 0) return rc;
+  trial *tr = NULL;
+  int n = 0;
+  if (db_trials(d, key, NULL, NULL, NULL, &tr, &n, &err)) return cli_fail(&a->cc, &err);
+  if (n == 0) {
+    fprintf(stderr, "convtune history: no trials of %s in %s\n", key, a->db_path);
+    return EXIT_FAIL;
+  }
+  /* best so far per (device, template): the curve of each tuning */
+  best_row rows[64];
+  int n_rows = 0;
+  printf("trial,device,template,tuner,outcome,median_us,best_us\n");
+  for (int i = 0; i < n; i++) {
+    int g = 0;
+    while (g < n_rows && !same_group(rows[g].first, &tr[i])) g++;
+    if (g == n_rows && n_rows < 64) rows[n_rows++] = (best_row){.first = &tr[i]};
+    if (g == n_rows) continue;
+    rows[g].n++;
+    if (tr[i].outcome == OUT_OK && (!rows[g].best || tr[i].median_us < rows[g].best->median_us))
+      rows[g].best = &tr[i];
+    char med[32] = "", best[32] = "";
+    if (tr[i].outcome == OUT_OK) snprintf(med, sizeof med, "%.4f", tr[i].median_us);
+    if (rows[g].best) snprintf(best, sizeof best, "%.4f", rows[g].best->median_us);
+    printf("%d,\"%s\",%s,%s,%s,%s,%s\n", rows[g].n, tr[i].device.name, tr[i].template_name,
+           tr[i].tuner, outcome_name(tr[i].outcome), med, best);
+  }
+  trials_free(tr, n);
+  return EXIT_OK;
+}
+
+static int cmd_export(db_args *a, db *d) {
+  char key[CT_KEY_MAX];
+  ct_err err = {0};
+  const char *only = NULL;
+  if (a->n_pos || a->sel.flags || a->sel.file || a->sel.set) {
+    int rc = resolve_key(a, d, key, &err);
+    if (rc >= 0) return rc;
+    only = key;
+  }
+  FILE *f = stdout;
+  if (a->output && !(f = fopen(a->output, "w"))) {
+    fprintf(stderr, "convtune export: cannot write %s\n", a->output);
+    return EXIT_FAIL;
+  }
+  int n = 0;
+  ct_status st = db_export(d, only, f, &n, &err);
+  if (f != stdout && fclose(f) && !st) st = ERR_SET(&err, CT_ERR_IO, "%s: write error", a->output);
+  if (st) return cli_fail(&a->cc, &err);
+  if (a->cc.verbose >= 0) fprintf(stderr, "convtune export: %d trials\n", n);
+  return EXIT_OK;
+}
+
+static int cmd_import(db_args *a, db *d) {
+  if (a->n_pos != 1) return cli_usage_error(a->cmd, "give one file to import");
+  FILE *f = strcmp(a->pos[0], "-") ? fopen(a->pos[0], "r") : stdin;
+  if (!f) {
+    fprintf(stderr, "convtune import: cannot open %s\n", a->pos[0]);
+    return EXIT_USAGE;
+  }
+  ct_err err = {0};
+  int imported = 0, skipped = 0;
+  ct_status st = db_import(d, f, &imported, &skipped, &err);
+  if (f != stdin) fclose(f);
+  if (st) {
+    err_prefix(&err, "%s", a->pos[0]);
+    return cli_fail(&a->cc, &err);
+  }
+  printf("imported %d trials, skipped %d already present\n", imported, skipped);
+  return EXIT_OK;
+}
+
+int cmd_db(const char *cmd, int argc, char **argv) {
+  db_args a = {.cmd = cmd};
+  int takes_workload = strcmp(cmd, "list") && strcmp(cmd, "import");
+  int rc = parse_args(argc, argv, &a, takes_workload);
+  if (rc >= 0) {
+    cli_wl_free(&a.sel);
+    return rc;
+  }
+  db *d = NULL;
+  int readonly = strcmp(cmd, "import") != 0;
+  if ((rc = open_db(&a, readonly, &d)) >= 0) {
+    cli_wl_free(&a.sel);
+    return rc;
+  }
+  if (!strcmp(cmd, "query"))
+    rc = cmd_query(&a, d);
+  else if (!strcmp(cmd, "list"))
+    rc = cmd_list(&a, d);
+  else if (!strcmp(cmd, "history"))
+    rc = cmd_history(&a, d);
+  else if (!strcmp(cmd, "export"))
+    rc = cmd_export(&a, d);
+  else
+    rc = cmd_import(&a, d);
+  db_close(d);
+  cli_wl_free(&a.sel);
+  return rc;
+}

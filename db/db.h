@@ -1,0 +1,144 @@
+/*
+ * db.h: the SQLite database of convtune: every measured trial, with its
+ * provenance, the devices it was measured on, the workloads and templates,
+ * and a kernel cache (the cubin of each workload's best config).
+ *
+ * One file, WAL mode, a busy timeout, the schema version in
+ * PRAGMA user_version with forward migrations. Writers take one transaction
+ * per batch of trials. Best = lowest median among OK trials for (workload,
+ * device); else for the same compute capability. Every trial is kept.
+ * Export and import are JSON lines, one trial per line, versioned by a
+ * "format" field, and import is idempotent (a trial already present, by its
+ * uid, is skipped). A database of a newer schema than this code knows is
+ * refused (CT_ERR_DB), never written.
+ */
+#ifndef CT_DB_DB_H
+#define CT_DB_DB_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/error.h"
+#include "core/workload.h"
+
+#define DB_SCHEMA_VERSION 1
+#define DB_EXPORT_FORMAT  1
+
+typedef enum outcome {
+  OUT_OK = 0,
+  OUT_INVALID,       /* rejected before compiling */
+  OUT_COMPILE_ERROR, /* NVRTC failed */
+  OUT_LAUNCH_ERROR,  /* load or launch refused */
+  OUT_RUNTIME_ERROR, /* the kernel faulted (sticky error) */
+  OUT_WRONG_ANSWER,  /* ran, output differs from the reference */
+  OUT_TIMEOUT,       /* did not finish within the per-trial timeout */
+  OUT_COUNT
+} outcome;
+
+/* "OK", "INVALID", "COMPILE_ERROR", ...; and back (-1 when unknown). */
+const char *outcome_name(outcome o);
+int outcome_from_name(const char *name);
+
+/* The identity of a device; records are per device. */
+typedef struct db_device {
+  char name[256]; /* "NVIDIA H200" */
+  int cc_major, cc_minor;
+  int sm_count;
+  int driver_version;  /* 13000 */
+  int runtime_version; /* cudart, 13000 */
+  char nvrtc_version[16];
+} db_device;
+
+/* One trial. Strings marked owned are malloc'd and freed by trial_free;
+ * fixed buffers are copied in. */
+typedef struct trial {
+  char uid[40]; /* unique id, e.g. session + sequence; set by db_insert_trials if "" */
+  char workload_key[CT_KEY_MAX];
+  char template_name[48];
+  char template_version[17];
+  uint64_t config_index;
+  char *config_json; /* owned: the knob values, compact JSON */
+  outcome outcome;
+  char *error;      /* owned, may be NULL: log excerpt (at most ~2 KB) */
+  double median_us; /* OK only; else 0 */
+  int n_samples;
+  double *samples_us; /* owned: every repeat's time per launch, n_samples of them */
+  double compile_ms;
+  char *options;        /* owned: the NVRTC options, space separated */
+  char arch[16];        /* "sm_90": what the cubin was compiled for */
+  char tuner[32];       /* "xgb", "random", "grid", "ga", "import" */
+  char *tuner_settings; /* owned, may be NULL: JSON of the tuner's settings */
+  char session[40];     /* the tuning run that produced it */
+  double timestamp;     /* unix seconds */
+  db_device device;     /* where it was measured */
+} trial;
+
+/* Free what a trial owns and zero those pointers; NULL accepted. */
+void trial_free(trial *t);
+
+typedef struct db db;
+
+/* Open (create if missing, unless readonly) the database at path, migrating
+ * an older schema (not when readonly). CT_ERR_DB with a message for a file
+ * that is not a database, is corrupt, or has a newer schema; CT_ERR_NOT_FOUND
+ * for a missing file when readonly. Owned: db_close. */
+ct_status db_open(const char *path, int readonly, db **out, ct_err *err);
+void db_close(db *d);
+
+/* Insert trials in one transaction (all or none). Workloads, templates and
+ * devices are added as needed. A trial whose uid exists is skipped (counted
+ * in *n_skipped, which may be NULL). */
+ct_status db_insert_trials(db *d, const trial *trials, int n, int *n_skipped, ct_err *err);
+
+/* Where a best trial came from. */
+typedef enum db_match { DB_MATCH_NONE, DB_MATCH_DEVICE, DB_MATCH_CC } db_match;
+
+/* The best OK trial of workload_key: on a device of this name and compute
+ * capability, else on any device of the same compute capability. Template
+ * filter: NULL for any. *match says which; CT_ERR_NOT_FOUND when none. out
+ * is owned by the caller (trial_free). */
+ct_status db_best(db *d, const char *workload_key, const db_device *dev, const char *template_name,
+                  trial *out, db_match *match, ct_err *err);
+
+/* Every trial of workload_key (any device when dev is NULL; else that
+ * device name and cc), optionally of one template and template version
+ * (NULL for any), in insertion order. Owned array: trials_free. */
+ct_status db_trials(db *d, const char *workload_key, const db_device *dev,
+                    const char *template_name, const char *template_version, trial **out, int *n,
+                    ct_err *err);
+/* Trials of other workloads of a template version on a device (for
+ * transfer learning), at most limit of them, newest first. */
+ct_status db_trials_other(db *d, const char *workload_key, const db_device *dev,
+                          const char *template_name, const char *template_version, int limit,
+                          trial **out, int *n, ct_err *err);
+void trials_free(trial *t, int n);
+
+/* Kernel cache: the cubin of (template version, options, arch). Store
+ * replaces; load returns CT_ERR_NOT_FOUND when absent. Owned *data: free(). */
+ct_status db_store_kernel(db *d, const char *template_version, const char *options,
+                          const char *arch, const void *data, size_t size, ct_err *err);
+ct_status db_load_kernel(db *d, const char *template_version, const char *options, const char *arch,
+                         void **data, size_t *size, ct_err *err);
+
+/* One row of db_list: a tuned workload with its best on a device. */
+typedef struct db_summary {
+  char workload_key[CT_KEY_MAX];
+  char device[256];
+  char template_name[48];
+  double best_us;
+  int n_trials, n_ok;
+} db_summary;
+/* Every (workload, device) with at least one trial; owned array: free(). */
+ct_status db_list(db *d, db_summary **out, int *n, ct_err *err);
+
+/* Export every trial (of one workload when key is not NULL) as JSON lines to
+ * f; import JSON lines from f (idempotent). Import validates each line and
+ * reports the line number of the first bad one, importing nothing then. */
+ct_status db_export(db *d, const char *workload_key, FILE *f, int *n_written, ct_err *err);
+ct_status db_import(db *d, FILE *f, int *n_imported, int *n_skipped, ct_err *err);
+
+/* A trial as one JSON object (the export line) and back. */
+cJSON *trial_to_json(const trial *t);
+ct_status trial_from_json(const cJSON *j, trial *out, ct_err *err);
+
+#endif

@@ -1,0 +1,302 @@
+/*
+ * test_builder.c: the NVRTC compile pool (tuner/builder.c), no GPU needed.
+ *
+ * Twelve distinct random valid configs of conv2d_nchw4c_dp4a on a small
+ * packed workload and one corrupted instance (a wrong -DCT_THREADS, so the
+ * template's static_assert fails) go through two worker processes for
+ * sm_90: every tag comes back once, the good ones as ELF cubins, the bad one
+ * as CT_ERR_NVRTC with its log; resubmitted, all come from the cache,
+ * byte-identical. A worker killed mid-compile is replaced and its job
+ * reported as a compile error that names the signal. About 15 compiles of
+ * tens to hundreds of milliseconds each: a few seconds on two cores.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/rng.h"
+#include "tuner/builder.h"
+
+#define N_GOOD  12
+#define BAD_TAG 999
+
+static arch sm90(void) {
+  arch a;
+  ct_err err = {0};
+  ck_assert_int_eq(arch_from_name("sm_90", &a, &err), CT_OK);
+  return a;
+}
+
+/* conv2d, batch 1, 16 -> 16 channels, 14x14, 3x3, padding 1, packed. */
+static void small_workload(ct_workload *w) {
+  workload_init(w, CT_OP_CONV2D);
+  w->layout = CT_LAYOUT_NCHW4C;
+  w->n = 1;
+  w->c = 16;
+  w->k = 16;
+  w->in[0] = w->in[1] = 14;
+  w->kernel[0] = w->kernel[1] = 3;
+  w->pad_before[0] = w->pad_before[1] = 1;
+  w->pad_after[0] = w->pad_after[1] = 1;
+  ct_err err = {0};
+  ck_assert_msg(workload_validate(w, &err) == CT_OK, "%s", err.msg);
+}
+
+/* n instances of distinct random valid configs, then the corrupted one. */
+static void make_instances(const arch *a, instance *out, int n) {
+  const template_desc *tpl = template_find("conv2d_nchw4c_dp4a");
+  ck_assert_ptr_nonnull(tpl);
+  ct_workload w;
+  small_workload(&w);
+  space s;
+  ct_err err = {0};
+  ck_assert_msg(template_space(tpl, &w, &s, &err) == CT_OK, "%s", err.msg);
+  rng r;
+  rng_seed(&r, 42);
+  uint64_t seen[N_GOOD];
+  for (int i = 0; i < n;) {
+    config c;
+    ck_assert_msg(template_sample(tpl, &w, &s, a, &r, 1000000, &c, &err) == CT_OK, "%s", err.msg);
+    uint64_t idx = space_index(&s, &c);
+    int dup = 0;
+    for (int j = 0; j < i; j++) dup |= seen[j] == idx;
+    if (dup) continue;
+    seen[i] = idx;
+    ck_assert_msg(instance_make(tpl, &w, &s, &c, a, &out[i], &err) == CT_OK, "%s", err.msg);
+    i++;
+  }
+  out[n] = out[0];
+  int found = 0;
+  for (int i = 0; i < out[n].n_options; i++)
+    if (strncmp(out[n].options[i], "-DCT_THREADS=", 13) == 0) {
+      snprintf(out[n].options[i], INSTANCE_OPTION_MAX, "-DCT_THREADS=%d", 7);
+      found = 1;
+    }
+  ck_assert_msg(found, "the instance has no -DCT_THREADS option");
+  space_free(&s);
+}
+
+static int is_elf(const cubin *c) {
+  return c->data && c->size > 4 &&
+         memcmp(c->data,
+                "\x7f"
+                "ELF",
+                4) == 0;
+}
+
+/* Collect everything pending; results[i] gets the job tagged base + i (i in
+ * 0..n-1; the bad job is tagged base + BAD_TAG and stored in results[n]),
+ * statuses in st[]. Every tag must come back exactly once. */
+static void collect_all(builder *b, long base, int n, cubin *results, ct_status *st) {
+  int seen[N_GOOD + 1] = {0};
+  ct_err err = {0};
+  for (int got = 0; got < n + 1; got++) {
+    ck_assert_int_eq(builder_pending(b), n + 1 - got);
+    long tag = -1;
+    cubin c;
+    ct_status s = builder_collect(b, &tag, &c, &err);
+    ck_assert_msg(s == CT_OK || s == CT_ERR_NVRTC, "collect: %s: %s", ct_status_name(s), err.msg);
+    int i = tag == base + BAD_TAG ? n : (int)(tag - base);
+    ck_assert_msg(i >= 0 && i <= n, "unknown tag %ld", tag);
+    ck_assert_msg(!seen[i], "tag %ld came back twice", tag);
+    seen[i] = 1;
+    results[i] = c;
+    st[i] = s;
+  }
+  ck_assert_int_eq(builder_pending(b), 0);
+  long tag;
+  cubin c;
+  ck_assert_int_eq(builder_collect(b, &tag, &c, &err), CT_ERR_NOT_FOUND);
+}
+
+START_TEST(compiles_reports_and_caches) {
+  arch a = sm90();
+  instance inst[N_GOOD + 1];
+  make_instances(&a, inst, N_GOOD);
+  builder *b = NULL;
+  ct_err err = {0};
+  ck_assert_msg(builder_start(2, &a, &b, &err) == CT_OK, "%s", err.msg);
+  long tag;
+  cubin c;
+  ck_assert_int_eq(builder_collect(b, &tag, &c, &err), CT_ERR_NOT_FOUND);
+  ck_assert_int_eq(builder_pending(b), 0);
+
+  for (int i = 0; i < N_GOOD; i++)
+    ck_assert_int_eq(builder_submit(b, &inst[i], 100 + i, &err), CT_OK);
+  ck_assert_int_eq(builder_submit(b, &inst[N_GOOD], 100 + BAD_TAG, &err), CT_OK);
+  ck_assert_int_eq(builder_pending(b), N_GOOD + 1);
+
+  cubin first[N_GOOD + 1];
+  ct_status st[N_GOOD + 1];
+  collect_all(b, 100, N_GOOD, first, st);
+  for (int i = 0; i < N_GOOD; i++) {
+    ck_assert_msg(st[i] == CT_OK, "job %d: %s\n%s", i, ct_status_name(st[i]), first[i].log);
+    ck_assert_msg(is_elf(&first[i]), "job %d: not an ELF cubin", i);
+    ck_assert_ptr_nonnull(first[i].log);
+    ck_assert_double_gt(first[i].compile_ms, 0.0);
+  }
+  ck_assert_int_eq(st[N_GOOD], CT_ERR_NVRTC);
+  ck_assert_ptr_null(first[N_GOOD].data);
+  ck_assert_ptr_nonnull(first[N_GOOD].log);
+  ck_assert_msg(strstr(first[N_GOOD].log, "CT_THREADS"), "log: %s", first[N_GOOD].log);
+  ck_assert_int_eq(builder_cache_hits(b), 0);
+
+  /* Again, under new tags: all from the cache, identical, the failure too. */
+  for (int i = 0; i < N_GOOD; i++)
+    ck_assert_int_eq(builder_submit(b, &inst[i], 200 + i, &err), CT_OK);
+  ck_assert_int_eq(builder_submit(b, &inst[N_GOOD], 200 + BAD_TAG, &err), CT_OK);
+  ck_assert_int_eq(builder_cache_hits(b), N_GOOD + 1);
+  cubin again[N_GOOD + 1];
+  collect_all(b, 200, N_GOOD, again, st);
+  for (int i = 0; i <= N_GOOD; i++) {
+    ck_assert_int_eq(st[i], i < N_GOOD ? CT_OK : CT_ERR_NVRTC);
+    ck_assert_uint_eq(again[i].size, first[i].size);
+    if (first[i].size) ck_assert_int_eq(memcmp(again[i].data, first[i].data, first[i].size), 0);
+    ck_assert_str_eq(again[i].log, first[i].log);
+    ck_assert_double_eq(again[i].compile_ms, first[i].compile_ms);
+  }
+  ck_assert_int_eq(builder_cache_hits(b), N_GOOD + 1);
+  for (int i = 0; i <= N_GOOD; i++) {
+    cubin_free(&first[i]);
+    cubin_free(&again[i]);
+  }
+  builder_stop(b);
+}
+END_TEST
+
+/* The pids of this process's children, at most max. */
+static int children(pid_t *out, int max) {
+  DIR *d = opendir("/proc");
+  ck_assert_ptr_nonnull(d);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL && n < max) {
+    char path[300], buf[512];
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t k = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[k] = '\0';
+    const char *p = strrchr(buf, ')'); /* "pid (comm) state ppid ..." */
+    char state;
+    int ppid;
+    if (p && sscanf(p + 1, " %c %d", &state, &ppid) == 2 && ppid == getpid())
+      out[n++] = (pid_t)atoi(e->d_name);
+  }
+  closedir(d);
+  return n;
+}
+
+/* Whether pid has exited (a zombie, or gone). */
+static int exited(pid_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 1;
+  size_t k = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[k] = '\0';
+  const char *p = strrchr(buf, ')');
+  return !p || p[2] == 'Z' || p[2] == 'X';
+}
+
+START_TEST(a_dead_worker_is_replaced_and_its_job_reported) {
+  arch a = sm90();
+  instance inst[N_GOOD + 1];
+  make_instances(&a, inst, 2); /* two good ones, inst[2] the bad one */
+  builder *b = NULL;
+  ct_err err = {0};
+  ck_assert_msg(builder_start(2, &a, &b, &err) == CT_OK, "%s", err.msg);
+  pid_t pids[8];
+  int n = children(pids, 8);
+  ck_assert_int_eq(n, 2);
+
+  /* The job is sent at once; a compile takes tens of milliseconds, so both
+   * workers die before any result (one mid-compile, one idle). */
+  ck_assert_int_eq(builder_submit(b, &inst[0], 7, &err), CT_OK);
+  for (int i = 0; i < n; i++) kill(pids[i], SIGKILL);
+  for (int i = 0; i < n; i++)
+    for (int t = 0; t < 5000 && !exited(pids[i]); t++) {
+      struct timespec ms = {0, 1000000};
+      nanosleep(&ms, NULL);
+    }
+  long tag = -1;
+  cubin c;
+  ck_assert_int_eq(builder_collect(b, &tag, &c, &err), CT_ERR_NVRTC);
+  ck_assert_int_eq(tag, 7);
+  ck_assert_ptr_null(c.data);
+  ck_assert_msg(strstr(c.log, "compiler process died") && strstr(c.log, "signal 9"), "log: %s",
+                c.log);
+  ck_assert_msg(strstr(err.msg, "signal 9"), "err: %s", err.msg);
+  cubin_free(&c);
+
+  /* Not cached: submitted again it compiles, on a replacement (the idle
+   * dead worker is found when the job is handed to it). */
+  ck_assert_int_eq(builder_submit(b, &inst[0], 8, &err), CT_OK);
+  ck_assert_int_eq(builder_submit(b, &inst[1], 9, &err), CT_OK);
+  for (int k = 0; k < 2; k++) {
+    ct_status st = builder_collect(b, &tag, &c, &err);
+    ck_assert_msg(st == CT_OK, "%s: %s", ct_status_name(st), err.msg);
+    ck_assert(tag == 8 || tag == 9);
+    if (tag == 8) ck_assert(is_elf(&c));
+    cubin_free(&c);
+  }
+  ck_assert_int_eq(builder_cache_hits(b), 0);
+  n = children(pids, 8);
+  ck_assert_int_eq(n, 2);
+  builder_stop(b);
+  /* Stopped: every worker reaped. */
+  ck_assert_int_eq(children(pids, 8), 0);
+}
+END_TEST
+
+START_TEST(bad_arguments_are_rejected) {
+  arch a = sm90();
+  builder *b = NULL;
+  ct_err err = {0};
+  ck_assert_int_eq(builder_start(-1, &a, &b, &err), CT_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "n_workers"));
+  ck_assert_ptr_null(b);
+  ck_assert_int_eq(builder_start(1, NULL, &b, &err), CT_ERR_INVALID_ARG);
+  /* 0: one worker per core. */
+  ck_assert_msg(builder_start(0, &a, &b, &err) == CT_OK, "%s", err.msg);
+  pid_t pids[1024];
+  ck_assert_int_eq(children(pids, 1024), (int)sysconf(_SC_NPROCESSORS_ONLN));
+  instance inst;
+  memset(&inst, 0, sizeof inst);
+  ck_assert_int_eq(builder_submit(b, &inst, 1, &err), CT_ERR_INVALID_ARG); /* no template */
+  inst.tpl = template_find("conv2d_nchw4c_dp4a");
+  inst.n_options = INSTANCE_MAX_OPTIONS + 1;
+  ck_assert_int_eq(builder_submit(b, &inst, 1, &err), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(builder_pending(b), 0);
+  ck_assert_int_eq(builder_submit(NULL, &inst, 1, &err), CT_ERR_INVALID_ARG);
+  long tag;
+  cubin c;
+  ck_assert_int_eq(builder_collect(b, NULL, &c, &err), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(builder_collect(b, &tag, &c, &err), CT_ERR_NOT_FOUND);
+  builder_stop(b);
+  builder_stop(NULL);
+  ck_assert_int_eq(builder_pending(NULL), 0);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("builder");
+  TCase *tc = tcase_create("builder");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, compiles_reports_and_caches);
+  tcase_add_test(tc, a_dead_worker_is_replaced_and_its_job_reported);
+  tcase_add_test(tc, bad_arguments_are_rejected);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

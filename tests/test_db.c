@@ -1,0 +1,1374 @@
+/*
+ * test_db.c: the database (db/db.c): insert <-> best, trial <-> JSON,
+ * export <-> import, the trial queries used by resume and transfer learning,
+ * the kernel cache, summaries, the schema version guard, bad files,
+ * readonly opens, all-or-none batches and two processes writing at once.
+ *
+ * Trials are compared field by field, doubles by their bits, so "exact"
+ * means exact. main() makes one mkdtemp folder, hands it to the tests in
+ * CT_DB_TEST_DIR (each test makes its own folder inside it) and removes it
+ * after the run, failures included. Loops call Check only on a mismatch.
+ * Everything is freed: the suite also runs under ASan/LSan.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+#include <sqlite3.h>
+
+#include "db/db.h"
+
+#define KEY_A "conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1"
+#define KEY_B "conv2d-nchw-i8.i8.i32-n1-c3-k64-224x224-r7x7-s2x2-p3x3.3x3-d1x1"
+#define KEY_C "conv2d-nchw-i8.i8.i32-n2-c5-k7-10x12-r3x5-s1x2-p0x1.2x3-d1x2"
+#define TPL   "conv2d_nchw4c_dp4a"
+#define TPL2  "conv2d_nchw4c_mma"
+#define VER   "0123456789abcdef"
+#define VER2  "fedcba9876543210"
+
+/* 9.0 twice (the CC fallback) and an 8.9 one (never a fallback for 9.0). */
+static const db_device H200 = {"NVIDIA H200", 9, 0, 132, 13000, 13000, "13.0"};
+static const db_device H100 = {"NVIDIA H100 80GB HBM3", 9, 0, 132, 12080, 12080, "12.8"};
+static const db_device L40S = {"NVIDIA L40S", 8, 9, 142, 13000, 13000, "13.0"};
+
+#define N_WRITER_BATCHES 50
+#define N_WRITER_TRIALS  20
+
+/* ---- helpers ----------------------------------------------------------------- */
+
+static char *xstrdup(const char *s) {
+  char *p = strdup(s);
+  ck_assert_ptr_nonnull(p);
+  return p;
+}
+
+/* A fresh folder for one test inside the run's folder; its path into dir. */
+static void scratch(char *dir, size_t size) {
+  const char *root = getenv("CT_DB_TEST_DIR");
+  ck_assert_ptr_nonnull(root);
+  snprintf(dir, size, "%s/t.XXXXXX", root);
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void path_in(char *out, size_t size, const char *dir, const char *name) {
+  snprintf(out, size, "%s/%s", dir, name);
+}
+
+/* A trial of key/template/device with every field set: strings with quotes,
+ * NULL where NULL is allowed (odd index: no tuner settings; OK: no error). */
+static void make_trial(trial *t, const char *uid, const char *key, const char *tpl, const char *ver,
+                       const db_device *dev, outcome oc, double median_us, uint64_t index) {
+  char buf[128];
+  memset(t, 0, sizeof *t);
+  snprintf(t->uid, sizeof t->uid, "%s", uid);
+  snprintf(t->workload_key, sizeof t->workload_key, "%s", key);
+  snprintf(t->template_name, sizeof t->template_name, "%s", tpl);
+  snprintf(t->template_version, sizeof t->template_version, "%s", ver);
+  t->config_index = index;
+  snprintf(buf, sizeof buf, "{\"tile_f\":[1,2,4,8],\"unroll\":%d}", (int)(index % 4));
+  t->config_json = xstrdup(buf);
+  t->outcome = oc;
+  t->error = oc == OUT_OK ? NULL : xstrdup("ptxas: \"too many\" registers\n\tline 2 \\ end");
+  t->median_us = median_us;
+  t->n_samples = oc == OUT_OK ? 3 : 0;
+  if (t->n_samples) {
+    t->samples_us = malloc(3 * sizeof *t->samples_us);
+    ck_assert_ptr_nonnull(t->samples_us);
+    t->samples_us[0] = median_us * 0.99;
+    t->samples_us[1] = median_us;
+    t->samples_us[2] = median_us * 1.01 + 1e-9;
+  }
+  t->compile_ms = 31.25 + (double)(index % 100) / 3.0;
+  t->options = xstrdup("-DTILE_F_T=8 -DUNROLL=1");
+  snprintf(t->arch, sizeof t->arch, "sm_%d%d", dev->cc_major, dev->cc_minor);
+  snprintf(t->tuner, sizeof t->tuner, "xgb");
+  t->tuner_settings = index % 2 ? NULL : xstrdup("{\"batch\":64,\"seed\":7}");
+  snprintf(t->session, sizeof t->session, "session-1");
+  t->timestamp = 1700000000.123456 + (double)index / 7.0;
+  t->device = *dev;
+}
+
+static int same_str(const char *a, const char *b) {
+  return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static int same_double(double a, double b) {
+  return memcmp(&a, &b, sizeof a) == 0;
+}
+
+/* The first field where a and b differ, or NULL when they are identical. */
+static const char *trial_diff(const trial *a, const trial *b) {
+  if (strcmp(a->uid, b->uid)) return "uid";
+  if (strcmp(a->workload_key, b->workload_key)) return "workload_key";
+  if (strcmp(a->template_name, b->template_name)) return "template_name";
+  if (strcmp(a->template_version, b->template_version)) return "template_version";
+  if (a->config_index != b->config_index) return "config_index";
+  if (!same_str(a->config_json, b->config_json)) return "config_json";
+  if (a->outcome != b->outcome) return "outcome";
+  if (!same_str(a->error, b->error)) return "error";
+  if (!same_double(a->median_us, b->median_us)) return "median_us";
+  if (a->n_samples != b->n_samples) return "n_samples";
+  for (int i = 0; i < a->n_samples; i++)
+    if (!same_double(a->samples_us[i], b->samples_us[i])) return "samples_us";
+  if (!same_double(a->compile_ms, b->compile_ms)) return "compile_ms";
+  if (!same_str(a->options, b->options)) return "options";
+  if (strcmp(a->arch, b->arch)) return "arch";
+  if (strcmp(a->tuner, b->tuner)) return "tuner";
+  if (!same_str(a->tuner_settings, b->tuner_settings)) return "tuner_settings";
+  if (strcmp(a->session, b->session)) return "session";
+  if (!same_double(a->timestamp, b->timestamp)) return "timestamp";
+  if (strcmp(a->device.name, b->device.name)) return "device.name";
+  if (a->device.cc_major != b->device.cc_major || a->device.cc_minor != b->device.cc_minor)
+    return "device.cc";
+  if (a->device.sm_count != b->device.sm_count) return "device.sm_count";
+  if (a->device.driver_version != b->device.driver_version) return "device.driver_version";
+  if (a->device.runtime_version != b->device.runtime_version) return "device.runtime_version";
+  if (strcmp(a->device.nvrtc_version, b->device.nvrtc_version)) return "device.nvrtc_version";
+  return NULL;
+}
+
+static void assert_same_trial(const trial *want, const trial *got) {
+  const char *diff = trial_diff(want, got);
+  ck_assert_msg(diff == NULL, "trial %s: %s differs", want->uid, diff ? diff : "");
+}
+
+static db *open_db(const char *path) {
+  db *d = NULL;
+  ct_err err = {0};
+  ct_status st = db_open(path, 0, &d, &err);
+  ck_assert_msg(st == CT_OK, "db_open %s: %s", path, err.msg);
+  return d;
+}
+
+static void insert(db *d, trial *t, int n, int want_skipped) {
+  ct_err err = {0};
+  int skipped = -1;
+  ct_status st = db_insert_trials(d, t, n, &skipped, &err);
+  ck_assert_msg(st == CT_OK, "insert: %s", err.msg);
+  ck_assert_int_eq(skipped, want_skipped);
+}
+
+static int count_trials(db *d, const char *key) {
+  trial *t = NULL;
+  int n = -1;
+  ct_err err = {0};
+  ct_status st = db_trials(d, key, NULL, NULL, NULL, &t, &n, &err);
+  ck_assert_msg(st == CT_OK, "db_trials: %s", err.msg);
+  trials_free(t, n);
+  return n;
+}
+
+static void free_all(trial *t, int n) {
+  for (int i = 0; i < n; i++) trial_free(&t[i]);
+}
+
+/* The whole file into an owned buffer (NULL when it is missing). */
+static char *slurp(const char *path, long *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  *size = ftell(f);
+  rewind(f);
+  char *buf = malloc((size_t)*size + 1);
+  ck_assert_ptr_nonnull(buf);
+  ck_assert_int_eq((long)fread(buf, 1, (size_t)*size, f), *size);
+  buf[*size] = '\0';
+  fclose(f);
+  return buf;
+}
+
+static void spit(const char *path, const char *text) {
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq((long)fwrite(text, 1, strlen(text), f), (long)strlen(text));
+  fclose(f);
+}
+
+static void sql(const char *path, const char *statements) {
+  sqlite3 *h = NULL;
+  ck_assert_int_eq(sqlite3_open(path, &h), SQLITE_OK);
+  char *msg = NULL;
+  int rc = sqlite3_exec(h, statements, NULL, NULL, &msg);
+  ck_assert_msg(rc == SQLITE_OK, "%s: %s", statements, msg ? msg : "");
+  sqlite3_free(msg);
+  sqlite3_close(h);
+}
+
+static int file_exists(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0;
+}
+
+/* ---- outcomes ------------------------------------------------------------------- */
+
+START_TEST(outcome_names_round_trip) {
+  for (int o = 0; o < OUT_COUNT; o++) {
+    if (outcome_from_name(outcome_name((outcome)o)) != o)
+      ck_abort_msg("outcome %d (%s) does not round-trip", o, outcome_name((outcome)o));
+  }
+  ck_assert_str_eq(outcome_name(OUT_OK), "OK");
+  ck_assert_str_eq(outcome_name(OUT_WRONG_ANSWER), "WRONG_ANSWER");
+  ck_assert_str_eq(outcome_name(OUT_COUNT), "UNKNOWN");
+  ck_assert_int_eq(outcome_from_name("ok"), -1);
+  ck_assert_int_eq(outcome_from_name(""), -1);
+  ck_assert_int_eq(outcome_from_name(NULL), -1);
+}
+END_TEST
+
+/* ---- insert and best ---------------------------------------------------------------- */
+
+START_TEST(insert_best_round_trip) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  db *d = open_db(path);
+  trial t;
+  make_trial(&t, "u-1", KEY_A, TPL, VER, &H200, OUT_OK, 12.375, UINT64_MAX - 5);
+  insert(d, &t, 1, 0);
+
+  trial got;
+  db_match m = DB_MATCH_NONE;
+  ct_err err = {0};
+  ck_assert_msg(db_best(d, KEY_A, &H200, NULL, &got, &m, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(m, DB_MATCH_DEVICE);
+  assert_same_trial(&t, &got);
+  ck_assert(got.config_index == UINT64_MAX - 5);
+  trial_free(&got);
+  trial_free(&got); /* twice: the pointers were zeroed */
+  trial_free(NULL);
+  trial_free(&t);
+  db_close(d);
+  db_close(NULL);
+}
+END_TEST
+
+START_TEST(best_lowest_ok_ignores_failures) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  db *d = open_db(path);
+  trial t[7];
+  make_trial(&t[0], "u0", KEY_A, TPL, VER, &H200, OUT_OK, 5.0, 0);
+  make_trial(&t[1], "u1", KEY_A, TPL, VER, &H200, OUT_OK, 3.0, 1);
+  make_trial(&t[2], "u2", KEY_A, TPL, VER, &H200, OUT_OK, 4.0, 2);
+  /* Failures carrying a lower time than any OK trial: never the best. */
+  make_trial(&t[3], "u3", KEY_A, TPL, VER, &H200, OUT_WRONG_ANSWER, 1.0, 3);
+  make_trial(&t[4], "u4", KEY_A, TPL, VER, &H200, OUT_TIMEOUT, 0.5, 4);
+  make_trial(&t[5], "u5", KEY_A, TPL, VER, &H200, OUT_COMPILE_ERROR, 0, 5);
+  /* Faster on another 9.0 device: the device's own trials come first. */
+  make_trial(&t[6], "u6", KEY_A, TPL, VER, &H100, OUT_OK, 2.0, 6);
+  insert(d, t, 7, 0);
+
+  trial got;
+  db_match m;
+  ct_err err = {0};
+  ck_assert_msg(db_best(d, KEY_A, &H200, NULL, &got, &m, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(m, DB_MATCH_DEVICE);
+  assert_same_trial(&t[1], &got);
+  trial_free(&got);
+  ck_assert_msg(db_best(d, KEY_A, &H100, NULL, &got, &m, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(m, DB_MATCH_DEVICE);
+  assert_same_trial(&t[6], &got);
+  trial_free(&got);
+  free_all(t, 7);
+  db_close(d);
+}
+END_TEST
+
+START_TEST(best_falls_back_to_same_cc) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  db *d = open_db(path);
+  trial t[3];
+  make_trial(&t[0], "u0", KEY_A, TPL, VER, &H100, OUT_OK, 7.5, 0);
+  make_trial(&t[1], "u1", KEY_A, TPL, VER, &H100, OUT_OK, 6.5, 1);
+  make_trial(&t[2], "u2", KEY_A, TPL, VER, &H200, OUT_RUNTIME_ERROR, 0, 2);
+  insert(d, t, 3, 0);
+
+  trial got;
+  db_match m;
+  ct_err err = {0};
+  ck_assert_msg(db_best(d, KEY_A, &H200, NULL, &got, &m, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(m, DB_MATCH_CC);
+  assert_same_trial(&t[1], &got);
+  ck_assert_str_eq(got.device.name, H100.name);
+  trial_free(&got);
+
+  /* 8.9 is not 9.0: nothing, even though 9.0 trials exist. */
+  m = DB_MATCH_DEVICE;
+  ck_assert_int_eq(db_best(d, KEY_A, &L40S, NULL, &got, &m, &err), CT_ERR_NOT_FOUND);
+  ck_assert_int_eq(m, DB_MATCH_NONE);
+  ck_assert_ptr_null(got.config_json);
+  ck_assert_ptr_nonnull(strstr(err.msg, KEY_A));
+  /* A workload never tuned. */
+  ck_assert_int_eq(db_best(d, KEY_B, &H200, NULL, &got, &m, &err), CT_ERR_NOT_FOUND);
+  ck_assert_int_eq(db_best(d, NULL, &H200, NULL, &got, &m, &err), CT_ERR_INVALID_ARG);
+  free_all(t, 3);
+  db_close(d);
+}
+END_TEST
+
+START_TEST(best_template_filter) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  db *d = open_db(path);
+  trial t[4];
+  make_trial(&t[0], "u0", KEY_A, TPL, VER, &H200, OUT_OK, 9.0, 0);
+  make_trial(&t[1], "u1", KEY_A, TPL, VER, &H200, OUT_OK, 8.0, 1);
+  make_trial(&t[2], "u2", KEY_A, TPL2, VER2, &H200, OUT_OK, 4.0, 2);
+  make_trial(&t[3], "u3", KEY_A, TPL2, VER2, &H200, OUT_OK, 4.5, 3);
+  insert(d, t, 4, 0);
+
+  trial got;
+  db_match m;
+  ct_err err = {0};
+  ck_assert_int_eq(db_best(d, KEY_A, &H200, NULL, &got, &m, &err), CT_OK);
+  assert_same_trial(&t[2], &got);
+  trial_free(&got);
+  ck_assert_int_eq(db_best(d, KEY_A, &H200, TPL, &got, &m, &err), CT_OK);
+  assert_same_trial(&t[1], &got);
+  trial_free(&got);
+  ck_assert_int_eq(db_best(d, KEY_A, &H200, TPL2, &got, &m, &err), CT_OK);
+  assert_same_trial(&t[2], &got);
+  trial_free(&got);
+  ck_assert_int_eq(db_best(d, KEY_A, &H200, "conv2d_nope", &got, &m, &err), CT_ERR_NOT_FOUND);
+  ck_assert_ptr_nonnull(strstr(err.msg, "conv2d_nope"));
+  free_all(t, 4);
+  db_close(d);
+}
+END_TEST
+
+/* ---- trial <-> JSON ------------------------------------------------------------------ */
+
+/* A local xorshift64 so that the doubles are the same on every run. */
+static uint64_t rng_next(uint64_t *s) {
+  uint64_t x = *s;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return *s = x;
+}
+
+/* A finite double >= 0 from random bits: every exponent, subnormals included. */
+static double random_double(uint64_t *s) {
+  for (;;) {
+    uint64_t bits = rng_next(s) & ~(1ull << 63);
+    double v;
+    memcpy(&v, &bits, sizeof v);
+    if (isfinite(v)) return v;
+  }
+}
+
+/* t -> JSON tree -> trial, and t -> JSON text -> tree -> trial: both exact. */
+static void assert_json_round_trip(const trial *t) {
+  ct_err err = {0};
+  cJSON *j = trial_to_json(t);
+  ck_assert_ptr_nonnull(j);
+  trial back;
+  ck_assert_msg(trial_from_json(j, &back, &err) == CT_OK, "from tree: %s", err.msg);
+  assert_same_trial(t, &back);
+  trial_free(&back);
+
+  char *text = cJSON_PrintUnformatted(j);
+  ck_assert_ptr_nonnull(text);
+  cJSON *parsed = cJSON_Parse(text);
+  ck_assert_ptr_nonnull(parsed);
+  ck_assert_msg(trial_from_json(parsed, &back, &err) == CT_OK, "from text: %s", err.msg);
+  assert_same_trial(t, &back);
+  /* And printing it again gives the same line. */
+  cJSON *again = trial_to_json(&back);
+  char *text2 = cJSON_PrintUnformatted(again);
+  ck_assert_str_eq(text, text2);
+  trial_free(&back);
+  free(text);
+  free(text2);
+  cJSON_Delete(j);
+  cJSON_Delete(parsed);
+  cJSON_Delete(again);
+}
+
+START_TEST(json_round_trip_exact) {
+  trial t;
+  make_trial(&t, "sess-0001-9f", KEY_C, TPL, VER, &H200, OUT_OK, 0.1, UINT64_MAX);
+  assert_json_round_trip(&t);
+
+  /* Index bits cJSON's doubles cannot hold. */
+  const uint64_t indexes[] = {UINT64_MAX - 1, 1ull << 63, (1ull << 53) + 1, 0};
+  for (size_t i = 0; i < sizeof indexes / sizeof *indexes; i++) {
+    t.config_index = indexes[i];
+    assert_json_round_trip(&t);
+  }
+
+  /* Random doubles in every timed field: cJSON's own printer loses about
+   * one in six of these. */
+  uint64_t s = 0x9e3779b97f4a7c15ull;
+  free(t.samples_us);
+  t.n_samples = 1000;
+  t.samples_us = malloc((size_t)t.n_samples * sizeof *t.samples_us);
+  ck_assert_ptr_nonnull(t.samples_us);
+  for (int i = 0; i < t.n_samples; i++) t.samples_us[i] = random_double(&s);
+  t.samples_us[0] = 394.38292681909303; /* cJSON prints 394.382926819093 */
+  t.samples_us[1] = 5e-324;
+  t.samples_us[2] = 1.7976931348623157e308;
+  t.samples_us[3] = 0;
+  t.median_us = random_double(&s);
+  t.compile_ms = random_double(&s);
+  t.timestamp = 1732244400.0 + 1.0 / 3.0;
+  assert_json_round_trip(&t);
+
+  /* Strings that need escaping; a config not in cJSON's compact form (kept
+   * as a string, exactly); a failure with no samples; NULL fields. */
+  free(t.config_json);
+  t.config_json = xstrdup("{ \"tile_f\": [1, 2],  \"unroll\": 1 }");
+  free(t.error);
+  t.error = xstrdup("line 1 \"quoted\"\n\ttab \\ back \xc3\xa9");
+  free(t.options);
+  t.options = NULL;
+  free(t.tuner_settings);
+  t.tuner_settings = xstrdup("[1,2,3]");
+  t.outcome = OUT_LAUNCH_ERROR;
+  assert_json_round_trip(&t);
+  free(t.samples_us);
+  t.samples_us = NULL;
+  t.n_samples = 0;
+  free(t.tuner_settings);
+  t.tuner_settings = NULL;
+  free(t.error);
+  t.error = xstrdup("");
+  t.median_us = 0;
+  assert_json_round_trip(&t);
+  trial_free(&t);
+
+  /* The compact config is embedded as an object, with the format and device. */
+  make_trial(&t, "u", KEY_A, TPL, VER, &H100, OUT_OK, 1.5, 7);
+  cJSON *j = trial_to_json(&t);
+  ck_assert(cJSON_IsObject(cJSON_GetObjectItem(j, "config")));
+  ck_assert_int_eq(cJSON_GetObjectItem(j, "format")->valueint, DB_EXPORT_FORMAT);
+  ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "device"), "name")->valuestring,
+                   H100.name);
+  ck_assert_str_eq(cJSON_GetObjectItem(j, "config_index")->valuestring, "7");
+  cJSON_Delete(j);
+  trial_free(&t);
+}
+END_TEST
+
+/* Parse text (a valid export line edited by the caller) and expect a
+ * CT_ERR_PARSE whose message contains want; out must come back empty. */
+static void expect_bad_json(const char *text, const char *want) {
+  cJSON *j = cJSON_Parse(text);
+  ck_assert_msg(j != NULL, "test JSON does not parse: %s", text);
+  trial t;
+  ct_err err = {0};
+  ct_status st = trial_from_json(j, &t, &err);
+  ck_assert_msg(st == CT_ERR_PARSE, "%s: status %d (%s)", want, st, err.msg);
+  ck_assert_msg(strstr(err.msg, want) != NULL, "message '%s' does not name '%s'", err.msg, want);
+  ck_assert_ptr_null(t.config_json);
+  ck_assert_ptr_null(t.samples_us);
+  cJSON_Delete(j);
+}
+
+/* A valid line with field name replaced by value (raw JSON), or removed when value is NULL. */
+static char *edited_line(const char *name, const char *value) {
+  trial t;
+  make_trial(&t, "u", KEY_A, TPL, VER, &H200, OUT_OK, 1.5, 3);
+  cJSON *j = trial_to_json(&t);
+  trial_free(&t);
+  cJSON *target = j;
+  const char *leaf = name;
+  if (strncmp(name, "device.", 7) == 0) {
+    target = cJSON_GetObjectItem(j, "device");
+    leaf = name + 7;
+  }
+  cJSON_DeleteItemFromObjectCaseSensitive(target, leaf);
+  if (value) cJSON_AddItemToObject(target, leaf, cJSON_Parse(value));
+  char *text = cJSON_PrintUnformatted(j);
+  cJSON_Delete(j);
+  return text;
+}
+
+static void expect_bad_field(const char *name, const char *value, const char *want) {
+  char *text = edited_line(name, value);
+  expect_bad_json(text, want);
+  free(text);
+}
+
+START_TEST(json_rejects_name_the_field) {
+  expect_bad_field("uid", NULL, "uid: missing");
+  expect_bad_field("uid", "7", "uid");
+  expect_bad_field("colour", "\"red\"", "colour: unknown field");
+  expect_bad_field("format", "2", "newer");
+  expect_bad_field("format", NULL, "format");
+  expect_bad_field("outcome", "\"FAST\"", "outcome");
+  expect_bad_field("workload_key", "\"conv2d-bogus\"", "workload_key");
+  expect_bad_field("template_name", "\"\"", "template_name");
+  expect_bad_field("template_name", "\"0123456789012345678901234567890123456789012345678\"",
+                   "template_name: 49 characters, at most 47");
+  expect_bad_field("samples_us", "[1.5,\"x\"]", "samples_us[1]");
+  expect_bad_field("samples_us", "3", "samples_us");
+  expect_bad_field("median_us", "\"1.5\"", "median_us");
+  expect_bad_field("median_us", "-1", "median_us");
+  expect_bad_field("config_index", "\"-1\"", "config_index");
+  expect_bad_field("config_index", "\"18446744073709551616\"", "config_index");
+  expect_bad_field("config_index", "1.5", "config_index");
+  expect_bad_field("config", "7", "config");
+  expect_bad_field("config", "\"{not json\"", "config_json");
+  expect_bad_field("device", "[]", "device");
+  expect_bad_field("device.cc_major", "\"9\"", "device.cc_major");
+  expect_bad_field("device.sm", "132", "device.sm: unknown field");
+  expect_bad_field("device.name", NULL, "device.name");
+  expect_bad_json("[1,2]", "object");
+
+  trial t;
+  ct_err err = {0};
+  ck_assert_int_eq(trial_from_json(NULL, &t, &err), CT_ERR_PARSE);
+  ck_assert_ptr_null(trial_to_json(NULL));
+}
+END_TEST
+
+/* ---- export and import --------------------------------------------------------------- */
+
+/* n trials over three workloads, two templates and three devices, uids "x-%03d". */
+static trial *varied_trials(int n) {
+  trial *t = calloc((size_t)n, sizeof *t);
+  ck_assert_ptr_nonnull(t);
+  const char *keys[] = {KEY_A, KEY_B, KEY_C};
+  const db_device *devs[] = {&H200, &H100, &L40S};
+  const outcome ocs[] = {OUT_OK, OUT_OK, OUT_INVALID, OUT_OK, OUT_WRONG_ANSWER};
+  for (int i = 0; i < n; i++) {
+    char uid[40];
+    snprintf(uid, sizeof uid, "x-%03d", i);
+    outcome oc = ocs[i % 5];
+    make_trial(&t[i], uid, keys[i % 3], i % 4 ? TPL : TPL2, i % 4 ? VER : VER2,
+               devs[(i % 2 + i / 20) % 3], oc, oc == OUT_OK ? 10.0 + (double)i / 3.0 : 0,
+               1000u + (uint64_t)i * 7919u);
+  }
+  return t;
+}
+
+static void assert_same_db(db *a, db *b) {
+  const char *keys[] = {KEY_A, KEY_B, KEY_C};
+  ct_err err = {0};
+  for (int k = 0; k < 3; k++) {
+    trial *ta = NULL, *tb = NULL;
+    int na = 0, nb = 0;
+    ck_assert_int_eq(db_trials(a, keys[k], NULL, NULL, NULL, &ta, &na, &err), CT_OK);
+    ck_assert_int_eq(db_trials(b, keys[k], NULL, NULL, NULL, &tb, &nb, &err), CT_OK);
+    ck_assert_int_eq(na, nb);
+    for (int i = 0; i < na; i++) assert_same_trial(&ta[i], &tb[i]);
+    trials_free(ta, na);
+    trials_free(tb, nb);
+  }
+}
+
+START_TEST(export_import_identical) {
+  char dir[512], pa[600], pb[600], fa[600], fb[600];
+  scratch(dir, sizeof dir);
+  path_in(pa, sizeof pa, dir, "a.db");
+  path_in(pb, sizeof pb, dir, "b.db");
+  path_in(fa, sizeof fa, dir, "a.jsonl");
+  path_in(fb, sizeof fb, dir, "b.jsonl");
+  db *a = open_db(pa), *b = open_db(pb);
+  trial *t = varied_trials(45);
+  insert(a, t, 45, 0);
+
+  ct_err err = {0};
+  int written = 0, imported = -1, skipped = -1;
+  FILE *f = fopen(fa, "w");
+  ck_assert_msg(db_export(a, NULL, f, &written, &err) == CT_OK, "%s", err.msg);
+  fclose(f);
+  ck_assert_int_eq(written, 45);
+  f = fopen(fa, "r");
+  ck_assert_msg(db_import(b, f, &imported, &skipped, &err) == CT_OK, "%s", err.msg);
+  fclose(f);
+  ck_assert_int_eq(imported, 45);
+  ck_assert_int_eq(skipped, 0);
+  assert_same_db(a, b);
+
+  /* Exporting the copy gives the same bytes. */
+  f = fopen(fb, "w");
+  ck_assert_int_eq(db_export(b, NULL, f, &written, &err), CT_OK);
+  fclose(f);
+  long na = 0, nb = 0;
+  char *ta = slurp(fa, &na), *tb = slurp(fb, &nb);
+  ck_assert_int_eq(na, nb);
+  ck_assert_msg(memcmp(ta, tb, (size_t)na) == 0, "exports differ");
+  free(ta);
+  free(tb);
+
+  /* One workload only. */
+  f = fopen(fb, "w");
+  ck_assert_int_eq(db_export(b, KEY_B, f, &written, &err), CT_OK);
+  fclose(f);
+  ck_assert_int_eq(written, 15);
+  f = fopen(fb, "w");
+  ck_assert_int_eq(db_export(b, "conv2d-not-there", f, &written, &err), CT_OK);
+  fclose(f);
+  ck_assert_int_eq(written, 0);
+
+  trials_free(t, 45);
+  db_close(a);
+  db_close(b);
+}
+END_TEST
+
+START_TEST(import_twice_is_idempotent) {
+  char dir[512], pa[600], pb[600], fa[600];
+  scratch(dir, sizeof dir);
+  path_in(pa, sizeof pa, dir, "a.db");
+  path_in(pb, sizeof pb, dir, "b.db");
+  path_in(fa, sizeof fa, dir, "a.jsonl");
+  db *a = open_db(pa), *b = open_db(pb);
+  trial *t = varied_trials(30);
+  insert(a, t, 30, 0);
+  ct_err err = {0};
+  int written = 0, imported = -1, skipped = -1;
+  FILE *f = fopen(fa, "w");
+  ck_assert_int_eq(db_export(a, NULL, f, &written, &err), CT_OK);
+  fclose(f);
+  for (int pass = 0; pass < 2; pass++) {
+    f = fopen(fa, "r");
+    ck_assert_msg(db_import(b, f, &imported, &skipped, &err) == CT_OK, "%s", err.msg);
+    fclose(f);
+    ck_assert_int_eq(imported, pass ? 0 : 30);
+    ck_assert_int_eq(skipped, pass ? 30 : 0);
+  }
+  ck_assert_int_eq(count_trials(b, KEY_A) + count_trials(b, KEY_B) + count_trials(b, KEY_C), 30);
+  assert_same_db(a, b);
+  /* Importing into the source itself: everything is already there. */
+  f = fopen(fa, "r");
+  ck_assert_int_eq(db_import(a, f, &imported, &skipped, &err), CT_OK);
+  fclose(f);
+  ck_assert_int_eq(imported, 0);
+  ck_assert_int_eq(skipped, 30);
+  trials_free(t, 30);
+  db_close(a);
+  db_close(b);
+}
+END_TEST
+
+/* Import text into a fresh database: expect CT_ERR_PARSE naming want, and nothing imported. */
+static void expect_bad_import(const char *dir, const char *name, const char *text,
+                              const char *want) {
+  char path[600], file[700];
+  path_in(path, sizeof path, dir, name);
+  snprintf(file, sizeof file, "%s.jsonl", path);
+  spit(file, text);
+  db *d = open_db(path);
+  FILE *f = fopen(file, "r");
+  ct_err err = {0};
+  int imported = -1, skipped = -1;
+  ct_status st = db_import(d, f, &imported, &skipped, &err);
+  fclose(f);
+  ck_assert_msg(st == CT_ERR_PARSE, "%s: status %d (%s)", want, st, err.msg);
+  ck_assert_msg(strstr(err.msg, want) != NULL, "message '%s' does not name '%s'", err.msg, want);
+  ck_assert_int_eq(imported, 0);
+  ck_assert_int_eq(count_trials(d, KEY_A), 0);
+  int n = -1;
+  db_summary *s = NULL;
+  ck_assert_int_eq(db_list(d, &s, &n, &err), CT_OK);
+  ck_assert_int_eq(n, 0);
+  free(s);
+  db_close(d);
+}
+
+/* Export lines of three good trials of KEY_A into *text (owned). */
+static char *good_lines(int n) {
+  size_t cap = 1, len = 0;
+  char *text = calloc(1, 1);
+  for (int i = 0; i < n; i++) {
+    char uid[16];
+    snprintf(uid, sizeof uid, "g-%d", i);
+    trial t;
+    make_trial(&t, uid, KEY_A, TPL, VER, &H200, OUT_OK, 2.0 + i, (uint64_t)i);
+    cJSON *j = trial_to_json(&t);
+    char *line = cJSON_PrintUnformatted(j);
+    cap = len + strlen(line) + 2;
+    text = realloc(text, cap);
+    ck_assert_ptr_nonnull(text);
+    len += (size_t)sprintf(text + len, "%s\n", line);
+    free(line);
+    cJSON_Delete(j);
+    trial_free(&t);
+  }
+  return text;
+}
+
+START_TEST(import_bad_line_imports_nothing) {
+  char dir[512];
+  scratch(dir, sizeof dir);
+  char *good = good_lines(2);
+  const char *second = strchr(good, '\n') + 1;
+  char text[8192];
+
+  /* Bad JSON on line 3, after a blank line 2 (skipped, but counted). */
+  snprintf(text, sizeof text, "%.*s\n{\"format\":1,\"uid\":\n%s", (int)(second - good), good,
+           second);
+  expect_bad_import(dir, "a.db", text, "line 3: bad JSON");
+  /* A field problem on line 2. */
+  char *bad = edited_line("outcome", "\"FAST\"");
+  snprintf(text, sizeof text, "%.*s%s\n%s", (int)(second - good), good, bad, second);
+  expect_bad_import(dir, "b.db", text, "line 2: outcome");
+  free(bad);
+  /* A line of a newer format. */
+  bad = edited_line("format", "2");
+  snprintf(text, sizeof text, "%s%s\n", good, bad);
+  expect_bad_import(dir, "c.db", text, "line 3: format: 2 is newer");
+  free(bad);
+  /* An empty uid: a second import would duplicate it. */
+  bad = edited_line("uid", "\"\"");
+  snprintf(text, sizeof text, "%s\n", bad);
+  expect_bad_import(dir, "d.db", text, "line 1: uid");
+  free(bad);
+  free(good);
+}
+END_TEST
+
+/* ---- trials for resume and transfer learning ------------------------------------------ */
+
+START_TEST(trials_order_and_filters) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  db *d = open_db(path);
+  /* Three batches, interleaving devices and templates, uids in insertion order. */
+  trial t[12];
+  for (int i = 0; i < 12; i++) {
+    char uid[16];
+    snprintf(uid, sizeof uid, "o-%02d", i);
+    make_trial(&t[i], uid, i == 11 ? KEY_B : KEY_A, i % 3 == 2 ? TPL2 : TPL,
+               i % 3 == 2 ? VER2 : VER, i % 2 ? &H100 : &H200, OUT_OK, 20.0 - i, (uint64_t)i);
+  }
+  /* A different template version of TPL: the resume of a changed template must not see it. */
+  snprintf(t[4].template_version, sizeof t[4].template_version, "%s", VER2);
+  insert(d, t, 4, 0);
+  insert(d, t + 4, 4, 0);
+  insert(d, t + 8, 4, 0);
+
+  struct {
+    const db_device *dev;
+    const char *tpl, *ver;
+  } cases[] = {{NULL, NULL, NULL}, {&H200, NULL, NULL}, {&H100, TPL, NULL},
+               {NULL, TPL, VER},   {&H200, TPL, VER},   {NULL, NULL, VER2}};
+  ct_err err = {0};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    trial *got = NULL;
+    int n = -1, want_n = 0;
+    ck_assert_int_eq(db_trials(d, KEY_A, cases[c].dev, cases[c].tpl, cases[c].ver, &got, &n, &err),
+                     CT_OK);
+    for (int i = 0; i < 12; i++) {
+      const trial *w = &t[i];
+      if (strcmp(w->workload_key, KEY_A) != 0) continue;
+      if (cases[c].dev && strcmp(w->device.name, cases[c].dev->name) != 0) continue;
+      if (cases[c].tpl && strcmp(w->template_name, cases[c].tpl) != 0) continue;
+      if (cases[c].ver && strcmp(w->template_version, cases[c].ver) != 0) continue;
+      ck_assert_msg(want_n < n, "case %zu: too few trials (%d)", c, n);
+      assert_same_trial(w, &got[want_n]);
+      want_n++;
+    }
+    ck_assert_msg(n == want_n, "case %zu: %d trials, want %d", c, n, want_n);
+    trials_free(got, n);
+  }
+  /* A device of the same name but another cc is another device. */
+  db_device other = H200;
+  other.cc_minor = 1;
+  trial *got = NULL;
+  int n = -1;
+  ck_assert_int_eq(db_trials(d, KEY_A, &other, NULL, NULL, &got, &n, &err), CT_OK);
+  ck_assert_int_eq(n, 0);
+  ck_assert_ptr_null(got);
+  ck_assert_int_eq(db_trials(d, KEY_C, NULL, NULL, NULL, &got, &n, &err), CT_OK);
+  ck_assert_int_eq(n, 0);
+  ck_assert_int_eq(db_trials(d, NULL, NULL, NULL, NULL, &got, &n, &err), CT_ERR_INVALID_ARG);
+  trials_free(NULL, 0);
+  free_all(t, 12);
+  db_close(d);
+}
+END_TEST
+
+START_TEST(trials_other_excludes_the_workload) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  db *d = open_db(path);
+  trial t[9];
+  const char *keys[] = {KEY_A, KEY_B, KEY_C};
+  for (int i = 0; i < 9; i++) {
+    char uid[16];
+    snprintf(uid, sizeof uid, "o-%d", i);
+    make_trial(&t[i], uid, keys[i % 3], TPL, i == 7 ? VER2 : VER, i == 8 ? &H100 : &H200, OUT_OK,
+               5.0 + i, (uint64_t)i);
+  }
+  insert(d, t, 9, 0);
+  ct_err err = {0};
+  trial *got = NULL;
+  int n = -1;
+  /* Newest first; KEY_A's own (0, 3, 6), the other version (7) and device (8) excluded. */
+  ck_assert_int_eq(db_trials_other(d, KEY_A, &H200, TPL, VER, 100, &got, &n, &err), CT_OK);
+  const int want[] = {5, 4, 2, 1};
+  ck_assert_int_eq(n, 4);
+  for (int i = 0; i < n; i++) assert_same_trial(&t[want[i]], &got[i]);
+  trials_free(got, n);
+  ck_assert_int_eq(db_trials_other(d, KEY_A, &H200, TPL, VER, 2, &got, &n, &err), CT_OK);
+  ck_assert_int_eq(n, 2);
+  assert_same_trial(&t[5], &got[0]);
+  assert_same_trial(&t[4], &got[1]);
+  trials_free(got, n);
+  /* Any device, any version. */
+  ck_assert_int_eq(db_trials_other(d, KEY_A, NULL, TPL, NULL, 100, &got, &n, &err), CT_OK);
+  ck_assert_int_eq(n, 6);
+  trials_free(got, n);
+  ck_assert_int_eq(db_trials_other(d, KEY_A, &H200, TPL, VER, 0, &got, &n, &err), CT_OK);
+  ck_assert_int_eq(n, 0);
+  trials_free(got, n);
+  ck_assert_int_eq(db_trials_other(d, KEY_A, &H200, TPL, VER, -1, &got, &n, &err),
+                   CT_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "limit"));
+  free_all(t, 9);
+  db_close(d);
+}
+END_TEST
+
+/* ---- kernel cache ----------------------------------------------------------------------- */
+
+START_TEST(kernel_cache_store_load_replace) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  db *d = open_db(path);
+  ct_err err = {0};
+  void *data = (void *)1;
+  size_t size = 1;
+  ck_assert_int_eq(db_load_kernel(d, VER, "-DA=1", "sm_90", &data, &size, &err), CT_ERR_NOT_FOUND);
+  ck_assert_ptr_null(data);
+  ck_assert_int_eq(size, 0);
+
+  unsigned char cubin[3000];
+  for (size_t i = 0; i < sizeof cubin; i++)
+    cubin[i] = (unsigned char)(i * 131 % 256); /* zeros too */
+  ck_assert_int_eq(db_store_kernel(d, VER, "-DA=1", "sm_90", cubin, sizeof cubin, &err), CT_OK);
+  ck_assert_int_eq(db_load_kernel(d, VER, "-DA=1", "sm_90", &data, &size, &err), CT_OK);
+  ck_assert_int_eq(size, sizeof cubin);
+  ck_assert(memcmp(data, cubin, size) == 0);
+  free(data);
+
+  /* Replace with a shorter one. */
+  ck_assert_int_eq(db_store_kernel(d, VER, "-DA=1", "sm_90", cubin + 7, 100, &err), CT_OK);
+  ck_assert_int_eq(db_load_kernel(d, VER, "-DA=1", "sm_90", &data, &size, &err), CT_OK);
+  ck_assert_int_eq(size, 100);
+  ck_assert(memcmp(data, cubin + 7, size) == 0);
+  free(data);
+
+  /* Every part of the key matters. */
+  ck_assert_int_eq(db_load_kernel(d, VER, "-DA=1", "sm_89", &data, &size, &err), CT_ERR_NOT_FOUND);
+  ck_assert_int_eq(db_load_kernel(d, VER, "-DA=2", "sm_90", &data, &size, &err), CT_ERR_NOT_FOUND);
+  ck_assert_int_eq(db_load_kernel(d, VER2, "-DA=1", "sm_90", &data, &size, &err), CT_ERR_NOT_FOUND);
+  ck_assert_int_eq(db_store_kernel(d, VER, "-DA=1", "sm_90", NULL, 10, &err), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(db_store_kernel(d, VER, "-DA=1", "sm_90", cubin, 0, &err), CT_ERR_INVALID_ARG);
+  db_close(d);
+}
+END_TEST
+
+/* ---- summaries --------------------------------------------------------------------------- */
+
+START_TEST(list_summaries) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  db *d = open_db(path);
+  trial t[7];
+  make_trial(&t[0], "l0", KEY_A, TPL, VER, &H200, OUT_OK, 9.0, 0);
+  make_trial(&t[1], "l1", KEY_A, TPL2, VER2, &H200, OUT_OK, 7.0, 1);
+  make_trial(&t[2], "l2", KEY_A, TPL, VER, &H200, OUT_TIMEOUT, 0, 2);
+  make_trial(&t[3], "l3", KEY_A, TPL, VER, &H100, OUT_OK, 8.0, 3);
+  make_trial(&t[4], "l4", KEY_B, TPL, VER, &H200, OUT_COMPILE_ERROR, 0, 4);
+  make_trial(&t[5], "l5", KEY_B, TPL, VER, &H200, OUT_INVALID, 0, 5);
+  /* The same name with another driver is the same device for the summary. */
+  db_device newer = H200;
+  newer.driver_version = 13010;
+  make_trial(&t[6], "l6", KEY_A, TPL, VER, &newer, OUT_OK, 6.5, 6);
+  insert(d, t, 7, 0);
+
+  db_summary *s = NULL;
+  int n = -1;
+  ct_err err = {0};
+  ck_assert_msg(db_list(d, &s, &n, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(n, 3);
+  /* Ordered by key then device: KEY_A sorts after KEY_B ("nchw-" < "nchw4"). */
+  ck_assert_str_eq(s[0].workload_key, KEY_B);
+  ck_assert_str_eq(s[0].device, H200.name);
+  ck_assert_int_eq(s[0].n_trials, 2);
+  ck_assert_int_eq(s[0].n_ok, 0);
+  ck_assert(s[0].best_us == 0);
+  ck_assert_str_eq(s[0].template_name, "");
+  ck_assert_str_eq(s[1].workload_key, KEY_A);
+  ck_assert_str_eq(s[1].device, H100.name);
+  ck_assert_int_eq(s[1].n_trials, 1);
+  ck_assert_int_eq(s[1].n_ok, 1);
+  ck_assert(s[1].best_us == 8.0);
+  ck_assert_str_eq(s[1].template_name, TPL);
+  ck_assert_str_eq(s[2].workload_key, KEY_A);
+  ck_assert_str_eq(s[2].device, H200.name);
+  ck_assert_int_eq(s[2].n_trials, 4);
+  ck_assert_int_eq(s[2].n_ok, 3);
+  ck_assert(s[2].best_us == 6.5);
+  ck_assert_str_eq(s[2].template_name, TPL);
+  free(s);
+  free_all(t, 7);
+  db_close(d);
+}
+END_TEST
+
+/* ---- opening: persistence, schema, bad files, readonly ------------------------------------ */
+
+START_TEST(reopen_persists) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  db *d = open_db(path);
+  trial t;
+  make_trial(&t, "p-1", KEY_B, TPL, VER, &H200, OUT_OK, 3.25, 99);
+  insert(d, &t, 1, 0);
+  ct_err err = {0};
+  ck_assert_int_eq(db_store_kernel(d, VER, "-DX=1", "sm_90", "cubin", 5, &err), CT_OK);
+  db_close(d);
+
+  for (int readonly = 0; readonly < 2; readonly++) {
+    ck_assert_msg(db_open(path, readonly, &d, &err) == CT_OK, "%s", err.msg);
+    trial got;
+    db_match m;
+    ck_assert_int_eq(db_best(d, KEY_B, &H200, NULL, &got, &m, &err), CT_OK);
+    assert_same_trial(&t, &got);
+    trial_free(&got);
+    void *data = NULL;
+    size_t size = 0;
+    ck_assert_int_eq(db_load_kernel(d, VER, "-DX=1", "sm_90", &data, &size, &err), CT_OK);
+    ck_assert_int_eq(size, 5);
+    ck_assert(memcmp(data, "cubin", 5) == 0);
+    free(data);
+    db_close(d);
+  }
+  /* The schema version is recorded and WAL is on. */
+  sqlite3 *h = NULL;
+  sqlite3_stmt *s = NULL;
+  ck_assert_int_eq(sqlite3_open(path, &h), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_prepare_v2(h, "PRAGMA user_version", -1, &s, NULL), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
+  ck_assert_int_eq(sqlite3_column_int(s, 0), DB_SCHEMA_VERSION);
+  sqlite3_finalize(s);
+  ck_assert_int_eq(sqlite3_prepare_v2(h, "PRAGMA journal_mode", -1, &s, NULL), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
+  ck_assert_str_eq((const char *)sqlite3_column_text(s, 0), "wal");
+  sqlite3_finalize(s);
+  sqlite3_close(h);
+  trial_free(&t);
+}
+END_TEST
+
+START_TEST(newer_schema_refused_unchanged) {
+  char dir[512], path[600], sqlbuf[64];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  db *d = open_db(path);
+  db_close(d);
+  snprintf(sqlbuf, sizeof sqlbuf, "PRAGMA user_version = %d", DB_SCHEMA_VERSION + 1);
+  sql(path, sqlbuf);
+  long n0 = 0, n1 = 0;
+  char *before = slurp(path, &n0);
+  for (int readonly = 0; readonly < 2; readonly++) {
+    ct_err err = {0};
+    d = (db *)1;
+    ck_assert_int_eq(db_open(path, readonly, &d, &err), CT_ERR_DB);
+    ck_assert_ptr_null(d);
+    ck_assert_msg(strstr(err.msg, "newer convtune") && strstr(err.msg, path), "%s", err.msg);
+    char want[64];
+    snprintf(want, sizeof want, "schema %d, this one knows %d", DB_SCHEMA_VERSION + 1,
+             DB_SCHEMA_VERSION);
+    ck_assert_msg(strstr(err.msg, want) != NULL, "%s", err.msg);
+  }
+  char *after = slurp(path, &n1);
+  ck_assert_int_eq(n0, n1);
+  ck_assert_msg(memcmp(before, after, (size_t)n0) == 0, "the refused database was modified");
+  free(before);
+  free(after);
+}
+END_TEST
+
+START_TEST(not_a_database_refused) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "garbage.db");
+  char text[4097];
+  for (int i = 0; i < 4096; i++) text[i] = (char)('!' + i * 7 % 90);
+  text[4096] = '\0';
+  spit(path, text);
+  for (int readonly = 0; readonly < 2; readonly++) {
+    ct_err err = {0};
+    db *d = NULL;
+    ck_assert_int_eq(db_open(path, readonly, &d, &err), CT_ERR_DB);
+    ck_assert_ptr_null(d);
+    ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "not a database"), "%s", err.msg);
+  }
+  long n = 0;
+  char *after = slurp(path, &n);
+  ck_assert_int_eq(n, 4096);
+  ck_assert(memcmp(after, text, 4096) == 0);
+  free(after);
+
+  /* An SQLite database of something else: not migrated into. */
+  path_in(path, sizeof path, dir, "other.db");
+  sql(path, "CREATE TABLE songs (title TEXT)");
+  ct_err err = {0};
+  db *d = NULL;
+  ck_assert_int_eq(db_open(path, 0, &d, &err), CT_ERR_DB);
+  ck_assert_msg(strstr(err.msg, "not a convtune database"), "%s", err.msg);
+}
+END_TEST
+
+START_TEST(readonly_missing_and_no_writes) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "missing.db");
+  ct_err err = {0};
+  db *d = (db *)1;
+  ck_assert_int_eq(db_open(path, 1, &d, &err), CT_ERR_NOT_FOUND);
+  ck_assert_ptr_null(d);
+  ck_assert_ptr_nonnull(strstr(err.msg, path));
+  ck_assert(!file_exists(path));
+
+  /* An empty file is schema 0: readonly cannot migrate it. */
+  spit(path, "");
+  ck_assert_int_eq(db_open(path, 1, &d, &err), CT_ERR_DB);
+  ck_assert_msg(strstr(err.msg, "older") && strstr(err.msg, "writable"), "%s", err.msg);
+
+  d = open_db(path);
+  trial t;
+  make_trial(&t, "r-1", KEY_A, TPL, VER, &H200, OUT_OK, 2.5, 1);
+  insert(d, &t, 1, 0);
+  db_close(d);
+
+  ck_assert_msg(db_open(path, 1, &d, &err) == CT_OK, "%s", err.msg);
+  snprintf(t.uid, sizeof t.uid, "r-2");
+  int skipped = -1;
+  ck_assert_int_eq(db_insert_trials(d, &t, 1, &skipped, &err), CT_ERR_DB);
+  ck_assert_ptr_nonnull(strstr(err.msg, "readonly"));
+  ck_assert_int_eq(db_store_kernel(d, VER, "", "sm_90", "x", 1, &err), CT_ERR_DB);
+  FILE *f = tmpfile();
+  ck_assert_int_eq(db_import(d, f, NULL, NULL, &err), CT_ERR_DB);
+  fclose(f);
+  ck_assert_int_eq(count_trials(d, KEY_A), 1);
+  db_close(d);
+  trial_free(&t);
+}
+END_TEST
+
+/* ---- writes: all or none, duplicates, uids, two writers ---------------------------------- */
+
+/* Insert a batch of 20 where trial 10 is broken by breaker; expect status
+ * and a message naming "trial 10" and field; nothing of the batch lands. */
+static void expect_rolled_back(db *d, void (*breaker)(trial *), ct_status want, const char *field) {
+  trial t[20];
+  for (int i = 0; i < 20; i++) {
+    char uid[16];
+    snprintf(uid, sizeof uid, "b-%02d", i);
+    /* A workload of its own, so that a leaked workload row would show in db_list. */
+    make_trial(&t[i], uid, KEY_C, TPL2, VER2, &L40S, OUT_OK, 1.0 + i, (uint64_t)i);
+  }
+  breaker(&t[10]);
+  ct_err err = {0};
+  int skipped = -1;
+  ct_status st = db_insert_trials(d, t, 20, &skipped, &err);
+  ck_assert_msg(st == want, "%s: status %d (%s)", field, st, err.msg);
+  ck_assert_msg(strstr(err.msg, "trial 10") && strstr(err.msg, field),
+                "message '%s' does not name trial 10 and '%s'", err.msg, field);
+  ck_assert_int_eq(count_trials(d, KEY_C), 0);
+  db_summary *s = NULL;
+  int n = -1;
+  ck_assert_int_eq(db_list(d, &s, &n, &err), CT_OK);
+  ck_assert_int_eq(n, 1); /* only KEY_A from before */
+  free(s);
+  free_all(t, 20);
+}
+
+static void bad_outcome(trial *t) {
+  t->outcome = (outcome)99;
+}
+static void bad_template(trial *t) {
+  t->template_name[0] = '\0';
+}
+static void bad_key(trial *t) {
+  snprintf(t->workload_key, sizeof t->workload_key, "conv2d-nchw-i8.i8.i32-n0-c3");
+}
+static void bad_median(trial *t) {
+  t->median_us = 0;
+}
+static void bad_sample(trial *t) {
+  t->samples_us[1] = NAN;
+}
+static void bad_config(trial *t) {
+  free(t->config_json);
+  t->config_json = NULL;
+}
+static void bad_device(trial *t) {
+  t->device.name[0] = '\0';
+}
+static void bad_uid(trial *t) {
+  memset(t->uid, 'x', sizeof t->uid);
+}
+
+START_TEST(failed_insert_rolls_back) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  db *d = open_db(path);
+  trial before[5];
+  for (int i = 0; i < 5; i++) {
+    char uid[16];
+    snprintf(uid, sizeof uid, "k-%d", i);
+    make_trial(&before[i], uid, KEY_A, TPL, VER, &H200, OUT_OK, 4.0 + i, (uint64_t)i);
+  }
+  insert(d, before, 5, 0);
+  expect_rolled_back(d, bad_outcome, CT_ERR_INVALID_ARG, "outcome: 99");
+  expect_rolled_back(d, bad_template, CT_ERR_INVALID_ARG, "template_name");
+  expect_rolled_back(d, bad_key, CT_ERR_PARSE, "workload_key"); /* workload_from_key's status */
+  expect_rolled_back(d, bad_median, CT_ERR_INVALID_ARG, "median_us");
+  expect_rolled_back(d, bad_sample, CT_ERR_INVALID_ARG, "samples_us[1]");
+  expect_rolled_back(d, bad_config, CT_ERR_INVALID_ARG, "config_json");
+  expect_rolled_back(d, bad_device, CT_ERR_INVALID_ARG, "device.name");
+  expect_rolled_back(d, bad_uid, CT_ERR_INVALID_ARG, "uid");
+  ck_assert_int_eq(count_trials(d, KEY_A), 5);
+  /* The batch itself goes in once repaired. */
+  ct_err err = {0};
+  ck_assert_int_eq(db_insert_trials(d, before, 0, NULL, &err), CT_OK);
+  ck_assert_int_eq(db_insert_trials(d, NULL, 1, NULL, &err), CT_ERR_INVALID_ARG);
+  free_all(before, 5);
+  db_close(d);
+}
+END_TEST
+
+START_TEST(duplicate_uids_skipped) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  db *d = open_db(path);
+  trial t[8];
+  for (int i = 0; i < 8; i++) {
+    char uid[16];
+    snprintf(uid, sizeof uid, "dup-%d", i);
+    make_trial(&t[i], uid, KEY_A, TPL, VER, &H200, OUT_OK, 4.0 + i, (uint64_t)i);
+  }
+  insert(d, t, 5, 0);
+  insert(d, t, 5, 5);
+  insert(d, t + 3, 5, 2); /* 3 and 4 are in, 5..7 are new */
+  ck_assert_int_eq(count_trials(d, KEY_A), 8);
+  /* A uid twice in one batch: the second is skipped. */
+  trial twice[2];
+  make_trial(&twice[0], "same", KEY_A, TPL, VER, &H200, OUT_OK, 1.0, 0);
+  make_trial(&twice[1], "same", KEY_A, TPL, VER, &H200, OUT_OK, 2.0, 1);
+  insert(d, twice, 2, 1);
+  trial got;
+  db_match m;
+  ct_err err = {0};
+  ck_assert_int_eq(db_best(d, KEY_A, &H200, NULL, &got, &m, &err), CT_OK);
+  assert_same_trial(&twice[0], &got);
+  trial_free(&got);
+  free_all(twice, 2);
+  free_all(t, 8);
+  db_close(d);
+}
+END_TEST
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp((const char *)a, (const char *)b);
+}
+
+START_TEST(generated_uids_unique) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  db *d = open_db(path);
+  enum { N = 200 };
+  trial t[N];
+  for (int i = 0; i < N; i++) make_trial(&t[i], "", KEY_A, TPL, VER, &H200, OUT_OK, 4.0, 0);
+  insert(d, t, N / 2, 0);
+  insert(d, t + N / 2, N / 2, 0);
+  trial *got = NULL;
+  int n = 0;
+  ct_err err = {0};
+  ck_assert_int_eq(db_trials(d, KEY_A, NULL, NULL, NULL, &got, &n, &err), CT_OK);
+  ck_assert_int_eq(n, N);
+  char(*uids)[40] = malloc(sizeof(char[40]) * N);
+  ck_assert_ptr_nonnull(uids);
+  for (int i = 0; i < n; i++) {
+    if (strlen(got[i].uid) != 32 || strspn(got[i].uid, "0123456789abcdef") != 32)
+      ck_abort_msg("generated uid '%s' is not 32 hex digits", got[i].uid);
+    memcpy(uids[i], got[i].uid, 40);
+  }
+  qsort(uids, N, sizeof *uids, cmp_str);
+  for (int i = 1; i < N; i++)
+    if (strcmp(uids[i - 1], uids[i]) == 0) ck_abort_msg("uid %s generated twice", uids[i]);
+  free(uids);
+  trials_free(got, n);
+  free_all(t, N);
+  db_close(d);
+}
+END_TEST
+
+/* One writer process: wait for the start signal, open, insert the batches
+ * with generated uids. Exit 0, or 1 with the error message on fd out. */
+static void writer(const char *path, int go, int out, int id) {
+  char dummy;
+  if (read(go, &dummy, 1) < 0) _exit(2);
+  db *d = NULL;
+  ct_err err = {0};
+  ct_status st = db_open(path, 0, &d, &err);
+  trial t[N_WRITER_TRIALS];
+  for (int i = 0; i < N_WRITER_TRIALS; i++)
+    make_trial(&t[i], "", id ? KEY_A : KEY_B, TPL, VER, &H200, OUT_OK, 1.0 + i, (uint64_t)i);
+  for (int b = 0; st == CT_OK && b < N_WRITER_BATCHES; b++) {
+    int skipped = -1;
+    st = db_insert_trials(d, t, N_WRITER_TRIALS, &skipped, &err);
+    if (st == CT_OK && skipped != 0) {
+      snprintf(err.msg, sizeof err.msg, "batch %d: %d skipped", b, skipped);
+      st = CT_ERR_INTERNAL;
+    }
+  }
+  free_all(t, N_WRITER_TRIALS);
+  db_close(d);
+  if (st != CT_OK) {
+    ssize_t ignored = write(out, err.msg, strlen(err.msg));
+    (void)ignored;
+    _exit(1);
+  }
+  _exit(0);
+}
+
+START_TEST(two_concurrent_writers) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "shared.db");
+  int go[2], out[2];
+  ck_assert_int_eq(pipe(go), 0);
+  ck_assert_int_eq(pipe(out), 0);
+  pid_t pids[2];
+  for (int w = 0; w < 2; w++) {
+    pids[w] = fork();
+    ck_assert_int_ge(pids[w], 0);
+    if (pids[w] == 0) {
+      close(go[1]);
+      close(out[0]);
+      writer(path, go[0], out[1], w);
+    }
+  }
+  close(go[0]);
+  close(out[1]);
+  /* Both start at once, on a file that does not exist yet: they also race
+   * to create the schema. */
+  close(go[1]);
+  int failed = 0;
+  for (int w = 0; w < 2; w++) {
+    int status = 0;
+    ck_assert_int_eq(waitpid(pids[w], &status, 0), pids[w]);
+    failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+  }
+  char msg[1024] = "";
+  ssize_t n = read(out[0], msg, sizeof msg - 1);
+  msg[n > 0 ? n : 0] = '\0';
+  close(out[0]);
+  ck_assert_msg(!failed, "a writer failed: %s", msg);
+
+  db *d = open_db(path);
+  ck_assert_int_eq(count_trials(d, KEY_A), N_WRITER_BATCHES * N_WRITER_TRIALS);
+  ck_assert_int_eq(count_trials(d, KEY_B), N_WRITER_BATCHES * N_WRITER_TRIALS);
+  db_close(d);
+}
+END_TEST
+
+/* ---- main ------------------------------------------------------------------------------ */
+
+/* Remove path and, for a folder, everything in it. */
+static void remove_tree(const char *path) {
+  struct stat sb;
+  if (lstat(path, &sb) != 0) return;
+  if (S_ISDIR(sb.st_mode)) {
+    DIR *dir = opendir(path);
+    struct dirent *e;
+    while (dir && (e = readdir(dir))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      char child[4096];
+      snprintf(child, sizeof child, "%s/%s", path, e->d_name);
+      remove_tree(child);
+    }
+    if (dir) closedir(dir);
+    rmdir(path);
+  } else {
+    unlink(path);
+  }
+}
+
+int main(void) {
+  const char *tmp = getenv("TMPDIR");
+  char root[512];
+  snprintf(root, sizeof root, "%s/test_db.XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+  if (!mkdtemp(root)) {
+    perror("mkdtemp");
+    return EXIT_FAILURE;
+  }
+  setenv("CT_DB_TEST_DIR", root, 1);
+
+  Suite *s = suite_create("db");
+  TCase *tc = tcase_create("records");
+  tcase_add_test(tc, outcome_names_round_trip);
+  tcase_add_test(tc, json_round_trip_exact);
+  tcase_add_test(tc, json_rejects_name_the_field);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("queries");
+  tcase_add_test(tc, insert_best_round_trip);
+  tcase_add_test(tc, best_lowest_ok_ignores_failures);
+  tcase_add_test(tc, best_falls_back_to_same_cc);
+  tcase_add_test(tc, best_template_filter);
+  tcase_add_test(tc, trials_order_and_filters);
+  tcase_add_test(tc, trials_other_excludes_the_workload);
+  tcase_add_test(tc, kernel_cache_store_load_replace);
+  tcase_add_test(tc, list_summaries);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("exchange");
+  tcase_add_test(tc, export_import_identical);
+  tcase_add_test(tc, import_twice_is_idempotent);
+  tcase_add_test(tc, import_bad_line_imports_nothing);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("files");
+  tcase_add_test(tc, reopen_persists);
+  tcase_add_test(tc, newer_schema_refused_unchanged);
+  tcase_add_test(tc, not_a_database_refused);
+  tcase_add_test(tc, readonly_missing_and_no_writes);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("writes");
+  tcase_add_test(tc, failed_insert_rolls_back);
+  tcase_add_test(tc, duplicate_uids_skipped);
+  tcase_add_test(tc, generated_uids_unique);
+  tcase_add_test(tc, two_concurrent_writers);
+  tcase_set_timeout(tc, 30);
+  suite_add_tcase(s, tc);
+
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  remove_tree(root);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

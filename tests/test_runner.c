@@ -1,0 +1,593 @@
+/*
+ * test_runner.c (label gpu): the measuring worker (tuner/runner.c) on a GPU.
+ *
+ * (1) The GPU reference kernel (templates/ref_conv.cu) equals the CPU
+ * reference exactly on awkward shapes: batch 3, stride 2, padding (also
+ * asymmetric), dilation, odd sizes, 1x1, 7x7, 1x7, 3D 3x3x3. (2) A valid
+ * config compiled by the builder measures OK with sane times. (3) Planted
+ * faults come back as outcomes and the runner goes on: an illegal address
+ * (RUNTIME_ERROR, a restart, the task set up again with the same inputs), a
+ * hang (TIMEOUT after timeout_s = 1, a restart), wrong values and an
+ * unwritten output (WRONG_ANSWER with the exact first mismatch), a block of
+ * 2048 threads and a corrupt cubin (LAUNCH_ERROR, no restart); after each a
+ * good config still measures OK.
+ *
+ * This process must not initialise CUDA: the runner and the builder fork,
+ * and a CUDA context does not survive a fork (device_count() would create
+ * one; so may NVRTC: the planted kernels are compiled in a child). So the
+ * GPU is detected by runner_start itself, whose forked worker opens the
+ * device: CT_ERR_NO_DEVICE (or no /dev/nvidiactl at all) exits 77
+ * (skipped). Check runs in CK_NOFORK mode for the same reason.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/reference.h"
+#include "core/rng.h"
+#include "gpu/nvrtc.h"
+#include "tuner/builder.h"
+#include "tuner/runner.h"
+
+/* The device, as the probe in main found it. */
+static device dev;
+
+/* op, n, c, k, in (d,h,w), kernel, stride, pad before, pad after, dilation;
+ * conv2d uses the last two of each triple. */
+typedef struct shape {
+  const char *name;
+  ct_op op;
+  int n, c, k, in[3], ker[3], str[3], pb[3], pa[3], dil[3];
+} shape;
+
+static const shape shapes[] = {
+    {"3x3 s1 p1",
+     CT_OP_CONV2D,
+     1,
+     16,
+     16,
+     {0, 14, 14},
+     {0, 3, 3},
+     {0, 1, 1},
+     {0, 1, 1},
+     {0, 1, 1},
+     {0, 1, 1}},
+    {"3x3 s2 b3 odd",
+     CT_OP_CONV2D,
+     3,
+     8,
+     12,
+     {0, 15, 13},
+     {0, 3, 3},
+     {0, 2, 2},
+     {0, 1, 1},
+     {0, 1, 1},
+     {0, 1, 1}},
+    {"7x7 s2 p3 stem",
+     CT_OP_CONV2D,
+     1,
+     4,
+     16,
+     {0, 23, 23},
+     {0, 7, 7},
+     {0, 2, 2},
+     {0, 3, 3},
+     {0, 3, 3},
+     {0, 1, 1}},
+    {"1x7",
+     CT_OP_CONV2D,
+     1,
+     8,
+     16,
+     {0, 9, 11},
+     {0, 1, 7},
+     {0, 1, 1},
+     {0, 0, 3},
+     {0, 0, 3},
+     {0, 1, 1}},
+    {"1x1 s2 b3",
+     CT_OP_CONV2D,
+     3,
+     16,
+     8,
+     {0, 14, 14},
+     {0, 1, 1},
+     {0, 2, 2},
+     {0, 0, 0},
+     {0, 0, 0},
+     {0, 1, 1}},
+    {"3x3 dil2 asym pad",
+     CT_OP_CONV2D,
+     1,
+     8,
+     8,
+     {0, 10, 12},
+     {0, 3, 3},
+     {0, 1, 2},
+     {0, 1, 2},
+     {0, 2, 0},
+     {0, 2, 2}},
+    {"3x3x3 s1 p1",
+     CT_OP_CONV3D,
+     1,
+     8,
+     8,
+     {4, 8, 8},
+     {3, 3, 3},
+     {1, 1, 1},
+     {1, 1, 1},
+     {1, 1, 1},
+     {1, 1, 1}},
+    {"3x3x3 s2 b3 odd",
+     CT_OP_CONV3D,
+     3,
+     4,
+     8,
+     {5, 7, 6},
+     {3, 3, 3},
+     {2, 2, 2},
+     {1, 1, 1},
+     {1, 1, 1},
+     {1, 1, 1}},
+};
+
+static void make_workload(const shape *sh, ct_workload *w) {
+  workload_init(w, sh->op);
+  w->layout = CT_LAYOUT_NCHW4C;
+  w->n = sh->n, w->c = sh->c, w->k = sh->k;
+  int off = sh->op == CT_OP_CONV2D ? 1 : 0;
+  for (int d = 0; d + off < 3; d++) {
+    w->in[d] = sh->in[d + off];
+    w->kernel[d] = sh->ker[d + off];
+    w->stride[d] = sh->str[d + off];
+    w->pad_before[d] = sh->pb[d + off];
+    w->pad_after[d] = sh->pa[d + off];
+    w->dilation[d] = sh->dil[d + off];
+  }
+  ct_err err = {0};
+  ck_assert_msg(workload_validate(w, &err) == CT_OK, "%s: %s", sh->name, err.msg);
+}
+
+static runner *start(const runner_opts *o) {
+  runner *r = NULL;
+  ct_err err = {0};
+  device d;
+  ct_status st = runner_start(o, &r, &d, &err);
+  ck_assert_msg(st == CT_OK, "runner_start: %s", err.msg);
+  ck_assert_str_eq(d.name, dev.name);
+  return r;
+}
+
+static void set_task(runner *r, const ct_workload *w) {
+  ct_err err = {0};
+  ct_status st = runner_set_task(r, w, &err);
+  ck_assert_msg(st == CT_OK, "runner_set_task: %s", err.msg);
+}
+
+/* The task's reference output (owned: free), and its inputs if asked. */
+static int32_t *reference_of(runner *r, const ct_workload *w, int8_t **data, int8_t **weights) {
+  size_t nd = (size_t)workload_data_elems(w), nw = (size_t)workload_weight_elems(w);
+  size_t no = (size_t)workload_out_elems(w);
+  int8_t *d = malloc(nd), *wt = malloc(nw);
+  int32_t *out = malloc(no * sizeof *out);
+  ck_assert(d && wt && out);
+  ct_err err = {0};
+  ct_status st = runner_reference(r, out, d, wt, &err);
+  ck_assert_msg(st == CT_OK, "runner_reference: %s", err.msg);
+  if (data)
+    *data = d;
+  else
+    free(d);
+  if (weights)
+    *weights = wt;
+  else
+    free(wt);
+  return out;
+}
+
+/* A random valid config of the dp4a template for w, compiled by b. */
+static void build_good(builder *b, const ct_workload *w, instance *inst, cubin *c) {
+  const template_desc *tpl =
+      template_find(w->op == CT_OP_CONV2D ? "conv2d_nchw4c_dp4a" : "conv3d_ncdhw4c_dp4a");
+  ck_assert_ptr_nonnull(tpl);
+  ct_err err = {0};
+  space s;
+  ck_assert_msg(template_space(tpl, w, &s, &err) == CT_OK, "%s", err.msg);
+  rng r;
+  rng_seed(&r, 7);
+  config cfg;
+  ck_assert_msg(template_sample(tpl, w, &s, &dev.arch, &r, 1000000, &cfg, &err) == CT_OK, "%s",
+                err.msg);
+  ck_assert_msg(instance_make(tpl, w, &s, &cfg, &dev.arch, inst, &err) == CT_OK, "%s", err.msg);
+  space_free(&s);
+  ck_assert_int_eq(builder_submit(b, inst, 1, &err), CT_OK);
+  long tag = 0;
+  ct_status st = builder_collect(b, &tag, c, &err);
+  ck_assert_msg(st == CT_OK, "builder_collect: %s\n%s", err.msg, c->log ? c->log : "");
+  ck_assert_int_eq(tag, 1);
+}
+
+static run_result measure(runner *r, const instance *inst, const void *bytes, size_t size) {
+  run_result res;
+  ct_err err = {0};
+  ct_status st = runner_measure(r, inst, bytes, size, &res, &err);
+  ck_assert_msg(st == CT_OK, "runner_measure: %s", err.msg);
+  return res;
+}
+
+static run_result measures_ok(runner *r, const instance *inst, const cubin *c,
+                              const runner_opts *o) {
+  run_result res = measure(r, inst, c->data, c->size);
+  ck_assert_msg(res.outcome == OUT_OK, "%s: %s", outcome_name(res.outcome), res.error);
+  ck_assert_str_eq(res.error, "");
+  ck_assert_int_eq(res.n_samples, o->repeats);
+  ck_assert_int_ge(res.number, 1);
+  ck_assert_int_le(res.number, o->max_number);
+  double lo = 1e300, hi = 0;
+  for (int i = 0; i < res.n_samples; i++) {
+    ck_assert_double_gt(res.samples_us[i], 0.0);
+    lo = res.samples_us[i] < lo ? res.samples_us[i] : lo;
+    hi = res.samples_us[i] > hi ? res.samples_us[i] : hi;
+  }
+  ck_assert_double_ge(res.median_us, lo);
+  ck_assert_double_le(res.median_us, hi);
+  /* A small conv on an H200 runs in microseconds; 10 ms would be absurd. */
+  ck_assert_double_lt(res.median_us, 10000.0);
+  /* number was grown until a repeat lasted min_repeat_ms (allow noise). */
+  if (res.number < o->max_number)
+    ck_assert_double_ge(res.number * res.median_us, 0.5 * 1000.0 * o->min_repeat_ms);
+  return res;
+}
+
+static void read_all(int fd, void *p, size_t n) {
+  char *c = p;
+  while (n > 0) {
+    ssize_t k = read(fd, c, n);
+    ck_assert_msg(k > 0, "reading from the compiling child failed");
+    c += k;
+    n -= (size_t)k;
+  }
+}
+
+static void write_all(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n > 0) {
+    ssize_t k = write(fd, c, n);
+    if (k <= 0) _exit(1);
+    c += k;
+    n -= (size_t)k;
+  }
+}
+
+/* Compile source for the device in a child process. Not here: on a machine
+ * with a GPU, NVRTC may initialise the CUDA driver in the calling process,
+ * after which the runner's workers, forked from it, could not use CUDA. */
+static void compile_isolated(const char *file, const char *source, cubin *out) {
+  int fds[2];
+  ck_assert_int_eq(pipe(fds), 0);
+  fflush(stdout);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    cubin c;
+    ct_err err = {0};
+    int32_t st = nvrtc_compile_source(file, source, NULL, 0, &dev.arch, &c, &err);
+    uint64_t n = st == CT_OK ? c.size : 0;
+    write_all(fds[1], &st, sizeof st);
+    write_all(fds[1], err.msg, sizeof err.msg);
+    write_all(fds[1], &n, sizeof n);
+    write_all(fds[1], c.data, n);
+    _exit(0);
+  }
+  close(fds[1]);
+  int32_t st;
+  char msg[CT_ERRMSG_MAX];
+  uint64_t n;
+  read_all(fds[0], &st, sizeof st);
+  read_all(fds[0], msg, sizeof msg);
+  read_all(fds[0], &n, sizeof n);
+  msg[sizeof msg - 1] = '\0';
+  ck_assert_msg(st == CT_OK, "%s: %s", file, msg);
+  memset(out, 0, sizeof *out);
+  out->data = malloc(n);
+  ck_assert_ptr_nonnull(out->data);
+  read_all(fds[0], out->data, n);
+  out->size = n;
+  close(fds[0]);
+  int ws;
+  ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
+}
+
+/* A planted kernel with the signature of the templates and the geometry of
+ * a real instance. */
+static void plant(const instance *good, const char *name, const char *source, instance *inst,
+                  cubin *c) {
+  *inst = *good;
+  snprintf(inst->kernel_name, sizeof inst->kernel_name, "%s", name);
+  inst->n_options = 0;
+  inst->smem_bytes = 0;
+  char file[64];
+  snprintf(file, sizeof file, "%s.cu", name);
+  compile_isolated(file, source, c);
+}
+
+START_TEST(gpu_reference_equals_cpu_reference) {
+  runner *r = start(NULL);
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    ct_workload w;
+    make_workload(&shapes[i], &w);
+    set_task(r, &w);
+    int8_t *data, *weights;
+    int32_t *got = reference_of(r, &w, &data, &weights);
+    size_t nd = (size_t)workload_data_elems(&w), nw = (size_t)workload_weight_elems(&w);
+    size_t no = (size_t)workload_out_elems(&w);
+    /* Random over the whole int8 range, not zeros. */
+    int dmin = 0, dmax = 0, wmin = 0, wmax = 0;
+    for (size_t j = 0; j < nd; j++) {
+      dmin = data[j] < dmin ? data[j] : dmin;
+      dmax = data[j] > dmax ? data[j] : dmax;
+    }
+    for (size_t j = 0; j < nw; j++) {
+      wmin = weights[j] < wmin ? weights[j] : wmin;
+      wmax = weights[j] > wmax ? weights[j] : wmax;
+    }
+    ck_assert_msg(dmin < -100 && dmax > 100 && wmin < -100 && wmax > 100,
+                  "%s: inputs span [%d, %d] and [%d, %d]", shapes[i].name, dmin, dmax, wmin, wmax);
+    int32_t *want = malloc(no * sizeof *want);
+    ck_assert_ptr_nonnull(want);
+    ct_err err = {0};
+    ck_assert_msg(reference_conv(&w, data, weights, want, &err) == CT_OK, "%s", err.msg);
+    size_t bad = 0, first = 0;
+    for (size_t j = 0; j < no; j++)
+      if (got[j] != want[j] && bad++ == 0) first = j;
+    ck_assert_msg(bad == 0, "%s: %zu of %zu differ, first at %zu: GPU %d, CPU %d", shapes[i].name,
+                  bad, no, first, got[bad ? first : 0], want[bad ? first : 0]);
+    free(want);
+    free(got);
+    free(data);
+    free(weights);
+  }
+  ck_assert_int_eq(runner_restarts(r), 0);
+  runner_stop(r);
+}
+END_TEST
+
+START_TEST(a_valid_config_measures_ok) {
+  /* The builder first: it must be safe to start before the runner. */
+  builder *b = NULL;
+  ct_err err = {0};
+  ck_assert_msg(builder_start(1, &dev.arch, &b, &err) == CT_OK, "%s", err.msg);
+  runner_opts o;
+  runner_opts_default(&o);
+  runner *r = start(&o);
+  instance inst;
+  cubin c;
+  run_result res;
+  /* No task yet: refused. */
+  ct_workload w;
+  make_workload(&shapes[0], &w);
+  build_good(b, &w, &inst, &c);
+  ck_assert_int_eq(runner_measure(r, &inst, c.data, c.size, &res, &err), CT_ERR_INVALID_ARG);
+  set_task(r, &w);
+  for (int i = 0; i < 2; i++) {
+    if (i == 1) { /* and a conv3d, batch 3, stride 2 */
+      make_workload(&shapes[7], &w);
+      set_task(r, &w);
+      build_good(b, &w, &inst, &c);
+    }
+    res = measures_ok(r, &inst, &c, &o);
+    printf("%s: median %.2f us, %d samples of %d launches on %s\n", shapes[i ? 7 : 0].name,
+           res.median_us, res.n_samples, res.number, dev.name);
+    fflush(stdout);
+    cubin_free(&c);
+  }
+  ck_assert_int_eq(runner_restarts(r), 0);
+  runner_stop(r);
+  builder_stop(b);
+}
+END_TEST
+
+static const char oob_source[] =
+    "extern \"C\" __global__ void oob(const int *data, const int4 *weights, int *out) {\n"
+    "  out[(1ll << 58) + threadIdx.x] = 1; /* 1 EiB past the output: beyond any GPU address */\n"
+    "}\n";
+
+/* Waits for a value that nobody writes (the output is poisoned). A volatile
+ * local would not do: NVRTC keeps it in a register and drops the loop. */
+static const char hang_source[] =
+    "extern \"C\" __global__ void hang(const int *data, const int4 *weights, int *out) {\n"
+    "  volatile int *flag = out;\n"
+    "  while (flag[0] != 0x600dcafe) {\n"
+    "  }\n"
+    "}\n";
+
+static const char lazy_source[] =
+    "extern \"C\" __global__ void lazy(const int *data, const int4 *weights, int *out) {\n"
+    "}\n";
+
+/* The reference itself, with one lane of one position off by one: appended
+ * to ref_conv.cu, so the rest is exact. Its shape as a ref_shape literal. */
+static const char off_by_one_fmt[] =
+    "%s\n"
+    "extern \"C\" __global__ void off_by_one(const int *data, const int4 *weights, int *out) {\n"
+    "  const ref_shape s = {%d, %d, %d, {%d, %d, %d}, {%d, %d, %d}, {%d, %d, %d},\n"
+    "                       {%d, %d, %d}, {%d, %d, %d}, {%d, %d, %d}};\n"
+    "  const long long total = (long long)s.n * s.k4 * s.out[0] * s.out[1] * s.out[2];\n"
+    "  const long long threads = (long long)blockDim.x * blockDim.y * blockDim.z;\n"
+    "  const long long block =\n"
+    "      blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z);\n"
+    "  const long long step = threads * gridDim.x * gridDim.y * gridDim.z;\n"
+    "  const long long t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);\n"
+    "  for (long long i = block * threads + t; i < total; i += step) {\n"
+    "    int4 v = ref_conv_at(s, data, weights, i);\n"
+    "    if (i == %d) v.y = (int)((unsigned)v.y + 1u);\n"
+    "    ((int4 *)out)[i] = v;\n"
+    "  }\n"
+    "}\n";
+
+#define OFF_POSITION 5
+
+START_TEST(planted_faults_are_outcomes) {
+  builder *b = NULL;
+  ct_err err = {0};
+  ck_assert_msg(builder_start(1, &dev.arch, &b, &err) == CT_OK, "%s", err.msg);
+  runner_opts o;
+  runner_opts_default(&o);
+  o.timeout_s = 1.0;
+  runner *r = start(&o);
+  ct_workload w;
+  make_workload(&shapes[0], &w);
+  set_task(r, &w);
+  instance good;
+  cubin good_c;
+  build_good(b, &w, &good, &good_c);
+  measures_ok(r, &good, &good_c, &o);
+  int8_t *data0, *weights0;
+  int32_t *ref0 = reference_of(r, &w, &data0, &weights0);
+  size_t nd = (size_t)workload_data_elems(&w), nw = (size_t)workload_weight_elems(&w);
+  size_t no = (size_t)workload_out_elems(&w);
+  instance inst;
+  cubin c;
+  run_result res;
+  char want[1024];
+
+  /* An illegal address: a fault, the worker replaced, the task set up
+   * again with the same inputs. */
+  plant(&good, "oob", oob_source, &inst, &c);
+  res = measure(r, &inst, c.data, c.size);
+  ck_assert_msg(res.outcome == OUT_RUNTIME_ERROR, "%s: %s", outcome_name(res.outcome), res.error);
+  ck_assert_msg(strstr(res.error, "cudaErrorIllegalAddress"), "%s", res.error);
+  ck_assert_int_eq(runner_restarts(r), 1);
+  cubin_free(&c);
+  measures_ok(r, &good, &good_c, &o);
+  int8_t *data1, *weights1;
+  int32_t *ref1 = reference_of(r, &w, &data1, &weights1);
+  ck_assert_int_eq(memcmp(data0, data1, nd), 0);
+  ck_assert_int_eq(memcmp(weights0, weights1, nw), 0);
+  ck_assert_int_eq(memcmp(ref0, ref1, no * sizeof *ref0), 0);
+  free(data1);
+  free(weights1);
+  free(ref1);
+
+  /* A hang: killed after timeout_s, replaced. */
+  plant(&good, "hang", hang_source, &inst, &c);
+  res = measure(r, &inst, c.data, c.size);
+  ck_assert_msg(res.outcome == OUT_TIMEOUT, "%s: %s", outcome_name(res.outcome), res.error);
+  ck_assert_msg(strstr(res.error, "no result within 1 s"), "%s", res.error);
+  ck_assert_int_eq(runner_restarts(r), 2);
+  cubin_free(&c);
+  measures_ok(r, &good, &good_c, &o);
+
+  /* One wrong lane: exactly reported. */
+  geom3 g;
+  workload_geom(&w, &g);
+  const char *ref_source = template_embedded("ref_conv.cu");
+  ck_assert_ptr_nonnull(ref_source);
+  size_t n_src = strlen(ref_source) + sizeof off_by_one_fmt + 256;
+  char *src = malloc(n_src);
+  ck_assert_ptr_nonnull(src);
+  snprintf(src, n_src, off_by_one_fmt, ref_source, (int)g.n, (int)g.c / 4, (int)g.k / 4,
+           (int)g.in[0], (int)g.in[1], (int)g.in[2], (int)g.ker[0], (int)g.ker[1], (int)g.ker[2],
+           (int)g.str[0], (int)g.str[1], (int)g.str[2], (int)g.pb[0], (int)g.pb[1], (int)g.pb[2],
+           (int)g.dil[0], (int)g.dil[1], (int)g.dil[2], (int)g.out[0], (int)g.out[1], (int)g.out[2],
+           OFF_POSITION);
+  plant(&good, "off_by_one", src, &inst, &c);
+  free(src);
+  res = measure(r, &inst, c.data, c.size);
+  ck_assert_msg(res.outcome == OUT_WRONG_ANSWER, "%s: %s", outcome_name(res.outcome), res.error);
+  int bad = 4 * OFF_POSITION + 1;
+  snprintf(want, sizeof want, "1 of %zu elements differ, first at index %d: got %d, want %d", no,
+           bad, (int32_t)((uint32_t)ref0[bad] + 1u), ref0[bad]);
+  ck_assert_str_eq(res.error, want);
+  cubin_free(&c);
+  measures_ok(r, &good, &good_c, &o);
+
+  /* Nothing written: the poison shows everywhere. */
+  plant(&good, "lazy", lazy_source, &inst, &c);
+  res = measure(r, &inst, c.data, c.size);
+  ck_assert_msg(res.outcome == OUT_WRONG_ANSWER, "%s: %s", outcome_name(res.outcome), res.error);
+  snprintf(want, sizeof want, "%zu of %zu elements differ, first at index 0: got %d, want %d", no,
+           no, (int32_t)0xA5A5A5A5u, ref0[0]);
+  ck_assert_str_eq(res.error, want);
+  cubin_free(&c);
+  ck_assert_int_eq(runner_restarts(r), 2);
+
+  /* A block of 2048 threads cannot launch; a corrupt cubin cannot load. */
+  inst = good;
+  inst.block[0] = 2048;
+  res = measure(r, &inst, good_c.data, good_c.size);
+  ck_assert_msg(res.outcome == OUT_LAUNCH_ERROR, "%s: %s", outcome_name(res.outcome), res.error);
+  ck_assert_msg(strstr(res.error, "cudaLaunchKernel"), "%s", res.error);
+  measures_ok(r, &good, &good_c, &o);
+  static const char garbage[] = "this is not a cubin, though it is long enough to be read";
+  res = measure(r, &good, garbage, sizeof garbage);
+  ck_assert_msg(res.outcome == OUT_LAUNCH_ERROR, "%s: %s", outcome_name(res.outcome), res.error);
+  measures_ok(r, &good, &good_c, &o);
+  ck_assert_int_eq(runner_restarts(r), 2);
+
+  free(data0);
+  free(weights0);
+  free(ref0);
+  cubin_free(&good_c);
+  runner_stop(r);
+  builder_stop(b);
+}
+END_TEST
+
+START_TEST(bad_options_are_rejected) {
+  runner_opts o;
+  runner_opts_default(&o);
+  ck_assert_int_eq(o.device, 0);
+  ck_assert_double_eq(o.timeout_s, 5.0);
+  ck_assert_double_eq(o.min_repeat_ms, 1.0);
+  ck_assert_int_eq(o.repeats, 5);
+  ck_assert_int_eq(o.max_number, 1000);
+  ck_assert_int_eq(o.flush_l2, 1);
+  runner *r = NULL;
+  ct_err err = {0};
+  o.repeats = 17;
+  ck_assert_int_eq(runner_start(&o, &r, NULL, &err), CT_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "repeats"));
+  ck_assert_ptr_null(r);
+  runner_opts_default(&o);
+  o.timeout_s = 0;
+  ck_assert_int_eq(runner_start(&o, &r, NULL, &err), CT_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "timeout_s"));
+  runner_stop(NULL);
+}
+END_TEST
+
+int main(void) {
+  ct_err err = {0};
+  runner *probe = NULL;
+  ct_status st = runner_start(NULL, &probe, &dev, &err);
+  if (st == CT_ERR_NO_DEVICE || (st != CT_OK && access("/dev/nvidiactl", F_OK) != 0)) {
+    fprintf(stderr, "test_runner: skipped: no CUDA device (%s)\n", err.msg);
+    return 77;
+  }
+  if (st != CT_OK) {
+    fprintf(stderr, "test_runner: runner_start: %s\n", err.msg);
+    return EXIT_FAILURE;
+  }
+  runner_stop(probe);
+  Suite *s = suite_create("runner");
+  TCase *tc = tcase_create("runner");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, bad_options_are_rejected);
+  tcase_add_test(tc, gpu_reference_equals_cpu_reference);
+  tcase_add_test(tc, a_valid_config_measures_ok);
+  tcase_add_test(tc, planted_faults_are_outcomes);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  /* No fork per test: the runner forks its own worker, and a CUDA context
+   * (none is made in this process) would not survive Check's fork anyway. */
+  srunner_set_fork_status(sr, CK_NOFORK);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

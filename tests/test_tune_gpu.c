@@ -1,0 +1,216 @@
+/*
+ * test_tune_gpu.c (label gpu): the whole tuning loop on the GPU.
+ *
+ * Planted faults: a template that wraps conv2d_nchw4c_dp4a with a "fault"
+ * knob (templates/fault_dp4a.cu: out-of-bounds write, endless loop, compile
+ * error, wrong value, launch refused) is tuned by the random strategy; every
+ * trial must be recorded with the outcome its fault predicts, every clean
+ * config must be OK, and the run must complete. Then resume: tuning the same
+ * task again measures no config twice. Exits 77 without a GPU.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/json.h"
+#include "tuner/tune.h"
+
+static const int fault_values[] = {0, 1, 2, 3, 4, 5};
+static const outcome expected[] = {
+    OUT_OK, OUT_RUNTIME_ERROR, OUT_TIMEOUT, OUT_COMPILE_ERROR, OUT_WRONG_ANSWER, OUT_LAUNCH_ERROR};
+
+static const template_desc *real(void) {
+  return template_find("conv2d_nchw4c_dp4a");
+}
+
+static int f_supports(const ct_workload *w, char *why) {
+  return real()->supports(w, why);
+}
+
+static ct_status f_space(const ct_workload *w, space *s, ct_err *err) {
+  ct_status st = real()->space(w, s, err);
+  return st ? st : space_add_choice(s, "fault", fault_values, 6, err);
+}
+
+static int f_valid(const ct_workload *w, const space *s, const config *c, const arch *a,
+                   char *why) {
+  return real()->valid(w, s, c, a, why);
+}
+
+static ct_status f_instance(const ct_workload *w, const space *s, const config *c, const arch *a,
+                            instance *inst, ct_err *err) {
+  ct_status st = real()->instance(w, s, c, a, inst, err);
+  if (st) return st;
+  int fault = space_get(s, c, "fault", 0);
+  snprintf(inst->options[inst->n_options++], INSTANCE_OPTION_MAX, "-DCT_FAULT=%d", fault);
+  if (fault == 5) inst->smem_bytes = 4u << 20; /* 4 MB: no GPU has it */
+  return CT_OK;
+}
+
+static const template_desc fault_tpl = {
+    .name = "fault_dp4a",
+    .source = "fault_dp4a.cu",
+    .op = CT_OP_CONV2D,
+    .layout = CT_LAYOUT_NCHW4C,
+    .supports = f_supports,
+    .space = f_space,
+    .valid = f_valid,
+    .instance = f_instance,
+};
+
+static char db_path[256];
+
+static void small_workload(ct_workload *w) {
+  workload_init(w, CT_OP_CONV2D);
+  w->layout = CT_LAYOUT_NCHW4C;
+  w->n = 2, w->c = 16, w->k = 16;
+  w->in[0] = w->in[1] = 14;
+  w->kernel[0] = w->kernel[1] = 3;
+  w->pad_before[0] = w->pad_before[1] = w->pad_after[0] = w->pad_after[1] = 1;
+}
+
+static int fault_of(const trial *t) {
+  cJSON *j = NULL;
+  ck_assert_int_eq(json_parse(t->config_json, "config", &j, NULL), CT_OK);
+  const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, "fault");
+  ck_assert_ptr_nonnull(f);
+  int v = f->valueint;
+  cJSON_Delete(j);
+  return v;
+}
+
+START_TEST(planted_faults_are_recorded_and_tuning_completes) {
+  tune_opts o;
+  tune_opts_default(&o);
+  search_opts_default(&o.search, "random");
+  o.search.seed = 5;
+  o.n_trials = 96;
+  o.transfer = 0;
+  o.runner.timeout_s = 1.0;
+  tuner *t = NULL;
+  ct_err err = {0};
+  ck_assert_msg(tuner_open(db_path, &o, &t, &err) == CT_OK, "%s", err.msg);
+  ct_workload w;
+  small_workload(&w);
+  tune_result res;
+  ck_assert_msg(tuner_tune(t, "planted", &w, &fault_tpl, NULL, NULL, &res, &err) == CT_OK, "%s",
+                err.msg);
+  ck_assert_int_eq(res.n_trials, 96);
+  ck_assert(res.best_us > 0);
+  printf("planted faults: %d trials, outcomes:", res.n_trials);
+  for (int i = 0; i < OUT_COUNT; i++) printf(" %s %d", outcome_name((outcome)i), res.by_outcome[i]);
+  printf("\n");
+  tuner_close(t);
+
+  db *d = NULL;
+  ck_assert_int_eq(db_open(db_path, 1, &d, &err), CT_OK);
+  char key[CT_KEY_MAX];
+  trial *tr = NULL;
+  int n = 0;
+  ck_assert_int_eq(
+      db_trials(d, workload_key(&w, key, sizeof key), NULL, "fault_dp4a", NULL, &tr, &n, &err),
+      CT_OK);
+  ck_assert_int_eq(n, 96);
+  int seen[6] = {0};
+  for (int i = 0; i < n; i++) {
+    int f = fault_of(&tr[i]);
+    seen[f]++;
+    ck_assert_msg(tr[i].outcome == expected[f], "fault %d recorded as %s: %s", f,
+                  outcome_name(tr[i].outcome), tr[i].error ? tr[i].error : "");
+    if (f) ck_assert_msg(tr[i].error && tr[i].error[0], "fault %d without a log excerpt", f);
+  }
+  for (int f = 0; f < 6; f++) ck_assert_msg(seen[f] > 0, "fault %d never drawn", f);
+  trials_free(tr, n);
+  db_close(d);
+}
+END_TEST
+
+START_TEST(resume_never_measures_a_config_twice) {
+  tune_opts o;
+  tune_opts_default(&o);
+  search_opts_default(&o.search, "xgb");
+  o.search.seed = 9;
+  o.n_trials = 80;
+  o.transfer = 0;
+  ct_workload w;
+  small_workload(&w);
+  w.n = 1;
+  const template_desc *tpl = real();
+  tune_result r1, r2;
+  ct_err err = {0};
+  for (int run = 0; run < 2; run++) {
+    tuner *t = NULL;
+    ck_assert_msg(tuner_open(db_path, &o, &t, &err) == CT_OK, "%s", err.msg);
+    ck_assert_msg(tuner_tune(t, "resume", &w, tpl, NULL, NULL, run ? &r2 : &r1, &err) == CT_OK,
+                  "%s", err.msg);
+    tuner_close(t);
+  }
+  ck_assert_int_eq(r1.n_resumed, 0);
+  ck_assert_int_eq(r2.n_resumed, 80);
+  ck_assert_int_eq(r2.n_trials, 80);
+  ck_assert(r2.best_us > 0 && r2.best_us <= r1.best_us);
+  db *d = NULL;
+  ck_assert_int_eq(db_open(db_path, 1, &d, &err), CT_OK);
+  char key[CT_KEY_MAX];
+  trial *tr = NULL;
+  int n = 0;
+  ck_assert_int_eq(
+      db_trials(d, workload_key(&w, key, sizeof key), NULL, tpl->name, NULL, &tr, &n, &err), CT_OK);
+  ck_assert_int_eq(n, 160);
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < i; j++)
+      ck_assert_msg(tr[i].config_index != tr[j].config_index, "config %llu measured twice",
+                    (unsigned long long)tr[i].config_index);
+  /* the best config's cubin is in the kernel cache */
+  trial best;
+  db_match m;
+  db_device dev = tr[0].device;
+  ck_assert_int_eq(db_best(d, key, &dev, tpl->name, &best, &m, &err), CT_OK);
+  void *data = NULL;
+  size_t size = 0;
+  ck_assert_int_eq(
+      db_load_kernel(d, best.template_version, best.options, best.arch, &data, &size, &err), CT_OK);
+  ck_assert_uint_gt(size, 0);
+  free(data);
+  trial_free(&best);
+  trials_free(tr, n);
+  db_close(d);
+}
+END_TEST
+
+int main(void) {
+  char dir[] = "/tmp/ct_tune_gpu_XXXXXX";
+  if (!mkdtemp(dir)) return 1;
+  snprintf(db_path, sizeof db_path, "%s/t.db", dir);
+  /* Probe for a GPU the way the tuner does (in its worker), so that this
+   * process never initialises CUDA. */
+  tune_opts o;
+  tune_opts_default(&o);
+  tuner *t = NULL;
+  ct_err err = {0};
+  char probe[300];
+  snprintf(probe, sizeof probe, "%s/probe.db", dir);
+  ct_status st = tuner_open(probe, &o, &t, &err);
+  tuner_close(t);
+  if (st == CT_ERR_NO_DEVICE) {
+    fprintf(stderr, "test_tune_gpu: skipped: %s\n", err.msg);
+    return 77;
+  }
+  Suite *s = suite_create("tune_gpu");
+  TCase *tc = tcase_create("tune_gpu");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, planted_faults_are_recorded_and_tuning_completes);
+  tcase_add_test(tc, resume_never_measures_a_config_twice);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_set_fork_status(sr, CK_NOFORK);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd)) fprintf(stderr, "test_tune_gpu: could not remove %s\n", dir);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,867 @@
+/*
+ * runner.c: measuring configs in a worker process that owns the CUDA context
+ * (see runner.h). The parent never calls CUDA, and its caller must not
+ * either, nor compile with NVRTC: nvrtcCompileProgram initialises the CUDA
+ * driver in its process (measured on the H200 machine), after which no
+ * worker forked from it can initialise CUDA (it fails with
+ * cudaErrorInitializationError, which the worker reports with that hint).
+ *
+ * Parent and worker talk over one socketpair (a bidirectional pipe that is
+ * written with MSG_NOSIGNAL, so that writing to a dead worker is an EPIPE,
+ * not a SIGPIPE that kills the tuner). Every request gets one response:
+ *   request  = req_head {type, size} + payload:
+ *              SET_TASK ct_workload | MEASURE instance + cubin bytes |
+ *              REFERENCE (none) | QUIT (none)
+ *   response = rsp_head {status, exiting, size, message} + payload:
+ *              (on start) device | MEASURE run_result |
+ *              REFERENCE data, weights and reference output bytes
+ * The parent waits with poll() and a deadline: timeout_s for a trial,
+ * SETUP_TIMEOUT_S to start a worker or set a task up (CUDA initialisation,
+ * NVRTC, the reference run). On a timeout or EOF it kills and reaps the
+ * worker, records TIMEOUT or RUNTIME_ERROR, starts a new worker and sets its
+ * copy of the task up again. After a fault (a sticky error: the context is
+ * lost) the worker answers with `exiting` set and exits itself.
+ *
+ * In the worker, per task: data, weights, out, ref on the device (packed
+ * layouts), random inputs from opts.seed (the same after a restart), the
+ * reference from templates/ref_conv.cu (compiled once per worker; the shape
+ * is a kernel argument). Per trial: load, poison (0xA5 bytes), one launch,
+ * exact comparison on the GPU, then the timing described in runner.h.
+ * Cost per trial: cubin load (0.14 ms) + compare (one pass) + roughly
+ * (repeats + log2(number) + 2) x min_repeat_ms.
+ */
+#include "tuner/runner.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda_runtime.h>
+
+#include "core/rng.h"
+#include "gpu/cuda_check.h"
+#include "gpu/kernel.h"
+#include "gpu/nvrtc.h"
+
+/* Starting a worker (CUDA initialisation: seconds at worst, plus the
+ * reference kernel's NVRTC compile) and setting a task up (allocations, a
+ * reference run of a naive kernel: a second or two on the largest layers)
+ * take far longer than a trial: they get their own generous deadline. */
+#define SETUP_TIMEOUT_S 120.0
+/* How long runner_stop waits for a worker to quit before killing it. */
+#define STOP_GRACE_S 2.0
+/* How long a worker that announced its exit gets to do it. */
+#define EXIT_GRACE_S 10.0
+/* samples_us holds at most this many repeats. */
+#define MAX_REPEATS ((int)(sizeof(((run_result *)0)->samples_us) / sizeof(double)))
+/* Requests larger than this (a cubin of a gigabyte) mean a broken stream. */
+#define PAYLOAD_MAX ((uint64_t)1 << 30)
+/* Reference and compare launches: plain 256-thread blocks; the compare
+ * kernel strides over the output with at most 1024 blocks (one atomic per
+ * thread at the end). */
+#define REF_BLOCK      256
+#define CMP_BLOCK      256
+#define CMP_MAX_BLOCKS 1024
+#define POISON_BYTE    0xA5
+
+enum { REQ_SET_TASK = 1, REQ_MEASURE, REQ_REFERENCE, REQ_QUIT };
+
+typedef struct req_head {
+  uint32_t type;
+  uint32_t reserved;
+  uint64_t size; /* payload bytes that follow */
+} req_head;
+
+typedef struct rsp_head {
+  int32_t status;  /* ct_status of the request */
+  int32_t exiting; /* the worker lost its context and exits after this */
+  uint64_t size;   /* payload bytes that follow */
+  char msg[CT_ERRMSG_MAX];
+} rsp_head;
+
+/* The argument of ref_conv: laid out as struct ref_shape in ref_conv.cu. */
+typedef struct ref_shape {
+  int n, c4, k4;
+  int in[3], ker[3], str[3], pad[3], dil[3], out[3];
+} ref_shape;
+
+struct runner {
+  runner_opts o;
+  pid_t pid; /* the worker; 0 when there is none */
+  int fd;    /* the parent's end of the socket; -1 when there is none */
+  device dev;
+  int has_task;
+  ct_workload task; /* the parent's copy, set up again after a restart */
+  int restarts;
+};
+
+void runner_opts_default(runner_opts *o) {
+  /* Fast without being noisy: a 10 us kernel runs 100 launches per repeat
+   * (min_repeat_ms 1.0, so launch overhead and event resolution, ~1 us, are
+   * amortised), and 5 repeats (a median that shrugs off one disturbed
+   * repeat) make about 5 ms per trial, well within a budget of 30 trials/s.
+   * max_number 1000 bounds a repeat of a kernel under 1 us. timeout_s 5 is
+   * 1000 times a slow layer's time, so only hangs hit it. The L2 is flushed
+   * so that a small layer is not timed on inputs left warm in a 60 MB L2. */
+  o->device = 0;
+  o->timeout_s = 5.0;
+  o->min_repeat_ms = 1.0;
+  o->repeats = 5;
+  o->max_number = 1000;
+  o->flush_l2 = 1;
+  o->seed = 1;
+}
+
+/* ---- plumbing shared by both sides ------------------------------------- */
+
+enum { IO_OK, IO_EOF, IO_TIMEOUT };
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Write all n bytes; 0, or -1 (the peer is gone, or another error). */
+static int send_all(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n > 0) {
+    ssize_t k = send(fd, c, n, MSG_NOSIGNAL);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return -1;
+    c += k;
+    n -= (size_t)k;
+  }
+  return 0;
+}
+
+/* Read all n bytes by deadline (0: no deadline): IO_OK, IO_EOF (also an
+ * error), IO_TIMEOUT. */
+static int recv_all(int fd, void *p, size_t n, double deadline) {
+  char *c = p;
+  while (n > 0) {
+    if (deadline > 0) {
+      double left = deadline - now_s();
+      if (left <= 0) return IO_TIMEOUT;
+      struct pollfd pfd = {.fd = fd, .events = POLLIN, .revents = 0};
+      int k = poll(&pfd, 1, (int)(left * 1000) + 1);
+      if (k < 0 && errno == EINTR) continue;
+      if (k < 0) return IO_EOF;
+      if (k == 0) continue; /* the deadline check above decides */
+    }
+    ssize_t k = recv(fd, c, n, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return IO_EOF;
+    c += k;
+    n -= (size_t)k;
+  }
+  return IO_OK;
+}
+
+/* Read and drop n bytes (a request that cannot be served). */
+static int drain(int fd, uint64_t n) {
+  char buf[4096];
+  while (n > 0) {
+    size_t k = n < sizeof buf ? (size_t)n : sizeof buf;
+    if (recv_all(fd, buf, k, 0) != IO_OK) return -1;
+    n -= k;
+  }
+  return 0;
+}
+
+/* In a fresh child: close every inherited descriptor but 0-2 and keep, so
+ * that it holds no end of a builder worker's socket and none of the
+ * parent's files. Best effort: without /proc nothing is closed. */
+static void close_inherited(int keep) {
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return;
+  int dfd = dirfd(d);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    char *end;
+    long fd = strtol(e->d_name, &end, 10);
+    if (*end == '\0' && end != e->d_name && fd > 2 && fd != keep && fd != dfd) close((int)fd);
+  }
+  closedir(d);
+}
+
+/* How a process ended: "signal 9 (Killed)", "exit code 3". */
+static void describe_exit(int ws, char *buf, size_t size) {
+  if (ws != -1 && WIFSIGNALED(ws))
+    snprintf(buf, size, "signal %d (%s)", WTERMSIG(ws), strsignal(WTERMSIG(ws)));
+  else if (ws != -1 && WIFEXITED(ws))
+    snprintf(buf, size, "exit code %d", WEXITSTATUS(ws));
+  else
+    snprintf(buf, size, "unknown status");
+}
+
+/* ---- the worker -------------------------------------------------------- */
+
+typedef struct wstate {
+  runner_opts o;
+  device dev;
+  cudaStream_t stream;
+  cudaEvent_t ev0, ev1;
+  cudaLibrary_t ref_lib;
+  cudaKernel_t ref_fn, cmp_fn;
+  unsigned *cmp; /* device: {elements that differ, smallest such index} */
+  void *flush;   /* device: 2 x L2, written between repeats to evict the L2 */
+  size_t flush_bytes;
+  /* the task */
+  int has_task;
+  ct_workload w;
+  ref_shape shape;
+  size_t data_bytes, weight_bytes, out_elems;
+  void *data, *weights;
+  int32_t *out, *ref;
+} wstate;
+
+/* Whether the context is lost: a sticky error (illegal address, launch
+ * failure, ...) is returned by every later call, so a synchronisation
+ * tells. */
+static int context_lost(void) {
+  (void)cudaGetLastError();
+  return cudaDeviceSynchronize() != cudaSuccess;
+}
+
+/* Open the device and make what every task shares. On failure the worker
+ * reports and exits, so nothing is released here. */
+static ct_status worker_init(wstate *s, ct_err *err) {
+  ct_status st = device_open(s->o.device, &s->dev, err);
+  cubin c;
+  memset(&c, 0, sizeof c);
+  if (st != CT_OK && strstr(err ? err->msg : "", "cudaErrorInitializationError"))
+    err_prefix(err, "runner: the worker cannot initialise CUDA, most likely because the tuner "
+                    "process used CUDA or NVRTC (which loads the driver) before forking it");
+  if (st != CT_OK) return st;
+  CUDA_TRY(err, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+  CUDA_TRY(err, cudaEventCreate(&s->ev0));
+  CUDA_TRY(err, cudaEventCreate(&s->ev1));
+  CUDA_TRY(err, cudaMalloc((void **)&s->cmp, 2 * sizeof(unsigned)));
+  s->flush_bytes = 2 * (size_t)(s->dev.l2_bytes > 0 ? s->dev.l2_bytes : 0);
+  if (s->flush_bytes) CUDA_TRY(err, cudaMalloc(&s->flush, s->flush_bytes));
+  const char *source = template_embedded("ref_conv.cu");
+  if (!source) {
+    st = ERR_SET(err, CT_ERR_NOT_FOUND, "runner: the reference kernel ref_conv.cu is not embedded");
+    goto done;
+  }
+  st = nvrtc_compile_source("ref_conv.cu", source, NULL, 0, &s->dev.arch, &c, err);
+  if (st != CT_OK) {
+    err_prefix(err, "runner: reference kernel");
+    goto done;
+  }
+  CUDA_TRY(err, cudaLibraryLoadData(&s->ref_lib, c.data, NULL, NULL, 0, NULL, NULL, 0));
+  CUDA_TRY(err, cudaLibraryGetKernel(&s->ref_fn, s->ref_lib, "ref_conv"));
+  CUDA_TRY(err, cudaLibraryGetKernel(&s->cmp_fn, s->ref_lib, "ref_compare"));
+done:
+  cubin_free(&c);
+  return st;
+}
+
+static void task_free(wstate *s) {
+  /* Failures (a lost context) leave nothing to do: the worker exits next. */
+  (void)cudaFree(s->data);
+  (void)cudaFree(s->weights);
+  (void)cudaFree(s->out);
+  (void)cudaFree(s->ref);
+  s->data = s->weights = NULL;
+  s->out = s->ref = NULL;
+  s->has_task = 0;
+}
+
+/* n random bytes, every int8 value equally likely; never all zero. */
+static void fill_random(int8_t *p, size_t n, rng *r) {
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t v = rng_next(r);
+    for (size_t j = 0; j < 8 && i + j < n; j++) p[i + j] = (int8_t)(uint8_t)(v >> (8 * j));
+  }
+  size_t i = 0;
+  while (i < n && p[i] == 0) i++;
+  if (n > 0 && i == n) p[0] = 1;
+}
+
+static ct_status task_set(wstate *s, const ct_workload *w, ct_err *err) {
+  ct_status st = CT_OK;
+  int8_t *host = NULL;
+  task_free(s);
+  geom3 g;
+  workload_geom(w, &g);
+  s->w = *w;
+  ref_shape sh;
+  memset(&sh, 0, sizeof sh);
+  sh.n = (int)g.n;
+  sh.c4 = (int)(g.c / 4);
+  sh.k4 = (int)(g.k / 4);
+  for (int d = 0; d < 3; d++) {
+    sh.in[d] = (int)g.in[d];
+    sh.ker[d] = (int)g.ker[d];
+    sh.str[d] = (int)g.str[d];
+    sh.pad[d] = (int)g.pb[d];
+    sh.dil[d] = (int)g.dil[d];
+    sh.out[d] = (int)g.out[d];
+  }
+  s->shape = sh;
+  s->data_bytes = (size_t)workload_data_elems(w);
+  s->weight_bytes = (size_t)workload_weight_elems(w);
+  s->out_elems = (size_t)workload_out_elems(w);
+  CUDA_TRY(err, cudaMalloc(&s->data, s->data_bytes));
+  CUDA_TRY(err, cudaMalloc(&s->weights, s->weight_bytes));
+  CUDA_TRY(err, cudaMalloc((void **)&s->out, s->out_elems * sizeof(int32_t)));
+  CUDA_TRY(err, cudaMalloc((void **)&s->ref, s->out_elems * sizeof(int32_t)));
+
+  /* One stream from the seed, data first: the same inputs after a restart. */
+  size_t host_n = s->data_bytes > s->weight_bytes ? s->data_bytes : s->weight_bytes;
+  host = malloc(host_n);
+  if (!host) {
+    st = ERR_SET(err, CT_ERR_NO_MEMORY, "runner: no memory for %zu bytes of inputs", host_n);
+    goto done;
+  }
+  rng r;
+  rng_seed(&r, s->o.seed);
+  fill_random(host, s->data_bytes, &r);
+  CUDA_TRY(err, cudaMemcpy(s->data, host, s->data_bytes, cudaMemcpyHostToDevice));
+  fill_random(host, s->weight_bytes, &r);
+  CUDA_TRY(err, cudaMemcpy(s->weights, host, s->weight_bytes, cudaMemcpyHostToDevice));
+
+  size_t positions = s->out_elems / 4;
+  dim3 grid = {(unsigned)((positions + REF_BLOCK - 1) / REF_BLOCK), 1, 1};
+  dim3 block = {REF_BLOCK, 1, 1};
+  void *args[] = {&s->shape, &s->data, &s->weights, &s->ref};
+  CUDA_TRY(err, cudaLaunchKernel((const void *)s->ref_fn, grid, block, args, 0, s->stream));
+  CUDA_TRY(err, cudaStreamSynchronize(s->stream));
+  s->has_task = 1;
+done:
+  free(host);
+  if (st != CT_OK) {
+    err_prefix(err, "runner: setting the task up");
+    task_free(s);
+  }
+  return st;
+}
+
+/* Copy the task's data, weights and reference output into host (their
+ * sizes in that order). */
+static ct_status copy_back(wstate *s, char *host, ct_err *err) {
+  ct_status st = CT_OK;
+  CUDA_TRY(err, cudaMemcpy(host, s->data, s->data_bytes, cudaMemcpyDeviceToHost));
+  CUDA_TRY(err,
+           cudaMemcpy(host + s->data_bytes, s->weights, s->weight_bytes, cudaMemcpyDeviceToHost));
+  CUDA_TRY(err, cudaMemcpy(host + s->data_bytes + s->weight_bytes, s->ref,
+                           s->out_elems * sizeof(int32_t), cudaMemcpyDeviceToHost));
+done:
+  return st;
+}
+
+/* Compare out with ref on the GPU; *n_bad and the first mismatch's index,
+ * value and wanted value. */
+static ct_status compare(wstate *s, unsigned *n_bad, unsigned *first, int32_t *got, int32_t *want,
+                         ct_err *err) {
+  ct_status st = CT_OK;
+  unsigned init[2] = {0, 0xffffffffu}, res[2] = {0, 0};
+  long long n = (long long)s->out_elems;
+  CUDA_TRY(err, cudaMemcpyAsync(s->cmp, init, sizeof init, cudaMemcpyHostToDevice, s->stream));
+  long long blocks = (n + CMP_BLOCK - 1) / CMP_BLOCK;
+  dim3 grid = {(unsigned)(blocks < CMP_MAX_BLOCKS ? blocks : CMP_MAX_BLOCKS), 1, 1};
+  dim3 block = {CMP_BLOCK, 1, 1};
+  void *args[] = {&s->out, &s->ref, &n, &s->cmp};
+  CUDA_TRY(err, cudaLaunchKernel((const void *)s->cmp_fn, grid, block, args, 0, s->stream));
+  CUDA_TRY(err, cudaMemcpyAsync(res, s->cmp, sizeof res, cudaMemcpyDeviceToHost, s->stream));
+  CUDA_TRY(err, cudaStreamSynchronize(s->stream));
+  *n_bad = res[0];
+  *first = res[1];
+  if (res[0] > 0 && res[1] < s->out_elems) {
+    CUDA_TRY(err, cudaMemcpy(got, s->out + res[1], sizeof *got, cudaMemcpyDeviceToHost));
+    CUDA_TRY(err, cudaMemcpy(want, s->ref + res[1], sizeof *want, cudaMemcpyDeviceToHost));
+  }
+done:
+  return st;
+}
+
+/* One repeat: number back-to-back launches between two events, the L2
+ * flushed first (outside the events) when flush; its length in *ms. */
+static ct_status timed(wstate *s, const kernel *k, const instance *inst, int number, int flush,
+                       float *ms, ct_err *err) {
+  ct_status st = CT_OK;
+  if (flush) CUDA_TRY(err, cudaMemsetAsync(s->flush, number & 0xff, s->flush_bytes, s->stream));
+  CUDA_TRY(err, cudaEventRecord(s->ev0, s->stream));
+  for (int i = 0; i < number; i++) {
+    st = kernel_launch(k, inst, s->data, s->weights, s->out, s->stream, err);
+    if (st != CT_OK) goto done;
+  }
+  CUDA_TRY(err, cudaEventRecord(s->ev1, s->stream));
+  CUDA_TRY(err, cudaEventSynchronize(s->ev1));
+  CUDA_TRY(err, cudaEventElapsedTime(ms, s->ev0, s->ev1));
+done:
+  return st;
+}
+
+static double median(const double *v, int n) {
+  double a[MAX_REPEATS];
+  for (int i = 0; i < n; i++) {
+    int j = i;
+    for (; j > 0 && a[j - 1] > v[i]; j--) a[j] = a[j - 1];
+    a[j] = v[i];
+  }
+  return n % 2 ? a[n / 2] : (a[n / 2 - 1] + a[n / 2]) / 2;
+}
+
+/* One trial into *res. Returns 1 when the context is lost: the worker
+ * answers, then exits. */
+static int measure(wstate *s, const instance *inst, const void *image, size_t size,
+                   run_result *res) {
+  ct_err err = {0};
+  kernel k;
+  memset(&k, 0, sizeof k);
+  memset(res, 0, sizeof *res);
+  const char *name = inst->kernel_name;
+  if (!s->has_task) {
+    res->outcome = OUT_LAUNCH_ERROR;
+    snprintf(res->error, sizeof res->error, "no task is set up");
+    return 0;
+  }
+  /* Load or launch refused: the config's geometry or resources. */
+  if (kernel_load(image, size, inst, &k, &err) != CT_OK) {
+    res->outcome = OUT_LAUNCH_ERROR;
+    snprintf(res->error, sizeof res->error, "%s", err.msg);
+    goto done;
+  }
+  cudaError_t e = cudaMemsetAsync(s->out, POISON_BYTE, s->out_elems * sizeof(int32_t), s->stream);
+  if (e != cudaSuccess) {
+    res->outcome = OUT_RUNTIME_ERROR;
+    snprintf(res->error, sizeof res->error, "poisoning the output: %s (%s)", cudaGetErrorString(e),
+             cudaGetErrorName(e));
+    goto done;
+  }
+  if (kernel_launch(&k, inst, s->data, s->weights, s->out, s->stream, &err) != CT_OK) {
+    res->outcome = OUT_LAUNCH_ERROR;
+    snprintf(res->error, sizeof res->error, "%s", err.msg);
+    goto done;
+  }
+  /* A fault (illegal address, ...) shows here, sticky. */
+  e = cudaStreamSynchronize(s->stream);
+  if (e != cudaSuccess) {
+    res->outcome = OUT_RUNTIME_ERROR;
+    snprintf(res->error, sizeof res->error, "kernel %.48s: %s (%s)", name, cudaGetErrorString(e),
+             cudaGetErrorName(e));
+    goto done;
+  }
+
+  unsigned n_bad = 0, first = 0;
+  int32_t got = 0, want = 0;
+  if (compare(s, &n_bad, &first, &got, &want, &err) != CT_OK) {
+    res->outcome = OUT_RUNTIME_ERROR;
+    snprintf(res->error, sizeof res->error, "comparing the output: %s", err.msg);
+    goto done;
+  }
+  if (n_bad > 0) {
+    res->outcome = OUT_WRONG_ANSWER;
+    snprintf(res->error, sizeof res->error,
+             "%u of %zu elements differ, first at index %u: got %d, want %d", n_bad, s->out_elems,
+             first, got, want);
+    goto done;
+  }
+
+  /* Timing: a warm-up, number doubled until a repeat lasts min_repeat_ms,
+   * then the repeats. Any failure now is a fault of a kernel that ran
+   * right once (e.g. a race): a runtime error. */
+  float ms = 0;
+  int number = 1;
+  if (kernel_launch(&k, inst, s->data, s->weights, s->out, s->stream, &err) != CT_OK)
+    goto timing_failed;
+  for (;;) {
+    if (timed(s, &k, inst, number, 0, &ms, &err) != CT_OK) goto timing_failed;
+    if (ms >= s->o.min_repeat_ms || number >= s->o.max_number) break;
+    number = number > s->o.max_number / 2 ? s->o.max_number : 2 * number;
+  }
+  /* Flushing pays only when the working set fits in the L2; beyond it the
+   * launches evict each other's inputs anyway. */
+  size_t working_set = s->data_bytes + s->weight_bytes + s->out_elems * sizeof(int32_t);
+  int flush = s->o.flush_l2 && s->flush && working_set <= (size_t)s->dev.l2_bytes;
+  for (int i = 0; i < s->o.repeats; i++) {
+    if (timed(s, &k, inst, number, flush, &ms, &err) != CT_OK) goto timing_failed;
+    res->samples_us[i] = (double)ms * 1000.0 / number;
+  }
+  res->outcome = OUT_OK;
+  res->n_samples = s->o.repeats;
+  res->number = number;
+  res->median_us = median(res->samples_us, res->n_samples);
+  goto done;
+
+timing_failed:
+  res->outcome = OUT_RUNTIME_ERROR;
+  res->n_samples = 0;
+  snprintf(res->error, sizeof res->error, "while timing: %s", err.msg);
+done:
+  kernel_unload(&k);
+  if (res->outcome == OUT_RUNTIME_ERROR) return 1;
+  return res->outcome != OUT_OK && context_lost();
+}
+
+static int send_rsp(int fd, ct_status status, int exiting, const char *msg, const void *payload,
+                    size_t n) {
+  rsp_head h;
+  memset(&h, 0, sizeof h);
+  h.status = status;
+  h.exiting = exiting;
+  h.size = n;
+  snprintf(h.msg, sizeof h.msg, "%s", msg ? msg : "");
+  return send_all(fd, &h, sizeof h) != 0 || send_all(fd, payload, n) != 0 ? -1 : 0;
+}
+
+/* Serve requests until QUIT or EOF. Never returns. */
+static void worker_main(int fd, const runner_opts *o) {
+  wstate s;
+  memset(&s, 0, sizeof s);
+  s.o = *o;
+  ct_err err = {0};
+  ct_status st = worker_init(&s, &err);
+  if (send_rsp(fd, st, st != CT_OK, err.msg, &s.dev, st == CT_OK ? sizeof s.dev : 0) != 0 ||
+      st != CT_OK)
+    _exit(1);
+  for (;;) {
+    req_head q;
+    if (recv_all(fd, &q, sizeof q, 0) != IO_OK) _exit(0);
+    err_clear(&err);
+    int lost = 0;
+    switch (q.type) {
+    case REQ_SET_TASK: {
+      ct_workload w;
+      if (q.size != sizeof w || recv_all(fd, &w, sizeof w, 0) != IO_OK) _exit(4);
+      st = task_set(&s, &w, &err);
+      lost = st != CT_OK && context_lost();
+      if (send_rsp(fd, st, lost, err.msg, NULL, 0) != 0) _exit(1);
+      break;
+    }
+    case REQ_MEASURE: {
+      if (q.size <= sizeof(instance) || q.size > PAYLOAD_MAX) _exit(4);
+      char *p = malloc(q.size);
+      if (!p) {
+        if (drain(fd, q.size) != 0) _exit(1);
+        ERR_SET(&err, CT_ERR_NO_MEMORY, "runner: no memory for a %llu-byte trial",
+                (unsigned long long)q.size);
+        if (send_rsp(fd, CT_ERR_NO_MEMORY, 0, err.msg, NULL, 0) != 0) _exit(1);
+        break;
+      }
+      if (recv_all(fd, p, q.size, 0) != IO_OK) _exit(1);
+      instance inst;
+      memcpy(&inst, p, sizeof inst);
+      inst.kernel_name[sizeof inst.kernel_name - 1] = '\0';
+      run_result res;
+      lost = measure(&s, &inst, p + sizeof inst, q.size - sizeof inst, &res);
+      free(p);
+      if (send_rsp(fd, CT_OK, lost, "", &res, sizeof res) != 0) _exit(1);
+      break;
+    }
+    case REQ_REFERENCE: {
+      if (q.size != 0) _exit(4);
+      size_t n = s.data_bytes + s.weight_bytes + s.out_elems * sizeof(int32_t);
+      char *host = NULL;
+      if (!s.has_task)
+        st = ERR_SET(&err, CT_ERR_INVALID_ARG, "runner_reference: no task is set up");
+      else if (!(host = malloc(n)))
+        st = ERR_SET(&err, CT_ERR_NO_MEMORY, "runner: no memory for %zu bytes", n);
+      else
+        st = copy_back(&s, host, &err);
+      lost = st != CT_OK && context_lost();
+      int bad = send_rsp(fd, st, lost, err.msg, host, st == CT_OK ? n : 0);
+      free(host);
+      if (bad) _exit(1);
+      break;
+    }
+    default: /* REQ_QUIT */
+      task_free(&s);
+      _exit(0);
+    }
+    if (lost) _exit(3);
+  }
+}
+
+/* ---- the parent -------------------------------------------------------- */
+
+/* Close the worker's socket, wait up to grace_s for it to exit, then kill
+ * it; reap it. Its wait status, or -1 when unknown. */
+static int stop_worker(runner *r, double grace_s) {
+  int ws = -1;
+  if (r->fd >= 0) close(r->fd);
+  r->fd = -1;
+  if (r->pid > 0) {
+    double end = now_s() + grace_s;
+    for (;;) {
+      pid_t p = waitpid(r->pid, &ws, WNOHANG);
+      if (p == r->pid) break;
+      if (p < 0 && errno != EINTR) { /* not our child any more (SIGCHLD ignored) */
+        ws = -1;
+        break;
+      }
+      if (now_s() >= end) {
+        kill(r->pid, SIGKILL);
+        while (waitpid(r->pid, &ws, 0) < 0 && errno == EINTR) {
+        }
+        break;
+      }
+      struct timespec ms = {0, 1000000};
+      nanosleep(&ms, NULL);
+    }
+  }
+  r->pid = 0;
+  return ws;
+}
+
+/* Fork a worker and wait for it to report its device. */
+static ct_status spawn(runner *r, ct_err *err) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+    return ERR_SET(err, CT_ERR_IO, "runner: socketpair: %s", strerror(errno));
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    close(sv[0]);
+    close(sv[1]);
+    return ERR_SET(err, CT_ERR_IO, "runner: fork: %s", strerror(e));
+  }
+  if (pid == 0) {
+    close(sv[0]);
+    close_inherited(sv[1]);
+    /* Die with the parent, whatever way it goes (and if it is already gone).
+     * Ignore the terminal's SIGINT and SIGTERM: the parent decides when to
+     * stop, after the trial in flight, so an interrupt is never recorded
+     * as a faulting config. */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(0);
+    worker_main(sv[1], &r->o);
+  }
+  close(sv[1]);
+  r->pid = pid;
+  r->fd = sv[0];
+
+  rsp_head h;
+  double deadline = now_s() + SETUP_TIMEOUT_S;
+  int rc = recv_all(r->fd, &h, sizeof h, deadline);
+  if (rc == IO_OK) {
+    h.msg[sizeof h.msg - 1] = '\0';
+    if (h.status == CT_OK && h.size == sizeof r->dev &&
+        recv_all(r->fd, &r->dev, sizeof r->dev, deadline) == IO_OK)
+      return CT_OK;
+    if (h.status != CT_OK) {
+      ct_status st = err_set(err, (ct_status)h.status, __FILE__, __LINE__, "%s", h.msg);
+      stop_worker(r, EXIT_GRACE_S);
+      return st;
+    }
+  }
+  int ws = stop_worker(r, 0);
+  char how[96];
+  describe_exit(ws, how, sizeof how);
+  if (rc == IO_TIMEOUT)
+    return ERR_SET(err, CT_ERR_CUDA, "runner: the worker did not report its device within %.0f s",
+                   SETUP_TIMEOUT_S);
+  return ERR_SET(err, CT_ERR_CUDA, "runner: the worker ended (%s) before reporting its device",
+                 how);
+}
+
+typedef enum { CALL_OK, CALL_DIED, CALL_TIMEOUT } call_result;
+
+/* Send a request (header and up to two payload parts) and read the
+ * response's head by deadline. */
+static call_result call(runner *r, uint32_t type, const void *p1, size_t n1, const void *p2,
+                        size_t n2, double deadline, rsp_head *h) {
+  req_head q = {.type = type, .reserved = 0, .size = n1 + n2};
+  if (send_all(r->fd, &q, sizeof q) != 0 || send_all(r->fd, p1, n1) != 0 ||
+      send_all(r->fd, p2, n2) != 0)
+    return CALL_DIED;
+  int rc = recv_all(r->fd, h, sizeof *h, deadline);
+  if (rc == IO_TIMEOUT) return CALL_TIMEOUT;
+  if (rc != IO_OK) return CALL_DIED;
+  h->msg[sizeof h->msg - 1] = '\0';
+  return CALL_OK;
+}
+
+/* Set the parent's copy of the task up in the worker. */
+static ct_status send_task(runner *r, ct_err *err) {
+  rsp_head h;
+  call_result c =
+      call(r, REQ_SET_TASK, &r->task, sizeof r->task, NULL, 0, now_s() + SETUP_TIMEOUT_S, &h);
+  if (c == CALL_OK && h.size == 0) {
+    if (h.exiting) stop_worker(r, EXIT_GRACE_S);
+    if (h.status == CT_OK) return CT_OK;
+    r->has_task = 0;
+    return err_set(err, (ct_status)h.status, __FILE__, __LINE__, "%s", h.msg);
+  }
+  r->has_task = 0;
+  int ws = stop_worker(r, 0);
+  char how[96];
+  describe_exit(ws, how, sizeof how);
+  if (c == CALL_TIMEOUT)
+    return ERR_SET(err, CT_ERR_CUDA, "runner: setting the task up took more than %.0f s",
+                   SETUP_TIMEOUT_S);
+  return ERR_SET(err, CT_ERR_CUDA, "runner: the worker ended (%s) setting the task up", how);
+}
+
+/* Replace the worker (whatever state it is in) and set the task up again. */
+static ct_status restart(runner *r, ct_err *err) {
+  stop_worker(r, 0);
+  r->restarts++;
+  ct_status st = spawn(r, err);
+  if (st == CT_OK && r->has_task) st = send_task(r, err);
+  return st;
+}
+
+ct_status runner_start(const runner_opts *o, runner **out, device *dev, ct_err *err) {
+  if (!out) return ERR_SET(err, CT_ERR_INVALID_ARG, "runner_start: NULL out");
+  *out = NULL;
+  runner_opts def;
+  if (!o) {
+    runner_opts_default(&def);
+    o = &def;
+  }
+  if (o->device < 0)
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "runner: device is %d, accepted 0 or more", o->device);
+  if (!(o->timeout_s > 0 && o->timeout_s <= 86400))
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "runner: timeout_s is %g, accepted (0, 86400]",
+                   o->timeout_s);
+  if (!(o->min_repeat_ms >= 0 && o->min_repeat_ms <= 10000))
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "runner: min_repeat_ms is %g, accepted 0..10000",
+                   o->min_repeat_ms);
+  if (o->repeats < 1 || o->repeats > MAX_REPEATS)
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "runner: repeats is %d, accepted 1..%d", o->repeats,
+                   MAX_REPEATS);
+  if (o->max_number < 1 || o->max_number > 1000000)
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "runner: max_number is %d, accepted 1..1000000",
+                   o->max_number);
+  if (o->flush_l2 != 0 && o->flush_l2 != 1)
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "runner: flush_l2 is %d, accepted 0 or 1", o->flush_l2);
+  runner *r = calloc(1, sizeof *r);
+  if (!r) return ERR_SET(err, CT_ERR_NO_MEMORY, "runner: no memory");
+  r->o = *o;
+  r->fd = -1;
+  ct_status st = spawn(r, err);
+  if (st != CT_OK) {
+    free(r);
+    return st;
+  }
+  if (dev) *dev = r->dev;
+  *out = r;
+  return CT_OK;
+}
+
+ct_status runner_set_task(runner *r, const ct_workload *w, ct_err *err) {
+  if (!r || !w) return ERR_SET(err, CT_ERR_INVALID_ARG, "runner_set_task: NULL runner or workload");
+  ct_status st = workload_validate(w, err);
+  if (st != CT_OK) return st;
+  if (w->layout != CT_LAYOUT_NCHW4C || w->data_type != CT_DTYPE_INT8 ||
+      w->weight_type != CT_DTYPE_INT8 || w->out_type != CT_DTYPE_INT32 || w->groups != 1)
+    return ERR_SET(err, CT_ERR_UNSUPPORTED,
+                   "runner: the task must be a packed workload: layout nchw4c (ncdhw4c), int8 "
+                   "data and weights, int32 output, groups 1");
+  r->task = *w;
+  r->has_task = 1;
+  if (r->pid == 0) return restart(r, err);
+  return send_task(r, err);
+}
+
+ct_status runner_measure(runner *r, const instance *inst, const void *image, size_t size,
+                         run_result *res, ct_err *err) {
+  if (res) memset(res, 0, sizeof *res);
+  if (!r || !inst || !image || size == 0 || !res)
+    return ERR_SET(err, CT_ERR_INVALID_ARG,
+                   "runner_measure: NULL runner, instance or result, or an empty cubin");
+  if (size > PAYLOAD_MAX - sizeof *inst)
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "runner_measure: a %zu-byte cubin, at most %llu", size,
+                   (unsigned long long)(PAYLOAD_MAX - sizeof *inst));
+  if (!r->has_task)
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "runner_measure: no task: call runner_set_task first");
+  if (r->pid == 0) {
+    ct_status st = restart(r, err);
+    if (st != CT_OK) return st;
+  }
+  rsp_head h;
+  double deadline = now_s() + r->o.timeout_s;
+  call_result c = call(r, REQ_MEASURE, inst, sizeof *inst, image, size, deadline, &h);
+  if (c == CALL_OK && h.status != CT_OK && h.size == 0 && !h.exiting)
+    return err_set(err, (ct_status)h.status, __FILE__, __LINE__, "%s", h.msg);
+  if (c == CALL_OK && h.status == CT_OK && h.size == sizeof *res) {
+    int rc = recv_all(r->fd, res, sizeof *res, deadline);
+    if (rc == IO_OK) {
+      res->error[sizeof res->error - 1] = '\0';
+      if (!h.exiting) return CT_OK;
+      stop_worker(r, EXIT_GRACE_S);
+      return restart(r, err);
+    }
+    c = rc == IO_TIMEOUT ? CALL_TIMEOUT : CALL_DIED;
+  } else if (c == CALL_OK) {
+    c = CALL_DIED; /* a response out of protocol: treat the worker as gone */
+  }
+  memset(res, 0, sizeof *res);
+  int ws = stop_worker(r, 0);
+  if (c == CALL_TIMEOUT) {
+    res->outcome = OUT_TIMEOUT;
+    snprintf(res->error, sizeof res->error, "no result within %g s: the worker was killed",
+             r->o.timeout_s);
+  } else {
+    char how[96];
+    describe_exit(ws, how, sizeof how);
+    res->outcome = OUT_RUNTIME_ERROR;
+    snprintf(res->error, sizeof res->error, "the worker died (%s) during the trial", how);
+  }
+  return restart(r, err);
+}
+
+ct_status runner_reference(runner *r, int32_t *out, int8_t *data, int8_t *weights, ct_err *err) {
+  if (!r || !out || !data || !weights)
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "runner_reference: NULL argument");
+  if (!r->has_task)
+    return ERR_SET(err, CT_ERR_INVALID_ARG,
+                   "runner_reference: no task: call runner_set_task first");
+  if (r->pid == 0) {
+    ct_status st = restart(r, err);
+    if (st != CT_OK) return st;
+  }
+  size_t nd = (size_t)workload_data_elems(&r->task), nw = (size_t)workload_weight_elems(&r->task);
+  size_t no = (size_t)workload_out_elems(&r->task) * sizeof(int32_t);
+  double deadline = now_s() + SETUP_TIMEOUT_S;
+  rsp_head h;
+  call_result c = call(r, REQ_REFERENCE, NULL, 0, NULL, 0, deadline, &h);
+  if (c == CALL_OK && h.status != CT_OK && h.size == 0) {
+    ct_status st = err_set(err, (ct_status)h.status, __FILE__, __LINE__, "%s", h.msg);
+    if (h.exiting) {
+      stop_worker(r, EXIT_GRACE_S);
+      (void)restart(r, NULL);
+    }
+    return st;
+  }
+  if (c == CALL_OK && h.size == nd + nw + no && recv_all(r->fd, data, nd, deadline) == IO_OK &&
+      recv_all(r->fd, weights, nw, deadline) == IO_OK &&
+      recv_all(r->fd, out, no, deadline) == IO_OK)
+    return CT_OK;
+  ct_status st = restart(r, err);
+  if (st != CT_OK) return st;
+  return ERR_SET(err, CT_ERR_CUDA,
+                 "runner_reference: the worker ended or timed out; it was restarted");
+}
+
+int runner_restarts(const runner *r) {
+  return r ? r->restarts : 0;
+}
+
+void runner_stop(runner *r) {
+  if (!r) return;
+  if (r->pid > 0) {
+    req_head q = {.type = REQ_QUIT, .reserved = 0, .size = 0};
+    (void)send_all(r->fd, &q, sizeof q);
+    stop_worker(r, STOP_GRACE_S);
+  }
+  free(r);
+}

@@ -1,0 +1,75 @@
+/*
+ * runner.h: measuring configs on the GPU in a worker process.
+ *
+ * The worker is a child process that owns the CUDA context, so that a kernel
+ * that faults (a sticky error) or hangs kills only the worker: the parent
+ * records the outcome, starts a new worker, sets the task up again and goes
+ * on. The parent never touches CUDA.
+ *
+ * Per task (one packed workload): device buffers allocated once, random
+ * int8 inputs (never zeros), the reference output computed once on the GPU
+ * by a simple direct kernel (itself tested against the CPU reference), and
+ * an L2 flush buffer. Per trial: load the cubin, poison the output, one run,
+ * compare on the GPU element by element (exact int32), then time: a
+ * warm-up, `number` grown until one repeat lasts min_repeat_ms, `repeats`
+ * repeats timed with CUDA events, L2 flushed before each repeat when the
+ * working set fits in L2; the median per launch is kept with all samples.
+ */
+#ifndef CT_TUNER_RUNNER_H
+#define CT_TUNER_RUNNER_H
+
+#include "db/db.h"
+#include "gpu/device.h"
+#include "templates/template.h"
+
+typedef struct runner_opts {
+  int device;           /* CUDA ordinal (0) */
+  double timeout_s;     /* per trial, from sending it to its result (5) */
+  double min_repeat_ms; /* a repeat lasts at least this (1.0) */
+  int repeats;          /* timed repeats (5) */
+  int max_number;       /* launches per repeat at most (1000) */
+  int flush_l2;         /* flush L2 before each repeat when the working set fits (1) */
+  uint64_t seed;        /* inputs */
+} runner_opts;
+
+void runner_opts_default(runner_opts *o);
+
+/* The result of one trial. */
+typedef struct run_result {
+  outcome outcome;
+  double median_us; /* OK only */
+  int n_samples;
+  double samples_us[16]; /* per-launch time of each repeat */
+  int number;            /* launches per repeat */
+  char error[1024];      /* outcome detail: CUDA message, first mismatch, ... */
+} run_result;
+
+typedef struct runner runner;
+
+/* Start a worker on o->device and identify it. CT_ERR_NO_DEVICE with a clear
+ * message when there is no GPU. Owned: runner_stop. */
+ct_status runner_start(const runner_opts *o, runner **out, device *dev, ct_err *err);
+
+/* Set the task up: w must be a valid packed workload. Replaces the previous
+ * task and its buffers. */
+ct_status runner_set_task(runner *r, const ct_workload *w, ct_err *err);
+
+/* Measure one compiled instance. A failing config is an outcome in *res, not
+ * an error; the return is not CT_OK only when the worker could not be
+ * (re)started or the task set up again. */
+ct_status runner_measure(runner *r, const instance *inst, const void *cubin, size_t size,
+                         run_result *res, ct_err *err);
+
+/* Copy the task's inputs and its GPU reference output back to the host:
+ * data (workload_data_elems bytes), weights (workload_weight_elems bytes)
+ * and out (workload_out_elems int32), all in the packed layouts, so that a
+ * test can check the GPU reference against the CPU one. The caller owns the
+ * buffers. CT_ERR_INVALID_ARG without a task. */
+ct_status runner_reference(runner *r, int32_t *out, int8_t *data, int8_t *weights, ct_err *err);
+
+/* How many times the worker was replaced (after faults and timeouts). */
+int runner_restarts(const runner *r);
+
+void runner_stop(runner *r);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * search.h: search strategies over a template's space for one workload.
+ *
+ * A strategy proposes configs that are valid (the template's own check) and
+ * were never proposed or measured before in this search, and learns from the
+ * costs it is told. Strategies: "random" (uniform over valid configs),
+ * "grid" (valid configs in index order), "ga" (genetic: elitism, crossover
+ * per knob, mutation), "xgb" (an XGBoost cost model trained on the trials so
+ * far, proposing batches by simulated annealing over the space, with a share
+ * of random picks; AutoTVM's defaults: batch 64, 5% random, 500 annealing
+ * steps from 128 walkers). Costs are times in microseconds; a failed config
+ * has cost INFINITY. Everything is deterministic for a given seed.
+ */
+#ifndef CT_TUNER_SEARCH_H
+#define CT_TUNER_SEARCH_H
+
+#include <stdint.h>
+
+#include "templates/template.h"
+
+typedef struct search search;
+
+typedef struct search_opts {
+  const char *kind; /* "random", "grid", "ga", "xgb" */
+  uint64_t seed;
+  int batch;          /* xgb: configs per proposal round (64) */
+  double eps_random;  /* xgb: share of random picks in a round (0.05) */
+  int sa_walkers;     /* xgb: annealing walkers (128) */
+  int sa_steps;       /* xgb: annealing steps (500) */
+  int ga_population;  /* ga: population (100) */
+  int ga_elite;       /* ga: elites kept (3) */
+  double ga_mutation; /* ga: per-knob mutation probability (0.1) */
+} search_opts;
+
+/* Defaults as documented above for kind. */
+void search_opts_default(search_opts *o, const char *kind);
+
+/* A strategy for (tpl, w) on architecture a; the space s must outlive it.
+ * CT_ERR_INVALID_ARG for an unknown kind (the message lists them). Owned:
+ * search_free. */
+ct_status search_new(const search_opts *o, const template_desc *tpl, const ct_workload *w,
+                     const space *s, const arch *a, search **out, ct_err *err);
+void search_free(search *se);
+
+/* Up to n new configs into out; returns how many (0 when the strategy has
+ * nothing left: grid exhausted, or every valid config seen). */
+int search_next(search *se, config *out, int n);
+
+/* The measured costs of configs (proposed or not: resume feeds old trials
+ * here before the first search_next, and they are never proposed again). */
+void search_update(search *se, const config *cfgs, const double *cost_us, int n);
+
+/* Transfer learning (xgb only; others ignore it): trials of other workloads
+ * of the same template, as feature rows (n_features each, from
+ * search_features) and costs; each workload's costs are normalised by its
+ * own best before training. group[i] identifies the workload of row i. */
+void search_transfer(search *se, const float *features, const double *cost_us, const int *group,
+                     int n, int n_features);
+
+/* The settings as compact JSON (static per search, borrowed). */
+const char *search_settings(const search *se);
+
+/* The cost model's features of cfg into out (at most max); returns the
+ * count, the same for every config of a space. Knob values (log2 of split
+ * factors, the permutation one-hot, choice values) and derived sizes of the
+ * plan (threads, shared memory, accumulators per thread, ...) through the
+ * template's own describe hook when it has one. */
+int search_features(const template_desc *tpl, const ct_workload *w, const space *s,
+                    const config *cfg, float *out, int max);
+
+#define SEARCH_MAX_FEATURES 96
+
+#endif

@@ -1,0 +1,469 @@
+/*
+ * tune.c: the tuning loop (see tune.h).
+ *
+ * Compilation overlaps measurement inside a batch: the whole batch is
+ * submitted to the builder's processes at once and the runner measures each
+ * cubin as soon as it comes back, so the GPU waits only for the first
+ * compile of a batch. The model learns between batches (its proposals depend
+ * on the batch's results). One database transaction per batch: a crash
+ * loses at most the batch in flight, and a resumed task never measures a
+ * config twice.
+ */
+#include "tuner/tune.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/json.h"
+
+#define ERROR_EXCERPT_MAX 2000
+
+struct tuner {
+  tune_opts opts;
+  builder *b;
+  runner *r;
+  device dev;
+  db_device dbdev;
+  db *db;
+  char session[40];
+  long seq; /* trials recorded in this session: uids */
+};
+
+void tune_opts_default(tune_opts *o) {
+  memset(o, 0, sizeof *o);
+  search_opts_default(&o->search, "xgb");
+  o->n_trials = 1000;
+  o->early_stopping = 0;
+  o->time_budget_s = 0;
+  o->transfer = 1;
+  o->n_builders = 0;
+  runner_opts_default(&o->runner);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void tune_db_device(const device *dev, db_device *out) {
+  memset(out, 0, sizeof *out);
+  snprintf(out->name, sizeof out->name, "%s", dev->name);
+  out->cc_major = dev->arch.cc_major;
+  out->cc_minor = dev->arch.cc_minor;
+  out->sm_count = dev->arch.sm_count;
+  out->driver_version = dev->driver_version;
+  out->runtime_version = dev->runtime_version;
+  snprintf(out->nvrtc_version, sizeof out->nvrtc_version, "%s", nvrtc_version_string());
+}
+
+ct_status tuner_open(const char *db_path, const tune_opts *o, tuner **out, ct_err *err) {
+  *out = NULL;
+  tuner *t = calloc(1, sizeof *t);
+  if (!t) return ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+  t->opts = *o;
+  ct_status st;
+  /* The runner identifies the device; the builder needs its architecture
+   * but must fork before anything initialises CUDA in this process, which
+   * nothing here does: both fork, only the runner's child touches CUDA. */
+  if ((st = runner_start(&o->runner, &t->r, &t->dev, err))) goto fail;
+  if ((st = builder_start(o->n_builders, &t->dev.arch, &t->b, err))) goto fail;
+  if ((st = db_open(db_path, 0, &t->db, err))) goto fail;
+  tune_db_device(&t->dev, &t->dbdev);
+  snprintf(t->session, sizeof t->session, "%lx-%x", (unsigned long)time(NULL), (unsigned)getpid());
+  *out = t;
+  return CT_OK;
+fail:
+  tuner_close(t);
+  return st;
+}
+
+void tuner_close(tuner *t) {
+  if (!t) return;
+  if (t->b) builder_stop(t->b);
+  if (t->r) runner_stop(t->r);
+  if (t->db) db_close(t->db);
+  free(t);
+}
+
+const device *tuner_device(const tuner *t) {
+  return &t->dev;
+}
+
+static double tops(const ct_workload *w, double us) {
+  return us > 0 ? (double)workload_ops(w) / (us * 1e-6) / 1e12 : 0;
+}
+
+/* Options joined by spaces (the record's provenance and the cache key). */
+static char *join_options(const instance *inst) {
+  size_t len = 1;
+  for (int i = 0; i < inst->n_options; i++) len += strlen(inst->options[i]) + 1;
+  char *s = malloc(len), *p = s;
+  if (!s) return NULL;
+  for (int i = 0; i < inst->n_options; i++) p += sprintf(p, i ? " %s" : "%s", inst->options[i]);
+  *p = '\0';
+  return s;
+}
+
+static char *excerpt(const char *text) {
+  if (!text) return NULL;
+  size_t n = strlen(text);
+  if (n > ERROR_EXCERPT_MAX) n = ERROR_EXCERPT_MAX;
+  char *s = malloc(n + 1);
+  if (s) {
+    memcpy(s, text, n);
+    s[n] = '\0';
+  }
+  return s;
+}
+
+/* Transfer learning: features and costs of other workloads' trials of tpl on
+ * this device. Each workload's space is built once. */
+static void seed_transfer(tuner *t, search *se, const template_desc *tpl, const char *key) {
+  trial *tr = NULL;
+  int n = 0;
+  if (db_trials_other(t->db, key, &t->dbdev, tpl->name, template_version(tpl), 4000, &tr, &n,
+                      NULL) ||
+      n == 0) {
+    trials_free(tr, n);
+    return;
+  }
+  float *rows = malloc(sizeof *rows * SEARCH_MAX_FEATURES * n);
+  double *cost = malloc(sizeof *cost * n);
+  int *group = malloc(sizeof *group * n);
+  enum { MAX_GROUPS = 64 };
+  char *keys[MAX_GROUPS];
+  ct_workload ws[MAX_GROUPS];
+  space spaces[MAX_GROUPS];
+  int n_groups = 0, n_rows = 0, n_features = 0;
+  for (int i = 0; rows && cost && group && i < n; i++) {
+    int g = 0;
+    while (g < n_groups && strcmp(keys[g], tr[i].workload_key)) g++;
+    if (g == n_groups) {
+      if (n_groups == MAX_GROUPS) continue;
+      if (workload_from_key(tr[i].workload_key, &ws[g], NULL) ||
+          template_space(tpl, &ws[g], &spaces[g], NULL))
+        continue;
+      keys[n_groups++] = tr[i].workload_key;
+    }
+    cJSON *j = NULL;
+    config c;
+    if (json_parse(tr[i].config_json, "config", &j, NULL) ||
+        space_config_from_json(&spaces[g], j, &c, NULL)) {
+      cJSON_Delete(j);
+      continue;
+    }
+    cJSON_Delete(j);
+    int nf = search_features(tpl, &ws[g], &spaces[g], &c,
+                             rows + (size_t)n_rows * SEARCH_MAX_FEATURES, SEARCH_MAX_FEATURES);
+    if (n_features && nf != n_features) continue;
+    n_features = nf;
+    cost[n_rows] = tr[i].outcome == OUT_OK ? tr[i].median_us : INFINITY;
+    group[n_rows++] = g;
+  }
+  /* rows were written with stride SEARCH_MAX_FEATURES; pack them */
+  for (int i = 1; i < n_rows; i++)
+    memmove(rows + (size_t)i * n_features, rows + (size_t)i * SEARCH_MAX_FEATURES,
+            sizeof *rows * n_features);
+  if (n_rows) search_transfer(se, rows, cost, group, n_rows, n_features);
+  for (int g = 0; g < n_groups; g++) space_free(&spaces[g]);
+  free(rows);
+  free(cost);
+  free(group);
+  trials_free(tr, n);
+}
+
+/* Resume: feed the task's recorded trials to the strategy. Returns how many,
+ * and the best OK median among them in *best_us (0 if none). */
+static int resume(tuner *t, search *se, const template_desc *tpl, const ct_workload *w,
+                  const space *s, double *best_us) {
+  char key[CT_KEY_MAX];
+  trial *tr = NULL;
+  int n = 0, fed = 0;
+  *best_us = 0;
+  if (db_trials(t->db, workload_key(w, key, sizeof key), &t->dbdev, tpl->name,
+                template_version(tpl), &tr, &n, NULL))
+    return 0;
+  for (int i = 0; i < n; i++) {
+    cJSON *j = NULL;
+    config c;
+    if (json_parse(tr[i].config_json, "config", &j, NULL) ||
+        space_config_from_json(s, j, &c, NULL)) {
+      cJSON_Delete(j);
+      continue;
+    }
+    cJSON_Delete(j);
+    double cost = tr[i].outcome == OUT_OK ? tr[i].median_us : INFINITY;
+    search_update(se, &c, &cost, 1);
+    fed++;
+    if (tr[i].outcome == OUT_OK && (*best_us == 0 || tr[i].median_us < *best_us))
+      *best_us = tr[i].median_us;
+  }
+  trials_free(tr, n);
+  return fed;
+}
+
+/* Make sure the kernel cache holds the cubin of the task's best config on
+ * this device: from this run's copy when it is the best, else compiled. */
+static ct_status store_best(tuner *t, const template_desc *tpl, const ct_workload *w,
+                            const space *s, const cubin *best_cb, uint64_t best_index,
+                            tune_result *res, ct_err *err) {
+  char key[CT_KEY_MAX];
+  trial best = {0};
+  db_match match;
+  ct_status st =
+      db_best(t->db, workload_key(w, key, sizeof key), &t->dbdev, tpl->name, &best, &match, NULL);
+  if (st || match != DB_MATCH_DEVICE) {
+    trial_free(&best);
+    return CT_OK; /* nothing OK to store */
+  }
+  res->best_us = best.median_us;
+  res->best_tops = tops(w, best.median_us);
+  snprintf(res->best_config, sizeof res->best_config, "%s", best.config_json);
+  void *data = NULL;
+  size_t size = 0;
+  if (db_load_kernel(t->db, best.template_version, best.options, best.arch, &data, &size, NULL) ==
+      CT_OK) {
+    free(data);
+    trial_free(&best);
+    return CT_OK;
+  }
+  if (best_cb && best_cb->data && best_index == best.config_index) {
+    st = db_store_kernel(t->db, best.template_version, best.options, best.arch, best_cb->data,
+                         best_cb->size, err);
+    trial_free(&best);
+    return st;
+  }
+  /* The best came from an earlier run: compile it again. */
+  cJSON *j = NULL;
+  config c;
+  instance inst;
+  cubin cb = {0};
+  long tag;
+  if ((st = json_parse(best.config_json, "best config", &j, err)) ||
+      (st = space_config_from_json(s, j, &c, err)) ||
+      (st = instance_make(tpl, w, s, &c, &t->dev.arch, &inst, err)) ||
+      (st = builder_submit(t->b, &inst, -1, err)) || (st = builder_collect(t->b, &tag, &cb, err)))
+    goto done;
+  st =
+      db_store_kernel(t->db, best.template_version, best.options, best.arch, cb.data, cb.size, err);
+done:
+  cJSON_Delete(j);
+  cubin_free(&cb);
+  trial_free(&best);
+  return st;
+}
+
+/* Tune one (packed or plain, as tpl needs) workload with one template. */
+static ct_status tune_task(tuner *t, const char *name, const ct_workload *w,
+                           const template_desc *tpl, tune_progress_fn fn, void *user,
+                           tune_result *res, ct_err *err) {
+  const tune_opts *o = &t->opts;
+  char key[CT_KEY_MAX];
+  workload_key(w, key, sizeof key);
+  memset(res, 0, sizeof *res);
+  snprintf(res->key, sizeof res->key, "%s", key);
+  snprintf(res->template_name, sizeof res->template_name, "%s", tpl->name);
+
+  space s;
+  search *se = NULL;
+  ct_status st;
+  int batch_cap = o->search.batch > 0 ? o->search.batch : 64;
+  config *cfgs = calloc(batch_cap, sizeof *cfgs);
+  instance *insts = calloc(batch_cap, sizeof *insts);
+  trial *trials = calloc(batch_cap, sizeof *trials);
+  double *costs = calloc(batch_cap, sizeof *costs);
+  cubin best_cb = {0};
+  uint64_t best_index = 0;
+  if (!cfgs || !insts || !trials || !costs) {
+    free(cfgs), free(insts), free(trials), free(costs);
+    return ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+  }
+  if ((st = template_space(tpl, w, &s, err))) goto out_nospace;
+  if ((st = search_new(&o->search, tpl, w, &s, &t->dev.arch, &se, err))) goto out;
+  if ((st = runner_set_task(t->r, w, err))) goto out;
+
+  double best_us = 0;
+  res->n_resumed = resume(t, se, tpl, w, &s, &best_us);
+  if (o->transfer && !strcmp(o->search.kind, "xgb")) seed_transfer(t, se, tpl, key);
+
+  tune_progress p = {.name = name,
+                     .template_name = tpl->name,
+                     .total = o->n_trials,
+                     .resumed = res->n_resumed,
+                     .best_us = best_us,
+                     .best_tops = tops(w, best_us)};
+  double t0 = mono_s();
+  int since_best = 0;
+  while (res->n_trials < o->n_trials) {
+    if (o->time_budget_s > 0 && mono_s() - t0 >= o->time_budget_s) break;
+    if (o->stop && *o->stop) break;
+    if (o->early_stopping > 0 && since_best >= o->early_stopping) {
+      res->stopped_early = 1;
+      break;
+    }
+    int want = o->n_trials - res->n_trials;
+    int n = search_next(se, cfgs, want < batch_cap ? want : batch_cap);
+    if (n == 0) break; /* nothing left to propose */
+
+    /* Submit the batch; configs the descriptor rejects are INVALID trials. */
+    int submitted = 0;
+    for (int i = 0; i < n; i++) {
+      trial *tr = &trials[i];
+      memset(tr, 0, sizeof *tr);
+      snprintf(tr->uid, sizeof tr->uid, "%.24s-%ld", t->session, t->seq++);
+      snprintf(tr->workload_key, sizeof tr->workload_key, "%s", key);
+      snprintf(tr->template_name, sizeof tr->template_name, "%s", tpl->name);
+      snprintf(tr->template_version, sizeof tr->template_version, "%s", template_version(tpl));
+      snprintf(tr->arch, sizeof tr->arch, "%s", t->dev.arch.name);
+      snprintf(tr->tuner, sizeof tr->tuner, "%s", o->search.kind);
+      snprintf(tr->session, sizeof tr->session, "%s", t->session);
+      tr->tuner_settings = excerpt(search_settings(se));
+      tr->device = t->dbdev;
+      tr->config_index = space_index(&s, &cfgs[i]);
+      cJSON *cj = space_config_to_json(&s, &cfgs[i]);
+      tr->config_json = cj ? cJSON_PrintUnformatted(cj) : NULL;
+      cJSON_Delete(cj);
+      ct_err e = {0};
+      if (instance_make(tpl, w, &s, &cfgs[i], &t->dev.arch, &insts[i], &e)) {
+        tr->outcome = OUT_INVALID;
+        tr->error = excerpt(e.msg);
+        tr->timestamp = now_s();
+        continue;
+      }
+      tr->options = join_options(&insts[i]);
+      tr->outcome = OUT_COUNT; /* pending */
+      if ((st = builder_submit(t->b, &insts[i], i, err))) goto out;
+      submitted++;
+    }
+    /* Measure each cubin as it arrives. */
+    for (int k = 0; k < submitted; k++) {
+      long tag;
+      cubin cb = {0};
+      ct_err e = {0};
+      ct_status cs = builder_collect(t->b, &tag, &cb, &e);
+      if (cs != CT_OK && cs != CT_ERR_NVRTC) {
+        st = err_set(err, cs, e.file, e.line, "%s", e.msg);
+        cubin_free(&cb);
+        goto out;
+      }
+      trial *tr = &trials[tag];
+      tr->compile_ms = cb.compile_ms;
+      if (cs == CT_ERR_NVRTC) {
+        tr->outcome = OUT_COMPILE_ERROR;
+        tr->error = excerpt(cb.log && cb.log[0] ? cb.log : e.msg);
+      } else {
+        run_result rr;
+        if ((st = runner_measure(t->r, &insts[tag], cb.data, cb.size, &rr, err))) {
+          cubin_free(&cb);
+          goto out;
+        }
+        tr->outcome = rr.outcome;
+        if (rr.outcome == OUT_OK) {
+          tr->median_us = rr.median_us;
+          tr->n_samples = rr.n_samples;
+          tr->samples_us = malloc(sizeof(double) * (rr.n_samples ? rr.n_samples : 1));
+          if (tr->samples_us)
+            memcpy(tr->samples_us, rr.samples_us, sizeof(double) * rr.n_samples);
+          else
+            tr->n_samples = 0;
+          if (p.best_us == 0 || rr.median_us < p.best_us) {
+            /* keep the best cubin for the kernel cache */
+            cubin_free(&best_cb);
+            best_cb = cb;
+            cb = (cubin){0};
+            best_index = tr->config_index;
+          }
+        } else {
+          tr->error = excerpt(rr.error);
+        }
+      }
+      tr->timestamp = now_s();
+      cubin_free(&cb);
+    }
+    /* Record the batch, teach the strategy, report. */
+    int n_skipped = 0;
+    if ((st = db_insert_trials(t->db, trials, n, &n_skipped, err))) goto out;
+    for (int i = 0; i < n; i++) {
+      trial *tr = &trials[i];
+      costs[i] = tr->outcome == OUT_OK ? tr->median_us : INFINITY;
+      res->by_outcome[tr->outcome]++;
+      p.by_outcome[tr->outcome]++;
+      res->n_trials++;
+      if (tr->outcome != OUT_OK) p.errors++;
+      if (tr->outcome == OUT_OK && (p.best_us == 0 || tr->median_us < p.best_us)) {
+        p.best_us = tr->median_us;
+        since_best = 0;
+      } else {
+        since_best++;
+      }
+      trial_free(tr);
+    }
+    search_update(se, cfgs, costs, n);
+    p.done = res->n_trials;
+    p.best_tops = tops(w, p.best_us);
+    p.elapsed_s = mono_s() - t0;
+    p.eta_s = p.done ? p.elapsed_s / p.done * (p.total - p.done) : 0;
+    if (fn) fn(user, &p);
+  }
+  res->wall_s = mono_s() - t0;
+  res->trials_per_s = res->wall_s > 0 ? res->n_trials / res->wall_s : 0;
+  st = store_best(t, tpl, w, &s, &best_cb, best_index, res, err);
+  p.finished = 1;
+  p.best_us = res->best_us;
+  p.best_tops = res->best_tops;
+  p.elapsed_s = res->wall_s;
+  p.eta_s = 0;
+  if (fn) fn(user, &p);
+out:
+  search_free(se);
+  space_free(&s);
+out_nospace:
+  for (int i = 0; i < batch_cap; i++) trial_free(&trials[i]);
+  cubin_free(&best_cb);
+  free(cfgs);
+  free(insts);
+  free(trials);
+  free(costs);
+  return st;
+}
+
+ct_status tuner_tune(tuner *t, const char *name, const ct_workload *w, const template_desc *tpl,
+                     tune_progress_fn fn, void *user, tune_result *res, ct_err *err) {
+  ct_status st = workload_validate(w, err);
+  if (st) return st;
+  int ran = 0;
+  tune_result best = {0};
+  /* one template when given (registered or not: tests plant their own),
+   * else every registered one that runs w */
+  const template_desc *only[2] = {tpl, NULL};
+  const template_desc *const *list = tpl ? only : template_all();
+  for (int i = 0; list[i]; i++) {
+    const template_desc *cand = list[i];
+    ct_workload tw = *w;
+    if (cand->layout == CT_LAYOUT_NCHW4C && w->layout != CT_LAYOUT_NCHW4C) workload_packed(w, &tw);
+    if (!cand->supports(&tw, NULL)) continue;
+    tune_result r;
+    if ((st = tune_task(t, name, &tw, cand, fn, user, &r, err))) return st;
+    if (!ran || (r.best_us > 0 && (best.best_us == 0 || r.best_us < best.best_us))) best = r;
+    ran = 1;
+  }
+  if (!ran) {
+    char why[TEMPLATE_WHY_MAX] = "";
+    if (tpl) tpl->supports(w, why);
+    return ERR_SET(err, CT_ERR_UNSUPPORTED, "%s: no template runs this workload%s%s", name,
+                   why[0] ? ": " : "", why);
+  }
+  *res = best;
+  return CT_OK;
+}
