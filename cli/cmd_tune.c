@@ -68,11 +68,21 @@ static void on_progress(void *user, const tune_progress *p) {
   if (pc->quiet) return;
   char eta[32];
   fmt_eta(p->finished ? p->elapsed_s : p->eta_s, eta, sizeof eta);
+  char errors[160] = "";
+  size_t len = snprintf(errors, sizeof errors, "errors %d", p->errors);
+  const char *sep = " (";
+  for (int o = 1; o < OUT_COUNT && p->errors && len < sizeof errors; o++)
+    if (p->by_outcome[o]) {
+      len += snprintf(errors + len, sizeof errors - len, "%s%s %d", sep, outcome_name((outcome)o),
+                      p->by_outcome[o]);
+      sep = ", ";
+    }
+  if (p->errors && len < sizeof errors) snprintf(errors + len, sizeof errors - len, ")");
   char best[64] = "best -";
   if (p->best_us > 0)
     snprintf(best, sizeof best, "best %.2f us (%.1f TOPS)", p->best_us, p->best_tops);
-  fprintf(stderr, "%s[tune] %s %d/%d %s errors %d %s %s%s", pc->tty ? "\r\033[K" : "", p->name,
-          p->done, p->total, best, p->errors, p->finished ? "took" : "eta", eta,
+  fprintf(stderr, "%s[tune] %s %d/%d %s %s %s %s%s", pc->tty ? "\r\033[K" : "", p->name, p->done,
+          p->total, best, errors, p->finished ? "took" : "eta", eta,
           pc->tty && !p->finished ? "" : "\n");
   fflush(stderr);
 }
