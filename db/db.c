@@ -967,6 +967,7 @@ done:
 static const char SQL_BEST[] =
     TRIAL_SELECT " WHERE w.key = ?1 AND t.outcome = 'OK' AND d.cc_major = ?3 AND d.cc_minor = ?4"
                  " AND (?2 IS NULL OR d.name = ?2) AND (?5 IS NULL OR p.name = ?5)"
+                 " AND (?6 IS NULL OR p.version = ?6)"
                  " ORDER BY t.median_us, t.id LIMIT 1";
 static const char SQL_TRIALS[] =
     TRIAL_SELECT " WHERE w.key = ?1" DEVICE_FILTER TEMPLATE_FILTER " ORDER BY t.id";
@@ -1114,7 +1115,7 @@ done:
 }
 
 ct_status db_best(db *d, const char *workload_key, const db_device *dev, const char *template_name,
-                  trial *out, db_match *match, ct_err *err) {
+                  const char *template_version, trial *out, db_match *match, ct_err *err) {
   ct_status st = CT_OK;
   sqlite3_stmt *s = NULL;
   sqlite3 *h = d ? d->h : NULL;
@@ -1124,7 +1125,8 @@ ct_status db_best(db *d, const char *workload_key, const db_device *dev, const c
   if (!d || !workload_key || !dev || !out)
     return ERR_SET(err, CT_ERR_INVALID_ARG, "db_best: NULL database, workload key, device or out");
   SQL_TRY(h, err, sqlite3_prepare_v2(h, SQL_BEST, -1, &s, NULL));
-  if ((st = bind_filters(h, s, workload_key, dev, template_name, NULL, err)) != CT_OK) goto done;
+  if ((st = bind_filters(h, s, workload_key, dev, template_name, template_version, err)) != CT_OK)
+    goto done;
   SQL_STEP(h, err, s, rc);
   if (rc == SQLITE_ROW) {
     if (match) *match = DB_MATCH_DEVICE;

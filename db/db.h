@@ -95,10 +95,10 @@ typedef enum db_match { DB_MATCH_NONE, DB_MATCH_DEVICE, DB_MATCH_CC } db_match;
 
 /* The best OK trial of workload_key: on a device of this name and compute
  * capability, else on any device of the same compute capability. Template
- * filter: NULL for any. *match says which; CT_ERR_NOT_FOUND when none. out
- * is owned by the caller (trial_free). */
+ * name and version filters: NULL for any. *match says which;
+ * CT_ERR_NOT_FOUND when none. out is owned by the caller (trial_free). */
 ct_status db_best(db *d, const char *workload_key, const db_device *dev, const char *template_name,
-                  trial *out, db_match *match, ct_err *err);
+                  const char *template_version, trial *out, db_match *match, ct_err *err);
 
 /* Every trial of workload_key (any device when dev is NULL; else that
  * device name and cc), optionally of one template and template version

@@ -74,7 +74,7 @@ ct_status device_open(int ordinal, device *out, ct_err *err) {
   CUDA_TRY(err, cudaDeviceGetAttribute(&out->clock_khz, cudaDevAttrClockRate, ordinal));
 
 done:
-  if (st == CT_ERR_NO_DEVICE) err_prefix(err, "no CUDA device: measuring needs an NVIDIA GPU");
+  if (st == CT_ERR_NO_DEVICE) err_prefix(err, "no CUDA device: running kernels needs an NVIDIA GPU");
   if (st != CT_OK) {
     (void)cudaGetLastError(); /* the failure is reported here; do not leave it behind */
     memset(out, 0, sizeof *out);

@@ -79,8 +79,8 @@ int template_headers(const char *const **names, const char *const **sources);
  * reference kernel), or NULL. Static. */
 const char *template_embedded(const char *file);
 
-/* The template's version: 16 hex digits of a 64-bit FNV-1a hash over its
- * source and every embedded header; static storage per template. */
+/* The template's version: 16 hex digits of the SHA-256 of its source, every
+ * embedded header and the C descriptors (computed at build time); static. */
 const char *template_version(const template_desc *tpl);
 
 /* Build tpl's space for w: CT_ERR_UNSUPPORTED when tpl cannot run w. */

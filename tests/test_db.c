@@ -238,7 +238,7 @@ START_TEST(insert_best_round_trip) {
   trial got;
   db_match m = DB_MATCH_NONE;
   ct_err err = {0};
-  ck_assert_msg(db_best(d, KEY_A, &H200, NULL, &got, &m, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(db_best(d, KEY_A, &H200, NULL, NULL, &got, &m, &err) == CT_OK, "%s", err.msg);
   ck_assert_int_eq(m, DB_MATCH_DEVICE);
   assert_same_trial(&t, &got);
   ck_assert(got.config_index == UINT64_MAX - 5);
@@ -271,11 +271,11 @@ START_TEST(best_lowest_ok_ignores_failures) {
   trial got;
   db_match m;
   ct_err err = {0};
-  ck_assert_msg(db_best(d, KEY_A, &H200, NULL, &got, &m, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(db_best(d, KEY_A, &H200, NULL, NULL, &got, &m, &err) == CT_OK, "%s", err.msg);
   ck_assert_int_eq(m, DB_MATCH_DEVICE);
   assert_same_trial(&t[1], &got);
   trial_free(&got);
-  ck_assert_msg(db_best(d, KEY_A, &H100, NULL, &got, &m, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(db_best(d, KEY_A, &H100, NULL, NULL, &got, &m, &err) == CT_OK, "%s", err.msg);
   ck_assert_int_eq(m, DB_MATCH_DEVICE);
   assert_same_trial(&t[6], &got);
   trial_free(&got);
@@ -298,7 +298,7 @@ START_TEST(best_falls_back_to_same_cc) {
   trial got;
   db_match m;
   ct_err err = {0};
-  ck_assert_msg(db_best(d, KEY_A, &H200, NULL, &got, &m, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(db_best(d, KEY_A, &H200, NULL, NULL, &got, &m, &err) == CT_OK, "%s", err.msg);
   ck_assert_int_eq(m, DB_MATCH_CC);
   assert_same_trial(&t[1], &got);
   ck_assert_str_eq(got.device.name, H100.name);
@@ -306,13 +306,13 @@ START_TEST(best_falls_back_to_same_cc) {
 
   /* 8.9 is not 9.0: nothing, even though 9.0 trials exist. */
   m = DB_MATCH_DEVICE;
-  ck_assert_int_eq(db_best(d, KEY_A, &L40S, NULL, &got, &m, &err), CT_ERR_NOT_FOUND);
+  ck_assert_int_eq(db_best(d, KEY_A, &L40S, NULL, NULL, &got, &m, &err), CT_ERR_NOT_FOUND);
   ck_assert_int_eq(m, DB_MATCH_NONE);
   ck_assert_ptr_null(got.config_json);
   ck_assert_ptr_nonnull(strstr(err.msg, KEY_A));
   /* A workload never tuned. */
-  ck_assert_int_eq(db_best(d, KEY_B, &H200, NULL, &got, &m, &err), CT_ERR_NOT_FOUND);
-  ck_assert_int_eq(db_best(d, NULL, &H200, NULL, &got, &m, &err), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(db_best(d, KEY_B, &H200, NULL, NULL, &got, &m, &err), CT_ERR_NOT_FOUND);
+  ck_assert_int_eq(db_best(d, NULL, &H200, NULL, NULL, &got, &m, &err), CT_ERR_INVALID_ARG);
   free_all(t, 3);
   db_close(d);
 }
@@ -333,17 +333,20 @@ START_TEST(best_template_filter) {
   trial got;
   db_match m;
   ct_err err = {0};
-  ck_assert_int_eq(db_best(d, KEY_A, &H200, NULL, &got, &m, &err), CT_OK);
+  ck_assert_int_eq(db_best(d, KEY_A, &H200, NULL, NULL, &got, &m, &err), CT_OK);
   assert_same_trial(&t[2], &got);
   trial_free(&got);
-  ck_assert_int_eq(db_best(d, KEY_A, &H200, TPL, &got, &m, &err), CT_OK);
+  ck_assert_int_eq(db_best(d, KEY_A, &H200, TPL, NULL, &got, &m, &err), CT_OK);
   assert_same_trial(&t[1], &got);
   trial_free(&got);
-  ck_assert_int_eq(db_best(d, KEY_A, &H200, TPL2, &got, &m, &err), CT_OK);
+  ck_assert_int_eq(db_best(d, KEY_A, &H200, TPL2, NULL, &got, &m, &err), CT_OK);
   assert_same_trial(&t[2], &got);
   trial_free(&got);
-  ck_assert_int_eq(db_best(d, KEY_A, &H200, "conv2d_nope", &got, &m, &err), CT_ERR_NOT_FOUND);
+  ck_assert_int_eq(db_best(d, KEY_A, &H200, "conv2d_nope", NULL, &got, &m, &err), CT_ERR_NOT_FOUND);
   ck_assert_ptr_nonnull(strstr(err.msg, "conv2d_nope"));
+  /* a version filter that no trial matches */
+  ck_assert_int_eq(db_best(d, KEY_A, &H200, TPL, "ffffffffffffffff", &got, &m, &err),
+                   CT_ERR_NOT_FOUND);
   free_all(t, 4);
   db_close(d);
 }
@@ -947,7 +950,7 @@ START_TEST(reopen_persists) {
     ck_assert_msg(db_open(path, readonly, &d, &err) == CT_OK, "%s", err.msg);
     trial got;
     db_match m;
-    ck_assert_int_eq(db_best(d, KEY_B, &H200, NULL, &got, &m, &err), CT_OK);
+    ck_assert_int_eq(db_best(d, KEY_B, &H200, NULL, NULL, &got, &m, &err), CT_OK);
     assert_same_trial(&t, &got);
     trial_free(&got);
     void *data = NULL;
@@ -1179,7 +1182,7 @@ START_TEST(duplicate_uids_skipped) {
   trial got;
   db_match m;
   ct_err err = {0};
-  ck_assert_int_eq(db_best(d, KEY_A, &H200, NULL, &got, &m, &err), CT_OK);
+  ck_assert_int_eq(db_best(d, KEY_A, &H200, NULL, NULL, &got, &m, &err), CT_OK);
   assert_same_trial(&twice[0], &got);
   trial_free(&got);
   free_all(twice, 2);

@@ -167,7 +167,7 @@ START_TEST(resume_never_measures_a_config_twice) {
   trial best;
   db_match m;
   db_device dev = tr[0].device;
-  ck_assert_int_eq(db_best(d, key, &dev, tpl->name, &best, &m, &err), CT_OK);
+  ck_assert_int_eq(db_best(d, key, &dev, tpl->name, NULL, &best, &m, &err), CT_OK);
   void *data = NULL;
   size_t size = 0;
   ck_assert_int_eq(

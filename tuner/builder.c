@@ -20,7 +20,8 @@
  */
 #include "tuner/builder.h"
 
-#include <dirent.h>
+#include "tuner/proc.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -28,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -106,63 +106,14 @@ struct builder {
   long hits;
 };
 
-/* ---- plumbing shared by both sides ------------------------------------- */
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Write all n bytes; 0, or -1 (the peer is gone, or another error). */
-static int send_all(int fd, const void *p, size_t n) {
-  const char *c = p;
-  while (n > 0) {
-    ssize_t k = send(fd, c, n, MSG_NOSIGNAL);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return -1;
-    c += k;
-    n -= (size_t)k;
-  }
-  return 0;
-}
-
-/* Read all n bytes (blocking); 0, or -1 at EOF or on an error. */
-static int recv_all(int fd, void *p, size_t n) {
-  char *c = p;
-  while (n > 0) {
-    ssize_t k = recv(fd, c, n, 0);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return -1;
-    c += k;
-    n -= (size_t)k;
-  }
-  return 0;
-}
-
-/* In a fresh child: close every inherited descriptor but 0-2 and keep, so
- * that it holds no end of another worker's socket (or the runner's) and none
- * of the parent's files. Best effort: without /proc nothing is closed. */
-static void close_inherited(int keep) {
-  DIR *d = opendir("/proc/self/fd");
-  if (!d) return;
-  int dfd = dirfd(d);
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    char *end;
-    long fd = strtol(e->d_name, &end, 10);
-    if (*end == '\0' && end != e->d_name && fd > 2 && fd != keep && fd != dfd) close((int)fd);
-  }
-  closedir(d);
-}
-
 /* ---- the worker process ------------------------------------------------ */
 
 /* Compile jobs until the parent goes away. Never returns. */
-static void worker_main(int fd, const arch *a) {
+static void worker_main(int fd, void *arg) {
+  const arch *a = arg;
   instance inst;
   for (;;) {
-    if (recv_all(fd, &inst, sizeof inst) != 0) _exit(0);
+    if (proc_recv_all(fd, &inst, sizeof inst, 0) != PROC_OK) _exit(0);
     cubin c;
     ct_err err = {0};
     ct_status st = nvrtc_compile(&inst, a, &c, &err);
@@ -173,8 +124,8 @@ static void worker_main(int fd, const arch *a) {
     h.size = c.data ? c.size : 0;
     h.log_size = c.log ? strlen(c.log) : 0;
     if (st != CT_OK) snprintf(h.msg, sizeof h.msg, "%s", err.msg);
-    if (send_all(fd, &h, sizeof h) != 0 || send_all(fd, c.data, h.size) != 0 ||
-        send_all(fd, c.log, h.log_size) != 0)
+    if (proc_send_all(fd, &h, sizeof h) != 0 || proc_send_all(fd, c.data, h.size) != 0 ||
+        proc_send_all(fd, c.log, h.log_size) != 0)
       _exit(1);
     cubin_free(&c);
   }
@@ -183,34 +134,7 @@ static void worker_main(int fd, const arch *a) {
 /* ---- the parent: workers ----------------------------------------------- */
 
 static ct_status spawn(builder *b, worker *w, ct_err *err) {
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
-    return ERR_SET(err, CT_ERR_IO, "builder: socketpair: %s", strerror(errno));
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) {
-    int e = errno;
-    close(sv[0]);
-    close(sv[1]);
-    return ERR_SET(err, CT_ERR_IO, "builder: fork: %s", strerror(e));
-  }
-  if (pid == 0) {
-    close(sv[0]);
-    close_inherited(sv[1]);
-    /* Die with the parent, whatever way it goes (and if it is already gone).
-     * Ignore the terminal's SIGINT and SIGTERM: the parent decides when to
-     * stop, after the trial in flight, so an interrupt is never recorded
-     * as a faulting config. */
-    signal(SIGINT, SIG_IGN);
-    signal(SIGTERM, SIG_IGN);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(0);
-    worker_main(sv[1], &b->arch);
-  }
-  close(sv[1]);
-  w->pid = pid;
-  w->fd = sv[0];
-  return CT_OK;
+  return proc_spawn("builder", worker_main, &b->arch, &w->pid, &w->fd, err);
 }
 
 /* Kill and reap w's process; its wait status, or -1 when unknown. */
@@ -225,16 +149,6 @@ static int reap(worker *w) {
   w->pid = 0;
   w->fd = -1;
   return ws;
-}
-
-/* How a process ended, for a log: "signal 11 (Segmentation fault)". */
-static void describe_exit(int ws, char *buf, size_t size) {
-  if (ws != -1 && WIFSIGNALED(ws))
-    snprintf(buf, size, "signal %d (%s)", WTERMSIG(ws), strsignal(WTERMSIG(ws)));
-  else if (ws != -1 && WIFEXITED(ws))
-    snprintf(buf, size, "exit code %d", WEXITSTATUS(ws));
-  else
-    snprintf(buf, size, "unknown status");
 }
 
 /* ---- the parent: cache ------------------------------------------------- */
@@ -409,7 +323,7 @@ static ct_status dispatch(builder *b, ct_err *err) {
         if (st != CT_OK) return st;
         continue;
       }
-      if (send_all(w->fd, &j->inst, sizeof j->inst) != 0) {
+      if (proc_send_all(w->fd, &j->inst, sizeof j->inst) != 0) {
         /* The worker died while idle: the job never reached it. Put the job
          * back at the head and give the slot a fresh process. */
         j->next = b->queue_head;
@@ -424,7 +338,7 @@ static ct_status dispatch(builder *b, ct_err *err) {
         continue;
       }
       w->cur = j;
-      w->started_s = now_s();
+      w->started_s = proc_now_s();
       b->n_busy++;
     }
     alive += w->pid != 0;
@@ -445,7 +359,7 @@ static ct_status receive(builder *b, worker *w, ct_err *err) {
   result_head h;
   cubin c;
   memset(&c, 0, sizeof c);
-  int ok = recv_all(w->fd, &h, sizeof h) == 0 && h.size <= RESULT_MAX_BYTES &&
+  int ok = proc_recv_all(w->fd, &h, sizeof h, 0) == PROC_OK && h.size <= RESULT_MAX_BYTES &&
            h.log_size <= RESULT_MAX_BYTES;
   if (ok) {
     c.data = h.size ? malloc(h.size) : NULL;
@@ -461,13 +375,14 @@ static ct_status receive(builder *b, worker *w, ct_err *err) {
       free(j);
       return ERR_SET(err, CT_ERR_NO_MEMORY, "builder: no memory for the result of job %ld", tag);
     }
-    ok = recv_all(w->fd, c.data, h.size) == 0 && recv_all(w->fd, c.log, h.log_size) == 0;
+    ok = proc_recv_all(w->fd, c.data, h.size, 0) == PROC_OK &&
+         proc_recv_all(w->fd, c.log, h.log_size, 0) == PROC_OK;
   }
   if (!ok) {
     cubin_free(&c);
     int ws = reap(w);
     char how[96], what[192];
-    describe_exit(ws, how, sizeof how);
+    proc_describe_exit(ws, how, sizeof how);
     snprintf(what, sizeof what, "the compiler process died (%s) compiling this instance", how);
     (void)spawn(b, w, NULL);
     return finish_dead(b, j, what, err);
@@ -579,7 +494,7 @@ ct_status builder_collect(builder *b, long *tag, cubin *out, ct_err *err) {
 
     struct pollfd fds[MAX_WORKERS];
     int who[MAX_WORKERS], n = 0;
-    double now = now_s(), wait_s = BUILD_TIMEOUT_S;
+    double now = proc_now_s(), wait_s = BUILD_TIMEOUT_S;
     for (int i = 0; i < b->n_workers; i++) {
       worker *w = &b->workers[i];
       if (!w->cur) continue;
@@ -600,7 +515,7 @@ ct_status builder_collect(builder *b, long *tag, cubin *out, ct_err *err) {
       if (st != CT_OK) return st;
     }
     /* Compiles past their time: kill, report, replace. */
-    now = now_s();
+    now = proc_now_s();
     for (int i = 0; i < b->n_workers; i++) {
       worker *w = &b->workers[i];
       if (!w->cur || now - w->started_s < BUILD_TIMEOUT_S) continue;

@@ -32,7 +32,8 @@
  */
 #include "tuner/runner.h"
 
-#include <dirent.h>
+#include "tuner/proc.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -40,7 +41,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -123,87 +123,17 @@ void runner_opts_default(runner_opts *o) {
   o->seed = 1;
 }
 
-/* ---- plumbing shared by both sides ------------------------------------- */
-
-enum { IO_OK, IO_EOF, IO_TIMEOUT };
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Write all n bytes; 0, or -1 (the peer is gone, or another error). */
-static int send_all(int fd, const void *p, size_t n) {
-  const char *c = p;
-  while (n > 0) {
-    ssize_t k = send(fd, c, n, MSG_NOSIGNAL);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return -1;
-    c += k;
-    n -= (size_t)k;
-  }
-  return 0;
-}
-
-/* Read all n bytes by deadline (0: no deadline): IO_OK, IO_EOF (also an
- * error), IO_TIMEOUT. */
-static int recv_all(int fd, void *p, size_t n, double deadline) {
-  char *c = p;
-  while (n > 0) {
-    if (deadline > 0) {
-      double left = deadline - now_s();
-      if (left <= 0) return IO_TIMEOUT;
-      struct pollfd pfd = {.fd = fd, .events = POLLIN, .revents = 0};
-      int k = poll(&pfd, 1, (int)(left * 1000) + 1);
-      if (k < 0 && errno == EINTR) continue;
-      if (k < 0) return IO_EOF;
-      if (k == 0) continue; /* the deadline check above decides */
-    }
-    ssize_t k = recv(fd, c, n, 0);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return IO_EOF;
-    c += k;
-    n -= (size_t)k;
-  }
-  return IO_OK;
-}
+/* ---- plumbing ------------------------------------------------------------ */
 
 /* Read and drop n bytes (a request that cannot be served). */
 static int drain(int fd, uint64_t n) {
   char buf[4096];
   while (n > 0) {
     size_t k = n < sizeof buf ? (size_t)n : sizeof buf;
-    if (recv_all(fd, buf, k, 0) != IO_OK) return -1;
+    if (proc_recv_all(fd, buf, k, 0) != PROC_OK) return -1;
     n -= k;
   }
   return 0;
-}
-
-/* In a fresh child: close every inherited descriptor but 0-2 and keep, so
- * that it holds no end of a builder worker's socket and none of the
- * parent's files. Best effort: without /proc nothing is closed. */
-static void close_inherited(int keep) {
-  DIR *d = opendir("/proc/self/fd");
-  if (!d) return;
-  int dfd = dirfd(d);
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    char *end;
-    long fd = strtol(e->d_name, &end, 10);
-    if (*end == '\0' && end != e->d_name && fd > 2 && fd != keep && fd != dfd) close((int)fd);
-  }
-  closedir(d);
-}
-
-/* How a process ended: "signal 9 (Killed)", "exit code 3". */
-static void describe_exit(int ws, char *buf, size_t size) {
-  if (ws != -1 && WIFSIGNALED(ws))
-    snprintf(buf, size, "signal %d (%s)", WTERMSIG(ws), strsignal(WTERMSIG(ws)));
-  else if (ws != -1 && WIFEXITED(ws))
-    snprintf(buf, size, "exit code %d", WEXITSTATUS(ws));
-  else
-    snprintf(buf, size, "unknown status");
 }
 
 /* ---- the worker -------------------------------------------------------- */
@@ -329,10 +259,17 @@ static ct_status task_set(wstate *s, const ct_workload *w, ct_err *err) {
   }
   rng r;
   rng_seed(&r, s->o.seed);
+  /* The copies go on the worker's stream and are waited for: it is a
+   * non-blocking stream, which a plain cudaMemcpy (legacy default stream,
+   * returning once a pageable buffer is staged) does not order against, so
+   * the reference kernel could read inputs still in flight. That race once
+   * made a whole layer's trials WRONG_ANSWER. */
   fill_random(host, s->data_bytes, &r);
-  CUDA_TRY(err, cudaMemcpy(s->data, host, s->data_bytes, cudaMemcpyHostToDevice));
+  CUDA_TRY(err, cudaMemcpyAsync(s->data, host, s->data_bytes, cudaMemcpyHostToDevice, s->stream));
+  CUDA_TRY(err, cudaStreamSynchronize(s->stream)); /* host is refilled next */
   fill_random(host, s->weight_bytes, &r);
-  CUDA_TRY(err, cudaMemcpy(s->weights, host, s->weight_bytes, cudaMemcpyHostToDevice));
+  CUDA_TRY(err,
+           cudaMemcpyAsync(s->weights, host, s->weight_bytes, cudaMemcpyHostToDevice, s->stream));
 
   size_t positions = s->out_elems / 4;
   dim3 grid = {(unsigned)((positions + REF_BLOCK - 1) / REF_BLOCK), 1, 1};
@@ -516,11 +453,12 @@ static int send_rsp(int fd, ct_status status, int exiting, const char *msg, cons
   h.exiting = exiting;
   h.size = n;
   snprintf(h.msg, sizeof h.msg, "%s", msg ? msg : "");
-  return send_all(fd, &h, sizeof h) != 0 || send_all(fd, payload, n) != 0 ? -1 : 0;
+  return proc_send_all(fd, &h, sizeof h) != 0 || proc_send_all(fd, payload, n) != 0 ? -1 : 0;
 }
 
 /* Serve requests until QUIT or EOF. Never returns. */
-static void worker_main(int fd, const runner_opts *o) {
+static void worker_main(int fd, void *arg) {
+  const runner_opts *o = arg;
   wstate s;
   memset(&s, 0, sizeof s);
   s.o = *o;
@@ -531,13 +469,13 @@ static void worker_main(int fd, const runner_opts *o) {
     _exit(1);
   for (;;) {
     req_head q;
-    if (recv_all(fd, &q, sizeof q, 0) != IO_OK) _exit(0);
+    if (proc_recv_all(fd, &q, sizeof q, 0) != PROC_OK) _exit(0);
     err_clear(&err);
     int lost = 0;
     switch (q.type) {
     case REQ_SET_TASK: {
       ct_workload w;
-      if (q.size != sizeof w || recv_all(fd, &w, sizeof w, 0) != IO_OK) _exit(4);
+      if (q.size != sizeof w || proc_recv_all(fd, &w, sizeof w, 0) != PROC_OK) _exit(4);
       st = task_set(&s, &w, &err);
       lost = st != CT_OK && context_lost();
       if (send_rsp(fd, st, lost, err.msg, NULL, 0) != 0) _exit(1);
@@ -553,7 +491,7 @@ static void worker_main(int fd, const runner_opts *o) {
         if (send_rsp(fd, CT_ERR_NO_MEMORY, 0, err.msg, NULL, 0) != 0) _exit(1);
         break;
       }
-      if (recv_all(fd, p, q.size, 0) != IO_OK) _exit(1);
+      if (proc_recv_all(fd, p, q.size, 0) != PROC_OK) _exit(1);
       instance inst;
       memcpy(&inst, p, sizeof inst);
       inst.kernel_name[sizeof inst.kernel_name - 1] = '\0';
@@ -596,7 +534,7 @@ static int stop_worker(runner *r, double grace_s) {
   if (r->fd >= 0) close(r->fd);
   r->fd = -1;
   if (r->pid > 0) {
-    double end = now_s() + grace_s;
+    double end = proc_now_s() + grace_s;
     for (;;) {
       pid_t p = waitpid(r->pid, &ws, WNOHANG);
       if (p == r->pid) break;
@@ -604,7 +542,7 @@ static int stop_worker(runner *r, double grace_s) {
         ws = -1;
         break;
       }
-      if (now_s() >= end) {
+      if (proc_now_s() >= end) {
         kill(r->pid, SIGKILL);
         while (waitpid(r->pid, &ws, 0) < 0 && errno == EINTR) {
         }
@@ -620,41 +558,16 @@ static int stop_worker(runner *r, double grace_s) {
 
 /* Fork a worker and wait for it to report its device. */
 static ct_status spawn(runner *r, ct_err *err) {
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
-    return ERR_SET(err, CT_ERR_IO, "runner: socketpair: %s", strerror(errno));
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) {
-    int e = errno;
-    close(sv[0]);
-    close(sv[1]);
-    return ERR_SET(err, CT_ERR_IO, "runner: fork: %s", strerror(e));
-  }
-  if (pid == 0) {
-    close(sv[0]);
-    close_inherited(sv[1]);
-    /* Die with the parent, whatever way it goes (and if it is already gone).
-     * Ignore the terminal's SIGINT and SIGTERM: the parent decides when to
-     * stop, after the trial in flight, so an interrupt is never recorded
-     * as a faulting config. */
-    signal(SIGINT, SIG_IGN);
-    signal(SIGTERM, SIG_IGN);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(0);
-    worker_main(sv[1], &r->o);
-  }
-  close(sv[1]);
-  r->pid = pid;
-  r->fd = sv[0];
+  ct_status spawned = proc_spawn("runner", worker_main, &r->o, &r->pid, &r->fd, err);
+  if (spawned) return spawned;
 
   rsp_head h;
-  double deadline = now_s() + SETUP_TIMEOUT_S;
-  int rc = recv_all(r->fd, &h, sizeof h, deadline);
-  if (rc == IO_OK) {
+  double deadline = proc_now_s() + SETUP_TIMEOUT_S;
+  int rc = proc_recv_all(r->fd, &h, sizeof h, deadline);
+  if (rc == PROC_OK) {
     h.msg[sizeof h.msg - 1] = '\0';
     if (h.status == CT_OK && h.size == sizeof r->dev &&
-        recv_all(r->fd, &r->dev, sizeof r->dev, deadline) == IO_OK)
+        proc_recv_all(r->fd, &r->dev, sizeof r->dev, deadline) == PROC_OK)
       return CT_OK;
     if (h.status != CT_OK) {
       ct_status st = err_set(err, (ct_status)h.status, __FILE__, __LINE__, "%s", h.msg);
@@ -664,8 +577,8 @@ static ct_status spawn(runner *r, ct_err *err) {
   }
   int ws = stop_worker(r, 0);
   char how[96];
-  describe_exit(ws, how, sizeof how);
-  if (rc == IO_TIMEOUT)
+  proc_describe_exit(ws, how, sizeof how);
+  if (rc == PROC_TIMEOUT)
     return ERR_SET(err, CT_ERR_CUDA, "runner: the worker did not report its device within %.0f s",
                    SETUP_TIMEOUT_S);
   return ERR_SET(err, CT_ERR_CUDA, "runner: the worker ended (%s) before reporting its device",
@@ -679,12 +592,12 @@ typedef enum { CALL_OK, CALL_DIED, CALL_TIMEOUT } call_result;
 static call_result call(runner *r, uint32_t type, const void *p1, size_t n1, const void *p2,
                         size_t n2, double deadline, rsp_head *h) {
   req_head q = {.type = type, .reserved = 0, .size = n1 + n2};
-  if (send_all(r->fd, &q, sizeof q) != 0 || send_all(r->fd, p1, n1) != 0 ||
-      send_all(r->fd, p2, n2) != 0)
+  if (proc_send_all(r->fd, &q, sizeof q) != 0 || proc_send_all(r->fd, p1, n1) != 0 ||
+      proc_send_all(r->fd, p2, n2) != 0)
     return CALL_DIED;
-  int rc = recv_all(r->fd, h, sizeof *h, deadline);
-  if (rc == IO_TIMEOUT) return CALL_TIMEOUT;
-  if (rc != IO_OK) return CALL_DIED;
+  int rc = proc_recv_all(r->fd, h, sizeof *h, deadline);
+  if (rc == PROC_TIMEOUT) return CALL_TIMEOUT;
+  if (rc != PROC_OK) return CALL_DIED;
   h->msg[sizeof h->msg - 1] = '\0';
   return CALL_OK;
 }
@@ -693,7 +606,7 @@ static call_result call(runner *r, uint32_t type, const void *p1, size_t n1, con
 static ct_status send_task(runner *r, ct_err *err) {
   rsp_head h;
   call_result c =
-      call(r, REQ_SET_TASK, &r->task, sizeof r->task, NULL, 0, now_s() + SETUP_TIMEOUT_S, &h);
+      call(r, REQ_SET_TASK, &r->task, sizeof r->task, NULL, 0, proc_now_s() + SETUP_TIMEOUT_S, &h);
   if (c == CALL_OK && h.size == 0) {
     if (h.exiting) stop_worker(r, EXIT_GRACE_S);
     if (h.status == CT_OK) return CT_OK;
@@ -703,7 +616,7 @@ static ct_status send_task(runner *r, ct_err *err) {
   r->has_task = 0;
   int ws = stop_worker(r, 0);
   char how[96];
-  describe_exit(ws, how, sizeof how);
+  proc_describe_exit(ws, how, sizeof how);
   if (c == CALL_TIMEOUT)
     return ERR_SET(err, CT_ERR_CUDA, "runner: setting the task up took more than %.0f s",
                    SETUP_TIMEOUT_S);
@@ -788,19 +701,19 @@ ct_status runner_measure(runner *r, const instance *inst, const void *image, siz
     if (st != CT_OK) return st;
   }
   rsp_head h;
-  double deadline = now_s() + r->o.timeout_s;
+  double deadline = proc_now_s() + r->o.timeout_s;
   call_result c = call(r, REQ_MEASURE, inst, sizeof *inst, image, size, deadline, &h);
   if (c == CALL_OK && h.status != CT_OK && h.size == 0 && !h.exiting)
     return err_set(err, (ct_status)h.status, __FILE__, __LINE__, "%s", h.msg);
   if (c == CALL_OK && h.status == CT_OK && h.size == sizeof *res) {
-    int rc = recv_all(r->fd, res, sizeof *res, deadline);
-    if (rc == IO_OK) {
+    int rc = proc_recv_all(r->fd, res, sizeof *res, deadline);
+    if (rc == PROC_OK) {
       res->error[sizeof res->error - 1] = '\0';
       if (!h.exiting) return CT_OK;
       stop_worker(r, EXIT_GRACE_S);
       return restart(r, err);
     }
-    c = rc == IO_TIMEOUT ? CALL_TIMEOUT : CALL_DIED;
+    c = rc == PROC_TIMEOUT ? CALL_TIMEOUT : CALL_DIED;
   } else if (c == CALL_OK) {
     c = CALL_DIED; /* a response out of protocol: treat the worker as gone */
   }
@@ -812,7 +725,7 @@ ct_status runner_measure(runner *r, const instance *inst, const void *image, siz
              r->o.timeout_s);
   } else {
     char how[96];
-    describe_exit(ws, how, sizeof how);
+    proc_describe_exit(ws, how, sizeof how);
     res->outcome = OUT_RUNTIME_ERROR;
     snprintf(res->error, sizeof res->error, "the worker died (%s) during the trial", how);
   }
@@ -831,7 +744,7 @@ ct_status runner_reference(runner *r, int32_t *out, int8_t *data, int8_t *weight
   }
   size_t nd = (size_t)workload_data_elems(&r->task), nw = (size_t)workload_weight_elems(&r->task);
   size_t no = (size_t)workload_out_elems(&r->task) * sizeof(int32_t);
-  double deadline = now_s() + SETUP_TIMEOUT_S;
+  double deadline = proc_now_s() + SETUP_TIMEOUT_S;
   rsp_head h;
   call_result c = call(r, REQ_REFERENCE, NULL, 0, NULL, 0, deadline, &h);
   if (c == CALL_OK && h.status != CT_OK && h.size == 0) {
@@ -842,9 +755,10 @@ ct_status runner_reference(runner *r, int32_t *out, int8_t *data, int8_t *weight
     }
     return st;
   }
-  if (c == CALL_OK && h.size == nd + nw + no && recv_all(r->fd, data, nd, deadline) == IO_OK &&
-      recv_all(r->fd, weights, nw, deadline) == IO_OK &&
-      recv_all(r->fd, out, no, deadline) == IO_OK)
+  if (c == CALL_OK && h.size == nd + nw + no &&
+      proc_recv_all(r->fd, data, nd, deadline) == PROC_OK &&
+      proc_recv_all(r->fd, weights, nw, deadline) == PROC_OK &&
+      proc_recv_all(r->fd, out, no, deadline) == PROC_OK)
     return CT_OK;
   ct_status st = restart(r, err);
   if (st != CT_OK) return st;
@@ -860,7 +774,7 @@ void runner_stop(runner *r) {
   if (!r) return;
   if (r->pid > 0) {
     req_head q = {.type = REQ_QUIT, .reserved = 0, .size = 0};
-    (void)send_all(r->fd, &q, sizeof q);
+    (void)proc_send_all(r->fd, &q, sizeof q);
     stop_worker(r, STOP_GRACE_S);
   }
   free(r);

@@ -221,8 +221,8 @@ static ct_status store_best(tuner *t, const template_desc *tpl, const ct_workloa
   char key[CT_KEY_MAX];
   trial best = {0};
   db_match match;
-  ct_status st =
-      db_best(t->db, workload_key(w, key, sizeof key), &t->dbdev, tpl->name, &best, &match, NULL);
+  ct_status st = db_best(t->db, workload_key(w, key, sizeof key), &t->dbdev, tpl->name,
+                         template_version(tpl), &best, &match, NULL);
   if (st || match != DB_MATCH_DEVICE) {
     trial_free(&best);
     return CT_OK; /* nothing OK to store */

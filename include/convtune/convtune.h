@@ -3,20 +3,30 @@
  *
  * libconvtune serves tuned int8 convolution kernels to an inference runtime.
  * This header holds the status codes (one X-macro list generates the enum,
- * the names and the messages), the version, and the workload descriptor that
- * every call takes. The dispatch calls (ct_open, ct_conv2d, ...) join it as
- * they are built. Nothing here prints, exits or allocates behind the caller's
- * back; every pointer a call returns says who owns it.
+ * the names and the messages), the version, the workload descriptor, and the
+ * dispatch calls: open a context on a database and a GPU, then run
+ * convolutions with ct_conv2d / ct_conv3d, which launch the best kernel
+ * tuned for this device (or the best fallback) on the caller's stream.
+ * Nothing here prints, exits or allocates behind the caller's back; every
+ * pointer a call returns says who owns it. All calls are thread-safe.
  */
 #ifndef CONVTUNE_CONVTUNE_H
 #define CONVTUNE_CONVTUNE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "convtune/version.h"
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* The public functions; everything else in the shared library is hidden. */
+#if defined(__GNUC__)
+#define CT_API __attribute__((visibility("default")))
+#else
+#define CT_API
 #endif
 
 /* Status codes: CT_OK is 0, errors are negative and never renumbered. */
@@ -42,11 +52,11 @@ typedef enum ct_status {
 } ct_status;
 
 /* A static English message for a status ("invalid workload"); never NULL. */
-const char *ct_strerror(ct_status status);
+CT_API const char *ct_strerror(ct_status status);
 /* The status's enum name ("CT_ERR_INVALID_WORKLOAD"); never NULL. */
-const char *ct_status_name(ct_status status);
+CT_API const char *ct_status_name(ct_status status);
 /* The library's version, "MAJOR.MINOR.PATCH"; static storage. */
-const char *ct_version(void);
+CT_API const char *ct_version(void);
 
 /* ---- Workloads ---------------------------------------------------------
  * A workload is one convolution: op, shapes, dtypes and layouts; everything
@@ -85,6 +95,107 @@ typedef struct ct_workload {
   int pad_after[CT_MAX_SPATIAL];
   int dilation[CT_MAX_SPATIAL];
 } ct_workload;
+
+/* Defaults for op: batch 1, stride 1, dilation 1, no padding, groups 1,
+ * layout NCHW, int8 x int8 -> int32; channels and sizes left 0 to be set. */
+CT_API void ct_workload_init(ct_workload *w, ct_op op);
+
+/* The canonical key of w into buf (at least 256 bytes): the name its
+ * records carry. CT_ERR_INVALID_WORKLOAD (message in buf) when w is not valid. */
+CT_API ct_status ct_workload_key(const ct_workload *w, char *buf, size_t size);
+
+/* ---- Dispatch -------------------------------------------------------------
+ * A context binds a database (read-only: the library never writes it) and a
+ * GPU. The first call of a workload looks its kernel up (this device's best
+ * record, else the same compute capability's, else the best config of the
+ * nearest tuned workload that is valid for it, else a heuristic default),
+ * loads the stored cubin (compiling with NVRTC only when none fits this
+ * architecture), and caches it; later calls are a hash lookup and a launch.
+ *
+ * Tensors are device pointers. With layout CT_LAYOUT_NCHW, data and output
+ * are plain NCHW / NCDHW and the library packs and unpacks them on the GPU
+ * (stream-ordered scratch; channels that are not a multiple of 4 are
+ * zero-padded); with CT_LAYOUT_NCHW4C they are packed NCHW4c / NCDHW4c and
+ * used as they are. Weights are always packed (OIHW4o4i / OIDHW4o4i, C and
+ * K padded to 4): pack them once with ct_pack_weights and keep them. Device
+ * pointers must be 16-byte aligned (cudaMalloc's are).
+ */
+struct CUstream_st; /* a cudaStream_t is a struct CUstream_st *; NULL: the default stream */
+typedef struct ct_context ct_context;
+
+/* Log levels, and the callback that receives the library's only output. */
+typedef enum ct_log_level { CT_LOG_ERROR = 0, CT_LOG_INFO = 1, CT_LOG_DEBUG = 2 } ct_log_level;
+typedef void (*ct_log_fn)(void *user, ct_log_level level, const char *msg);
+
+/* Open a context on the database at db_path (NULL: no database, every
+ * workload gets the heuristic default) and CUDA device `device` (made the
+ * calling thread's current device). Compiles the layout kernels (about 0.1
+ * s of NVRTC) so that no later call does. As with sqlite3_open, *out is set
+ * even on failure (unless out of memory): read ct_errmsg, then ct_close it.
+ * Fails with CT_ERR_NOT_FOUND (no such database), CT_ERR_DB (not a
+ * database, corrupt, or of a newer schema), CT_ERR_NO_DEVICE,
+ * CT_ERR_INVALID_ARG. */
+CT_API ct_status ct_open(const char *db_path, int device, ct_context **out);
+
+/* A context without a GPU, for a named architecture ("sm_90"): ct_explain
+ * tells what that architecture would run; ct_conv* return CT_ERR_NO_DEVICE. */
+CT_API ct_status ct_open_arch(const char *db_path, const char *arch, ct_context **out);
+
+/* Release the context and every kernel it loaded; NULL is accepted. Work
+ * enqueued through ctx must have finished (synchronise its streams first). */
+CT_API void ct_close(ct_context *ctx);
+
+/* The message of the calling thread's last error on ctx, "" when none.
+ * Borrowed: valid until this thread's next failing call on ctx. */
+CT_API const char *ct_errmsg(const ct_context *ctx);
+
+/* Install a log callback (NULL: none) receiving messages up to level. */
+CT_API void ct_set_log(ct_context *ctx, ct_log_fn fn, void *user, ct_log_level level);
+
+/* out = conv(data, weights) for a conv2d (ct_conv2d) or conv3d (ct_conv3d)
+ * workload, enqueued on stream. A valid workload never fails for lack of a
+ * tuned kernel. CT_ERR_INVALID_ARG / CT_ERR_INVALID_WORKLOAD for bad input
+ * (nothing launched), CT_ERR_CUDA / CT_ERR_NVRTC for failures below. */
+CT_API ct_status ct_conv2d(ct_context *ctx, const ct_workload *w, const void *data,
+                           const void *weights, void *out, struct CUstream_st *stream);
+CT_API ct_status ct_conv3d(ct_context *ctx, const ct_workload *w, const void *data,
+                           const void *weights, void *out, struct CUstream_st *stream);
+
+/* Bytes of w's packed weights: round4(K) x round4(C) x kernel volume. */
+CT_API size_t ct_packed_weights_bytes(const ct_workload *w);
+
+/* Pack plain weights (OIHW / OIDHW int8, device memory) into packed
+ * (ct_packed_weights_bytes of device memory), on stream. */
+CT_API ct_status ct_pack_weights(ct_context *ctx, const ct_workload *w, const void *weights,
+                                 void *packed, struct CUstream_st *stream);
+
+/* Where a workload's kernel comes from. */
+typedef enum ct_source {
+  CT_SOURCE_EXACT = 0, /* a record of this workload on this device */
+  CT_SOURCE_SAME_CC =
+      1, /* a record of this workload on another device of this compute capability */
+  CT_SOURCE_NEAREST = 2, /* the best config of the nearest tuned workload that is valid for it */
+  CT_SOURCE_DEFAULT = 3  /* the heuristic default */
+} ct_source;
+
+typedef struct ct_explanation {
+  ct_source source;
+  char template_name[48];
+  char config[1024];   /* the knob values, JSON */
+  char tuned_key[256]; /* the workload of the record used ("" for the default) */
+  char device[256];    /* the device the record was measured on ("" for the default) */
+  double measured_us;  /* that record's median (0 for the default) */
+  char reason[256];    /* one line: why this source */
+} ct_explanation;
+
+/* Which config w gets on this context's device, and why. */
+CT_API ct_status ct_explain(ct_context *ctx, const ct_workload *w, ct_explanation *out);
+
+/* The CPU reference: out = conv(data, weights) in w's layout (plain weights
+ * OIHW for CT_LAYOUT_NCHW, packed for CT_LAYOUT_NCHW4C), host memory. For
+ * checking results; cost N*K*C*kernel*output multiply-adds. */
+CT_API ct_status ct_reference_conv(const ct_workload *w, const int8_t *data, const int8_t *weights,
+                                   int32_t *out);
 
 #ifdef __cplusplus
 }

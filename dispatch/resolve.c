@@ -1,0 +1,239 @@
+/*
+ * resolve.c: the lookup and fallback order of the dispatch library (see
+ * resolve.h). Cost: one indexed query for a tuned workload; for an untuned
+ * one, a scan of the database's summary (one row per tuned workload and
+ * device) and one query per candidate until one is valid, then the default
+ * search (a few thousand validity checks, well under a second).
+ */
+#include "dispatch/resolve.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/json.h"
+
+void resolution_free(resolution *r) {
+  if (!r) return;
+  space_free(&r->s);
+  trial_free(&r->rec);
+}
+
+double resolve_distance(const ct_workload *a, const ct_workload *b) {
+  double d = 0;
+  int nd = workload_nd(a);
+  for (int i = 0; i < nd; i++) {
+    d += 4.0 * (a->kernel[i] != b->kernel[i]) + 4.0 * (a->stride[i] != b->stride[i]) +
+         2.0 * (a->dilation[i] != b->dilation[i]) +
+         1.0 * (a->pad_before[i] != b->pad_before[i] || a->pad_after[i] != b->pad_after[i]);
+    d += fabs(log2((double)a->in[i] / b->in[i]));
+  }
+  d += fabs(log2((double)a->n / b->n)) + fabs(log2((double)a->c / b->c)) +
+       fabs(log2((double)a->k / b->k));
+  return d;
+}
+
+/* Lower is better: how far cfg's shape is from what tuning finds good. The
+ * template's describe hook gives log2 of threads, vthreads, accumulators,
+ * registers, shared memory, blocks, threads in flight, x per thread and
+ * fuse_yx (conv_dp4a.c). */
+static double default_score(const template_desc *tpl, const ct_workload *pw, const space *s,
+                            const config *cfg, const arch *a) {
+  float f[16];
+  int n = tpl->describe ? tpl->describe(pw, s, cfg, f, 16) : 0;
+  if (n < 9) return 0;
+  double sms = a->sm_count > 0 ? a->sm_count : 100;
+  double score = fabs(f[0] - 7.5)                                    /* 128-256 threads */
+                 + 0.5 * f[1]                                        /* vthreads */
+                 + 0.5 * fabs(f[2] - 3.0)                            /* about 8 accumulators */
+                 + (f[5] < log2(2 * sms) ? log2(2 * sms) - f[5] : 0) /* blocks for every SM */
+                 + (f[4] > 15.6 ? f[4] - 15.6 : 0)                   /* over 48 KB of shared */
+                 + (f[8] < 0.5 ? 1.0 : 0);                           /* spatial threads fastest */
+  int unroll = space_get(s, cfg, "auto_unroll_max_step", 512);
+  int expl = space_get(s, cfg, "unroll_explicit", 1);
+  if (unroll != 512 || !expl) score += 0.25;
+  return score;
+}
+
+ct_status resolve_default(const template_desc *tpl, const ct_workload *pw, const space *s,
+                          const arch *a, config *out, ct_err *err) {
+  rng r;
+  rng_seed(&r, 20261122);
+  double best = INFINITY;
+  int found = 0;
+  for (int i = 0; i < 3000; i++) {
+    config c;
+    if (template_sample(tpl, pw, s, a, &r, 20000, &c, NULL)) break;
+    double score = default_score(tpl, pw, s, &c, a);
+    if (!found || score < best) {
+      best = score;
+      *out = c;
+      found = 1;
+    }
+  }
+  if (!found)
+    return ERR_SET(err, CT_ERR_NOT_FOUND, "%s: no valid config found for the default on %s",
+                   tpl->name, a->name);
+  return CT_OK;
+}
+
+/* Carry a config to another workload: a split whose factors do not
+ * multiply to this space's extent keeps its inner factors (vthread, thread,
+ * inner: the shape of a block) and takes the outermost one (the number of
+ * blocks) from the new extent when that divides. A batch-16 workload can so
+ * reuse a batch-1 config with 16 times the blocks. */
+static void adapt_splits(const space *s, cJSON *j) {
+  for (int k = 0; k < s->n_knobs; k++) {
+    const knob *kb = &s->knobs[k];
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(j, kb->name);
+    if (kb->kind != KNOB_SPLIT || !cJSON_IsArray(v) || cJSON_GetArraySize(v) != kb->width) continue;
+    long inner = 1;
+    for (int i = 1; i < kb->width; i++) inner *= cJSON_GetArrayItem(v, i)->valueint;
+    if (inner > 0 && kb->extent % inner == 0)
+      cJSON_ReplaceItemInArray(v, 0, cJSON_CreateNumber(kb->extent / inner));
+  }
+}
+
+/* Parse rec's config in r's space (adapted, see adapt_splits); 1 if it is a
+ * valid config there. */
+static int take_config(resolution *r, const arch *a, const trial *rec) {
+  cJSON *j = NULL;
+  config c;
+  int parsed = json_parse(rec->config_json, "config", &j, NULL) == CT_OK;
+  if (parsed) adapt_splits(&r->s, j);
+  int ok = parsed && space_config_from_json(&r->s, j, &c, NULL) == CT_OK &&
+           r->tpl->valid(&r->pw, &r->s, &c, a, NULL);
+  cJSON_Delete(j);
+  if (ok) r->cfg = c;
+  return ok;
+}
+
+static void explain_record(resolution *r, ct_source source, const char *why) {
+  r->ex.source = source;
+  snprintf(r->ex.tuned_key, sizeof r->ex.tuned_key, "%s", r->rec.workload_key);
+  snprintf(r->ex.device, sizeof r->ex.device, "%s", r->rec.device.name);
+  r->ex.measured_us = r->rec.median_us;
+  snprintf(r->ex.reason, sizeof r->ex.reason, "%s", why);
+}
+
+/* (3): the nearest tuned workload whose best config is valid for pw. */
+static int try_nearest(db *d, const db_device *dev, const arch *a, resolution *r) {
+  db_summary *rows = NULL;
+  int n = 0;
+  if (db_list(d, &rows, &n, NULL) || n == 0) {
+    free(rows);
+    return 0;
+  }
+  /* candidates: distinct keys of the same op and layout, nearest first */
+  typedef struct cand {
+    double dist;
+    int row;
+  } cand;
+  cand *c = malloc(sizeof *c * n);
+  int m = 0;
+  char key[CT_KEY_MAX];
+  workload_key(&r->pw, key, sizeof key);
+  for (int i = 0; c && i < n; i++) {
+    ct_workload o;
+    if (!strcmp(rows[i].workload_key, key) || workload_from_key(rows[i].workload_key, &o, NULL) ||
+        o.op != r->pw.op || o.layout != r->pw.layout || !rows[i].n_ok)
+      continue;
+    int dup = 0;
+    for (int j = 0; j < m && !dup; j++)
+      dup = !strcmp(rows[c[j].row].workload_key, rows[i].workload_key);
+    if (dup) continue;
+    c[m++] = (cand){resolve_distance(&r->pw, &o), i};
+  }
+  /* insertion sort: a database holds tens to hundreds of tuned workloads */
+  for (int i = 1; i < m; i++)
+    for (int j = i; j > 0 && c[j].dist < c[j - 1].dist; j--) {
+      cand t = c[j];
+      c[j] = c[j - 1];
+      c[j - 1] = t;
+    }
+  int found = 0;
+  for (int i = 0; i < m && !found; i++) {
+    trial rec;
+    db_match match;
+    if (db_best(d, rows[c[i].row].workload_key, dev, r->tpl->name, template_version(r->tpl), &rec,
+                &match, NULL))
+      continue;
+    if (take_config(r, a, &rec)) {
+      r->rec = rec;
+      found = 1;
+      char why[256];
+      snprintf(why, sizeof why,
+               "not tuned here; the best config of the nearest tuned workload that is valid "
+               "for it (%d candidates, distance %.2f)",
+               m, c[i].dist);
+      explain_record(r, CT_SOURCE_NEAREST, why);
+    } else {
+      trial_free(&rec);
+    }
+  }
+  free(c);
+  free(rows);
+  return found;
+}
+
+ct_status resolve(db *d, const db_device *dev, const arch *a, const ct_workload *w, resolution *out,
+                  ct_err *err) {
+  memset(out, 0, sizeof *out);
+  ct_status st = workload_validate(w, err);
+  if (st) return st;
+  /* the first registered template that runs w (packed when it needs it) */
+  for (int i = 0; template_all()[i] && !out->tpl; i++) {
+    const template_desc *t = template_all()[i];
+    ct_workload pw = *w;
+    if (t->layout == CT_LAYOUT_NCHW4C) workload_packed(w, &pw);
+    if (t->supports(&pw, NULL)) {
+      out->tpl = t;
+      out->pw = pw;
+    }
+  }
+  if (!out->tpl) return ERR_SET(err, CT_ERR_UNSUPPORTED, "no template runs this workload");
+  if ((st = template_space(out->tpl, &out->pw, &out->s, err))) return st;
+  snprintf(out->ex.template_name, sizeof out->ex.template_name, "%s", out->tpl->name);
+
+  char key[CT_KEY_MAX];
+  workload_key(&out->pw, key, sizeof key);
+  int done = 0;
+  if (d) {
+    trial rec;
+    db_match match;
+    if (db_best(d, key, dev, out->tpl->name, template_version(out->tpl), &rec, &match, NULL) ==
+        CT_OK) {
+      out->rec = rec;
+      if (take_config(out, a, &out->rec)) {
+        done = 1;
+        if (match == DB_MATCH_DEVICE)
+          explain_record(out, CT_SOURCE_EXACT, "tuned on this device");
+        else
+          explain_record(out, CT_SOURCE_SAME_CC,
+                         "tuned on another device of this compute "
+                         "capability");
+      } else {
+        trial_free(&out->rec);
+        memset(&out->rec, 0, sizeof out->rec);
+      }
+    }
+    if (!done) done = try_nearest(d, dev, a, out);
+  }
+  if (!done) {
+    if ((st = resolve_default(out->tpl, &out->pw, &out->s, a, &out->cfg, err))) {
+      resolution_free(out);
+      return st;
+    }
+    out->ex.source = CT_SOURCE_DEFAULT;
+    snprintf(out->ex.reason, sizeof out->ex.reason, "%s",
+             d ? "no tuned workload has a config valid for it: the heuristic default"
+               : "no database: the heuristic default");
+  }
+  cJSON *j = space_config_to_json(&out->s, &out->cfg);
+  char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+  snprintf(out->ex.config, sizeof out->ex.config, "%s", text ? text : "");
+  free(text);
+  cJSON_Delete(j);
+  return CT_OK;
+}

@@ -1,0 +1,49 @@
+/*
+ * resolve.h: which config a workload gets, and why: the lookup and fallback
+ * order of the dispatch library, separate from loading and launching so
+ * that it can be tested without a GPU.
+ *
+ * Order: (1) the best OK record of this workload on this device, (2) on any
+ * device of the same compute capability, (3) the best config of the nearest
+ * tuned workload (same template and version) that is valid for this one,
+ * (4) a heuristic default. A config carried to another workload keeps the
+ * shape of its blocks and takes the number of blocks from the new extents. Records count only when their template version
+ * is the one compiled into this library: a version covers the kernel source
+ * and its descriptor, so an old record's geometry could be wrong.
+ */
+#ifndef CT_DISPATCH_RESOLVE_H
+#define CT_DISPATCH_RESOLVE_H
+
+#include "db/db.h"
+#include "templates/template.h"
+
+typedef struct resolution {
+  ct_explanation ex;
+  const template_desc *tpl;
+  ct_workload pw; /* the workload the kernel runs: w, or w packed with C and K padded to 4 */
+  space s;        /* pw's space, owned */
+  config cfg;
+  trial rec; /* the record used; zeroed for the default. Owned: resolution_free */
+} resolution;
+
+/* Resolve w (valid, any layout) for device dev (name "" for an architecture
+ * without a device) with limits a. d may be NULL (no database: default).
+ * CT_ERR_UNSUPPORTED when no template runs w. */
+ct_status resolve(db *d, const db_device *dev, const arch *a, const ct_workload *w, resolution *out,
+                  ct_err *err);
+void resolution_free(resolution *r);
+
+/* The heuristic default for pw: among a fixed sample of valid configs (the
+ * same every time), the one whose shape is closest to what tuning finds good
+ * on dp4a templates: 128-256 threads, a register tile of about 8
+ * accumulators, no vthreads, enough blocks for every SM, spatial threads
+ * fastest. Never one thread per block. */
+ct_status resolve_default(const template_desc *tpl, const ct_workload *pw, const space *s,
+                          const arch *a, config *out, ct_err *err);
+
+/* The distance between two workloads of one op, for "nearest": differing
+ * kernel, stride, dilation or padding weigh most, then the log2 ratios of
+ * batch, channels and sizes. */
+double resolve_distance(const ct_workload *a, const ct_workload *b);
+
+#endif

@@ -1,0 +1,1025 @@
+/*
+ * test_dispatch.c: the dispatch library without a GPU (dispatch/resolve.c,
+ * dispatch/dispatch.c): the lookup and fallback order on databases made
+ * here, the heuristic default, the workload distance, every bad-argument
+ * path of the public calls, silence, and concurrent ct_explain.
+ *
+ * Databases are built with db_insert_trials from real configs: sampled in
+ * the current template's space of the packed workload, valid on sm_80,
+ * sm_89 and sm_90, stored as the tuner stores them (JSON of the config,
+ * options joined by spaces). main() makes one mkdtemp folder, hands it to
+ * the tests in CT_DISPATCH_TEST_DIR (each test makes its own folder inside
+ * it) and removes it after the run. Loops call Check only on a mismatch.
+ * Everything is freed: the suite also runs under ASan/LSan.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+#include <sqlite3.h>
+
+#include "convtune/convtune.h"
+#include "core/wlset.h"
+#include "db/db.h"
+#include "dispatch/resolve.h"
+
+#define TPL2D   "conv2d_nchw4c_dp4a"
+#define VER_OLD "0000000000000000"
+
+/* 9.0 twice (exact, then the same-CC fallback), 8.0 (neither) and an 8.9
+ * device whose records must never serve 9.0 or 8.0. */
+static const db_device H200 = {"NVIDIA H200", 9, 0, 132, 13000, 13000, "13.0"};
+static const db_device H100 = {"NVIDIA H100 80GB HBM3", 9, 0, 132, 12080, 12080, "12.8"};
+static const db_device A100 = {"NVIDIA A100-SXM4-80GB", 8, 0, 108, 13000, 13000, "13.0"};
+static const db_device L40S = {"NVIDIA L40S", 8, 9, 142, 13000, 13000, "13.0"};
+
+/* ---- helpers ----------------------------------------------------------------- */
+
+static const template_desc *tpl2d(void) {
+  const template_desc *t = template_find(TPL2D);
+  ck_assert_ptr_nonnull(t);
+  return t;
+}
+
+static arch arch_named(const char *name) {
+  arch a;
+  ck_assert_int_eq(arch_from_name(name, &a, NULL), CT_OK);
+  return a;
+}
+
+/* A packed conv2d: square input, kernel, stride, padding and dilation. */
+static ct_workload wl2d(int n, int c, int k, int size, int ker, int stride, int pad, int dil) {
+  ct_workload w;
+  workload_init(&w, CT_OP_CONV2D);
+  w.layout = CT_LAYOUT_NCHW4C;
+  w.n = n, w.c = c, w.k = k;
+  for (int d = 0; d < 2; d++) {
+    w.in[d] = size;
+    w.kernel[d] = ker;
+    w.stride[d] = stride;
+    w.pad_before[d] = w.pad_after[d] = pad;
+    w.dilation[d] = dil;
+  }
+  ck_assert_int_eq(workload_validate(&w, NULL), CT_OK);
+  return w;
+}
+
+/* The key records carry: the packed workload's. */
+static void packed_key(const ct_workload *w, char key[CT_KEY_MAX]) {
+  ct_workload pw;
+  workload_packed(w, &pw);
+  workload_key(&pw, key, CT_KEY_MAX);
+}
+
+/* A fresh folder for one test inside the run's folder; its path into dir. */
+static void scratch(char *dir, size_t size) {
+  const char *root = getenv("CT_DISPATCH_TEST_DIR");
+  ck_assert_ptr_nonnull(root);
+  snprintf(dir, size, "%s/t.XXXXXX", root);
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+/* The whole file, owned (free); NULL when it does not exist. */
+static char *slurp(const char *path, long *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+  long n = ftell(f);
+  ck_assert_int_ge(n, 0);
+  rewind(f);
+  char *buf = malloc((size_t)n + 1);
+  ck_assert_ptr_nonnull(buf);
+  ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  *size = n;
+  return buf;
+}
+
+static int file_exists(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0;
+}
+
+/* A config of w's packed space, valid on sm_80, sm_89 and sm_90 (so that
+ * every device of these tests could run it), drawn from seed; its compact
+ * JSON (as the tuner stores it) into json and the instance options joined
+ * by spaces into *options (owned). */
+static void sample_config(const ct_workload *w, uint64_t seed, config *cfg, char *json, size_t size,
+                          char **options, uint64_t *index) {
+  const template_desc *t = tpl2d();
+  ct_workload pw;
+  workload_packed(w, &pw);
+  space s;
+  space_init(&s);
+  ck_assert_int_eq(template_space(t, &pw, &s, NULL), CT_OK);
+  arch a90 = arch_named("sm_90"), a89 = arch_named("sm_89"), a80 = arch_named("sm_80");
+  rng r;
+  rng_seed(&r, seed);
+  int ok = 0;
+  for (int i = 0; i < 1000 && !ok; i++) {
+    ck_assert_int_eq(template_sample(t, &pw, &s, &a90, &r, 100000, cfg, NULL), CT_OK);
+    ok = t->valid(&pw, &s, cfg, &a89, NULL) && t->valid(&pw, &s, cfg, &a80, NULL);
+  }
+  ck_assert_msg(ok, "no config valid on sm_80, sm_89 and sm_90 (seed %llu)",
+                (unsigned long long)seed);
+  cJSON *j = space_config_to_json(&s, cfg);
+  char *text = cJSON_PrintUnformatted(j);
+  ck_assert_ptr_nonnull(text);
+  ck_assert_uint_lt(strlen(text), size);
+  snprintf(json, size, "%s", text);
+  free(text);
+  cJSON_Delete(j);
+  instance inst;
+  ck_assert_int_eq(instance_make(t, &pw, &s, cfg, &a90, &inst, NULL), CT_OK);
+  size_t len = 1;
+  for (int i = 0; i < inst.n_options; i++) len += strlen(inst.options[i]) + 1;
+  char *p = *options = malloc(len);
+  ck_assert_ptr_nonnull(p);
+  for (int i = 0; i < inst.n_options; i++) p += sprintf(p, i ? " %s" : "%s", inst.options[i]);
+  *p = '\0';
+  *index = space_index(&s, cfg);
+  space_free(&s);
+}
+
+/* Insert one trial of w (config drawn from seed) as the tuner writes it;
+ * its config JSON into json (at least 1024 bytes) when json is not NULL. */
+static void put_trial(db *d, const char *uid, const ct_workload *w, const char *version,
+                      const db_device *dev, outcome oc, double median_us, uint64_t seed,
+                      char *json) {
+  trial t;
+  memset(&t, 0, sizeof t);
+  char cfg_json[1024];
+  config cfg;
+  sample_config(w, seed, &cfg, cfg_json, sizeof cfg_json, &t.options, &t.config_index);
+  if (json) snprintf(json, 1024, "%s", cfg_json);
+  snprintf(t.uid, sizeof t.uid, "%s", uid);
+  packed_key(w, t.workload_key);
+  snprintf(t.template_name, sizeof t.template_name, "%s", TPL2D);
+  snprintf(t.template_version, sizeof t.template_version, "%s",
+           version ? version : template_version(tpl2d()));
+  t.config_json = strdup(cfg_json);
+  ck_assert_ptr_nonnull(t.config_json);
+  t.outcome = oc;
+  t.error = oc == OUT_OK ? NULL : strdup("planted failure");
+  t.median_us = median_us;
+  t.n_samples = 3;
+  t.samples_us = malloc(3 * sizeof *t.samples_us);
+  ck_assert_ptr_nonnull(t.samples_us);
+  for (int i = 0; i < 3; i++) t.samples_us[i] = median_us * (0.99 + 0.01 * i);
+  t.compile_ms = 120.5;
+  snprintf(t.arch, sizeof t.arch, "sm_%d%d", dev->cc_major, dev->cc_minor);
+  snprintf(t.tuner, sizeof t.tuner, "random");
+  snprintf(t.session, sizeof t.session, "test-dispatch");
+  t.timestamp = 1767225600.0 + (double)seed;
+  t.device = *dev;
+  ct_err err = {0};
+  ck_assert_msg(db_insert_trials(d, &t, 1, NULL, &err) == CT_OK, "insert %s: %s", uid, err.msg);
+  trial_free(&t);
+}
+
+/* The workloads of the lookup tests. T is never tuned. A, B and N2 are
+ * tuned neighbours of T: A and B have T's loop extents (N, K/4, the 16x16
+ * output, C/4, the 3x3 kernel), so their configs are valid for T; N2 is the
+ * nearest (batch 2) but its tile_n splits 2, not T's 1. */
+typedef struct fixture {
+  char dir[512], path[600];
+  ct_workload w1;  /* tuned on the H200 (and an L40S) */
+  ct_workload t;   /* untuned: n1 c16 k16 16x16 r3 s1 p1 */
+  ct_workload a;   /* 18x18, no padding: distance about 2.3 */
+  ct_workload b;   /* 32x32, stride 2: distance about 10 */
+  ct_workload n2;  /* T with batch 2: distance 1 */
+  ct_workload old; /* records of an old template version only */
+  char w1_best[1024], w1_l40s[1024], a_best[1024], b_best[1024];
+} fixture;
+
+enum { WITH_A = 1, WITH_B = 2, WITH_N2 = 4, WITH_ALL = 7 };
+
+static void build_db(fixture *f, int which) {
+  memset(f, 0, sizeof *f);
+  scratch(f->dir, sizeof f->dir);
+  snprintf(f->path, sizeof f->path, "%s/tuned.db", f->dir);
+  f->w1 = wl2d(1, 64, 64, 28, 3, 1, 1, 1);
+  f->t = wl2d(1, 16, 16, 16, 3, 1, 1, 1);
+  f->a = wl2d(1, 16, 16, 18, 3, 1, 0, 1);
+  f->b = wl2d(1, 16, 16, 32, 3, 2, 1, 1);
+  f->n2 = wl2d(2, 16, 16, 16, 3, 1, 1, 1);
+  f->old = wl2d(1, 32, 32, 8, 1, 1, 0, 1);
+  db *d = NULL;
+  ct_err err = {0};
+  ck_assert_msg(db_open(f->path, 0, &d, &err) == CT_OK, "%s", err.msg);
+  /* W1 on the H200: the best OK is 5 us; a failure and an old version
+   * measured faster must both be ignored. */
+  put_trial(d, "w1-1", &f->w1, NULL, &H200, OUT_OK, 10.0, 1, NULL);
+  put_trial(d, "w1-2", &f->w1, NULL, &H200, OUT_OK, 5.0, 2, f->w1_best);
+  put_trial(d, "w1-3", &f->w1, NULL, &H200, OUT_WRONG_ANSWER, 1.0, 3, NULL);
+  put_trial(d, "w1-4", &f->w1, NULL, &H200, OUT_RUNTIME_ERROR, 0.0, 4, NULL);
+  put_trial(d, "w1-5", &f->w1, VER_OLD, &H200, OUT_OK, 0.5, 5, NULL);
+  put_trial(d, "w1-6", &f->w1, NULL, &L40S, OUT_OK, 0.25, 6, f->w1_l40s);
+  if (which & WITH_A) {
+    put_trial(d, "a-1", &f->a, NULL, &H200, OUT_OK, 20.0, 11, NULL);
+    put_trial(d, "a-2", &f->a, NULL, &H200, OUT_OK, 7.0, 12, f->a_best);
+  }
+  if (which & WITH_B) put_trial(d, "b-1", &f->b, NULL, &H200, OUT_OK, 3.0, 21, f->b_best);
+  if (which & WITH_N2) put_trial(d, "n2-1", &f->n2, NULL, &H200, OUT_OK, 1.0, 31, NULL);
+  put_trial(d, "old-1", &f->old, VER_OLD, &H200, OUT_OK, 2.0, 41, NULL);
+  db_close(d);
+}
+
+/* Resolve w on dev (limits of arch_name) in the database at path (NULL: none). */
+static void resolve_on(const char *path, const db_device *dev, const char *arch_name,
+                       const ct_workload *w, resolution *r) {
+  db *d = NULL;
+  ct_err err = {0};
+  if (path) ck_assert_msg(db_open(path, 1, &d, &err) == CT_OK, "%s", err.msg);
+  arch a = arch_named(arch_name);
+  ct_status st = resolve(d, dev, &a, w, r, &err);
+  db_close(d);
+  ck_assert_msg(st == CT_OK, "resolve: %s", err.msg);
+}
+
+/* Check a record-backed explanation: source, config, time, key, device. */
+static void expect_record(const ct_explanation *ex, ct_source source, const char *cfg_json,
+                          double us, const ct_workload *tuned, const char *device) {
+  char key[CT_KEY_MAX];
+  packed_key(tuned, key);
+  ck_assert_int_eq(ex->source, source);
+  ck_assert_str_eq(ex->template_name, TPL2D);
+  ck_assert_str_eq(ex->config, cfg_json);
+  ck_assert_double_eq(ex->measured_us, us);
+  ck_assert_str_eq(ex->tuned_key, key);
+  ck_assert_str_eq(ex->device, device);
+  ck_assert_int_gt((int)strlen(ex->reason), 0);
+}
+
+static void expect_default(const ct_explanation *ex) {
+  ck_assert_int_eq(ex->source, CT_SOURCE_DEFAULT);
+  ck_assert_str_eq(ex->template_name, TPL2D);
+  ck_assert_str_eq(ex->tuned_key, "");
+  ck_assert_str_eq(ex->device, "");
+  ck_assert_double_eq(ex->measured_us, 0.0);
+  ck_assert_int_gt((int)strlen(ex->config), 2);
+  ck_assert_int_gt((int)strlen(ex->reason), 0);
+}
+
+/* r's config is valid for its packed workload on arch_name. */
+static void expect_valid(const resolution *r, const char *arch_name) {
+  arch a = arch_named(arch_name);
+  char why[TEMPLATE_WHY_MAX] = "";
+  ck_assert_msg(r->tpl->valid(&r->pw, &r->s, &r->cfg, &a, why), "config not valid: %s", why);
+}
+
+/* ---- lookup and fallback ------------------------------------------------------- */
+
+START_TEST(exact_then_same_cc_then_neither) {
+  fixture f;
+  build_db(&f, WITH_ALL);
+  resolution r;
+
+  resolve_on(f.path, &H200, "sm_90", &f.w1, &r);
+  expect_record(&r.ex, CT_SOURCE_EXACT, f.w1_best, 5.0, &f.w1, H200.name);
+  ck_assert_str_eq(r.rec.template_version, template_version(tpl2d()));
+  ck_assert_int_eq(r.rec.outcome, OUT_OK);
+  expect_valid(&r, "sm_90");
+  resolution_free(&r);
+
+  /* The plain layout resolves through the packed workload's records. */
+  ct_workload plain = f.w1;
+  plain.layout = CT_LAYOUT_NCHW;
+  resolve_on(f.path, &H200, "sm_90", &plain, &r);
+  expect_record(&r.ex, CT_SOURCE_EXACT, f.w1_best, 5.0, &f.w1, H200.name);
+  ck_assert_int_eq(r.pw.layout, CT_LAYOUT_NCHW4C);
+  resolution_free(&r);
+
+  resolve_on(f.path, &H100, "sm_90", &f.w1, &r);
+  expect_record(&r.ex, CT_SOURCE_SAME_CC, f.w1_best, 5.0, &f.w1, H200.name);
+  resolution_free(&r);
+
+  /* 8.0: no record of this capability (the 8.9 one does not count). */
+  resolve_on(f.path, &A100, "sm_80", &f.w1, &r);
+  expect_default(&r.ex);
+  expect_valid(&r, "sm_80");
+  resolution_free(&r);
+
+  /* The 8.9 record serves 8.9 only. */
+  resolve_on(f.path, &L40S, "sm_89", &f.w1, &r);
+  expect_record(&r.ex, CT_SOURCE_EXACT, f.w1_l40s, 0.25, &f.w1, L40S.name);
+  resolution_free(&r);
+}
+END_TEST
+
+START_TEST(old_template_version_ignored) {
+  fixture f;
+  build_db(&f, WITH_ALL);
+  resolution r;
+  /* Its only record is of an old version, and no tuned workload has its
+   * extents: the default, not the old record. */
+  resolve_on(f.path, &H200, "sm_90", &f.old, &r);
+  expect_default(&r.ex);
+  resolution_free(&r);
+  /* W1's old-version record (0.5 us) loses to the current 5 us one. */
+  resolve_on(f.path, &H200, "sm_90", &f.w1, &r);
+  ck_assert_double_eq(r.ex.measured_us, 5.0);
+  resolution_free(&r);
+}
+END_TEST
+
+START_TEST(nearest_valid_candidate) {
+  fixture f;
+  build_db(&f, WITH_ALL);
+  /* The test means something only with N2 < A < B. */
+  double dn2 = resolve_distance(&f.t, &f.n2), da = resolve_distance(&f.t, &f.a),
+         db_ = resolve_distance(&f.t, &f.b);
+  ck_assert_msg(dn2 < da && da < db_, "distances N2 %g, A %g, B %g", dn2, da, db_);
+
+  /* N2 is nearest but its config does not fit T; A is the nearer valid
+   * one (B is faster, which must not matter). */
+  resolution r;
+  resolve_on(f.path, &H200, "sm_90", &f.t, &r);
+  expect_record(&r.ex, CT_SOURCE_NEAREST, f.a_best, 7.0, &f.a, H200.name);
+  expect_valid(&r, "sm_90");
+  ck_assert_ptr_nonnull(strstr(r.ex.reason, "nearest"));
+  resolution_free(&r);
+
+  /* Same capability: the H200's records serve an H100 as well. */
+  resolve_on(f.path, &H100, "sm_90", &f.t, &r);
+  expect_record(&r.ex, CT_SOURCE_NEAREST, f.a_best, 7.0, &f.a, H200.name);
+  resolution_free(&r);
+
+  /* No record of 8.0 at all: the default. */
+  resolve_on(f.path, &A100, "sm_80", &f.t, &r);
+  expect_default(&r.ex);
+  resolution_free(&r);
+}
+END_TEST
+
+START_TEST(nearest_falls_through_invalid_candidates) {
+  fixture f;
+  build_db(&f, WITH_B | WITH_N2);
+  resolution r;
+  resolve_on(f.path, &H200, "sm_90", &f.t, &r);
+  expect_record(&r.ex, CT_SOURCE_NEAREST, f.b_best, 3.0, &f.b, H200.name);
+  expect_valid(&r, "sm_90");
+  resolution_free(&r);
+}
+END_TEST
+
+START_TEST(no_valid_candidate_is_default) {
+  fixture f;
+  build_db(&f, WITH_N2);
+  resolution r;
+  resolve_on(f.path, &H200, "sm_90", &f.t, &r);
+  expect_default(&r.ex);
+  expect_valid(&r, "sm_90");
+  ck_assert_int_eq(r.rec.config_json == NULL, 1);
+  resolution_free(&r);
+}
+END_TEST
+
+START_TEST(no_database_is_default) {
+  fixture f;
+  build_db(&f, WITH_ALL);
+  resolution r;
+  resolve_on(NULL, &H200, "sm_90", &f.w1, &r);
+  expect_default(&r.ex);
+  ck_assert_ptr_nonnull(strstr(r.ex.reason, "no database"));
+  resolution_free(&r);
+
+  ct_context *ctx = NULL;
+  ck_assert_int_eq(ct_open_arch(NULL, "sm_90", &ctx), CT_OK);
+  ct_explanation ex;
+  ck_assert_int_eq(ct_explain(ctx, &f.w1, &ex), CT_OK);
+  expect_default(&ex);
+  ct_close(ctx);
+}
+END_TEST
+
+/* Through the public API: an architecture context has no device name, so
+ * records match by compute capability; the database is never written. */
+START_TEST(open_arch_explains_by_compute_capability) {
+  fixture f;
+  build_db(&f, WITH_ALL);
+  long before_size = 0, after_size = 0;
+  char *before = slurp(f.path, &before_size);
+  ck_assert_ptr_nonnull(before);
+
+  ct_context *ctx = NULL;
+  ct_explanation ex;
+  ck_assert_int_eq(ct_open_arch(f.path, "sm_90", &ctx), CT_OK);
+  ck_assert_str_eq(ct_errmsg(ctx), "");
+  ck_assert_int_eq(ct_explain(ctx, &f.w1, &ex), CT_OK);
+  expect_record(&ex, CT_SOURCE_SAME_CC, f.w1_best, 5.0, &f.w1, H200.name);
+  ck_assert_int_eq(ct_explain(ctx, &f.t, &ex), CT_OK);
+  expect_record(&ex, CT_SOURCE_NEAREST, f.a_best, 7.0, &f.a, H200.name);
+  ck_assert_int_eq(ct_explain(ctx, &f.old, &ex), CT_OK);
+  expect_default(&ex);
+  ct_close(ctx);
+
+  ck_assert_int_eq(ct_open_arch(f.path, "sm_89", &ctx), CT_OK);
+  ck_assert_int_eq(ct_explain(ctx, &f.w1, &ex), CT_OK);
+  expect_record(&ex, CT_SOURCE_SAME_CC, f.w1_l40s, 0.25, &f.w1, L40S.name);
+  ct_close(ctx);
+
+  ck_assert_int_eq(ct_open_arch(f.path, "8.0", &ctx), CT_OK);
+  ck_assert_int_eq(ct_explain(ctx, &f.w1, &ex), CT_OK);
+  expect_default(&ex);
+  ct_close(ctx);
+
+  char *after = slurp(f.path, &after_size);
+  ck_assert_ptr_nonnull(after);
+  ck_assert_int_eq(after_size, before_size);
+  ck_assert_msg(!memcmp(before, after, (size_t)before_size), "the database file changed");
+  free(before);
+  free(after);
+}
+END_TEST
+
+/* ---- the default and the distance -------------------------------------------------- */
+
+/* The default of w (any layout): deterministic, valid, >= 32 threads. */
+static void check_default(const ct_workload *w, const char *name) {
+  const template_desc *t = w->op == CT_OP_CONV2D ? tpl2d() : template_find("conv3d_ncdhw4c_dp4a");
+  ck_assert_ptr_nonnull(t);
+  ct_workload pw;
+  workload_packed(w, &pw);
+  space s;
+  space_init(&s);
+  ck_assert_int_eq(template_space(t, &pw, &s, NULL), CT_OK);
+  arch a = arch_named("sm_90");
+  config c1, c2;
+  ct_err err = {0};
+  ct_status st = resolve_default(t, &pw, &s, &a, &c1, &err);
+  ck_assert_msg(st == CT_OK, "%s: %s", name, err.msg);
+  ck_assert_int_eq(resolve_default(t, &pw, &s, &a, &c2, NULL), CT_OK);
+  if (space_index(&s, &c1) != space_index(&s, &c2))
+    ck_abort_msg("%s: the default differs between two calls", name);
+  char why[TEMPLATE_WHY_MAX] = "";
+  if (!t->valid(&pw, &s, &c1, &a, why)) ck_abort_msg("%s: default not valid: %s", name, why);
+  instance inst;
+  ck_assert_int_eq(instance_make(t, &pw, &s, &c1, &a, &inst, NULL), CT_OK);
+  unsigned threads = inst.block[0] * inst.block[1] * inst.block[2];
+  if (threads < 32) ck_abort_msg("%s: the default has %u threads per block", name, threads);
+  space_free(&s);
+}
+
+START_TEST(default_deterministic_valid_for_resnet50) {
+  /* batch 1, and an odd batch 3 */
+  for (int batch = 1; batch <= 3; batch += 2) {
+    wlset *set = NULL;
+    ct_err err = {0};
+    ck_assert_msg(wlset_load_named("resnet50", batch, &set, &err) == CT_OK, "%s", err.msg);
+    ck_assert_int_gt(set->n_items, 0);
+    for (int i = 0; i < set->n_items; i++) check_default(&set->items[i].w, set->items[i].name);
+    wlset_free(set);
+  }
+  /* Awkward ones: batch 3, odd non-square sizes, 1x7, stride 2, 7 channels. */
+  ct_workload w;
+  workload_init(&w, CT_OP_CONV2D);
+  w.n = 3, w.c = 7, w.k = 5;
+  w.in[0] = 13, w.in[1] = 9;
+  w.kernel[0] = 1, w.kernel[1] = 7;
+  w.stride[0] = 2;
+  w.pad_after[1] = 3;
+  check_default(&w, "awkward");
+}
+END_TEST
+
+START_TEST(default_valid_for_resnet3d18) {
+  wlset *set = NULL;
+  ck_assert_int_eq(wlset_load_named("resnet3d18", 1, &set, NULL), CT_OK);
+  for (int i = 0; i < set->n_items; i++) check_default(&set->items[i].w, set->items[i].name);
+  wlset_free(set);
+}
+END_TEST
+
+START_TEST(distance_properties) {
+  ct_workload a = wl2d(1, 64, 64, 56, 3, 1, 1, 1);
+  ct_workload b = wl2d(8, 128, 32, 28, 3, 2, 1, 1);
+  ct_workload batch2 = wl2d(2, 64, 64, 56, 3, 1, 1, 1);
+  ct_workload chan2 = wl2d(1, 128, 64, 56, 3, 1, 1, 1);
+  ct_workload ker1 = wl2d(1, 64, 64, 56, 1, 1, 1, 1);
+  ck_assert_double_eq(resolve_distance(&a, &a), 0.0);
+  ck_assert_double_eq(resolve_distance(&b, &b), 0.0);
+  ck_assert_double_eq(resolve_distance(&a, &b), resolve_distance(&b, &a));
+  ck_assert_double_eq(resolve_distance(&a, &ker1), resolve_distance(&ker1, &a));
+  ck_assert_double_gt(resolve_distance(&a, &batch2), 0.0);
+  /* A different kernel is farther than twice the batch or the channels. */
+  ck_assert_double_gt(resolve_distance(&a, &ker1), resolve_distance(&a, &batch2));
+  ck_assert_double_gt(resolve_distance(&a, &ker1), resolve_distance(&a, &chan2));
+  ck_assert_double_gt(resolve_distance(&a, &ker1), 2 * resolve_distance(&a, &chan2));
+  /* 3D: the depth counts too. */
+  ct_workload v, v2;
+  workload_init(&v, CT_OP_CONV3D);
+  v.c = v.k = 16;
+  v.in[0] = v.in[1] = v.in[2] = 8;
+  v.kernel[0] = v.kernel[1] = v.kernel[2] = 3;
+  v2 = v;
+  v2.kernel[0] = 1;
+  ck_assert_double_eq(resolve_distance(&v, &v), 0.0);
+  ck_assert_double_gt(resolve_distance(&v, &v2), 0.0);
+  ck_assert_double_eq(resolve_distance(&v, &v2), resolve_distance(&v2, &v));
+}
+END_TEST
+
+/* ---- bad arguments ------------------------------------------------------------------ */
+
+/* Whether the machine has an NVIDIA driver node, without initialising CUDA here. */
+static int gpu_present(void) {
+  return access("/dev/nvidiactl", F_OK) == 0;
+}
+
+static void expect_msg(const ct_context *ctx, const char *part) {
+  const char *m = ct_errmsg(ctx);
+  ck_assert_ptr_nonnull(m);
+  ck_assert_msg(strstr(m, part), "message '%s' does not name '%s'", m, part);
+}
+
+START_TEST(open_rejects_bad_databases_unchanged) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  ct_context *ctx = NULL;
+
+  /* missing: not found, and not created */
+  snprintf(path, sizeof path, "%s/missing.db", dir);
+  ck_assert_int_eq(ct_open(path, 0, &ctx), CT_ERR_NOT_FOUND);
+  ck_assert_ptr_nonnull(ctx);
+  expect_msg(ctx, path);
+  expect_msg(ctx, "no such database");
+  ct_close(ctx);
+  ck_assert_int_eq(ct_open_arch(path, "sm_90", &ctx), CT_ERR_NOT_FOUND);
+  expect_msg(ctx, path);
+  ct_close(ctx);
+  ck_assert(!file_exists(path));
+
+  /* garbage */
+  snprintf(path, sizeof path, "%s/garbage.db", dir);
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  for (int i = 0; i < 4096; i++) fputc((i * 7919) & 0xff, f);
+  fclose(f);
+  long size0 = 0, size1 = 0;
+  char *bytes0 = slurp(path, &size0);
+  ck_assert_int_eq(ct_open(path, 0, &ctx), CT_ERR_DB);
+  expect_msg(ctx, path);
+  expect_msg(ctx, "not a database");
+  ct_close(ctx);
+  ck_assert_int_eq(ct_open_arch(path, "sm_90", &ctx), CT_ERR_DB);
+  ct_close(ctx);
+  char *bytes1 = slurp(path, &size1);
+  ck_assert_int_eq(size0, size1);
+  ck_assert(!memcmp(bytes0, bytes1, (size_t)size0));
+  free(bytes0);
+  free(bytes1);
+
+  /* a newer schema */
+  snprintf(path, sizeof path, "%s/newer.db", dir);
+  db *d = NULL;
+  ck_assert_int_eq(db_open(path, 0, &d, NULL), CT_OK);
+  db_close(d);
+  sqlite3 *h = NULL;
+  ck_assert_int_eq(sqlite3_open(path, &h), SQLITE_OK);
+  char sql[64];
+  snprintf(sql, sizeof sql, "PRAGMA user_version = %d", DB_SCHEMA_VERSION + 1);
+  ck_assert_int_eq(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_close(h), SQLITE_OK);
+  bytes0 = slurp(path, &size0);
+  ck_assert_int_eq(ct_open(path, 0, &ctx), CT_ERR_DB);
+  expect_msg(ctx, "newer");
+  ct_close(ctx);
+  ck_assert_int_eq(ct_open_arch(path, "sm_90", &ctx), CT_ERR_DB);
+  expect_msg(ctx, "newer");
+  ct_close(ctx);
+  bytes1 = slurp(path, &size1);
+  ck_assert_int_eq(size0, size1);
+  ck_assert_msg(!memcmp(bytes0, bytes1, (size_t)size0), "a newer database was written");
+  free(bytes0);
+  free(bytes1);
+}
+END_TEST
+
+START_TEST(open_rejects_bad_arguments) {
+  ct_context *ctx = NULL;
+  ck_assert_int_eq(ct_open(NULL, -1, &ctx), CT_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(ctx);
+  expect_msg(ctx, "device");
+  expect_msg(ctx, "-1");
+  ct_close(ctx);
+  ck_assert_int_eq(ct_open(NULL, 0, NULL), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(ct_open_arch(NULL, "sm_90", NULL), CT_ERR_INVALID_ARG);
+
+  ctx = NULL;
+  ck_assert_int_eq(ct_open_arch(NULL, "sm_999", &ctx), CT_ERR_NOT_FOUND);
+  ck_assert_ptr_nonnull(ctx);
+  expect_msg(ctx, "sm_999");
+  expect_msg(ctx, "sm_90"); /* the known names */
+  ct_close(ctx);
+  ck_assert_int_eq(ct_open_arch(NULL, NULL, &ctx), CT_ERR_INVALID_ARG);
+  expect_msg(ctx, "architecture");
+  ct_close(ctx);
+
+  if (gpu_present()) return; /* the no-GPU answer needs a machine without one */
+  ck_assert_int_eq(ct_open(NULL, 0, &ctx), CT_ERR_NO_DEVICE);
+  ck_assert_ptr_nonnull(ctx);
+  expect_msg(ctx, "CUDA");
+  ct_close(ctx);
+  /* with a database: opened, then closed again with the context */
+  fixture f;
+  build_db(&f, 0);
+  ck_assert_int_eq(ct_open(f.path, 0, &ctx), CT_ERR_NO_DEVICE);
+  ct_close(ctx);
+}
+END_TEST
+
+START_TEST(conv_rejects_bad_arguments) {
+  ct_context *ctx = NULL;
+  ck_assert_int_eq(ct_open_arch(NULL, "sm_90", &ctx), CT_OK);
+  ct_workload w2 = wl2d(1, 16, 16, 8, 3, 1, 1, 1), w3;
+  workload_init(&w3, CT_OP_CONV3D);
+  w3.c = w3.k = 8;
+  w3.in[0] = w3.in[1] = w3.in[2] = 6;
+  w3.kernel[0] = w3.kernel[1] = w3.kernel[2] = 3;
+  char buf[64];
+  void *p = buf; /* never dereferenced: every call fails before a launch */
+
+  ck_assert_int_eq(ct_conv2d(NULL, &w2, p, p, p, NULL), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(ct_conv3d(NULL, &w3, p, p, p, NULL), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(ct_conv2d(ctx, NULL, p, p, p, NULL), CT_ERR_INVALID_ARG);
+  expect_msg(ctx, "workload");
+  ck_assert_int_eq(ct_conv2d(ctx, &w2, NULL, p, p, NULL), CT_ERR_INVALID_ARG);
+  expect_msg(ctx, "data is NULL");
+  ck_assert_int_eq(ct_conv2d(ctx, &w2, p, NULL, p, NULL), CT_ERR_INVALID_ARG);
+  expect_msg(ctx, "weights is NULL");
+  ck_assert_int_eq(ct_conv2d(ctx, &w2, p, p, NULL, NULL), CT_ERR_INVALID_ARG);
+  expect_msg(ctx, "out is NULL");
+  ck_assert_int_eq(ct_conv3d(ctx, &w3, NULL, p, p, NULL), CT_ERR_INVALID_ARG);
+  expect_msg(ctx, "ct_conv3d");
+  ck_assert_int_eq(ct_conv2d(ctx, &w3, p, p, p, NULL), CT_ERR_INVALID_ARG);
+  expect_msg(ctx, "ct_conv3d");
+  ck_assert_int_eq(ct_conv3d(ctx, &w2, p, p, p, NULL), CT_ERR_INVALID_ARG);
+  expect_msg(ctx, "ct_conv2d");
+
+  ct_workload bad = w2;
+  bad.c = 0;
+  ck_assert_int_eq(ct_conv2d(ctx, &bad, p, p, p, NULL), CT_ERR_INVALID_WORKLOAD);
+  expect_msg(ctx, "c (input channels)");
+  bad = w2;
+  bad.groups = 2;
+  ck_assert_int_eq(ct_conv2d(ctx, &bad, p, p, p, NULL), CT_ERR_INVALID_WORKLOAD);
+  expect_msg(ctx, "groups");
+  bad = w3;
+  bad.kernel[0] = 9; /* larger than the padded depth */
+  ck_assert_int_eq(ct_conv3d(ctx, &bad, p, p, p, NULL), CT_ERR_INVALID_WORKLOAD);
+
+  ck_assert_int_eq(ct_conv2d(ctx, &w2, p, p, p, NULL), CT_ERR_NO_DEVICE);
+  expect_msg(ctx, "no GPU");
+  ck_assert_int_eq(ct_conv3d(ctx, &w3, p, p, p, NULL), CT_ERR_NO_DEVICE);
+
+  ck_assert_int_eq(ct_pack_weights(NULL, &w2, p, p, NULL), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(ct_pack_weights(ctx, NULL, p, p, NULL), CT_ERR_INVALID_ARG);
+  expect_msg(ctx, "workload");
+  ck_assert_int_eq(ct_pack_weights(ctx, &w2, NULL, p, NULL), CT_ERR_INVALID_ARG);
+  expect_msg(ctx, "weights is NULL");
+  ck_assert_int_eq(ct_pack_weights(ctx, &w2, p, NULL, NULL), CT_ERR_INVALID_ARG);
+  expect_msg(ctx, "packed is NULL");
+  bad = w2;
+  bad.k = -4;
+  ck_assert_int_eq(ct_pack_weights(ctx, &bad, p, p, NULL), CT_ERR_INVALID_WORKLOAD);
+  expect_msg(ctx, "k (output channels)");
+  ck_assert_int_eq(ct_pack_weights(ctx, &w2, p, p, NULL), CT_ERR_NO_DEVICE);
+  ct_close(ctx);
+}
+END_TEST
+
+START_TEST(explain_and_helpers_reject_bad_arguments) {
+  ct_context *ctx = NULL;
+  ck_assert_int_eq(ct_open_arch(NULL, "sm_90", &ctx), CT_OK);
+  ct_workload w = wl2d(1, 16, 16, 8, 3, 1, 1, 1), bad = w;
+  bad.in[1] = 0;
+  ct_explanation ex;
+  ck_assert_int_eq(ct_explain(NULL, &w, &ex), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(ct_explain(ctx, NULL, &ex), CT_ERR_INVALID_ARG);
+  expect_msg(ctx, "NULL");
+  ck_assert_int_eq(ct_explain(ctx, &w, NULL), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(ct_explain(ctx, &bad, &ex), CT_ERR_INVALID_WORKLOAD);
+  expect_msg(ctx, "input size");
+  /* a packed workload whose channels are not a multiple of 4 */
+  bad = w;
+  bad.c = 6;
+  ck_assert_int_eq(ct_explain(ctx, &bad, &ex), CT_ERR_INVALID_WORKLOAD);
+  expect_msg(ctx, "multiple of 4");
+  ct_close(ctx);
+
+  char key[CT_KEY_MAX], small[16];
+  ck_assert_int_eq(ct_workload_key(&w, key, sizeof key), CT_OK);
+  char want[CT_KEY_MAX];
+  workload_key(&w, want, sizeof want);
+  ck_assert_str_eq(key, want);
+  ck_assert_int_eq(ct_workload_key(&w, small, sizeof small), CT_ERR_INVALID_ARG);
+  ck_assert_uint_lt(strlen(small), sizeof small); /* terminated, not overrun */
+  ck_assert_int_gt((int)strlen(small), 0);
+  ck_assert_int_eq(ct_workload_key(NULL, key, sizeof key), CT_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(key, "NULL"));
+  ck_assert_int_eq(ct_workload_key(&w, NULL, 256), CT_ERR_INVALID_ARG);
+  bad = w;
+  bad.c = 0;
+  ck_assert_int_eq(ct_workload_key(&bad, key, sizeof key), CT_ERR_INVALID_WORKLOAD);
+  ck_assert_ptr_nonnull(strstr(key, "c (input channels)"));
+
+  /* the stem: C = 3 padded to 4, K = 64, 7x7 */
+  ct_workload stem;
+  workload_init(&stem, CT_OP_CONV2D);
+  stem.c = 3, stem.k = 64;
+  stem.in[0] = stem.in[1] = 224;
+  stem.kernel[0] = stem.kernel[1] = 7;
+  stem.stride[0] = stem.stride[1] = 2;
+  stem.pad_before[0] = stem.pad_before[1] = stem.pad_after[0] = stem.pad_after[1] = 3;
+  ck_assert_uint_eq(ct_packed_weights_bytes(&stem), 64u * 4u * 49u);
+  stem.k = 6; /* K padded too */
+  ck_assert_uint_eq(ct_packed_weights_bytes(&stem), 8u * 4u * 49u);
+  ck_assert_uint_eq(ct_packed_weights_bytes(&w), 16u * 16u * 9u);
+  bad = w;
+  bad.groups = 2;
+  ck_assert_uint_eq(ct_packed_weights_bytes(&bad), 0);
+  ck_assert_uint_eq(ct_packed_weights_bytes(NULL), 0);
+
+  ct_close(NULL);
+  ck_assert_ptr_nonnull(ct_errmsg(NULL));
+  ck_assert_int_gt((int)strlen(ct_errmsg(NULL)), 0);
+  ct_set_log(NULL, NULL, NULL, CT_LOG_DEBUG);
+  int8_t i8[4] = {0};
+  int32_t i32[4] = {0};
+  ck_assert_int_eq(ct_reference_conv(&w, NULL, i8, i32), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(ct_reference_conv(NULL, i8, i8, i32), CT_ERR_INVALID_ARG);
+}
+END_TEST
+
+START_TEST(strerror_of_every_status) {
+  static const struct {
+    ct_status st;
+    const char *name, *msg;
+  } all[] = {
+#define ROW(name, value, msg) {name, #name, msg},
+      CT_STATUS_LIST(ROW)
+#undef ROW
+  };
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+    ck_assert_str_eq(ct_strerror(all[i].st), all[i].msg);
+    ck_assert_str_eq(ct_status_name(all[i].st), all[i].name);
+    for (size_t j = 0; j < i; j++) ck_assert_str_ne(ct_strerror(all[i].st), all[j].msg);
+  }
+  ck_assert_ptr_nonnull(ct_strerror((ct_status)-99));
+  ck_assert_ptr_nonnull(ct_strerror((ct_status)5));
+  ck_assert_ptr_nonnull(ct_status_name((ct_status)-99));
+  ck_assert_ptr_nonnull(ct_version());
+}
+END_TEST
+
+/* ---- silence --------------------------------------------------------------------------- */
+
+typedef struct log_sink {
+  int n;
+  char last[CT_ERRMSG_MAX];
+} log_sink;
+
+static void sink(void *user, ct_log_level level, const char *msg) {
+  log_sink *s = user;
+  s->n++;
+  snprintf(s->last, sizeof s->last, "%s", msg);
+  (void)level;
+}
+
+/* Every failing call, and some succeeding ones, with stdout and stderr
+ * sent to a file that must stay empty; errors reach the log callback. */
+START_TEST(library_prints_nothing) {
+  fixture f;
+  build_db(&f, WITH_ALL);
+  char out_path[700], missing[700], garbage[700];
+  snprintf(out_path, sizeof out_path, "%s/output.txt", f.dir);
+  snprintf(missing, sizeof missing, "%s/missing.db", f.dir);
+  snprintf(garbage, sizeof garbage, "%s/garbage.db", f.dir);
+  FILE *g = fopen(garbage, "wb");
+  ck_assert_ptr_nonnull(g);
+  fputs("this is not a database, it is a sentence long enough to be a header.\n", g);
+  fclose(g);
+
+  int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ck_assert_int_ge(fd, 0);
+  fflush(stdout);
+  fflush(stderr);
+  int saved_out = dup(1), saved_err = dup(2);
+  ck_assert_int_ge(saved_out, 0);
+  ck_assert_int_ge(saved_err, 0);
+  ck_assert_int_ge(dup2(fd, 1), 0);
+  ck_assert_int_ge(dup2(fd, 2), 0);
+
+  ct_status st[32];
+  int n = 0;
+  ct_context *ctx = NULL;
+  st[n++] = ct_open(missing, 0, &ctx);
+  ct_close(ctx);
+  st[n++] = ct_open(garbage, 0, &ctx);
+  ct_close(ctx);
+  st[n++] = ct_open(NULL, -3, &ctx);
+  ct_close(ctx);
+  st[n++] = ct_open_arch(NULL, "sm_1", &ctx);
+  ct_close(ctx);
+  if (!gpu_present()) {
+    st[n++] = ct_open(f.path, 0, &ctx);
+    ct_close(ctx);
+  }
+  log_sink ls = {0};
+  st[n++] = ct_open_arch(f.path, "sm_90", &ctx);
+  ct_set_log(ctx, sink, &ls, CT_LOG_DEBUG);
+  ct_explanation ex;
+  ct_workload bad = f.t;
+  bad.groups = 3;
+  char buf[16];
+  st[n++] = ct_explain(ctx, &f.w1, &ex);
+  st[n++] = ct_explain(ctx, &f.t, &ex);
+  st[n++] = ct_explain(ctx, &bad, &ex);
+  st[n++] = ct_explain(ctx, NULL, &ex);
+  st[n++] = ct_conv2d(ctx, &f.t, buf, buf, NULL, NULL);
+  st[n++] = ct_conv2d(ctx, &bad, buf, buf, buf, NULL);
+  st[n++] = ct_conv2d(ctx, &f.t, buf, buf, buf, NULL);
+  st[n++] = ct_conv3d(ctx, &f.t, buf, buf, buf, NULL);
+  st[n++] = ct_pack_weights(ctx, &f.t, buf, buf, NULL);
+  st[n++] = ct_workload_key(&bad, buf, sizeof buf);
+  int n_logged = ls.n;
+  char last_logged[CT_ERRMSG_MAX], last_err[CT_ERRMSG_MAX];
+  snprintf(last_logged, sizeof last_logged, "%s", ls.last);
+  snprintf(last_err, sizeof last_err, "%s", ct_errmsg(ctx));
+  ct_close(ctx);
+
+  fflush(stdout);
+  fflush(stderr);
+  dup2(saved_out, 1);
+  dup2(saved_err, 2);
+  close(saved_out);
+  close(saved_err);
+  close(fd);
+
+  struct stat sb;
+  ck_assert_int_eq(stat(out_path, &sb), 0);
+  if (sb.st_size != 0) {
+    long size = 0;
+    char *text = slurp(out_path, &size);
+    text[size] = '\0';
+    ck_abort_msg("the library printed %ld bytes: %.300s", size, text);
+  }
+  int n_failed = 0;
+  for (int i = 0; i < n; i++) n_failed += st[i] != CT_OK;
+  ck_assert_int_eq(n_failed, n - 3); /* all but the open and two explains */
+  /* the seven failures after the callback was installed: each logged */
+  ck_assert_int_eq(n_logged, 7);
+  ck_assert_str_eq(last_logged, last_err);
+}
+END_TEST
+
+/* ---- threads ------------------------------------------------------------------------- */
+
+#define N_THREADS 4
+#define N_ROUNDS  3
+
+typedef struct explain_job {
+  ct_context *ctx;
+  const ct_workload *w; /* N_THREADS of them */
+  const ct_explanation *want;
+  int first;
+  int n_bad;
+  char what[256];
+} explain_job;
+
+static int same_explanation(const ct_explanation *a, const ct_explanation *b) {
+  return a->source == b->source && !strcmp(a->template_name, b->template_name) &&
+         !strcmp(a->config, b->config) && !strcmp(a->tuned_key, b->tuned_key) &&
+         !strcmp(a->device, b->device) && a->measured_us == b->measured_us &&
+         !strcmp(a->reason, b->reason);
+}
+
+/* Each thread starts at its own workload, so that at any moment the
+ * threads explain different ones. No Check calls here: results only. */
+static void *explain_thread(void *arg) {
+  explain_job *j = arg;
+  for (int r = 0; r < N_ROUNDS; r++)
+    for (int i = 0; i < N_THREADS; i++) {
+      int k = (j->first + i) % N_THREADS;
+      ct_explanation ex;
+      ct_status st = ct_explain(j->ctx, &j->w[k], &ex);
+      if (st != CT_OK || !same_explanation(&ex, &j->want[k])) {
+        if (!j->n_bad++)
+          snprintf(j->what, sizeof j->what, "workload %d: status %d, source %d, config %.150s", k,
+                   (int)st, (int)ex.source, st ? "" : ex.config);
+      }
+    }
+  return NULL;
+}
+
+START_TEST(concurrent_explain_matches_serial) {
+  fixture f;
+  build_db(&f, WITH_ALL);
+  ct_context *ctx = NULL;
+  ck_assert_int_eq(ct_open_arch(f.path, "sm_90", &ctx), CT_OK);
+  ct_workload w[N_THREADS] = {f.w1, f.t, f.old, wl2d(2, 32, 64, 14, 3, 2, 1, 1)};
+  w[3].layout = CT_LAYOUT_NCHW;
+  ct_explanation want[N_THREADS];
+  for (int i = 0; i < N_THREADS; i++) ck_assert_int_eq(ct_explain(ctx, &w[i], &want[i]), CT_OK);
+  ck_assert_int_eq(want[0].source, CT_SOURCE_SAME_CC);
+  ck_assert_int_eq(want[1].source, CT_SOURCE_NEAREST);
+  ck_assert_int_eq(want[2].source, CT_SOURCE_DEFAULT);
+  ck_assert_int_eq(want[3].source, CT_SOURCE_DEFAULT);
+
+  pthread_t th[N_THREADS];
+  explain_job jobs[N_THREADS];
+  for (int i = 0; i < N_THREADS; i++) {
+    jobs[i] = (explain_job){.ctx = ctx, .w = w, .want = want, .first = i};
+    ck_assert_int_eq(pthread_create(&th[i], NULL, explain_thread, &jobs[i]), 0);
+  }
+  for (int i = 0; i < N_THREADS; i++) ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+  for (int i = 0; i < N_THREADS; i++)
+    ck_assert_msg(jobs[i].n_bad == 0, "thread %d: %d mismatches, first %s", i, jobs[i].n_bad,
+                  jobs[i].what);
+  ct_close(ctx);
+}
+END_TEST
+
+/* ---- main ------------------------------------------------------------------------------ */
+
+/* Remove path and, for a folder, everything in it. */
+static void remove_tree(const char *path) {
+  struct stat sb;
+  if (lstat(path, &sb) != 0) return;
+  if (S_ISDIR(sb.st_mode)) {
+    DIR *dir = opendir(path);
+    struct dirent *e;
+    while (dir && (e = readdir(dir))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      char child[4096];
+      snprintf(child, sizeof child, "%s/%s", path, e->d_name);
+      remove_tree(child);
+    }
+    if (dir) closedir(dir);
+    rmdir(path);
+  } else {
+    unlink(path);
+  }
+}
+
+int main(void) {
+  const char *tmp = getenv("TMPDIR");
+  char root[512];
+  snprintf(root, sizeof root, "%s/test_dispatch.XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+  if (!mkdtemp(root)) {
+    perror("mkdtemp");
+    return EXIT_FAILURE;
+  }
+  setenv("CT_DISPATCH_TEST_DIR", root, 1);
+
+  Suite *s = suite_create("dispatch");
+  TCase *tc = tcase_create("lookup");
+  tcase_add_test(tc, exact_then_same_cc_then_neither);
+  tcase_add_test(tc, old_template_version_ignored);
+  tcase_add_test(tc, nearest_valid_candidate);
+  tcase_add_test(tc, nearest_falls_through_invalid_candidates);
+  tcase_add_test(tc, no_valid_candidate_is_default);
+  tcase_add_test(tc, no_database_is_default);
+  tcase_add_test(tc, open_arch_explains_by_compute_capability);
+  tcase_set_timeout(tc, 120);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("default");
+  tcase_add_test(tc, default_deterministic_valid_for_resnet50);
+  tcase_add_test(tc, default_valid_for_resnet3d18);
+  tcase_add_test(tc, distance_properties);
+  tcase_set_timeout(tc, 300);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("errors");
+  tcase_add_test(tc, open_rejects_bad_databases_unchanged);
+  tcase_add_test(tc, open_rejects_bad_arguments);
+  tcase_add_test(tc, conv_rejects_bad_arguments);
+  tcase_add_test(tc, explain_and_helpers_reject_bad_arguments);
+  tcase_add_test(tc, strerror_of_every_status);
+  tcase_add_test(tc, library_prints_nothing);
+  tcase_set_timeout(tc, 120);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("threads");
+  tcase_add_test(tc, concurrent_explain_matches_serial);
+  tcase_set_timeout(tc, 300);
+  suite_add_tcase(s, tc);
+
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  remove_tree(root);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,540 @@
+/*
+ * test_gpu_dispatch.c (label gpu): the dispatch library end to end on a GPU
+ * (dispatch/dispatch.c through convtune.h only, with the CPU reference).
+ *
+ * Every layer of ResNet-50 (ct_conv2d) and ResNet3D-18 (ct_conv3d), and a
+ * few awkward shapes (batch > 1, odd and non-square sizes, asymmetric
+ * padding, dilation, channels that are not multiples of 4), runs twice:
+ * in the plain layout (weights packed on the GPU by ct_pack_weights, which
+ * must equal the host's pack_oi4o4i byte for byte) and in the packed layout
+ * (data and weights packed on the host with core/pack.h; the 3-channel
+ * stems are zero-padded to 4). Inputs are random int8 over the full range,
+ * outputs are poisoned (0xA5 bytes) before each call, and every element is
+ * compared with reference_conv. One line per workload goes to stdout. Then
+ * two threads, each with its own stream, run the same and different new
+ * workloads on one context at once.
+ *
+ * Environment: CT_DISPATCH_DB, the database (unset: none, every workload
+ * gets the default); CT_DISPATCH_BATCH, the batch of both sets (default 1).
+ * Exits 77 without a GPU. Check runs in CK_NOFORK mode: the probe creates
+ * the CUDA context, which a fork would not carry.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime.h>
+
+#include "convtune/convtune.h"
+#include "core/pack.h"
+#include "core/reference.h"
+#include "core/rng.h"
+#include "core/wlset.h"
+
+#define POISON_BYTE 0xA5
+
+static const char *db_path; /* NULL: no database */
+static int batch = 1;
+
+#define CUDA_OK(call)                                                                              \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                     \
+  } while (0)
+
+static const char *source_name(ct_source s) {
+  switch (s) {
+  case CT_SOURCE_EXACT:
+    return "exact";
+  case CT_SOURCE_SAME_CC:
+    return "same-cc";
+  case CT_SOURCE_NEAREST:
+    return "nearest";
+  case CT_SOURCE_DEFAULT:
+    return "default";
+  }
+  return "?";
+}
+
+static void *xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  ck_assert_ptr_nonnull(p);
+  return p;
+}
+
+static void fill_random(rng *r, int8_t *p, size_t n) {
+  for (size_t i = 0; i < n; i++) p[i] = (int8_t)(uint8_t)rng_next(r);
+}
+
+/* Elements where got differs from want; the first one described in first. */
+static long long count_mismatches(const int32_t *got, const int32_t *want, size_t n, char *first,
+                                  size_t size) {
+  long long bad = 0;
+  for (size_t i = 0; i < n; i++)
+    if (got[i] != want[i] && !bad++)
+      snprintf(first, size, "first at %zu: got %d (0x%08x), want %d", i, got[i], (unsigned)got[i],
+               want[i]);
+  return bad;
+}
+
+/* The host side of one workload: plain and packed inputs and both
+ * reference outputs. */
+typedef struct host_case {
+  ct_workload w, pw;                 /* plain, and packed (C and K padded to 4) */
+  size_t data_n, weight_n, out_n;    /* plain element counts */
+  size_t pdata_n, pweight_n, pout_n; /* packed element counts */
+  int8_t *data, *weights, *pdata, *pweights;
+  int32_t *ref, *pref;
+} host_case;
+
+static void host_case_make(host_case *h, const ct_workload *w, uint64_t seed) {
+  memset(h, 0, sizeof *h);
+  h->w = *w;
+  h->w.layout = CT_LAYOUT_NCHW;
+  ck_assert_int_eq(workload_validate(&h->w, NULL), CT_OK);
+  workload_packed(&h->w, &h->pw);
+  h->data_n = (size_t)workload_data_elems(&h->w);
+  h->weight_n = (size_t)workload_weight_elems(&h->w);
+  h->out_n = (size_t)workload_out_elems(&h->w);
+  h->pdata_n = (size_t)workload_data_elems(&h->pw);
+  h->pweight_n = (size_t)workload_weight_elems(&h->pw);
+  h->pout_n = (size_t)workload_out_elems(&h->pw);
+  ck_assert_uint_eq(h->pweight_n, ct_packed_weights_bytes(&h->w));
+  h->data = xmalloc(h->data_n);
+  h->weights = xmalloc(h->weight_n);
+  h->pdata = xmalloc(h->pdata_n);
+  h->pweights = xmalloc(h->pweight_n);
+  h->ref = xmalloc(h->out_n * sizeof(int32_t));
+  h->pref = xmalloc(h->pout_n * sizeof(int32_t));
+  rng r;
+  rng_seed(&r, seed);
+  fill_random(&r, h->data, h->data_n);
+  fill_random(&r, h->weights, h->weight_n);
+  geom3 g;
+  workload_geom(&h->w, &g);
+  int64_t in_sp = g.in[0] * g.in[1] * g.in[2], kvol = g.ker[0] * g.ker[1] * g.ker[2];
+  pack_nc4c(h->data, h->pdata, 1, g.n, g.c, in_sp);
+  pack_oi4o4i(h->weights, h->pweights, g.k, g.c, kvol);
+  ct_err err = {0};
+  ck_assert_msg(reference_conv(&h->w, h->data, h->weights, h->ref, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(reference_conv(&h->pw, h->pdata, h->pweights, h->pref, &err) == CT_OK, "%s",
+                err.msg);
+}
+
+static void host_case_free(host_case *h) {
+  free(h->data);
+  free(h->weights);
+  free(h->pdata);
+  free(h->pweights);
+  free(h->ref);
+  free(h->pref);
+}
+
+static ct_status conv(ct_context *ctx, const ct_workload *w, const void *data, const void *weights,
+                      void *out, cudaStream_t stream) {
+  return w->op == CT_OP_CONV3D ? ct_conv3d(ctx, w, data, weights, out, stream)
+                               : ct_conv2d(ctx, w, data, weights, out, stream);
+}
+
+/* The result of one layout's run: "exact", or what went wrong. */
+typedef struct run_result {
+  long long bad; /* mismatching elements, or -1 when a call failed */
+  char what[CT_ERRMSG_MAX + 128];
+} run_result;
+
+/* Run w (plain or packed, per h) on the GPU and compare with the reference.
+ * The plain run packs the weights with ct_pack_weights and checks them too. */
+static void run_layout(ct_context *ctx, const host_case *h, int packed, cudaStream_t stream,
+                       run_result *res) {
+  const ct_workload *w = packed ? &h->pw : &h->w;
+  size_t data_n = packed ? h->pdata_n : h->data_n, out_n = packed ? h->pout_n : h->out_n;
+  const int32_t *want = packed ? h->pref : h->ref;
+  void *d_data = NULL, *d_wplain = NULL, *d_weights = NULL, *d_out = NULL;
+  int32_t *got = xmalloc(out_n * sizeof *got);
+  res->bad = -1;
+  snprintf(res->what, sizeof res->what, "not run");
+  CUDA_OK(cudaMalloc(&d_data, data_n));
+  CUDA_OK(cudaMalloc(&d_weights, h->pweight_n));
+  CUDA_OK(cudaMalloc(&d_out, out_n * sizeof(int32_t)));
+  CUDA_OK(cudaMemcpy(d_data, packed ? h->pdata : h->data, data_n, cudaMemcpyHostToDevice));
+  ct_status st = CT_OK;
+  if (packed) {
+    CUDA_OK(cudaMemcpy(d_weights, h->pweights, h->pweight_n, cudaMemcpyHostToDevice));
+  } else {
+    CUDA_OK(cudaMalloc(&d_wplain, h->weight_n));
+    CUDA_OK(cudaMemcpy(d_wplain, h->weights, h->weight_n, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(d_weights, POISON_BYTE, h->pweight_n));
+    st = ct_pack_weights(ctx, w, d_wplain, d_weights, stream);
+    if (st) {
+      snprintf(res->what, sizeof res->what, "ct_pack_weights: %s: %s", ct_status_name(st),
+               ct_errmsg(ctx));
+      goto done;
+    }
+    CUDA_OK(cudaStreamSynchronize(stream));
+    int8_t *pw = xmalloc(h->pweight_n);
+    CUDA_OK(cudaMemcpy(pw, d_weights, h->pweight_n, cudaMemcpyDeviceToHost));
+    int same = !memcmp(pw, h->pweights, h->pweight_n);
+    free(pw);
+    if (!same) {
+      snprintf(res->what, sizeof res->what, "ct_pack_weights differs from pack_oi4o4i");
+      goto done;
+    }
+  }
+  CUDA_OK(cudaMemset(d_out, POISON_BYTE, out_n * sizeof(int32_t)));
+  CUDA_OK(cudaDeviceSynchronize());
+  st = conv(ctx, w, d_data, d_weights, d_out, stream);
+  if (st) {
+    snprintf(res->what, sizeof res->what, "%s: %s", ct_status_name(st), ct_errmsg(ctx));
+    goto done;
+  }
+  cudaError_t e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess) {
+    snprintf(res->what, sizeof res->what, "after the call: %s", cudaGetErrorString(e));
+    goto done;
+  }
+  CUDA_OK(cudaMemcpy(got, d_out, out_n * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  res->bad = count_mismatches(got, want, out_n, res->what, sizeof res->what);
+  if (!res->bad) snprintf(res->what, sizeof res->what, "exact");
+done:
+  cudaFree(d_data);
+  cudaFree(d_wplain);
+  cudaFree(d_weights);
+  cudaFree(d_out);
+  free(got);
+}
+
+/* Both layouts of each workload; one line each; returns the failures. */
+static int run_all(ct_context *ctx, const char *set_name, const ct_workload *ws,
+                   const char *const *names, int n) {
+  int failures = 0;
+  for (int i = 0; i < n; i++) {
+    host_case h;
+    host_case_make(&h, &ws[i], 1000 + (uint64_t)i);
+    run_result plain, packed;
+    run_layout(ctx, &h, 0, NULL, &plain);
+    run_layout(ctx, &h, 1, NULL, &packed);
+    ct_explanation ex, pex;
+    ct_status st = ct_explain(ctx, &h.w, &ex);
+    ct_status pst = ct_explain(ctx, &h.pw, &pex);
+    char key[CT_KEY_MAX];
+    ct_workload_key(&h.w, key, sizeof key);
+    printf("%s/%-14s %-8s %-20s %9.2f us  plain: %s%s  packed: %s%s  (%s)\n", set_name, names[i],
+           st ? "?" : source_name(ex.source), st ? "?" : ex.template_name,
+           st ? 0.0 : ex.measured_us, plain.bad > 0 ? "mismatches, " : "", plain.what,
+           packed.bad > 0 ? "mismatches, " : "", packed.what, key);
+    fflush(stdout);
+    /* both layouts run the same packed workload: one resolution */
+    int same = !st && !pst && ex.source == pex.source && !strcmp(ex.config, pex.config);
+    failures += plain.bad != 0 || packed.bad != 0 || !same;
+    host_case_free(&h);
+  }
+  return failures;
+}
+
+static ct_context *open_ctx(void) {
+  ct_context *ctx = NULL;
+  ct_status st = ct_open(db_path, 0, &ctx);
+  ck_assert_msg(st == CT_OK, "ct_open(%s): %s: %s", db_path ? db_path : "no database",
+                ct_status_name(st), ct_errmsg(ctx));
+  return ctx;
+}
+
+static void run_set(const char *name) {
+  wlset *set = NULL;
+  ct_err err = {0};
+  ck_assert_msg(wlset_load_named(name, batch, &set, &err) == CT_OK, "%s", err.msg);
+  ct_workload *ws = xmalloc(sizeof *ws * (size_t)set->n_items);
+  const char **names = xmalloc(sizeof *names * (size_t)set->n_items);
+  for (int i = 0; i < set->n_items; i++) {
+    ws[i] = set->items[i].w;
+    names[i] = set->items[i].name;
+  }
+  ct_context *ctx = open_ctx();
+  int failures = run_all(ctx, name, ws, names, set->n_items);
+  ct_close(ctx);
+  free(ws);
+  free(names);
+  int n = set->n_items;
+  wlset_free(set);
+  ck_assert_msg(failures == 0, "%s: %d of %d workloads not exact", name, failures, n);
+}
+
+START_TEST(resnet50_every_layer_exact) {
+  run_set("resnet50");
+}
+END_TEST
+
+START_TEST(resnet3d18_every_layer_exact) {
+  run_set("resnet3d18");
+}
+END_TEST
+
+/* op, n, c, k, in, kernel, stride, pad before, pad after, dilation; conv2d
+ * uses the first two of each triple. */
+typedef struct shape {
+  const char *name;
+  ct_op op;
+  int n, c, k, in[3], ker[3], str[3], pb[3], pa[3], dil[3];
+} shape;
+
+static const shape awkward[] = {
+    {"c5k7-dil-asym", CT_OP_CONV2D, 2, 5, 7, {13, 11}, {3, 5}, {1, 2}, {0, 1}, {2, 3}, {1, 2}},
+    {"stem-b3-odd", CT_OP_CONV2D, 3, 3, 6, {15, 9}, {7, 7}, {2, 2}, {3, 3}, {3, 3}, {1, 1}},
+    {"1x1-s2", CT_OP_CONV2D, 1, 8, 12, {9, 9}, {1, 1}, {2, 2}, {0, 0}, {0, 0}, {1, 1}},
+    {"1x7", CT_OP_CONV2D, 1, 4, 8, {12, 10}, {1, 7}, {1, 1}, {0, 3}, {0, 3}, {1, 1}},
+    {"3d-b2-c5",
+     CT_OP_CONV3D,
+     2,
+     5,
+     6,
+     {5, 9, 7},
+     {3, 3, 3},
+     {1, 2, 2},
+     {1, 1, 1},
+     {1, 1, 1},
+     {1, 1, 1}},
+    {"3d-3x1x1",
+     CT_OP_CONV3D,
+     1,
+     3,
+     4,
+     {4, 8, 8},
+     {3, 1, 1},
+     {1, 1, 1},
+     {1, 0, 0},
+     {1, 0, 0},
+     {1, 1, 1}},
+};
+
+static ct_workload from_shape(const shape *s) {
+  ct_workload w;
+  workload_init(&w, s->op);
+  w.n = s->n, w.c = s->c, w.k = s->k;
+  for (int d = 0; d < (s->op == CT_OP_CONV3D ? 3 : 2); d++) {
+    w.in[d] = s->in[d];
+    w.kernel[d] = s->ker[d];
+    w.stride[d] = s->str[d];
+    w.pad_before[d] = s->pb[d];
+    w.pad_after[d] = s->pa[d];
+    w.dilation[d] = s->dil[d];
+  }
+  ck_assert_int_eq(workload_validate(&w, NULL), CT_OK);
+  return w;
+}
+
+START_TEST(awkward_shapes_exact) {
+  enum { N = sizeof awkward / sizeof awkward[0] };
+  ct_workload ws[N];
+  const char *names[N];
+  for (int i = 0; i < N; i++) {
+    ws[i] = from_shape(&awkward[i]);
+    names[i] = awkward[i].name;
+  }
+  ct_context *ctx = open_ctx();
+  int failures = run_all(ctx, "awkward", ws, names, N);
+  ct_close(ctx);
+  ck_assert_msg(failures == 0, "%d of %d awkward workloads not exact", failures, N);
+}
+END_TEST
+
+/* ---- two threads, two streams, one context -------------------------------------------- */
+
+#define N_ITERS 20
+
+/* Device copies of a host_case's inputs, shared read-only by the threads. */
+typedef struct dev_case {
+  const host_case *h;
+  void *data, *pdata, *wplain, *pweights;
+} dev_case;
+
+typedef struct thread_job {
+  ct_context *ctx;
+  pthread_barrier_t *start;
+  const dev_case *cases[2]; /* this thread's two workloads */
+  int packed[2];            /* run each in the packed layout? */
+  int n_bad;
+  char what[CT_ERRMSG_MAX + 128];
+} thread_job;
+
+static void job_fail(thread_job *j, const char *fmt, const char *a, const char *b) {
+  if (!j->n_bad++) snprintf(j->what, sizeof j->what, fmt, a, b);
+}
+
+/* No Check calls here: the main thread asserts on the results. */
+static void *conv_thread(void *arg) {
+  thread_job *j = arg;
+  cudaStream_t stream = NULL;
+  void *out[2] = {NULL, NULL}, *weights[2] = {NULL, NULL};
+  int32_t *got[2] = {NULL, NULL};
+  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
+    job_fail(j, "%s%s", "cudaStreamCreate failed", "");
+    pthread_barrier_wait(j->start);
+    return NULL;
+  }
+  for (int i = 0; i < 2; i++) {
+    const host_case *h = j->cases[i]->h;
+    size_t n = j->packed[i] ? h->pout_n : h->out_n;
+    got[i] = malloc(n * sizeof(int32_t));
+    if (!got[i] || cudaMalloc(&out[i], n * sizeof(int32_t)) != cudaSuccess ||
+        cudaMalloc(&weights[i], h->pweight_n) != cudaSuccess)
+      job_fail(j, "%s%s", "out of memory", "");
+  }
+  pthread_barrier_wait(j->start);
+  for (int it = 0; it < N_ITERS && !j->n_bad; it++)
+    for (int i = 0; i < 2 && !j->n_bad; i++) {
+      const dev_case *dc = j->cases[i];
+      const host_case *h = dc->h;
+      int packed = j->packed[i];
+      const ct_workload *w = packed ? &h->pw : &h->w;
+      size_t n = packed ? h->pout_n : h->out_n;
+      /* the plain run packs its own weights on its stream, every time */
+      ct_status st = packed ? CT_OK : ct_pack_weights(j->ctx, w, dc->wplain, weights[i], stream);
+      if (st) {
+        job_fail(j, "ct_pack_weights: %s: %s", ct_status_name(st), ct_errmsg(j->ctx));
+        break;
+      }
+      if (cudaMemsetAsync(out[i], POISON_BYTE, n * sizeof(int32_t), stream) != cudaSuccess)
+        job_fail(j, "%s%s", "cudaMemsetAsync failed", "");
+      st = conv(j->ctx, w, packed ? dc->pdata : dc->data, packed ? dc->pweights : weights[i],
+                out[i], stream);
+      if (st) {
+        job_fail(j, "conv: %s: %s", ct_status_name(st), ct_errmsg(j->ctx));
+        break;
+      }
+      cudaError_t e =
+          cudaMemcpyAsync(got[i], out[i], n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream);
+      if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+      if (e != cudaSuccess) {
+        job_fail(j, "%s: %s", "after the call", cudaGetErrorString(e));
+        break;
+      }
+      char first[160] = "";
+      long long bad = count_mismatches(got[i], packed ? h->pref : h->ref, n, first, sizeof first);
+      if (bad) {
+        char key[CT_KEY_MAX];
+        ct_workload_key(w, key, sizeof key);
+        job_fail(j, "%s: %s", key, first);
+      }
+    }
+  for (int i = 0; i < 2; i++) {
+    cudaFree(out[i]);
+    cudaFree(weights[i]);
+    free(got[i]);
+  }
+  cudaStreamDestroy(stream);
+  return NULL;
+}
+
+static void dev_case_make(dev_case *d, const host_case *h) {
+  memset(d, 0, sizeof *d);
+  d->h = h;
+  CUDA_OK(cudaMalloc(&d->data, h->data_n));
+  CUDA_OK(cudaMalloc(&d->pdata, h->pdata_n));
+  CUDA_OK(cudaMalloc(&d->wplain, h->weight_n));
+  CUDA_OK(cudaMalloc(&d->pweights, h->pweight_n));
+  CUDA_OK(cudaMemcpy(d->data, h->data, h->data_n, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d->pdata, h->pdata, h->pdata_n, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d->wplain, h->weights, h->weight_n, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d->pweights, h->pweights, h->pweight_n, cudaMemcpyHostToDevice));
+}
+
+static void dev_case_free(dev_case *d) {
+  cudaFree(d->data);
+  cudaFree(d->pdata);
+  cudaFree(d->wplain);
+  cudaFree(d->pweights);
+}
+
+/* A fresh context, so that both threads make their first calls (the table
+ * inserts) at the same moment: X in both threads, Y in one, Z in the other. */
+START_TEST(two_threads_two_streams_exact) {
+  static const shape xs[3] = {
+      {"x", CT_OP_CONV2D, 2, 16, 32, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      {"y", CT_OP_CONV2D, 1, 6, 10, {9, 7}, {1, 3}, {2, 1}, {0, 1}, {0, 1}, {1, 1}},
+      {"z",
+       CT_OP_CONV3D,
+       1,
+       8,
+       16,
+       {4, 10, 10},
+       {3, 3, 3},
+       {1, 2, 2},
+       {1, 1, 1},
+       {1, 1, 1},
+       {1, 1, 1}},
+  };
+  host_case h[3];
+  dev_case d[3];
+  for (int i = 0; i < 3; i++) {
+    ct_workload w = from_shape(&xs[i]);
+    host_case_make(&h[i], &w, 77 + (uint64_t)i);
+    dev_case_make(&d[i], &h[i]);
+  }
+  ct_context *ctx = open_ctx();
+  pthread_barrier_t start;
+  ck_assert_int_eq(pthread_barrier_init(&start, NULL, 2), 0);
+  thread_job jobs[2] = {
+      {.ctx = ctx, .start = &start, .cases = {&d[0], &d[1]}, .packed = {0, 0}},
+      {.ctx = ctx, .start = &start, .cases = {&d[0], &d[2]}, .packed = {0, 1}},
+  };
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++)
+    ck_assert_int_eq(pthread_create(&th[i], NULL, conv_thread, &jobs[i]), 0);
+  for (int i = 0; i < 2; i++) ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+  pthread_barrier_destroy(&start);
+  ct_close(ctx);
+  for (int i = 0; i < 3; i++) {
+    dev_case_free(&d[i]);
+    host_case_free(&h[i]);
+  }
+  for (int i = 0; i < 2; i++) ck_assert_msg(jobs[i].n_bad == 0, "thread %d: %s", i, jobs[i].what);
+}
+END_TEST
+
+int main(void) {
+  ct_context *probe = NULL;
+  ct_status st = ct_open(NULL, 0, &probe);
+  if (st == CT_ERR_NO_DEVICE) {
+    fprintf(stderr, "test_gpu_dispatch: skipped: %s\n", ct_errmsg(probe));
+    ct_close(probe);
+    return 77;
+  }
+  if (st != CT_OK) {
+    fprintf(stderr, "test_gpu_dispatch: ct_open: %s: %s\n", ct_status_name(st), ct_errmsg(probe));
+    ct_close(probe);
+    return EXIT_FAILURE;
+  }
+  ct_close(probe);
+  const char *p = getenv("CT_DISPATCH_DB");
+  db_path = p && p[0] ? p : NULL;
+  const char *b = getenv("CT_DISPATCH_BATCH");
+  if (b && b[0]) {
+    char *end = NULL;
+    long v = strtol(b, &end, 10);
+    if (*end || v < 1 || v > 256) {
+      fprintf(stderr, "test_gpu_dispatch: CT_DISPATCH_BATCH '%s': accepted 1..256\n", b);
+      return EXIT_FAILURE;
+    }
+    batch = (int)v;
+  }
+  printf("database: %s, batch %d\n", db_path ? db_path : "none (every workload: the default)",
+         batch);
+
+  Suite *s = suite_create("gpu_dispatch");
+  TCase *tc = tcase_create("layers");
+  tcase_set_timeout(tc, 0); /* the CPU reference of a set takes a while at larger batches */
+  tcase_add_test(tc, awkward_shapes_exact);
+  tcase_add_test(tc, resnet50_every_layer_exact);
+  tcase_add_test(tc, resnet3d18_every_layer_exact);
+  tcase_add_test(tc, two_threads_two_streams_exact);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_set_fork_status(sr, CK_NOFORK);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

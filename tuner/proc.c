@@ -1,0 +1,109 @@
+/* proc.c: worker processes of the tuner (see proc.h). */
+#include "tuner/proc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+double proc_now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int proc_send_all(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n > 0) {
+    ssize_t k = send(fd, c, n, MSG_NOSIGNAL);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return -1;
+    c += k;
+    n -= (size_t)k;
+  }
+  return 0;
+}
+
+int proc_recv_all(int fd, void *p, size_t n, double deadline) {
+  char *c = p;
+  while (n > 0) {
+    if (deadline > 0) {
+      double left = deadline - proc_now_s();
+      if (left <= 0) return PROC_TIMEOUT;
+      struct pollfd pfd = {.fd = fd, .events = POLLIN, .revents = 0};
+      int k = poll(&pfd, 1, (int)(left * 1000) + 1);
+      if (k < 0 && errno == EINTR) continue;
+      if (k < 0) return PROC_EOF;
+      if (k == 0) continue; /* the deadline check above decides */
+    }
+    ssize_t k = recv(fd, c, n, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return PROC_EOF;
+    c += k;
+    n -= (size_t)k;
+  }
+  return PROC_OK;
+}
+
+/* In a fresh child: close every inherited descriptor but 0-2 and keep, so
+ * that it holds no end of another worker's socket and none of the parent's
+ * files. Best effort: without /proc nothing is closed. */
+static void close_inherited(int keep) {
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return;
+  int dfd = dirfd(d);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    char *end;
+    long fd = strtol(e->d_name, &end, 10);
+    if (*end == '\0' && end != e->d_name && fd > 2 && fd != keep && fd != dfd) close((int)fd);
+  }
+  closedir(d);
+}
+
+ct_status proc_spawn(const char *who, void (*fn)(int fd, void *arg), void *arg, pid_t *pid, int *fd,
+                     ct_err *err) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+    return ERR_SET(err, CT_ERR_IO, "%s: socketpair: %s", who, strerror(errno));
+  pid_t parent = getpid();
+  pid_t p = fork();
+  if (p < 0) {
+    int e = errno;
+    close(sv[0]);
+    close(sv[1]);
+    return ERR_SET(err, CT_ERR_IO, "%s: fork: %s", who, strerror(e));
+  }
+  if (p == 0) {
+    close(sv[0]);
+    close_inherited(sv[1]);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    /* die with the parent, whatever way it goes (and if it is already gone) */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(0);
+    fn(sv[1], arg);
+    _exit(0);
+  }
+  close(sv[1]);
+  *pid = p;
+  *fd = sv[0];
+  return CT_OK;
+}
+
+void proc_describe_exit(int ws, char *buf, size_t size) {
+  if (ws != -1 && WIFSIGNALED(ws))
+    snprintf(buf, size, "signal %d (%s)", WTERMSIG(ws), strsignal(WTERMSIG(ws)));
+  else if (ws != -1 && WIFEXITED(ws))
+    snprintf(buf, size, "exit code %d", WEXITSTATUS(ws));
+  else
+    snprintf(buf, size, "unknown status");
+}
