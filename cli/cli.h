@@ -63,6 +63,7 @@ extern const char cli_wl_help[];
 int cmd_workload(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_space(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 /* query, list, history, export, import */
 int cmd_db(const char *cmd, int argc, char **argv);
 

@@ -22,6 +22,7 @@ static const char usage[] =
     "  export     trials as JSON lines\n"
     "  import     trials from JSON lines\n"
     "  space      print the knob space of each template for workloads\n"
+    "  bench      the best kernels against cuDNN and the GPU's peaks, one run\n"
     "  version    print the version\n"
     "\n"
     "'convtune COMMAND --help' describes a command.\n";
@@ -43,6 +44,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "workload")) return cmd_workload(argc - 1, argv + 1);
   if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
   if (!strcmp(cmd, "space")) return cmd_space(argc - 1, argv + 1);
+  if (!strcmp(cmd, "bench")) return cmd_bench(argc - 1, argv + 1);
   static const char *const db_cmds[] = {"query", "list", "history", "export", "import"};
   for (size_t i = 0; i < sizeof db_cmds / sizeof db_cmds[0]; i++)
     if (!strcmp(cmd, db_cmds[i])) return cmd_db(cmd, argc - 1, argv + 1);
