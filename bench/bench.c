@@ -797,6 +797,9 @@ static ct_status run_convtune(run *R, bench_layer *l, ct_err *err) {
   CUDA_TRY(err, cudaMemcpy(R->buf[B_DATA].p, h_data, n_data, cudaMemcpyHostToDevice));
   CUDA_TRY(err, cudaMemcpy(R->buf[B_PDATA].p, h_pdata, n_pdata, cudaMemcpyHostToDevice));
   CUDA_TRY(err, cudaMemcpy(R->buf[B_W].p, h_w, n_w, cudaMemcpyHostToDevice));
+  /* A pageable cudaMemcpy returns once the buffer is staged, and the timing
+   * stream is non-blocking: wait for the copies before anything reads them. */
+  CUDA_TRY(err, cudaDeviceSynchronize());
   if (ct_pack_weights(R->ctx, &w, R->buf[B_W].p, R->buf[B_PW].p, R->t.stream)) {
     st = ERR_SET(err, CT_ERR_CUDA, "ct_pack_weights: %s", ct_errmsg(R->ctx));
     goto done;
