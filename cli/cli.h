@@ -56,6 +56,23 @@ ct_status cli_wl_load(cli_wl *s, const char *dflt, wlset **out, ct_err *err);
 /* Release what cli_wl_option allocated. */
 void cli_wl_free(cli_wl *s);
 
+/* What cli_common_option and cli_positional return to let parsing go on. */
+#define CLI_GO_ON (-1)
+
+/* The options every command shares, handled in its switch's default: -h
+ * (prints usage, then the workload-selection help), -v, -q, and getopt's
+ * missing-value (':') and unknown-option cases. Returns CLI_GO_ON, or the
+ * exit code to return now (the caller frees what it holds). */
+int cli_common_option(const char *cmd, int opt, char **argv, const char *usage, cli_common *cc);
+
+/* After the options: take one positional workload (key or JSON) into sel
+ * and refuse anything after it. CLI_GO_ON or EXIT_USAGE. */
+int cli_positional(const char *cmd, int argc, char **argv, cli_wl *sel);
+
+/* A flag's integer in [lo, hi] into *out: 1, or 0 after printing a usage
+ * error that names --flag and the range. */
+int cli_parse_long(const char *cmd, const char *flag, const char *arg, long lo, long hi, long *out);
+
 /* Help text of the selection options, for each command's --help. */
 extern const char cli_wl_help[];
 

@@ -44,6 +44,46 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
   return EXIT_USAGE;
 }
 
+int cli_common_option(const char *cmd, int opt, char **argv, const char *usage, cli_common *cc) {
+  switch (opt) {
+  case 'h': {
+    char names[256];
+    fputs(usage, stdout);
+    printf(cli_wl_help, wlset_names(names, sizeof names));
+    return EXIT_OK;
+  }
+  case 'v':
+    cc->verbose = 1;
+    return CLI_GO_ON;
+  case 'q':
+    cc->verbose = -1;
+    return CLI_GO_ON;
+  case ':':
+    return cli_usage_error(cmd, "%s needs a value", argv[optind - 1]);
+  default:
+    return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+  }
+}
+
+int cli_positional(const char *cmd, int argc, char **argv, cli_wl *sel) {
+  if (optind < argc) sel->positional = argv[optind++];
+  if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+  return CLI_GO_ON;
+}
+
+int cli_parse_long(const char *cmd, const char *flag, const char *arg, long lo, long hi,
+                   long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(arg, &end, 10);
+  if (errno || *end || !*arg || v < lo || v > hi) {
+    cli_usage_error(cmd, "--%s: expected an integer from %ld to %ld, got '%s'", flag, lo, hi, arg);
+    return 0;
+  }
+  *out = v;
+  return 1;
+}
+
 enum {
   O_OP = CLI_WL_OPT_BASE,
   O_C,

@@ -42,19 +42,6 @@ static const char usage[] =
     "$CT_COMMIT, else \"unknown\".\n"
     "\n";
 
-static int parse_long(const char *flag, const char *arg, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(arg, &end, 10);
-  if (errno || *end || !*arg || v < lo || v > hi) {
-    cli_usage_error("bench", "--%s: expected an integer from %ld to %ld, got '%s'", flag, lo, hi,
-                    arg);
-    return 0;
-  }
-  *out = v;
-  return 1;
-}
-
 static int write_csv(const char *path, const bench_result *r) {
   FILE *f = fopen(path, "w");
   if (!f) {
@@ -112,11 +99,11 @@ int cmd_bench(int argc, char **argv) {
       bo.db_path = optarg;
       break;
     case O_DEVICE:
-      if (!parse_long("device", optarg, 0, 1023, &v)) goto usage;
+      if (!cli_parse_long("bench", "device", optarg, 0, 1023, &v)) goto usage;
       bo.device = (int)v;
       break;
     case O_REPEATS:
-      if (!parse_long("repeats", optarg, 1, BENCH_MAX_REPEATS, &v)) goto usage;
+      if (!cli_parse_long("bench", "repeats", optarg, 1, BENCH_MAX_REPEATS, &v)) goto usage;
       bo.repeats = (int)v;
       break;
     case O_MIN_REPLAY: {
@@ -146,34 +133,21 @@ int cmd_bench(int argc, char **argv) {
       no_results = 1;
       break;
     case O_SEED:
-      if (!parse_long("seed", optarg, 0, LONG_MAX, &v)) goto usage;
+      if (!cli_parse_long("bench", "seed", optarg, 0, LONG_MAX, &v)) goto usage;
       bo.seed = (uint64_t)v;
       break;
-    case 'h': {
-      char names[256];
-      fputs(usage, stdout);
-      printf(cli_wl_help, wlset_names(names, sizeof names));
-      cli_wl_free(&sel);
-      return EXIT_OK;
+    default: {
+      int code = cli_common_option("bench", opt, argv, usage, &cc);
+      if (code != CLI_GO_ON) {
+        cli_wl_free(&sel);
+        return code;
+      }
     }
-    case 'v':
-      cc.verbose = 1;
-      break;
-    case 'q':
-      cc.verbose = -1;
-      break;
-    case ':':
-      cli_usage_error("bench", "%s needs a value", argv[optind - 1]);
-      goto usage;
-    default:
-      cli_usage_error("bench", "unknown option '%s'", argv[optind - 1]);
-      goto usage;
     }
   }
-  if (optind < argc) sel.positional = argv[optind++];
-  if (optind < argc) {
-    cli_usage_error("bench", "unexpected argument '%s'", argv[optind]);
-    goto usage;
+  if (cli_positional("bench", argc, argv, &sel) != CLI_GO_ON) {
+    cli_wl_free(&sel);
+    return EXIT_USAGE;
   }
   if (!sel.positional && !sel.file && !sel.set && !sel.flags) {
     char names[256];

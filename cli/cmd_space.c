@@ -154,31 +154,18 @@ int cmd_space(int argc, char **argv) {
       }
       break;
     }
-    case 'h': {
-      char names[256];
-      fputs(usage, stdout);
-      printf(cli_wl_help, wlset_names(names, sizeof names));
-      cli_wl_free(&sel);
-      return EXIT_OK;
+    default: {
+      int code = cli_common_option("space", opt, argv, usage, &cc);
+      if (code != CLI_GO_ON) {
+        cli_wl_free(&sel);
+        return code;
+      }
     }
-    case 'v':
-      cc.verbose = 1;
-      break;
-    case 'q':
-      cc.verbose = -1;
-      break;
-    case ':':
-      cli_wl_free(&sel);
-      return cli_usage_error("space", "%s needs a value", argv[optind - 1]);
-    default:
-      cli_wl_free(&sel);
-      return cli_usage_error("space", "unknown option '%s'", argv[optind - 1]);
     }
   }
-  if (optind < argc) sel.positional = argv[optind++];
-  if (optind < argc) {
+  if (cli_positional("space", argc, argv, &sel) != CLI_GO_ON) {
     cli_wl_free(&sel);
-    return cli_usage_error("space", "unexpected argument '%s'", argv[optind]);
+    return EXIT_USAGE;
   }
   const template_desc *only = NULL;
   if (tpl_name && !(only = template_find(tpl_name))) {

@@ -87,19 +87,6 @@ static void on_progress(void *user, const tune_progress *p) {
   fflush(stderr);
 }
 
-static int parse_long(const char *flag, const char *arg, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(arg, &end, 10);
-  if (errno || *end || !*arg || v < lo || v > hi) {
-    cli_usage_error("tune", "--%s: expected an integer from %ld to %ld, got '%s'", flag, lo, hi,
-                    arg);
-    return 0;
-  }
-  *out = v;
-  return 1;
-}
-
 static int parse_seconds(const char *flag, const char *arg, double *out) {
   char *end;
   double v = strtod(arg, &end);
@@ -156,11 +143,11 @@ int cmd_tune(int argc, char **argv) {
       db_path = optarg;
       break;
     case O_TRIALS:
-      if (!parse_long("trials", optarg, 1, 100000000, &v)) goto usage;
+      if (!cli_parse_long("tune", "trials", optarg, 1, 100000000, &v)) goto usage;
       to.n_trials = (int)v;
       break;
     case O_EARLY:
-      if (!parse_long("early-stopping", optarg, 1, 100000000, &v)) goto usage;
+      if (!cli_parse_long("tune", "early-stopping", optarg, 1, 100000000, &v)) goto usage;
       to.early_stopping = (int)v;
       break;
     case O_BUDGET:
@@ -173,11 +160,11 @@ int cmd_tune(int argc, char **argv) {
       tpl_name = optarg;
       break;
     case O_DEVICE:
-      if (!parse_long("device", optarg, 0, 1023, &v)) goto usage;
+      if (!cli_parse_long("tune", "device", optarg, 0, 1023, &v)) goto usage;
       to.runner.device = (int)v;
       break;
     case O_SEED:
-      if (!parse_long("seed", optarg, 0, LONG_MAX, &v)) goto usage;
+      if (!cli_parse_long("tune", "seed", optarg, 0, LONG_MAX, &v)) goto usage;
       to.runner.seed = (uint64_t)v;
       break;
     case O_TIMEOUT:
@@ -189,31 +176,18 @@ int cmd_tune(int argc, char **argv) {
     case O_JSON:
       json = 1;
       break;
-    case 'h': {
-      char names[256];
-      fputs(usage, stdout);
-      printf(cli_wl_help, wlset_names(names, sizeof names));
-      cli_wl_free(&sel);
-      return EXIT_OK;
+    default: {
+      int code = cli_common_option("tune", opt, argv, usage, &cc);
+      if (code != CLI_GO_ON) {
+        cli_wl_free(&sel);
+        return code;
+      }
     }
-    case 'v':
-      cc.verbose = 1;
-      break;
-    case 'q':
-      cc.verbose = -1;
-      break;
-    case ':':
-      cli_usage_error("tune", "%s needs a value", argv[optind - 1]);
-      goto usage;
-    default:
-      cli_usage_error("tune", "unknown option '%s'", argv[optind - 1]);
-      goto usage;
     }
   }
-  if (optind < argc) sel.positional = argv[optind++];
-  if (optind < argc) {
-    cli_usage_error("tune", "unexpected argument '%s'", argv[optind]);
-    goto usage;
+  if (cli_positional("tune", argc, argv, &sel) != CLI_GO_ON) {
+    cli_wl_free(&sel);
+    return EXIT_USAGE;
   }
   static const char *const kinds[] = {"xgb", "random", "grid", "ga"};
   int k = 0;

@@ -20,12 +20,6 @@ static const char usage[] =
     "  -h, --help             this text\n"
     "\n";
 
-static void print_help(void) {
-  char names[256];
-  fputs(usage, stdout);
-  printf(cli_wl_help, wlset_names(names, sizeof names));
-}
-
 static int print_json(const wlset *s) {
   cJSON *list = cJSON_CreateArray();
   for (int i = 0; list && i < s->n_items; i++) {
@@ -93,28 +87,18 @@ int cmd_workload(int argc, char **argv) {
     case O_JSON:
       json = 1;
       break;
-    case 'h':
-      print_help();
-      cli_wl_free(&sel);
-      return EXIT_OK;
-    case 'v':
-      cc.verbose = 1;
-      break;
-    case 'q':
-      cc.verbose = -1;
-      break;
-    case ':':
-      cli_wl_free(&sel);
-      return cli_usage_error("workload", "%s needs a value", argv[optind - 1]);
-    default:
-      cli_wl_free(&sel);
-      return cli_usage_error("workload", "unknown option '%s'", argv[optind - 1]);
+    default: {
+      int code = cli_common_option("workload", opt, argv, usage, &cc);
+      if (code != CLI_GO_ON) {
+        cli_wl_free(&sel);
+        return code;
+      }
+    }
     }
   }
-  if (optind < argc) sel.positional = argv[optind++];
-  if (optind < argc) {
+  if (cli_positional("workload", argc, argv, &sel) != CLI_GO_ON) {
     cli_wl_free(&sel);
-    return cli_usage_error("workload", "unexpected argument '%s'", argv[optind]);
+    return EXIT_USAGE;
   }
   if (!sel.positional && !sel.file && !sel.set && !sel.flags) {
     cli_wl_free(&sel);
