@@ -240,6 +240,15 @@ ct_status ct_open(const char *db_path, int device_ordinal, ct_context **out) {
                  device_ordinal);
   }
   ctx->has_pool = 1;
+  /* Map the pool's first 64 MB now: the first allocation from a fresh pool
+   * maps physical memory (a few hundred microseconds), which would otherwise
+   * land on the first plain-layout call. Kept by the release threshold. */
+  void *warm = NULL;
+  if (cudaMallocFromPoolAsync(&warm, 64u << 20, ctx->pool, 0) == cudaSuccess) {
+    cudaFreeAsync(warm, 0);
+    cudaStreamSynchronize(0);
+  }
+  cudaGetLastError(); /* an allocation refused here is retried per call */
   return CT_OK;
 }
 

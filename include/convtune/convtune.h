@@ -130,7 +130,8 @@ typedef void (*ct_log_fn)(void *user, ct_log_level level, const char *msg);
 /* Open a context on the database at db_path (NULL: no database, every
  * workload gets the heuristic default) and CUDA device `device` (made the
  * calling thread's current device). Compiles the layout kernels (about 0.1
- * s of NVRTC) so that no later call does. As with sqlite3_open, *out is set
+ * s of NVRTC) and maps 64 MB of scratch for plain layouts, so that no later
+ * call pays for either. As with sqlite3_open, *out is set
  * even on failure (unless out of memory): read ct_errmsg, then ct_close it.
  * Fails with CT_ERR_NOT_FOUND (no such database), CT_ERR_DB (not a
  * database, corrupt, or of a newer schema), CT_ERR_NO_DEVICE,
