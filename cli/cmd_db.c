@@ -122,6 +122,17 @@ static int resolve_key(db_args *a, db *d, char *key, ct_err *err) {
 static int open_db(db_args *a, int readonly, db **d) {
   ct_err err = {0};
   ct_status st = db_open(a->db_path, readonly, d, &err);
+  if (st == CT_ERR_DB && readonly && strstr(err.msg, "is older than")) {
+    /* an older schema: migrate it (the commands that read never write
+     * anything else), then read */
+    if ((st = db_open(a->db_path, 0, d, &err)) == CT_OK) {
+      db_close(*d);
+      if (a->cc.verbose >= 0)
+        fprintf(stderr, "convtune %s: migrated %s to schema %d\n", a->cmd, a->db_path,
+                DB_SCHEMA_VERSION);
+      st = db_open(a->db_path, readonly, d, &err);
+    }
+  }
   if (st == CT_ERR_NOT_FOUND) {
     fprintf(stderr, "convtune %s: no database at %s (tune first, or give --db)\n", a->cmd,
             a->db_path);

@@ -21,7 +21,7 @@
 #include "core/error.h"
 #include "core/workload.h"
 
-#define DB_SCHEMA_VERSION 1
+#define DB_SCHEMA_VERSION 2
 #define DB_EXPORT_FORMAT  1
 
 typedef enum outcome {

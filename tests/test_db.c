@@ -978,6 +978,43 @@ START_TEST(reopen_persists) {
 }
 END_TEST
 
+/* A schema-1 database (no trials_best index) is refused read-only with a
+ * message, and migrated to the current schema by a writable open. */
+START_TEST(older_schema_migrates) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "old.db");
+  db *d = open_db(path);
+  db_close(d);
+  sqlite3 *h = NULL;
+  ck_assert_int_eq(sqlite3_open(path, &h), SQLITE_OK);
+  ck_assert_int_eq(
+      sqlite3_exec(h, "DROP INDEX trials_best; PRAGMA user_version = 1", NULL, NULL, NULL),
+      SQLITE_OK);
+  sqlite3_close(h);
+  ct_err err = {0};
+  ck_assert_int_eq(db_open(path, 1, &d, &err), CT_ERR_DB);
+  ck_assert_ptr_nonnull(strstr(err.msg, "older"));
+  ck_assert_int_eq(db_open(path, 0, &d, &err), CT_OK);
+  db_close(d);
+  ck_assert_int_eq(sqlite3_open(path, &h), SQLITE_OK);
+  sqlite3_stmt *s = NULL;
+  ck_assert_int_eq(sqlite3_prepare_v2(h,
+                                      "SELECT (SELECT count(*) FROM sqlite_master WHERE name = "
+                                      "'trials_best'), (SELECT user_version FROM "
+                                      "pragma_user_version)",
+                                      -1, &s, NULL),
+                   SQLITE_OK);
+  ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
+  ck_assert_int_eq(sqlite3_column_int(s, 0), 1);
+  ck_assert_int_eq(sqlite3_column_int(s, 1), DB_SCHEMA_VERSION);
+  sqlite3_finalize(s);
+  sqlite3_close(h);
+  ck_assert_int_eq(db_open(path, 1, &d, &err), CT_OK);
+  db_close(d);
+}
+END_TEST
+
 START_TEST(newer_schema_refused_unchanged) {
   char dir[512], path[600], sqlbuf[64];
   scratch(dir, sizeof dir);
@@ -1355,6 +1392,7 @@ int main(void) {
 
   tc = tcase_create("files");
   tcase_add_test(tc, reopen_persists);
+  tcase_add_test(tc, older_schema_migrates);
   tcase_add_test(tc, newer_schema_refused_unchanged);
   tcase_add_test(tc, not_a_database_refused);
   tcase_add_test(tc, readonly_missing_and_no_writes);
