@@ -26,6 +26,7 @@
 #include <sqlite3.h>
 
 #include "db/db.h"
+#include "tests/tmpdir.h"
 
 #define KEY_A "conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1"
 #define KEY_B "conv2d-nchw-i8.i8.i32-n1-c3-k64-224x224-r7x7-s2x2-p3x3.3x3-d1x1"
@@ -1335,26 +1336,6 @@ START_TEST(two_concurrent_writers) {
 END_TEST
 
 /* ---- main ------------------------------------------------------------------------------ */
-
-/* Remove path and, for a folder, everything in it. */
-static void remove_tree(const char *path) {
-  struct stat sb;
-  if (lstat(path, &sb) != 0) return;
-  if (S_ISDIR(sb.st_mode)) {
-    DIR *dir = opendir(path);
-    struct dirent *e;
-    while (dir && (e = readdir(dir))) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      char child[4096];
-      snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-      remove_tree(child);
-    }
-    if (dir) closedir(dir);
-    rmdir(path);
-  } else {
-    unlink(path);
-  }
-}
 
 int main(void) {
   const char *tmp = getenv("TMPDIR");

@@ -31,6 +31,7 @@
 #include "core/wlset.h"
 #include "db/db.h"
 #include "dispatch/resolve.h"
+#include "tests/tmpdir.h"
 
 #define TPL2D   "conv2d_nchw4c_dp4a"
 #define VER_OLD "0000000000000000"
@@ -951,26 +952,6 @@ START_TEST(concurrent_explain_matches_serial) {
 END_TEST
 
 /* ---- main ------------------------------------------------------------------------------ */
-
-/* Remove path and, for a folder, everything in it. */
-static void remove_tree(const char *path) {
-  struct stat sb;
-  if (lstat(path, &sb) != 0) return;
-  if (S_ISDIR(sb.st_mode)) {
-    DIR *dir = opendir(path);
-    struct dirent *e;
-    while (dir && (e = readdir(dir))) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      char child[4096];
-      snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-      remove_tree(child);
-    }
-    if (dir) closedir(dir);
-    rmdir(path);
-  } else {
-    unlink(path);
-  }
-}
 
 int main(void) {
   const char *tmp = getenv("TMPDIR");

@@ -18,17 +18,10 @@
 #include "gpu/device.h"
 #include "gpu/kernel.h"
 #include "gpu/nvrtc.h"
+#include "tests/shapes.h"
 
 static int per_workload = 30;
 static device dev;
-
-/* op, n, c, k, in (d,h,w), kernel, stride, pad before, pad after, dilation;
- * conv2d uses the last two of each triple. */
-typedef struct shape {
-  const char *name;
-  ct_op op;
-  int n, c, k, in[3], ker[3], str[3], pb[3], pa[3], dil[3];
-} shape;
 
 static const shape shapes2d[] = {
     {"3x3 s1 p1",
@@ -201,26 +194,11 @@ static const shape shapes3d[] = {
      {2, 1, 2}},
 };
 
-static void make_workload(const shape *sh, ct_workload *w) {
-  workload_init(w, sh->op);
-  w->layout = CT_LAYOUT_NCHW4C;
-  w->n = sh->n, w->c = sh->c, w->k = sh->k;
-  int off = sh->op == CT_OP_CONV2D ? 1 : 0;
-  for (int d = 0; d + off < 3; d++) {
-    w->in[d] = sh->in[d + off];
-    w->kernel[d] = sh->ker[d + off];
-    w->stride[d] = sh->str[d + off];
-    w->pad_before[d] = sh->pb[d + off];
-    w->pad_after[d] = sh->pa[d + off];
-    w->dilation[d] = sh->dil[d + off];
-  }
-}
-
 /* Run per_workload random valid configs of tpl on sh; returns the number
  * that were exact, and counts the configs tried in *tried. */
 static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tried) {
   ct_workload w;
-  make_workload(sh, &w);
+  shape_workload(sh, &w);
   ct_err err = {0};
   ck_assert_msg(workload_validate(&w, &err) == CT_OK, "%s: %s", sh->name, err.msg);
   size_t nd = workload_data_elems(&w), nw = workload_weight_elems(&w), no = workload_out_elems(&w);

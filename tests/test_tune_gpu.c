@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/json.h"
+#include "tests/tmpdir.h"
 #include "tuner/tune.h"
 
 static const int fault_values[] = {0, 1, 2, 3, 4, 5};
@@ -209,8 +210,6 @@ int main(void) {
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (system(cmd)) fprintf(stderr, "test_tune_gpu: could not remove %s\n", dir);
+  remove_tree(dir);
   return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
