@@ -624,7 +624,7 @@ static ct_status launch_convtune(void *user, struct CUstream_st *stream, ct_err 
 
 typedef struct ref_job {
   geom3 g; /* n = 1, k = this job's channels */
-  const int8_t *data, *weights;
+  const int16_t *data, *weights;
   int32_t *out;
 } ref_job;
 
@@ -644,18 +644,22 @@ static ct_status reference_image(const geom3 *g, const int8_t *image, const int8
   ref_job *jobs = calloc((size_t)n, sizeof *jobs);
   pthread_t *th = calloc((size_t)n, sizeof *th);
   int *started = calloc((size_t)n, sizeof *started);
+  int64_t n_in = g->c * g->in[0] * g->in[1] * g->in[2], n_w = g->k * g->c * kvol;
+  int16_t *x16 = malloc((size_t)n_in * sizeof *x16), *w16 = malloc((size_t)n_w * sizeof *w16);
   ct_status st = CT_OK;
-  if (!jobs || !th || !started) {
+  if (!jobs || !th || !started || !x16 || !w16) {
     st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
     goto done;
   }
+  for (int64_t i = 0; i < n_in; i++) x16[i] = image[i];
+  for (int64_t i = 0; i < n_w; i++) w16[i] = weights[i];
   for (int i = 0; i < n; i++) {
     int64_t k0 = g->k * i / n, k1 = g->k * (i + 1) / n;
     jobs[i].g = *g;
     jobs[i].g.n = 1;
     jobs[i].g.k = k1 - k0;
-    jobs[i].data = image;
-    jobs[i].weights = weights + k0 * g->c * kvol;
+    jobs[i].data = x16;
+    jobs[i].weights = w16 + k0 * g->c * kvol;
     jobs[i].out = out + k0 * out_sp;
     started[i] = pthread_create(&th[i], NULL, ref_worker, &jobs[i]) == 0;
     if (!started[i]) ref_worker(&jobs[i]); /* no thread: do it here */
@@ -666,6 +670,8 @@ done:
   free(jobs);
   free(th);
   free(started);
+  free(x16);
+  free(w16);
   return st;
 }
 

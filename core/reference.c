@@ -7,23 +7,29 @@
  * the like) are computed once per kernel tap, so the innermost loop has no
  * bounds test and vectorises at stride 1. Sums wrap modulo 2^32 like the
  * GPU's dp4a (uint32 arithmetic: no undefined behaviour however large C x
- * kernel volume is). Index math is int64. Cost: N*K*C*kvol*OD*OH*OW
+ * kernel volume is). Index math is int64. reference_qconv computes the
+ * quantized formula as written: inputs become (x - zx) and (w - zw[k]) in
+ * int16, then the epilogue (templates/quant.cuh's arithmetic, the one the
+ * kernels use) and the depth_to_space remap, element by element. Cost: N*K*C*kvol*OD*OH*OW
  * multiply-adds: a ResNet-50 3x3 layer at batch 1 takes about 0.04 s at -O2,
  * 0.3 s at -O0. The packed layout adds one scratch allocation (plain copies of
  * all three tensors) and a pass over each.
  */
 #include "core/reference.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/pack.h"
+#include "core/quant.h"
+#include "templates/quant.cuh"
 
 /* o[i] += w * x[i]: the stride-1 inner loop. restrict because int8_t may
  * alias anything, which would keep the compiler from vectorising; blocks of a
  * fixed 16 because GCC's -O2 cost model (RelWithDebInfo) vectorises only
  * loops whose trip count is known (about 3x faster than the scalar loop). */
-static void madd_row(uint32_t *restrict o, const int8_t *restrict x, int32_t w, int64_t len) {
+static void madd_row(uint32_t *restrict o, const int16_t *restrict x, int32_t w, int64_t len) {
   int64_t i = 0;
   for (; i + 16 <= len; i += 16)
     for (int j = 0; j < 16; j++) o[i + j] += (uint32_t)(w * x[i + j]);
@@ -31,7 +37,7 @@ static void madd_row(uint32_t *restrict o, const int8_t *restrict x, int32_t w, 
 }
 
 /* o[i] += w * x[i * stride]. */
-static void madd_row_strided(uint32_t *restrict o, const int8_t *restrict x, int64_t stride,
+static void madd_row_strided(uint32_t *restrict o, const int16_t *restrict x, int64_t stride,
                              int32_t w, int64_t len) {
   for (int64_t i = 0; i < len; i++) o[i] += (uint32_t)(w * x[i * stride]);
 }
@@ -45,7 +51,8 @@ static void valid_range(int64_t in, int64_t out, int64_t str, int64_t off, int64
   if (*hi > out) *hi = out;
 }
 
-void reference_conv_plain(const geom3 *g, const int8_t *data, const int8_t *weights, int32_t *out) {
+void reference_conv_plain(const geom3 *g, const int16_t *data, const int16_t *weights,
+                          int32_t *out) {
   const int64_t D = g->in[0], H = g->in[1], W = g->in[2];
   const int64_t KD = g->ker[0], KH = g->ker[1], KW = g->ker[2];
   const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2];
@@ -58,8 +65,8 @@ void reference_conv_plain(const geom3 *g, const int8_t *data, const int8_t *weig
     for (int64_t k = 0; k < g->k; k++) {
       uint32_t *oplane = acc + (n * g->k + k) * out_plane;
       for (int64_t c = 0; c < g->c; c++) {
-        const int8_t *iplane = data + (n * g->c + c) * in_plane;
-        const int8_t *wk = weights + (k * g->c + c) * kvol;
+        const int16_t *iplane = data + (n * g->c + c) * in_plane;
+        const int16_t *wk = weights + (k * g->c + c) * kvol;
         for (int64_t kd = 0; kd < KD; kd++)
           for (int64_t kh = 0; kh < KH; kh++)
             for (int64_t kw = 0; kw < KW; kw++) {
@@ -78,7 +85,7 @@ void reference_conv_plain(const geom3 *g, const int8_t *data, const int8_t *weig
                 for (int64_t oh = oh_lo; oh < oh_hi; oh++) {
                   int64_t id = od * g->str[0] + off_d, ih = oh * g->str[1] + off_h;
                   uint32_t *orow = oplane + (od * OH + oh) * OW + ow_lo;
-                  const int8_t *irow = iplane + ((id * H + ih) * W + ow_lo * g->str[2] + off_w);
+                  const int16_t *irow = iplane + ((id * H + ih) * W + ow_lo * g->str[2] + off_w);
                   if (g->str[2] == 1)
                     madd_row(orow, irow, wv, ow_hi - ow_lo);
                   else
@@ -89,37 +96,123 @@ void reference_conv_plain(const geom3 *g, const int8_t *data, const int8_t *weig
     }
 }
 
-ct_status reference_conv(const ct_workload *w, const int8_t *data, const int8_t *weights,
-                         int32_t *out, ct_err *err) {
+/* Scratch of reference_qconv, one block. */
+typedef struct scratch {
+  int16_t *x, *w; /* x - zx, w - zw[k], plain */
+  int32_t *acc;   /* plain conv output (before the remap) */
+  uint8_t *res;   /* plain residual (remapped shape) */
+  void *out;      /* plain output (remapped shape), packed layouts only */
+  uint8_t *tmp;   /* unpacked int8 data or weights */
+} scratch;
+
+ct_status reference_qconv(const ct_workload *w, const ct_quant *q, const void *data,
+                          const int8_t *weights, const void *residual, void *out, ct_err *err) {
   ct_status st = workload_validate(w, err);
   if (st != CT_OK) return st;
+  if ((st = quant_check(w, q, err)) != CT_OK) return st;
+  if (w->epi.residual && !residual)
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "reference: the workload has a residual; it is NULL");
+  int32_t *raw = malloc(quant_raw_words(w) * sizeof *raw);
+  if (!raw) return ERR_SET(err, CT_ERR_NO_MEMORY, "reference: no memory");
+  (void)quant_raw(w, q, raw, NULL);
+  const int32_t zx = raw[0], zy = raw[1], lo = raw[2], hi = raw[3];
+  const int32_t *bias = raw + QRAW_HEADER, *zw = bias + w->k, *mult = zw + w->k,
+                *shift = mult + w->k;
+
   geom3 g;
   workload_geom(w, &g);
-  if (w->layout == CT_LAYOUT_NCHW) {
-    reference_conv_plain(&g, data, weights, out);
-    return CT_OK;
+  const int packed = w->layout == CT_LAYOUT_NCHW4C;
+  const int64_t in_sp = g.in[0] * g.in[1] * g.in[2], out_sp = g.out[0] * g.out[1] * g.out[2];
+  const int64_t kvol = g.ker[0] * g.ker[1] * g.ker[2];
+  const int64_t n_data = g.n * g.c * in_sp, n_weights = g.k * g.c * kvol,
+                n_out = g.n * g.k * out_sp;
+  const size_t eb = workload_out_elem_bytes(w);
+  scratch s = {0};
+  s.x = malloc((size_t)n_data * sizeof *s.x);
+  s.w = malloc((size_t)n_weights * sizeof *s.w);
+  s.acc = malloc((size_t)n_out * sizeof *s.acc);
+  s.tmp = malloc((size_t)(n_data > n_weights ? n_data : n_weights));
+  if (w->epi.residual) s.res = malloc((size_t)n_out);
+  if (packed) s.out = malloc((size_t)n_out * eb);
+  if (!s.x || !s.w || !s.acc || !s.tmp || (w->epi.residual && !s.res) || (packed && !s.out)) {
+    st = ERR_SET(err, CT_ERR_NO_MEMORY,
+                 "reference: no memory for the scratch of %" PRId64 " outputs", n_out);
+    goto done;
   }
 
-  /* NCHW4c: compute on plain copies. validate guarantees C % 4 == 0 and
-   * K % 4 == 0, so no lane is dropped. One block holds all three tensors,
-   * the int32 output first so that it stays aligned. */
-  int64_t in_sp = g.in[0] * g.in[1] * g.in[2], out_sp = g.out[0] * g.out[1] * g.out[2];
-  int64_t kvol = g.ker[0] * g.ker[1] * g.ker[2];
-  size_t out_bytes = (size_t)(g.n * g.k * out_sp) * sizeof(int32_t);
-  size_t data_bytes = (size_t)(g.n * g.c * in_sp), weight_bytes = (size_t)(g.k * g.c * kvol);
-  size_t total = out_bytes + data_bytes + weight_bytes;
-  char *scratch = malloc(total);
-  if (!scratch)
-    return ERR_SET(err, CT_ERR_NO_MEMORY,
-                   "reference: cannot allocate %zu bytes of scratch to unpack the nchw4c tensors",
-                   total);
-  int32_t *pout = (int32_t *)scratch;
-  int8_t *pdata = (int8_t *)scratch + out_bytes;
-  int8_t *pweights = pdata + data_bytes;
-  unpack_nc4c(data, pdata, 1, g.n, g.c, in_sp);
-  unpack_oi4o4i(weights, pweights, g.k, g.c, kvol);
-  reference_conv_plain(&g, pdata, pweights, pout);
-  pack_nc4c(pout, out, sizeof(int32_t), g.n, g.k, out_sp);
-  free(scratch);
-  return CT_OK;
+  /* The formula as written: (x - zx) and (w - zw[k]); padding adds nothing
+   * because a padded x equals zx. */
+  const uint8_t *xb = data;
+  if (packed) {
+    unpack_nc4c(data, s.tmp, 1, g.n, g.c, in_sp);
+    xb = s.tmp;
+  }
+  for (int64_t i = 0; i < n_data; i++)
+    s.x[i] = (int16_t)((w->data_type == CT_DTYPE_UINT8 ? (int)xb[i] : (int)(int8_t)xb[i]) - zx);
+  const int8_t *wb = weights;
+  if (packed) {
+    unpack_oi4o4i(weights, (int8_t *)s.tmp, g.k, g.c, kvol);
+    wb = (const int8_t *)s.tmp;
+  }
+  for (int64_t i = 0; i < n_weights; i++) s.w[i] = (int16_t)(wb[i] - zw[i / (g.c * kvol)]);
+  reference_conv_plain(&g, s.x, s.w, s.acc);
+
+  /* The remapped output: C' channels, each spatial size b times larger
+   * (depth only in conv3d). */
+  const int b = w->epi.d2s_block ? w->epi.d2s_block : 1;
+  const int64_t vol = workload_d2s_volume(w), cout = g.k / vol;
+  const int64_t bd = workload_nd(w) == 3 ? b : 1;
+  const int64_t OD = g.out[0] * bd, OH = g.out[1] * b, OW = g.out[2] * b;
+  if (w->epi.residual) {
+    if (packed)
+      unpack_nc4c(residual, s.res, 1, g.n, cout, OD * OH * OW);
+    else
+      memcpy(s.res, residual, (size_t)n_out);
+  }
+  void *po = packed ? s.out : out;
+  for (int64_t n = 0; n < g.n; n++)
+    for (int64_t k = 0; k < g.k; k++) {
+      int c = (int)k, i_d = 0, i_h = 0, i_w = 0;
+      if (vol > 1)
+        ctq_d2s((int)k, (int)cout, b, (int)vol, w->epi.d2s_mode == CT_D2S_CRD, &c, &i_d, &i_h,
+                &i_w);
+      for (int64_t od = 0; od < g.out[0]; od++)
+        for (int64_t oh = 0; oh < g.out[1]; oh++)
+          for (int64_t ow = 0; ow < g.out[2]; ow++) {
+            int64_t src =
+                ((n * g.k + k) * g.out[0] + od) * g.out[1] * g.out[2] + oh * g.out[2] + ow;
+            int64_t dst =
+                (((n * cout + c) * OD + od * bd + i_d) * OH + oh * b + i_h) * OW + ow * b + i_w;
+            int32_t v = (int32_t)((uint32_t)s.acc[src] + (uint32_t)bias[k]);
+            if (eb == 4) {
+              ((int32_t *)po)[dst] = v;
+              continue;
+            }
+            int32_t r = 0;
+            if (w->epi.residual)
+              r = w->out_type == CT_DTYPE_UINT8 ? s.res[dst] : (int8_t)s.res[dst];
+            int32_t y = ctq_requant(v, mult[k], shift[k], zy, lo, hi, w->epi.residual, r, raw[4],
+                                    raw[5], raw[6]);
+            ((uint8_t *)po)[dst] = (uint8_t)y;
+          }
+    }
+  if (packed) pack_nc4c(s.out, out, eb, g.n, cout, OD * OH * OW);
+done:
+  free(s.x);
+  free(s.w);
+  free(s.acc);
+  free(s.res);
+  free(s.out);
+  free(s.tmp);
+  free(raw);
+  return st;
+}
+
+ct_status reference_conv(const ct_workload *w, const int8_t *data, const int8_t *weights,
+                         int32_t *out, ct_err *err) {
+  if (!w) return ERR_SET(err, CT_ERR_INVALID_ARG, "reference: the workload is NULL");
+  if (w->out_type != CT_DTYPE_INT32 || workload_has_params(w))
+    return ERR_SET(err, CT_ERR_INVALID_ARG,
+                   "reference_conv: the workload has an epilogue; use reference_qconv");
+  return reference_qconv(w, NULL, data, weights, NULL, out, err);
 }

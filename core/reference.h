@@ -16,16 +16,26 @@
 
 #include "core/workload.h"
 
-/* out = conv(data, weights) for a valid workload w, every tensor in w's
- * layout (sizes: workload_data_elems, _weight_elems, _out_elems). Sums wrap
- * modulo 2^32, as the GPU's dp4a does. Returns CT_OK, CT_ERR_INVALID_ARG (w
- * NULL), CT_ERR_INVALID_WORKLOAD (w not valid; message on err) or
- * CT_ERR_NO_MEMORY (the scratch of a packed layout). */
+/* out = conv(data, weights) for a valid workload w without epilogue values
+ * (int32 output, no zero points or bias), every tensor in w's layout (sizes:
+ * workload_data_elems, _weight_elems, _out_elems). Sums wrap modulo 2^32,
+ * as the GPU's dp4a does. Returns CT_OK, CT_ERR_INVALID_ARG (w NULL, or with
+ * an epilogue), CT_ERR_INVALID_WORKLOAD (w not valid; message on err) or
+ * CT_ERR_NO_MEMORY (the scratch). */
 ct_status reference_conv(const ct_workload *w, const int8_t *data, const int8_t *weights,
                          int32_t *out, ct_err *err);
 
-/* The plain-layout kernel behind reference_conv, on the normalised geometry:
- * data [N][C][D][H][W], weights [K][C][KD][KH][KW], out [N][K][OD][OH][OW]. */
-void reference_conv_plain(const geom3 *g, const int8_t *data, const int8_t *weights, int32_t *out);
+/* The quantized formula of ct_epilogue computed directly, for any valid w:
+ * data (int8 or uint8), weights, residual (out type, remapped output shape;
+ * NULL without one) and out (workload_out_elems of workload_out_elem_bytes)
+ * in w's layouts; q as quant_check wants it (NULL when w has no params). */
+ct_status reference_qconv(const ct_workload *w, const ct_quant *q, const void *data,
+                          const int8_t *weights, const void *residual, void *out, ct_err *err);
+
+/* The plain-layout kernel behind both, on the normalised geometry: data
+ * [N][C][D][H][W] and weights [K][C][KD][KH][KW] as int16 (zero points
+ * already taken off), out [N][K][OD][OH][OW], sums modulo 2^32. */
+void reference_conv_plain(const geom3 *g, const int16_t *data, const int16_t *weights,
+                          int32_t *out);
 
 #endif

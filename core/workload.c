@@ -123,16 +123,23 @@ int64_t workload_data_elems(const ct_workload *w) {
 }
 
 int64_t workload_weight_elems(const ct_workload *w) {
-  return mul_sat(mul_sat(w->k, w->c), spatial_prod(w->kernel, workload_nd(w)));
+  /* packed weights always hold whole chunks of 4 output channels */
+  int64_t k = w->layout == CT_LAYOUT_NCHW4C && w->k > 0 ? (w->k + 3) / 4 * 4 : w->k;
+  return mul_sat(mul_sat(k, w->c), spatial_prod(w->kernel, workload_nd(w)));
 }
 
 int64_t workload_out_elems(const ct_workload *w) {
-  return mul_sat(mul_sat(w->n, w->k), out_pixels(w));
+  /* the remapped output holds the same elements as the conv's; packed, its
+   * channels are rounded up to 4 */
+  int64_t per = w->epi.d2s_block >= 2 ? workload_d2s_volume(w) : 1;
+  int64_t ch = w->k > 0 ? w->k / per : 0;
+  if (w->layout == CT_LAYOUT_NCHW4C) ch = (ch + 3) / 4 * 4;
+  return mul_sat(mul_sat(mul_sat(w->n, ch), out_pixels(w)), per);
 }
 
 int64_t workload_ops(const ct_workload *w) {
-  return mul_sat(
-      2, mul_sat(mul_sat(workload_out_elems(w), w->c), spatial_prod(w->kernel, workload_nd(w))));
+  int64_t conv_out = mul_sat(mul_sat(w->n, w->k), out_pixels(w));
+  return mul_sat(2, mul_sat(mul_sat(conv_out, w->c), spatial_prod(w->kernel, workload_nd(w))));
 }
 
 void workload_geom(const ct_workload *w, geom3 *g) {
@@ -159,15 +166,17 @@ void workload_packed(const ct_workload *w, ct_workload *out) {
   *out = *w;
   out->layout = CT_LAYOUT_NCHW4C;
   out->c = (w->c + 3) / 4 * 4;
-  out->k = (w->k + 3) / 4 * 4;
+  /* depth_to_space maps real channels: K stays, the kernel pads the output */
+  if (!w->epi.d2s_block) out->k = (w->k + 3) / 4 * 4;
 }
 
 char *workload_out_shape(const ct_workload *w, char *buf, size_t size) {
   int nd = workload_nd(w);
   int packed = w->layout == CT_LAYOUT_NCHW4C;
-  int len = snprintf(buf, size, "%dx%d", w->n, packed ? (w->k + 3) / 4 : w->k);
+  int ch = workload_out_channels(w), b = w->epi.d2s_block ? w->epi.d2s_block : 1;
+  int len = snprintf(buf, size, "%dx%d", w->n, packed ? (ch + 3) / 4 : ch);
   for (int d = 0; d < nd && len > 0 && (size_t)len < size; d++)
-    len += snprintf(buf + len, size - len, "x%" PRId64, workload_out_size(w, d));
+    len += snprintf(buf + len, size - len, "x%" PRId64, workload_out_size(w, d) * b);
   if (packed && len > 0 && (size_t)len < size) snprintf(buf + len, size - len, "x4");
   return buf;
 }
@@ -184,6 +193,69 @@ static ct_status check_elems(const char *what, int64_t n, ct_err *err) {
   return CT_OK;
 }
 
+/* The epilogue's fields against each other and the dtypes. */
+static ct_status validate_epilogue(const ct_workload *w, ct_err *err) {
+  const ct_epilogue *e = &w->epi;
+  const struct {
+    const char *name;
+    int v;
+  } flags[] = {{"data_zero_point", e->data_zero_point},
+               {"weight_zero_point", e->weight_zero_point},
+               {"bias", e->bias},
+               {"residual", e->residual}};
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+    if (flags[i].v != 0 && flags[i].v != 1)
+      return INVALID("epilogue %s must be 0 or 1, got %d", flags[i].name, flags[i].v);
+  if (e->scale != CT_SCALE_TENSOR && e->scale != CT_SCALE_CHANNEL)
+    return INVALID("epilogue scale must be tensor (%d) or channel (%d), got %d", CT_SCALE_TENSOR,
+                   CT_SCALE_CHANNEL, (int)e->scale);
+  if (w->out_type == CT_DTYPE_INT32 && e->scale == CT_SCALE_CHANNEL)
+    return INVALID("a per-channel scale needs an int8 or uint8 output; int32 output is the raw "
+                   "accumulators");
+  if (w->out_type == CT_DTYPE_INT32 && e->residual)
+    return INVALID("a residual needs an int8 or uint8 output (it is added after the rescale)");
+  if (e->d2s_mode != CT_D2S_DCR && e->d2s_mode != CT_D2S_CRD)
+    return INVALID("depth_to_space mode must be dcr (%d) or crd (%d), got %d", CT_D2S_DCR,
+                   CT_D2S_CRD, (int)e->d2s_mode);
+  if (e->d2s_block == 0) {
+    if (e->d2s_mode != CT_D2S_DCR)
+      return INVALID("depth_to_space mode is set but the block size is 0 (no depth_to_space)");
+    return CT_OK;
+  }
+  if (e->d2s_block < 2 || e->d2s_block > CT_D2S_MAX_BLOCK)
+    return INVALID("depth_to_space block must be 0 (none) or 2 to %d, got %d", CT_D2S_MAX_BLOCK,
+                   e->d2s_block);
+  int64_t per = workload_d2s_volume(w);
+  if (w->k % per)
+    return INVALID("k (%d) must be a multiple of %" PRId64 " (depth_to_space block %d, %d "
+                   "spatial dimensions)",
+                   w->k, per, e->d2s_block, workload_nd(w));
+  return CT_OK;
+}
+
+int64_t workload_d2s_volume(const ct_workload *w) {
+  int64_t v = 1;
+  for (int d = 0; d < workload_nd(w); d++) v *= w->epi.d2s_block ? w->epi.d2s_block : 1;
+  return v;
+}
+
+int workload_out_channels(const ct_workload *w) {
+  return (int)(w->k / workload_d2s_volume(w));
+}
+
+int workload_has_params(const ct_workload *w) {
+  return w->epi.data_zero_point || w->epi.weight_zero_point || w->epi.bias ||
+         w->out_type != CT_DTYPE_INT32;
+}
+
+int workload_is_quantized(const ct_workload *w) {
+  return workload_has_params(w) || w->data_type != CT_DTYPE_INT8 || w->epi.d2s_block;
+}
+
+size_t workload_out_elem_bytes(const ct_workload *w) {
+  return w->out_type == CT_DTYPE_INT32 ? 4 : 1;
+}
+
 ct_status workload_validate(const ct_workload *w, ct_err *err) {
   if (!w) return ERR_SET(err, CT_ERR_INVALID_ARG, "workload is NULL");
   if (w->op != CT_OP_CONV2D && w->op != CT_OP_CONV3D)
@@ -191,12 +263,16 @@ ct_status workload_validate(const ct_workload *w, ct_err *err) {
   if (w->layout != CT_LAYOUT_NCHW && w->layout != CT_LAYOUT_NCHW4C)
     return INVALID("layout must be %s or %s, got %d", workload_layout_name(CT_LAYOUT_NCHW, w->op),
                    workload_layout_name(CT_LAYOUT_NCHW4C, w->op), (int)w->layout);
-  if (w->data_type != CT_DTYPE_INT8)
-    return INVALID("data_type must be int8, got %s", workload_dtype_name(w->data_type));
+  if (w->data_type != CT_DTYPE_INT8 && w->data_type != CT_DTYPE_UINT8)
+    return INVALID("data_type must be int8 or uint8, got %s", workload_dtype_name(w->data_type));
   if (w->weight_type != CT_DTYPE_INT8)
-    return INVALID("weight_type must be int8, got %s", workload_dtype_name(w->weight_type));
-  if (w->out_type != CT_DTYPE_INT32)
-    return INVALID("out_type must be int32, got %s", workload_dtype_name(w->out_type));
+    return INVALID("weight_type must be int8 (weights are symmetric or have per-channel zero "
+                   "points), got %s",
+                   workload_dtype_name(w->weight_type));
+  if (w->out_type != CT_DTYPE_INT32 && w->out_type != CT_DTYPE_INT8 &&
+      w->out_type != CT_DTYPE_UINT8)
+    return INVALID("out_type must be int32, int8 or uint8, got %s",
+                   workload_dtype_name(w->out_type));
   if (w->n < 1) return INVALID("n (batch) must be at least 1, got %d", w->n);
   if (w->c < 1) return INVALID("c (input channels) must be at least 1, got %d", w->c);
   if (w->k < 1) return INVALID("k (output channels) must be at least 1, got %d", w->k);
@@ -222,16 +298,19 @@ ct_status workload_validate(const ct_workload *w, ct_err *err) {
                      "the dilated kernel (%" PRId64 "); it must be at least as large",
                      dn, padded, extent);
   }
+  ct_status st;
+  if ((st = validate_epilogue(w, err))) return st;
   if (w->layout == CT_LAYOUT_NCHW4C) {
     const char *ln = workload_layout_name(w->layout, w->op);
     if (w->c % 4)
       return INVALID("c (input channels) must be a multiple of 4 for layout %s, got %d "
                      "(pad the channels, or use layout %s)",
                      ln, w->c, workload_layout_name(CT_LAYOUT_NCHW, w->op));
-    if (w->k % 4)
+    /* With depth_to_space the packed tensor is the remapped output, whose
+     * channels are padded to 4 by the kernel itself. */
+    if (w->k % 4 && !w->epi.d2s_block)
       return INVALID("k (output channels) must be a multiple of 4 for layout %s, got %d", ln, w->k);
   }
-  ct_status st;
   if ((st = check_elems("data", workload_data_elems(w), err))) return st;
   if ((st = check_elems("weights", workload_weight_elems(w), err))) return st;
   if ((st = check_elems("output", workload_out_elems(w), err))) return st;
@@ -261,6 +340,22 @@ char *workload_key(const ct_workload *w, char *buf, size_t size) {
            workload_layout_name(w->layout, w->op), dtype_code(w->data_type),
            dtype_code(w->weight_type), dtype_code(w->out_type), w->n, w->c, w->k, in, ker, str, pb,
            pa, dil);
+  /* epilogue segments, each only when not the default, in this order */
+  size_t len = strlen(buf);
+  const ct_epilogue *e = &w->epi;
+  const struct {
+    int on;
+    const char *text;
+  } segs[] = {{e->data_zero_point, "-zd"},
+              {e->weight_zero_point, "-zw"},
+              {e->bias, "-bias"},
+              {e->scale == CT_SCALE_CHANNEL, "-qc"},
+              {e->residual, "-res"}};
+  for (size_t i = 0; i < sizeof segs / sizeof segs[0] && len < size; i++)
+    if (segs[i].on) len += snprintf(buf + len, size - len, "%s", segs[i].text);
+  if (e->d2s_block && len < size)
+    snprintf(buf + len, size - len, "-d2s%d%s", e->d2s_block,
+             e->d2s_mode == CT_D2S_CRD ? "crd" : "dcr");
   return buf;
 }
 
@@ -311,7 +406,9 @@ static int expect(const char **p, const char *lit) {
   return 1;
 }
 
-#define KEY_FORM "op-layout-dtypes-nN-cC-kK-input-rKERNEL-sSTRIDE-pBEFORE.AFTER-dDILATION"
+#define KEY_FORM                                                                                   \
+  "op-layout-dtypes-nN-cC-kK-input-rKERNEL-sSTRIDE-pBEFORE.AFTER-dDILATION[-zd][-zw][-bias][-qc]"  \
+  "[-res][-d2sBMODE]"
 
 ct_status workload_from_key(const char *key, ct_workload *out, ct_err *err) {
   if (!key) return ERR_SET(err, CT_ERR_INVALID_ARG, "key is NULL");
@@ -355,8 +452,30 @@ ct_status workload_from_key(const char *key, ct_workload *out, ct_err *err) {
     goto bad;
   field = "dilation";
   if (!expect(&p, "-d") || !parse_dims(&p, w.dilation, nd)) goto bad;
-  field = "end";
-  if (*p) goto bad;
+  /* epilogue segments: any order parses; the canonical check below fixes it */
+  field = "epilogue";
+  while (*p) {
+    if (expect(&p, "-zd"))
+      w.epi.data_zero_point = 1;
+    else if (expect(&p, "-zw"))
+      w.epi.weight_zero_point = 1;
+    else if (expect(&p, "-bias"))
+      w.epi.bias = 1;
+    else if (expect(&p, "-qc"))
+      w.epi.scale = CT_SCALE_CHANNEL;
+    else if (expect(&p, "-res"))
+      w.epi.residual = 1;
+    else if (expect(&p, "-d2s")) {
+      if (!parse_uint(&p, &w.epi.d2s_block)) goto bad;
+      if (expect(&p, "dcr"))
+        w.epi.d2s_mode = CT_D2S_DCR;
+      else if (expect(&p, "crd"))
+        w.epi.d2s_mode = CT_D2S_CRD;
+      else
+        goto bad;
+    } else
+      goto bad;
+  }
 
   ct_status st = workload_validate(&w, err);
   if (st) {
@@ -410,6 +529,17 @@ cJSON *workload_to_json(const ct_workload *w) {
     if (!ok) cJSON_Delete(a);
   }
   ok = ok && cJSON_AddNumberToObject(j, "groups", w->groups);
+  /* the epilogue, only what is not the default (as in the key) */
+  const ct_epilogue *e = &w->epi;
+  if (ok && e->data_zero_point) ok = cJSON_AddTrueToObject(j, "data_zero_point") != NULL;
+  if (ok && e->weight_zero_point) ok = cJSON_AddTrueToObject(j, "weight_zero_point") != NULL;
+  if (ok && e->bias) ok = cJSON_AddTrueToObject(j, "bias") != NULL;
+  if (ok && e->scale == CT_SCALE_CHANNEL)
+    ok = cJSON_AddStringToObject(j, "scale", "channel") != NULL;
+  if (ok && e->residual) ok = cJSON_AddTrueToObject(j, "residual") != NULL;
+  if (ok && e->d2s_block)
+    ok = cJSON_AddNumberToObject(j, "depth_to_space", e->d2s_block) &&
+         cJSON_AddStringToObject(j, "d2s_mode", e->d2s_mode == CT_D2S_CRD ? "crd" : "dcr");
   if (!ok) {
     cJSON_Delete(j);
     return NULL;
@@ -499,9 +629,71 @@ static ct_status json_enum(const cJSON *v, const char *field, const char *const 
 }
 
 static const char *const known_fields[] = {
-    "name", "op", "layout", "data_type", "weight_type", "out_type", "n",        "c",      "k",
-    "d",    "h",  "w",      "kernel",    "stride",      "pad",      "dilation", "groups",
+    "name",
+    "op",
+    "layout",
+    "data_type",
+    "weight_type",
+    "out_type",
+    "n",
+    "c",
+    "k",
+    "d",
+    "h",
+    "w",
+    "kernel",
+    "stride",
+    "pad",
+    "dilation",
+    "groups",
+    "data_zero_point",
+    "bias",
+    "residual",
+    "scale",
+    "weight_zero_point",
+    "depth_to_space",
+    "d2s_mode",
 };
+
+/* A boolean field: true or false. */
+static ct_status json_bool(const cJSON *v, const char *field, int *out, ct_err *err) {
+  if (!cJSON_IsBool(v))
+    return ERR_SET(err, CT_ERR_INVALID_WORKLOAD, "field '%s' must be true or false", field);
+  *out = cJSON_IsTrue(v) ? 1 : 0;
+  return CT_OK;
+}
+
+/* The epilogue fields of a workload object. */
+static ct_status json_epilogue(const cJSON *json, ct_workload *w, ct_err *err) {
+  const struct {
+    const char *name;
+    int *v;
+  } flags[] = {{"data_zero_point", &w->epi.data_zero_point},
+               {"weight_zero_point", &w->epi.weight_zero_point},
+               {"bias", &w->epi.bias},
+               {"residual", &w->epi.residual}};
+  const cJSON *v;
+  ct_status st;
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+    if ((v = cJSON_GetObjectItemCaseSensitive(json, flags[i].name)) &&
+        (st = json_bool(v, flags[i].name, flags[i].v, err)))
+      return st;
+  static const char *const scales[] = {"tensor", "channel"};
+  static const char *const modes[] = {"dcr", "crd"};
+  int x;
+  if ((v = cJSON_GetObjectItemCaseSensitive(json, "scale"))) {
+    if ((st = json_enum(v, "scale", scales, 2, &x, err))) return st;
+    w->epi.scale = x ? CT_SCALE_CHANNEL : CT_SCALE_TENSOR;
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(json, "depth_to_space")) &&
+      (st = json_int(v, "depth_to_space", 0, CT_D2S_MAX_BLOCK, &w->epi.d2s_block, err)))
+    return st;
+  if ((v = cJSON_GetObjectItemCaseSensitive(json, "d2s_mode"))) {
+    if ((st = json_enum(v, "d2s_mode", modes, 2, &x, err))) return st;
+    w->epi.d2s_mode = x ? CT_D2S_CRD : CT_D2S_DCR;
+  }
+  return CT_OK;
+}
 
 ct_status workload_from_json(const cJSON *json, ct_workload *out, ct_err *err) {
   if (!cJSON_IsObject(json))
@@ -512,7 +704,9 @@ ct_status workload_from_json(const cJSON *json, ct_workload *out, ct_err *err) {
     if (i == n)
       return ERR_SET(err, CT_ERR_INVALID_WORKLOAD,
                      "unknown field '%s'; the fields are op, layout, data_type, weight_type, "
-                     "out_type, n, c, k, d, h, w, kernel, stride, pad, dilation, groups, name",
+                     "out_type, n, c, k, d, h, w, kernel, stride, pad, dilation, groups, name, "
+                     "data_zero_point, weight_zero_point, bias, scale, residual, depth_to_space, "
+                     "d2s_mode",
                      f->string);
     for (const cJSON *g = json->child; g != f; g = g->next)
       if (strcmp(g->string, f->string) == 0)
@@ -584,6 +778,7 @@ ct_status workload_from_json(const cJSON *json, ct_workload *out, ct_err *err) {
       (st = json_dims(v, "pad", nd, 0, 1, w.pad_before, w.pad_after, err)))
     return st;
 
+  if ((st = json_epilogue(json, &w, err))) return st;
   if ((st = workload_validate(&w, err))) return st;
   *out = w;
   return CT_OK;

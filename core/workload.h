@@ -11,7 +11,10 @@
  * The canonical key (stable, one per distinct workload; see docs/workloads.md):
  *   conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1
  *   op-layout-data.weight.out-batch-in_ch-out_ch-input-kernel-stride-
- *   pad_before.pad_after-dilation, spatial sizes outermost first.
+ *   pad_before.pad_after-dilation, spatial sizes outermost first, then the
+ *   epilogue segments that are not the default, in this order: -zd (data
+ *   zero point), -zw (weight zero points), -bias, -qc (per-channel scale),
+ *   -res (residual), -d2sBdcr / -d2sBcrd (depth_to_space block B).
  */
 #ifndef CT_CORE_WORKLOAD_H
 #define CT_CORE_WORKLOAD_H
@@ -61,7 +64,9 @@ int64_t workload_out_size(const ct_workload *w, int dim);
 int64_t workload_ops(const ct_workload *w);
 
 /* Element counts of data, weights and output in the workload's layout,
- * saturated at INT64_MAX (as is workload_ops). */
+ * saturated at INT64_MAX (as is workload_ops). Packed weights hold whole
+ * chunks of 4 output channels; the output is the remapped one with
+ * depth_to_space, its channels rounded up to 4 when packed. */
 int64_t workload_data_elems(const ct_workload *w);
 int64_t workload_weight_elems(const ct_workload *w);
 int64_t workload_out_elems(const ct_workload *w);
@@ -72,8 +77,25 @@ char *workload_out_shape(const ct_workload *w, char *buf, size_t size);
 
 /* w in the channel-packed layout (NCHW4c / NCDHW4c), with C and K rounded
  * up to multiples of 4: the extra channels are zero-padded by packing, so the
- * convolution of the real channels is unchanged (a 3-channel stem becomes 4). */
+ * convolution of the real channels is unchanged (a 3-channel stem becomes 4).
+ * With depth_to_space K stays: the remap needs the real channels, and the
+ * kernel pads the output's channels itself. */
 void workload_packed(const ct_workload *w, ct_workload *out);
+
+/* Largest depth_to_space block accepted. */
+#define CT_D2S_MAX_BLOCK 16
+
+/* Output channels per depth_to_space block: b^nd (1 without it). */
+int64_t workload_d2s_volume(const ct_workload *w);
+/* Channels of the output tensor: K, or K / b^nd with depth_to_space. */
+int workload_out_channels(const ct_workload *w);
+/* Whether w's kernels take a params block (zero points, bias, 8-bit output). */
+int workload_has_params(const ct_workload *w);
+/* Whether w is anything but int8 x int8 -> raw int32 (ct_conv* refuses none
+ * of these; it is for messages and the reference). */
+int workload_is_quantized(const ct_workload *w);
+/* Bytes per output element: 4 (int32) or 1. */
+size_t workload_out_elem_bytes(const ct_workload *w);
 
 /* Names used in keys, JSON and the CLI. */
 const char *workload_op_name(ct_op op);
@@ -94,7 +116,10 @@ cJSON *workload_to_json(const ct_workload *w);
 /* Parse a JSON object into a valid workload. Required: op, c, k, the input
  * sizes (h, w; and d for conv3d) and kernel. Optional: n (1), stride (1),
  * pad (0), dilation (1), groups (1), layout ("nchw"), data_type ("int8"),
- * weight_type ("int8"), out_type ("int32"), name (ignored here). Sizes per
+ * weight_type ("int8"), out_type ("int32"), name (ignored here), and the
+ * epilogue: data_zero_point, weight_zero_point, bias, residual (booleans,
+ * false), scale ("tensor" or "channel"), depth_to_space (block, 0) and
+ * d2s_mode ("dcr" or "crd"). Sizes per
  * dimension are a number (all dimensions) or a list of one per dimension;
  * pad may also list 2 x nd values, all befores then all afters, as ONNX
  * does. Unknown fields are rejected, so that a typo is never ignored. */

@@ -107,6 +107,24 @@ static ct_workload random_workload(uint32_t *rng) {
     if (min_in < 1) min_in = 1;
     w.in[d] = min_in + rng_range(rng, 0, nd == 3 ? 10 : 60);
   }
+  /* half of them quantized: dtypes and every epilogue field */
+  if (rng_range(rng, 0, 1)) {
+    w.data_type = rng_range(rng, 0, 1) ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
+    static const ct_dtype outs[3] = {CT_DTYPE_INT32, CT_DTYPE_INT8, CT_DTYPE_UINT8};
+    w.out_type = outs[rng_range(rng, 0, 2)];
+    int q8 = w.out_type != CT_DTYPE_INT32;
+    w.epi.data_zero_point = rng_range(rng, 0, 1);
+    w.epi.weight_zero_point = rng_range(rng, 0, 1);
+    w.epi.bias = rng_range(rng, 0, 1);
+    w.epi.scale = q8 && rng_range(rng, 0, 1) ? CT_SCALE_CHANNEL : CT_SCALE_TENSOR;
+    w.epi.residual = q8 && rng_range(rng, 0, 1);
+    if (rng_range(rng, 0, 3) == 0) {
+      int b = rng_range(rng, 2, 3), vol = nd == 3 ? b * b * b : b * b;
+      w.epi.d2s_block = b;
+      w.epi.d2s_mode = rng_range(rng, 0, 1) ? CT_D2S_CRD : CT_D2S_DCR;
+      w.k = vol * rng_range(rng, 1, 4);
+    }
+  }
   return w;
 }
 
@@ -497,13 +515,28 @@ START_TEST(validate_rejects_each_field) {
   EXPECT_INVALID(&w, "groups = 2", "groups", NULL);
   w = base, w.groups = 0;
   EXPECT_INVALID(&w, "groups = 0", "groups", NULL);
-  /* Types that are not supported yet. */
-  w = base, w.data_type = CT_DTYPE_UINT8;
-  EXPECT_INVALID(&w, "uint8 data", "data_type", "uint8");
+  /* Types that are not supported. */
+  w = base, w.data_type = CT_DTYPE_INT32;
+  EXPECT_INVALID(&w, "int32 data", "data_type", "uint8");
   w = base, w.weight_type = CT_DTYPE_UINT8;
   EXPECT_INVALID(&w, "uint8 weights", "weight_type", NULL);
-  w = base, w.out_type = CT_DTYPE_INT8;
-  EXPECT_INVALID(&w, "int8 output", "out_type", NULL);
+  /* Epilogues that do not fit the output type, or each other. */
+  w = base, w.epi.residual = 1;
+  EXPECT_INVALID(&w, "residual with int32 output", "residual", "int8");
+  w = base, w.epi.scale = CT_SCALE_CHANNEL;
+  EXPECT_INVALID(&w, "per-channel scale with int32 output", "per-channel", NULL);
+  w = base, w.out_type = CT_DTYPE_INT8, w.epi.bias = 2;
+  EXPECT_INVALID(&w, "bias 2", "bias", "0 or 1");
+  w = base, w.out_type = CT_DTYPE_INT8, w.epi.scale = (ct_scale_mode)2;
+  EXPECT_INVALID(&w, "scale 2", "scale", NULL);
+  w = base, w.epi.d2s_block = 1;
+  EXPECT_INVALID(&w, "d2s block 1", "depth_to_space block", "2 to 16");
+  w = base, w.epi.d2s_block = 3;
+  EXPECT_INVALID(&w, "k not a multiple of b^2", "multiple of 9", NULL);
+  w = base, w.epi.d2s_mode = CT_D2S_CRD;
+  EXPECT_INVALID(&w, "d2s mode without block", "block size is 0", NULL);
+  w = base, w.epi.d2s_block = 2, w.epi.d2s_mode = (ct_d2s_mode)3;
+  EXPECT_INVALID(&w, "d2s mode 3", "depth_to_space mode", NULL);
   /* Values outside the enums. */
   w = base, w.op = (ct_op)4;
   EXPECT_INVALID(&w, "op 4", "op", NULL);
@@ -782,11 +815,16 @@ START_TEST(key_malformed_rejected) {
   EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.-d1x1", CT_ERR_PARSE,
                  "malformed pad", NULL);
   EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1-x",
-                 CT_ERR_PARSE, "malformed end", NULL);
+                 CT_ERR_PARSE, "malformed epilogue", NULL);
   EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1 ", CT_ERR_PARSE,
-                 "malformed end", NULL);
+                 "malformed epilogue", NULL);
   EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1x1",
-                 CT_ERR_PARSE, "malformed end", NULL);
+                 CT_ERR_PARSE, "malformed epilogue", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i8-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1-d2s2xyz",
+                 CT_ERR_PARSE, "malformed epilogue", NULL);
+  /* parsed, but not in canonical order */
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i8-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1-bias-zd",
+                 CT_ERR_PARSE, "canonical", "-zd-bias");
   EXPECT_BAD_KEY("conv1d-nchw-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
                  "malformed op", NULL);
   EXPECT_BAD_KEY("Conv2d-nchw-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
@@ -817,7 +855,7 @@ START_TEST(key_malformed_rejected) {
   EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n99999999999-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1",
                  CT_ERR_PARSE, "malformed n", NULL);
   EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1\n",
-                 CT_ERR_PARSE, "malformed end", NULL);
+                 CT_ERR_PARSE, "malformed epilogue", NULL);
   /* A conv3d key needs three values everywhere. */
   EXPECT_BAD_KEY("conv3d-ncdhw-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1", CT_ERR_PARSE,
                  "malformed input size", NULL);
@@ -857,10 +895,12 @@ START_TEST(key_of_invalid_workload_rejected) {
                  CT_ERR_INVALID_WORKLOAD, "kernel[w]", NULL);
   EXPECT_BAD_KEY("conv2d-nchw-i8.i8.i32-n1-c64-k64-4x4-r9x9-s1x1-p0x0.0x0-d1x1",
                  CT_ERR_INVALID_WORKLOAD, "output size", NULL);
-  EXPECT_BAD_KEY("conv2d-nchw-u8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1",
-                 CT_ERR_INVALID_WORKLOAD, "data_type", NULL);
-  EXPECT_BAD_KEY("conv2d-nchw-i8.i8.i8-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1",
-                 CT_ERR_INVALID_WORKLOAD, "out_type", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw-u8.u8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1",
+                 CT_ERR_INVALID_WORKLOAD, "weight_type", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1-res",
+                 CT_ERR_INVALID_WORKLOAD, "residual", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw-i8.i8.i8-n1-c64-k48-56x56-r3x3-s1x1-p1x1.1x1-d1x1-d2s3dcr",
+                 CT_ERR_INVALID_WORKLOAD, "multiple of 9", NULL);
   EXPECT_BAD_KEY("conv2d-nchw-i8.i8.i32-n1024-c256-k64-112x112-r1x1-s1x1-p0x0.0x0-d1x1",
                  CT_ERR_INVALID_WORKLOAD, "int32", NULL);
   /* The message says which key. */
@@ -899,6 +939,62 @@ START_TEST(json_canonical_form) {
                          "\"groups\":1}");
   cJSON_free(text);
   cJSON_Delete(j);
+}
+END_TEST
+
+START_TEST(epilogue_keys_and_sizes) {
+  ct_workload w = conv2d(1, 64, 48, 17, 3, 1, 1);
+  w.data_type = CT_DTYPE_UINT8;
+  w.out_type = CT_DTYPE_INT8;
+  w.epi.data_zero_point = w.epi.weight_zero_point = w.epi.bias = w.epi.residual = 1;
+  w.epi.scale = CT_SCALE_CHANNEL;
+  w.epi.d2s_block = 4;
+  w.epi.d2s_mode = CT_D2S_CRD;
+  ct_err err = {0};
+  ck_assert_msg(workload_validate(&w, &err) == CT_OK, "%s", err.msg);
+  char key[CT_KEY_MAX], shape[64];
+  ck_assert_str_eq(workload_key(&w, key, sizeof key),
+                   "conv2d-nchw-u8.i8.i8-n1-c64-k48-17x17-r3x3-s1x1-p1x1.1x1-d1x1-zd-zw-bias-qc-"
+                   "res-d2s4crd");
+  /* 48 channels of 17x17 become 3 of 68x68; the elements stay */
+  ck_assert_int_eq(workload_out_channels(&w), 3);
+  ck_assert_int_eq(workload_out_elems(&w), 48 * 17 * 17);
+  ck_assert_str_eq(workload_out_shape(&w, shape, sizeof shape), "1x3x68x68");
+  ck_assert_int_eq(workload_out_elem_bytes(&w), 1);
+  ck_assert_int_eq(workload_has_params(&w), 1);
+  /* packed: the 3 output channels fill one chunk of 4; K stays 48 */
+  ct_workload pw;
+  workload_packed(&w, &pw);
+  ck_assert_int_eq(pw.k, 48);
+  ck_assert_msg(workload_validate(&pw, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(workload_out_elems(&pw), 4 * 68 * 68);
+  ck_assert_str_eq(workload_out_shape(&pw, shape, sizeof shape), "1x1x68x68x4");
+  /* b = 3 with 27 channels: the packed workload keeps K = 27, weights in 7 chunks */
+  w.k = 27;
+  w.epi.d2s_block = 3;
+  workload_packed(&w, &pw);
+  ck_assert_msg(workload_validate(&pw, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(pw.k, 27);
+  ck_assert_int_eq(workload_weight_elems(&pw), 28 * 64 * 9);
+  /* conv3d remaps depth too: b^3 channels per output channel */
+  ct_workload w3;
+  workload_init(&w3, CT_OP_CONV3D);
+  w3.c = 8;
+  w3.k = 16;
+  for (int d = 0; d < 3; d++) w3.in[d] = 5, w3.kernel[d] = 1;
+  w3.epi.d2s_block = 2;
+  ck_assert_msg(workload_validate(&w3, &err) == CT_OK, "%s", err.msg);
+  ck_assert_str_eq(workload_out_shape(&w3, shape, sizeof shape), "1x2x10x10x10");
+  ck_assert_str_eq(
+      workload_key(&w3, key, sizeof key),
+      "conv3d-ncdhw-i8.i8.i32-n1-c8-k16-5x5x5-r1x1x1-s1x1x1-p0x0x0.0x0x0-d1x1x1-d2s2dcr");
+  /* the raw workload's key is what it always was, and it needs no params */
+  ct_workload raw = conv2d(1, 64, 64, 56, 3, 1, 1);
+  ck_assert_str_eq(workload_key(&raw, key, sizeof key),
+                   "conv2d-nchw-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1");
+  ck_assert_int_eq(workload_has_params(&raw), 0);
+  raw.epi.bias = 1;
+  ck_assert_int_eq(workload_has_params(&raw), 1);
 }
 END_TEST
 
@@ -1125,8 +1221,12 @@ START_TEST(json_errors_name_the_field) {
                   "\"w\": 7, \"kernel\": 3}",
                   "c (input channels)", "multiple of 4");
   EXPECT_BAD_JSON(W2(", \"groups\": 2"), "groups", NULL);
-  EXPECT_BAD_JSON(W2(", \"data_type\": \"uint8\""), "data_type", NULL);
-  EXPECT_BAD_JSON(W2(", \"out_type\": \"int8\""), "out_type", NULL);
+  EXPECT_BAD_JSON(W2(", \"data_type\": \"int32\""), "data_type", NULL);
+  EXPECT_BAD_JSON(W2(", \"residual\": true"), "residual", "int8");
+  EXPECT_BAD_JSON(W2(", \"bias\": 1"), "'bias'", "true or false");
+  EXPECT_BAD_JSON(W2(", \"scale\": \"row\""), "'scale'", "tensor, channel");
+  EXPECT_BAD_JSON(W2(", \"out_type\": \"int8\", \"depth_to_space\": 3"), "multiple of 9", NULL);
+  EXPECT_BAD_JSON(W2(", \"d2s_mode\": \"xyz\""), "'d2s_mode'", "dcr, crd");
   EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": 9}",
                   "output size", NULL);
   EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"n\": 1024, \"c\": 256, \"k\": 8, \"h\": 112, \"w\": 112, "
@@ -1178,6 +1278,7 @@ int main(void) {
 
   tc = tcase_create("json");
   tcase_add_test(tc, json_canonical_form);
+  tcase_add_test(tc, epilogue_keys_and_sizes);
   tcase_add_test(tc, json_round_trip_random);
   tcase_add_test(tc, json_accepted_forms);
   tcase_add_test(tc, json_syntax_errors);

@@ -78,15 +78,50 @@ typedef enum ct_dtype { CT_DTYPE_INT8 = 0, CT_DTYPE_UINT8 = 1, CT_DTYPE_INT32 = 
 
 #define CT_MAX_SPATIAL 3
 
+/* Granularity of the requantizing multiplier. */
+typedef enum ct_scale_mode { CT_SCALE_TENSOR = 0, CT_SCALE_CHANNEL = 1 } ct_scale_mode;
+
+/* depth_to_space orders (ONNX's names): conv channel k of block offset
+ * (i, j) and output channel c' is k = (i * b + j) * C' + c' in DCR
+ * (TensorFlow, ONNX's default) and k = c' * b * b + i * b + j in CRD
+ * (PyTorch's pixel_shuffle). conv3d adds the depth offset outermost. */
+typedef enum ct_d2s_mode { CT_D2S_DCR = 0, CT_D2S_CRD = 1 } ct_d2s_mode;
+
+/* What a convolution does around its int32 accumulators: the parts that
+ * change the kernel (and so are part of the workload and its key). The
+ * values (zero points, bias, scales, clamp bounds) come at run time in a
+ * ct_quant. All zero: raw int32 accumulators, as int8 x int8 -> int32.
+ *
+ * The quantized formula, per output element of channel k:
+ *   acc = sum over the window of (x - zx) * (w - zw[k])   (padding: x = zx)
+ *   v   = acc + bias[k]                                  (int32, wraps)
+ *   int32 output: y = v
+ *   8-bit output: y = clamp(zy + rescale(v, M[k]) + rescale(r - zr, Mr), lo, hi)
+ * where rescale(v, M) multiplies by a fixed-point multiplier and shift with
+ * gemmlowp's / TFLite's rounding (ct_quantize_multiplier), r is the residual
+ * element at the same output position, and the sum before the clamp is
+ * exact (int64). With d2s_block b the output is written in depth_to_space
+ * order: K channels become K / b^2 (conv3d: K / b^3), each spatial size b
+ * times larger. */
+typedef struct ct_epilogue {
+  int data_zero_point;   /* 1: data has a zero point zx (padding reads it) */
+  int weight_zero_point; /* 1: per-output-channel weight zero points zw[k] */
+  int bias;              /* 1: a per-output-channel int32 bias */
+  ct_scale_mode scale;   /* 8-bit output: one multiplier, or one per output channel */
+  int residual;          /* 8-bit output: a residual tensor, same shape and type as the output */
+  int d2s_block;         /* 0: none; 2 or more: depth_to_space block size */
+  ct_d2s_mode d2s_mode;  /* with d2s_block */
+} ct_epilogue;
+
 typedef struct ct_workload {
   ct_op op;
   ct_layout layout;
-  ct_dtype data_type;   /* int8 */
+  ct_dtype data_type;   /* int8 or uint8 */
   ct_dtype weight_type; /* int8 */
-  ct_dtype out_type;    /* int32 (requantized int8 output comes later) */
+  ct_dtype out_type;    /* int32 (accumulators), or int8 / uint8 requantized */
   int n;                /* batch */
   int c;                /* input channels */
-  int k;                /* output channels */
+  int k;                /* output channels of the convolution (before depth_to_space) */
   int groups;           /* 1: grouped convolution is not supported */
   int in[CT_MAX_SPATIAL];
   int kernel[CT_MAX_SPATIAL];
@@ -94,10 +129,12 @@ typedef struct ct_workload {
   int pad_before[CT_MAX_SPATIAL];
   int pad_after[CT_MAX_SPATIAL];
   int dilation[CT_MAX_SPATIAL];
+  ct_epilogue epi; /* zero: none */
 } ct_workload;
 
 /* Defaults for op: batch 1, stride 1, dilation 1, no padding, groups 1,
- * layout NCHW, int8 x int8 -> int32; channels and sizes left 0 to be set. */
+ * layout NCHW, int8 x int8 -> int32, no epilogue; channels and sizes left 0
+ * to be set. */
 CT_API void ct_workload_init(ct_workload *w, ct_op op);
 
 /* The canonical key of w into buf (at least 256 bytes): the name its
@@ -154,13 +191,76 @@ CT_API const char *ct_errmsg(const ct_context *ctx);
 CT_API void ct_set_log(ct_context *ctx, ct_log_fn fn, void *user, ct_log_level level);
 
 /* out = conv(data, weights) for a conv2d (ct_conv2d) or conv3d (ct_conv3d)
- * workload, enqueued on stream. A valid workload never fails for lack of a
- * tuned kernel. CT_ERR_INVALID_ARG / CT_ERR_INVALID_WORKLOAD for bad input
- * (nothing launched), CT_ERR_CUDA / CT_ERR_NVRTC for failures below. */
+ * workload, enqueued on stream: ct_qconv* with no params and no residual
+ * (a workload whose epilogue needs params is refused). A valid workload
+ * never fails for lack of a tuned kernel. CT_ERR_INVALID_ARG / CT_ERR_INVALID_WORKLOAD for bad
+ * input (nothing launched), CT_ERR_CUDA / CT_ERR_NVRTC for failures below. */
 CT_API ct_status ct_conv2d(ct_context *ctx, const ct_workload *w, const void *data,
                            const void *weights, void *out, struct CUstream_st *stream);
 CT_API ct_status ct_conv3d(ct_context *ctx, const ct_workload *w, const void *data,
                            const void *weights, void *out, struct CUstream_st *stream);
+
+/* ---- Quantized convolutions ---------------------------------------------
+ * A workload with an epilogue (w->epi, or uint8 data, or 8-bit output)
+ * runs through ct_qconv2d / ct_qconv3d with its parameters folded once into
+ * a params block by ct_make_params: bias, zero points and multipliers
+ * (float scales converted to fixed point once), clamp bounds. The engine
+ * legalizes what its kernels do not take directly: the data zero point and
+ * the weight zero points become a per-channel int32 offset (sum of weights
+ * x zx, window size x zx x zw[k]) plus, with weight zero points, a window
+ * sum of the data that the kernel accumulates beside the products; padding
+ * reads the zero point. The result is exactly the formula of ct_epilogue.
+ * Output and residual tensors are int8 / uint8 in the output's layout
+ * (NCHW4c: 4 channels per 32-bit word); with depth_to_space the packed
+ * output has ceil(C'/4) chunks of 4 channels, the lanes beyond C' zero. */
+
+/* The values behind a workload's epilogue; host memory, read by
+ * ct_make_params (and ct_reference_qconv) only. Fields that w does not use
+ * are ignored. */
+typedef struct ct_quant {
+  int32_t data_zero_point;           /* epi.data_zero_point: int8 -128..127, uint8 0..255 */
+  const int32_t *weight_zero_points; /* epi.weight_zero_point: K values, -128..127 */
+  const int32_t *bias;               /* epi.bias: K values */
+  const float *scale;     /* 8-bit output: 1 or (CT_SCALE_CHANNEL) K values s_data*s_weight/s_out */
+  int32_t out_zero_point; /* 8-bit output, within its type */
+  int32_t clamp_min;      /* 8-bit output: lo <= hi within the type; ReLU: lo = out_zero_point */
+  int32_t clamp_max;
+  float residual_scale;        /* epi.residual: s_residual / s_out */
+  int32_t residual_zero_point; /* epi.residual, within the output type */
+} ct_quant;
+
+/* The fixed-point form of a positive real multiplier, as TFLite's
+ * QuantizeMultiplier: scale = multiplier * 2^(shift - 31), multiplier in
+ * [2^30, 2^31), shift <= 30 (positive: a left shift); scales below 2^-32
+ * become multiplier 0. CT_ERR_INVALID_ARG for a scale that is not finite,
+ * not positive or at least 2^30. */
+CT_API ct_status ct_quantize_multiplier(double scale, int32_t *multiplier, int *shift);
+
+/* Bytes of w's params block (a few words per output channel). */
+CT_API size_t ct_params_bytes(const ct_workload *w);
+
+/* Fold q and w's weights (plain OIHW / OIDHW int8, host memory) into params
+ * (host memory, ct_params_bytes(w)): copy it to the device once and pass it
+ * to every ct_qconv* of w. CT_ERR_INVALID_ARG (message on ctx) for values
+ * out of range; ctx may be a context of ct_open_arch. */
+CT_API ct_status ct_make_params(ct_context *ctx, const ct_workload *w, const ct_quant *q,
+                                const int8_t *weights, void *params);
+
+/* out = the quantized convolution of w (ct_epilogue's formula) on stream.
+ * params: device copy of ct_make_params' block (NULL only when w has no
+ * epilogue values: int32 output without zero points or bias); residual:
+ * device, w's output shape and type, when w->epi.residual, else NULL.
+ * Errors as ct_conv2d. */
+CT_API ct_status ct_qconv2d(ct_context *ctx, const ct_workload *w, const void *data,
+                            const void *weights, const void *params, const void *residual,
+                            void *out, struct CUstream_st *stream);
+CT_API ct_status ct_qconv3d(ct_context *ctx, const ct_workload *w, const void *data,
+                            const void *weights, const void *params, const void *residual,
+                            void *out, struct CUstream_st *stream);
+
+/* Bytes of w's output in its layout (int32: 4 per element, 8-bit: 1;
+ * packed: channels rounded up to 4; depth_to_space: remapped shape). */
+CT_API size_t ct_out_bytes(const ct_workload *w);
 
 /* Bytes of w's packed weights: round4(K) x round4(C) x kernel volume. */
 CT_API size_t ct_packed_weights_bytes(const ct_workload *w);
@@ -193,10 +293,20 @@ typedef struct ct_explanation {
 CT_API ct_status ct_explain(ct_context *ctx, const ct_workload *w, ct_explanation *out);
 
 /* The CPU reference: out = conv(data, weights) in w's layout (plain weights
- * OIHW for CT_LAYOUT_NCHW, packed for CT_LAYOUT_NCHW4C), host memory. For
- * checking results; cost N*K*C*kernel*output multiply-adds. */
+ * OIHW for CT_LAYOUT_NCHW, packed for CT_LAYOUT_NCHW4C), host memory, for a
+ * workload without epilogue values. For checking results; cost
+ * N*K*C*kernel*output multiply-adds. */
 CT_API ct_status ct_reference_conv(const ct_workload *w, const int8_t *data, const int8_t *weights,
                                    int32_t *out);
+
+/* The CPU reference of any workload, the formula of ct_epilogue computed
+ * directly (not legalized): data (int8 or uint8), weights, residual (or
+ * NULL) and out in w's layouts as ct_reference_conv, q as ct_make_params
+ * (NULL when w has no epilogue values). errbuf (may be NULL) receives the
+ * message of a failure. */
+CT_API ct_status ct_reference_qconv(const ct_workload *w, const ct_quant *q, const void *data,
+                                    const int8_t *weights, const void *residual, void *out,
+                                    char *errbuf, size_t errbuf_size);
 
 #ifdef __cplusplus
 }

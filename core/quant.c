@@ -1,0 +1,290 @@
+/*
+ * quant.c: checking, converting and folding the values of a quantized
+ * epilogue (see quant.h; the arithmetic and the params layout are in
+ * templates/quant.cuh, shared with the kernels).
+ *
+ * Folding (the legalization): the kernels accumulate raw data x weights
+ * with padding, and the padded channels of a plain workload, reading the
+ * data zero point zx; with weight zero points they also sum the raw data of
+ * the window (xsum). Then, all modulo 2^32, over the R = round4(C) x kvol
+ * taps of the packed window,
+ *   sum (x - zx)(w - zw) = acc - zx sum(w) - zw xsum + R zx zw,
+ * exactly, so off[k] = bias[k] - zx sum(w[k]) + R zx zw[k].
+ */
+#include "core/quant.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/pack.h"
+#include "core/rng.h"
+#include "templates/quant.cuh"
+
+ct_status quant_multiplier(double scale, int32_t *multiplier, int *shift, ct_err *err) {
+  if (!multiplier || !shift) return ERR_SET(err, CT_ERR_INVALID_ARG, "NULL multiplier or shift");
+  if (!isfinite(scale) || scale <= 0 || scale >= 1073741824.0)
+    return ERR_SET(err, CT_ERR_INVALID_ARG,
+                   "scale %g: a multiplier must be finite, above 0 and below 2^30", scale);
+  int e;
+  double q = frexp(scale, &e); /* scale = q * 2^e, q in [0.5, 1) */
+  int64_t m = llround(q * 2147483648.0);
+  if (m == ((int64_t)1 << 31)) { /* q rounded up to 1 */
+    m /= 2;
+    e++;
+  }
+  if (e < -31) { /* below 2^-32: every int32 rescales to 0 (as TFLite) */
+    m = 0;
+    e = 0;
+  }
+  *multiplier = (int32_t)m;
+  *shift = e;
+  return CT_OK;
+}
+
+static int type_min(ct_dtype t) {
+  return t == CT_DTYPE_UINT8 ? 0 : -128;
+}
+
+static int type_max(ct_dtype t) {
+  return t == CT_DTYPE_UINT8 ? 255 : 127;
+}
+
+void quant_init(ct_quant *q, const ct_workload *w) {
+  memset(q, 0, sizeof *q);
+  q->clamp_min = w->out_type == CT_DTYPE_INT32 ? 0 : type_min(w->out_type);
+  q->clamp_max = w->out_type == CT_DTYPE_INT32 ? 0 : type_max(w->out_type);
+  q->residual_scale = 1.0f;
+}
+
+#define BAD(...) ERR_SET(err, CT_ERR_INVALID_ARG, __VA_ARGS__)
+
+static ct_status check_range(const char *field, long v, ct_dtype t, ct_err *err) {
+  if (v < type_min(t) || v > type_max(t))
+    return BAD("%s is %ld; for %s it must be %d to %d", field, v, workload_dtype_name(t),
+               type_min(t), type_max(t));
+  return CT_OK;
+}
+
+ct_status quant_check(const ct_workload *w, const ct_quant *q, ct_err *err) {
+  if (!workload_has_params(w)) return CT_OK;
+  if (!q)
+    return BAD("the workload's epilogue needs values (zero points, bias or scales): the "
+               "quantization parameters are NULL");
+  const ct_epilogue *e = &w->epi;
+  ct_status st;
+  if (e->data_zero_point &&
+      (st = check_range("data_zero_point", q->data_zero_point, w->data_type, err)))
+    return st;
+  if (e->weight_zero_point) {
+    if (!q->weight_zero_points) return BAD("weight_zero_points is NULL; it needs %d values", w->k);
+    for (int k = 0; k < w->k; k++)
+      if (q->weight_zero_points[k] < -128 || q->weight_zero_points[k] > 127)
+        return BAD("weight_zero_points[%d] is %d; int8 weights take -128 to 127", k,
+                   q->weight_zero_points[k]);
+  }
+  if (e->bias && !q->bias) return BAD("bias is NULL; it needs %d values", w->k);
+  if (w->out_type == CT_DTYPE_INT32) return CT_OK;
+  if (!q->scale)
+    return BAD("scale is NULL; it needs %d value%s", e->scale == CT_SCALE_CHANNEL ? w->k : 1,
+               e->scale == CT_SCALE_CHANNEL && w->k > 1 ? "s" : "");
+  int n_scales = e->scale == CT_SCALE_CHANNEL ? w->k : 1;
+  for (int k = 0; k < n_scales; k++) {
+    int32_t m;
+    int sh;
+    if ((st = quant_multiplier(q->scale[k], &m, &sh, err))) {
+      err_prefix(err, "scale[%d]", k);
+      return st;
+    }
+  }
+  if ((st = check_range("out_zero_point", q->out_zero_point, w->out_type, err)) ||
+      (st = check_range("clamp_min", q->clamp_min, w->out_type, err)) ||
+      (st = check_range("clamp_max", q->clamp_max, w->out_type, err)))
+    return st;
+  if (q->clamp_min > q->clamp_max)
+    return BAD("clamp_min (%d) is above clamp_max (%d)", q->clamp_min, q->clamp_max);
+  if (e->residual) {
+    int32_t m;
+    int sh;
+    if ((st = quant_multiplier(q->residual_scale, &m, &sh, err))) {
+      err_prefix(err, "residual_scale");
+      return st;
+    }
+    if ((st = check_range("residual_zero_point", q->residual_zero_point, w->out_type, err)))
+      return st;
+  }
+  return CT_OK;
+}
+
+size_t quant_params_words(const ct_workload *w) {
+  return CTQ_HEADER + CTQ_ARRAYS * (size_t)pack_round4(w->k);
+}
+
+void quant_weight_sums(const ct_workload *w, const int8_t *weights, int32_t *sums) {
+  geom3 g;
+  workload_geom(w, &g);
+  int64_t kvol = g.ker[0] * g.ker[1] * g.ker[2];
+  int64_t c4 = pack_round4(g.c) / 4;
+  for (int64_t k = 0; k < g.k; k++) {
+    uint32_t s = 0;
+    if (w->layout == CT_LAYOUT_NCHW) {
+      for (int64_t i = 0; i < g.c * kvol; i++) s += (uint32_t)weights[k * g.c * kvol + i];
+    } else { /* [k/4][c/4][kvol][4o][4i] */
+      for (int64_t cb = 0; cb < c4; cb++)
+        for (int64_t t = 0; t < kvol; t++)
+          for (int l = 0; l < 4; l++)
+            s += (uint32_t)weights[(((k / 4) * c4 + cb) * kvol + t) * 16 + (k % 4) * 4 + l];
+    }
+    sums[k] = (int32_t)s;
+  }
+}
+
+/* The multiplier of channel k (the per-tensor one for every k). */
+static void channel_multiplier(const ct_workload *w, const ct_quant *q, int k, int32_t *m,
+                               int *sh) {
+  *m = 0;
+  *sh = 0;
+  if (w->out_type == CT_DTYPE_INT32) return;
+  (void)quant_multiplier(q->scale[w->epi.scale == CT_SCALE_CHANNEL ? k : 0], m, sh, NULL);
+}
+
+ct_status quant_params(const ct_workload *w, const ct_quant *q, const int32_t *weight_sums,
+                       int32_t *params, ct_err *err) {
+  ct_status st = quant_check(w, q, err);
+  if (st) return st;
+  ct_quant none;
+  if (!q) {
+    quant_init(&none, w);
+    q = &none;
+  }
+  const ct_epilogue *e = &w->epi;
+  int64_t kp = pack_round4(w->k);
+  memset(params, 0, quant_params_words(w) * sizeof *params);
+  geom3 g;
+  workload_geom(w, &g);
+  uint32_t zx = e->data_zero_point ? (uint32_t)q->data_zero_point : 0;
+  uint32_t r = (uint32_t)(pack_round4(g.c) * g.ker[0] * g.ker[1] * g.ker[2]);
+  params[CTQ_PAD_WORD] = (int32_t)((zx & 0xffu) * 0x01010101u);
+  if (w->out_type != CT_DTYPE_INT32) {
+    params[CTQ_OUT_ZP] = q->out_zero_point;
+    params[CTQ_LO] = q->clamp_min;
+    params[CTQ_HI] = q->clamp_max;
+    channel_multiplier(w, q, 0, &params[CTQ_MULT], &params[CTQ_SHIFT]);
+    if (e->residual) {
+      (void)quant_multiplier(q->residual_scale, &params[CTQ_RES_MULT], &params[CTQ_RES_SHIFT],
+                             NULL);
+      params[CTQ_RES_ZP] = q->residual_zero_point;
+    }
+  }
+  int32_t *arr = params + CTQ_HEADER;
+  for (int k = 0; k < w->k; k++) {
+    uint32_t zw = e->weight_zero_point ? (uint32_t)q->weight_zero_points[k] : 0;
+    uint32_t off = e->bias ? (uint32_t)q->bias[k] : 0;
+    off += -zx * (uint32_t)weight_sums[k] + r * zx * zw;
+    arr[CTQ_OFF * kp + k] = (int32_t)off;
+    channel_multiplier(w, q, k, &arr[CTQ_MULTS * kp + k], &arr[CTQ_SHIFTS * kp + k]);
+    arr[CTQ_ZW * kp + k] = (int32_t)zw;
+  }
+  return CT_OK;
+}
+
+size_t quant_raw_words(const ct_workload *w) {
+  return QRAW_HEADER + 4 * (size_t)w->k;
+}
+
+ct_status quant_raw(const ct_workload *w, const ct_quant *q, int32_t *raw, ct_err *err) {
+  ct_status st = quant_check(w, q, err);
+  if (st) return st;
+  ct_quant none;
+  if (!q) {
+    quant_init(&none, w);
+    q = &none;
+  }
+  const ct_epilogue *e = &w->epi;
+  memset(raw, 0, quant_raw_words(w) * sizeof *raw);
+  raw[0] = e->data_zero_point ? q->data_zero_point : 0;
+  if (w->out_type != CT_DTYPE_INT32) {
+    raw[1] = q->out_zero_point;
+    raw[2] = q->clamp_min;
+    raw[3] = q->clamp_max;
+    if (e->residual) {
+      (void)quant_multiplier(q->residual_scale, &raw[4], &raw[5], NULL);
+      raw[6] = q->residual_zero_point;
+    }
+  }
+  int32_t *bias = raw + QRAW_HEADER, *zw = bias + w->k, *mult = zw + w->k, *shift = mult + w->k;
+  for (int k = 0; k < w->k; k++) {
+    bias[k] = e->bias ? q->bias[k] : 0;
+    zw[k] = e->weight_zero_point ? q->weight_zero_points[k] : 0;
+    channel_multiplier(w, q, k, &mult[k], &shift[k]);
+  }
+  return CT_OK;
+}
+
+void quant_store_free(quant_store *s) {
+  if (!s) return;
+  free(s->zw);
+  free(s->bias);
+  free(s->scale);
+  memset(s, 0, sizeof *s);
+}
+
+/* Uniform in [lo, hi]. */
+static int32_t uniform(rng *r, int32_t lo, int32_t hi) {
+  return lo + (int32_t)(rng_next(r) % (uint64_t)((int64_t)hi - lo + 1));
+}
+
+ct_status quant_random(const ct_workload *w, uint64_t seed, quant_store *s, ct_err *err) {
+  memset(s, 0, sizeof *s);
+  quant_init(&s->q, w);
+  rng r;
+  rng_seed(&r, seed ^ 0x9e3779b97f4a7c15ull);
+  size_t k = (size_t)w->k;
+  s->zw = calloc(k, sizeof *s->zw);
+  s->bias = calloc(k, sizeof *s->bias);
+  s->scale = calloc(k, sizeof *s->scale);
+  if (!s->zw || !s->bias || !s->scale) {
+    quant_store_free(s);
+    return ERR_SET(err, CT_ERR_NO_MEMORY, "quant_random: no memory for %zu channels", k);
+  }
+  const ct_epilogue *e = &w->epi;
+  ct_quant *q = &s->q;
+  int32_t zx = e->data_zero_point ? uniform(&r, type_min(w->data_type), type_max(w->data_type)) : 0;
+  q->data_zero_point = zx;
+  for (size_t i = 0; i < k; i++) {
+    s->zw[i] = e->weight_zero_point ? uniform(&r, -128, 127) : 0;
+    s->bias[i] = e->bias ? uniform(&r, -(1 << 20), 1 << 20) : 0;
+  }
+  q->weight_zero_points = e->weight_zero_point ? s->zw : NULL;
+  q->bias = e->bias ? s->bias : NULL;
+  if (w->out_type == CT_DTYPE_INT32) return CT_OK;
+
+  /* Inputs are uniform bytes: x - zx has mean mx and spread ~74, w - zw[k]
+   * mean -0.5 - zw[k]. Scale each channel so that |mean| + 3 sd of its
+   * accumulator maps to about 100 output steps: outputs spread over the
+   * range, some clamped, few all-clamped channels. */
+  geom3 g;
+  workload_geom(w, &g);
+  double taps = (double)g.c * g.ker[0] * g.ker[1] * g.ker[2];
+  double mx = (w->data_type == CT_DTYPE_UINT8 ? 127.5 : -0.5) - zx;
+  double worst = 0;
+  for (size_t i = 0; i < k; i++) {
+    double mw = -0.5 - s->zw[i];
+    double mag = fabs(taps * mx * mw) + 3.0 * sqrt(taps) * 74.0 * 74.0 + fabs((double)s->bias[i]);
+    s->scale[i] = (float)(100.0 / mag * (0.75 + 0.5 * (double)(rng_next(&r) % 1000) / 1000.0));
+    if (mag > worst) worst = mag;
+  }
+  if (e->scale == CT_SCALE_TENSOR) s->scale[0] = (float)(100.0 / worst);
+  q->scale = s->scale;
+  int lo = type_min(w->out_type), hi = type_max(w->out_type);
+  q->out_zero_point = uniform(&r, lo + (hi - lo) / 4, hi - (hi - lo) / 4);
+  if (rng_next(&r) % 2) { /* ReLU, sometimes ReLU6-like */
+    q->clamp_min = q->out_zero_point;
+    q->clamp_max = rng_next(&r) % 2 ? hi : uniform(&r, q->clamp_min, hi);
+  }
+  if (e->residual) {
+    q->residual_scale = (float)(0.25 + (double)(rng_next(&r) % 1000) / 1000.0);
+    q->residual_zero_point = uniform(&r, lo, hi);
+  }
+  return CT_OK;
+}

@@ -1,0 +1,64 @@
+/*
+ * quant.h: the values of a quantized epilogue (ct_quant): checking them
+ * against a workload, converting float scales to fixed point once, folding
+ * them with the weights into the params block that the legalized kernels
+ * read (layout and arithmetic: templates/quant.cuh), the raw form the GPU
+ * reference reads (the formula as written, nothing folded), and random
+ * values for the runner and the tests.
+ *
+ * Cost: folding is one pass over the weights (the per-channel sums); the
+ * rest is O(K).
+ */
+#ifndef CT_CORE_QUANT_H
+#define CT_CORE_QUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "core/workload.h"
+
+/* ct_quantize_multiplier with a message. */
+ct_status quant_multiplier(double scale, int32_t *multiplier, int *shift, ct_err *err);
+
+/* Defaults for w: zero points 0, clamp to the output type's range, residual
+ * scale 1, every pointer NULL. */
+void quant_init(ct_quant *q, const ct_workload *w);
+
+/* CT_OK when q holds every value w's epilogue needs, each in range;
+ * CT_ERR_INVALID_ARG naming the field otherwise. q may be NULL only when w
+ * has no params (workload_has_params). */
+ct_status quant_check(const ct_workload *w, const ct_quant *q, ct_err *err);
+
+/* Words (int32) of w's params block: CTQ_HEADER + 4 x round4(K). */
+size_t quant_params_words(const ct_workload *w);
+
+/* Per-output-channel sums of the weights (K values) from plain OIHW weights,
+ * or from packed OIHW4o4i ones (w's layout says which). */
+void quant_weight_sums(const ct_workload *w, const int8_t *weights, int32_t *sums);
+
+/* Fold q and the weight sums into params (quant_params_words). q checked. */
+ct_status quant_params(const ct_workload *w, const ct_quant *q, const int32_t *weight_sums,
+                       int32_t *params, ct_err *err);
+
+/* The raw form for the GPU reference, QRAW_HEADER + 4 x K words:
+ * [zx, zy, lo, hi, residual mult, residual shift, residual zp, flags]
+ * then bias[K], zw[K], mult[K], shift[K] (zeros where w has none; a
+ * per-tensor multiplier repeated). q checked. */
+#define QRAW_HEADER 8
+size_t quant_raw_words(const ct_workload *w);
+ct_status quant_raw(const ct_workload *w, const ct_quant *q, int32_t *raw, ct_err *err);
+
+/* Random values for w (reproducible from seed): zero points over their
+ * whole ranges, biases up to +-2^20, scales that put the typical output
+ * inside the clamp, clamps that are ReLU half of the time. The arrays live
+ * in s; s->q points at them. Owned: quant_store_free. */
+typedef struct quant_store {
+  ct_quant q;
+  int32_t *zw, *bias;
+  float *scale;
+} quant_store;
+ct_status quant_random(const ct_workload *w, uint64_t seed, quant_store *s, ct_err *err);
+void quant_store_free(quant_store *s);
+
+#endif

@@ -1,0 +1,622 @@
+/*
+ * test_quant.c: the quantized epilogues on the CPU: the fixed-point
+ * arithmetic (templates/quant.cuh), the multiplier conversion and the value
+ * checks (core/quant.c), the reference of every epilogue (reference_qconv)
+ * against a naive formula written here, and the legalization: a CPU model
+ * of what the kernels compute (raw data x weights with padding reading the
+ * zero point, the window's data sum, then the params block) equal to the
+ * reference on random cases, element for element.
+ *
+ * The naive formula indexes every tensor by its layout's own formula and
+ * walks the output of depth_to_space from the output's side (which conv
+ * channel lands on output (c, y, x)), the opposite direction of ctq_d2s.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/pack.h"
+#include "core/quant.h"
+#include "core/reference.h"
+#include "core/workload.h"
+#include "templates/quant.cuh"
+
+static uint32_t rng_next(uint32_t *s) {
+  uint32_t x = *s;
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  return *s = x;
+}
+
+static int rng_range(uint32_t *s, int lo, int hi) {
+  return lo + (int)(rng_next(s) % (uint32_t)(hi - lo + 1));
+}
+
+static void *xmalloc(size_t bytes) {
+  void *p = malloc(bytes ? bytes : 1);
+  ck_assert_ptr_nonnull(p);
+  return p;
+}
+
+/* ---- fixed point ------------------------------------------------------------ */
+
+/* gemmlowp's rounding written another way: 128-bit products and explicit
+ * half-up / half-away rules. */
+static int32_t srdhm_slow(int32_t a, int32_t b) {
+  if (a == INT32_MIN && b == INT32_MIN) return INT32_MAX;
+  __int128 ab = (__int128)a * b;
+  __int128 half = (__int128)1 << 30;
+  /* positive: round half up; negative: (ab + 1 - 2^30) / 2^31 truncated */
+  if (ab >= 0) return (int32_t)((ab + half) >> 31);
+  return (int32_t) - ((-ab + half - 1) >> 31);
+}
+
+/* x / 2^e rounded half away from zero. */
+static int32_t rdbpot_slow(int32_t x, int e) {
+  if (e == 0) return x;
+  int64_t half = (int64_t)1 << (e - 1);
+  if (x >= 0) return (int32_t)(((int64_t)x + half) >> e);
+  return (int32_t) - ((-(int64_t)x + half) >> e);
+}
+
+START_TEST(fixed_point_matches_slow_forms) {
+  uint32_t r = 7;
+  const int32_t edges[] = {0,     1,         -1,        2,       -2,         3,
+                           -3,    INT32_MAX, INT32_MIN, 1 << 30, -(1 << 30), (1 << 30) + 1,
+                           12345, -12345};
+  int n_edges = (int)(sizeof edges / sizeof edges[0]);
+  for (int i = 0; i < 200000; i++) {
+    int32_t a = i < n_edges * n_edges ? edges[i / n_edges] : (int32_t)rng_next(&r);
+    int32_t b = i < n_edges * n_edges ? edges[i % n_edges] : (int32_t)rng_next(&r);
+    if (ctq_srdhm(a, b) != srdhm_slow(a, b))
+      ck_abort_msg("srdhm(%d, %d) = %d, slow form %d", a, b, ctq_srdhm(a, b), srdhm_slow(a, b));
+    int e = rng_range(&r, 0, 31);
+    if (ctq_rdbpot(a, e) != rdbpot_slow(a, e))
+      ck_abort_msg("rdbpot(%d, %d) = %d, slow form %d", a, e, ctq_rdbpot(a, e), rdbpot_slow(a, e));
+  }
+  /* known values: with shift 0 only the doubling high mul rounds, and it
+   * rounds a tie up (-1.5 -> -1, as gemmlowp does); a right shift rounds a
+   * tie away from zero */
+  int32_t m;
+  int sh;
+  ck_assert_int_eq(quant_multiplier(0.5, &m, &sh, NULL), CT_OK);
+  ck_assert_int_eq(m, 1 << 30);
+  ck_assert_int_eq(sh, 0);
+  ck_assert_int_eq(ctq_rescale(3, m, sh), 2);
+  ck_assert_int_eq(ctq_rescale(-3, m, sh), -1);
+  ck_assert_int_eq(ctq_rescale(5, m, sh), 3);
+  ck_assert_int_eq(ctq_rescale(-5, m, sh), -2);
+  ck_assert_int_eq(quant_multiplier(0.25, &m, &sh, NULL), CT_OK);
+  ck_assert_int_eq(sh, -1);
+  ck_assert_int_eq(ctq_rescale(6, m, sh), 2);   /* 1.5 -> 2 */
+  ck_assert_int_eq(ctq_rescale(-6, m, sh), -2); /* -1.5 -> -2 */
+  ck_assert_int_eq(quant_multiplier(1.0, &m, &sh, NULL), CT_OK);
+  ck_assert_int_eq(m, 1 << 30);
+  ck_assert_int_eq(sh, 1);
+  ck_assert_int_eq(ctq_rescale(1000, m, sh), 1000);
+  /* the left-shifted value saturates (never wraps) before the multiply */
+  ck_assert_int_eq(ctq_rescale(INT32_MAX, m, sh), 1073741824);
+  ck_assert_int_eq(ctq_rescale(INT32_MIN, m, sh), -1073741824);
+  ck_assert_int_eq(quant_multiplier(3.0, &m, &sh, NULL), CT_OK);
+  ck_assert_int_eq(ctq_rescale(-7, m, sh), -21);
+  /* a scale that rounds q up to 1 moves to the next power */
+  ck_assert_int_eq(quant_multiplier(0.99999999999, &m, &sh, NULL), CT_OK);
+  ck_assert_int_eq(m, 1 << 30);
+  ck_assert_int_eq(sh, 1);
+  /* below 2^-32: zero */
+  ck_assert_int_eq(quant_multiplier(1e-12, &m, &sh, NULL), CT_OK);
+  ck_assert_int_eq(m, 0);
+  ck_assert_int_eq(ctq_rescale(INT32_MAX, m, sh), 0);
+  /* every representable scale comes back within 2^-31 relative */
+  for (int i = 0; i < 10000; i++) {
+    double s = ldexp(1.0 + (double)(rng_next(&r) % 1000000) / 1e6, rng_range(&r, -30, 20));
+    ck_assert_int_eq(quant_multiplier(s, &m, &sh, NULL), CT_OK);
+    double back = ldexp((double)m, sh - 31);
+    if (fabs(back - s) > s * ldexp(1.0, -30)) ck_abort_msg("scale %g comes back as %g", s, back);
+  }
+  ct_err err = {0};
+  ck_assert_int_eq(quant_multiplier(0.0, &m, &sh, &err), CT_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "above 0"));
+  ck_assert_int_eq(quant_multiplier(NAN, &m, &sh, &err), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(quant_multiplier(-1.0, &m, &sh, &err), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(quant_multiplier(2e9, &m, &sh, &err), CT_ERR_INVALID_ARG);
+}
+END_TEST
+
+/* ---- value checks ------------------------------------------------------------ */
+
+static ct_workload small2d(ct_dtype data, ct_dtype out) {
+  ct_workload w;
+  workload_init(&w, CT_OP_CONV2D);
+  w.c = 8;
+  w.k = 8;
+  w.in[0] = w.in[1] = 6;
+  w.kernel[0] = w.kernel[1] = 3;
+  w.data_type = data;
+  w.out_type = out;
+  return w;
+}
+
+#define EXPECT_BAD_QUANT(w, q, text)                                                               \
+  do {                                                                                             \
+    ct_err e_ = {0};                                                                               \
+    ct_status st_ = quant_check((w), (q), &e_);                                                    \
+    ck_assert_msg(st_ == CT_ERR_INVALID_ARG, "line %d: %s", __LINE__, ct_status_name(st_));        \
+    ck_assert_msg(strstr(e_.msg, (text)) != NULL, "line %d: '%s' does not mention '%s'", __LINE__, \
+                  e_.msg, (text));                                                                 \
+  } while (0)
+
+START_TEST(checks_name_the_field) {
+  ct_workload w = small2d(CT_DTYPE_UINT8, CT_DTYPE_INT8);
+  w.epi.data_zero_point = w.epi.weight_zero_point = w.epi.bias = w.epi.residual = 1;
+  w.epi.scale = CT_SCALE_CHANNEL;
+  int32_t zw[8] = {0}, bias[8] = {0};
+  float scale[8] = {0.01f, 0.01f, 0.01f, 0.01f, 0.01f, 0.01f, 0.01f, 0.01f};
+  ct_quant q;
+  quant_init(&q, &w);
+  ck_assert_int_eq(q.clamp_min, -128);
+  ck_assert_int_eq(q.clamp_max, 127);
+  q.weight_zero_points = zw;
+  q.bias = bias;
+  q.scale = scale;
+  ck_assert_int_eq(quant_check(&w, &q, NULL), CT_OK);
+  EXPECT_BAD_QUANT(&w, NULL, "NULL");
+  ct_quant b = q;
+  b.data_zero_point = -1;
+  EXPECT_BAD_QUANT(&w, &b, "data_zero_point is -1; for uint8 it must be 0 to 255");
+  b = q, b.weight_zero_points = NULL;
+  EXPECT_BAD_QUANT(&w, &b, "weight_zero_points is NULL");
+  b = q, b.bias = NULL;
+  EXPECT_BAD_QUANT(&w, &b, "bias is NULL");
+  b = q, b.scale = NULL;
+  EXPECT_BAD_QUANT(&w, &b, "8 values");
+  zw[3] = 200;
+  EXPECT_BAD_QUANT(&w, &q, "weight_zero_points[3]");
+  zw[3] = 0;
+  scale[5] = -1.0f;
+  EXPECT_BAD_QUANT(&w, &q, "scale[5]");
+  scale[5] = 0.01f;
+  b = q, b.out_zero_point = 128;
+  EXPECT_BAD_QUANT(&w, &b, "out_zero_point");
+  b = q, b.clamp_min = 10, b.clamp_max = 5;
+  EXPECT_BAD_QUANT(&w, &b, "clamp_min (10) is above clamp_max (5)");
+  b = q, b.residual_scale = INFINITY;
+  EXPECT_BAD_QUANT(&w, &b, "residual_scale");
+  b = q, b.residual_zero_point = -129;
+  EXPECT_BAD_QUANT(&w, &b, "residual_zero_point");
+  /* a raw workload needs nothing */
+  ct_workload raw = small2d(CT_DTYPE_INT8, CT_DTYPE_INT32);
+  ck_assert_int_eq(quant_check(&raw, NULL, NULL), CT_OK);
+}
+END_TEST
+
+/* ---- the naive quantized convolution ----------------------------------------- */
+
+typedef struct qcase {
+  ct_workload w;
+  quant_store qs;
+  uint8_t *data, *res; /* in w's layout */
+  int8_t *weights;     /* in w's layout */
+  size_t n_data, n_weights, n_out;
+} qcase;
+
+/* Element (n, c, z, y, x) of a data-like tensor of C channels in w's layout. */
+static int64_t act_index(int packed, int64_t n, int64_t c, int64_t C, int64_t z, int64_t y,
+                         int64_t x, int64_t D, int64_t H, int64_t W) {
+  if (!packed) return (((n * C + c) * D + z) * H + y) * W + x;
+  int64_t C4 = (C + 3) / 4;
+  return ((((n * C4 + c / 4) * D + z) * H + y) * W + x) * 4 + c % 4;
+}
+
+static int64_t weight_index(int packed, int64_t k, int64_t c, int64_t K, int64_t C, int64_t t,
+                            int64_t kvol) {
+  (void)K;
+  if (!packed) return (k * C + c) * kvol + t;
+  int64_t C4 = (C + 3) / 4;
+  return ((((k / 4) * C4 + c / 4) * kvol + t) * 4 + k % 4) * 4 + c % 4;
+}
+
+/* The output element at output coordinates (n, oc, z, y, x) of the remapped
+ * tensor, computed from scratch. */
+static int32_t naive_at(const qcase *t, int64_t n, int64_t oc, int64_t z, int64_t y, int64_t x) {
+  const ct_workload *w = &t->w;
+  const ct_quant *q = &t->qs.q;
+  geom3 g;
+  workload_geom(w, &g);
+  int packed = w->layout == CT_LAYOUT_NCHW4C, is3 = workload_nd(w) == 3;
+  int b = w->epi.d2s_block ? w->epi.d2s_block : 1, bd = is3 ? b : 1;
+  int64_t cout = workload_out_channels(w), vol = workload_d2s_volume(w);
+  /* which conv channel and position land here */
+  int64_t i_d = z % bd, i_h = y % b, i_w = x % b, od = z / bd, oh = y / b, ow = x / b;
+  int64_t blk = (i_d * b + i_h) * b + i_w, k;
+  if (vol == 1)
+    k = oc;
+  else if (w->epi.d2s_mode == CT_D2S_DCR)
+    k = blk * cout + oc;
+  else
+    k = oc * vol + blk;
+  int32_t zx = w->epi.data_zero_point ? q->data_zero_point : 0;
+  int32_t zw = w->epi.weight_zero_point ? q->weight_zero_points[k] : 0;
+  int64_t kvol = g.ker[0] * g.ker[1] * g.ker[2];
+  int64_t acc = 0;
+  for (int64_t c = 0; c < g.c; c++)
+    for (int64_t kd = 0; kd < g.ker[0]; kd++)
+      for (int64_t kh = 0; kh < g.ker[1]; kh++)
+        for (int64_t kw = 0; kw < g.ker[2]; kw++) {
+          int64_t id = od * g.str[0] - g.pb[0] + kd * g.dil[0];
+          int64_t ih = oh * g.str[1] - g.pb[1] + kh * g.dil[1];
+          int64_t iw = ow * g.str[2] - g.pb[2] + kw * g.dil[2];
+          int32_t xv = zx; /* padding is the zero point */
+          if (id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && iw >= 0 && iw < g.in[2]) {
+            uint8_t byte =
+                t->data[act_index(packed, n, c, g.c, id, ih, iw, g.in[0], g.in[1], g.in[2])];
+            xv = w->data_type == CT_DTYPE_UINT8 ? byte : (int8_t)byte;
+          }
+          int64_t tap = (kd * g.ker[1] + kh) * g.ker[2] + kw;
+          int32_t wv = t->weights[weight_index(packed, k, c, g.k, g.c, tap, kvol)];
+          acc += (int64_t)(xv - zx) * (wv - zw);
+        }
+  int32_t v = (int32_t)(uint32_t)((uint64_t)acc + (uint64_t)(w->epi.bias ? q->bias[k] : 0));
+  if (w->out_type == CT_DTYPE_INT32) return v;
+  int32_t m, sh, rm = 0, rs = 0;
+  quant_multiplier(q->scale[w->epi.scale == CT_SCALE_CHANNEL ? k : 0], &m, &sh, NULL);
+  int64_t y64 = (int64_t)q->out_zero_point + ctq_rescale(v, m, sh);
+  if (w->epi.residual) {
+    quant_multiplier(q->residual_scale, &rm, &rs, NULL);
+    int64_t OD = g.out[0] * bd, OH = g.out[1] * b, OW = g.out[2] * b;
+    uint8_t rb = t->res[act_index(packed, n, oc, cout, z, y, x, OD, OH, OW)];
+    int32_t r = w->out_type == CT_DTYPE_UINT8 ? rb : (int8_t)rb;
+    y64 += ctq_rescale(r - q->residual_zero_point, rm, rs);
+  }
+  return (int32_t)(y64 < q->clamp_min ? q->clamp_min : y64 > q->clamp_max ? q->clamp_max : y64);
+}
+
+static void fill(uint32_t *r, void *p, size_t n) {
+  for (size_t i = 0; i < n; i++) ((uint8_t *)p)[i] = (uint8_t)rng_next(r);
+}
+
+static void qcase_make(qcase *t, const ct_workload *w, uint32_t seed) {
+  memset(t, 0, sizeof *t);
+  t->w = *w;
+  ct_err err = {0};
+  ck_assert_msg(workload_validate(w, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(quant_random(w, seed, &t->qs, &err) == CT_OK, "%s", err.msg);
+  t->n_data = (size_t)workload_data_elems(w);
+  t->n_weights = (size_t)workload_weight_elems(w);
+  t->n_out = (size_t)workload_out_elems(w);
+  t->data = xmalloc(t->n_data);
+  t->weights = xmalloc(t->n_weights);
+  t->res = xmalloc(t->n_out);
+  uint32_t r = seed | 1;
+  fill(&r, t->data, t->n_data);
+  fill(&r, t->weights, t->n_weights);
+  fill(&r, t->res, t->n_out);
+}
+
+static void qcase_free(qcase *t) {
+  quant_store_free(&t->qs);
+  free(t->data);
+  free(t->weights);
+  free(t->res);
+}
+
+/* Element i of an output buffer of w's type. */
+static int32_t out_at(const ct_workload *w, const void *out, size_t i) {
+  if (w->out_type == CT_DTYPE_INT32) return ((const int32_t *)out)[i];
+  uint8_t b = ((const uint8_t *)out)[i];
+  return w->out_type == CT_DTYPE_UINT8 ? b : (int8_t)b;
+}
+
+/* reference_qconv against naive_at on every element (packed padding lanes: 0). */
+static void check_reference(const qcase *t, const char *what) {
+  const ct_workload *w = &t->w;
+  size_t eb = workload_out_elem_bytes(w);
+  void *out = xmalloc(t->n_out * eb);
+  memset(out, 0xA5, t->n_out * eb);
+  ct_err err = {0};
+  ct_status st = reference_qconv(w, &t->qs.q, t->data, t->weights, t->res, out, &err);
+  ck_assert_msg(st == CT_OK, "%s: %s", what, err.msg);
+  geom3 g;
+  workload_geom(w, &g);
+  int packed = w->layout == CT_LAYOUT_NCHW4C, is3 = workload_nd(w) == 3;
+  int b = w->epi.d2s_block ? w->epi.d2s_block : 1, bd = is3 ? b : 1;
+  int64_t cout = workload_out_channels(w), cpad = packed ? (cout + 3) / 4 * 4 : cout;
+  int64_t OD = g.out[0] * bd, OH = g.out[1] * b, OW = g.out[2] * b;
+  int64_t distinct = 0, prev = INT64_MIN;
+  for (int64_t n = 0; n < g.n; n++)
+    for (int64_t c = 0; c < cpad; c++)
+      for (int64_t z = 0; z < OD; z++)
+        for (int64_t y = 0; y < OH; y++)
+          for (int64_t x = 0; x < OW; x++) {
+            int64_t i = act_index(packed, n, c, cout, z, y, x, OD, OH, OW);
+            int32_t want = c < cout ? naive_at(t, n, c, z, y, x) : 0;
+            int32_t got = out_at(w, out, (size_t)i);
+            if (got != want)
+              ck_abort_msg("%s: output (%lld, %lld, %lld, %lld, %lld) is %d, want %d", what,
+                           (long long)n, (long long)c, (long long)z, (long long)y, (long long)x,
+                           got, want);
+            if (want != prev) distinct++;
+            prev = want;
+          }
+  /* a test whose outputs are all one clamped value would prove little */
+  ck_assert_msg(distinct > 2, "%s: the outputs take only %lld values", what, (long long)distinct);
+  free(out);
+}
+
+/* A small conv: 2D or 3D, stride and asymmetric padding so that borders pad. */
+static ct_workload case_workload(int is3, int c, int k, ct_layout layout) {
+  ct_workload w;
+  workload_init(&w, is3 ? CT_OP_CONV3D : CT_OP_CONV2D);
+  int nd = workload_nd(&w);
+  w.layout = layout;
+  w.n = 2;
+  w.c = c;
+  w.k = k;
+  for (int d = 0; d < nd; d++) {
+    w.in[d] = is3 ? 4 + d : 7 + d;
+    w.kernel[d] = 3;
+    w.stride[d] = d == nd - 1 ? 2 : 1;
+    w.pad_before[d] = 1;
+    w.pad_after[d] = d == 0 ? 2 : 1;
+  }
+  return w;
+}
+
+START_TEST(reference_of_each_epilogue) {
+  static const ct_dtype outs[3] = {CT_DTYPE_INT32, CT_DTYPE_INT8, CT_DTYPE_UINT8};
+  int n = 0;
+  for (int is3 = 0; is3 < 2; is3++)
+    for (int packed = 0; packed < 2; packed++)
+      for (int o = 0; o < 3; o++)
+        for (int variant = 0; variant < 6; variant++) {
+          int q8 = outs[o] != CT_DTYPE_INT32;
+          ct_workload w = case_workload(is3, packed ? 8 : 5, packed ? 8 : 6,
+                                        packed ? CT_LAYOUT_NCHW4C : CT_LAYOUT_NCHW);
+          w.out_type = outs[o];
+          /* one epilogue feature per variant, then all together */
+          switch (variant) {
+          case 0:
+            break;
+          case 1:
+            w.data_type = CT_DTYPE_UINT8;
+            w.epi.data_zero_point = 1;
+            break;
+          case 2:
+            w.epi.data_zero_point = 1;
+            w.epi.weight_zero_point = 1;
+            break;
+          case 3:
+            w.epi.bias = 1;
+            w.epi.scale = q8 ? CT_SCALE_CHANNEL : CT_SCALE_TENSOR;
+            break;
+          case 4:
+            w.epi.residual = q8;
+            w.epi.bias = 1;
+            break;
+          default:
+            w.data_type = CT_DTYPE_UINT8;
+            w.epi.data_zero_point = w.epi.weight_zero_point = w.epi.bias = 1;
+            w.epi.residual = q8;
+            w.epi.scale = q8 ? CT_SCALE_CHANNEL : CT_SCALE_TENSOR;
+          }
+          qcase t;
+          qcase_make(&t, &w, 1000u + (uint32_t)n++);
+          char key[CT_KEY_MAX];
+          check_reference(&t, workload_key(&w, key, sizeof key));
+          qcase_free(&t);
+        }
+}
+END_TEST
+
+START_TEST(reference_depth_to_space_both_modes) {
+  for (int is3 = 0; is3 < 2; is3++)
+    for (int packed = 0; packed < 2; packed++)
+      for (int mode = 0; mode < 2; mode++)
+        for (int b = 2; b <= 3; b++) {
+          int vol = is3 ? b * b * b : b * b;
+          /* 3 output channels: packed, a chunk of 4 with one zero lane */
+          ct_workload w = case_workload(is3, packed ? 4 : 3, 3 * vol,
+                                        packed ? CT_LAYOUT_NCHW4C : CT_LAYOUT_NCHW);
+          w.out_type = mode ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
+          w.epi.bias = 1;
+          w.epi.residual = 1;
+          w.epi.d2s_block = b;
+          w.epi.d2s_mode = mode ? CT_D2S_CRD : CT_D2S_DCR;
+          qcase t;
+          qcase_make(&t, &w, 77u + (uint32_t)(b * 8 + mode * 4 + packed * 2 + is3));
+          char key[CT_KEY_MAX];
+          check_reference(&t, workload_key(&w, key, sizeof key));
+          qcase_free(&t);
+        }
+  /* int32 output remaps too: ESPCN's 48 channels into 3 at 4x */
+  ct_workload w = case_workload(0, 8, 48, CT_LAYOUT_NCHW);
+  w.epi.d2s_block = 4;
+  qcase t;
+  qcase_make(&t, &w, 5);
+  check_reference(&t, "espcn-like int32");
+  qcase_free(&t);
+}
+END_TEST
+
+/* ---- the legalization -------------------------------------------------------- */
+
+/* What the kernels compute, on the CPU: the packed workload (channels padded
+ * to 4 with the zero point, as the dispatch library packs a plain tensor),
+ * raw products and the raw window sum with padding reading the zero point,
+ * then the params block through ctq_correct and ctq_requant. Returns the
+ * output in the plain remapped layout. */
+static void legalized(const qcase *t, void *out) {
+  const ct_workload *w = &t->w;
+  const ct_quant *q = &t->qs.q;
+  ct_workload pw;
+  workload_packed(w, &pw);
+  geom3 g, pg;
+  workload_geom(w, &g);
+  workload_geom(&pw, &pg);
+  ck_assert(w->layout == CT_LAYOUT_NCHW);
+  /* the params block from the plain weights */
+  int32_t *sums = xmalloc((size_t)w->k * sizeof *sums);
+  int32_t *params = xmalloc(quant_params_words(w) * sizeof *params);
+  quant_weight_sums(w, t->weights, sums);
+  ct_err err = {0};
+  ck_assert_msg(quant_params(w, q, sums, params, &err) == CT_OK, "%s", err.msg);
+  int64_t kp = pack_round4(w->k);
+  const int32_t *arr = params + CTQ_HEADER;
+  int32_t pad = (int32_t)(int8_t)(params[CTQ_PAD_WORD] & 0xff);
+  if (w->data_type == CT_DTYPE_UINT8) pad = params[CTQ_PAD_WORD] & 0xff;
+  int b = w->epi.d2s_block ? w->epi.d2s_block : 1, bd = workload_nd(w) == 3 ? b : 1;
+  int64_t cout = workload_out_channels(w), vol = workload_d2s_volume(w);
+  int64_t OD = g.out[0] * bd, OH = g.out[1] * b, OW = g.out[2] * b;
+  int64_t kvol = g.ker[0] * g.ker[1] * g.ker[2];
+  for (int64_t n = 0; n < g.n; n++)
+    for (int64_t k = 0; k < g.k; k++)
+      for (int64_t od = 0; od < g.out[0]; od++)
+        for (int64_t oh = 0; oh < g.out[1]; oh++)
+          for (int64_t ow = 0; ow < g.out[2]; ow++) {
+            uint32_t acc = 0, xs = 0;
+            for (int64_t c = 0; c < pg.c; c++) /* padded channels too */
+              for (int64_t tap = 0; tap < kvol; tap++) {
+                int64_t kd = tap / (g.ker[1] * g.ker[2]), kh = tap / g.ker[2] % g.ker[1],
+                        kw = tap % g.ker[2];
+                int64_t id = od * g.str[0] - g.pb[0] + kd * g.dil[0];
+                int64_t ih = oh * g.str[1] - g.pb[1] + kh * g.dil[1];
+                int64_t iw = ow * g.str[2] - g.pb[2] + kw * g.dil[2];
+                int32_t xv = pad;
+                if (c < g.c && id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && iw >= 0 &&
+                    iw < g.in[2]) {
+                  uint8_t byte =
+                      t->data[(((n * g.c + c) * g.in[0] + id) * g.in[1] + ih) * g.in[2] + iw];
+                  xv = w->data_type == CT_DTYPE_UINT8 ? byte : (int8_t)byte;
+                }
+                int32_t wv = c < g.c ? t->weights[(k * g.c + c) * kvol + tap] : 0;
+                acc += (uint32_t)(xv * wv);
+                xs += (uint32_t)xv;
+              }
+            int32_t v =
+                ctq_correct((int32_t)acc, arr[CTQ_OFF * kp + k], arr[CTQ_ZW * kp + k], (int32_t)xs);
+            int c = (int)k, i_d = 0, i_h = 0, i_w = 0;
+            if (vol > 1)
+              ctq_d2s((int)k, (int)cout, b, (int)vol, w->epi.d2s_mode == CT_D2S_CRD, &c, &i_d, &i_h,
+                      &i_w);
+            int64_t dst =
+                (((n * cout + c) * OD + od * bd + i_d) * OH + oh * b + i_h) * OW + ow * b + i_w;
+            if (w->out_type == CT_DTYPE_INT32) {
+              ((int32_t *)out)[dst] = v;
+              continue;
+            }
+            int qc = w->epi.scale == CT_SCALE_CHANNEL;
+            int32_t m = qc ? arr[CTQ_MULTS * kp + k] : params[CTQ_MULT];
+            int32_t sh = qc ? arr[CTQ_SHIFTS * kp + k] : params[CTQ_SHIFT];
+            int32_t r = 0;
+            if (w->epi.residual)
+              r = w->out_type == CT_DTYPE_UINT8 ? t->res[dst] : (int8_t)t->res[dst];
+            ((uint8_t *)out)[dst] = (uint8_t)ctq_requant(
+                v, m, sh, params[CTQ_OUT_ZP], params[CTQ_LO], params[CTQ_HI], w->epi.residual, r,
+                params[CTQ_RES_MULT], params[CTQ_RES_SHIFT], params[CTQ_RES_ZP]);
+          }
+  free(sums);
+  free(params);
+}
+
+START_TEST(legalization_equals_the_formula) {
+  uint32_t r = 2024;
+  for (int i = 0; i < 60; i++) {
+    int is3 = rng_range(&r, 0, 3) == 0;
+    ct_workload w = case_workload(is3, rng_range(&r, 1, 9), rng_range(&r, 1, 10), CT_LAYOUT_NCHW);
+    static const ct_dtype outs[3] = {CT_DTYPE_INT32, CT_DTYPE_INT8, CT_DTYPE_UINT8};
+    w.out_type = outs[i % 3];
+    int q8 = w.out_type != CT_DTYPE_INT32;
+    w.data_type = rng_range(&r, 0, 1) ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
+    w.epi.data_zero_point = rng_range(&r, 0, 3) > 0;
+    w.epi.weight_zero_point = rng_range(&r, 0, 1);
+    w.epi.bias = rng_range(&r, 0, 1);
+    w.epi.scale = q8 && rng_range(&r, 0, 1) ? CT_SCALE_CHANNEL : CT_SCALE_TENSOR;
+    w.epi.residual = q8 && rng_range(&r, 0, 1);
+    if (rng_range(&r, 0, 3) == 0) {
+      w.epi.d2s_block = 2;
+      w.epi.d2s_mode = rng_range(&r, 0, 1) ? CT_D2S_CRD : CT_D2S_DCR;
+      w.k = (is3 ? 8 : 4) * rng_range(&r, 1, 2);
+    }
+    qcase t;
+    qcase_make(&t, &w, 300u + (uint32_t)i);
+    size_t eb = workload_out_elem_bytes(&w);
+    void *want = xmalloc(t.n_out * eb), *got = xmalloc(t.n_out * eb);
+    ct_err err = {0};
+    ck_assert_msg(reference_qconv(&w, &t.qs.q, t.data, t.weights, t.res, want, &err) == CT_OK, "%s",
+                  err.msg);
+    memset(got, 0xA5, t.n_out * eb);
+    legalized(&t, got);
+    char key[CT_KEY_MAX];
+    for (size_t j = 0; j < t.n_out; j++)
+      if (out_at(&w, got, j) != out_at(&w, want, j))
+        ck_abort_msg("case %d %s: element %zu is %d legalized, %d by the formula", i,
+                     workload_key(&w, key, sizeof key), j, out_at(&w, got, j), out_at(&w, want, j));
+    free(want);
+    free(got);
+    qcase_free(&t);
+  }
+}
+END_TEST
+
+/* Weight sums from plain and packed weights agree; params fold the way the
+ * file comment of quant.c says. */
+START_TEST(params_fold_bias_and_corrections) {
+  ct_workload w = small2d(CT_DTYPE_UINT8, CT_DTYPE_INT8);
+  w.c = 3; /* packed C = 4: R = 4 x 9 */
+  w.epi.data_zero_point = w.epi.weight_zero_point = w.epi.bias = 1;
+  qcase t;
+  qcase_make(&t, &w, 9);
+  int32_t sums[8], psums[8];
+  quant_weight_sums(&w, t.weights, sums);
+  ct_workload pw;
+  workload_packed(&w, &pw);
+  int8_t *packed = xmalloc((size_t)workload_weight_elems(&pw));
+  pack_oi4o4i(t.weights, packed, w.k, w.c, 9);
+  quant_weight_sums(&pw, packed, psums);
+  for (int k = 0; k < 8; k++) {
+    int32_t s = 0;
+    for (int i = 0; i < 27; i++) s += t.weights[k * 27 + i];
+    ck_assert_int_eq(sums[k], s);
+    ck_assert_int_eq(psums[k], s);
+  }
+  int32_t params[CTQ_HEADER + 4 * 8];
+  ck_assert_uint_eq(quant_params_words(&w), CTQ_HEADER + 4 * 8);
+  ck_assert_int_eq(quant_params(&w, &t.qs.q, sums, params, NULL), CT_OK);
+  int32_t zx = t.qs.q.data_zero_point;
+  ck_assert_int_eq(params[CTQ_PAD_WORD], (int32_t)((uint32_t)zx * 0x01010101u));
+  for (int k = 0; k < 8; k++) {
+    int64_t off = (int64_t)t.qs.q.bias[k] - (int64_t)zx * sums[k] +
+                  (int64_t)36 * zx * t.qs.q.weight_zero_points[k];
+    ck_assert_int_eq(params[CTQ_HEADER + k], (int32_t)off);
+    ck_assert_int_eq(params[CTQ_HEADER + 3 * 8 + k], t.qs.q.weight_zero_points[k]);
+  }
+  free(packed);
+  qcase_free(&t);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("quant");
+  TCase *tc = tcase_create("quant");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, fixed_point_matches_slow_forms);
+  tcase_add_test(tc, checks_name_the_field);
+  tcase_add_test(tc, params_fold_bias_and_corrections);
+  tcase_add_test(tc, reference_of_each_epilogue);
+  tcase_add_test(tc, reference_depth_to_space_both_modes);
+  tcase_add_test(tc, legalization_equals_the_formula);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
