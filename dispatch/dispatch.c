@@ -22,6 +22,7 @@
 #include <cuda_runtime.h>
 
 #include "convtune/convtune.h"
+#include "core/quant.h"
 #include "core/reference.h"
 #include "db/db.h"
 #include "dispatch/resolve.h"
@@ -490,10 +491,10 @@ done:
   return st;
 }
 
-static ct_status conv(ct_context *ctx, ct_op op, const ct_workload *w, const void *data,
-                      const void *weights, void *out, struct CUstream_st *stream_) {
+static ct_status conv(ct_context *ctx, ct_op op, const char *fn, const ct_workload *w,
+                      const void *data, const void *weights, const void *params,
+                      const void *residual, void *out, struct CUstream_st *stream_) {
   if (!ctx) return CT_ERR_INVALID_ARG;
-  const char *fn = op == CT_OP_CONV2D ? "ct_conv2d" : "ct_conv3d";
   if (!w || !data || !weights || !out)
     return failf(ctx, CT_ERR_INVALID_ARG, "%s: %s is NULL", fn,
                  !w         ? "the workload"
@@ -502,55 +503,137 @@ static ct_status conv(ct_context *ctx, ct_op op, const ct_workload *w, const voi
                             : "out");
   if (w->op != op)
     return failf(ctx, CT_ERR_INVALID_ARG, "%s: the workload is %s", fn,
-                 w->op == CT_OP_CONV2D   ? "conv2d (use ct_conv2d)"
-                 : w->op == CT_OP_CONV3D ? "conv3d (use ct_conv3d)"
+                 w->op == CT_OP_CONV2D   ? "conv2d (use ct_conv2d or ct_qconv2d)"
+                 : w->op == CT_OP_CONV3D ? "conv3d (use ct_conv3d or ct_qconv3d)"
                                          : "of no known op");
+  if (workload_has_params(w) && !params)
+    return failf(ctx, CT_ERR_INVALID_ARG,
+                 "%s: the workload's epilogue (zero points, bias or 8-bit output) needs its params "
+                 "block (ct_make_params, copied to the device)%s",
+                 fn, strcmp(fn, "ct_conv2d") && strcmp(fn, "ct_conv3d") ? "" : ": use ct_qconv*");
+  if (w->epi.residual && !residual)
+    return failf(ctx, CT_ERR_INVALID_ARG, "%s: the workload has a residual; it is NULL", fn);
   entry *e = NULL;
   ct_status st = get_entry(ctx, w, &e);
   if (st) return st;
   cudaStream_t stream = (cudaStream_t)stream_;
   ct_err err = {0};
   if ((st = use_device(ctx, &err))) return fail(ctx, &err);
+  const void *res = w->epi.residual ? residual : NULL;
   if (!e->plain) {
-    if ((st = kernel_launch(&e->k, &e->inst, data, weights, out, stream, &err)))
-      return fail(ctx, &err);
+    kernel_io io = {data, weights, out, params, res};
+    if ((st = kernel_launch(&e->k, &e->inst, &io, stream, &err))) return fail(ctx, &err);
     return CT_OK;
   }
-  /* plain layout: pack data, run, unpack the output, in stream-ordered scratch */
+  /* plain layout: pack data (and the residual), run, unpack the output, in
+   * stream-ordered scratch; padded data channels read the zero point */
   geom3 g;
   workload_geom(&e->pw, &g);
-  long long in_sp = g.in[0] * g.in[1] * g.in[2], out_sp = g.out[0] * g.out[1] * g.out[2];
+  long long in_sp = g.in[0] * g.in[1] * g.in[2];
+  long long out_sp = g.out[0] * g.out[1] * g.out[2] * workload_d2s_volume(w);
+  int eb = (int)workload_out_elem_bytes(w);
   size_t data_bytes = (size_t)workload_data_elems(&e->pw);
-  size_t out_bytes = (size_t)workload_out_elems(&e->pw) * sizeof(int32_t);
-  void *pdata = NULL, *pout = NULL;
-  int n = (int)g.n, c = w->c, c4 = (int)g.c / 4, k = w->k, k4 = (int)g.k / 4;
+  size_t pout_elems = (size_t)workload_out_elems(&e->pw);
+  void *pdata = NULL, *pout = NULL, *pres = NULL;
+  int n = (int)g.n, c = w->c, c4 = (int)g.c / 4;
+  int cout = workload_out_channels(w), cout4 = (cout + 3) / 4;
+  const int *pad = w->epi.data_zero_point ? params : NULL, *no_pad = NULL;
   CUDA_TRY(&err, cudaMallocFromPoolAsync(&pdata, data_bytes, ctx->pool, stream));
-  CUDA_TRY(&err, cudaMallocFromPoolAsync(&pout, out_bytes, ctx->pool, stream));
+  CUDA_TRY(&err, cudaMallocFromPoolAsync(&pout, pout_elems * (size_t)eb, ctx->pool, stream));
   {
-    void *args[] = {(void *)&data, &pdata, &n, &c, &c4, &in_sp};
+    void *args[] = {(void *)&data, &pdata, &n, &c, &c4, &in_sp, (void *)&pad};
     if ((st = launch_pack(ctx, K_PACK_DATA, (long long)n * c4 * in_sp, args, stream, &err)))
       goto done;
   }
-  if ((st = kernel_launch(&e->k, &e->inst, pdata, weights, pout, stream, &err))) goto done;
+  if (res) { /* the residual has the output's shape: pack it like data */
+    CUDA_TRY(&err, cudaMallocFromPoolAsync(&pres, pout_elems, ctx->pool, stream));
+    void *args[] = {(void *)&res, &pres, &n, &cout, &cout4, &out_sp, (void *)&no_pad};
+    if ((st = launch_pack(ctx, K_PACK_DATA, (long long)n * cout4 * out_sp, args, stream, &err)))
+      goto done;
+  }
   {
-    void *args[] = {&pout, &out, &n, &k, &k4, &out_sp};
-    if ((st = launch_pack(ctx, K_UNPACK_OUT, (long long)n * k * out_sp, args, stream, &err)))
+    kernel_io io = {pdata, weights, pout, params, pres};
+    if ((st = kernel_launch(&e->k, &e->inst, &io, stream, &err))) goto done;
+  }
+  {
+    void *args[] = {&pout, &out, &n, &cout, &cout4, &out_sp, &eb};
+    if ((st = launch_pack(ctx, K_UNPACK_OUT, (long long)n * cout * out_sp, args, stream, &err)))
       goto done;
   }
 done:
   if (pdata) cudaFreeAsync(pdata, stream);
   if (pout) cudaFreeAsync(pout, stream);
+  if (pres) cudaFreeAsync(pres, stream);
   return st ? fail(ctx, &err) : CT_OK;
 }
 
 ct_status ct_conv2d(ct_context *ctx, const ct_workload *w, const void *data, const void *weights,
                     void *out, struct CUstream_st *stream) {
-  return conv(ctx, CT_OP_CONV2D, w, data, weights, out, stream);
+  return conv(ctx, CT_OP_CONV2D, "ct_conv2d", w, data, weights, NULL, NULL, out, stream);
 }
 
 ct_status ct_conv3d(ct_context *ctx, const ct_workload *w, const void *data, const void *weights,
                     void *out, struct CUstream_st *stream) {
-  return conv(ctx, CT_OP_CONV3D, w, data, weights, out, stream);
+  return conv(ctx, CT_OP_CONV3D, "ct_conv3d", w, data, weights, NULL, NULL, out, stream);
+}
+
+ct_status ct_qconv2d(ct_context *ctx, const ct_workload *w, const void *data, const void *weights,
+                     const void *params, const void *residual, void *out,
+                     struct CUstream_st *stream) {
+  return conv(ctx, CT_OP_CONV2D, "ct_qconv2d", w, data, weights, params, residual, out, stream);
+}
+
+ct_status ct_qconv3d(ct_context *ctx, const ct_workload *w, const void *data, const void *weights,
+                     const void *params, const void *residual, void *out,
+                     struct CUstream_st *stream) {
+  return conv(ctx, CT_OP_CONV3D, "ct_qconv3d", w, data, weights, params, residual, out, stream);
+}
+
+ct_status ct_quantize_multiplier(double scale, int32_t *multiplier, int *shift) {
+  return quant_multiplier(scale, multiplier, shift, NULL);
+}
+
+size_t ct_params_bytes(const ct_workload *w) {
+  if (!w || workload_validate(w, NULL)) return 0;
+  return quant_params_words(w) * sizeof(int32_t);
+}
+
+size_t ct_out_bytes(const ct_workload *w) {
+  if (!w || workload_validate(w, NULL)) return 0;
+  return (size_t)workload_out_elems(w) * workload_out_elem_bytes(w);
+}
+
+ct_status ct_make_params(ct_context *ctx, const ct_workload *w, const ct_quant *q,
+                         const int8_t *weights, void *params) {
+  if (!ctx) return CT_ERR_INVALID_ARG;
+  if (!w || !weights || !params)
+    return failf(ctx, CT_ERR_INVALID_ARG, "ct_make_params: %s is NULL",
+                 !w ? "the workload" : !weights ? "weights" : "params");
+  ct_err err = {0};
+  if (workload_validate(w, &err)) return fail(ctx, &err);
+  ct_workload plain = *w; /* the weights are plain whatever w's layout */
+  plain.layout = CT_LAYOUT_NCHW;
+  int32_t *sums = malloc((size_t)w->k * sizeof *sums);
+  if (!sums) return failf(ctx, CT_ERR_NO_MEMORY, "ct_make_params: out of memory");
+  quant_weight_sums(&plain, weights, sums);
+  ct_status st = quant_params(w, q, sums, params, &err);
+  free(sums);
+  if (st) {
+    err_prefix(&err, "ct_make_params");
+    return fail(ctx, &err);
+  }
+  return CT_OK;
+}
+
+ct_status ct_reference_qconv(const ct_workload *w, const ct_quant *q, const void *data,
+                             const int8_t *weights, const void *residual, void *out, char *errbuf,
+                             size_t errbuf_size) {
+  ct_err err = {0};
+  ct_status st = !data || !weights || !out
+                     ? ERR_SET(&err, CT_ERR_INVALID_ARG, "ct_reference_qconv: NULL tensor")
+                     : reference_qconv(w, q, data, weights, residual, out, &err);
+  if (errbuf && errbuf_size) snprintf(errbuf, errbuf_size, "%s", st ? err.msg : "");
+  return st;
 }
 
 ct_status ct_pack_weights(ct_context *ctx, const ct_workload *w, const void *weights, void *packed,

@@ -50,12 +50,12 @@ done:
   return st;
 }
 
-ct_status kernel_launch(const kernel *k, const instance *inst, const void *data,
-                        const void *weights, void *out, cudaStream_t stream, ct_err *err) {
+ct_status kernel_launch(const kernel *k, const instance *inst, const kernel_io *io,
+                        cudaStream_t stream, ct_err *err) {
   ct_status st = CT_OK;
-  if (!k || !k->fn || !inst)
+  if (!k || !k->fn || !inst || !io)
     return ERR_SET(err, CT_ERR_INVALID_ARG,
-                   "kernel_launch: NULL or unloaded kernel, or NULL instance");
+                   "kernel_launch: NULL or unloaded kernel, or NULL instance or io");
   if (inst->n_args < 0 || inst->n_args > INSTANCE_MAX_ARGS)
     return ERR_SET(err, CT_ERR_INVALID_ARG, "instance: n_args is %d, accepted 0..%d", inst->n_args,
                    INSTANCE_MAX_ARGS);
@@ -68,24 +68,28 @@ ct_status kernel_launch(const kernel *k, const instance *inst, const void *data,
         inst->smem_bytes, k->smem_bytes);
 
   /* cudaLaunchKernel copies each argument from the address in args[i]:
-   * these locals hold the pointer values for it. */
-  const void *data_arg = data, *weights_arg = weights;
-  void *out_arg = out;
+   * io's fields hold the pointer values for it. */
   void *args[INSTANCE_MAX_ARGS];
   for (int i = 0; i < inst->n_args; i++) {
     switch (inst->args[i]) {
     case ARG_DATA:
-      args[i] = (void *)&data_arg;
+      args[i] = (void *)&io->data;
       break;
     case ARG_WEIGHTS:
-      args[i] = (void *)&weights_arg;
+      args[i] = (void *)&io->weights;
       break;
     case ARG_OUT:
-      args[i] = &out_arg;
+      args[i] = (void *)&io->out;
+      break;
+    case ARG_PARAMS:
+      args[i] = (void *)&io->params;
+      break;
+    case ARG_RESIDUAL:
+      args[i] = (void *)&io->residual;
       break;
     default:
       return ERR_SET(err, CT_ERR_INVALID_ARG, "instance: args[%d] is %d, accepted %d..%d", i,
-                     (int)inst->args[i], ARG_DATA, ARG_OUT);
+                     (int)inst->args[i], ARG_DATA, ARG_RESIDUAL);
     }
   }
   dim3 grid = {inst->grid[0], inst->grid[1], inst->grid[2]};

@@ -24,10 +24,18 @@ typedef struct kernel {
 ct_status kernel_load(const void *cubin, size_t size, const instance *inst, kernel *out,
                       ct_err *err);
 
-/* Launch k with inst's grid, block and shared memory on stream; the
- * arguments are the device pointers for inst's ARG_DATA, ARG_WEIGHTS, ARG_OUT. */
-ct_status kernel_launch(const kernel *k, const instance *inst, const void *data,
-                        const void *weights, void *out, cudaStream_t stream, ct_err *err);
+/* The device pointers a kernel may take, one per kernel_arg. */
+typedef struct kernel_io {
+  const void *data, *weights;
+  void *out;
+  const void *params;   /* the epilogue's params block (NULL when none) */
+  const void *residual; /* NULL when none */
+} kernel_io;
+
+/* Launch k with inst's grid, block and shared memory on stream; inst's
+ * arguments are taken from io. */
+ct_status kernel_launch(const kernel *k, const instance *inst, const kernel_io *io,
+                        cudaStream_t stream, ct_err *err);
 
 /* Unload; a zeroed kernel is accepted. */
 void kernel_unload(kernel *k);

@@ -154,7 +154,9 @@ done:
 
 ct_status nvrtc_compile_source(const char *name, const char *source, const char *const *options,
                                int n_options, const arch *a, cubin *out, ct_err *err) {
-  return compile(name, source, 0, NULL, NULL, options, n_options, a, out, err);
+  const char *const *names = NULL, *const *sources = NULL;
+  int n_headers = template_headers(&names, &sources);
+  return compile(name, source, n_headers, names, sources, options, n_options, a, out, err);
 }
 
 ct_status nvrtc_compile(const instance *inst, const arch *a, cubin *out, ct_err *err) {

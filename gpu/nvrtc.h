@@ -29,9 +29,9 @@ typedef struct cubin {
  * excerpt); CT_ERR_NO_MEMORY. */
 ct_status nvrtc_compile(const instance *inst, const arch *a, cubin *out, ct_err *err);
 
-/* Compile source (no embedded headers) under name with options (n_options
- * strings, e.g. "-DN=5"), plus the architecture and -std=c++17 exactly as
- * nvrtc_compile adds them, into out (zeroed first). Same statuses and log. */
+/* Compile source (which may include the embedded headers, e.g. quant.cuh) under name with options
+ * (n_options strings, e.g. "-DN=5"), plus the architecture and -std=c++17 exactly as nvrtc_compile
+ * adds them, into out (zeroed first). Same statuses and log. */
 ct_status nvrtc_compile_source(const char *name, const char *source, const char *const *options,
                                int n_options, const arch *a, cubin *out, ct_err *err);
 

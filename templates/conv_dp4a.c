@@ -55,9 +55,8 @@ static int supports_op(const ct_workload *w, ct_op op, char *why) {
     reason = op == CT_OP_CONV2D ? "it runs conv2d only" : "it runs conv3d only";
   else if (w->layout != CT_LAYOUT_NCHW4C)
     reason = op == CT_OP_CONV2D ? "it needs layout nchw4c" : "it needs layout ncdhw4c";
-  else if (w->data_type != CT_DTYPE_INT8 || w->weight_type != CT_DTYPE_INT8 ||
-           w->out_type != CT_DTYPE_INT32)
-    reason = "it takes int8 data and weights and writes int32";
+  else if (w->weight_type != CT_DTYPE_INT8)
+    reason = "it takes int8 weights";
   else if (w->groups != 1)
     reason = "it runs groups = 1 only";
   if (reason && why) snprintf(why, TEMPLATE_WHY_MAX, "%s", reason);
@@ -77,7 +76,7 @@ static ct_status build_space(const ct_workload *w, space *s, ct_err *err) {
   workload_geom(w, &g);
   int is3 = w->op == CT_OP_CONV3D;
   ct_status st;
-  const int out_extent[N_OUT_AX] = {(int)g.n, (int)g.k / 4, (int)g.out[0], (int)g.out[1],
+  const int out_extent[N_OUT_AX] = {(int)g.n, (int)(g.k + 3) / 4, (int)g.out[0], (int)g.out[1],
                                     (int)g.out[2]};
   const int red_extent[N_RED_AX] = {(int)g.c / 4, (int)g.ker[0], (int)g.ker[1], (int)g.ker[2]};
   for (int a = 0; a < N_OUT_AX; a++) {
@@ -134,6 +133,7 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, p
   /* live in the inner step: accumulators, the weights of every chunk (4 ints
    * each), one data value, overhead */
   p->regs = p->acc + 4 * af + 1 + DP4A_REG_OVERHEAD;
+  if (w->epi.weight_zero_point) p->regs += p->acc / (4 * af); /* a window sum per position */
   long wd = (ext[AXD] - 1) * g.str[0] + (p->red[RD][1] - 1) * g.dil[0] + 1;
   long wh = (ext[AXY] - 1) * g.str[1] + (p->red[RY][1] - 1) * g.dil[1] + 1;
   long ww = (ext[AXX] - 1) * g.str[2] + (p->red[RX][1] - 1) * g.dil[2] + 1;
@@ -194,7 +194,21 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   char name[32];
   opt(inst, "CT_N", g.n);
   opt(inst, "CT_C4", g.c / 4);
-  opt(inst, "CT_K4", g.k / 4);
+  opt(inst, "CT_K4", (g.k + 3) / 4);
+  /* the epilogue (conv_dp4a.cuh) */
+  const ct_epilogue *e = &w->epi;
+  opt(inst, "CT_KR", g.k);
+  opt(inst, "CT_COUT", workload_out_channels(w));
+  opt(inst, "CT_DATA_U8", w->data_type == CT_DTYPE_UINT8);
+  opt(inst, "CT_OUT", w->out_type == CT_DTYPE_INT32 ? 0 : w->out_type == CT_DTYPE_INT8 ? 1 : 2);
+  opt(inst, "CT_OFF", e->bias || e->data_zero_point || e->weight_zero_point);
+  opt(inst, "CT_ZD", e->data_zero_point);
+  opt(inst, "CT_WZP", e->weight_zero_point);
+  opt(inst, "CT_QC", e->scale == CT_SCALE_CHANNEL);
+  opt(inst, "CT_RES", e->residual);
+  opt(inst, "CT_D2S", e->d2s_block);
+  opt(inst, "CT_D2S_CRD", e->d2s_mode == CT_D2S_CRD);
+  opt(inst, "CT_D2S_3D", w->op == CT_OP_CONV3D);
   for (int d = 0; d < 3; d++) {
     const struct {
       const char *fmt;
@@ -235,10 +249,12 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   inst->block[0] = (unsigned)p.threads;
   inst->block[1] = inst->block[2] = 1;
   inst->smem_bytes = (size_t)p.smem_bytes;
-  inst->n_args = 3;
+  inst->n_args = 5;
   inst->args[0] = ARG_DATA;
   inst->args[1] = ARG_WEIGHTS;
   inst->args[2] = ARG_OUT;
+  inst->args[3] = ARG_PARAMS;
+  inst->args[4] = ARG_RESIDUAL;
   (void)a;
   return CT_OK;
 }

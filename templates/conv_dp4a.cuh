@@ -2,9 +2,11 @@
  * conv_dp4a.cuh: the body of the dp4a convolution templates
  * conv2d_nchw4c_dp4a and conv3d_ncdhw4c_dp4a (conv2d is the D = 1 case).
  *
- * Data NCDHW4c, weights OIDHW4o4i, int32 output NCDHW4c. One int of data is
- * the 4 input channels that one __dp4a consumes; one int4 of weights is the
- * 4 output lanes of those 4 input channels. Output axes (n, f = K/4 chunk,
+ * Data NCDHW4c (int8, or uint8 through dp4a.u32.s32), weights OIDHW4o4i,
+ * output NCDHW4c: int32, or int8 / uint8 requantized by the epilogue (4
+ * channels per 32-bit word), optionally remapped by depth_to_space. One int
+ * of data is the 4 input channels that one dp4a consumes; one int4 of
+ * weights is the 4 output lanes of those 4 input channels. Output axes (n, f = K/4 chunk,
  * d, y, x) are split four ways, block / vthread / thread / inner, as
  * AutoTVM's conv2d_NCHWc_int8 does; a thread owns
  *   position = b * (V*T*I) + v * (T*I) + t * I + i
@@ -16,10 +18,18 @@
  * factorisations of the extents (the descriptor guarantees it), so no output
  * bound is ever tested; only the input window tests for padding.
  *
+ * The quantized epilogue (templates/quant.cuh: the params block and its
+ * arithmetic) is legalized: padding reads the data zero point (a params
+ * word), products are of raw values, and with weight zero points each
+ * thread also sums the raw data of its positions' windows (one more dp4a
+ * per data value, against 0x01010101); the store applies acc + off[k] -
+ * zw[k] * xsum, then the rescale, residual and clamp.
+ *
  * Every knob and shape is a compile-time macro set by the C descriptor
  * (conv_dp4a.c) with -D; the static_asserts below catch a point that slips
  * through its checks as a COMPILE_ERROR with a clear log.
  */
+#include "quant.cuh"
 
 /* ---- the knobs and shapes ------------------------------------------------- */
 #ifndef CT_N
@@ -64,6 +74,14 @@ static_assert(REORDER_0 != REORDER_1 && REORDER_0 != REORDER_2 && REORDER_0 != R
                   REORDER_2 >= 0 && REORDER_2 < 4 && REORDER_3 >= 0 && REORDER_3 < 4,
               "REORDER_0..3 must be a permutation of the reduction axes 0..3");
 static_assert(FUSE_YX == 0 || FUSE_YX == 1, "fuse_yx is 0 or 1");
+/* The epilogue: CT_OUT 0 int32, 1 int8, 2 uint8; CT_OFF: a per-channel
+ * offset (bias, zero-point corrections); CT_D2S block (0: none) over 2 or 3
+ * dimensions; CT_KR the real K and CT_COUT the output channels. */
+static_assert(CT_OUT >= 0 && CT_OUT <= 2, "CT_OUT is 0 (int32), 1 (int8) or 2 (uint8)");
+static_assert(!CT_RES || CT_OUT != 0, "a residual needs an 8-bit output");
+static_assert(CT_KR > 4 * (CT_K4 - 1) && CT_KR <= 4 * CT_K4, "CT_KR must round up to 4 * CT_K4");
+static_assert(CT_D2S == 0 || CT_COUT * CT_D2S * CT_D2S * (CT_D2S_3D ? CT_D2S : 1) == CT_KR,
+              "depth_to_space: K must be C' x b^nd");
 static_assert(UNROLL_EXPLICIT == 0 || UNROLL_EXPLICIT == 1, "unroll_explicit is 0 or 1");
 static_assert(UNROLL_MAX_STEP >= 0, "auto_unroll_max_step is at least 0");
 
@@ -121,6 +139,18 @@ static_assert(16 * W_ELEMS + 4 * A_ELEMS == CT_SMEM_BYTES,
 #define UNROLL_LOAD CT_PRAGMA(unroll 1)
 #endif
 
+/* a . b + c over 4 byte lanes: data lanes signed, or unsigned for uint8
+ * data (PTX dp4a.u32.s32: the weights stay signed). */
+__device__ __forceinline__ int dp4a_data(int a, int b, int c) {
+#if CT_DATA_U8
+  int d;
+  asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+#else
+  return __dp4a(a, b, c);
+#endif
+}
+
 /* Extent of reduction axis ax, outer and inner part. */
 __device__ constexpr int outer_extent(int ax) {
   return ax == AX_RC ? TILE_RC_O : ax == AX_RD ? TILE_RD_O : ax == AX_RY ? TILE_RY_O : TILE_RX_O;
@@ -136,7 +166,9 @@ __device__ constexpr int inner_extent(int ax) {
  * test template wraps it in an entry of its own: CT_CUSTOM_ENTRY). */
 __device__ __forceinline__ void conv_dp4a_body(const int *__restrict__ data,
                                                const int4 *__restrict__ weights,
-                                               int *__restrict__ out) {
+                                               void *__restrict__ out,
+                                               const int *__restrict__ params,
+                                               const void *__restrict__ residual) {
   extern __shared__ int4 smem[];
   int4 *w_sh = smem;                      /* [FB][RC_I][RD_I][RY_I][RX_I] */
   int *a_sh = (int *)(smem + W_ELEMS);    /* [NB][RC_I][WD][WH][WW] */
@@ -182,6 +214,22 @@ __device__ __forceinline__ void conv_dp4a_body(const int *__restrict__ data,
           for (int ax = 0; ax < AX; ax++)
 #pragma unroll
             for (int l = 0; l < 4; l++) acc[an][af][ad][ay][ax][l] = 0;
+#if CT_WZP
+  int xsum[AN][AD][AY][AX]; /* the raw data summed over each position's window */
+#pragma unroll
+  for (int an = 0; an < AN; an++)
+#pragma unroll
+    for (int ad = 0; ad < AD; ad++)
+#pragma unroll
+      for (int ay = 0; ay < AY; ay++)
+#pragma unroll
+        for (int ax = 0; ax < AX; ax++) xsum[an][ad][ay][ax] = 0;
+#endif
+#if CT_ZD
+  const int pad_word = params[CTQ_PAD_WORD]; /* padding reads the zero point */
+#else
+  const int pad_word = 0;
+#endif
 
 #pragma unroll 1
   for (int o0 = 0; o0 < outer_extent(REORDER_0); o0++)
@@ -225,7 +273,7 @@ __device__ __forceinline__ void conv_dp4a_body(const int *__restrict__ data,
             const int rc = r % TILE_RC_I;
             const int n = r / TILE_RC_I;
             const int id = id0 + z, ih = ih0 + y, iw = iw0 + x;
-            int v = 0; /* padding */
+            int v = pad_word; /* padding */
             if (id >= 0 && id < CT_ID && ih >= 0 && ih < CT_IH && iw >= 0 && iw < CT_IW)
               v = data[((((long)(n0 + n) * CT_C4 + rc0 + rc) * CT_ID + id) * CT_IH + ih) * CT_IW + iw];
             a_sh[i] = v;
@@ -271,20 +319,32 @@ __device__ __forceinline__ void conv_dp4a_body(const int *__restrict__ data,
                           const int a = a_sh[(((n * TILE_RC_I + rc) * WD + d * CT_STR_D + rd * CT_DIL_D) *
                                                   WH + y * CT_STR_H + ry * CT_DIL_H) * WW +
                                              x * CT_STR_W + rx * CT_DIL_W];
+#if CT_WZP
+                          xsum[an][ad][ay][ax] = dp4a_data(a, 0x01010101, xsum[an][ad][ay][ax]);
+#endif
 #pragma unroll
                           for (int af = 0; af < AF; af++) {
                             int *o = acc[an][af][ad][ay][ax];
-                            o[0] = __dp4a(a, wv[af].x, o[0]);
-                            o[1] = __dp4a(a, wv[af].y, o[1]);
-                            o[2] = __dp4a(a, wv[af].z, o[2]);
-                            o[3] = __dp4a(a, wv[af].w, o[3]);
+                            o[0] = dp4a_data(a, wv[af].x, o[0]);
+                            o[1] = dp4a_data(a, wv[af].y, o[1]);
+                            o[2] = dp4a_data(a, wv[af].z, o[2]);
+                            o[3] = dp4a_data(a, wv[af].w, o[3]);
                           }
                         }
                 }
         }
 
-  /* Store the register tile: one int4 (4 output lanes) per position. */
-  int4 *out4 = (int4 *)out;
+  /* Store the register tile: per position, 4 output lanes through the
+   * epilogue; one int4 (int32) or one int (8-bit) per position, or element
+   * by element in depth_to_space order. */
+#if CT_OUT != 0
+  const int zy = params[CTQ_OUT_ZP], lo = params[CTQ_LO], hi = params[CTQ_HI];
+#if CT_RES
+  const int rm = params[CTQ_RES_MULT], rs = params[CTQ_RES_SHIFT], rzp = params[CTQ_RES_ZP];
+#else
+  const int rm = 0, rs = 0, rzp = 0;
+#endif
+#endif
 #pragma unroll
   for (int an = 0; an < AN; an++)
 #pragma unroll
@@ -300,15 +360,78 @@ __device__ __forceinline__ void conv_dp4a_body(const int *__restrict__ data,
             const int od = od0 + LOCAL(ad / TILE_D_I, td, ad % TILE_D_I, TILE_D_T, TILE_D_I);
             const int oh = oh0 + LOCAL(ay / TILE_Y_I, ty, ay % TILE_Y_I, TILE_Y_T, TILE_Y_I);
             const int ow = ow0 + LOCAL(ax / TILE_X_I, tx, ax % TILE_X_I, TILE_X_T, TILE_X_I);
-            const int *o = acc[an][af][ad][ay][ax];
-            out4[(((long)(n * CT_K4 + f) * CT_OD + od) * CT_OH + oh) * CT_OW + ow] =
-                make_int4(o[0], o[1], o[2], o[3]);
+            int v[4];
+#pragma unroll
+            for (int l = 0; l < 4; l++) {
+              v[l] = acc[an][af][ad][ay][ax][l];
+#if CT_OFF || CT_WZP
+              const int k = f * 4 + l;
+              v[l] = ctq_correct(v[l], CT_OFF ? params[CTQ_HEADER + CTQ_OFF * 4 * CT_K4 + k] : 0,
+                                 CT_WZP ? params[CTQ_HEADER + CTQ_ZW * 4 * CT_K4 + k] : 0,
+#if CT_WZP
+                                 xsum[an][ad][ay][ax]
+#else
+                                 0
+#endif
+              );
+#endif
+            }
+#if CT_D2S == 0
+            const long pos = (((long)(n * CT_K4 + f) * CT_OD + od) * CT_OH + oh) * CT_OW + ow;
+#if CT_OUT == 0
+            ((int4 *)out)[pos] = make_int4(v[0], v[1], v[2], v[3]);
+#else
+            const unsigned rword = CT_RES ? ((const unsigned *)residual)[pos] : 0u;
+            unsigned word = 0;
+#pragma unroll
+            for (int l = 0; l < 4; l++) {
+              const int k = f * 4 + l;
+              const int m = CT_QC ? params[CTQ_HEADER + CTQ_MULTS * 4 * CT_K4 + k] : params[CTQ_MULT];
+              const int sh = CT_QC ? params[CTQ_HEADER + CTQ_SHIFTS * 4 * CT_K4 + k] : params[CTQ_SHIFT];
+              const unsigned rb = (rword >> (8 * l)) & 0xffu;
+              const int r = CT_OUT == 2 ? (int)rb : (int)(signed char)rb;
+              const int y = ctq_requant(v[l], m, sh, zy, lo, hi, CT_RES, r, rm, rs, rzp);
+              word |= ((unsigned)y & 0xffu) << (8 * l);
+            }
+            ((unsigned *)out)[pos] = word;
+#endif
+#else /* depth_to_space: each lane to its own place */
+#define D2S_VOL (CT_D2S * CT_D2S * (CT_D2S_3D ? CT_D2S : 1))
+#define D2S_BD (CT_D2S_3D ? CT_D2S : 1)
+#define COUT4 ((CT_COUT + 3) / 4)
+#pragma unroll
+            for (int l = 0; l < 4; l++) {
+              const int k = f * 4 + l;
+              if (k >= CT_KR) continue; /* the padding lanes of K */
+              int c, i_d, i_h, i_w;
+              ctq_d2s(k, CT_COUT, CT_D2S, D2S_VOL, CT_D2S_CRD, &c, &i_d, &i_h, &i_w);
+              const long e =
+                  ((((long)(n * COUT4 + c / 4) * (CT_OD * D2S_BD) + od * D2S_BD + i_d) *
+                        (CT_OH * CT_D2S) + oh * CT_D2S + i_h) * (CT_OW * CT_D2S) + ow * CT_D2S + i_w) * 4 +
+                  c % 4;
+#if CT_OUT == 0
+              ((int *)out)[e] = v[l];
+              if (CT_COUT % 4 && c == CT_COUT - 1) /* the output's padding lanes are zero */
+                for (int z = CT_COUT % 4; z < 4; z++) ((int *)out)[e + z - c % 4] = 0;
+#else
+              const int m = CT_QC ? params[CTQ_HEADER + CTQ_MULTS * 4 * CT_K4 + k] : params[CTQ_MULT];
+              const int sh = CT_QC ? params[CTQ_HEADER + CTQ_SHIFTS * 4 * CT_K4 + k] : params[CTQ_SHIFT];
+              const unsigned char rb = CT_RES ? ((const unsigned char *)residual)[e] : 0;
+              const int r = CT_OUT == 2 ? (int)rb : (int)(signed char)rb;
+              const int y = ctq_requant(v[l], m, sh, zy, lo, hi, CT_RES, r, rm, rs, rzp);
+              ((unsigned char *)out)[e] = (unsigned char)y;
+              if (CT_COUT % 4 && c == CT_COUT - 1)
+                for (int z = CT_COUT % 4; z < 4; z++) ((unsigned char *)out)[e + z - c % 4] = 0;
+#endif
+            }
+#endif
           }
 }
 
 #ifndef CT_CUSTOM_ENTRY
 extern "C" __global__ void __launch_bounds__(THREADS)
-    conv_dp4a(const int *__restrict__ data, const int4 *__restrict__ weights, int *__restrict__ out) {
-  conv_dp4a_body(data, weights, out);
+    conv_dp4a(const int *__restrict__ data, const int4 *__restrict__ weights, void *__restrict__ out,
+              const int *__restrict__ params, const void *__restrict__ residual) {
+  conv_dp4a_body(data, weights, out, params, residual);
 }
 #endif

@@ -15,7 +15,9 @@ static_assert(CT_FAULT != 3, "planted fault 3: this config does not compile");
 #endif
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-    conv_dp4a(const int *__restrict__ data, const int4 *__restrict__ weights, int *__restrict__ out) {
+    conv_dp4a(const int *__restrict__ data, const int4 *__restrict__ weights, void *__restrict__ out_,
+              const int *__restrict__ params, const void *__restrict__ residual) {
+  int *out = (int *)out_;
 #if CT_FAULT == 1
   /* an address far beyond any allocation: an illegal-address fault */
   ((volatile int *)out)[0x3fffffff00LL + threadIdx.x] = 1;
@@ -24,7 +26,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
   volatile const int *p = data;
   while (p[0] == p[0]) __nanosleep(1000);
 #endif
-  conv_dp4a_body(data, weights, out);
+  conv_dp4a_body(data, weights, out, params, residual);
 #if CT_FAULT == 4
   __syncthreads();
   if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && threadIdx.x == 0) out[0] ^= 1;

@@ -3,30 +3,49 @@
  * (tuner/runner.c). Not a template: it has no knobs and is compiled once per
  * runner worker with nvrtc_compile_source, the shape passed as an argument.
  *
- * ref_conv is deliberately naive: one thread per output position
- * (n, k/4 chunk, od, oh, ow) writing its 4 lanes, a plain loop over
- * (c/4, kd, kh, kw), int8 products taken byte by byte (not __dp4a, so that a
- * misreading of dp4a in the templates cannot hide in the reference) and
- * summed modulo 2^32 as the CPU reference does. Layouts as conv_dp4a.cuh:
- * data int per (n, c4, d, h, w) holding 4 channels; weights int4 per
- * (k4, c4, kd, kh, kw) whose .x is output lane 0 over the 4 input lanes;
- * output int4 per (n, k4, od, oh, ow). It runs once per task; it is tested
- * against core/reference.c (tests/test_runner.c).
+ * ref_conv is deliberately naive and computes the quantized formula as
+ * written, not the legalized one the templates run: one thread per conv
+ * output element (n, k, od, oh, ow), a plain loop over (c/4, kd, kh, kw)
+ * and the 4 lanes, (x - zx) * (w - zw[k]) byte by byte (not dp4a, so that a
+ * misreading of dp4a in the templates cannot hide in the reference),
+ * padded taps skipped (a padded x equals zx), sums modulo 2^32 as the CPU
+ * reference does; then bias, the requantization of templates/quant.cuh and
+ * the depth_to_space remap. It reads the raw values (core/quant.h's
+ * quant_raw: no folding) and writes every real element of the packed
+ * output; the runner zeroes the output first, which is what the padding
+ * lanes must hold. Layouts as conv_dp4a.cuh. It runs once per task; it is
+ * tested against core/reference.c (tests/test_runner.c).
  *
- * ref_compare counts the elements where out != ref and finds the smallest
- * such index: one atomic per thread, not per element, so a fully wrong
- * output costs no more than a right one.
+ * ref_compare counts the 32-bit words where out != ref and finds the
+ * smallest such index: one atomic per thread, not per element, so a fully
+ * wrong output costs no more than a right one.
  */
+#include "quant.cuh"
 
-/* The normalised 3D shape (conv2d: depth 1), spatial arrays (d, h, w). Laid
- * out as runner.c's ref_shape: 21 ints. */
+/* The normalised 3D shape (conv2d: depth 1), spatial arrays (d, h, w),
+ * then the epilogue. Laid out as runner.c's ref_shape: 29 ints. */
 struct ref_shape {
   int n, c4, k4;
   int in[3], ker[3], str[3], pad[3], dil[3], out[3];
+  int kr;       /* real output channels of the conv (K) */
+  int cout;     /* channels of the output tensor (K / b^nd) */
+  int d2s;      /* depth_to_space block, 0: none */
+  int d2s_crd;  /* 1: CRD order, 0: DCR */
+  int d2s_3d;   /* 1: the depth is remapped too */
+  int out_type; /* 0 int32, 1 int8, 2 uint8 */
+  int data_u8;  /* 1: data bytes are unsigned */
+  int has_res;  /* 1: a residual */
 };
 
-/* The 4 output lanes of output position i, i = (((n * K4 + f) * OD + od) * OH + oh) * OW + ow. */
-__device__ int4 ref_conv_at(const ref_shape &s, const int *data, const int4 *weights, long long i) {
+/* The raw words (quant_raw): [zx, zy, lo, hi, rm, rs, rzp, flags], then
+ * bias, zw, mult and shift, K each. NULL: all zero (int32 output). */
+#define RAW_HEADER 8
+
+/* Conv output element i, i = (((n * K + k) * OD + od) * OH + oh) * OW + ow
+ * (real K): its output value, and its element index in the packed output
+ * in *e. */
+__device__ int ref_conv_value(const ref_shape &s, const int *data, const int4 *weights,
+                              const int *raw, const void *residual, long long i, long long *e) {
   long long r = i;
   const int ow = (int)(r % s.out[2]);
   r /= s.out[2];
@@ -34,9 +53,11 @@ __device__ int4 ref_conv_at(const ref_shape &s, const int *data, const int4 *wei
   r /= s.out[1];
   const int od = (int)(r % s.out[0]);
   r /= s.out[0];
-  const int f = (int)(r % s.k4);
-  const long long n = r / s.k4;
-  unsigned acc[4] = {0u, 0u, 0u, 0u};
+  const int k = (int)(r % s.kr);
+  const long long n = r / s.kr;
+  const int zx = raw ? raw[0] : 0;
+  const int zw = raw ? raw[RAW_HEADER + s.kr + k] : 0;
+  unsigned acc = 0u;
   for (int c = 0; c < s.c4; c++)
     for (int kd = 0; kd < s.ker[0]; kd++) {
       const int id = od * s.str[0] - s.pad[0] + kd * s.dil[0];
@@ -48,30 +69,53 @@ __device__ int4 ref_conv_at(const ref_shape &s, const int *data, const int4 *wei
           const int iw = ow * s.str[2] - s.pad[2] + kw * s.dil[2];
           if (iw < 0 || iw >= s.in[2]) continue;
           const int a = data[(((n * s.c4 + c) * s.in[0] + id) * s.in[1] + ih) * s.in[2] + iw];
-          const int4 w =
-              weights[((((long long)f * s.c4 + c) * s.ker[0] + kd) * s.ker[1] + kh) * s.ker[2] + kw];
-          const int lanes[4] = {w.x, w.y, w.z, w.w};
-          for (int o = 0; o < 4; o++)
-            for (int j = 0; j < 4; j++) {
-              const int x = (signed char)(a >> (8 * j));
-              const int y = (signed char)(lanes[o] >> (8 * j));
-              acc[o] += (unsigned)(x * y);
-            }
+          const int4 w4 =
+              weights[((((long long)(k / 4) * s.c4 + c) * s.ker[0] + kd) * s.ker[1] + kh) * s.ker[2] +
+                      kw];
+          const int lanes[4] = {w4.x, w4.y, w4.z, w4.w};
+          for (int j = 0; j < 4; j++) {
+            const int xb = (a >> (8 * j)) & 0xff;
+            const int x = s.data_u8 ? xb : (int)(signed char)xb;
+            const int y = (signed char)(lanes[k % 4] >> (8 * j));
+            acc += (unsigned)((x - zx) * (y - zw));
+          }
         }
       }
     }
-  return make_int4((int)acc[0], (int)acc[1], (int)acc[2], (int)acc[3]);
+  const int v = (int)(acc + (unsigned)(raw ? raw[RAW_HEADER + k] : 0));
+  /* where it lands */
+  int c = k, i_d = 0, i_h = 0, i_w = 0;
+  const int b = s.d2s ? s.d2s : 1, bd = s.d2s_3d ? b : 1;
+  if (s.d2s) ctq_d2s(k, s.cout, b, b * b * bd, s.d2s_crd, &c, &i_d, &i_h, &i_w);
+  const long long cout4 = (s.cout + 3) / 4;
+  *e = ((((n * cout4 + c / 4) * (s.out[0] * bd) + od * bd + i_d) * (s.out[1] * b) + oh * b + i_h) *
+            (s.out[2] * b) + ow * b + i_w) * 4 + c % 4;
+  if (s.out_type == 0) return v;
+  int res = 0;
+  if (s.has_res) {
+    const unsigned char rb = ((const unsigned char *)residual)[*e];
+    res = s.out_type == 2 ? (int)rb : (int)(signed char)rb;
+  }
+  return ctq_requant(v, raw[RAW_HEADER + 2 * s.kr + k], raw[RAW_HEADER + 3 * s.kr + k], raw[1],
+                     raw[2], raw[3], s.has_res, res, raw[4], raw[5], raw[6]);
 }
 
-extern "C" __global__ void ref_conv(ref_shape s, const int *data, const int4 *weights, int4 *out) {
-  const long long total = (long long)s.n * s.k4 * s.out[0] * s.out[1] * s.out[2];
+extern "C" __global__ void ref_conv(ref_shape s, const int *data, const int4 *weights, void *out,
+                                    const int *raw, const void *residual) {
+  const long long total = (long long)s.n * s.kr * s.out[0] * s.out[1] * s.out[2];
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < total) out[i] = ref_conv_at(s, data, weights, i);
+  if (i >= total) return;
+  long long e;
+  const int v = ref_conv_value(s, data, weights, raw, residual, i, &e);
+  if (s.out_type == 0)
+    ((int *)out)[e] = v;
+  else
+    ((unsigned char *)out)[e] = (unsigned char)v;
 }
 
-/* result[0] += elements where out != ref; result[1] = min(result[1], their
- * smallest index). The caller sets result to {0, 0xffffffff} first; n is at
- * most 2^31 - 1 (workloads index with int32). */
+/* result[0] += 32-bit words where out != ref; result[1] = min(result[1],
+ * their smallest index). The caller sets result to {0, 0xffffffff} first; n
+ * is at most 2^31 - 1 (workloads index with int32). */
 extern "C" __global__ void ref_compare(const int *out, const int *ref, long long n,
                                        unsigned *result) {
   unsigned bad = 0, first = 0xffffffffu;

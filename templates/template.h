@@ -28,7 +28,7 @@
 #define TEMPLATE_WHY_MAX     160
 
 /* What each kernel argument is; the launcher passes the matching pointer. */
-typedef enum kernel_arg { ARG_DATA, ARG_WEIGHTS, ARG_OUT } kernel_arg;
+typedef enum kernel_arg { ARG_DATA, ARG_WEIGHTS, ARG_OUT, ARG_PARAMS, ARG_RESIDUAL } kernel_arg;
 
 typedef struct instance {
   const struct template_desc *tpl;

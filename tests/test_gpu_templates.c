@@ -238,7 +238,7 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
     }
     /* poison: every element must be written */
     ck_assert_int_eq(cudaMemset(d_out, 0xA5, no * 4), cudaSuccess);
-    if (kernel_launch(&k, &inst, d_data, d_weights, d_out, 0, &err)) {
+    if (kernel_launch(&k, &inst, &(kernel_io){d_data, d_weights, d_out, NULL, NULL}, 0, &err)) {
       fprintf(stderr, "FAIL %s [%s] %s: %s\n", tpl->name, sh->name, text, err.msg);
     } else {
       cudaError_t e = cudaDeviceSynchronize();

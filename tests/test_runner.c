@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/quant.h"
 #include "core/reference.h"
 #include "core/rng.h"
 #include "gpu/nvrtc.h"
@@ -149,15 +150,18 @@ static void set_task(runner *r, const ct_workload *w) {
   ck_assert_msg(st == CT_OK, "runner_set_task: %s", err.msg);
 }
 
-/* The task's reference output (owned: free), and its inputs if asked. */
-static int32_t *reference_of(runner *r, const ct_workload *w, int8_t **data, int8_t **weights) {
+/* The task's reference output (owned: free), and its inputs if asked; the
+ * residual too when the task has one (owned: free). */
+static void *reference_res(runner *r, const ct_workload *w, int8_t **data, int8_t **weights,
+                           uint8_t **residual) {
   size_t nd = (size_t)workload_data_elems(w), nw = (size_t)workload_weight_elems(w);
   size_t no = (size_t)workload_out_elems(w);
   int8_t *d = malloc(nd), *wt = malloc(nw);
-  int32_t *out = malloc(no * sizeof *out);
-  ck_assert(d && wt && out);
+  uint8_t *res = malloc(no);
+  void *out = malloc(no * workload_out_elem_bytes(w));
+  ck_assert(d && wt && out && res);
   ct_err err = {0};
-  ct_status st = runner_reference(r, out, d, wt, &err);
+  ct_status st = runner_reference(r, out, d, wt, res, &err);
   ck_assert_msg(st == CT_OK, "runner_reference: %s", err.msg);
   if (data)
     *data = d;
@@ -167,7 +171,15 @@ static int32_t *reference_of(runner *r, const ct_workload *w, int8_t **data, int
     *weights = wt;
   else
     free(wt);
+  if (residual)
+    *residual = res;
+  else
+    free(res);
   return out;
+}
+
+static int32_t *reference_of(runner *r, const ct_workload *w, int8_t **data, int8_t **weights) {
+  return reference_res(r, w, data, weights, NULL);
 }
 
 /* A random valid config of the dp4a template for w, compiled by b. */
@@ -333,6 +345,53 @@ START_TEST(gpu_reference_equals_cpu_reference) {
     free(data);
     free(weights);
   }
+  /* quantized tasks: the GPU reference of the unfolded formula (values from
+   * quant_random with the runner's seed) against reference_qconv */
+  runner_opts o;
+  runner_opts_default(&o);
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    for (int variant = 0; variant < 3; variant++) {
+      ct_workload w;
+      make_workload(&shapes[i], &w);
+      w.data_type = CT_DTYPE_UINT8;
+      w.epi.data_zero_point = 1;
+      w.epi.bias = 1;
+      if (variant == 0) { /* int32 with weight zero points */
+        w.epi.weight_zero_point = 1;
+      } else if (variant == 1) { /* int8, per channel, residual */
+        w.out_type = CT_DTYPE_INT8;
+        w.epi.weight_zero_point = 1;
+        w.epi.scale = CT_SCALE_CHANNEL;
+        w.epi.residual = 1;
+      } else { /* uint8 in depth_to_space order: block 2, K / 4 (or / 8) channels */
+        int vol = w.op == CT_OP_CONV3D ? 8 : 4;
+        if (w.k % vol) continue;
+        w.out_type = CT_DTYPE_UINT8;
+        w.epi.d2s_block = 2;
+        w.epi.d2s_mode = i % 2 ? CT_D2S_CRD : CT_D2S_DCR;
+      }
+      set_task(r, &w);
+      int8_t *data, *weights;
+      uint8_t *residual;
+      void *got = reference_res(r, &w, &data, &weights, &residual);
+      quant_store qs;
+      ct_err err = {0};
+      ck_assert_msg(quant_random(&w, o.seed, &qs, &err) == CT_OK, "%s", err.msg);
+      size_t bytes = (size_t)workload_out_elems(&w) * workload_out_elem_bytes(&w);
+      void *want = malloc(bytes);
+      ck_assert_ptr_nonnull(want);
+      ck_assert_msg(reference_qconv(&w, &qs.q, data, weights, residual, want, &err) == CT_OK, "%s",
+                    err.msg);
+      char key[CT_KEY_MAX];
+      ck_assert_msg(memcmp(got, want, bytes) == 0, "%s: the GPU reference differs from the CPU's",
+                    workload_key(&w, key, sizeof key));
+      quant_store_free(&qs);
+      free(want);
+      free(got);
+      free(data);
+      free(weights);
+      free(residual);
+    }
   ck_assert_int_eq(runner_restarts(r), 0);
   runner_stop(r);
 }
@@ -395,19 +454,21 @@ static const char lazy_source[] =
  * to ref_conv.cu, so the rest is exact. Its shape as a ref_shape literal. */
 static const char off_by_one_fmt[] =
     "%s\n"
-    "extern \"C\" __global__ void off_by_one(const int *data, const int4 *weights, int *out) {\n"
+    "extern \"C\" __global__ void off_by_one(const int *data, const int4 *weights, int *out,\n"
+    "                                        const int *params, const void *residual) {\n"
     "  const ref_shape s = {%d, %d, %d, {%d, %d, %d}, {%d, %d, %d}, {%d, %d, %d},\n"
-    "                       {%d, %d, %d}, {%d, %d, %d}, {%d, %d, %d}};\n"
-    "  const long long total = (long long)s.n * s.k4 * s.out[0] * s.out[1] * s.out[2];\n"
+    "                       {%d, %d, %d}, {%d, %d, %d}, {%d, %d, %d}, %d, %d, 0, 0, 0, 0, 0, 0};\n"
+    "  const long long total = (long long)s.n * s.kr * s.out[0] * s.out[1] * s.out[2];\n"
     "  const long long threads = (long long)blockDim.x * blockDim.y * blockDim.z;\n"
     "  const long long block =\n"
     "      blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z);\n"
     "  const long long step = threads * gridDim.x * gridDim.y * gridDim.z;\n"
     "  const long long t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);\n"
     "  for (long long i = block * threads + t; i < total; i += step) {\n"
-    "    int4 v = ref_conv_at(s, data, weights, i);\n"
-    "    if (i == %d) v.y = (int)((unsigned)v.y + 1u);\n"
-    "    ((int4 *)out)[i] = v;\n"
+    "    long long e;\n"
+    "    int v = ref_conv_value(s, data, weights, 0, 0, i, &e);\n"
+    "    if (e == %d) v = (int)((unsigned)v + 1u);\n"
+    "    out[e] = v;\n"
     "  }\n"
     "}\n";
 
@@ -476,7 +537,7 @@ START_TEST(planted_faults_are_outcomes) {
            (int)g.in[0], (int)g.in[1], (int)g.in[2], (int)g.ker[0], (int)g.ker[1], (int)g.ker[2],
            (int)g.str[0], (int)g.str[1], (int)g.str[2], (int)g.pb[0], (int)g.pb[1], (int)g.pb[2],
            (int)g.dil[0], (int)g.dil[1], (int)g.dil[2], (int)g.out[0], (int)g.out[1], (int)g.out[2],
-           OFF_POSITION);
+           (int)g.k, (int)g.k, 4 * OFF_POSITION + 1);
   plant(&good, "off_by_one", src, &inst, &c);
   free(src);
   res = measure(r, &inst, c.data, c.size);

@@ -2,7 +2,9 @@
  * test_templates.c: the dp4a templates on the CPU: spaces for every layer of
  * the shipped sets, validity decided before compiling (with the reason),
  * index <-> config <-> JSON round trips of random valid configs, and those
- * configs compiled to sm_90 cubins by NVRTC (no GPU needed).
+ * configs compiled to sm_90 cubins by NVRTC (no GPU needed), the layers
+ * taking every epilogue variant in turn (dtypes, zero points, bias,
+ * per-channel scale, residual, depth_to_space in both orders).
  *
  * The compile check is the costly part (NVRTC takes 0.1-1 s per config on a
  * CI core). Its count comes from the first argument (CMake passes 300 in the
@@ -207,8 +209,48 @@ START_TEST(a_point_that_slips_through_fails_to_compile_with_a_clear_log) {
 }
 END_TEST
 
-/* Draw configs of tpl across its sets: round trips for each, then compile
- * `count` of them, split over `procs` processes. */
+/* The i-th epilogue variant of w: raw, then every dtype and epilogue part,
+ * depth_to_space in both orders (block 2: every layer's K divides). */
+#define N_VARIANTS 7
+static ct_workload variant(const ct_workload *w, int i) {
+  ct_workload v = *w;
+  ct_epilogue *e = &v.epi;
+  switch (i % N_VARIANTS) {
+  case 1:
+    v.data_type = CT_DTYPE_UINT8;
+    e->data_zero_point = 1;
+    break;
+  case 2:
+    v.out_type = CT_DTYPE_INT8;
+    e->data_zero_point = e->weight_zero_point = e->bias = 1;
+    break;
+  case 3:
+    v.data_type = v.out_type = CT_DTYPE_UINT8;
+    e->data_zero_point = e->weight_zero_point = e->bias = e->residual = 1;
+    e->scale = CT_SCALE_CHANNEL;
+    break;
+  case 4:
+    v.out_type = CT_DTYPE_INT8;
+    e->bias = e->residual = 1;
+    e->scale = CT_SCALE_CHANNEL;
+    break;
+  case 5:
+    v.out_type = CT_DTYPE_INT8;
+    e->d2s_block = 2;
+    break;
+  case 6:
+    e->d2s_block = 2;
+    e->d2s_mode = CT_D2S_CRD;
+    break;
+  default:
+    break;
+  }
+  return v;
+}
+
+/* Draw configs of tpl across its sets, each layer in turn with each
+ * epilogue variant: round trips for each, then compile `count` of them,
+ * split over `procs` processes. */
 static void sample_and_compile(const template_desc *tpl, long count, int procs) {
   arch a;
   arch_from_name("sm_90", &a, NULL);
@@ -224,7 +266,8 @@ static void sample_and_compile(const template_desc *tpl, long count, int procs) 
      * the same sequence so that the union is exactly `count` configs. */
     int failed = 0;
     for (long i = 0; i < count; i++) {
-      const ct_workload *w = &s->items[i % s->n_items].w;
+      const ct_workload wv = variant(&s->items[i % s->n_items].w, (int)(i / s->n_items + i));
+      const ct_workload *w = &wv;
       space sp;
       ct_err err = {0};
       if (template_space(tpl, w, &sp, &err)) _exit(10);
@@ -242,7 +285,9 @@ static void sample_and_compile(const template_desc *tpl, long count, int procs) 
         if (instance_make(tpl, w, &sp, &c, &a, &inst, &err)) _exit(14);
         if (nvrtc_compile(&inst, &a, &cb, &err) != CT_OK || cb.size == 0) {
           char text[512];
-          fprintf(stderr, "%s %s: %s\n%s\n", tpl->name, s->items[i % s->n_items].name, err.msg,
+          char key[CT_KEY_MAX];
+          fprintf(stderr, "%s %s (%s): %s\n%s\n", tpl->name, s->items[i % s->n_items].name,
+                  workload_key(w, key, sizeof key), err.msg,
                   space_config_str(&sp, &c, text, sizeof text));
           failed++;
         }

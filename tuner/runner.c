@@ -49,6 +49,7 @@
 
 #include <cuda_runtime.h>
 
+#include "core/quant.h"
 #include "core/rng.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernel.h"
@@ -94,6 +95,7 @@ typedef struct rsp_head {
 typedef struct ref_shape {
   int n, c4, k4;
   int in[3], ker[3], str[3], pad[3], dil[3], out[3];
+  int kr, cout, d2s, d2s_crd, d2s_3d, out_type, data_u8, has_res;
 } ref_shape;
 
 struct runner {
@@ -152,9 +154,10 @@ typedef struct wstate {
   int has_task;
   ct_workload w;
   ref_shape shape;
-  size_t data_bytes, weight_bytes, out_elems;
-  void *data, *weights;
-  int32_t *out, *ref;
+  size_t data_bytes, weight_bytes, out_bytes, res_bytes, params_bytes, raw_bytes;
+  void *data, *weights, *res; /* res: the residual, NULL without one */
+  void *out, *ref;
+  int32_t *params, *raw; /* the kernels' folded block; the reference's raw values */
 } wstate;
 
 /* Whether the context is lost: a sticky error (illegal address, launch
@@ -203,10 +206,13 @@ static void task_free(wstate *s) {
   /* Failures (a lost context) leave nothing to do: the worker exits next. */
   (void)cudaFree(s->data);
   (void)cudaFree(s->weights);
+  (void)cudaFree(s->res);
   (void)cudaFree(s->out);
   (void)cudaFree(s->ref);
-  s->data = s->weights = NULL;
-  s->out = s->ref = NULL;
+  (void)cudaFree(s->params);
+  (void)cudaFree(s->raw);
+  s->data = s->weights = s->res = s->out = s->ref = NULL;
+  s->params = s->raw = NULL;
   s->has_task = 0;
 }
 
@@ -221,9 +227,26 @@ static void fill_random(int8_t *p, size_t n, rng *r) {
   if (n > 0 && i == n) p[0] = 1;
 }
 
+/* Upload n bytes of host to dev on the worker's stream and wait: it is a
+ * non-blocking stream, which a plain cudaMemcpy (legacy default stream,
+ * returning once a pageable buffer is staged) does not order against, so
+ * the reference kernel could read inputs still in flight. That race once
+ * made a whole layer's trials WRONG_ANSWER. Waiting also frees host for
+ * the next fill. */
+static ct_status upload(wstate *s, void *dev, const void *host, size_t n, ct_err *err) {
+  ct_status st = CT_OK;
+  CUDA_TRY(err, cudaMemcpyAsync(dev, host, n, cudaMemcpyHostToDevice, s->stream));
+  CUDA_TRY(err, cudaStreamSynchronize(s->stream));
+done:
+  return st;
+}
+
 static ct_status task_set(wstate *s, const ct_workload *w, ct_err *err) {
   ct_status st = CT_OK;
   int8_t *host = NULL;
+  int32_t *sums = NULL;
+  quant_store qs;
+  memset(&qs, 0, sizeof qs);
   task_free(s);
   geom3 g;
   workload_geom(w, &g);
@@ -232,7 +255,7 @@ static ct_status task_set(wstate *s, const ct_workload *w, ct_err *err) {
   memset(&sh, 0, sizeof sh);
   sh.n = (int)g.n;
   sh.c4 = (int)(g.c / 4);
-  sh.k4 = (int)(g.k / 4);
+  sh.k4 = (int)((g.k + 3) / 4);
   for (int d = 0; d < 3; d++) {
     sh.in[d] = (int)g.in[d];
     sh.ker[d] = (int)g.ker[d];
@@ -241,45 +264,74 @@ static ct_status task_set(wstate *s, const ct_workload *w, ct_err *err) {
     sh.dil[d] = (int)g.dil[d];
     sh.out[d] = (int)g.out[d];
   }
+  sh.kr = (int)g.k;
+  sh.cout = workload_out_channels(w);
+  sh.d2s = w->epi.d2s_block;
+  sh.d2s_crd = w->epi.d2s_mode == CT_D2S_CRD;
+  sh.d2s_3d = w->op == CT_OP_CONV3D;
+  sh.out_type = w->out_type == CT_DTYPE_INT32 ? 0 : w->out_type == CT_DTYPE_INT8 ? 1 : 2;
+  sh.data_u8 = w->data_type == CT_DTYPE_UINT8;
+  sh.has_res = w->epi.residual;
   s->shape = sh;
   s->data_bytes = (size_t)workload_data_elems(w);
   s->weight_bytes = (size_t)workload_weight_elems(w);
-  s->out_elems = (size_t)workload_out_elems(w);
+  s->out_bytes = (size_t)workload_out_elems(w) * workload_out_elem_bytes(w);
+  s->res_bytes = w->epi.residual ? (size_t)workload_out_elems(w) : 0;
+  s->params_bytes = quant_params_words(w) * sizeof(int32_t);
+  s->raw_bytes = quant_raw_words(w) * sizeof(int32_t);
   CUDA_TRY(err, cudaMalloc(&s->data, s->data_bytes));
   CUDA_TRY(err, cudaMalloc(&s->weights, s->weight_bytes));
-  CUDA_TRY(err, cudaMalloc((void **)&s->out, s->out_elems * sizeof(int32_t)));
-  CUDA_TRY(err, cudaMalloc((void **)&s->ref, s->out_elems * sizeof(int32_t)));
+  CUDA_TRY(err, cudaMalloc(&s->out, s->out_bytes));
+  CUDA_TRY(err, cudaMalloc(&s->ref, s->out_bytes));
+  CUDA_TRY(err, cudaMalloc((void **)&s->params, s->params_bytes));
+  CUDA_TRY(err, cudaMalloc((void **)&s->raw, s->raw_bytes));
+  if (s->res_bytes) CUDA_TRY(err, cudaMalloc(&s->res, s->res_bytes));
 
-  /* One stream from the seed, data first: the same inputs after a restart. */
-  size_t host_n = s->data_bytes > s->weight_bytes ? s->data_bytes : s->weight_bytes;
+  /* One stream from the seed, data first, then weights and residual, and
+   * the epilogue's values from the seed too: the same task after a restart. */
+  size_t host_n = s->data_bytes;
+  if (s->weight_bytes > host_n) host_n = s->weight_bytes;
+  if (s->res_bytes > host_n) host_n = s->res_bytes;
+  if (s->params_bytes > host_n) host_n = s->params_bytes;
+  if (s->raw_bytes > host_n) host_n = s->raw_bytes;
   host = malloc(host_n);
-  if (!host) {
+  sums = malloc((size_t)g.k * sizeof *sums);
+  if (!host || !sums) {
     st = ERR_SET(err, CT_ERR_NO_MEMORY, "runner: no memory for %zu bytes of inputs", host_n);
     goto done;
   }
   rng r;
   rng_seed(&r, s->o.seed);
-  /* The copies go on the worker's stream and are waited for: it is a
-   * non-blocking stream, which a plain cudaMemcpy (legacy default stream,
-   * returning once a pageable buffer is staged) does not order against, so
-   * the reference kernel could read inputs still in flight. That race once
-   * made a whole layer's trials WRONG_ANSWER. */
   fill_random(host, s->data_bytes, &r);
-  CUDA_TRY(err, cudaMemcpyAsync(s->data, host, s->data_bytes, cudaMemcpyHostToDevice, s->stream));
-  CUDA_TRY(err, cudaStreamSynchronize(s->stream)); /* host is refilled next */
+  if ((st = upload(s, s->data, host, s->data_bytes, err))) goto done;
   fill_random(host, s->weight_bytes, &r);
-  CUDA_TRY(err,
-           cudaMemcpyAsync(s->weights, host, s->weight_bytes, cudaMemcpyHostToDevice, s->stream));
+  quant_weight_sums(w, host, sums);
+  if ((st = upload(s, s->weights, host, s->weight_bytes, err))) goto done;
+  if (s->res_bytes) {
+    fill_random(host, s->res_bytes, &r);
+    if ((st = upload(s, s->res, host, s->res_bytes, err))) goto done;
+  }
+  if ((st = quant_random(w, s->o.seed, &qs, err)) ||
+      (st = quant_params(w, &qs.q, sums, (int32_t *)host, err)) ||
+      (st = upload(s, s->params, host, s->params_bytes, err)) ||
+      (st = quant_raw(w, &qs.q, (int32_t *)host, err)) ||
+      (st = upload(s, s->raw, host, s->raw_bytes, err)))
+    goto done;
 
-  size_t positions = s->out_elems / 4;
-  dim3 grid = {(unsigned)((positions + REF_BLOCK - 1) / REF_BLOCK), 1, 1};
+  /* The reference writes every real element; the rest (the padding lanes
+   * of a remapped packed output) must be zero. */
+  CUDA_TRY(err, cudaMemsetAsync(s->ref, 0, s->out_bytes, s->stream));
+  size_t elems = (size_t)g.n * (size_t)g.k * (size_t)(g.out[0] * g.out[1] * g.out[2]);
+  dim3 grid = {(unsigned)((elems + REF_BLOCK - 1) / REF_BLOCK), 1, 1};
   dim3 block = {REF_BLOCK, 1, 1};
-  void *args[] = {&s->shape, &s->data, &s->weights, &s->ref};
+  void *args[] = {&s->shape, &s->data, &s->weights, &s->ref, &s->raw, &s->res};
   CUDA_TRY(err, cudaLaunchKernel((const void *)s->ref_fn, grid, block, args, 0, s->stream));
   CUDA_TRY(err, cudaStreamSynchronize(s->stream));
   s->has_task = 1;
 done:
   free(host);
+  free(sums);
+  quant_store_free(&qs);
   if (st != CT_OK) {
     err_prefix(err, "runner: setting the task up");
     task_free(s);
@@ -287,26 +339,29 @@ done:
   return st;
 }
 
-/* Copy the task's data, weights and reference output into host (their
- * sizes in that order). */
+/* Copy the task's data, weights, residual (when it has one) and reference
+ * output into host (their sizes in that order). */
 static ct_status copy_back(wstate *s, char *host, ct_err *err) {
   ct_status st = CT_OK;
   CUDA_TRY(err, cudaMemcpy(host, s->data, s->data_bytes, cudaMemcpyDeviceToHost));
-  CUDA_TRY(err,
-           cudaMemcpy(host + s->data_bytes, s->weights, s->weight_bytes, cudaMemcpyDeviceToHost));
-  CUDA_TRY(err, cudaMemcpy(host + s->data_bytes + s->weight_bytes, s->ref,
-                           s->out_elems * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  host += s->data_bytes;
+  CUDA_TRY(err, cudaMemcpy(host, s->weights, s->weight_bytes, cudaMemcpyDeviceToHost));
+  host += s->weight_bytes;
+  if (s->res_bytes) CUDA_TRY(err, cudaMemcpy(host, s->res, s->res_bytes, cudaMemcpyDeviceToHost));
+  host += s->res_bytes;
+  CUDA_TRY(err, cudaMemcpy(host, s->ref, s->out_bytes, cudaMemcpyDeviceToHost));
 done:
   return st;
 }
 
-/* Compare out with ref on the GPU; *n_bad and the first mismatch's index,
- * value and wanted value. */
+/* Compare out with ref on the GPU, 32-bit word by word (a packed output is
+ * whole words); *n_bad and the first mismatch's index, value and wanted
+ * value. */
 static ct_status compare(wstate *s, unsigned *n_bad, unsigned *first, int32_t *got, int32_t *want,
                          ct_err *err) {
   ct_status st = CT_OK;
   unsigned init[2] = {0, 0xffffffffu}, res[2] = {0, 0};
-  long long n = (long long)s->out_elems;
+  long long n = (long long)(s->out_bytes / 4);
   CUDA_TRY(err, cudaMemcpyAsync(s->cmp, init, sizeof init, cudaMemcpyHostToDevice, s->stream));
   long long blocks = (n + CMP_BLOCK - 1) / CMP_BLOCK;
   dim3 grid = {(unsigned)(blocks < CMP_MAX_BLOCKS ? blocks : CMP_MAX_BLOCKS), 1, 1};
@@ -317,9 +372,9 @@ static ct_status compare(wstate *s, unsigned *n_bad, unsigned *first, int32_t *g
   CUDA_TRY(err, cudaStreamSynchronize(s->stream));
   *n_bad = res[0];
   *first = res[1];
-  if (res[0] > 0 && res[1] < s->out_elems) {
-    CUDA_TRY(err, cudaMemcpy(got, s->out + res[1], sizeof *got, cudaMemcpyDeviceToHost));
-    CUDA_TRY(err, cudaMemcpy(want, s->ref + res[1], sizeof *want, cudaMemcpyDeviceToHost));
+  if (res[0] > 0 && res[1] < (unsigned long long)n) {
+    CUDA_TRY(err, cudaMemcpy(got, (int32_t *)s->out + res[1], sizeof *got, cudaMemcpyDeviceToHost));
+    CUDA_TRY(err, cudaMemcpy(want, (int32_t *)s->ref + res[1], sizeof *want, cudaMemcpyDeviceToHost));
   }
 done:
   return st;
@@ -332,8 +387,9 @@ static ct_status timed(wstate *s, const kernel *k, const instance *inst, int num
   ct_status st = CT_OK;
   if (flush) CUDA_TRY(err, cudaMemsetAsync(s->flush, number & 0xff, s->flush_bytes, s->stream));
   CUDA_TRY(err, cudaEventRecord(s->ev0, s->stream));
+  kernel_io io = {s->data, s->weights, s->out, s->params, s->res};
   for (int i = 0; i < number; i++) {
-    st = kernel_launch(k, inst, s->data, s->weights, s->out, s->stream, err);
+    st = kernel_launch(k, inst, &io, s->stream, err);
     if (st != CT_OK) goto done;
   }
   CUDA_TRY(err, cudaEventRecord(s->ev1, s->stream));
@@ -373,14 +429,15 @@ static int measure(wstate *s, const instance *inst, const void *image, size_t si
     snprintf(res->error, sizeof res->error, "%s", err.msg);
     goto done;
   }
-  cudaError_t e = cudaMemsetAsync(s->out, POISON_BYTE, s->out_elems * sizeof(int32_t), s->stream);
+  cudaError_t e = cudaMemsetAsync(s->out, POISON_BYTE, s->out_bytes, s->stream);
   if (e != cudaSuccess) {
     res->outcome = OUT_RUNTIME_ERROR;
     snprintf(res->error, sizeof res->error, "poisoning the output: %s (%s)", cudaGetErrorString(e),
              cudaGetErrorName(e));
     goto done;
   }
-  if (kernel_launch(&k, inst, s->data, s->weights, s->out, s->stream, &err) != CT_OK) {
+  kernel_io io = {s->data, s->weights, s->out, s->params, s->res};
+  if (kernel_launch(&k, inst, &io, s->stream, &err) != CT_OK) {
     res->outcome = OUT_LAUNCH_ERROR;
     snprintf(res->error, sizeof res->error, "%s", err.msg);
     goto done;
@@ -403,9 +460,14 @@ static int measure(wstate *s, const instance *inst, const void *image, size_t si
   }
   if (n_bad > 0) {
     res->outcome = OUT_WRONG_ANSWER;
-    snprintf(res->error, sizeof res->error,
-             "%u of %zu elements differ, first at index %u: got %d, want %d", n_bad, s->out_elems,
-             first, got, want);
+    if (s->w.out_type == CT_DTYPE_INT32)
+      snprintf(res->error, sizeof res->error,
+               "%u of %zu elements differ, first at index %u: got %d, want %d", n_bad,
+               s->out_bytes / 4, first, got, want);
+    else /* 8-bit output: words of 4 channels */
+      snprintf(res->error, sizeof res->error,
+               "%u of %zu words (4 channels each) differ, first at word %u: got %08x, want %08x",
+               n_bad, s->out_bytes / 4, first, (unsigned)got, (unsigned)want);
     goto done;
   }
 
@@ -414,8 +476,7 @@ static int measure(wstate *s, const instance *inst, const void *image, size_t si
    * right once (e.g. a race): a runtime error. */
   float ms = 0;
   int number = 1;
-  if (kernel_launch(&k, inst, s->data, s->weights, s->out, s->stream, &err) != CT_OK)
-    goto timing_failed;
+  if (kernel_launch(&k, inst, &io, s->stream, &err) != CT_OK) goto timing_failed;
   for (;;) {
     if (timed(s, &k, inst, number, 0, &ms, &err) != CT_OK) goto timing_failed;
     if (ms >= s->o.min_repeat_ms || number >= s->o.max_number) break;
@@ -423,7 +484,8 @@ static int measure(wstate *s, const instance *inst, const void *image, size_t si
   }
   /* Flushing pays only when the working set fits in the L2; beyond it the
    * launches evict each other's inputs anyway. */
-  size_t working_set = s->data_bytes + s->weight_bytes + s->out_elems * sizeof(int32_t);
+  size_t working_set =
+      s->data_bytes + s->weight_bytes + s->out_bytes + s->res_bytes + s->params_bytes;
   int flush = s->o.flush_l2 && s->flush && working_set <= (size_t)s->dev.l2_bytes;
   for (int i = 0; i < s->o.repeats; i++) {
     if (timed(s, &k, inst, number, flush, &ms, &err) != CT_OK) goto timing_failed;
@@ -503,7 +565,7 @@ static void worker_main(int fd, void *arg) {
     }
     case REQ_REFERENCE: {
       if (q.size != 0) _exit(4);
-      size_t n = s.data_bytes + s.weight_bytes + s.out_elems * sizeof(int32_t);
+      size_t n = s.data_bytes + s.weight_bytes + s.res_bytes + s.out_bytes;
       char *host = NULL;
       if (!s.has_task)
         st = ERR_SET(&err, CT_ERR_INVALID_ARG, "runner_reference: no task is set up");
@@ -674,11 +736,10 @@ ct_status runner_set_task(runner *r, const ct_workload *w, ct_err *err) {
   if (!r || !w) return ERR_SET(err, CT_ERR_INVALID_ARG, "runner_set_task: NULL runner or workload");
   ct_status st = workload_validate(w, err);
   if (st != CT_OK) return st;
-  if (w->layout != CT_LAYOUT_NCHW4C || w->data_type != CT_DTYPE_INT8 ||
-      w->weight_type != CT_DTYPE_INT8 || w->out_type != CT_DTYPE_INT32 || w->groups != 1)
+  if (w->layout != CT_LAYOUT_NCHW4C || w->weight_type != CT_DTYPE_INT8 || w->groups != 1)
     return ERR_SET(err, CT_ERR_UNSUPPORTED,
                    "runner: the task must be a packed workload: layout nchw4c (ncdhw4c), int8 "
-                   "data and weights, int32 output, groups 1");
+                   "weights, groups 1");
   r->task = *w;
   r->has_task = 1;
   if (r->pid == 0) return restart(r, err);
@@ -732,18 +793,22 @@ ct_status runner_measure(runner *r, const instance *inst, const void *image, siz
   return restart(r, err);
 }
 
-ct_status runner_reference(runner *r, int32_t *out, int8_t *data, int8_t *weights, ct_err *err) {
+ct_status runner_reference(runner *r, void *out, void *data, int8_t *weights, void *residual,
+                           ct_err *err) {
   if (!r || !out || !data || !weights)
     return ERR_SET(err, CT_ERR_INVALID_ARG, "runner_reference: NULL argument");
   if (!r->has_task)
     return ERR_SET(err, CT_ERR_INVALID_ARG,
                    "runner_reference: no task: call runner_set_task first");
+  if (r->task.epi.residual && !residual)
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "runner_reference: the task has a residual: NULL");
   if (r->pid == 0) {
     ct_status st = restart(r, err);
     if (st != CT_OK) return st;
   }
   size_t nd = (size_t)workload_data_elems(&r->task), nw = (size_t)workload_weight_elems(&r->task);
-  size_t no = (size_t)workload_out_elems(&r->task) * sizeof(int32_t);
+  size_t nr = r->task.epi.residual ? (size_t)workload_out_elems(&r->task) : 0;
+  size_t no = (size_t)workload_out_elems(&r->task) * workload_out_elem_bytes(&r->task);
   double deadline = proc_now_s() + SETUP_TIMEOUT_S;
   rsp_head h;
   call_result c = call(r, REQ_REFERENCE, NULL, 0, NULL, 0, deadline, &h);
@@ -755,9 +820,10 @@ ct_status runner_reference(runner *r, int32_t *out, int8_t *data, int8_t *weight
     }
     return st;
   }
-  if (c == CALL_OK && h.size == nd + nw + no &&
+  if (c == CALL_OK && h.size == nd + nw + nr + no &&
       proc_recv_all(r->fd, data, nd, deadline) == PROC_OK &&
       proc_recv_all(r->fd, weights, nw, deadline) == PROC_OK &&
+      (nr == 0 || proc_recv_all(r->fd, residual, nr, deadline) == PROC_OK) &&
       proc_recv_all(r->fd, out, no, deadline) == PROC_OK)
     return CT_OK;
   ct_status st = restart(r, err);

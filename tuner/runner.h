@@ -6,10 +6,11 @@
  * records the outcome, starts a new worker, sets the task up again and goes
  * on. The parent never touches CUDA.
  *
- * Per task (one packed workload): device buffers allocated once, random
- * int8 inputs (never zeros), the reference output computed once on the GPU
- * by a simple direct kernel (itself tested against the CPU reference), and
- * an L2 flush buffer. Per trial: load the cubin, poison the output, one run,
+ * Per task (one packed workload, any epilogue): device buffers allocated
+ * once, random inputs (never zeros) and epilogue values (quant_random from
+ * the seed), the reference output computed once on the GPU by a simple
+ * direct kernel of the unfolded formula (itself tested against the CPU
+ * reference), and an L2 flush buffer. Per trial: load the cubin, poison the output, one run,
  * compare on the GPU element by element (exact int32), then time: a
  * warm-up, `number` grown until one repeat lasts min_repeat_ms, `repeats`
  * repeats timed with CUDA events, L2 flushed before each repeat when the
@@ -61,11 +62,15 @@ ct_status runner_measure(runner *r, const instance *inst, const void *cubin, siz
                          run_result *res, ct_err *err);
 
 /* Copy the task's inputs and its GPU reference output back to the host:
- * data (workload_data_elems bytes), weights (workload_weight_elems bytes)
- * and out (workload_out_elems int32), all in the packed layouts, so that a
- * test can check the GPU reference against the CPU one. The caller owns the
- * buffers. CT_ERR_INVALID_ARG without a task. */
-ct_status runner_reference(runner *r, int32_t *out, int8_t *data, int8_t *weights, ct_err *err);
+ * data (workload_data_elems bytes), weights (workload_weight_elems bytes),
+ * the residual (workload_out_elems bytes; only when the task has one, else
+ * residual may be NULL) and out (workload_out_elems elements of
+ * workload_out_elem_bytes), all in the packed layouts, so that a test can
+ * check the GPU reference against the CPU one. The epilogue's values are
+ * quant_random(task, opts.seed). The caller owns the buffers.
+ * CT_ERR_INVALID_ARG without a task. */
+ct_status runner_reference(runner *r, void *out, void *data, int8_t *weights, void *residual,
+                           ct_err *err);
 
 /* How many times the worker was replaced (after faults and timeouts). */
 int runner_restarts(const runner *r);
