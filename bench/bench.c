@@ -29,6 +29,7 @@
 #include "bench/bench.h"
 #include "bench/cudnn_side.h"
 #include "core/pack.h"
+#include "core/quant.h"
 #include "core/reference.h"
 #include "core/rng.h"
 #include "gpu/cuda_check.h"
@@ -388,8 +389,10 @@ void bench_write_markdown(const bench_result *r, FILE *f) {
         "(int8 NHWC needs C % 4 == 0); cuDNN fp16 runs the real channels; the floor counts the "
         "real ones\n",
         f);
-  fputs("- convtune with int8 output (convtune_i8_us): not yet, it comes with the quantized "
-        "epilogues\n",
+  fputs("- convtune int8 out (convtune_i8_us): the same layer requantized to int8 in the kernel "
+        "(bias, per-channel fixed-point scales, ReLU clamp: the workload with `--out int8 "
+        "--epilogue bias,qc`), packed layout, checked byte for byte against the CPU reference "
+        "of the formula; the cuDNN int8 columns write int8 too\n",
         f);
   fputs("- pack: the plain-NCHW call minus the packed call: packing the data and unpacking the "
         "output, which a network that stays in NCHW4c pays once, not per layer\n",
@@ -405,15 +408,18 @@ void bench_write_markdown(const bench_result *r, FILE *f) {
             "tensor-op math)\n",
             r->cudnn_version);
   fputs("\n| layer | note |", f);
-  static const bench_field cols[] = {BENCH_FLOOR,      BENCH_CONVTUNE,      BENCH_PACK,
-                                     BENCH_CUDNN_INT8, BENCH_CUDNN_INT8X32, BENCH_CUDNN_FP16};
+  static const bench_field cols[] = {BENCH_FLOOR,     BENCH_CONVTUNE,   BENCH_CONVTUNE_I8,
+                                     BENCH_PACK,      BENCH_CUDNN_INT8, BENCH_CUDNN_INT8X32,
+                                     BENCH_CUDNN_FP16};
   fprintf(f, " %s | %s | TOPS | %% of floor |", field_titles[BENCH_FLOOR],
           field_titles[BENCH_CONVTUNE]);
   for (size_t c = 2; c < sizeof cols / sizeof cols[0]; c++)
     fprintf(f, " %s |", field_titles[cols[c]]);
-  fputs(" convtune/int8 | convtune/int8x32 | convtune/fp16 | convtune's kernel |\n", f);
+  fputs(" convtune/int8 | convtune/int8x32 | convtune/fp16 | convtune int8 out/cuDNN int8 | "
+        "convtune int8 out/fp16 | convtune's kernel |\n",
+        f);
   fputs("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-        "| --- |\n",
+        "| ---: | ---: | ---: | --- |\n",
         f);
   for (int i = 0; i < r->n_layers; i++) {
     const bench_layer *l = &r->layers[i];
@@ -431,6 +437,8 @@ void bench_write_markdown(const bench_result *r, FILE *f) {
       fputs(" - |", f);
     for (size_t c = 2; c < sizeof cols / sizeof cols[0]; c++) md_time(f, l->t[cols[c]]);
     for (int c = 0; c < BENCH_N_CUDNN; c++) md_ratio(f, ct, l->t[BENCH_CUDNN_INT8 + c]);
+    md_ratio(f, l->t[BENCH_CONVTUNE_I8], l->t[BENCH_CUDNN_INT8]);
+    md_ratio(f, l->t[BENCH_CONVTUNE_I8], l->t[BENCH_CUDNN_FP16]);
     fprintf(f, " %s |\n", l->source[0] ? l->source : "-");
   }
   /* the sum row: each column over the layers it has; ratios over the layers both have */
@@ -457,9 +465,14 @@ void bench_write_markdown(const bench_result *r, FILE *f) {
         fputs(" - | - |", f);
     }
   }
-  for (int c = 0; c < BENCH_N_CUDNN; c++) {
+  static const bench_field ratios[][2] = {{BENCH_CONVTUNE, BENCH_CUDNN_INT8},
+                                          {BENCH_CONVTUNE, BENCH_CUDNN_INT8X32},
+                                          {BENCH_CONVTUNE, BENCH_CUDNN_FP16},
+                                          {BENCH_CONVTUNE_I8, BENCH_CUDNN_INT8},
+                                          {BENCH_CONVTUNE_I8, BENCH_CUDNN_FP16}};
+  for (size_t c = 0; c < sizeof ratios / sizeof ratios[0]; c++) {
     double sa, sb;
-    int n = pair_sums(r, BENCH_CONVTUNE, (bench_field)(BENCH_CUDNN_INT8 + c), &sa, &sb);
+    int n = pair_sums(r, ratios[c][0], ratios[c][1], &sa, &sb);
     if (n && sb > 0)
       fprintf(f, " %.2f%s |", sa / sb, n < r->n_layers ? "*" : "");
     else
@@ -591,7 +604,7 @@ done:
   return st;
 }
 
-enum { B_DATA, B_PDATA, B_W, B_PW, B_POUT, B_OUT, N_BUFS };
+enum { B_DATA, B_PDATA, B_W, B_PW, B_POUT, B_OUT, B_PARAMS, B_POUT8, N_BUFS };
 
 typedef struct run {
   const bench_opts *o;
@@ -609,13 +622,15 @@ typedef struct ct_launch {
   const ct_workload *w;
   const void *data, *weights;
   void *out;
+  const void *params; /* the int8-output column's */
 } ct_launch;
 
 static ct_status launch_convtune(void *user, struct CUstream_st *stream, ct_err *err) {
   const ct_launch *l = user;
-  ct_status st = l->w->op == CT_OP_CONV3D
-                     ? ct_conv3d(l->ctx, l->w, l->data, l->weights, l->out, stream)
-                     : ct_conv2d(l->ctx, l->w, l->data, l->weights, l->out, stream);
+  ct_status st =
+      l->w->op == CT_OP_CONV3D
+          ? ct_qconv3d(l->ctx, l->w, l->data, l->weights, l->params, NULL, l->out, stream)
+          : ct_qconv2d(l->ctx, l->w, l->data, l->weights, l->params, NULL, l->out, stream);
   if (st) return ERR_SET(err, st, "%s", ct_errmsg(l->ctx));
   return CT_OK;
 }
@@ -726,8 +741,8 @@ static ct_status check_convtune(run *R, bench_layer *l, const ct_workload *w, co
   /* both layouts, outputs poisoned first so that an unwritten element shows */
   CUDA_TRY(err, cudaMemsetAsync(R->buf[B_POUT].p, POISON, R->buf[B_POUT].size, s));
   CUDA_TRY(err, cudaMemsetAsync(R->buf[B_OUT].p, POISON, R->buf[B_OUT].size, s));
-  ct_launch packed = {R->ctx, pw, R->buf[B_PDATA].p, R->buf[B_PW].p, R->buf[B_POUT].p};
-  ct_launch plainl = {R->ctx, w, R->buf[B_DATA].p, R->buf[B_PW].p, R->buf[B_OUT].p};
+  ct_launch packed = {R->ctx, pw, R->buf[B_PDATA].p, R->buf[B_PW].p, R->buf[B_POUT].p, NULL};
+  ct_launch plainl = {R->ctx, w, R->buf[B_DATA].p, R->buf[B_PW].p, R->buf[B_OUT].p, NULL};
   if ((st = launch_convtune(&packed, R->t.stream, err))) goto done;
   if ((st = launch_convtune(&plainl, R->t.stream, err))) goto done;
   CUDA_TRY(err, cudaStreamSynchronize(s));
@@ -770,6 +785,101 @@ static ct_status still_healthy(ct_err *err) {
   (void)cudaGetLastError();
   CUDA_TRY(err, cudaDeviceSynchronize());
 done:
+  return st;
+}
+
+/* The workload of the int8-output column: w requantized to int8 with a
+ * bias, per-channel scales and ReLU (BENCH_I8_EPILOGUE). */
+void bench_i8_workload(const ct_workload *w, ct_workload *out) {
+  *out = *w;
+  out->out_type = CT_DTYPE_INT8;
+  memset(&out->epi, 0, sizeof out->epi);
+  out->epi.bias = 1;
+  out->epi.scale = CT_SCALE_CHANNEL;
+}
+
+/* convtune with int8 output on layer l (inputs h_data, h_w already on the
+ * device, packed): values from quant_random with a ReLU clamp, params made
+ * by ct_make_params, the first and last image checked byte for byte
+ * against reference_qconv, then the packed call timed. A wrong answer or a
+ * failed call is a note on the column; an error status only when the
+ * context is lost. */
+static ct_status run_convtune_i8(run *R, bench_layer *l, const ct_workload *w, const int8_t *h_data,
+                                 const int8_t *h_w, ct_err *err) {
+  ct_status st = CT_OK;
+  char *note = l->note[BENCH_CONVTUNE_I8];
+  size_t note_size = sizeof l->note[BENCH_CONVTUNE_I8];
+  ct_workload wq, pwq, img;
+  bench_i8_workload(w, &wq);
+  workload_packed(&wq, &pwq);
+  geom3 g;
+  workload_geom(w, &g);
+  int64_t in_sp = g.in[0] * g.in[1] * g.in[2], out_sp = g.out[0] * g.out[1] * g.out[2];
+  int64_t img_out = g.k * out_sp, img_pout = pack_round4(g.k) * out_sp;
+  size_t n_params = ct_params_bytes(&wq), n_pout = ct_out_bytes(&pwq);
+  quant_store qs = {0};
+  void *params = malloc(n_params);
+  uint8_t *want = malloc((size_t)img_out), *got = malloc((size_t)img_pout),
+          *plain = malloc((size_t)img_out);
+  if (!params || !want || !got || !plain) {
+    st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the int8 column of %s", l->name);
+    goto done;
+  }
+  ct_err e = {0};
+  if ((st = quant_random(&wq, R->o->seed + 1, &qs, err))) goto done;
+  qs.q.clamp_min = qs.q.out_zero_point; /* ReLU */
+  qs.q.clamp_max = 127;
+  if (ct_make_params(R->ctx, &wq, &qs.q, h_w, params)) {
+    snprintf(note, note_size, "ct_make_params: %.180s", ct_errmsg(R->ctx));
+    goto done;
+  }
+  if ((st = dbuf_reserve(&R->buf[B_PARAMS], n_params, err)) ||
+      (st = dbuf_reserve(&R->buf[B_POUT8], n_pout, err)))
+    goto done;
+  CUDA_TRY(err, cudaMemcpy(R->buf[B_PARAMS].p, params, n_params, cudaMemcpyHostToDevice));
+  CUDA_TRY(err, cudaDeviceSynchronize());
+  cudaStream_t s = (cudaStream_t)R->t.stream;
+  CUDA_TRY(err, cudaMemsetAsync(R->buf[B_POUT8].p, POISON, n_pout, s));
+  ct_launch launch = {
+      R->ctx, &pwq, R->buf[B_PDATA].p, R->buf[B_PW].p, R->buf[B_POUT8].p, R->buf[B_PARAMS].p};
+  if (launch_convtune(&launch, R->t.stream, &e)) {
+    snprintf(note, note_size, "failed: %.200s", e.msg);
+    st = still_healthy(err);
+    goto done;
+  }
+  CUDA_TRY(err, cudaStreamSynchronize(s));
+  img = wq;
+  img.n = 1;
+  int64_t images[2] = {0, g.n - 1};
+  for (int i = 0; i < (g.n > 1 ? 2 : 1); i++) {
+    int64_t b = images[i];
+    if ((st = reference_qconv(&img, &qs.q, h_data + b * g.c * in_sp, h_w, NULL, want, err)))
+      goto done;
+    CUDA_TRY(err, cudaMemcpy(got, (uint8_t *)R->buf[B_POUT8].p + b * img_pout, (size_t)img_pout,
+                             cudaMemcpyDeviceToHost));
+    unpack_nc4c(got, plain, 1, 1, g.k, out_sp);
+    for (int64_t j = 0; j < img_out; j++)
+      if (plain[j] != want[j]) {
+        snprintf(note, note_size,
+                 "WRONG ANSWER, int8 output: image %lld channel %lld pixel %lld gives %d, not %d",
+                 (long long)b, (long long)(j / out_sp), (long long)(j % out_sp), (int8_t)plain[j],
+                 (int8_t)want[j]);
+        goto done;
+      }
+  }
+  double us;
+  if (bench_time(&R->t, launch_convtune, &launch, 0, &us, &e)) {
+    snprintf(note, note_size, "timing: %.200s", e.msg);
+    st = still_healthy(err);
+    goto done;
+  }
+  l->t[BENCH_CONVTUNE_I8] = us;
+done:
+  quant_store_free(&qs);
+  free(params);
+  free(want);
+  free(got);
+  free(plain);
   return st;
 }
 
@@ -820,8 +930,8 @@ static ct_status run_convtune(run *R, bench_layer *l, ct_err *err) {
       snprintf(l->source + n, sizeof l->source - (size_t)n, " (tuned %.2f us)", ex.measured_us);
   }
   if (!ok_packed) goto done;
-  ct_launch packed = {R->ctx, &pw, R->buf[B_PDATA].p, R->buf[B_PW].p, R->buf[B_POUT].p};
-  ct_launch plain = {R->ctx, &w, R->buf[B_DATA].p, R->buf[B_PW].p, R->buf[B_OUT].p};
+  ct_launch packed = {R->ctx, &pw, R->buf[B_PDATA].p, R->buf[B_PW].p, R->buf[B_POUT].p, NULL};
+  ct_launch plain = {R->ctx, &w, R->buf[B_DATA].p, R->buf[B_PW].p, R->buf[B_OUT].p, NULL};
   double t_packed, t_plain;
   if ((st = bench_time(&R->t, launch_convtune, &packed, 0, &t_packed, err))) goto done;
   l->t[BENCH_CONVTUNE] = t_packed;
@@ -836,6 +946,8 @@ static ct_status run_convtune(run *R, bench_layer *l, ct_err *err) {
   /* the layout kernels' time; below zero is noise on a layer where they are free */
   l->t[BENCH_PACK] = t_plain > t_packed ? t_plain - t_packed : 0;
 done:
+  /* the int8-output column, on the same inputs, whatever the int32 one did */
+  if (st == CT_OK && h_data && h_w) st = run_convtune_i8(R, l, &w, h_data, h_w, err);
   free(h_data);
   free(h_pdata);
   free(h_w);
@@ -893,7 +1005,6 @@ static void progress(const run *R, const bench_result *r, int i) {
   static const char *const short_names[BENCH_N_FIELDS] = {
       "floor", "convtune", "convtune int8", "cuDNN int8", "int8x32", "fp16", "pack"};
   for (int f = BENCH_CONVTUNE; f < BENCH_N_FIELDS && n < sizeof buf; f++) {
-    if (f == BENCH_CONVTUNE_I8) continue;
     if (bench_has(l->t[f]))
       n += (size_t)snprintf(buf + n, sizeof buf - n, ", %s %.2f", short_names[f], l->t[f]);
     else
@@ -967,7 +1078,8 @@ ct_status bench_run(const bench_opts *o, const wlset *s, bench_result *r, ct_err
       snprintf(l->note[BENCH_CONVTUNE], sizeof l->note[BENCH_CONVTUNE], "failed: %.140s", err->msg);
       if ((st = still_healthy(err))) goto done;
     }
-    if (strstr(l->note[BENCH_CONVTUNE], "WRONG") || strstr(l->note[BENCH_PACK], "WRONG"))
+    if (strstr(l->note[BENCH_CONVTUNE], "WRONG") || strstr(l->note[BENCH_PACK], "WRONG") ||
+        strstr(l->note[BENCH_CONVTUNE_I8], "WRONG"))
       r->n_wrong++;
     if ((st = run_cudnn(&R, l, err))) goto done;
     progress(&R, r, i);

@@ -36,13 +36,17 @@ static inline int bench_has(double us) {
 typedef enum bench_field {
   BENCH_FLOOR = 0,     /* roofline floor, int32 output */
   BENCH_CONVTUNE,      /* convtune, packed layout, int32 output */
-  BENCH_CONVTUNE_I8,   /* convtune, int8 output (none yet) */
+  BENCH_CONVTUNE_I8,   /* convtune, int8 output (bench_i8_workload), packed layout */
   BENCH_CUDNN_INT8,    /* cuDNN NHWC INT8 config, int8 output */
   BENCH_CUDNN_INT8X32, /* cuDNN NCHW_VECT_C INT8x32 config, int8 output */
   BENCH_CUDNN_FP16,    /* cuDNN NHWC fp16, tensor-op math, fp16 output */
   BENCH_PACK,          /* plain-layout call minus packed call: pack data + unpack output */
   BENCH_N_FIELDS
 } bench_field;
+
+/* The workload of the int8-output column for w: int8 output, bias,
+ * per-channel scales (values: random, with a ReLU clamp). */
+void bench_i8_workload(const ct_workload *w, ct_workload *out);
 
 /* The JSON / CSV names of the fields ("floor_us", "convtune_us", ...). */
 extern const char *const bench_field_names[BENCH_N_FIELDS];

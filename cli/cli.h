@@ -34,7 +34,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * object, --file FILE or --set NAME, and --batch for all of them. */
 typedef struct cli_wl {
   const char *positional, *file, *set;
-  int batch;       /* 0: keep */
+  int batch; /* 0: keep */
+  /* --data, --out, --epilogue: applied to every selected workload */
+  const char *data_type, *out_type, *epilogue;
   cJSON *flags;    /* the flags as a workload JSON object, NULL when none */
   const char *err; /* first flag error, reported by cli_wl_load */
   char errbuf[256];

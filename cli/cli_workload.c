@@ -98,16 +98,29 @@ enum {
   O_FILE,
   O_SET,
   O_BATCH,
+  O_DATA,
+  O_OUT,
+  O_EPILOGUE,
 };
 
 const struct option cli_wl_options[] = {
-    {"op", required_argument, 0, O_OP},         {"c", required_argument, 0, O_C},
-    {"k", required_argument, 0, O_K},           {"size", required_argument, 0, O_SIZE},
-    {"kernel", required_argument, 0, O_KERNEL}, {"stride", required_argument, 0, O_STRIDE},
-    {"pad", required_argument, 0, O_PAD},       {"dilation", required_argument, 0, O_DILATION},
-    {"groups", required_argument, 0, O_GROUPS}, {"layout", required_argument, 0, O_LAYOUT},
-    {"file", required_argument, 0, O_FILE},     {"set", required_argument, 0, O_SET},
-    {"batch", required_argument, 0, O_BATCH},   {0, 0, 0, 0},
+    {"op", required_argument, 0, O_OP},
+    {"c", required_argument, 0, O_C},
+    {"k", required_argument, 0, O_K},
+    {"size", required_argument, 0, O_SIZE},
+    {"kernel", required_argument, 0, O_KERNEL},
+    {"stride", required_argument, 0, O_STRIDE},
+    {"pad", required_argument, 0, O_PAD},
+    {"dilation", required_argument, 0, O_DILATION},
+    {"groups", required_argument, 0, O_GROUPS},
+    {"layout", required_argument, 0, O_LAYOUT},
+    {"file", required_argument, 0, O_FILE},
+    {"set", required_argument, 0, O_SET},
+    {"batch", required_argument, 0, O_BATCH},
+    {"data", required_argument, 0, O_DATA},
+    {"out", required_argument, 0, O_OUT},
+    {"epilogue", required_argument, 0, O_EPILOGUE},
+    {0, 0, 0, 0},
 };
 
 const char cli_wl_help[] =
@@ -123,7 +136,14 @@ const char cli_wl_help[] =
     "                         [--groups 1]; sizes take one value or one per dimension\n"
     "  --file FILE            a JSON list of named workloads\n"
     "  --set NAME             a shipped set: %s\n"
-    "  --batch N              the batch size of every selected workload\n";
+    "  --batch N              the batch size of every selected workload\n"
+    "Quantization, applied to every selected workload:\n"
+    "  --data int8|uint8      the data type\n"
+    "  --out int32|int8|uint8 the output: raw accumulators, or requantized\n"
+    "  --epilogue LIST        comma-separated, the key's segments: zd (data zero point),\n"
+    "                         zw (weight zero points), bias, qc (per-channel scale), res\n"
+    "                         (residual), d2sBdcr / d2sBcrd (depth_to_space, block B);\n"
+    "                         'none' clears them\n";
 
 /* A strict positive decimal int, or -1. */
 static int parse_int(const char *s, int lo) {
@@ -191,6 +211,15 @@ int cli_wl_option(cli_wl *s, int opt, const char *arg) {
     return 1;
   case O_BATCH:
     if ((s->batch = parse_int(arg, 1)) < 0) flag_error(s, name, arg, "an integer of at least 1");
+    return 1;
+  case O_DATA:
+    s->data_type = arg;
+    return 1;
+  case O_OUT:
+    s->out_type = arg;
+    return 1;
+  case O_EPILOGUE:
+    s->epilogue = arg;
     return 1;
   case O_OP:
   case O_LAYOUT:
@@ -266,7 +295,93 @@ void cli_wl_free(cli_wl *s) {
   s->flags = NULL;
 }
 
+static int dtype_of(const char *name, ct_dtype *t) {
+  static const struct {
+    const char *name;
+    ct_dtype t;
+  } types[] = {{"int8", CT_DTYPE_INT8}, {"uint8", CT_DTYPE_UINT8}, {"int32", CT_DTYPE_INT32}};
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+    if (!strcmp(name, types[i].name)) {
+      *t = types[i].t;
+      return 1;
+    }
+  return 0;
+}
+
+/* --epilogue's list into e (replacing it). */
+static ct_status parse_epilogue(const char *list, ct_epilogue *e, ct_err *err) {
+  char buf[256];
+  if (strlen(list) >= sizeof buf)
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "--epilogue: the list is too long");
+  strcpy(buf, list);
+  memset(e, 0, sizeof *e);
+  char *save = NULL;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    char mode[8] = "";
+    int b = 0, used = 0;
+    if (!strcmp(t, "none"))
+      memset(e, 0, sizeof *e);
+    else if (!strcmp(t, "zd"))
+      e->data_zero_point = 1;
+    else if (!strcmp(t, "zw"))
+      e->weight_zero_point = 1;
+    else if (!strcmp(t, "bias"))
+      e->bias = 1;
+    else if (!strcmp(t, "qc"))
+      e->scale = CT_SCALE_CHANNEL;
+    else if (!strcmp(t, "res"))
+      e->residual = 1;
+    else if (sscanf(t, "d2s%d%3[a-z]%n", &b, mode, &used) == 2 && t[used] == '\0' &&
+             (!strcmp(mode, "dcr") || !strcmp(mode, "crd"))) {
+      e->d2s_block = b;
+      e->d2s_mode = strcmp(mode, "crd") ? CT_D2S_DCR : CT_D2S_CRD;
+    } else
+      return ERR_SET(err, CT_ERR_INVALID_ARG,
+                     "--epilogue: unknown item '%s'; the items are zd, zw, bias, qc, res, "
+                     "d2sBdcr and d2sBcrd (e.g. d2s4dcr), or none",
+                     t);
+  }
+  return CT_OK;
+}
+
+/* Apply --data, --out and --epilogue to every item of set, each checked. */
+static ct_status apply_quant(const cli_wl *s, wlset *set, ct_err *err) {
+  ct_dtype data = CT_DTYPE_INT8, outt = CT_DTYPE_INT32;
+  if (s->data_type && (!dtype_of(s->data_type, &data) || data == CT_DTYPE_INT32))
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "--data: expected int8 or uint8, got '%s'",
+                   s->data_type);
+  if (s->out_type && !dtype_of(s->out_type, &outt))
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "--out: expected int32, int8 or uint8, got '%s'",
+                   s->out_type);
+  ct_epilogue e;
+  ct_status st;
+  if (s->epilogue && (st = parse_epilogue(s->epilogue, &e, err))) return st;
+  for (int i = 0; i < set->n_items; i++) {
+    ct_workload *w = &set->items[i].w;
+    if (s->data_type) w->data_type = data;
+    if (s->out_type) w->out_type = outt;
+    if (s->epilogue) w->epi = e;
+    if ((st = workload_validate(w, err))) {
+      err_prefix(err, "workload '%s' with the quantization flags", set->items[i].name);
+      return st;
+    }
+  }
+  return CT_OK;
+}
+
+static ct_status load_selection(cli_wl *s, const char *dflt, wlset **out, ct_err *err);
+
 ct_status cli_wl_load(cli_wl *s, const char *dflt, wlset **out, ct_err *err) {
+  ct_status st = load_selection(s, dflt, out, err);
+  if (st || (!s->data_type && !s->out_type && !s->epilogue)) return st;
+  if ((st = apply_quant(s, *out, err))) {
+    wlset_free(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
+static ct_status load_selection(cli_wl *s, const char *dflt, wlset **out, ct_err *err) {
   if (s->err) return ERR_SET(err, CT_ERR_INVALID_ARG, "%s", s->err);
   int sources = !!s->positional + !!s->file + !!s->set + !!s->flags;
   if (sources > 1)

@@ -231,8 +231,9 @@ ct_status ct_open(const char *db_path, int device_ordinal, ct_context **out) {
    * memory between calls (the default pool would give it back at every
    * synchronisation). */
   if (load_pack_kernels(ctx, &err)) return fail(ctx, &err);
-  struct cudaMemPoolProps props = {.allocType = cudaMemAllocationTypePinned,
-                            .location = {.type = cudaMemLocationTypeDevice, .id = device_ordinal}};
+  struct cudaMemPoolProps props = {
+      .allocType = cudaMemAllocationTypePinned,
+      .location = {.type = cudaMemLocationTypeDevice, .id = device_ordinal}};
   unsigned long long keep = ~0ULL;
   if (cudaMemPoolCreate(&ctx->pool, &props) != cudaSuccess ||
       cudaMemPoolSetAttribute(ctx->pool, cudaMemPoolAttrReleaseThreshold, &keep) != cudaSuccess) {
@@ -608,7 +609,9 @@ ct_status ct_make_params(ct_context *ctx, const ct_workload *w, const ct_quant *
   if (!ctx) return CT_ERR_INVALID_ARG;
   if (!w || !weights || !params)
     return failf(ctx, CT_ERR_INVALID_ARG, "ct_make_params: %s is NULL",
-                 !w ? "the workload" : !weights ? "weights" : "params");
+                 !w         ? "the workload"
+                 : !weights ? "weights"
+                            : "params");
   ct_err err = {0};
   if (workload_validate(w, &err)) return fail(ctx, &err);
   ct_workload plain = *w; /* the weights are plain whatever w's layout */

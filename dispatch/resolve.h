@@ -7,8 +7,8 @@
  * device of the same compute capability, (3) the best config of the nearest
  * tuned workload (same template and version) that is valid for this one,
  * (4) a heuristic default. A config carried to another workload keeps the
- * shape of its blocks and takes the number of blocks from the new extents. Records count only when their template version
- * is the one compiled into this library: a version covers the kernel source
+ * shape of its blocks and takes the number of blocks from the new extents. Records count only when
+ * their template version is the one compiled into this library: a version covers the kernel source
  * and its descriptor, so an old record's geometry could be wrong.
  */
 #ifndef CT_DISPATCH_RESOLVE_H
@@ -43,7 +43,8 @@ ct_status resolve_default(const template_desc *tpl, const ct_workload *pw, const
 
 /* The distance between two workloads of one op, for "nearest": differing
  * kernel, stride, dilation or padding weigh most, then the log2 ratios of
- * batch, channels and sizes. */
+ * batch, channels and sizes, then (0.25 each) another data type, output
+ * type or epilogue on the same shape. */
 double resolve_distance(const ct_workload *a, const ct_workload *b);
 
 #endif

@@ -54,6 +54,15 @@ expect 0 '1x64x29x57' workload --c 64 --k 64 --size 56x56 --kernel 3 --pad 1x1.2
 expect 0 'n4-c64' workload conv2d-nchw-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1 --batch 4
 expect 0 'conv3d-ncdhw4c' workload '{"op":"conv3d","layout":"ncdhw4c","c":4,"d":3,"h":5,"w":7,"k":8,"kernel":[3,1,1]}'
 expect 0 'usage: convtune workload' workload --help
+# quantized workloads: flags on any selection, JSON fields, keys with segments
+expect 0 'conv2d-nchw-u8.i8.i8-n1-c3-k64-224x224-r7x7-s2x2-p3x3.3x3-d1x1-zd-bias-qc' workload --set resnet50 --data uint8 --out int8 --epilogue zd,bias,qc
+expect 0 '1x3x256x192' workload --c 64 --k 48 --size 64x48 --kernel 3 --pad 1 --out int8 --epilogue d2s4crd
+expect 0 'n1-c64-k48-64x48-r3x3-s1x1-p1x1.1x1-d1x1-res-d2s4dcr' workload '{"op":"conv2d","c":64,"k":48,"h":64,"w":48,"kernel":3,"pad":1,"out_type":"int8","residual":true,"depth_to_space":4}'
+expect 0 'i8.i8.i8-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1-zw-qc' workload conv2d-nchw-i8.i8.i8-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1-zw-qc
+expect_bad "unknown item 'relu'" workload --set resnet50 --out int8 --epilogue bias,relu
+expect_bad "expected int8 or uint8" workload --set resnet50 --data int32
+expect_bad 'a residual needs an int8 or uint8 output' workload --set resnet50 --epilogue res
+expect_bad 'multiple of 25' workload --c 64 --k 48 --size 17x17 --kernel 3 --epilogue d2s5dcr
 
 # Malformed input: one line naming the field, exit code 2.
 good='"op":"conv2d","c":64,"h":56,"w":56,"k":64,"kernel":3'

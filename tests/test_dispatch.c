@@ -516,6 +516,12 @@ START_TEST(distance_properties) {
   ck_assert_double_gt(resolve_distance(&a, &ker1), resolve_distance(&a, &batch2));
   ck_assert_double_gt(resolve_distance(&a, &ker1), resolve_distance(&a, &chan2));
   ck_assert_double_gt(resolve_distance(&a, &ker1), 2 * resolve_distance(&a, &chan2));
+  /* Another epilogue on the same shape is near, but not the same. */
+  ct_workload q8 = a;
+  q8.out_type = CT_DTYPE_INT8;
+  q8.epi.bias = 1;
+  ck_assert_double_eq(resolve_distance(&a, &q8), 0.5);
+  ck_assert_double_lt(resolve_distance(&a, &q8), resolve_distance(&a, &batch2));
   /* 3D: the depth counts too. */
   ct_workload v, v2;
   workload_init(&v, CT_OP_CONV3D);

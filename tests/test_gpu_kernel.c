@@ -246,7 +246,9 @@ START_TEST(opt_in_shared_memory_is_usable) {
   instance small_inst = inst;
   small_inst.smem_bytes = 0;
   ck_assert_int_eq(kernel_load(c.data, c.size, &small_inst, &small, &err), CT_OK);
-  ck_assert_int_eq(kernel_launch(&small, &inst, &(kernel_io){d_seed, NULL, d_out, NULL, NULL}, 0, &err), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(
+      kernel_launch(&small, &inst, &(kernel_io){d_seed, NULL, d_out, NULL, NULL}, 0, &err),
+      CT_ERR_INVALID_ARG);
   kernel_unload(&small);
 
   /* More than the device allows fails at load, as a status, unloaded. */
@@ -294,7 +296,8 @@ START_TEST(failures_are_statuses_and_the_context_survives) {
   void *d_out = device_alloc(N_ELEMS * sizeof(int32_t));
   check_cuda(cudaMemset(d_a, 0x01, N_ELEMS * sizeof(int32_t)), "fill a");
   check_cuda(cudaMemset(d_b, 0x02, 4 * N_ELEMS * sizeof(int32_t)), "fill b");
-  ck_assert_int_eq(kernel_launch(&k, &inst, &(kernel_io){d_a, d_b, d_out, NULL, NULL}, 0, &err), CT_ERR_CUDA);
+  ck_assert_int_eq(kernel_launch(&k, &inst, &(kernel_io){d_a, d_b, d_out, NULL, NULL}, 0, &err),
+                   CT_ERR_CUDA);
   ck_assert_ptr_nonnull(strstr(err.msg, "cudaLaunchKernel"));
   ck_assert_ptr_nonnull(strstr(err.msg, "2048"));
   /* The error was reported, not left for the next config to find. */
@@ -304,7 +307,8 @@ START_TEST(failures_are_statuses_and_the_context_survives) {
    * dp4a(0x01010101, 0x02020202, 0x02020202) + dp4a(0x02020202, 0x02020202, 0). */
   inst.grid[0] = (N_ELEMS + BLOCK - 1) / BLOCK;
   inst.block[0] = BLOCK;
-  ck_assert_int_eq(kernel_launch(&k, &inst, &(kernel_io){d_a, d_b, d_out, NULL, NULL}, 0, &err), CT_OK);
+  ck_assert_int_eq(kernel_launch(&k, &inst, &(kernel_io){d_a, d_b, d_out, NULL, NULL}, 0, &err),
+                   CT_OK);
   check_cuda(cudaDeviceSynchronize(), "synchronise");
   int32_t out[N_ELEMS];
   check_cuda(cudaMemcpy(out, d_out, sizeof out, cudaMemcpyDeviceToHost), "copy out");
@@ -315,10 +319,12 @@ START_TEST(failures_are_statuses_and_the_context_survives) {
   /* An argument kind out of range and an unloaded kernel are refused. */
   instance bad_arg = inst;
   bad_arg.args[2] = (kernel_arg)7;
-  ck_assert_int_eq(kernel_launch(&k, &bad_arg, &(kernel_io){d_a, d_b, d_out, NULL, NULL}, 0, &err), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(kernel_launch(&k, &bad_arg, &(kernel_io){d_a, d_b, d_out, NULL, NULL}, 0, &err),
+                   CT_ERR_INVALID_ARG);
   kernel none;
   memset(&none, 0, sizeof none);
-  ck_assert_int_eq(kernel_launch(&none, &inst, &(kernel_io){d_a, d_b, d_out, NULL, NULL}, 0, &err), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(kernel_launch(&none, &inst, &(kernel_io){d_a, d_b, d_out, NULL, NULL}, 0, &err),
+                   CT_ERR_INVALID_ARG);
 
   kernel_unload(&k);
   cudaFree(d_a);

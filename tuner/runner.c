@@ -374,7 +374,8 @@ static ct_status compare(wstate *s, unsigned *n_bad, unsigned *first, int32_t *g
   *first = res[1];
   if (res[0] > 0 && res[1] < (unsigned long long)n) {
     CUDA_TRY(err, cudaMemcpy(got, (int32_t *)s->out + res[1], sizeof *got, cudaMemcpyDeviceToHost));
-    CUDA_TRY(err, cudaMemcpy(want, (int32_t *)s->ref + res[1], sizeof *want, cudaMemcpyDeviceToHost));
+    CUDA_TRY(err,
+             cudaMemcpy(want, (int32_t *)s->ref + res[1], sizeof *want, cudaMemcpyDeviceToHost));
   }
 done:
   return st;
