@@ -168,11 +168,14 @@ static int command_line(const char *cmd, char *buf, size_t size) {
 }
 
 void bench_result_stamp(bench_result *r, int argc, char **argv) {
-  /* the tree measured: git where the run happens in a checkout; the GPU
-   * machine gets a copy without .git, so CT_COMMIT names it there */
+  /* the tree measured: CT_COMMIT when the caller names it (the GPU machine
+   * gets a copy whose .git, if any, is not the tree's: git there once
+   * named a commit three behind), else git in a checkout */
   const char *env = getenv("CT_COMMIT");
-  if (!command_line("git rev-parse --short HEAD 2>/dev/null", r->commit, sizeof r->commit))
-    snprintf(r->commit, sizeof r->commit, "%s", env && *env ? env : "unknown");
+  if (env && *env)
+    snprintf(r->commit, sizeof r->commit, "%s", env);
+  else if (!command_line("git rev-parse --short HEAD 2>/dev/null", r->commit, sizeof r->commit))
+    snprintf(r->commit, sizeof r->commit, "unknown");
   size_t n = 0;
   r->command[0] = '\0';
   for (int i = 0; i < argc && n + 1 < sizeof r->command; i++)

@@ -38,8 +38,8 @@ static const char usage[] =
     "  -q, -v                 less or more output\n"
     "  -h, --help             this text\n"
     "\n"
-    "The commit recorded is `git rev-parse --short HEAD` where git works, else\n"
-    "$CT_COMMIT, else \"unknown\".\n"
+    "The commit recorded is $CT_COMMIT when set, else `git rev-parse --short\n"
+    "HEAD` where git works, else \"unknown\".\n"
     "\n";
 
 static int write_csv(const char *path, const bench_result *r) {

@@ -383,6 +383,22 @@ static void check_png(const uint8_t *png, size_t size, int *w, int *h, uint8_t *
 }
 #endif
 
+/* CT_COMMIT names the tree when set, whatever git says. */
+START_TEST(stamp_prefers_ct_commit) {
+  bench_result r;
+  memset(&r, 0, sizeof r);
+  char *argv[] = {"convtune", "bench", "--set", "resnet50"};
+  setenv("CT_COMMIT", "abc1234", 1);
+  bench_result_stamp(&r, 4, argv);
+  ck_assert_str_eq(r.commit, "abc1234");
+  ck_assert_str_eq(r.command, "convtune bench --set resnet50");
+  unsetenv("CT_COMMIT");
+  bench_result_stamp(&r, 4, argv);
+  ck_assert_str_ne(r.commit, "abc1234");
+  ck_assert(strlen(r.commit) > 0);
+}
+END_TEST
+
 START_TEST(png_encoder) {
   uint8_t rgb[2 * 3 * 3];
   for (int i = 0; i < (int)sizeof rgb; i++) rgb[i] = (uint8_t)(i * 13 + 1);
@@ -497,6 +513,7 @@ static Suite *bench_suite(void) {
   tcase_add_test(tc, json_with_nulls);
   tcase_add_test(tc, csv_with_nulls);
   tcase_add_test(tc, markdown_table);
+  tcase_add_test(tc, stamp_prefers_ct_commit);
   tcase_add_test(tc, png_encoder);
   tcase_add_test(tc, chart);
   tcase_add_test(tc, peak_kernels_compile);
