@@ -5,7 +5,8 @@
  *
  * Every layer of ResNet-50 (conv2d_nchw4c_dp4a) and ResNet3D-18
  * (conv3d_ncdhw4c_dp4a), and an ESPCN-style subpixel layer (64 -> 48
- * channels, 3x3, depth_to_space 4, both orders), runs with each of six
+ * channels, 3x3, depth_to_space 4, both orders; and its 3x form, 64 -> 27),
+ * runs with each of six
  * epilogues: uint8 data with its zero point, weight zero points, bias,
  * per-tensor and per-channel scales, clamps, a residual, int32 / int8 /
  * uint8 output and depth_to_space. Layouts alternate between plain (the
@@ -209,31 +210,33 @@ START_TEST(resnet3d18_every_layer_every_epilogue) {
 END_TEST
 
 /* ESPCN's subpixel layer: 64 -> 48 = 3 x 4^2 channels, 3x3, then
- * depth_to_space 4 into 3 channels at 4x: both orders, every variant, both
- * layouts (packed: the 3 output channels fill one chunk of 4, the fourth
- * lane zero). */
+ * depth_to_space 4 into 3 channels at 4x; and at 3x, 64 -> 27 = 3 x 3^2,
+ * whose K is not a multiple of 4 (the packed workload keeps K = 27, its
+ * weights 7 chunks). Both orders, every variant, both layouts (packed: the
+ * 3 output channels fill one chunk of 4, the fourth lane zero). */
 START_TEST(espcn_subpixel_every_epilogue) {
   if (!wanted("espcn")) return;
   ct_context *ctx = NULL;
   ck_assert_msg(ct_open(db_path, 0, &ctx) == CT_OK, "ct_open: %s", ct_errmsg(ctx));
-  ct_workload base;
-  ct_workload_init(&base, CT_OP_CONV2D);
-  base.c = 64;
-  base.k = 48;
-  base.in[0] = 64;
-  base.in[1] = 48;
-  base.kernel[0] = base.kernel[1] = 3;
-  base.pad_before[0] = base.pad_before[1] = base.pad_after[0] = base.pad_after[1] = 1;
   int n = 0;
-  for (int mode = 0; mode < 2; mode++)
-    for (int v = 0; v < N_VARIANTS; v++)
-      for (int packed = 0; packed < 2; packed++) {
-        ct_workload w = variant(&base, v);
-        w.epi.d2s_block = 4;
-        w.epi.d2s_mode = mode ? CT_D2S_CRD : CT_D2S_DCR;
-        if (packed) workload_packed(&w, &w);
-        run_case(ctx, &w, 500u + (uint64_t)n++, "espcn_x4");
-      }
+  for (int b = 4; b >= 3; b--)
+    for (int mode = 0; mode < 2; mode++)
+      for (int v = 0; v < N_VARIANTS; v++)
+        for (int packed = 0; packed < 2; packed++) {
+          ct_workload base;
+          ct_workload_init(&base, CT_OP_CONV2D);
+          base.c = 64;
+          base.k = 3 * b * b;
+          base.in[0] = 64;
+          base.in[1] = 48;
+          base.kernel[0] = base.kernel[1] = 3;
+          base.pad_before[0] = base.pad_before[1] = base.pad_after[0] = base.pad_after[1] = 1;
+          ct_workload w = variant(&base, v);
+          w.epi.d2s_block = b;
+          w.epi.d2s_mode = mode ? CT_D2S_CRD : CT_D2S_DCR;
+          if (packed) workload_packed(&w, &w);
+          run_case(ctx, &w, 500u + (uint64_t)n++, b == 4 ? "espcn_x4" : "espcn_x3");
+        }
   ct_close(ctx);
 }
 END_TEST
