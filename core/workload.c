@@ -248,10 +248,6 @@ int workload_has_params(const ct_workload *w) {
          w->out_type != CT_DTYPE_INT32;
 }
 
-int workload_is_quantized(const ct_workload *w) {
-  return workload_has_params(w) || w->data_type != CT_DTYPE_INT8 || w->epi.d2s_block;
-}
-
 size_t workload_out_elem_bytes(const ct_workload *w) {
   return w->out_type == CT_DTYPE_INT32 ? 4 : 1;
 }

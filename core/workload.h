@@ -91,9 +91,6 @@ int64_t workload_d2s_volume(const ct_workload *w);
 int workload_out_channels(const ct_workload *w);
 /* Whether w's kernels take a params block (zero points, bias, 8-bit output). */
 int workload_has_params(const ct_workload *w);
-/* Whether w is anything but int8 x int8 -> raw int32 (ct_conv* refuses none
- * of these; it is for messages and the reference). */
-int workload_is_quantized(const ct_workload *w);
 /* Bytes per output element: 4 (int32) or 1. */
 size_t workload_out_elem_bytes(const ct_workload *w);
 

@@ -236,7 +236,8 @@ typedef struct ct_quant {
  * not positive or at least 2^30. */
 CT_API ct_status ct_quantize_multiplier(double scale, int32_t *multiplier, int *shift);
 
-/* Bytes of w's params block (a few words per output channel). */
+/* Bytes of w's params block (a few words per output channel); 0 when w is
+ * not valid. */
 CT_API size_t ct_params_bytes(const ct_workload *w);
 
 /* Fold q and w's weights (plain OIHW / OIDHW int8, host memory) into params
@@ -259,7 +260,8 @@ CT_API ct_status ct_qconv3d(ct_context *ctx, const ct_workload *w, const void *d
                             void *out, struct CUstream_st *stream);
 
 /* Bytes of w's output in its layout (int32: 4 per element, 8-bit: 1;
- * packed: channels rounded up to 4; depth_to_space: remapped shape). */
+ * packed: channels rounded up to 4; depth_to_space: remapped shape); 0 when
+ * w is not valid. */
 CT_API size_t ct_out_bytes(const ct_workload *w);
 
 /* Bytes of w's packed weights: round4(K) x round4(C) x kernel volume. */
