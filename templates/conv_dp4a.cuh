@@ -162,6 +162,21 @@ __device__ constexpr int inner_extent(int ax) {
 /* A thread's block-local position along an axis (see the file comment). */
 #define LOCAL(v, t, i, T, I) ((v) * ((T) * (I)) + (t) * (I) + (i))
 
+#if CT_OUT != 0
+/* The 8-bit output (low byte) of output channel k's corrected accumulator
+ * v, rb the residual's byte at the same place (0 without one). */
+__device__ __forceinline__ unsigned requant_lane(const int *__restrict__ params, int k, int v,
+                                                 unsigned rb) {
+  const int m = CT_QC ? params[CTQ_HEADER + CTQ_MULTS * 4 * CT_K4 + k] : params[CTQ_MULT];
+  const int sh = CT_QC ? params[CTQ_HEADER + CTQ_SHIFTS * 4 * CT_K4 + k] : params[CTQ_SHIFT];
+  const int r = CT_OUT == 2 ? (int)rb : (int)(signed char)rb;
+  const int y = ctq_requant(v, m, sh, params[CTQ_OUT_ZP], params[CTQ_LO], params[CTQ_HI], CT_RES, r,
+                            CT_RES ? params[CTQ_RES_MULT] : 0, CT_RES ? params[CTQ_RES_SHIFT] : 0,
+                            CT_RES ? params[CTQ_RES_ZP] : 0);
+  return (unsigned)y & 0xffu;
+}
+#endif
+
 /* The convolution of one block; the kernel below is its entry point (a
  * test template wraps it in an entry of its own: CT_CUSTOM_ENTRY). */
 __device__ __forceinline__ void conv_dp4a_body(const int *__restrict__ data,
@@ -337,14 +352,6 @@ __device__ __forceinline__ void conv_dp4a_body(const int *__restrict__ data,
   /* Store the register tile: per position, 4 output lanes through the
    * epilogue; one int4 (int32) or one int (8-bit) per position, or element
    * by element in depth_to_space order. */
-#if CT_OUT != 0
-  const int zy = params[CTQ_OUT_ZP], lo = params[CTQ_LO], hi = params[CTQ_HI];
-#if CT_RES
-  const int rm = params[CTQ_RES_MULT], rs = params[CTQ_RES_SHIFT], rzp = params[CTQ_RES_ZP];
-#else
-  const int rm = 0, rs = 0, rzp = 0;
-#endif
-#endif
 #pragma unroll
   for (int an = 0; an < AN; an++)
 #pragma unroll
@@ -384,15 +391,8 @@ __device__ __forceinline__ void conv_dp4a_body(const int *__restrict__ data,
             const unsigned rword = CT_RES ? ((const unsigned *)residual)[pos] : 0u;
             unsigned word = 0;
 #pragma unroll
-            for (int l = 0; l < 4; l++) {
-              const int k = f * 4 + l;
-              const int m = CT_QC ? params[CTQ_HEADER + CTQ_MULTS * 4 * CT_K4 + k] : params[CTQ_MULT];
-              const int sh = CT_QC ? params[CTQ_HEADER + CTQ_SHIFTS * 4 * CT_K4 + k] : params[CTQ_SHIFT];
-              const unsigned rb = (rword >> (8 * l)) & 0xffu;
-              const int r = CT_OUT == 2 ? (int)rb : (int)(signed char)rb;
-              const int y = ctq_requant(v[l], m, sh, zy, lo, hi, CT_RES, r, rm, rs, rzp);
-              word |= ((unsigned)y & 0xffu) << (8 * l);
-            }
+            for (int l = 0; l < 4; l++)
+              word |= requant_lane(params, f * 4 + l, v[l], (rword >> (8 * l)) & 0xffu) << (8 * l);
             ((unsigned *)out)[pos] = word;
 #endif
 #else /* depth_to_space: each lane to its own place */
@@ -414,12 +414,8 @@ __device__ __forceinline__ void conv_dp4a_body(const int *__restrict__ data,
               if (CT_COUT % 4 && c == CT_COUT - 1) /* the output's padding lanes are zero */
                 for (int z = CT_COUT % 4; z < 4; z++) ((int *)out)[e + z - c % 4] = 0;
 #else
-              const int m = CT_QC ? params[CTQ_HEADER + CTQ_MULTS * 4 * CT_K4 + k] : params[CTQ_MULT];
-              const int sh = CT_QC ? params[CTQ_HEADER + CTQ_SHIFTS * 4 * CT_K4 + k] : params[CTQ_SHIFT];
-              const unsigned char rb = CT_RES ? ((const unsigned char *)residual)[e] : 0;
-              const int r = CT_OUT == 2 ? (int)rb : (int)(signed char)rb;
-              const int y = ctq_requant(v[l], m, sh, zy, lo, hi, CT_RES, r, rm, rs, rzp);
-              ((unsigned char *)out)[e] = (unsigned char)y;
+              const unsigned rb = CT_RES ? ((const unsigned char *)residual)[e] : 0u;
+              ((unsigned char *)out)[e] = (unsigned char)requant_lane(params, k, v[l], rb);
               if (CT_COUT % 4 && c == CT_COUT - 1)
                 for (int z = CT_COUT % 4; z < 4; z++) ((unsigned char *)out)[e + z - c % 4] = 0;
 #endif

@@ -33,6 +33,7 @@
 #include "core/reference.h"
 #include "core/rng.h"
 #include "core/wlset.h"
+#include "tests/gpu_probe.h"
 
 #define POISON_BYTE 0xA5
 #define N_VARIANTS  6
@@ -242,19 +243,8 @@ START_TEST(espcn_subpixel_every_epilogue) {
 END_TEST
 
 int main(void) {
-  ct_context *probe = NULL;
-  ct_status st = ct_open(NULL, 0, &probe);
-  if (st == CT_ERR_NO_DEVICE) {
-    fprintf(stderr, "test_gpu_quant: skipped: %s\n", ct_errmsg(probe));
-    ct_close(probe);
-    return 77;
-  }
-  if (st != CT_OK) {
-    fprintf(stderr, "test_gpu_quant: ct_open: %s: %s\n", ct_status_name(st), ct_errmsg(probe));
-    ct_close(probe);
-    return EXIT_FAILURE;
-  }
-  ct_close(probe);
+  int rc = gpu_probe("test_gpu_quant");
+  if (rc) return rc;
   const char *p = getenv("CT_DISPATCH_DB");
   db_path = p && p[0] ? p : NULL;
   p = getenv("CT_QUANT_SETS");
