@@ -62,6 +62,11 @@ static double default_score(const template_desc *tpl, const ct_workload *pw, con
 
 ct_status resolve_default(const template_desc *tpl, const ct_workload *pw, const space *s,
                           const arch *a, config *out, ct_err *err) {
+  if (tpl->preferred) {
+    if (tpl->preferred(pw, s, a, out)) return CT_OK;
+    return ERR_SET(err, CT_ERR_NOT_FOUND, "%s: no valid config found for the default on %s",
+                   tpl->name, a->name);
+  }
   rng r;
   rng_seed(&r, 20261122);
   double best = INFINITY;
@@ -121,8 +126,9 @@ static void explain_record(resolution *r, ct_source source, const char *why) {
   snprintf(r->ex.reason, sizeof r->ex.reason, "%s", why);
 }
 
-/* (3): the nearest tuned workload whose best config is valid for pw. */
-static int try_nearest(db *d, const db_device *dev, const arch *a, resolution *r) {
+/* (3): the nearest tuned workload whose best config is valid for pw; its
+ * distance into *dist. */
+static int try_nearest(db *d, const db_device *dev, const arch *a, resolution *r, double *dist) {
   db_summary *rows = NULL;
   int n = 0;
   if (db_list(d, &rows, &n, NULL) || n == 0) {
@@ -166,6 +172,7 @@ static int try_nearest(db *d, const db_device *dev, const arch *a, resolution *r
     if (take_config(r, a, &rec)) {
       r->rec = rec;
       found = 1;
+      *dist = c[i].dist;
       char why[256];
       snprintf(why, sizeof why,
                "not tuned here; the best config of the nearest tuned workload that is valid "
@@ -181,59 +188,118 @@ static int try_nearest(db *d, const db_device *dev, const arch *a, resolution *r
   return found;
 }
 
+/* (1) and (2) for one template: 1 with r->rec and r->cfg set, and the
+ * match in *match. */
+static int try_exact(db *d, const db_device *dev, const arch *a, resolution *r, db_match *match) {
+  char key[CT_KEY_MAX];
+  workload_key(&r->pw, key, sizeof key);
+  trial rec;
+  if (db_best(d, key, dev, r->tpl->name, template_version(r->tpl), &rec, match, NULL) != CT_OK)
+    return 0;
+  r->rec = rec;
+  if (!take_config(r, a, &r->rec)) {
+    trial_free(&r->rec);
+    memset(&r->rec, 0, sizeof r->rec);
+    return 0;
+  }
+  if (*match == DB_MATCH_DEVICE)
+    explain_record(r, CT_SOURCE_EXACT, "tuned on this device");
+  else
+    explain_record(r, CT_SOURCE_SAME_CC, "tuned on another device of this compute capability");
+  return 1;
+}
+
+/* Whether candidate b beats a: a rank (lower is better: 0 this device, 1
+ * the same compute capability, 2 nearest), then the distance (nearest),
+ * then the measured time. */
+typedef struct standing {
+  int rank;
+  double dist, us;
+} standing;
+
+static int better(const standing *b, const standing *a) {
+  if (b->rank != a->rank) return b->rank < a->rank;
+  if (b->dist != a->dist) return b->dist < a->dist;
+  return b->us < a->us;
+}
+
 ct_status resolve(db *d, const db_device *dev, const arch *a, const ct_workload *w, resolution *out,
                   ct_err *err) {
   memset(out, 0, sizeof *out);
   ct_status st = workload_validate(w, err);
   if (st) return st;
-  /* the first registered template that runs w (packed when it needs it) */
-  for (int i = 0; template_all()[i] && !out->tpl; i++) {
-    const template_desc *t = template_all()[i];
-    ct_workload pw = *w;
-    if (t->layout == CT_LAYOUT_NCHW4C) workload_packed(w, &pw);
-    if (t->supports(&pw, NULL)) {
-      out->tpl = t;
-      out->pw = pw;
-    }
-  }
-  if (!out->tpl) return ERR_SET(err, CT_ERR_UNSUPPORTED, "no template runs this workload");
-  if ((st = template_space(out->tpl, &out->pw, &out->s, err))) return st;
-  snprintf(out->ex.template_name, sizeof out->ex.template_name, "%s", out->tpl->name);
-
-  char key[CT_KEY_MAX];
-  workload_key(&out->pw, key, sizeof key);
-  int done = 0;
-  if (d) {
-    trial rec;
-    db_match match;
-    if (db_best(d, key, dev, out->tpl->name, template_version(out->tpl), &rec, &match, NULL) ==
-        CT_OK) {
-      out->rec = rec;
-      if (take_config(out, a, &out->rec)) {
-        done = 1;
-        if (match == DB_MATCH_DEVICE)
-          explain_record(out, CT_SOURCE_EXACT, "tuned on this device");
-        else
-          explain_record(out, CT_SOURCE_SAME_CC,
-                         "tuned on another device of this compute "
-                         "capability");
+  /* every registered template that runs w (packed when it needs it) */
+  const template_desc *const *all = template_all();
+  int n_run = 0, n_tuned = 0;
+  standing best_at = {0};
+  resolution cur;
+  for (int pass = 0; pass < 2; pass++) {
+    /* pass 0: records of w itself; pass 1 (none): the nearest tuned workload */
+    for (int i = 0; all[i] && (pass == 0 || !out->tpl); i++) {
+      memset(&cur, 0, sizeof cur);
+      cur.tpl = all[i];
+      cur.pw = *w;
+      if (cur.tpl->layout == CT_LAYOUT_NCHW4C) workload_packed(w, &cur.pw);
+      if (!cur.tpl->supports(&cur.pw, NULL)) continue;
+      if (pass == 0) n_run++;
+      if (!d) continue;
+      if ((st = template_space(cur.tpl, &cur.pw, &cur.s, err))) {
+        resolution_free(out);
+        return st;
+      }
+      standing at = {0};
+      int ok = 0;
+      db_match match;
+      if (pass == 0 && (ok = try_exact(d, dev, a, &cur, &match))) {
+        at.rank = match == DB_MATCH_DEVICE ? 0 : 1;
+        n_tuned++;
+      } else if (pass == 1 && (ok = try_nearest(d, dev, a, &cur, &at.dist))) {
+        at.rank = 2;
+      }
+      at.us = cur.rec.median_us;
+      if (ok && (!out->tpl || better(&at, &best_at))) {
+        resolution_free(out);
+        *out = cur;
+        best_at = at;
       } else {
-        trial_free(&out->rec);
-        memset(&out->rec, 0, sizeof out->rec);
+        resolution_free(&cur);
       }
     }
-    if (!done) done = try_nearest(d, dev, a, out);
+    if (out->tpl) break;
   }
-  if (!done) {
-    if ((st = resolve_default(out->tpl, &out->pw, &out->s, a, &out->cfg, err))) {
-      resolution_free(out);
-      return st;
+  if (n_run == 0) return ERR_SET(err, CT_ERR_UNSUPPORTED, "no template runs this workload");
+  if (out->tpl && n_tuned > 1) {
+    size_t len = strlen(out->ex.reason);
+    snprintf(out->ex.reason + len, sizeof out->ex.reason - len,
+             "; the fastest of %d templates tuned for it", n_tuned);
+  }
+  if (!out->tpl) {
+    /* (4): the default of the first template that has one on a */
+    ct_err why;
+    err_clear(&why);
+    for (int i = 0; all[i] && !out->tpl; i++) {
+      memset(&cur, 0, sizeof cur);
+      cur.tpl = all[i];
+      cur.pw = *w;
+      if (cur.tpl->layout == CT_LAYOUT_NCHW4C) workload_packed(w, &cur.pw);
+      if (!cur.tpl->supports(&cur.pw, NULL)) continue;
+      if ((st = template_space(cur.tpl, &cur.pw, &cur.s, err))) return st;
+      if (resolve_default(cur.tpl, &cur.pw, &cur.s, a, &cur.cfg, &why) == CT_OK) {
+        *out = cur;
+      } else {
+        resolution_free(&cur);
+      }
+    }
+    if (!out->tpl) {
+      if (err) *err = why;
+      return why.status;
     }
     out->ex.source = CT_SOURCE_DEFAULT;
     snprintf(out->ex.reason, sizeof out->ex.reason, "%s",
              d ? "no tuned workload has a config valid for it: the heuristic default"
                : "no database: the heuristic default");
   }
+  snprintf(out->ex.template_name, sizeof out->ex.template_name, "%s", out->tpl->name);
   cJSON *j = space_config_to_json(&out->s, &out->cfg);
   char *text = j ? cJSON_PrintUnformatted(j) : NULL;
   snprintf(out->ex.config, sizeof out->ex.config, "%s", text ? text : "");

@@ -167,13 +167,7 @@ __device__ constexpr int inner_extent(int ax) {
  * v, rb the residual's byte at the same place (0 without one). */
 __device__ __forceinline__ unsigned requant_lane(const int *__restrict__ params, int k, int v,
                                                  unsigned rb) {
-  const int m = CT_QC ? params[CTQ_HEADER + CTQ_MULTS * 4 * CT_K4 + k] : params[CTQ_MULT];
-  const int sh = CT_QC ? params[CTQ_HEADER + CTQ_SHIFTS * 4 * CT_K4 + k] : params[CTQ_SHIFT];
-  const int r = CT_OUT == 2 ? (int)rb : (int)(signed char)rb;
-  const int y = ctq_requant(v, m, sh, params[CTQ_OUT_ZP], params[CTQ_LO], params[CTQ_HI], CT_RES, r,
-                            CT_RES ? params[CTQ_RES_MULT] : 0, CT_RES ? params[CTQ_RES_SHIFT] : 0,
-                            CT_RES ? params[CTQ_RES_ZP] : 0);
-  return (unsigned)y & 0xffu;
+  return ctq_requant_lane(params, 4 * CT_K4, k, v, rb, CT_QC, CT_OUT == 2, CT_RES);
 }
 #endif
 

@@ -89,6 +89,21 @@ CTQ_FN ctq_i32 ctq_requant(ctq_i32 v, ctq_i32 m, int shift, ctq_i32 zy, ctq_i32 
   return y < lo ? lo : y > hi ? hi : (ctq_i32)y;
 }
 
+/* One 8-bit output lane (the low byte) of channel k's corrected accumulator
+ * v from the params block of a workload with kp = K rounded up to 4: the
+ * per-channel (qc) or per-tensor multiplier, rb the residual's byte at the
+ * same place (has_res), signed unless out_u8. */
+CTQ_FN ctq_u32 ctq_requant_lane(const ctq_i32 *params, int kp, int k, ctq_i32 v, ctq_u32 rb,
+                                int qc, int out_u8, int has_res) {
+  const ctq_i32 m = qc ? params[CTQ_HEADER + CTQ_MULTS * kp + k] : params[CTQ_MULT];
+  const int sh = qc ? params[CTQ_HEADER + CTQ_SHIFTS * kp + k] : params[CTQ_SHIFT];
+  const ctq_i32 r = out_u8 ? (ctq_i32)rb : (ctq_i32)(signed char)rb;
+  const ctq_i32 y = ctq_requant(v, m, sh, params[CTQ_OUT_ZP], params[CTQ_LO], params[CTQ_HI],
+                                has_res, r, has_res ? params[CTQ_RES_MULT] : 0,
+                                has_res ? params[CTQ_RES_SHIFT] : 0, has_res ? params[CTQ_RES_ZP] : 0);
+  return (ctq_u32)y & 0xffu;
+}
+
 /* The corrected accumulator of the legalized kernel: acc + off[k] - zw[k] *
  * xsum, modulo 2^32 like the accumulator itself. */
 CTQ_FN ctq_i32 ctq_correct(ctq_i32 acc, ctq_i32 off, ctq_i32 zw, ctq_i32 xsum) {

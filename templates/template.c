@@ -19,8 +19,15 @@ extern const char *const embedded_template_headers_data[];
 
 extern const template_desc tpl_conv2d_nchw4c_dp4a;
 extern const template_desc tpl_conv3d_ncdhw4c_dp4a;
+extern const template_desc tpl_conv2d_nchw4c_mma;
+extern const template_desc tpl_conv3d_ncdhw4c_mma;
 
-static const template_desc *const all[] = {&tpl_conv2d_nchw4c_dp4a, &tpl_conv3d_ncdhw4c_dp4a, NULL};
+/* The tensor-core templates first: where nothing is tuned, the dispatch
+ * library's default comes from the first template that has a valid one on
+ * the device (the mma ones need sm_80). */
+static const template_desc *const all[] = {&tpl_conv2d_nchw4c_mma, &tpl_conv3d_ncdhw4c_mma,
+                                           &tpl_conv2d_nchw4c_dp4a, &tpl_conv3d_ncdhw4c_dp4a,
+                                           NULL};
 
 const template_desc *const *template_all(void) {
   return all;

@@ -62,6 +62,10 @@ typedef struct template_desc {
    * shared memory, accumulators, ...) into out, at most max; returns the
    * count, the same for every config of a space. */
   int (*describe)(const ct_workload *w, const space *s, const config *cfg, float *out, int max);
+  /* Optional (NULL): a good valid config for w on a without tuning, into
+   * out; 0 when it has none. Without it the dispatch library's default
+   * scores a sample of valid configs (dispatch/resolve.c). */
+  int (*preferred)(const ct_workload *w, const space *s, const arch *a, config *out);
 } template_desc;
 
 /* Every template, NULL-terminated. */

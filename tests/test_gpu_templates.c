@@ -1,6 +1,6 @@
 /*
- * test_gpu_templates.c (label gpu): random valid configs of each dp4a
- * template, compiled by NVRTC for this GPU, run on random int8 inputs with
+ * test_gpu_templates.c (label gpu): random valid configs of each dp4a and
+ * mma template (the mma ones also on wider layers), compiled by NVRTC for this GPU, run on random int8 inputs with
  * a poisoned output, and compared element for element with the CPU
  * reference. The workloads cover batch 1 and 3, stride 2, padding (also
  * asymmetric), dilation, odd sizes, 1x1, 3x3, 7x7, 1x7 and 7x1 kernels, and
@@ -194,6 +194,36 @@ static const shape shapes3d[] = {
      {2, 1, 2}},
 };
 
+/* Wider layers for the tensor-core templates: C/4 a multiple of 8 or 16
+ * (the tap-major reduction), K not a multiple of the block tile, positions
+ * not a multiple of it, 16-byte data loads (1x1, stride 1), batch 3. */
+static const shape wide2d[] = {
+    {"3x3 c64 k96 b2", CT_OP_CONV2D, 2, 64, 96, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1},
+     {0, 1, 1}, {0, 1, 1}},
+    {"3x3 s2 c64 k40 b3 odd", CT_OP_CONV2D, 3, 64, 40, {0, 15, 13}, {0, 3, 3}, {0, 2, 2},
+     {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"1x1 c128 k72 b3", CT_OP_CONV2D, 3, 128, 72, {0, 12, 12}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0},
+     {0, 0, 0}, {0, 1, 1}},
+    {"1x1 s2 c256 k64", CT_OP_CONV2D, 1, 256, 64, {0, 14, 14}, {0, 1, 1}, {0, 2, 2}, {0, 0, 0},
+     {0, 0, 0}, {0, 1, 1}},
+    {"1x7 c32 k36", CT_OP_CONV2D, 1, 32, 36, {0, 9, 11}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3},
+     {0, 0, 3}, {0, 1, 1}},
+    {"7x7 s2 c4 k64 stem b3", CT_OP_CONV2D, 3, 4, 64, {0, 29, 27}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3},
+     {0, 3, 3}, {0, 1, 1}},
+    {"3x3 c512 k512 7x7", CT_OP_CONV2D, 1, 512, 512, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1},
+     {0, 1, 1}, {0, 1, 1}},
+};
+static const shape wide3d[] = {
+    {"3x3x3 c64 k64 b2", CT_OP_CONV3D, 2, 64, 64, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1},
+     {1, 1, 1}, {1, 1, 1}},
+    {"3x3x3 s2 c32 k72 odd", CT_OP_CONV3D, 1, 32, 72, {5, 9, 7}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1},
+     {1, 1, 1}, {1, 1, 1}},
+    {"1x1x1 c128 k32 b3", CT_OP_CONV3D, 3, 128, 32, {2, 6, 6}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0},
+     {0, 0, 0}, {1, 1, 1}},
+    {"(3,7,7) s(1,2,2) c4 k64 stem", CT_OP_CONV3D, 1, 4, 64, {4, 18, 18}, {3, 7, 7}, {1, 2, 2},
+     {1, 3, 3}, {1, 3, 3}, {1, 1, 1}},
+};
+
 /* Run per_workload random valid configs of tpl on sh; returns the number
  * that were exact, and counts the configs tried in *tried. */
 static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tried) {
@@ -268,26 +298,40 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
   return exact;
 }
 
-static void run_template(const char *name, const shape *shapes, int n_shapes) {
+static void run_template(const char *name, const shape *shapes, int n_shapes, const shape *more,
+                         int n_more) {
   const template_desc *tpl = template_find(name);
   ck_assert_ptr_nonnull(tpl);
   rng r;
   rng_seed(&r, 20261122);
   int tried = 0, exact = 0;
   for (int i = 0; i < n_shapes; i++) exact += run_shape(tpl, &shapes[i], &r, &tried);
+  for (int i = 0; i < n_more; i++) exact += run_shape(tpl, &more[i], &r, &tried);
   printf("%s: %d of %d random valid configs exact over %d workloads on %s (%s)\n", name, exact,
-         tried, n_shapes, dev.name, dev.arch.name);
+         tried, n_shapes + n_more, dev.name, dev.arch.name);
   fflush(stdout);
   ck_assert_int_eq(exact, tried);
 }
 
 START_TEST(conv2d_configs_match_the_reference) {
-  run_template("conv2d_nchw4c_dp4a", shapes2d, sizeof shapes2d / sizeof shapes2d[0]);
+  run_template("conv2d_nchw4c_dp4a", shapes2d, sizeof shapes2d / sizeof shapes2d[0], NULL, 0);
+}
+END_TEST
+
+START_TEST(conv2d_mma_configs_match_the_reference) {
+  run_template("conv2d_nchw4c_mma", shapes2d, sizeof shapes2d / sizeof shapes2d[0], wide2d,
+               sizeof wide2d / sizeof wide2d[0]);
+}
+END_TEST
+
+START_TEST(conv3d_mma_configs_match_the_reference) {
+  run_template("conv3d_ncdhw4c_mma", shapes3d, sizeof shapes3d / sizeof shapes3d[0], wide3d,
+               sizeof wide3d / sizeof wide3d[0]);
 }
 END_TEST
 
 START_TEST(conv3d_configs_match_the_reference) {
-  run_template("conv3d_ncdhw4c_dp4a", shapes3d, sizeof shapes3d / sizeof shapes3d[0]);
+  run_template("conv3d_ncdhw4c_dp4a", shapes3d, sizeof shapes3d / sizeof shapes3d[0], NULL, 0);
 }
 END_TEST
 
@@ -307,6 +351,8 @@ int main(int argc, char **argv) {
   tcase_set_timeout(tc, 1200);
   tcase_add_test(tc, conv2d_configs_match_the_reference);
   tcase_add_test(tc, conv3d_configs_match_the_reference);
+  tcase_add_test(tc, conv2d_mma_configs_match_the_reference);
+  tcase_add_test(tc, conv3d_mma_configs_match_the_reference);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   /* a CUDA context does not survive fork */

@@ -1,0 +1,50 @@
+#!/bin/sh
+# issue8_gpu.sh: on the GPU machine, the tensor-core templates end to end.
+#   bench/issue8_gpu.sh BUILD OUT quick
+#     random configs of every template against the CPU reference
+#     (test_gpu_templates 10), the dispatch defaults on every set layer and
+#     epilogue (test_gpu_quant), and two layers tuned briefly on mma
+#   bench/issue8_gpu.sh BUILD OUT tests
+#     every GPU test (ctest -L gpu) and test_gpu_quant's counts
+#   bench/issue8_gpu.sh BUILD OUT bench SET BATCH DB TRIALS EARLY SECS COMMIT [EXTRA]
+#     tune SET at BATCH into DB (int32 output; EXTRA: more tune flags, e.g.
+#     "--out int8 --epilogue bias,qc" for a second pass), then the benchmark
+set -u
+B=$1 OUT=$2 WHAT=$3
+export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+mkdir -p "$OUT"
+case $WHAT in
+quick)
+  (cd "$B" && ./test_gpu_templates 10) >"$OUT/gpu-templates.log" 2>&1
+  echo "test_gpu_templates exit $?"
+  grep -E "exact over|FAIL" "$OUT/gpu-templates.log" | head -20
+  (cd "$B" && ./test_gpu_quant) >"$OUT/gpu-quant.log" 2>&1
+  echo "test_gpu_quant exit $?: $(grep -c ' exact ' "$OUT/gpu-quant.log") exact, $(grep -c ' WRONG ' "$OUT/gpu-quant.log") wrong"
+  grep -E "WRONG|FAIL|error" "$OUT/gpu-quant.log" | head -5
+  for L in conv2d-nchw4c-i8.i8.i32-n16-c512-k512-7x7-r3x3-s1x1-p1x1.1x1-d1x1 \
+    conv2d-nchw4c-i8.i8.i32-n16-c64-k256-56x56-r1x1-s1x1-p0x0.0x0-d1x1; do
+    timeout 150 "$B/convtune" tune "$L" --template conv2d_nchw4c_mma --trials 64 --db "$OUT/quick.db" -q --json \
+      >"$OUT/quick-tune.json" 2>"$OUT/quick-tune.log"
+    echo "tune exit $?"; grep -o '"best_us":[0-9.]*\|"best_tops":[0-9.]*\|"by_outcome":{[^}]*}' "$OUT/quick-tune.json" | head -3
+    tail -2 "$OUT/quick-tune.log"
+  done
+  ;;
+tests)
+  (cd "$B" && ctest -L gpu -E test_gpu_quant --output-on-failure --timeout 600) >"$OUT/gpu-tests.log" 2>&1
+  echo "gpu tests exit $?"
+  grep -E "tests passed|Passed|Failed|\*\*\*|exact over" "$OUT/gpu-tests.log" | tail -14
+  (cd "$B" && ./test_gpu_quant) >"$OUT/gpu-quant.log" 2>&1
+  echo "test_gpu_quant exit $?: $(grep -c ' exact ' "$OUT/gpu-quant.log") exact, $(grep -c ' WRONG ' "$OUT/gpu-quant.log") wrong"
+  ;;
+bench)
+  SET=$4 BATCH=$5 DB=$6 TRIALS=$7 EARLY=$8 SECS=$9 COMMIT=${10} EXTRA=${11:-}
+  tag=$SET-b$BATCH
+  if [ "$TRIALS" -gt 0 ]; then
+    # shellcheck disable=SC2086
+    timeout -s TERM -k 30 "$SECS" "$B/convtune" tune --set "$SET" --batch "$BATCH" $EXTRA \
+      --template "conv${SET#resnet3d*}" --trials "$TRIALS" --early-stopping "$EARLY" --db "$DB" -q \
+      --json >"$OUT/tune-$tag.json" 2>"$OUT/tune-$tag.log"
+    echo "tune $tag $EXTRA exit $?"
+  fi
+  ;;
+esac

@@ -1,0 +1,386 @@
+/*
+ * conv_mma.c: the C descriptor of conv2d_nchw4c_mma and conv3d_ncdhw4c_mma
+ * (kernel body: conv_mma.cuh): their knob space, validity, the instance, the
+ * features for the cost model and a default config.
+ *
+ * Knobs: block_m, block_n (the block tile), block_k (bytes of the reduction
+ * per pipeline stage), warp_m, warp_n (the warp tile), stages, smem_layout
+ * (0: rows padded by 8 words, 1: XOR swizzle), split_k (blocks of a
+ * cluster sharing a tile's reduction), raster (tiles grouped along M),
+ * persistent, epi_smem (stores staged through shared memory) and a_vec
+ * (16-byte data loads; present only for 1x1, stride 1, unpadded layers).
+ *
+ * Validity, decided before any compile (each rule is a fact of the kernel
+ * or of the hardware): mma.sync.m16n8k32 int8 needs sm_80, clusters (split_k
+ * > 1) sm_90; warp tile within the block tile; 1 to 16 warps; accumulators
+ * and a register estimate within 255 per thread and the block's registers;
+ * shared memory within the opt-in limit; split_k at most the reduction's
+ * slices; tiles not larger than twice what the layer has (a larger tile
+ * computes only padding); raster and persistent only where they change the
+ * order or the grid (no duplicate points).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "templates/template.h"
+
+/* Addresses, loop counters, pipeline indices, params: a lower bound. */
+#define MMA_REG_OVERHEAD 40
+
+static const int tiles_mn[] = {32, 64, 128, 256};
+static const int block_ks[] = {32, 64};
+static const int warp_ms[] = {16, 32, 64};
+static const int warp_ns[] = {16, 32, 64};
+static const int stage_counts[] = {2, 3, 4, 5};
+static const int zero_one[] = {0, 1};
+static const int split_ks[] = {1, 2, 4, 8};
+static const int rasters[] = {1, 4, 16};
+static const int a_vecs[] = {1, 4};
+
+typedef struct mplan {
+  int bm, bn, bk, wm, wn, stages, swizzle, split_k, raster, persist, epi_smem, a_vec;
+  long m_total, kwords, kt_total, tiles_m, tiles_n, tiles;
+  long warps, threads, acc, regs, smem_bytes, grid_x, resident;
+} mplan;
+
+static int supports_op(const ct_workload *w, ct_op op, char *why) {
+  const char *reason = NULL;
+  if (w->op != op)
+    reason = op == CT_OP_CONV2D ? "it runs conv2d only" : "it runs conv3d only";
+  else if (w->layout != CT_LAYOUT_NCHW4C)
+    reason = op == CT_OP_CONV2D ? "it needs layout nchw4c" : "it needs layout ncdhw4c";
+  else if (w->weight_type != CT_DTYPE_INT8)
+    reason = "it takes int8 weights";
+  else if (w->groups != 1)
+    reason = "it runs groups = 1 only";
+  else if (w->epi.d2s_block)
+    reason = "depth_to_space runs on the dp4a templates";
+  if (reason && why) snprintf(why, TEMPLATE_WHY_MAX, "%s", reason);
+  return reason == NULL;
+}
+
+static int supports2d(const ct_workload *w, char *why) {
+  return supports_op(w, CT_OP_CONV2D, why);
+}
+
+static int supports3d(const ct_workload *w, char *why) {
+  return supports_op(w, CT_OP_CONV3D, why);
+}
+
+/* 16-byte data loads: 4 consecutive positions of one channel chunk. */
+static int a_vec_possible(const geom3 *g) {
+  int unit = 1;
+  for (int d = 0; d < 3; d++)
+    unit = unit && g->ker[d] == 1 && g->str[d] == 1 && g->pb[d] == 0 && g->pa[d] == 0;
+  return unit && (g->out[0] * g->out[1] * g->out[2]) % 4 == 0;
+}
+
+static ct_status build_space(const ct_workload *w, space *s, ct_err *err) {
+  geom3 g;
+  workload_geom(w, &g);
+  ct_status st;
+#define CHOICE(name, v) \
+  if ((st = space_add_choice(s, name, v, (int)(sizeof v / sizeof v[0]), err))) return st
+  CHOICE("block_m", tiles_mn);
+  CHOICE("block_n", tiles_mn);
+  CHOICE("block_k", block_ks);
+  CHOICE("warp_m", warp_ms);
+  CHOICE("warp_n", warp_ns);
+  CHOICE("stages", stage_counts);
+  CHOICE("smem_layout", zero_one);
+  CHOICE("split_k", split_ks);
+  CHOICE("raster", rasters);
+  CHOICE("persistent", zero_one);
+  CHOICE("epi_smem", zero_one);
+  if (a_vec_possible(&g)) CHOICE("a_vec", a_vecs);
+#undef CHOICE
+  return CT_OK;
+}
+
+static long ceil_div(long a, long b) {
+  return (a + b - 1) / b;
+}
+
+static void make_plan(const ct_workload *w, const space *s, const config *cfg, const arch *a,
+                      mplan *p) {
+  geom3 g;
+  workload_geom(w, &g);
+  p->bm = space_get(s, cfg, "block_m", 128);
+  p->bn = space_get(s, cfg, "block_n", 128);
+  p->bk = space_get(s, cfg, "block_k", 64);
+  p->wm = space_get(s, cfg, "warp_m", 64);
+  p->wn = space_get(s, cfg, "warp_n", 64);
+  p->stages = space_get(s, cfg, "stages", 3);
+  p->swizzle = space_get(s, cfg, "smem_layout", 1);
+  p->split_k = space_get(s, cfg, "split_k", 1);
+  p->raster = space_get(s, cfg, "raster", 1);
+  p->persist = space_get(s, cfg, "persistent", 0);
+  p->epi_smem = space_get(s, cfg, "epi_smem", 0);
+  p->a_vec = space_get(s, cfg, "a_vec", 1);
+
+  long positions = g.out[0] * g.out[1] * g.out[2];
+  p->m_total = g.n * positions;
+  p->kwords = g.c / 4 * g.ker[0] * g.ker[1] * g.ker[2];
+  p->kt_total = ceil_div(p->kwords, p->bk / 4);
+  p->tiles_m = ceil_div(p->m_total, p->bm);
+  p->tiles_n = ceil_div(4 * ceil_div(g.k, 4), p->bn);
+  p->tiles = p->tiles_m * p->tiles_n;
+  p->warps = p->wm > 0 && p->wn > 0 ? (long)(p->bm / p->wm) * (p->bn / p->wn) : 0;
+  p->threads = 32 * p->warps;
+  long mi = p->wm / 16, nj = p->wn / 8;
+  p->acc = mi * nj * 4 + (w->epi.weight_zero_point ? mi * 4 : 0);
+  long a_row = p->bm / p->a_vec;
+  long mslot = p->threads > 0 && a_row > p->threads ? a_row / p->threads : 1;
+  p->regs = p->acc + mi * 4 + nj * 2 + 4 * mslot + MMA_REG_OVERHEAD;
+  long bkw = p->bk / 4;
+  long pipe = (long)p->stages * bkw * ((p->bm + (p->swizzle ? 0 : 8)) + (p->bn + (p->swizzle ? 0 : 8)));
+  long split = p->split_k > 1 ? p->threads * p->acc : 0;
+  long epi = p->epi_smem ? (long)p->bm * p->bn : 0;
+  long words = pipe > split ? pipe : split;
+  if (epi > words) words = epi;
+  p->smem_bytes = 4 * words;
+  /* blocks resident per SM, for the persistent grid */
+  long per_sm = 32;
+  if (p->threads > 0 && 2048 / p->threads < per_sm) per_sm = 2048 / p->threads;
+  if (a->smem_per_sm_bytes > 0 && a->smem_per_sm_bytes / (p->smem_bytes + 1024) < per_sm)
+    per_sm = a->smem_per_sm_bytes / (p->smem_bytes + 1024);
+  long regs_block = ((p->regs + 7) / 8 * 8) * p->threads;
+  if (regs_block > 0 && a->regs_per_sm / regs_block < per_sm) per_sm = a->regs_per_sm / regs_block;
+  if (per_sm < 1) per_sm = 1;
+  long sms = a->sm_count > 0 ? a->sm_count : 132;
+  p->resident = sms * per_sm / p->split_k;
+  if (p->resident < 1) p->resident = 1;
+  p->grid_x = p->persist && p->tiles > p->resident ? p->resident : p->tiles;
+}
+
+static int fail(char *why, const char *fmt, long a, long b) {
+  if (why) snprintf(why, TEMPLATE_WHY_MAX, fmt, a, b);
+  return 0;
+}
+
+static int valid(const ct_workload *w, const space *s, const config *cfg, const arch *a,
+                 char *why) {
+  mplan p;
+  make_plan(w, s, cfg, a, &p);
+  if (a->cc_major < 8)
+    return fail(why, "mma.sync.m16n8k32 int8 needs sm_80 or later, not sm_%ld%ld", a->cc_major,
+                a->cc_minor);
+  if (p.split_k > 1 && a->cc_major < 9)
+    return fail(why, "split_k %ld needs thread-block clusters (sm_90); this is sm_%ld", p.split_k,
+                a->cc_major * 10 + a->cc_minor);
+  if (p.wm > p.bm) return fail(why, "warp_m %ld is larger than block_m %ld", p.wm, p.bm);
+  if (p.wn > p.bn) return fail(why, "warp_n %ld is larger than block_n %ld", p.wn, p.bn);
+  if (p.warps > 16) return fail(why, "%ld warps per block; at most %ld", p.warps, 16);
+  if (p.threads > a->max_threads_per_block)
+    return fail(why, "%ld threads per block; at most %ld", p.threads, a->max_threads_per_block);
+  if (p.acc > 128) return fail(why, "%ld accumulators per thread; at most %ld", p.acc, 128);
+  if (p.regs > a->max_regs_per_thread)
+    return fail(why, "at least %ld registers per thread; at most %ld", p.regs,
+                a->max_regs_per_thread);
+  if (p.regs * p.threads > a->regs_per_block)
+    return fail(why, "at least %ld registers per block; at most %ld", p.regs * p.threads,
+                a->regs_per_block);
+  if (p.smem_bytes > a->smem_optin_bytes)
+    return fail(why, "%ld bytes of shared memory; at most %ld", p.smem_bytes, a->smem_optin_bytes);
+  if (p.split_k > p.kt_total)
+    return fail(why, "split_k %ld, but the reduction has %ld slices", p.split_k, p.kt_total);
+  if (p.bm > 32 && p.bm >= 2 * p.m_total)
+    return fail(why, "block_m %ld for %ld positions: half the tile would be padding", p.bm,
+                p.m_total);
+  if (p.bn > 32 && p.bn >= 2 * 4 * ceil_div(w->k, 4))
+    return fail(why, "block_n %ld for %ld channels: half the tile would be padding", p.bn, w->k);
+  if (p.raster > 1 && p.tiles_n == 1)
+    return fail(why, "raster %ld changes nothing with %ld tile along N", p.raster, p.tiles_n);
+  if (p.raster > 4 && p.tiles_m <= 4)
+    return fail(why, "raster %ld is raster 4 with %ld tiles along M", p.raster, p.tiles_m);
+  if (p.raster > 1 && p.tiles_m == 1)
+    return fail(why, "raster %ld changes nothing with %ld tile along M", p.raster, p.tiles_m);
+  if (p.persist && p.tiles <= p.resident)
+    return fail(why, "persistent with %ld tiles for %ld resident blocks: the plain grid", p.tiles,
+                p.resident);
+  if (p.epi_smem && w->out_type != CT_DTYPE_INT32) {
+    geom3 g;
+    workload_geom(w, &g);
+    if ((g.out[0] * g.out[1] * g.out[2]) % 4)
+      return fail(why, "a staged 8-bit epilogue needs positions %% 4 == 0, not %ld (%% %ld)",
+                  g.out[0] * g.out[1] * g.out[2], 4);
+  }
+  if (p.grid_x > 2147483647L)
+    return fail(why, "%ld blocks along grid x; at most %ld", p.grid_x, 2147483647L);
+  return 1;
+}
+
+/* Append "-DNAME=VALUE". */
+static void opt(instance *inst, const char *name, long value) {
+  if (inst->n_options < INSTANCE_MAX_OPTIONS)
+    snprintf(inst->options[inst->n_options++], INSTANCE_OPTION_MAX, "-D%s=%ld", name, value);
+}
+
+static ct_status make_instance(const ct_workload *w, const space *s, const config *cfg,
+                               const arch *a, instance *inst, ct_err *err) {
+  mplan p;
+  make_plan(w, s, cfg, a, &p);
+  geom3 g;
+  workload_geom(w, &g);
+  snprintf(inst->kernel_name, sizeof inst->kernel_name, "conv_mma");
+  inst->n_options = 0;
+  opt(inst, "CT_N", g.n);
+  opt(inst, "CT_C4", g.c / 4);
+  opt(inst, "CT_K4", (g.k + 3) / 4);
+  const ct_epilogue *e = &w->epi;
+  opt(inst, "CT_KR", g.k);
+  opt(inst, "CT_DATA_U8", w->data_type == CT_DTYPE_UINT8);
+  opt(inst, "CT_OUT", w->out_type == CT_DTYPE_INT32 ? 0 : w->out_type == CT_DTYPE_INT8 ? 1 : 2);
+  opt(inst, "CT_OFF", e->bias || e->data_zero_point || e->weight_zero_point);
+  opt(inst, "CT_ZD", e->data_zero_point);
+  opt(inst, "CT_WZP", e->weight_zero_point);
+  opt(inst, "CT_QC", e->scale == CT_SCALE_CHANNEL);
+  opt(inst, "CT_RES", e->residual);
+  opt(inst, "CT_D2S", e->d2s_block);
+  static const char dims[3] = {'D', 'H', 'W'};
+  char name[32];
+  for (int d = 0; d < 3; d++) {
+    const struct {
+      const char *fmt;
+      long v;
+    } shape[] = {{"CT_I%c", g.in[d]},    {"CT_K%c", g.ker[d]},    {"CT_STR_%c", g.str[d]},
+                 {"CT_PAD_%c", g.pb[d]}, {"CT_PADA_%c", g.pa[d]}, {"CT_DIL_%c", g.dil[d]},
+                 {"CT_O%c", g.out[d]}};
+    for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) {
+      snprintf(name, sizeof name, shape[i].fmt, dims[d]);
+      opt(inst, name, shape[i].v);
+    }
+  }
+  opt(inst, "MMA_BM", p.bm);
+  opt(inst, "MMA_BN", p.bn);
+  opt(inst, "MMA_BK", p.bk);
+  opt(inst, "MMA_WM", p.wm);
+  opt(inst, "MMA_WN", p.wn);
+  opt(inst, "MMA_STAGES", p.stages);
+  opt(inst, "MMA_SWIZZLE", p.swizzle);
+  opt(inst, "MMA_SPLITK", p.split_k);
+  opt(inst, "MMA_RASTER", p.raster);
+  opt(inst, "MMA_PERSIST", p.persist);
+  opt(inst, "MMA_GRID", p.grid_x);
+  opt(inst, "MMA_EPI_SMEM", p.epi_smem);
+  opt(inst, "MMA_AVEC", p.a_vec);
+  opt(inst, "CT_THREADS", p.threads);
+  opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
+  if (inst->n_options >= INSTANCE_MAX_OPTIONS)
+    return ERR_SET(err, CT_ERR_INTERNAL, "conv_mma: more than %d NVRTC options",
+                   INSTANCE_MAX_OPTIONS);
+  inst->grid[0] = (unsigned)p.grid_x;
+  inst->grid[1] = (unsigned)p.split_k;
+  inst->grid[2] = 1;
+  inst->block[0] = (unsigned)p.threads;
+  inst->block[1] = inst->block[2] = 1;
+  inst->smem_bytes = (size_t)p.smem_bytes;
+  inst->n_args = 5;
+  inst->args[0] = ARG_DATA;
+  inst->args[1] = ARG_WEIGHTS;
+  inst->args[2] = ARG_OUT;
+  inst->args[3] = ARG_PARAMS;
+  inst->args[4] = ARG_RESIDUAL;
+  return CT_OK;
+}
+
+/* Derived sizes for the cost model, log2-scaled where they span decades. */
+static int describe(const ct_workload *w, const space *s, const config *cfg, float *out, int max) {
+  arch a = {.sm_count = 132, .smem_per_sm_bytes = 233472, .regs_per_sm = 65536};
+  mplan p;
+  make_plan(w, s, cfg, &a, &p);
+  const double v[] = {p.threads,    p.acc,     p.regs,      p.smem_bytes + 1,
+                      p.tiles,      p.split_k, p.kt_total, (double)p.tiles * p.split_k,
+                      p.bm,         p.bn,      p.stages};
+  int n = (int)(sizeof v / sizeof v[0]);
+  for (int i = 0; i < n && i < max; i++) out[i] = (float)log2(v[i]);
+  return n < max ? n : max;
+}
+
+/* Set the choice knob name of cfg to value; 0 when the space lacks either. */
+static int set_choice(const space *s, config *cfg, const char *name, int value) {
+  int k = space_find(s, name);
+  if (k < 0) return 0;
+  for (int i = 0; i < s->knobs[k].n_cands; i++)
+    if (s->knobs[k].cands[i] == value) {
+      cfg->choice[k] = i;
+      return 1;
+    }
+  return 0;
+}
+
+/* A default without tuning: the largest square-ish tile that gives every
+ * SM a block, 64x64 warp tiles where they fit, split-K while the grid is
+ * small, 3 stages of 64 bytes, the XOR layout. */
+static int preferred(const ct_workload *w, const space *s, const arch *a, config *out) {
+  static const int bms[] = {128, 64, 32, 256};
+  static const int bns[] = {128, 64, 32, 256};
+  static const int wms[] = {64, 32, 16};
+  static const int wns[] = {64, 32, 16};
+  static const int splits[] = {1, 2, 4, 8};
+  long sms = a->sm_count > 0 ? a->sm_count : 132;
+  int found = 0;
+  long best_blocks = 0;
+  config c;
+  memset(&c, 0, sizeof c);
+  for (int im = 0; im < 4; im++)
+    for (int in = 0; in < 4; in++)
+      for (int iw = 0; iw < 3; iw++)
+        for (int iv = 0; iv < 3; iv++)
+          for (int is = 0; is < 4; is++) {
+            if (!(set_choice(s, &c, "block_m", bms[im]) && set_choice(s, &c, "block_n", bns[in]) &&
+                  set_choice(s, &c, "block_k", 64) && set_choice(s, &c, "warp_m", wms[iw]) &&
+                  set_choice(s, &c, "warp_n", wns[iv]) && set_choice(s, &c, "stages", 3) &&
+                  set_choice(s, &c, "smem_layout", 1) && set_choice(s, &c, "split_k", splits[is]) &&
+                  set_choice(s, &c, "raster", 1) && set_choice(s, &c, "persistent", 0) &&
+                  set_choice(s, &c, "epi_smem", 0)))
+              continue;
+            set_choice(s, &c, "a_vec", 4);
+            if (!valid(w, s, &c, a, NULL)) {
+              set_choice(s, &c, "a_vec", 1);
+              if (!valid(w, s, &c, a, NULL)) continue;
+            }
+            mplan p;
+            make_plan(w, s, &c, a, &p);
+            long blocks = p.tiles * p.split_k;
+            /* the first (largest tiles, least split) that fills the SMs;
+             * else the one with the most blocks */
+            if (blocks >= sms) {
+              *out = c;
+              return 1;
+            }
+            if (!found || blocks > best_blocks) {
+              *out = c;
+              best_blocks = blocks;
+              found = 1;
+            }
+          }
+  return found;
+}
+
+const template_desc tpl_conv2d_nchw4c_mma = {
+    .name = "conv2d_nchw4c_mma",
+    .source = "conv2d_nchw4c_mma.cu",
+    .op = CT_OP_CONV2D,
+    .layout = CT_LAYOUT_NCHW4C,
+    .supports = supports2d,
+    .space = build_space,
+    .valid = valid,
+    .instance = make_instance,
+    .describe = describe,
+    .preferred = preferred,
+};
+
+const template_desc tpl_conv3d_ncdhw4c_mma = {
+    .name = "conv3d_ncdhw4c_mma",
+    .source = "conv3d_ncdhw4c_mma.cu",
+    .op = CT_OP_CONV3D,
+    .layout = CT_LAYOUT_NCHW4C,
+    .supports = supports3d,
+    .space = build_space,
+    .valid = valid,
+    .instance = make_instance,
+    .describe = describe,
+    .preferred = preferred,
+};
