@@ -6,9 +6,11 @@
 #     epilogue (test_gpu_quant), and two layers tuned briefly on mma
 #   bench/issue8_gpu.sh BUILD OUT tests
 #     every GPU test (ctest -L gpu) and test_gpu_quant's counts
-#   bench/issue8_gpu.sh BUILD OUT bench SET BATCH DB TRIALS EARLY SECS COMMIT [EXTRA]
-#     tune SET at BATCH into DB (int32 output; EXTRA: more tune flags, e.g.
-#     "--out int8 --epilogue bias,qc" for a second pass), then the benchmark
+#   bench/issue8_gpu.sh BUILD OUT tune SET BATCH DB TEMPLATE TRIALS EARLY SECS [FLAGS...]
+#     tune SET at BATCH into DB with one template (FLAGS: more tune flags,
+#     e.g. --out int8 --epilogue bias,qc); prints the wrong answers seen
+#   bench/issue8_gpu.sh BUILD OUT bench SET BATCH DB COMMIT
+#     the benchmark against cuDNN of what DB holds
 set -u
 B=$1 OUT=$2 WHAT=$3
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -36,15 +38,24 @@ tests)
   (cd "$B" && ./test_gpu_quant) >"$OUT/gpu-quant.log" 2>&1
   echo "test_gpu_quant exit $?: $(grep -c ' exact ' "$OUT/gpu-quant.log") exact, $(grep -c ' WRONG ' "$OUT/gpu-quant.log") wrong"
   ;;
+tune)
+  SET=$4 BATCH=$5 DB=$6 TPL=$7 TRIALS=$8 EARLY=$9 SECS=${10}
+  shift 10
+  tag=$SET-b$BATCH-$TPL$(echo "$*" | tr -c 'a-z0-9' '_')
+  timeout -s TERM -k 30 "$SECS" "$B/convtune" tune --set "$SET" --batch "$BATCH" "$@" \
+    --template "$TPL" --trials "$TRIALS" --early-stopping "$EARLY" --db "$DB" -q \
+    --json >"$OUT/tune-$tag.json" 2>"$OUT/tune-$tag.log"
+  echo "tune $tag exit $?: $(grep -c '"best_us"' "$OUT/tune-$tag.json") workloads," \
+    "$(grep -o '"WRONG_ANSWER":[[:space:]]*[0-9]*' "$OUT/tune-$tag.json" | awk -F: '{s+=$2} END {print s+0}') wrong answers"
+  ;;
 bench)
-  SET=$4 BATCH=$5 DB=$6 TRIALS=$7 EARLY=$8 SECS=$9 COMMIT=${10} EXTRA=${11:-}
+  SET=$4 BATCH=$5 DB=$6 COMMIT=$7
   tag=$SET-b$BATCH
-  if [ "$TRIALS" -gt 0 ]; then
-    # shellcheck disable=SC2086
-    timeout -s TERM -k 30 "$SECS" "$B/convtune" tune --set "$SET" --batch "$BATCH" $EXTRA \
-      --template "conv${SET#resnet3d*}" --trials "$TRIALS" --early-stopping "$EARLY" --db "$DB" -q \
-      --json >"$OUT/tune-$tag.json" 2>"$OUT/tune-$tag.log"
-    echo "tune $tag $EXTRA exit $?"
-  fi
+  CT_COMMIT=$COMMIT timeout 290 "$B/convtune" bench --set "$SET" --batch "$BATCH" --db "$DB" \
+    --results-dir "$OUT" --csv "$OUT/$tag.csv" --plot "$OUT/$tag.png" >"$OUT/bench-$tag.md" \
+    2>"$OUT/bench-$tag.log"
+  echo "bench $tag exit $?"
+  grep -E "^\| \*\*sum" "$OUT/bench-$tag.md" | head -2
+  tail -2 "$OUT/bench-$tag.log"
   ;;
 esac

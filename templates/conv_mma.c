@@ -4,7 +4,7 @@
  * features for the cost model and a default config.
  *
  * Knobs: block_m, block_n (the block tile), block_k (bytes of the reduction
- * per pipeline stage), warp_m, warp_n (the warp tile), stages, smem_layout
+ * per pipeline stage: 32, 64 or 128), warp_m, warp_n (the warp tile), stages, smem_layout
  * (0: rows padded by 8 words, 1: XOR swizzle), split_k (blocks of a
  * cluster sharing a tile's reduction), raster (tiles grouped along M),
  * persistent, epi_smem (stores staged through shared memory) and a_vec
@@ -29,7 +29,7 @@
 #define MMA_REG_OVERHEAD 40
 
 static const int tiles_mn[] = {32, 64, 128, 256};
-static const int block_ks[] = {32, 64};
+static const int block_ks[] = {32, 64, 128};
 static const int warp_ms[] = {16, 32, 64};
 static const int warp_ns[] = {16, 32, 64};
 static const int stage_counts[] = {2, 3, 4, 5};

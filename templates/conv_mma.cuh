@@ -70,7 +70,7 @@ static_assert(CT_KR > 4 * (CT_K4 - 1) && CT_KR <= 4 * CT_K4, "CT_KR must round u
 
 static_assert(MMA_BM == 32 || MMA_BM == 64 || MMA_BM == 128 || MMA_BM == 256, "block_m");
 static_assert(MMA_BN == 32 || MMA_BN == 64 || MMA_BN == 128 || MMA_BN == 256, "block_n");
-static_assert(MMA_BK == 32 || MMA_BK == 64, "block_k is 32 or 64 bytes of the reduction");
+static_assert(MMA_BK == 32 || MMA_BK == 64 || MMA_BK == 128, "block_k is 32, 64 or 128 bytes");
 static_assert(MMA_WM % 16 == 0 && MMA_BM % MMA_WM == 0, "warp_m: a multiple of 16 dividing block_m");
 static_assert(MMA_WN % 8 == 0 && MMA_BN % MMA_WN == 0, "warp_n: a multiple of 8 dividing block_n");
 static_assert(MMA_STAGES >= 2 && MMA_STAGES <= 8, "stages: 2 to 8");
