@@ -134,7 +134,10 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   long mslot = p->threads > 0 && a_row > p->threads ? a_row / p->threads : 1;
   p->regs = p->acc + mi * 4 + nj * 2 + 4 * mslot + MMA_REG_OVERHEAD;
   long bkw = p->bk / 4;
-  long pipe = (long)p->stages * bkw * ((p->bm + (p->swizzle ? 0 : 8)) + (p->bn + (p->swizzle ? 0 : 8)));
+  long pad = p->swizzle ? 0 : 8;
+  /* A rows pair two kwords with 4-byte data loads (conv_mma.cuh) */
+  long a_words = p->a_vec == 1 ? bkw / 2 * (2 * p->bm + pad) : bkw * (p->bm + pad);
+  long pipe = (long)p->stages * (a_words + bkw * (p->bn + pad));
   long split = p->split_k > 1 ? p->threads * p->acc : 0;
   long epi = p->epi_smem ? (long)p->bm * p->bn : 0;
   long words = pipe > split ? pipe : split;

@@ -96,9 +96,13 @@ static_assert(MMA_EPI_SMEM == 0 || MMA_EPI_SMEM == 1, "epi_smem is 0 or 1");
 #define THREADS (WARPS_M * WARPS_N * 32)
 #define MI (MMA_WM / 16) /* m16 tiles per warp */
 #define NJ (MMA_WN / 8)  /* n8 tiles per warp */
-#define APITCH (MMA_BM + (MMA_SWIZZLE ? 0 : 8))
+/* A rows: with 4-byte data loads (a_vec 1) a row holds kwords kw and kw + 4
+ * of every position, interleaved so that one 16-byte load is a whole
+ * fragment (a0..a3); with 16-byte data loads a row is one kword. */
+#define A_PAIRED (MMA_AVEC == 1)
+#define APITCH ((A_PAIRED ? 2 : 1) * MMA_BM + (MMA_SWIZZLE ? 0 : 8))
 #define BPITCH (MMA_BN + (MMA_SWIZZLE ? 0 : 8))
-#define A_STAGE (BKW * APITCH) /* words */
+#define A_STAGE ((A_PAIRED ? BKW / 2 : BKW) * APITCH) /* words */
 #define B_STAGE (BKW * BPITCH)
 #define PIPE_WORDS (MMA_STAGES * (A_STAGE + B_STAGE))
 #define NACC (MI * NJ * 4 + (CT_WZP ? MI * 4 : 0))
@@ -176,10 +180,19 @@ __device__ __forceinline__ unsigned cluster_load(unsigned addr) {
 #endif
 
 /* ---- shared memory --------------------------------------------------------- */
-/* Word index of (kword row, column) in an operand stage: padded rows, or
- * the column's bits 3-4 XORed with the row's low bits (pitch % 32 == 0). */
+/* Word index of (kword, column) in an operand stage: padded rows (pitch %
+ * 32 == 8), or the column's bits 3-4 XORed with the row's low bits (pitch %
+ * 32 == 0); either keeps the fragment loads and the stores conflict-free.
+ * Paired A rows: row (kw % 4) + 4 (kw / 8) holds, per 16 positions, 8 groups
+ * of 4 words: (kw, m), (kw, m + 8), (kw + 4, m), (kw + 4, m + 8). */
 __device__ __forceinline__ int a_idx(int kw, int m) {
+#if A_PAIRED
+  const int r = (kw & 3) + 4 * (kw >> 3);
+  const int c = (m >> 4) * 32 + (m & 7) * 4 + ((kw >> 2) & 1) * 2 + ((m >> 3) & 1);
+  return r * APITCH + (MMA_SWIZZLE ? (c ^ ((r & 3) << 3)) : c);
+#else
   return kw * APITCH + (MMA_SWIZZLE ? (m ^ ((kw & 3) << 3)) : m);
+#endif
 }
 __device__ __forceinline__ int b_idx(int kw, int n) {
   return kw * BPITCH + (MMA_SWIZZLE ? (n ^ ((kw & 3) << 3)) : n);
@@ -316,23 +329,59 @@ __device__ __forceinline__ void load_b(unsigned *Bs, const int4 *__restrict__ we
 }
 
 /* ---- the epilogue's arithmetic ------------------------------------------ */
+/* The params a store needs, read once: the header per kernel, each channel's
+ * values per channel (not per element: at one load per value and element
+ * the loads, not the arithmetic, bound an 8-bit epilogue). */
 #define KP (4 * CT_K4)
-__device__ __forceinline__ int corrected(const int *__restrict__ params, int k, int v, int xsum) {
+struct q_head {
+  int zp, lo, hi, mult, shift, rmult, rshift, rzp;
+};
+struct q_chan {
+  int off, zw, mult, shift;
+};
+
+__device__ __forceinline__ q_head load_head(const int *__restrict__ params) {
+  q_head h = {0, 0, 0, 0, 0, 0, 0, 0};
+#if CT_OUT != 0
+  h.zp = params[CTQ_OUT_ZP];
+  h.lo = params[CTQ_LO];
+  h.hi = params[CTQ_HI];
+  h.mult = params[CTQ_MULT];
+  h.shift = params[CTQ_SHIFT];
+#if CT_RES
+  h.rmult = params[CTQ_RES_MULT];
+  h.rshift = params[CTQ_RES_SHIFT];
+  h.rzp = params[CTQ_RES_ZP];
+#endif
+#endif
+  return h;
+}
+
+/* Channel k's values (k < KP). */
+__device__ __forceinline__ q_chan load_chan(const int *__restrict__ params, const q_head &h, int k) {
+  q_chan c;
+  c.off = CT_OFF ? params[CTQ_HEADER + CTQ_OFF * KP + k] : 0;
+  c.zw = CT_WZP ? params[CTQ_HEADER + CTQ_ZW * KP + k] : 0;
+  c.mult = CT_QC ? params[CTQ_HEADER + CTQ_MULTS * KP + k] : h.mult;
+  c.shift = CT_QC ? params[CTQ_HEADER + CTQ_SHIFTS * KP + k] : h.shift;
+  return c;
+}
+
+__device__ __forceinline__ int corrected(const q_chan &c, int v, int xsum) {
 #if CT_OFF || CT_WZP
-  return ctq_correct(v, CT_OFF ? params[CTQ_HEADER + CTQ_OFF * KP + k] : 0,
-                     CT_WZP ? params[CTQ_HEADER + CTQ_ZW * KP + k] : 0, xsum);
+  return ctq_correct(v, c.off, c.zw, xsum);
 #else
-  (void)params, (void)k, (void)xsum;
+  (void)c, (void)xsum;
   return v;
 #endif
 }
 
-#if CT_OUT != 0
-__device__ __forceinline__ unsigned requant(const int *__restrict__ params, int k, int v,
-                                           unsigned rb) {
-  return ctq_requant_lane(params, KP, k, v, rb, CT_QC, CT_OUT == 2, CT_RES);
+/* The 8-bit output (low byte) of a corrected value, rb the residual's byte. */
+__device__ __forceinline__ unsigned requant(const q_head &h, const q_chan &c, int v, unsigned rb) {
+  const int r = CT_OUT == 2 ? (int)rb : (int)(signed char)rb;
+  return (unsigned)ctq_requant(v, c.mult, c.shift, h.zp, h.lo, h.hi, CT_RES, r, h.rmult, h.rshift,
+                               h.rzp) & 0xffu;
 }
-#endif
 
 /* ---- the kernel ---------------------------------------------------------- */
 #ifndef CT_CUSTOM_ENTRY
@@ -353,6 +402,7 @@ __launch_bounds__(THREADS) conv_mma(const int *__restrict__ data, const int4 *__
 #else
   const int pad_word = 0;
 #endif
+  const q_head qh = load_head(params);
   const int split = blockIdx.y;
   const int kt0 = split * KT_SPLIT;
   const int kt1 = kt0 + KT_SPLIT < KT_TOTAL ? kt0 + KT_SPLIT : KT_TOTAL;
@@ -419,10 +469,18 @@ __launch_bounds__(THREADS) conv_mma(const int *__restrict__ data, const int4 *__
 #pragma unroll
         for (int i = 0; i < MI; i++) {
           const int m = wm * MMA_WM + i * 16 + g;
+#if A_PAIRED
+          const uint4 q = *(const uint4 *)&As[a_idx(kw, m)];
+          af[i][0] = q.x;
+          af[i][1] = q.y;
+          af[i][2] = q.z;
+          af[i][3] = q.w;
+#else
           af[i][0] = As[a_idx(kw, m)];
           af[i][1] = As[a_idx(kw, m + 8)];
           af[i][2] = As[a_idx(kw + 4, m)];
           af[i][3] = As[a_idx(kw + 4, m + 8)];
+#endif
         }
 #pragma unroll
         for (int j = 0; j < NJ; j++) {
@@ -502,6 +560,7 @@ __launch_bounds__(THREADS) conv_mma(const int *__restrict__ data, const int4 *__
     for (int j = 0; j < NJ; j++) {
       const int kl = wn * MMA_WN + j * 8 + 2 * t;
       const int k = tile_n * MMA_BN + kl < KP ? tile_n * MMA_BN + kl : 0; /* params in range */
+      const q_chan c0 = load_chan(params, qh, k), c1 = load_chan(params, qh, k + 1);
 #pragma unroll
       for (int i = 0; i < MI; i++)
 #pragma unroll
@@ -513,8 +572,8 @@ __launch_bounds__(THREADS) conv_mma(const int *__restrict__ data, const int4 *__
           const int xs = 0;
 #endif
           int2 v;
-          v.x = corrected(params, k, acc[i][j][2 * h], xs);
-          v.y = corrected(params, k + 1, acc[i][j][2 * h + 1], xs);
+          v.x = corrected(c0, acc[i][j][2 * h], xs);
+          v.y = corrected(c1, acc[i][j][2 * h + 1], xs);
           *(int2 *)&stile[((kl >> 2) * MMA_BM + ml) * 4 + (kl & 3)] = v;
         }
     }
@@ -540,6 +599,9 @@ __launch_bounds__(THREADS) conv_mma(const int *__restrict__ data, const int4 *__
         uint4 rw = make_uint4(0, 0, 0, 0);
         if (CT_RES) rw = ((const uint4 *)residual)[pos / 4];
         const unsigned rws[4] = {rw.x, rw.y, rw.z, rw.w};
+        q_chan cs[4];
+#pragma unroll
+        for (int l = 0; l < 4; l++) cs[l] = load_chan(params, qh, k4 * 4 + l);
         unsigned words[4];
 #pragma unroll
         for (int q = 0; q < 4; q++) {
@@ -548,7 +610,7 @@ __launch_bounds__(THREADS) conv_mma(const int *__restrict__ data, const int4 *__
           unsigned word = 0;
 #pragma unroll
           for (int l = 0; l < 4; l++)
-            word |= requant(params, k4 * 4 + l, vs[l], (rws[q] >> (8 * l)) & 0xffu) << (8 * l);
+            word |= requant(qh, cs[l], vs[l], (rws[q] >> (8 * l)) & 0xffu) << (8 * l);
           words[q] = word;
         }
         ((uint4 *)out)[pos / 4] = make_uint4(words[0], words[1], words[2], words[3]);
@@ -560,6 +622,7 @@ __launch_bounds__(THREADS) conv_mma(const int *__restrict__ data, const int4 *__
     for (int j = 0; j < NJ; j++) {
       const int k4 = (nb + j * 8 + 2 * t) >> 2;
       const int k = k4 < CT_K4 ? nb + j * 8 + 2 * t : 0; /* params in range; not stored */
+      const q_chan c0 = load_chan(params, qh, k), c1 = load_chan(params, qh, k + 1);
 #pragma unroll
       for (int i = 0; i < MI; i++) {
         const int m0 = mb + i * 16 + g, m1 = m0 + 8;
@@ -570,10 +633,10 @@ __launch_bounds__(THREADS) conv_mma(const int *__restrict__ data, const int4 *__
 #else
         const int xs0 = 0, xs1 = 0;
 #endif
-        const int v00 = corrected(params, k, acc[i][j][0], xs0);
-        const int v01 = corrected(params, k + 1, acc[i][j][1], xs0);
-        const int v10 = corrected(params, k, acc[i][j][2], xs1);
-        const int v11 = corrected(params, k + 1, acc[i][j][3], xs1);
+        const int v00 = corrected(c0, acc[i][j][0], xs0);
+        const int v01 = corrected(c1, acc[i][j][1], xs0);
+        const int v10 = corrected(c0, acc[i][j][2], xs1);
+        const int v11 = corrected(c1, acc[i][j][3], xs1);
 #if CT_OUT == 0
         if (k4 < CT_K4) {
           if (m0 < M_TOTAL) *(int2 *)((int *)out + o0 * 4 + 2 * (t & 1)) = make_int2(v00, v01);
@@ -587,10 +650,8 @@ __launch_bounds__(THREADS) conv_mma(const int *__restrict__ data, const int4 *__
           if (m0 < M_TOTAL) r0 = ((const unsigned short *)residual)[o0 * 2 + (t & 1)];
           if (m1 < M_TOTAL) r1 = ((const unsigned short *)residual)[o1 * 2 + (t & 1)];
         }
-        const unsigned lo = requant(params, k, v00, r0 & 0xffu) |
-                            requant(params, k + 1, v01, r0 >> 8) << 8;
-        const unsigned hi = requant(params, k, v10, r1 & 0xffu) |
-                            requant(params, k + 1, v11, r1 >> 8) << 8;
+        const unsigned lo = requant(qh, c0, v00, r0 & 0xffu) | requant(qh, c1, v01, r0 >> 8) << 8;
+        const unsigned hi = requant(qh, c0, v10, r1 & 0xffu) | requant(qh, c1, v11, r1 >> 8) << 8;
         const unsigned recv = __shfl_xor_sync(0xffffffffu, (t & 1) ? lo : hi, 1);
         const int m = (t & 1) ? m1 : m0;
         if (k4 < CT_K4 && m < M_TOTAL)
