@@ -60,8 +60,13 @@ typedef int64_t ctq_i64;
 CTQ_FN ctq_i32 ctq_srdhm(ctq_i32 a, ctq_i32 b) {
   if (a == CTQ_INT32_MIN && b == CTQ_INT32_MIN) return CTQ_INT32_MAX;
   ctq_i64 ab = (ctq_i64)a * (ctq_i64)b;
-  ctq_i64 nudge = ab >= 0 ? ((ctq_i64)1 << 30) : (1 - ((ctq_i64)1 << 30));
-  return (ctq_i32)((ab + nudge) / ((ctq_i64)1 << 31)); /* C division: toward zero */
+  /* gemmlowp: (ab + nudge) / 2^31 rounded toward zero, nudge 2^30 for ab >=
+   * 0 and 1 - 2^30 below. For ab < 0 that is (ab + 1 - 2^30 + 2^31 - 1) >>
+   * 31 = (ab + 2^30) >> 31, the same expression as for ab >= 0, so one
+   * arithmetic shift serves both: no division, no branch (an 8-bit
+   * epilogue runs this per element). Right shift of a negative value is
+   * arithmetic on every compiler this builds with (GCC, Clang, NVRTC). */
+  return (ctq_i32)((ab + ((ctq_i64)1 << 30)) >> 31);
 }
 
 /* gemmlowp RoundingDivideByPOT: x / 2^e rounded half away from zero, e in 0..31. */
@@ -75,8 +80,11 @@ CTQ_FN ctq_i32 ctq_rdbpot(ctq_i32 x, int e) {
 /* MultiplyByQuantizedMultiplier(x, m, shift): x * m * 2^(shift - 31). */
 CTQ_FN ctq_i32 ctq_rescale(ctq_i32 x, ctq_i32 m, int shift) {
   int left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : -shift;
-  ctq_i64 t = (ctq_i64)x * ((ctq_i64)1 << left);
-  ctq_i32 xs = t > CTQ_INT32_MAX ? CTQ_INT32_MAX : t < CTQ_INT32_MIN ? CTQ_INT32_MIN : (ctq_i32)t;
+  ctq_i32 xs = x; /* the usual case: a multiplier below 1, no left shift */
+  if (left > 0) {
+    ctq_i64 t = (ctq_i64)x * ((ctq_i64)1 << left);
+    xs = t > CTQ_INT32_MAX ? CTQ_INT32_MAX : t < CTQ_INT32_MIN ? CTQ_INT32_MIN : (ctq_i32)t;
+  }
   return ctq_rdbpot(ctq_srdhm(xs, m), right);
 }
 
