@@ -34,6 +34,7 @@
 #include "tests/tmpdir.h"
 
 #define TPL2D   "conv2d_nchw4c_dp4a"
+#define MMA2D   "conv2d_nchw4c_mma" /* registered first: the default's template on sm_80+ */
 #define VER_OLD "0000000000000000"
 
 /* 9.0 twice (exact, then the same-CC fallback), 8.0 (neither) and an 8.9
@@ -45,8 +46,11 @@ static const db_device L40S = {"NVIDIA L40S", 8, 9, 142, 13000, 13000, "13.0"};
 
 /* ---- helpers ----------------------------------------------------------------- */
 
+/* The template whose trials put_trial writes (TPL2D unless a test says). */
+static const char *put_tpl = TPL2D;
+
 static const template_desc *tpl2d(void) {
-  const template_desc *t = template_find(TPL2D);
+  const template_desc *t = template_find(put_tpl);
   ck_assert_ptr_nonnull(t);
   return t;
 }
@@ -164,7 +168,7 @@ static void put_trial(db *d, const char *uid, const ct_workload *w, const char *
   if (json) snprintf(json, 1024, "%s", cfg_json);
   snprintf(t.uid, sizeof t.uid, "%s", uid);
   packed_key(w, t.workload_key);
-  snprintf(t.template_name, sizeof t.template_name, "%s", TPL2D);
+  snprintf(t.template_name, sizeof t.template_name, "%s", put_tpl);
   snprintf(t.template_version, sizeof t.template_version, "%s",
            version ? version : template_version(tpl2d()));
   t.config_json = strdup(cfg_json);
@@ -263,7 +267,7 @@ static void expect_record(const ct_explanation *ex, ct_source source, const char
 
 static void expect_default(const ct_explanation *ex) {
   ck_assert_int_eq(ex->source, CT_SOURCE_DEFAULT);
-  ck_assert_str_eq(ex->template_name, TPL2D);
+  ck_assert_str_eq(ex->template_name, MMA2D);
   ck_assert_str_eq(ex->tuned_key, "");
   ck_assert_str_eq(ex->device, "");
   ck_assert_double_eq(ex->measured_us, 0.0);
@@ -314,6 +318,45 @@ START_TEST(exact_then_same_cc_then_neither) {
   resolve_on(f.path, &L40S, "sm_89", &f.w1, &r);
   expect_record(&r.ex, CT_SOURCE_EXACT, f.w1_l40s, 0.25, &f.w1, L40S.name);
   resolution_free(&r);
+}
+END_TEST
+
+/* Both templates tuned for one workload: the faster one serves it, and the
+ * explanation names it; without records on this device both fall back to
+ * the same compute capability and compare there. */
+static void fastest_case(double dp4a_us, double mma_us, const char *want) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/two.db", dir);
+  ct_workload w = wl2d(1, 64, 64, 28, 3, 1, 1, 1);
+  db *d = NULL;
+  ct_err err = {0};
+  ck_assert_msg(db_open(path, 0, &d, &err) == CT_OK, "%s", err.msg);
+  put_tpl = TPL2D;
+  put_trial(d, "dp4a-1", &w, NULL, &H200, OUT_OK, dp4a_us, 1, NULL);
+  put_tpl = MMA2D;
+  put_trial(d, "mma-1", &w, NULL, &H200, OUT_OK, mma_us, 2, NULL);
+  put_trial(d, "mma-2", &w, NULL, &H200, OUT_WRONG_ANSWER, 0.1, 3, NULL); /* never counts */
+  put_tpl = TPL2D;
+  db_close(d);
+  resolution r;
+  resolve_on(path, &H200, "sm_90", &w, &r);
+  ck_assert_int_eq(r.ex.source, CT_SOURCE_EXACT);
+  ck_assert_str_eq(r.ex.template_name, want);
+  ck_assert_str_eq(r.tpl->name, want);
+  ck_assert_double_eq(r.ex.measured_us, strcmp(want, MMA2D) ? dp4a_us : mma_us);
+  ck_assert_ptr_nonnull(strstr(r.ex.reason, "fastest of 2 templates"));
+  expect_valid(&r, "sm_90");
+  resolution_free(&r);
+  resolve_on(path, &H100, "sm_90", &w, &r);
+  ck_assert_int_eq(r.ex.source, CT_SOURCE_SAME_CC);
+  ck_assert_str_eq(r.ex.template_name, want);
+  resolution_free(&r);
+}
+
+START_TEST(the_fastest_template_serves_a_workload) {
+  fastest_case(5.0, 3.0, MMA2D);
+  fastest_case(5.0, 8.0, TPL2D);
 }
 END_TEST
 
@@ -446,8 +489,7 @@ END_TEST
 /* ---- the default and the distance -------------------------------------------------- */
 
 /* The default of w (any layout): deterministic, valid, >= 32 threads. */
-static void check_default(const ct_workload *w, const char *name) {
-  const template_desc *t = w->op == CT_OP_CONV2D ? tpl2d() : template_find("conv3d_ncdhw4c_dp4a");
+static void check_default_of(const template_desc *t, const ct_workload *w, const char *name) {
   ck_assert_ptr_nonnull(t);
   ct_workload pw;
   workload_packed(w, &pw);
@@ -469,6 +511,13 @@ static void check_default(const ct_workload *w, const char *name) {
   unsigned threads = inst.block[0] * inst.block[1] * inst.block[2];
   if (threads < 32) ck_abort_msg("%s: the default has %u threads per block", name, threads);
   space_free(&s);
+}
+
+/* The default of w on both template families. */
+static void check_default(const ct_workload *w, const char *name) {
+  int is2 = w->op == CT_OP_CONV2D;
+  check_default_of(template_find(is2 ? TPL2D : "conv3d_ncdhw4c_dp4a"), w, name);
+  check_default_of(template_find(is2 ? MMA2D : "conv3d_ncdhw4c_mma"), w, name);
 }
 
 START_TEST(default_deterministic_valid_for_resnet50) {
@@ -973,6 +1022,7 @@ int main(void) {
   TCase *tc = tcase_create("lookup");
   tcase_add_test(tc, exact_then_same_cc_then_neither);
   tcase_add_test(tc, old_template_version_ignored);
+  tcase_add_test(tc, the_fastest_template_serves_a_workload);
   tcase_add_test(tc, nearest_valid_candidate);
   tcase_add_test(tc, nearest_falls_through_invalid_candidates);
   tcase_add_test(tc, no_valid_candidate_is_default);
