@@ -11,6 +11,8 @@
 #     e.g. --out int8 --epilogue bias,qc); prints the wrong answers seen
 #   bench/issue8_gpu.sh BUILD OUT bench SET BATCH DB COMMIT
 #     the benchmark against cuDNN of what DB holds
+# The device tool returns only a handful of files from $OUT: a caller that
+# runs several steps should tar $OUT's files into one archive at the end.
 set -u
 B=$1 OUT=$2 WHAT=$3
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}

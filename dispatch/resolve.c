@@ -235,7 +235,7 @@ ct_status resolve(db *d, const db_device *dev, const arch *a, const ct_workload 
   resolution cur;
   for (int pass = 0; pass < 2; pass++) {
     /* pass 0: records of w itself; pass 1 (none): the nearest tuned workload */
-    for (int i = 0; all[i] && (pass == 0 || !out->tpl); i++) {
+    for (int i = 0; all[i]; i++) {
       memset(&cur, 0, sizeof cur);
       cur.tpl = all[i];
       cur.pw = *w;

@@ -352,6 +352,13 @@ static void fastest_case(double dp4a_us, double mma_us, const char *want) {
   ck_assert_int_eq(r.ex.source, CT_SOURCE_SAME_CC);
   ck_assert_str_eq(r.ex.template_name, want);
   resolution_free(&r);
+  /* untuned batch 2: both templates' nearest is w, at the same distance */
+  ct_workload w2 = wl2d(2, 64, 64, 28, 3, 1, 1, 1);
+  resolve_on(path, &H200, "sm_90", &w2, &r);
+  ck_assert_int_eq(r.ex.source, CT_SOURCE_NEAREST);
+  ck_assert_str_eq(r.ex.template_name, want);
+  expect_valid(&r, "sm_90");
+  resolution_free(&r);
 }
 
 START_TEST(the_fastest_template_serves_a_workload) {
