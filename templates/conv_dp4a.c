@@ -50,15 +50,7 @@ typedef struct plan {
 } plan;
 
 static int supports_op(const ct_workload *w, ct_op op, char *why) {
-  const char *reason = NULL;
-  if (w->op != op)
-    reason = op == CT_OP_CONV2D ? "it runs conv2d only" : "it runs conv3d only";
-  else if (w->layout != CT_LAYOUT_NCHW4C)
-    reason = op == CT_OP_CONV2D ? "it needs layout nchw4c" : "it needs layout ncdhw4c";
-  else if (w->weight_type != CT_DTYPE_INT8)
-    reason = "it takes int8 weights";
-  else if (w->groups != 1)
-    reason = "it runs groups = 1 only";
+  const char *reason = template_conv_refusal(w, op);
   if (reason && why) snprintf(why, TEMPLATE_WHY_MAX, "%s", reason);
   return reason == NULL;
 }
@@ -145,103 +137,61 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, p
   p->grid[2] = p->out[AXN][0];
 }
 
-static int fail(char *why, const char *fmt, long a, long b) {
-  if (why) snprintf(why, TEMPLATE_WHY_MAX, fmt, a, b);
-  return 0;
-}
-
 static int valid(const ct_workload *w, const space *s, const config *cfg, const arch *a,
                  char *why) {
   plan p;
   make_plan(w, s, cfg, &p);
-  if (p.threads < 32) return fail(why, "%ld threads per block; at least %ld", p.threads, 32);
+  if (p.threads < 32) return template_fail(why, "%ld threads per block; at least %ld", p.threads, 32);
   if (p.threads > a->max_threads_per_block)
-    return fail(why, "%ld threads per block; at most %ld", p.threads, a->max_threads_per_block);
+    return template_fail(why, "%ld threads per block; at most %ld", p.threads, a->max_threads_per_block);
   if (p.vthreads > DP4A_MAX_VTHREADS)
-    return fail(why, "%ld vthreads; at most %ld", p.vthreads, DP4A_MAX_VTHREADS);
+    return template_fail(why, "%ld vthreads; at most %ld", p.vthreads, DP4A_MAX_VTHREADS);
   if (p.acc > DP4A_MAX_ACC)
-    return fail(why, "%ld accumulators per thread; at most %ld", p.acc, DP4A_MAX_ACC);
+    return template_fail(why, "%ld accumulators per thread; at most %ld", p.acc, DP4A_MAX_ACC);
   if (p.regs > a->max_regs_per_thread)
-    return fail(why, "at least %ld registers per thread; at most %ld", p.regs,
+    return template_fail(why, "at least %ld registers per thread; at most %ld", p.regs,
                 a->max_regs_per_thread);
   if (p.regs * p.threads > a->regs_per_block)
-    return fail(why, "at least %ld registers per block; at most %ld", p.regs * p.threads,
+    return template_fail(why, "at least %ld registers per block; at most %ld", p.regs * p.threads,
                 a->regs_per_block);
   if (p.smem_bytes > a->smem_optin_bytes)
-    return fail(why, "%ld bytes of shared memory; at most %ld", p.smem_bytes, a->smem_optin_bytes);
-  if (p.grid[1] > 65535) return fail(why, "%ld blocks along grid y; at most %ld", p.grid[1], 65535);
-  if (p.grid[2] > 65535) return fail(why, "%ld blocks along grid z; at most %ld", p.grid[2], 65535);
+    return template_fail(why, "%ld bytes of shared memory; at most %ld", p.smem_bytes, a->smem_optin_bytes);
+  if (p.grid[1] > 65535) return template_fail(why, "%ld blocks along grid y; at most %ld", p.grid[1], 65535);
+  if (p.grid[2] > 65535) return template_fail(why, "%ld blocks along grid z; at most %ld", p.grid[2], 65535);
   if (p.grid[0] > 2147483647L)
-    return fail(why, "%ld blocks along grid x; at most %ld", p.grid[0], 2147483647L);
+    return template_fail(why, "%ld blocks along grid x; at most %ld", p.grid[0], 2147483647L);
   return 1;
-}
-
-/* Append "-DNAME=VALUE". */
-static void opt(instance *inst, const char *name, long value) {
-  if (inst->n_options < INSTANCE_MAX_OPTIONS)
-    snprintf(inst->options[inst->n_options++], INSTANCE_OPTION_MAX, "-D%s=%ld", name, value);
 }
 
 static ct_status make_instance(const ct_workload *w, const space *s, const config *cfg,
                                const arch *a, instance *inst, ct_err *err) {
   plan p;
   make_plan(w, s, cfg, &p);
-  geom3 g;
-  workload_geom(w, &g);
   snprintf(inst->kernel_name, sizeof inst->kernel_name, "conv_dp4a");
   inst->n_options = 0;
-  static const char dims[3] = {'D', 'H', 'W'};
   char name[32];
-  opt(inst, "CT_N", g.n);
-  opt(inst, "CT_C4", g.c / 4);
-  opt(inst, "CT_K4", (g.k + 3) / 4);
-  /* the epilogue (conv_dp4a.cuh) */
-  const ct_epilogue *e = &w->epi;
-  opt(inst, "CT_KR", g.k);
-  opt(inst, "CT_COUT", workload_out_channels(w));
-  opt(inst, "CT_DATA_U8", w->data_type == CT_DTYPE_UINT8);
-  opt(inst, "CT_OUT", w->out_type == CT_DTYPE_INT32 ? 0 : w->out_type == CT_DTYPE_INT8 ? 1 : 2);
-  opt(inst, "CT_OFF", e->bias || e->data_zero_point || e->weight_zero_point);
-  opt(inst, "CT_ZD", e->data_zero_point);
-  opt(inst, "CT_WZP", e->weight_zero_point);
-  opt(inst, "CT_QC", e->scale == CT_SCALE_CHANNEL);
-  opt(inst, "CT_RES", e->residual);
-  opt(inst, "CT_D2S", e->d2s_block);
-  opt(inst, "CT_D2S_CRD", e->d2s_mode == CT_D2S_CRD);
-  opt(inst, "CT_D2S_3D", w->op == CT_OP_CONV3D);
-  for (int d = 0; d < 3; d++) {
-    const struct {
-      const char *fmt;
-      long v;
-    } shape[] = {{"CT_I%c", g.in[d]},    {"CT_K%c", g.ker[d]},    {"CT_STR_%c", g.str[d]},
-                 {"CT_PAD_%c", g.pb[d]}, {"CT_PADA_%c", g.pa[d]}, {"CT_DIL_%c", g.dil[d]},
-                 {"CT_O%c", g.out[d]}};
-    for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) {
-      snprintf(name, sizeof name, shape[i].fmt, dims[d]);
-      opt(inst, name, shape[i].v);
-    }
-  }
+  instance_conv_options(inst, w);
   static const char *const parts4[4] = {"B", "V", "T", "I"};
   static const char *const parts2[2] = {"O", "I"};
   for (int ax = 0; ax < N_OUT_AX; ax++)
     for (int i = 0; i < 4; i++) {
       snprintf(name, sizeof name, "%s_%s", out_macro[ax], parts4[i]);
-      opt(inst, name, p.out[ax][i]);
+      instance_opt(inst, name, p.out[ax][i]);
     }
   for (int ax = 0; ax < N_RED_AX; ax++)
     for (int i = 0; i < 2; i++) {
       snprintf(name, sizeof name, "%s_%s", red_macro[ax], parts2[i]);
-      opt(inst, name, p.red[ax][i]);
+      instance_opt(inst, name, p.red[ax][i]);
     }
   for (int i = 0; i < 4; i++) {
     snprintf(name, sizeof name, "REORDER_%d", i);
-    opt(inst, name, p.order[i]);
+    instance_opt(inst, name, p.order[i]);
   }
-  opt(inst, "FUSE_YX", p.fuse_yx);
-  opt(inst, "UNROLL_MAX_STEP", p.unroll_max_step);
-  opt(inst, "UNROLL_EXPLICIT", p.unroll_explicit);
-  opt(inst, "CT_THREADS", p.threads);
-  opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
+  instance_opt(inst, "FUSE_YX", p.fuse_yx);
+  instance_opt(inst, "UNROLL_MAX_STEP", p.unroll_max_step);
+  instance_opt(inst, "UNROLL_EXPLICIT", p.unroll_explicit);
+  instance_opt(inst, "CT_THREADS", p.threads);
+  instance_opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
   if (inst->n_options >= INSTANCE_MAX_OPTIONS)
     return ERR_SET(err, CT_ERR_INTERNAL, "conv_dp4a: more than %d NVRTC options",
                    INSTANCE_MAX_OPTIONS);
@@ -249,12 +199,7 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   inst->block[0] = (unsigned)p.threads;
   inst->block[1] = inst->block[2] = 1;
   inst->smem_bytes = (size_t)p.smem_bytes;
-  inst->n_args = 5;
-  inst->args[0] = ARG_DATA;
-  inst->args[1] = ARG_WEIGHTS;
-  inst->args[2] = ARG_OUT;
-  inst->args[3] = ARG_PARAMS;
-  inst->args[4] = ARG_RESIDUAL;
+  instance_conv_args(inst);
   (void)a;
   return CT_OK;
 }

@@ -42,21 +42,11 @@
 #define AX_RY 2
 #define AX_RX 3
 
-static_assert(CT_N > 0 && CT_C4 > 0 && CT_K4 > 0, "N, C/4 and K/4 must be positive");
-static_assert(CT_ID > 0 && CT_IH > 0 && CT_IW > 0, "input sizes must be positive");
-static_assert(CT_OD > 0 && CT_OH > 0 && CT_OW > 0, "output sizes must be positive");
-static_assert(CT_STR_D > 0 && CT_STR_H > 0 && CT_STR_W > 0, "strides must be positive");
-static_assert(CT_DIL_D > 0 && CT_DIL_H > 0 && CT_DIL_W > 0, "dilations must be positive");
-static_assert(CT_OD == (CT_ID + CT_PAD_D + CT_PADA_D - CT_DIL_D * (CT_KD - 1) - 1) / CT_STR_D + 1,
-              "CT_OD does not match the shape");
-static_assert(CT_OH == (CT_IH + CT_PAD_H + CT_PADA_H - CT_DIL_H * (CT_KH - 1) - 1) / CT_STR_H + 1,
-              "CT_OH does not match the shape");
-static_assert(CT_OW == (CT_IW + CT_PAD_W + CT_PADA_W - CT_DIL_W * (CT_KW - 1) - 1) / CT_STR_W + 1,
-              "CT_OW does not match the shape");
+#include "conv_shape.cuh"
+
 #if !CT_TEMPLATE_CONV3D
-static_assert(CT_ID == 1 && CT_KD == 1 && CT_OD == 1 && TILE_D_B * TILE_D_V * TILE_D_T * TILE_D_I == 1 &&
-                  TILE_RD_O * TILE_RD_I == 1,
-              "conv2d: the depth axes must all be 1");
+static_assert(TILE_D_B * TILE_D_V * TILE_D_T * TILE_D_I == 1 && TILE_RD_O * TILE_RD_I == 1,
+              "conv2d: the depth tiles must all be 1");
 #endif
 
 static_assert(TILE_N_B * TILE_N_V * TILE_N_T * TILE_N_I == CT_N, "tile_n must split N exactly");
@@ -77,9 +67,6 @@ static_assert(FUSE_YX == 0 || FUSE_YX == 1, "fuse_yx is 0 or 1");
 /* The epilogue: CT_OUT 0 int32, 1 int8, 2 uint8; CT_OFF: a per-channel
  * offset (bias, zero-point corrections); CT_D2S block (0: none) over 2 or 3
  * dimensions; CT_KR the real K and CT_COUT the output channels. */
-static_assert(CT_OUT >= 0 && CT_OUT <= 2, "CT_OUT is 0 (int32), 1 (int8) or 2 (uint8)");
-static_assert(!CT_RES || CT_OUT != 0, "a residual needs an 8-bit output");
-static_assert(CT_KR > 4 * (CT_K4 - 1) && CT_KR <= 4 * CT_K4, "CT_KR must round up to 4 * CT_K4");
 static_assert(CT_D2S == 0 || CT_COUT * CT_D2S * CT_D2S * (CT_D2S_3D ? CT_D2S : 1) == CT_KR,
               "depth_to_space: K must be C' x b^nd");
 static_assert(UNROLL_EXPLICIT == 0 || UNROLL_EXPLICIT == 1, "unroll_explicit is 0 or 1");

@@ -45,17 +45,8 @@ typedef struct mplan {
 } mplan;
 
 static int supports_op(const ct_workload *w, ct_op op, char *why) {
-  const char *reason = NULL;
-  if (w->op != op)
-    reason = op == CT_OP_CONV2D ? "it runs conv2d only" : "it runs conv3d only";
-  else if (w->layout != CT_LAYOUT_NCHW4C)
-    reason = op == CT_OP_CONV2D ? "it needs layout nchw4c" : "it needs layout ncdhw4c";
-  else if (w->weight_type != CT_DTYPE_INT8)
-    reason = "it takes int8 weights";
-  else if (w->groups != 1)
-    reason = "it runs groups = 1 only";
-  else if (w->epi.d2s_block)
-    reason = "depth_to_space runs on the dp4a templates";
+  const char *reason = template_conv_refusal(w, op);
+  if (!reason && w->epi.d2s_block) reason = "depth_to_space runs on the dp4a templates";
   if (reason && why) snprintf(why, TEMPLATE_WHY_MAX, "%s", reason);
   return reason == NULL;
 }
@@ -157,119 +148,80 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   p->grid_x = p->persist && p->tiles > p->resident ? p->resident : p->tiles;
 }
 
-static int fail(char *why, const char *fmt, long a, long b) {
-  if (why) snprintf(why, TEMPLATE_WHY_MAX, fmt, a, b);
-  return 0;
-}
-
 static int valid(const ct_workload *w, const space *s, const config *cfg, const arch *a,
                  char *why) {
   mplan p;
   make_plan(w, s, cfg, a, &p);
   if (a->cc_major < 8)
-    return fail(why, "mma.sync.m16n8k32 int8 needs sm_80 or later, not sm_%ld%ld", a->cc_major,
+    return template_fail(why, "mma.sync.m16n8k32 int8 needs sm_80 or later, not sm_%ld%ld", a->cc_major,
                 a->cc_minor);
   if (p.split_k > 1 && a->cc_major < 9)
-    return fail(why, "split_k %ld needs thread-block clusters (sm_90); this is sm_%ld", p.split_k,
+    return template_fail(why, "split_k %ld needs thread-block clusters (sm_90); this is sm_%ld", p.split_k,
                 a->cc_major * 10 + a->cc_minor);
-  if (p.wm > p.bm) return fail(why, "warp_m %ld is larger than block_m %ld", p.wm, p.bm);
-  if (p.wn > p.bn) return fail(why, "warp_n %ld is larger than block_n %ld", p.wn, p.bn);
-  if (p.warps > 16) return fail(why, "%ld warps per block; at most %ld", p.warps, 16);
+  if (p.wm > p.bm) return template_fail(why, "warp_m %ld is larger than block_m %ld", p.wm, p.bm);
+  if (p.wn > p.bn) return template_fail(why, "warp_n %ld is larger than block_n %ld", p.wn, p.bn);
+  if (p.warps > 16) return template_fail(why, "%ld warps per block; at most %ld", p.warps, 16);
   if (p.threads > a->max_threads_per_block)
-    return fail(why, "%ld threads per block; at most %ld", p.threads, a->max_threads_per_block);
-  if (p.acc > 128) return fail(why, "%ld accumulators per thread; at most %ld", p.acc, 128);
+    return template_fail(why, "%ld threads per block; at most %ld", p.threads, a->max_threads_per_block);
+  if (p.acc > 128) return template_fail(why, "%ld accumulators per thread; at most %ld", p.acc, 128);
   if (p.regs > a->max_regs_per_thread)
-    return fail(why, "at least %ld registers per thread; at most %ld", p.regs,
+    return template_fail(why, "at least %ld registers per thread; at most %ld", p.regs,
                 a->max_regs_per_thread);
   if (p.regs * p.threads > a->regs_per_block)
-    return fail(why, "at least %ld registers per block; at most %ld", p.regs * p.threads,
+    return template_fail(why, "at least %ld registers per block; at most %ld", p.regs * p.threads,
                 a->regs_per_block);
   if (p.smem_bytes > a->smem_optin_bytes)
-    return fail(why, "%ld bytes of shared memory; at most %ld", p.smem_bytes, a->smem_optin_bytes);
+    return template_fail(why, "%ld bytes of shared memory; at most %ld", p.smem_bytes, a->smem_optin_bytes);
   if (p.split_k > p.kt_total)
-    return fail(why, "split_k %ld, but the reduction has %ld slices", p.split_k, p.kt_total);
+    return template_fail(why, "split_k %ld, but the reduction has %ld slices", p.split_k, p.kt_total);
   if (p.bm > 32 && p.bm >= 2 * p.m_total)
-    return fail(why, "block_m %ld for %ld positions: half the tile would be padding", p.bm,
+    return template_fail(why, "block_m %ld for %ld positions: half the tile would be padding", p.bm,
                 p.m_total);
   if (p.bn > 32 && p.bn >= 2 * 4 * ceil_div(w->k, 4))
-    return fail(why, "block_n %ld for %ld channels: half the tile would be padding", p.bn, w->k);
+    return template_fail(why, "block_n %ld for %ld channels: half the tile would be padding", p.bn, w->k);
   if (p.raster > 1 && p.tiles_n == 1)
-    return fail(why, "raster %ld changes nothing with %ld tile along N", p.raster, p.tiles_n);
+    return template_fail(why, "raster %ld changes nothing with %ld tile along N", p.raster, p.tiles_n);
   if (p.raster > 4 && p.tiles_m <= 4)
-    return fail(why, "raster %ld is raster 4 with %ld tiles along M", p.raster, p.tiles_m);
+    return template_fail(why, "raster %ld is raster 4 with %ld tiles along M", p.raster, p.tiles_m);
   if (p.raster > 1 && p.tiles_m == 1)
-    return fail(why, "raster %ld changes nothing with %ld tile along M", p.raster, p.tiles_m);
+    return template_fail(why, "raster %ld changes nothing with %ld tile along M", p.raster, p.tiles_m);
   if (p.persist && p.tiles <= p.resident)
-    return fail(why, "persistent with %ld tiles for %ld resident blocks: the plain grid", p.tiles,
+    return template_fail(why, "persistent with %ld tiles for %ld resident blocks: the plain grid", p.tiles,
                 p.resident);
   if (p.epi_smem && w->out_type != CT_DTYPE_INT32) {
     geom3 g;
     workload_geom(w, &g);
     if ((g.out[0] * g.out[1] * g.out[2]) % 4)
-      return fail(why, "a staged 8-bit epilogue needs positions %% 4 == 0, not %ld (%% %ld)",
+      return template_fail(why, "a staged 8-bit epilogue needs positions %% 4 == 0, not %ld (%% %ld)",
                   g.out[0] * g.out[1] * g.out[2], 4);
   }
   if (p.grid_x > 2147483647L)
-    return fail(why, "%ld blocks along grid x; at most %ld", p.grid_x, 2147483647L);
+    return template_fail(why, "%ld blocks along grid x; at most %ld", p.grid_x, 2147483647L);
   return 1;
-}
-
-/* Append "-DNAME=VALUE". */
-static void opt(instance *inst, const char *name, long value) {
-  if (inst->n_options < INSTANCE_MAX_OPTIONS)
-    snprintf(inst->options[inst->n_options++], INSTANCE_OPTION_MAX, "-D%s=%ld", name, value);
 }
 
 static ct_status make_instance(const ct_workload *w, const space *s, const config *cfg,
                                const arch *a, instance *inst, ct_err *err) {
   mplan p;
   make_plan(w, s, cfg, a, &p);
-  geom3 g;
-  workload_geom(w, &g);
   snprintf(inst->kernel_name, sizeof inst->kernel_name, "conv_mma");
   inst->n_options = 0;
-  opt(inst, "CT_N", g.n);
-  opt(inst, "CT_C4", g.c / 4);
-  opt(inst, "CT_K4", (g.k + 3) / 4);
-  const ct_epilogue *e = &w->epi;
-  opt(inst, "CT_KR", g.k);
-  opt(inst, "CT_DATA_U8", w->data_type == CT_DTYPE_UINT8);
-  opt(inst, "CT_OUT", w->out_type == CT_DTYPE_INT32 ? 0 : w->out_type == CT_DTYPE_INT8 ? 1 : 2);
-  opt(inst, "CT_OFF", e->bias || e->data_zero_point || e->weight_zero_point);
-  opt(inst, "CT_ZD", e->data_zero_point);
-  opt(inst, "CT_WZP", e->weight_zero_point);
-  opt(inst, "CT_QC", e->scale == CT_SCALE_CHANNEL);
-  opt(inst, "CT_RES", e->residual);
-  opt(inst, "CT_D2S", e->d2s_block);
-  static const char dims[3] = {'D', 'H', 'W'};
-  char name[32];
-  for (int d = 0; d < 3; d++) {
-    const struct {
-      const char *fmt;
-      long v;
-    } shape[] = {{"CT_I%c", g.in[d]},    {"CT_K%c", g.ker[d]},    {"CT_STR_%c", g.str[d]},
-                 {"CT_PAD_%c", g.pb[d]}, {"CT_PADA_%c", g.pa[d]}, {"CT_DIL_%c", g.dil[d]},
-                 {"CT_O%c", g.out[d]}};
-    for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) {
-      snprintf(name, sizeof name, shape[i].fmt, dims[d]);
-      opt(inst, name, shape[i].v);
-    }
-  }
-  opt(inst, "MMA_BM", p.bm);
-  opt(inst, "MMA_BN", p.bn);
-  opt(inst, "MMA_BK", p.bk);
-  opt(inst, "MMA_WM", p.wm);
-  opt(inst, "MMA_WN", p.wn);
-  opt(inst, "MMA_STAGES", p.stages);
-  opt(inst, "MMA_SWIZZLE", p.swizzle);
-  opt(inst, "MMA_SPLITK", p.split_k);
-  opt(inst, "MMA_RASTER", p.raster);
-  opt(inst, "MMA_PERSIST", p.persist);
-  opt(inst, "MMA_GRID", p.grid_x);
-  opt(inst, "MMA_EPI_SMEM", p.epi_smem);
-  opt(inst, "MMA_AVEC", p.a_vec);
-  opt(inst, "CT_THREADS", p.threads);
-  opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
+  instance_conv_options(inst, w);
+  instance_opt(inst, "MMA_BM", p.bm);
+  instance_opt(inst, "MMA_BN", p.bn);
+  instance_opt(inst, "MMA_BK", p.bk);
+  instance_opt(inst, "MMA_WM", p.wm);
+  instance_opt(inst, "MMA_WN", p.wn);
+  instance_opt(inst, "MMA_STAGES", p.stages);
+  instance_opt(inst, "MMA_SWIZZLE", p.swizzle);
+  instance_opt(inst, "MMA_SPLITK", p.split_k);
+  instance_opt(inst, "MMA_RASTER", p.raster);
+  instance_opt(inst, "MMA_PERSIST", p.persist);
+  instance_opt(inst, "MMA_GRID", p.grid_x);
+  instance_opt(inst, "MMA_EPI_SMEM", p.epi_smem);
+  instance_opt(inst, "MMA_AVEC", p.a_vec);
+  instance_opt(inst, "CT_THREADS", p.threads);
+  instance_opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
   if (inst->n_options >= INSTANCE_MAX_OPTIONS)
     return ERR_SET(err, CT_ERR_INTERNAL, "conv_mma: more than %d NVRTC options",
                    INSTANCE_MAX_OPTIONS);
@@ -279,12 +231,7 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   inst->block[0] = (unsigned)p.threads;
   inst->block[1] = inst->block[2] = 1;
   inst->smem_bytes = (size_t)p.smem_bytes;
-  inst->n_args = 5;
-  inst->args[0] = ARG_DATA;
-  inst->args[1] = ARG_WEIGHTS;
-  inst->args[2] = ARG_OUT;
-  inst->args[3] = ARG_PARAMS;
-  inst->args[4] = ARG_RESIDUAL;
+  instance_conv_args(inst);
   return CT_OK;
 }
 

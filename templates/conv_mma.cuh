@@ -51,22 +51,9 @@
 #endif
 
 /* ---- shapes and knobs ------------------------------------------------------ */
-static_assert(CT_N > 0 && CT_C4 > 0 && CT_K4 > 0, "N, C/4 and K/4 must be positive");
-static_assert(CT_ID > 0 && CT_IH > 0 && CT_IW > 0, "input sizes must be positive");
-static_assert(CT_OD > 0 && CT_OH > 0 && CT_OW > 0, "output sizes must be positive");
-static_assert(CT_OD == (CT_ID + CT_PAD_D + CT_PADA_D - CT_DIL_D * (CT_KD - 1) - 1) / CT_STR_D + 1,
-              "CT_OD does not match the shape");
-static_assert(CT_OH == (CT_IH + CT_PAD_H + CT_PADA_H - CT_DIL_H * (CT_KH - 1) - 1) / CT_STR_H + 1,
-              "CT_OH does not match the shape");
-static_assert(CT_OW == (CT_IW + CT_PAD_W + CT_PADA_W - CT_DIL_W * (CT_KW - 1) - 1) / CT_STR_W + 1,
-              "CT_OW does not match the shape");
-#if !CT_TEMPLATE_CONV3D
-static_assert(CT_ID == 1 && CT_KD == 1 && CT_OD == 1, "conv2d: the depth axes must all be 1");
-#endif
-static_assert(CT_OUT >= 0 && CT_OUT <= 2, "CT_OUT is 0 (int32), 1 (int8) or 2 (uint8)");
-static_assert(!CT_RES || CT_OUT != 0, "a residual needs an 8-bit output");
+#include "conv_shape.cuh"
+
 static_assert(CT_D2S == 0, "depth_to_space runs on the dp4a templates");
-static_assert(CT_KR > 4 * (CT_K4 - 1) && CT_KR <= 4 * CT_K4, "CT_KR must round up to 4 * CT_K4");
 
 static_assert(MMA_BM == 32 || MMA_BM == 64 || MMA_BM == 128 || MMA_BM == 256, "block_m");
 static_assert(MMA_BN == 32 || MMA_BN == 64 || MMA_BN == 128 || MMA_BN == 256, "block_n");

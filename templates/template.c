@@ -117,3 +117,64 @@ ct_status template_neighbor(const template_desc *tpl, const ct_workload *w, cons
   return ERR_SET(err, CT_ERR_NOT_FOUND, "%s: no valid neighbour in %ld draws", tpl->name,
                  max_tries);
 }
+
+const char *template_conv_refusal(const ct_workload *w, ct_op op) {
+  if (w->op != op) return op == CT_OP_CONV2D ? "it runs conv2d only" : "it runs conv3d only";
+  if (w->layout != CT_LAYOUT_NCHW4C)
+    return op == CT_OP_CONV2D ? "it needs layout nchw4c" : "it needs layout ncdhw4c";
+  if (w->weight_type != CT_DTYPE_INT8) return "it takes int8 weights";
+  if (w->groups != 1) return "it runs groups = 1 only";
+  return NULL;
+}
+
+int template_fail(char *why, const char *fmt, long a, long b) {
+  if (why) snprintf(why, TEMPLATE_WHY_MAX, fmt, a, b);
+  return 0;
+}
+
+void instance_opt(instance *inst, const char *name, long value) {
+  if (inst->n_options < INSTANCE_MAX_OPTIONS)
+    snprintf(inst->options[inst->n_options++], INSTANCE_OPTION_MAX, "-D%s=%ld", name, value);
+}
+
+void instance_conv_options(instance *inst, const ct_workload *w) {
+  geom3 g;
+  workload_geom(w, &g);
+  instance_opt(inst, "CT_N", g.n);
+  instance_opt(inst, "CT_C4", g.c / 4);
+  instance_opt(inst, "CT_K4", (g.k + 3) / 4);
+  const ct_epilogue *e = &w->epi;
+  instance_opt(inst, "CT_KR", g.k);
+  instance_opt(inst, "CT_COUT", workload_out_channels(w));
+  instance_opt(inst, "CT_DATA_U8", w->data_type == CT_DTYPE_UINT8);
+  instance_opt(inst, "CT_OUT",
+               w->out_type == CT_DTYPE_INT32 ? 0 : w->out_type == CT_DTYPE_INT8 ? 1 : 2);
+  instance_opt(inst, "CT_OFF", e->bias || e->data_zero_point || e->weight_zero_point);
+  instance_opt(inst, "CT_ZD", e->data_zero_point);
+  instance_opt(inst, "CT_WZP", e->weight_zero_point);
+  instance_opt(inst, "CT_QC", e->scale == CT_SCALE_CHANNEL);
+  instance_opt(inst, "CT_RES", e->residual);
+  instance_opt(inst, "CT_D2S", e->d2s_block);
+  instance_opt(inst, "CT_D2S_CRD", e->d2s_mode == CT_D2S_CRD);
+  instance_opt(inst, "CT_D2S_3D", w->op == CT_OP_CONV3D);
+  static const char dims[3] = {'D', 'H', 'W'};
+  char name[32];
+  for (int d = 0; d < 3; d++) {
+    const struct {
+      const char *fmt;
+      long v;
+    } shape[] = {{"CT_I%c", g.in[d]},    {"CT_K%c", g.ker[d]},    {"CT_STR_%c", g.str[d]},
+                 {"CT_PAD_%c", g.pb[d]}, {"CT_PADA_%c", g.pa[d]}, {"CT_DIL_%c", g.dil[d]},
+                 {"CT_O%c", g.out[d]}};
+    for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) {
+      snprintf(name, sizeof name, shape[i].fmt, dims[d]);
+      instance_opt(inst, name, shape[i].v);
+    }
+  }
+}
+
+void instance_conv_args(instance *inst) {
+  static const kernel_arg args[] = {ARG_DATA, ARG_WEIGHTS, ARG_OUT, ARG_PARAMS, ARG_RESIDUAL};
+  inst->n_args = (int)(sizeof args / sizeof args[0]);
+  for (int i = 0; i < inst->n_args; i++) inst->args[i] = args[i];
+}

@@ -68,6 +68,25 @@ typedef struct template_desc {
   int (*preferred)(const ct_workload *w, const space *s, const arch *a, config *out);
 } template_desc;
 
+/* What the convolution descriptors share (templates/template.c). */
+
+/* Why a channel-packed template of op cannot run w (another op, a layout
+ * other than nchw4c / ncdhw4c, non-int8 weights, groups), or NULL. */
+const char *template_conv_refusal(const ct_workload *w, ct_op op);
+/* Write the reason (fmt with two longs) into why when not NULL; returns 0,
+ * for valid() hooks. */
+int template_fail(char *why, const char *fmt, long a, long b);
+/* Append "-DNAME=VALUE" (dropped past INSTANCE_MAX_OPTIONS: instance hooks
+ * check n_options at the end). */
+void instance_opt(instance *inst, const char *name, long value);
+/* The options of w's shape (CT_N, CT_C4, CT_K4, per dimension CT_I, CT_K,
+ * CT_STR_, CT_PAD_, CT_PADA_, CT_DIL_, CT_O) and epilogue (CT_KR, CT_COUT,
+ * CT_DATA_U8, CT_OUT, CT_OFF, CT_ZD, CT_WZP, CT_QC, CT_RES, CT_D2S,
+ * CT_D2S_CRD, CT_D2S_3D), which templates/conv_shape.cuh checks; and the
+ * five arguments (data, weights, out, params, residual). */
+void instance_conv_options(instance *inst, const ct_workload *w);
+void instance_conv_args(instance *inst);
+
 /* Every template, NULL-terminated. */
 const template_desc *const *template_all(void);
 /* The template named name, or NULL. */
