@@ -4,6 +4,9 @@
 #     random configs of every template against the CPU reference
 #     (test_gpu_templates 10), the dispatch defaults on every set layer and
 #     epilogue (test_gpu_quant), and two layers tuned briefly on mma
+#   bench/issue8_gpu.sh BUILD OUT wgquick N
+#     N random configs per layer of the wgmma templates against the CPU
+#     reference, and three layers tuned briefly on wgmma and on mma
 #   bench/issue8_gpu.sh BUILD OUT tests
 #     every GPU test (ctest -L gpu) and test_gpu_quant's counts
 #   bench/issue8_gpu.sh BUILD OUT tune SET BATCH DB TEMPLATE TRIALS EARLY SECS [FLAGS...]
@@ -31,6 +34,21 @@ quick)
       >"$OUT/quick-tune.json" 2>"$OUT/quick-tune.log"
     echo "tune exit $?"; grep -o '"best_us":[0-9.]*\|"best_tops":[0-9.]*\|"by_outcome":{[^}]*}' "$OUT/quick-tune.json" | head -3
     tail -2 "$OUT/quick-tune.log"
+  done
+  ;;
+wgquick)
+  (cd "$B" && CK_RUN_CASE=wgmma ./test_gpu_templates "$4") >"$OUT/gpu-wgmma.log" 2>&1
+  echo "test_gpu_templates (wgmma) exit $?"
+  grep -E "exact over|FAIL|Checks" "$OUT/gpu-wgmma.log" | head -24
+  for L in conv2d-nchw4c-i8.i8.i32-n16-c512-k512-7x7-r3x3-s1x1-p1x1.1x1-d1x1 \
+    conv2d-nchw4c-i8.i8.i32-n16-c128-k128-28x28-r3x3-s1x1-p1x1.1x1-d1x1 \
+    conv2d-nchw4c-i8.i8.i32-n16-c64-k256-56x56-r1x1-s1x1-p0x0.0x0-d1x1; do
+    for T in conv2d_nchw4c_wgmma conv2d_nchw4c_mma; do
+      timeout 100 "$B/convtune" tune "$L" --template $T --trials 60 --db "$OUT/wgquick.db" -q --json \
+        >"$OUT/wgquick-tune.json" 2>"$OUT/wgquick-tune.log"
+      echo "$T $L exit $?: $(grep -o '"best_us":[0-9.]*\|"by_outcome":{[^}]*}' "$OUT/wgquick-tune.json" | tr '\n' ' ')"
+      tail -1 "$OUT/wgquick-tune.log"
+    done
   done
   ;;
 tests)

@@ -15,6 +15,9 @@
 #include <limits.h>
 #include <string.h>
 
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
 #include "gpu/cuda_check.h"
 
 /* Dynamic shared memory every kernel may use without opting in. */
@@ -33,6 +36,17 @@ ct_status kernel_load(const void *cubin, size_t size, const instance *inst, kern
     return ERR_SET(err, CT_ERR_INVALID_ARG, "instance: smem_bytes %zu, accepted 0..%d",
                    inst->smem_bytes, INT_MAX);
 
+  for (int i = 0; i < inst->n_args && i < INSTANCE_MAX_ARGS; i++)
+    if (inst->args[i] == ARG_DATA_TMAP && !out->encode_tmap) {
+      /* the driver's entry point, without linking the driver library */
+      enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+      CUDA_TRY(err, cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &out->encode_tmap,
+                                                     12000, cudaEnableDefault, &found));
+      if (found != cudaDriverEntryPointSuccess || !out->encode_tmap) {
+        st = ERR_SET(err, CT_ERR_CUDA, "the driver has no cuTensorMapEncodeTiled (CUDA 12.0+)");
+        goto done;
+      }
+    }
   CUDA_TRY(err, cudaLibraryLoadData(&out->lib, cubin, NULL, NULL, 0, NULL, NULL, 0));
   CUDA_TRY(err, cudaLibraryGetKernel(&out->fn, out->lib, inst->kernel_name));
   if (inst->smem_bytes > SMEM_DEFAULT_BYTES)
@@ -50,9 +64,40 @@ done:
   return st;
 }
 
+/* Encode inst's tensor map of io->data into map. */
+static ct_status encode_tmap(const kernel *k, const instance *inst, const kernel_io *io,
+                             CUtensorMap *map, ct_err *err) {
+  const tmap_desc *t = &inst->tmap;
+  if (!k->encode_tmap)
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "kernel_launch: a tensor map argument, but the kernel "
+                                            "was loaded without the driver's encoder");
+  if (t->rank < 1 || t->rank > TMAP_MAX_RANK)
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "instance: tensor map rank %d, accepted 1..%d", t->rank,
+                   TMAP_MAX_RANK);
+  cuuint64_t dims[TMAP_MAX_RANK], strides[TMAP_MAX_RANK];
+  cuuint32_t box[TMAP_MAX_RANK], estr[TMAP_MAX_RANK];
+  for (int i = 0; i < t->rank; i++) {
+    dims[i] = t->dims[i];
+    box[i] = t->box[i];
+    estr[i] = t->elem_strides[i];
+    if (i > 0) strides[i - 1] = t->strides[i - 1];
+  }
+  PFN_cuTensorMapEncodeTiled_v12000 encode = (PFN_cuTensorMapEncodeTiled_v12000)k->encode_tmap;
+  CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT32, (cuuint32_t)t->rank, (void *)io->data,
+                      dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                      CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return ERR_SET(err, CT_ERR_CUDA,
+                   "cuTensorMapEncodeTiled: error %d (rank %d, data %p: 16-byte aligned?)", (int)r,
+                   t->rank, io->data);
+  return CT_OK;
+}
+
 ct_status kernel_launch(const kernel *k, const instance *inst, const kernel_io *io,
                         cudaStream_t stream, ct_err *err) {
   ct_status st = CT_OK;
+  CUtensorMap map;
   if (!k || !k->fn || !inst || !io)
     return ERR_SET(err, CT_ERR_INVALID_ARG,
                    "kernel_launch: NULL or unloaded kernel, or NULL instance or io");
@@ -87,9 +132,13 @@ ct_status kernel_launch(const kernel *k, const instance *inst, const kernel_io *
     case ARG_RESIDUAL:
       args[i] = (void *)&io->residual;
       break;
+    case ARG_DATA_TMAP:
+      if ((st = encode_tmap(k, inst, io, &map, err))) return st;
+      args[i] = (void *)&map;
+      break;
     default:
       return ERR_SET(err, CT_ERR_INVALID_ARG, "instance: args[%d] is %d, accepted %d..%d", i,
-                     (int)inst->args[i], ARG_DATA, ARG_RESIDUAL);
+                     (int)inst->args[i], ARG_DATA, ARG_DATA_TMAP);
     }
   }
   dim3 grid = {inst->grid[0], inst->grid[1], inst->grid[2]};

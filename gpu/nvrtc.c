@@ -180,7 +180,17 @@ ct_status nvrtc_compile(const instance *inst, const arch *a, cubin *out, ct_err 
   const char *const *names = NULL, *const *sources = NULL;
   int n_headers = template_headers(&names, &sources);
   const char *name = inst->tpl->source ? inst->tpl->source : inst->tpl->name;
-  return compile(name, source, n_headers, names, sources, options, inst->n_options, a, out, err);
+  arch target = *a;
+  if (inst->arch_specific && target.name[0] && strchr("0123456789", target.name[strnlen(target.name, sizeof target.name) - 1])) {
+    /* "sm_90" -> "sm_90a": features of exactly this architecture */
+    size_t len = strnlen(target.name, sizeof target.name);
+    if (len + 2 > sizeof target.name)
+      return ERR_SET(err, CT_ERR_INVALID_ARG, "architecture name %.16s is too long", a->name);
+    target.name[len] = 'a';
+    target.name[len + 1] = '\0';
+  }
+  return compile(name, source, n_headers, names, sources, options, inst->n_options, &target, out,
+                 err);
 }
 
 void cubin_free(cubin *c) {

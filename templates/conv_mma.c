@@ -248,18 +248,6 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
   return n < max ? n : max;
 }
 
-/* Set the choice knob name of cfg to value; 0 when the space lacks either. */
-static int set_choice(const space *s, config *cfg, const char *name, int value) {
-  int k = space_find(s, name);
-  if (k < 0) return 0;
-  for (int i = 0; i < s->knobs[k].n_cands; i++)
-    if (s->knobs[k].cands[i] == value) {
-      cfg->choice[k] = i;
-      return 1;
-    }
-  return 0;
-}
-
 /* A default without tuning: the largest square-ish tile that gives every
  * SM a block, 64x64 warp tiles where they fit, split-K while the grid is
  * small, 3 stages of 64 bytes, the XOR layout. */
@@ -279,16 +267,16 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
       for (int iw = 0; iw < 3; iw++)
         for (int iv = 0; iv < 3; iv++)
           for (int is = 0; is < 4; is++) {
-            if (!(set_choice(s, &c, "block_m", bms[im]) && set_choice(s, &c, "block_n", bns[in]) &&
-                  set_choice(s, &c, "block_k", 64) && set_choice(s, &c, "warp_m", wms[iw]) &&
-                  set_choice(s, &c, "warp_n", wns[iv]) && set_choice(s, &c, "stages", 3) &&
-                  set_choice(s, &c, "smem_layout", 1) && set_choice(s, &c, "split_k", splits[is]) &&
-                  set_choice(s, &c, "raster", 1) && set_choice(s, &c, "persistent", 0) &&
-                  set_choice(s, &c, "epi_smem", 0)))
+            if (!(template_set_choice(s, &c, "block_m", bms[im]) && template_set_choice(s, &c, "block_n", bns[in]) &&
+                  template_set_choice(s, &c, "block_k", 64) && template_set_choice(s, &c, "warp_m", wms[iw]) &&
+                  template_set_choice(s, &c, "warp_n", wns[iv]) && template_set_choice(s, &c, "stages", 3) &&
+                  template_set_choice(s, &c, "smem_layout", 1) && template_set_choice(s, &c, "split_k", splits[is]) &&
+                  template_set_choice(s, &c, "raster", 1) && template_set_choice(s, &c, "persistent", 0) &&
+                  template_set_choice(s, &c, "epi_smem", 0)))
               continue;
-            set_choice(s, &c, "a_vec", 4);
+            template_set_choice(s, &c, "a_vec", 4);
             if (!valid(w, s, &c, a, NULL)) {
-              set_choice(s, &c, "a_vec", 1);
+              template_set_choice(s, &c, "a_vec", 1);
               if (!valid(w, s, &c, a, NULL)) continue;
             }
             mplan p;

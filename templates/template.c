@@ -21,13 +21,17 @@ extern const template_desc tpl_conv2d_nchw4c_dp4a;
 extern const template_desc tpl_conv3d_ncdhw4c_dp4a;
 extern const template_desc tpl_conv2d_nchw4c_mma;
 extern const template_desc tpl_conv3d_ncdhw4c_mma;
+extern const template_desc tpl_conv2d_nchw4c_wgmma;
+extern const template_desc tpl_conv3d_ncdhw4c_wgmma;
 
 /* The tensor-core templates first: where nothing is tuned, the dispatch
  * library's default comes from the first template that has a valid one on
- * the device (the mma ones need sm_80). */
-static const template_desc *const all[] = {&tpl_conv2d_nchw4c_mma, &tpl_conv3d_ncdhw4c_mma,
-                                           &tpl_conv2d_nchw4c_dp4a, &tpl_conv3d_ncdhw4c_dp4a,
-                                           NULL};
+ * the device (the mma ones need sm_80; wgmma exactly sm_90, and runs only
+ * layers with C % 32 == 0, so mma's default serves every layer). */
+static const template_desc *const all[] = {
+    &tpl_conv2d_nchw4c_mma,   &tpl_conv3d_ncdhw4c_mma,  &tpl_conv2d_nchw4c_wgmma,
+    &tpl_conv3d_ncdhw4c_wgmma, &tpl_conv2d_nchw4c_dp4a, &tpl_conv3d_ncdhw4c_dp4a,
+    NULL};
 
 const template_desc *const *template_all(void) {
   return all;
@@ -177,4 +181,15 @@ void instance_conv_args(instance *inst) {
   static const kernel_arg args[] = {ARG_DATA, ARG_WEIGHTS, ARG_OUT, ARG_PARAMS, ARG_RESIDUAL};
   inst->n_args = (int)(sizeof args / sizeof args[0]);
   for (int i = 0; i < inst->n_args; i++) inst->args[i] = args[i];
+}
+
+int template_set_choice(const space *s, config *cfg, const char *name, int value) {
+  int k = space_find(s, name);
+  if (k < 0) return 0;
+  for (int i = 0; i < s->knobs[k].n_cands; i++)
+    if (s->knobs[k].cands[i] == value) {
+      cfg->choice[k] = i;
+      return 1;
+    }
+  return 0;
 }

@@ -27,8 +27,29 @@
 #define INSTANCE_MAX_ARGS    8
 #define TEMPLATE_WHY_MAX     160
 
-/* What each kernel argument is; the launcher passes the matching pointer. */
-typedef enum kernel_arg { ARG_DATA, ARG_WEIGHTS, ARG_OUT, ARG_PARAMS, ARG_RESIDUAL } kernel_arg;
+/* What each kernel argument is; the launcher passes the matching pointer,
+ * or for ARG_DATA_TMAP a TMA tensor map (CUtensorMap, by value) of the data
+ * pointer as the instance's tmap describes it. */
+typedef enum kernel_arg {
+  ARG_DATA,
+  ARG_WEIGHTS,
+  ARG_OUT,
+  ARG_PARAMS,
+  ARG_RESIDUAL,
+  ARG_DATA_TMAP
+} kernel_arg;
+
+/* A tiled TMA tensor map of 32-bit words: dims[0] contiguous, strides (in
+ * bytes, multiples of 16) of dims 1.., the box loaded per copy and its
+ * traversal strides (elements). */
+#define TMAP_MAX_RANK 5
+typedef struct tmap_desc {
+  int rank;
+  unsigned long long dims[TMAP_MAX_RANK];
+  unsigned long long strides[TMAP_MAX_RANK - 1];
+  unsigned box[TMAP_MAX_RANK];
+  unsigned elem_strides[TMAP_MAX_RANK];
+} tmap_desc;
 
 typedef struct instance {
   const struct template_desc *tpl;
@@ -39,6 +60,8 @@ typedef struct instance {
   size_t smem_bytes; /* dynamic shared memory */
   int n_args;
   kernel_arg args[INSTANCE_MAX_ARGS];
+  int arch_specific; /* 1: compile for the architecture's "a" variant (sm_90a: wgmma, setmaxnreg) */
+  tmap_desc tmap;    /* for an ARG_DATA_TMAP argument */
 } instance;
 
 typedef struct template_desc {
@@ -86,6 +109,10 @@ void instance_opt(instance *inst, const char *name, long value);
  * five arguments (data, weights, out, params, residual). */
 void instance_conv_options(instance *inst, const ct_workload *w);
 void instance_conv_args(instance *inst);
+
+/* Set cfg's choice knob name to value: 0 when the space lacks either (for
+ * the descriptors' preferred hooks). */
+int template_set_choice(const space *s, config *cfg, const char *name, int value);
 
 /* Every template, NULL-terminated. */
 const template_desc *const *template_all(void);

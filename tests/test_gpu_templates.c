@@ -1,6 +1,6 @@
 /*
- * test_gpu_templates.c (label gpu): random valid configs of each dp4a and
- * mma template (the mma ones also on wider layers), compiled by NVRTC for this GPU, run on random int8 inputs with
+ * test_gpu_templates.c (label gpu): random valid configs of each dp4a,
+ * mma and wgmma template (the tensor-core ones also on wider layers), compiled by NVRTC for this GPU, run on random int8 inputs with
  * a poisoned output, and compared element for element with the CPU
  * reference. The workloads cover batch 1 and 3, stride 2, padding (also
  * asymmetric), dilation, odd sizes, 1x1, 3x3, 7x7, 1x7 and 7x1 kernels, and
@@ -224,6 +224,50 @@ static const shape wide3d[] = {
      {1, 3, 3}, {1, 3, 3}, {1, 1, 1}},
 };
 
+/* Layers for the wgmma templates (C % 32 == 0): the data loaded by TMA
+ * (W % 4 == 0 and unit stride along W: stride 2 along H and D, padding on
+ * one axis, asymmetric padding and dilation, several images per tile, a
+ * partial last tile along W) and by cp.async (odd sizes, 7x7 and 14x14
+ * maps, stride 2 along W). */
+static const shape wg2d[] = {
+    {"3x3 c64 k96 b2 14x14", CT_OP_CONV2D, 2, 64, 96, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1},
+     {0, 1, 1}, {0, 1, 1}},
+    {"3x3 s2 c64 k40 b3 odd", CT_OP_CONV2D, 3, 64, 40, {0, 15, 13}, {0, 3, 3}, {0, 2, 2},
+     {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"1x1 c128 k72 b3 12x12", CT_OP_CONV2D, 3, 128, 72, {0, 12, 12}, {0, 1, 1}, {0, 1, 1},
+     {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
+    {"3x3 c32 k48 b3 16x20", CT_OP_CONV2D, 3, 32, 48, {0, 16, 20}, {0, 3, 3}, {0, 1, 1},
+     {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"3x3 s2 c64 k64 b2 17x24", CT_OP_CONV2D, 2, 64, 64, {0, 17, 24}, {0, 3, 3}, {0, 2, 2},
+     {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"1x7 c32 k36 9x12", CT_OP_CONV2D, 1, 32, 36, {0, 9, 12}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3},
+     {0, 0, 3}, {0, 1, 1}},
+    {"7x1 c32 k40 b3 12x8", CT_OP_CONV2D, 3, 32, 40, {0, 12, 8}, {0, 7, 1}, {0, 1, 1}, {0, 3, 0},
+     {0, 3, 0}, {0, 1, 1}},
+    {"3x3 dil2 asym c32 k32 10x12", CT_OP_CONV2D, 1, 32, 32, {0, 10, 12}, {0, 3, 3}, {0, 2, 1},
+     {0, 1, 2}, {0, 2, 0}, {0, 2, 2}},
+    {"3x3 s(2,1) c32 k32 b2 10x16", CT_OP_CONV2D, 2, 32, 32, {0, 10, 16}, {0, 3, 3}, {0, 2, 1},
+     {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"1x1 c64 k256 b5 8x8", CT_OP_CONV2D, 5, 64, 256, {0, 8, 8}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0},
+     {0, 0, 0}, {0, 1, 1}},
+    {"3x3 c512 k512 7x7", CT_OP_CONV2D, 1, 512, 512, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1},
+     {0, 1, 1}, {0, 1, 1}},
+};
+static const shape wg3d[] = {
+    {"3x3x3 c64 k64 b2", CT_OP_CONV3D, 2, 64, 64, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1},
+     {1, 1, 1}, {1, 1, 1}},
+    {"3x3x3 s2 c32 k72 odd", CT_OP_CONV3D, 1, 32, 72, {5, 9, 7}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1},
+     {1, 1, 1}, {1, 1, 1}},
+    {"1x1x1 c128 k32 b3", CT_OP_CONV3D, 3, 128, 32, {2, 6, 6}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0},
+     {0, 0, 0}, {1, 1, 1}},
+    {"3x3x3 c32 k40 b3 5x6x8", CT_OP_CONV3D, 3, 32, 40, {5, 6, 8}, {3, 3, 3}, {1, 1, 1},
+     {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    {"3x3x3 s(2,2,1) c64 k64 b2 6x10x12", CT_OP_CONV3D, 2, 64, 64, {6, 10, 12}, {3, 3, 3}, {2, 2, 1},
+     {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    {"3x1x1 c32 k32 6x5x8", CT_OP_CONV3D, 1, 32, 32, {6, 5, 8}, {3, 1, 1}, {1, 1, 1}, {1, 0, 0},
+     {1, 0, 0}, {1, 1, 1}},
+};
+
 /* Run per_workload random valid configs of tpl on sh; returns the number
  * that were exact, and counts the configs tried in *tried. */
 static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tried) {
@@ -330,6 +374,24 @@ START_TEST(conv3d_mma_configs_match_the_reference) {
 }
 END_TEST
 
+START_TEST(conv2d_wgmma_configs_match_the_reference) {
+  if (dev.arch.cc_major != 9 || dev.arch.cc_minor != 0) {
+    printf("conv2d_nchw4c_wgmma: skipped: wgmma needs sm_90, this is %s\n", dev.arch.name);
+    return;
+  }
+  run_template("conv2d_nchw4c_wgmma", wg2d, sizeof wg2d / sizeof wg2d[0], NULL, 0);
+}
+END_TEST
+
+START_TEST(conv3d_wgmma_configs_match_the_reference) {
+  if (dev.arch.cc_major != 9 || dev.arch.cc_minor != 0) {
+    printf("conv3d_ncdhw4c_wgmma: skipped: wgmma needs sm_90, this is %s\n", dev.arch.name);
+    return;
+  }
+  run_template("conv3d_ncdhw4c_wgmma", wg3d, sizeof wg3d / sizeof wg3d[0], NULL, 0);
+}
+END_TEST
+
 START_TEST(conv3d_configs_match_the_reference) {
   run_template("conv3d_ncdhw4c_dp4a", shapes3d, sizeof shapes3d / sizeof shapes3d[0], NULL, 0);
 }
@@ -354,6 +416,12 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, conv2d_mma_configs_match_the_reference);
   tcase_add_test(tc, conv3d_mma_configs_match_the_reference);
   suite_add_tcase(s, tc);
+  /* its own case: CK_RUN_CASE=wgmma runs it alone */
+  TCase *wg = tcase_create("wgmma");
+  tcase_set_timeout(wg, 1200);
+  tcase_add_test(wg, conv2d_wgmma_configs_match_the_reference);
+  tcase_add_test(wg, conv3d_wgmma_configs_match_the_reference);
+  suite_add_tcase(s, wg);
   SRunner *sr = srunner_create(s);
   /* a CUDA context does not survive fork */
   srunner_set_fork_status(sr, CK_NOFORK);

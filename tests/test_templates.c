@@ -56,11 +56,13 @@ START_TEST(templates_are_registered_with_versions) {
     ck_assert_uint_eq(strlen(v), 16);
     ck_assert_uint_eq(strspn(v, "0123456789abcdef"), 16);
   }
-  ck_assert_int_eq(n, 4);
+  ck_assert_int_eq(n, 6);
   for (int i = 0; i < n; i++)
     for (int j = i + 1; j < n; j++) ck_assert_str_ne(template_version(all[i]), template_version(all[j]));
   ck_assert_ptr_nonnull(template_find("conv2d_nchw4c_mma"));
   ck_assert_ptr_nonnull(template_find("conv3d_ncdhw4c_mma"));
+  ck_assert_ptr_nonnull(template_find("conv2d_nchw4c_wgmma"));
+  ck_assert_ptr_nonnull(template_find("conv3d_ncdhw4c_wgmma"));
   ck_assert_ptr_null(template_find("nope"));
   const char *const *names, *const *sources;
   int nh = template_headers(&names, &sources);
@@ -80,14 +82,29 @@ START_TEST(spaces_cover_every_layer_and_are_large) {
     for (int i = 0; i < s->n_items; i++) {
       space sp;
       ct_err err = {0};
-      ck_assert_msg(template_space(tpl, &s->items[i].w, &sp, &err) == CT_OK, "%s: %s",
+      const ct_workload *w = &s->items[i].w;
+      if (strstr(tpl->name, "_wgmma") && w->c % 32) {
+        /* the stems: C not a multiple of 32 */
+        ck_assert_int_eq(template_space(tpl, w, &sp, &err), CT_ERR_UNSUPPORTED);
+        ck_assert_ptr_nonnull(strstr(err.msg, "multiple of 32"));
+        continue;
+      }
+      ck_assert_msg(template_space(tpl, w, &sp, &err) == CT_OK, "%s: %s",
                     s->items[i].name, err.msg);
-      if (strstr(tpl->name, "_mma")) {
+      if (strstr(tpl->name, "_wgmma")) {
+        ck_assert_int_ge(space_find(&sp, "block_n"), 0);
+        ck_assert_int_ge(space_find(&sp, "warpgroups"), 0);
+        ck_assert_int_ge(space_find(&sp, "tile_h"), 0);
+        ck_assert_int_eq(space_find(&sp, "tile_d") >= 0, tpl->op == CT_OP_CONV3D);
+        /* TMA where the rows are 16-byte multiples and W has unit stride */
+        int last = tpl->op == CT_OP_CONV3D ? 2 : 1;
+        ck_assert_int_eq(space_find(&sp, "tma") >= 0,
+                         w->in[last] % 4 == 0 && w->stride[last] == 1);
+      } else if (strstr(tpl->name, "_mma")) {
         ck_assert_int_ge(space_find(&sp, "block_m"), 0);
         ck_assert_int_ge(space_find(&sp, "split_k"), 0);
         ck_assert_int_ge(space_find(&sp, "smem_layout"), 0);
         /* 16-byte data loads only where 4 positions are contiguous */
-        const ct_workload *w = &s->items[i].w;
         int unit = w->kernel[0] == 1 && w->kernel[1] == 1 && w->stride[0] == 1 &&
                    w->stride[1] == 1 && w->pad_before[0] == 0 && w->pad_before[1] == 0;
         if (!unit) ck_assert_int_lt(space_find(&sp, "a_vec"), 0);
@@ -104,7 +121,9 @@ START_TEST(spaces_cover_every_layer_and_are_large) {
                     s->items[i].name);
       space_free(&sp);
     }
-    ck_assert_msg(largest > (strstr(tpl->name, "_mma") ? 50000ULL : 100000000ULL),
+    ck_assert_msg(largest > (strstr(tpl->name, "_wgmma") ? 500ULL
+                             : strstr(tpl->name, "_mma") ? 50000ULL
+                                                         : 100000000ULL),
                   "%s: largest space %llu", tpl->name,
                   (unsigned long long)largest);
     wlset_free(s);
@@ -352,6 +371,16 @@ START_TEST(random_valid_configs_compile_conv3d_mma) {
 }
 END_TEST
 
+START_TEST(random_valid_configs_compile_conv2d_wgmma) {
+  sample_and_compile(template_find("conv2d_nchw4c_wgmma"), n_compile, cores());
+}
+END_TEST
+
+START_TEST(random_valid_configs_compile_conv3d_wgmma) {
+  sample_and_compile(template_find("conv3d_ncdhw4c_wgmma"), n_compile, cores());
+}
+END_TEST
+
 int main(int argc, char **argv) {
   if (argc > 1) n_compile = atol(argv[1]);
   Suite *s = suite_create("templates");
@@ -366,6 +395,8 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, random_valid_configs_compile_conv3d);
   tcase_add_test(tc, random_valid_configs_compile_conv2d_mma);
   tcase_add_test(tc, random_valid_configs_compile_conv3d_mma);
+  tcase_add_test(tc, random_valid_configs_compile_conv2d_wgmma);
+  tcase_add_test(tc, random_valid_configs_compile_conv3d_wgmma);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

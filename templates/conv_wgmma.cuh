@@ -1,0 +1,456 @@
+/*
+ * conv_wgmma.cuh: the body of the Hopper tensor-core templates
+ * conv2d_nchw4c_wgmma and conv3d_ncdhw4c_wgmma (conv2d is the D = 1 case):
+ * implicit GEMM on wgmma.mma_async m64nNk32 (sm_90a), fed by the bulk
+ * tensor copy engine (TMA) through an mbarrier pipeline, with a producer
+ * warpgroup and one or two consumer warpgroups.
+ *
+ * Layouts are those of the dp4a and mma templates (data NCDHW4c, weights
+ * OIDHW4o4i, output NCDHW4c), so that all of them serve one packed
+ * workload. int8 wgmma takes both operands K-major, which these layouts are
+ * not, so:
+ *   - A (the data) goes from shared memory to registers: wgmma's register
+ *     fragment of A is that of mma.sync m16n8k32, and 4 conflict-free
+ *     32-bit shared loads make one. Shared memory holds a stage of A as
+ *     [row][kword][12 words]: a row is 8 consecutive output positions
+ *     along W (at offset 0-3 of the 12: TMA's innermost coordinate must
+ *     be 16-byte aligned), and 2 rows make a warp's 16; the kwords of a
+ *     k32 step are ordered even ones first (k_slot), which with the pitch
+ *     of 12 makes the loads free of bank conflicts. The tile of a block is a box of
+ *     8 (W) x tile_h (H) x tile_d (D) x tile_n (images) output positions,
+ *     64 per consumer warpgroup, so that one TMA box per stage loads it:
+ *     the tensor map views the data as (W, C/4, H, D, N) 32-bit words with
+ *     the conv's strides along H and D as traversal strides; the padding
+ *     is the box falling outside the tensor, which TMA fills with zeros.
+ *     Where the tensor map cannot describe the data (W not a multiple of
+ *     4: its rows are not 16-byte multiples; a stride along W: TMA has no
+ *     traversal stride on its innermost axis), or the knob says so, the producer
+ *     warpgroup loads the same layout with 4-byte cp.async instead.
+ *   - B (the weights) is written K-major by the producer warpgroup with
+ *     4-byte cp.async, 8 x 16-byte core matrices, no swizzle: the 4x4
+ *     transposition of each 16-byte weight chunk is in the addresses.
+ *
+ * The reduction is tap-major (the kernel tap outermost, then slices of
+ * block_k / 4 channel words), so a stage is one tap and one box: C/4 must
+ * be a multiple of block_k / 4 (the 3-channel stems run on the mma
+ * templates). A stage's full barrier counts the producers' cp.async
+ * arrivals and the TMA's bytes; its empty barrier one arrival per consumer
+ * warp once its wgmma has read the stage. Consumers keep one wgmma group
+ * in flight (two register sets of A fragments alternate).
+ *
+ * The epilogue is the mma templates' fragment store (tc_common.cuh): a
+ * wgmma accumulator is, per warp, the m16n8 layout. With weight zero
+ * points the window sum comes from an mma.sync of the A fragment against
+ * a B of ones. depth_to_space is left to the dp4a templates; data zero
+ * points with padding to the cp.async loads (TMA pads with zeros).
+ */
+#include "quant.cuh"
+
+#ifndef CT_N
+#error "conv_wgmma.cuh: compile through convtune: every shape and knob is a -D macro"
+#endif
+
+/* ---- shapes and knobs ------------------------------------------------------ */
+#include "conv_shape.cuh"
+#include "tc_common.cuh"
+
+static_assert(CT_D2S == 0, "depth_to_space runs on the dp4a templates");
+static_assert(WG_BN == 64 || WG_BN == 128 || WG_BN == 256, "block_n is 64, 128 or 256");
+static_assert(WG_BK == 32 || WG_BK == 64 || WG_BK == 128, "block_k is 32, 64 or 128 bytes");
+static_assert(WG_CWG == 1 || WG_CWG == 2, "warpgroups: 1 or 2 consumer warpgroups");
+static_assert(WG_STAGES >= 2 && WG_STAGES <= 8, "stages: 2 to 8");
+static_assert(WG_TMA == 0 || WG_TMA == 1, "tma is 0 or 1");
+
+#define TAPS (CT_KD * CT_KH * CT_KW)
+#define P_OUT (CT_OD * CT_OH * CT_OW)
+#define I_PLANE (CT_ID * CT_IH * CT_IW)
+#define BKW (WG_BK / 4)     /* channel words per stage */
+#define KSTEPS (WG_BK / 32) /* k32 steps per stage */
+#define CSLICES (CT_C4 / BKW)
+#define KT (TAPS * CSLICES) /* stages of the reduction */
+#define BM (64 * WG_CWG)
+#define ROWS (BM / 8)
+#define TN (ROWS / (WG_TH * WG_TD)) /* images per tile */
+#define TILES_W ((CT_OW + 7) / 8)
+#define TILES_H ((CT_OH + WG_TH - 1) / WG_TH)
+#define TILES_D ((CT_OD + WG_TD - 1) / WG_TD)
+#define TILES_NI ((CT_N + TN - 1) / TN)
+#define THREADS (128 * (WG_CWG + 1))
+/* A row: the 8 positions at word offset off (0-3) of 12 loaded from the
+ * 16-byte-aligned column below the tap's first one (TMA's innermost
+ * coordinate must be 16-byte aligned) */
+#define AW 12
+#define A_STAGE_BYTES (ROWS * BKW * AW * 4)
+#define B_STAGE_BYTES (WG_BN * WG_BK)
+#define STAGE_BYTES (A_STAGE_BYTES + B_STAGE_BYTES)
+#define SMEM_BYTES (WG_STAGES * STAGE_BYTES + 16 * WG_STAGES)
+#define NACC (WG_BN / 2)
+
+static_assert(CT_C4 % BKW == 0, "the reduction is tap-major: C/4 must be a multiple of block_k/4");
+static_assert(TN >= 1 && TN * WG_TH * WG_TD == ROWS, "tile_h x tile_d must divide block_m / 8");
+static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the warpgroups");
+static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the stages");
+#if WG_TMA
+static_assert(CT_IW % 4 == 0, "tma: the rows of the data must be 16-byte multiples (W % 4 == 0)");
+static_assert(CT_STR_W == 1 && CT_STR_H <= 8 && CT_STR_D <= 8,
+              "tma: stride 1 along W (no traversal stride on the innermost axis), at most 8");
+static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H + CT_PADA_W == 0,
+              "tma pads with zeros: a data zero point with padding needs the cp.async loads");
+#endif
+
+/* ---- PTX: mbarriers, TMA, wgmma ------------------------------------------------ */
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+  /* the label is local to the braces, so the function inlines anywhere */
+  asm volatile("{\n.reg .pred p;\nWAIT:\n"
+               "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+               "@!p bra WAIT;\n}\n" ::"r"(bar),
+               "r"(parity)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+/* One arrival on bar once this thread's earlier cp.async have landed. */
+__device__ __forceinline__ void cp_async_mbar_arrive(unsigned bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+/* Generic-proxy writes (cp.async) seen by the async proxy (wgmma). */
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+/* The tensor map, a kernel parameter (CUtensorMap: 128 bytes, 64-aligned). */
+struct __align__(64) ct_tmap {
+  unsigned long long v[16];
+};
+
+#if WG_TMA
+__device__ __forceinline__ void tma_load(unsigned dst, const ct_tmap *map, int c0, int c1, int c2,
+                                         int c3, int c4, unsigned bar) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];\n" ::"r"(dst),
+               "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(bar)
+               : "memory");
+}
+#endif
+
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+/* The descriptor of a K-major B in shared memory, no swizzle: core
+ * matrices of 8 rows x 16 bytes; the next 16 bytes of K 128 bytes on
+ * (leading byte offset), the next 8 rows block_k * 8 bytes on (stride). */
+__device__ __forceinline__ unsigned long long b_desc(unsigned addr) {
+  return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (unsigned long long)(128 >> 4) << 16 |
+         (unsigned long long)((WG_BK * 8) >> 4) << 32;
+}
+
+#if CT_DATA_U8
+#define WGMMA_OP(shape) "wgmma.mma_async.sync.aligned." shape ".s32.u8.s8 "
+#else
+#define WGMMA_OP(shape) "wgmma.mma_async.sync.aligned." shape ".s32.s8.s8 "
+#endif
+
+/* d (N/2 accumulators) += A (4 registers) x B (descriptor), m64nNk32. */
+__device__ __forceinline__ void wgmma_n64(int *d, const unsigned *a, unsigned long long b) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      WGMMA_OP("m64n64k32") "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, "
+      "%14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
+      "%30, %31}, {%32, %33, %34, %35}, %36, p;\n}\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]),
+        "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]),
+        "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]),
+        "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
+        "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]),
+        "+r"(d[30]), "+r"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1)
+      : "memory");
+}
+__device__ __forceinline__ void wgmma_n128(int *d, const unsigned *a, unsigned long long b) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      WGMMA_OP("m64n128k32") "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, "
+      "%29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, "
+      "%45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, "
+      "%61, %62, %63}, {%64, %65, %66, %67}, %68, p;\n}\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]),
+        "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]),
+        "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]),
+        "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
+        "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]),
+        "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]),
+        "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]),
+        "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
+        "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]),
+        "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]),
+        "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1)
+      : "memory");
+}
+__device__ __forceinline__ void wgmma_n256(int *d, const unsigned *a, unsigned long long b) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+      WGMMA_OP("m64n256k32") "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, "
+      "%29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, "
+      "%45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, "
+      "%61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, "
+      "%77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, "
+      "%93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, "
+      "%107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, "
+      "%120, %121, %122, %123, %124, %125, %126, %127}, {%128, %129, %130, %131}, %132, "
+      "p;\n}\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]),
+        "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]),
+        "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]),
+        "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
+        "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]),
+        "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]),
+        "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]),
+        "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
+        "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]),
+        "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]),
+        "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]), "+r"(d[64]), "+r"(d[65]),
+        "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]),
+        "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]),
+        "+r"(d[78]), "+r"(d[79]), "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]),
+        "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), "+r"(d[88]), "+r"(d[89]),
+        "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]),
+        "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]),
+        "+r"(d[102]), "+r"(d[103]), "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]),
+        "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]), "+r"(d[112]), "+r"(d[113]),
+        "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]),
+        "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]),
+        "+r"(d[126]), "+r"(d[127])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1)
+      : "memory");
+}
+/* Where kword c of a stage sits along K: within each 8, the even ones are
+ * the fragments' slots 0-3 and the odd ones slots 4-7, which with rows of
+ * 12 words makes the fragment loads conflict-free. */
+__device__ __forceinline__ int k_slot(int c) {
+  return (c & ~7) | (c & 1) << 2 | (c & 7) >> 1;
+}
+
+__device__ __forceinline__ void wgmma_step(int *acc, const unsigned *a, unsigned long long b) {
+#if WG_BN == 64
+  wgmma_n64(acc, a, b);
+#elif WG_BN == 128
+  wgmma_n128(acc, a, b);
+#else
+  wgmma_n256(acc, a, b);
+#endif
+}
+
+/* Registers the compiler must keep until here (A fragments an in-flight
+ * wgmma may still read). */
+__device__ __forceinline__ void keep(const unsigned (&f)[KSTEPS][4]) {
+#pragma unroll
+  for (int k = 0; k < KSTEPS; k++)
+    asm volatile("" ::"r"(f[k][0]), "r"(f[k][1]), "r"(f[k][2]), "r"(f[k][3]) : "memory");
+}
+
+/* ---- the producer warpgroup ----------------------------------------------- */
+__device__ __forceinline__ void produce(unsigned char *smem, unsigned bars, const int *__restrict__ data,
+                                        const int *__restrict__ weights, const int *__restrict__ params,
+                                        const void *map, int ltid, int tw, int th, int td, int tn,
+                                        int tile_n) {
+  (void)map, (void)params, (void)data;
+#pragma unroll 1
+  for (int it = 0; it < KT; it++) {
+    const int s = it % WG_STAGES;
+    const unsigned full = bars + 8 * s, empty = bars + 8 * (WG_STAGES + s);
+    mbar_wait(empty, ((it / WG_STAGES) & 1) ^ 1);
+    const int tap = it / CSLICES, c0 = (it % CSLICES) * BKW;
+    const int rx = tap % CT_KW, ry = (tap / CT_KW) % CT_KH, rd = tap / (CT_KW * CT_KH);
+    const int x0 = tw * 8 * CT_STR_W - CT_PAD_W + rx * CT_DIL_W;
+    const int y0 = th * WG_TH * CT_STR_H - CT_PAD_H + ry * CT_DIL_H;
+    const int z0 = td * WG_TD * CT_STR_D - CT_PAD_D + rd * CT_DIL_D;
+    const int n0 = tn * TN;
+    const unsigned as = smem_addr(smem + s * STAGE_BYTES), bs = as + A_STAGE_BYTES;
+#if WG_TMA
+    if (ltid == 0) {
+      mbar_expect_tx(full, A_STAGE_BYTES);
+      tma_load(as, (const ct_tmap *)map, x0 & ~3, c0, y0, z0, n0, full);
+    }
+#else
+    /* A: element e = (row, kword, position) of the stage, at offset 0 */
+#pragma unroll 4
+    for (int e = ltid; e < BM * BKW; e += 128) {
+      const int w = e & 7, c = (e >> 3) % BKW, r = (e >> 3) / BKW;
+      const int ni = r / (WG_TD * WG_TH), dd = (r / WG_TH) % WG_TD, hh = r % WG_TH;
+      const int x = x0 + w * CT_STR_W, y = y0 + hh * CT_STR_H, z = z0 + dd * CT_STR_D, n = n0 + ni;
+      if ((unsigned)x < (unsigned)CT_IW && (unsigned)y < (unsigned)CT_IH &&
+          (unsigned)z < (unsigned)CT_ID && n < CT_N)
+        cp_async4(as + 4 * ((r * BKW + c) * AW + w),
+                  data + ((long)(n * CT_C4 + c0 + c) * CT_ID + z) * (CT_IH * CT_IW) + y * CT_IW + x,
+                  4);
+      else /* padding reads the data zero point */
+        cp_async4(as + 4 * ((r * BKW + c) * AW + w), CT_ZD ? params + CTQ_PAD_WORD : data,
+                  CT_ZD ? 4 : 0);
+    }
+#endif
+    /* B: word (n, kword) of the stage at its K-major core-matrix place
+     * (k_slot); a warp covers 8 rows x 4 kwords */
+#pragma unroll 4
+    for (int f = ltid; f < WG_BN * BKW; f += 128) {
+      const int o = f & 3, cl = (f >> 2) & 3, kl = (f >> 4) & 1, rest = f >> 5;
+      const int ch = rest % (BKW / 4), kh = rest / (BKW / 4);
+      const int k4 = tile_n * (WG_BN / 4) + kh * 2 + kl;
+      const bool ok = k4 < CT_K4;
+      const int slot = k_slot(ch * 4 + cl);
+      cp_async4(bs + kh * (WG_BK * 8) + (slot >> 2) * 128 + (kl * 4 + o) * 16 + (slot & 3) * 4,
+                weights + (ok ? ((long)(k4 * CT_C4 + c0 + ch * 4 + cl) * TAPS + tap) * 4 + o : 0),
+                ok ? 4 : 0);
+    }
+    cp_async_mbar_arrive(full);
+  }
+}
+
+/* ---- a consumer stage ------------------------------------------------------ */
+/* Wait for stage it, load its A fragments into cur, issue its wgmma, then
+ * wait for stage it - 1's (whose fragments are prev) and release it. */
+__device__ __forceinline__ void consume(const unsigned char *smem, unsigned bars, int it, int tw,
+                                        int *acc, unsigned (&cur)[KSTEPS][4],
+                                        const unsigned (&prev)[KSTEPS][4], int *xacc, int r0,
+                                        int g, int t, int lane) {
+  (void)xacc;
+  const int s = it % WG_STAGES;
+  mbar_wait(bars + 8 * s, (it / WG_STAGES) & 1);
+  fence_proxy_async();
+#if WG_TMA
+  /* the tap's first column within the 16-byte-aligned box */
+  const int rx = (it / CSLICES) % CT_KW;
+  const int off = (tw * 8 - CT_PAD_W + rx * CT_DIL_W) & 3;
+#else
+  const int off = 0;
+  (void)tw;
+#endif
+  const unsigned *as = (const unsigned *)(smem + s * STAGE_BYTES) + g + off;
+#pragma unroll
+  for (int k = 0; k < KSTEPS; k++) {
+    cur[k][0] = as[(r0 * BKW + k * 8 + 2 * t) * AW];
+    cur[k][1] = as[((r0 + 1) * BKW + k * 8 + 2 * t) * AW];
+    cur[k][2] = as[(r0 * BKW + k * 8 + 2 * t + 1) * AW];
+    cur[k][3] = as[((r0 + 1) * BKW + k * 8 + 2 * t + 1) * AW];
+  }
+#if CT_WZP
+  const unsigned ones[2] = {0x01010101u, 0x01010101u};
+#pragma unroll
+  for (int k = 0; k < KSTEPS; k++) mma16832(xacc, cur[k], ones);
+#endif
+  const unsigned bs = smem_addr(smem + s * STAGE_BYTES + A_STAGE_BYTES);
+  wgmma_fence();
+#pragma unroll
+  for (int k = 0; k < KSTEPS; k++) wgmma_step(acc, cur[k], b_desc(bs + k * 256));
+  wgmma_commit();
+  wgmma_wait<1>();
+  keep(prev);
+  if (it > 0) {
+    __syncwarp();
+    if (lane == 0) mbar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
+  }
+}
+
+/* ---- the kernel ---------------------------------------------------------- */
+#ifndef CT_CUSTOM_ENTRY
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+    conv_wgmma(const int *__restrict__ data, const int *__restrict__ weights,
+               void *__restrict__ out, const int *__restrict__ params,
+               const void *__restrict__ residual
+#if WG_TMA
+               ,
+               const __grid_constant__ ct_tmap map
+#endif
+    ) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int tid = threadIdx.x, wg = tid >> 7, ltid = tid & 127;
+  const unsigned bars = smem_addr(smem + WG_STAGES * STAGE_BYTES);
+  if (tid == 0) {
+#pragma unroll 1
+    for (int s = 0; s < WG_STAGES; s++) {
+      mbar_init(bars + 8 * s, 128 + WG_TMA);
+      mbar_init(bars + 8 * (WG_STAGES + s), 4 * WG_CWG);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    fence_proxy_async();
+  }
+  __syncthreads();
+  int bx = blockIdx.x;
+  const int tw = bx % TILES_W;
+  bx /= TILES_W;
+  const int th = bx % TILES_H;
+  bx /= TILES_H;
+  const int td = bx % TILES_D, tn = bx / TILES_D;
+  const int tile_n = blockIdx.y;
+
+  if (wg == 0) {
+#if WG_TMA
+    produce(smem, bars, data, weights, params, &map, ltid, tw, th, td, tn, tile_n);
+#else
+    produce(smem, bars, data, weights, params, NULL, ltid, tw, th, td, tn, tile_n);
+#endif
+    return;
+  }
+
+  const int lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int r0 = (wg - 1) * 8 + ((ltid >> 5) << 1); /* the warp's two rows of 8 positions */
+  int acc[NACC];
+#pragma unroll
+  for (int i = 0; i < NACC; i++) acc[i] = 0;
+  int xacc[4] = {0, 0, 0, 0};
+  unsigned f0[KSTEPS][4], f1[KSTEPS][4];
+#pragma unroll
+  for (int k = 0; k < KSTEPS; k++)
+#pragma unroll
+    for (int l = 0; l < 4; l++) f0[k][l] = f1[k][l] = 0;
+#pragma unroll 1
+  for (int it = 0; it < KT; it += 2) {
+    consume(smem, bars, it, tw, acc, f0, f1, xacc, r0, g, t, lane);
+    if (it + 1 < KT) consume(smem, bars, it + 1, tw, acc, f1, f0, xacc, r0, g, t, lane);
+  }
+  wgmma_wait<0>();
+  keep(f0);
+  keep(f1);
+#pragma unroll
+  for (int i = 0; i < NACC; i++) asm volatile("" : "+r"(acc[i])::"memory");
+
+  /* the epilogue: rows r0 and r0 + 1, position g of each */
+  long base[2];
+  bool ok[2];
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    const int r = r0 + h;
+    const int ni = r / (WG_TD * WG_TH), dd = (r / WG_TH) % WG_TD, hh = r % WG_TH;
+    const int n = tn * TN + ni, od = td * WG_TD + dd, oh = th * WG_TH + hh, ow = tw * 8 + g;
+    ok[h] = n < CT_N && od < CT_OD && oh < CT_OH && ow < CT_OW;
+    base[h] = (long)n * CT_K4 * P_OUT + (od * CT_OH + oh) * CT_OW + ow;
+  }
+  const q_head qh = load_head(params);
+#pragma unroll
+  for (int j = 0; j < WG_BN / 8; j++) {
+    const int kc = tile_n * WG_BN + j * 8 + 2 * t, k4 = kc >> 2;
+    const int k = k4 < CT_K4 ? kc : 0; /* params in range; not stored */
+    const q_chan c0 = load_chan(params, qh, k), c1 = load_chan(params, qh, k + 1);
+    const int v00 = corrected(c0, acc[4 * j], xacc[0]);
+    const int v01 = corrected(c1, acc[4 * j + 1], xacc[0]);
+    const int v10 = corrected(c0, acc[4 * j + 2], xacc[2]);
+    const int v11 = corrected(c1, acc[4 * j + 3], xacc[2]);
+    store_frag(out, residual, qh, c0, c1, k4, t, v00, v01, v10, v11, base[0] + (long)k4 * P_OUT,
+               ok[0], base[1] + (long)k4 * P_OUT, ok[1]);
+  }
+}
+#endif

@@ -1,0 +1,131 @@
+/*
+ * tc_common.cuh: what the tensor-core templates (conv_mma.cuh on
+ * mma.sync, conv_wgmma.cuh on wgmma) share: the cp.async and mma.sync PTX,
+ * the epilogue's arithmetic on the params block, and the store of one
+ * accumulator fragment pair (the m16n8 layout, which wgmma's accumulators
+ * also have per warp). Included after conv_shape.cuh.
+ */
+#ifndef CT_TEMPLATES_TC_COMMON_CUH
+#define CT_TEMPLATES_TC_COMMON_CUH
+
+/* ---- PTX ------------------------------------------------------------------- */
+__device__ __forceinline__ unsigned smem_addr(const void *p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+/* 4 or 16 bytes global -> shared, the rest of the destination zero-filled
+ * when src_bytes is 0. */
+__device__ __forceinline__ void cp_async4(unsigned dst, const void *src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async16(unsigned dst, const void *src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* d += a x b: A 16x32 row-major (4 registers), B 32x8 column-major (2). */
+__device__ __forceinline__ void mma16832(int *d, const unsigned *a, const unsigned *b) {
+#if CT_DATA_U8
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+#else
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+#endif
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/* ---- the epilogue's arithmetic ------------------------------------------ */
+/* The params a store needs, read once: the header per kernel, each channel's
+ * values per channel (not per element: at one load per value and element
+ * the loads, not the arithmetic, bound an 8-bit epilogue). */
+#define KP (4 * CT_K4)
+struct q_head {
+  int zp, lo, hi, mult, shift, rmult, rshift, rzp;
+};
+struct q_chan {
+  int off, zw, mult, shift;
+};
+
+__device__ __forceinline__ q_head load_head(const int *__restrict__ params) {
+  q_head h = {0, 0, 0, 0, 0, 0, 0, 0};
+#if CT_OUT != 0
+  h.zp = params[CTQ_OUT_ZP];
+  h.lo = params[CTQ_LO];
+  h.hi = params[CTQ_HI];
+  h.mult = params[CTQ_MULT];
+  h.shift = params[CTQ_SHIFT];
+#if CT_RES
+  h.rmult = params[CTQ_RES_MULT];
+  h.rshift = params[CTQ_RES_SHIFT];
+  h.rzp = params[CTQ_RES_ZP];
+#endif
+#endif
+  return h;
+}
+
+/* Channel k's values (k < KP). */
+__device__ __forceinline__ q_chan load_chan(const int *__restrict__ params, const q_head &h, int k) {
+  q_chan c;
+  c.off = CT_OFF ? params[CTQ_HEADER + CTQ_OFF * KP + k] : 0;
+  c.zw = CT_WZP ? params[CTQ_HEADER + CTQ_ZW * KP + k] : 0;
+  c.mult = CT_QC ? params[CTQ_HEADER + CTQ_MULTS * KP + k] : h.mult;
+  c.shift = CT_QC ? params[CTQ_HEADER + CTQ_SHIFTS * KP + k] : h.shift;
+  return c;
+}
+
+__device__ __forceinline__ int corrected(const q_chan &c, int v, int xsum) {
+#if CT_OFF || CT_WZP
+  return ctq_correct(v, c.off, c.zw, xsum);
+#else
+  (void)c, (void)xsum;
+  return v;
+#endif
+}
+
+/* The 8-bit output (low byte) of a corrected value, rb the residual's byte. */
+__device__ __forceinline__ unsigned requant(const q_head &h, const q_chan &c, int v, unsigned rb) {
+  const int r = CT_OUT == 2 ? (int)rb : (int)(signed char)rb;
+  return (unsigned)ctq_requant(v, c.mult, c.shift, h.zp, h.lo, h.hi, CT_RES, r, h.rmult, h.rshift,
+                               h.rzp) & 0xffu;
+}
+
+
+/* Store a fragment pair: channels k, k + 1 (k = 4 * k4 + 2 * (t & 1)) of
+ * rows r0 and r1 (output word offsets o0, o1 in 4-channel units; ok0, ok1
+ * whether the row exists), corrected values v00, v01 (r0) and v10, v11
+ * (r1). int32: 8 bytes per row. 8-bit: lanes t and t ^ 1 hold the 4
+ * channels of one chunk: after one exchange the even lane stores row r0
+ * and the odd one row r1, so every lane of the warp must call it. */
+__device__ __forceinline__ void store_frag(void *__restrict__ out, const void *__restrict__ residual,
+                                           const q_head &qh, const q_chan &c0, const q_chan &c1,
+                                           int k4, int t, int v00, int v01, int v10, int v11,
+                                           long o0, bool ok0, long o1, bool ok1) {
+#if CT_OUT == 0
+  (void)residual, (void)qh, (void)c0, (void)c1;
+  if (k4 < CT_K4) {
+    if (ok0) *(int2 *)((int *)out + o0 * 4 + 2 * (t & 1)) = make_int2(v00, v01);
+    if (ok1) *(int2 *)((int *)out + o1 * 4 + 2 * (t & 1)) = make_int2(v10, v11);
+  }
+#else
+  unsigned r0 = 0, r1 = 0;
+  if (CT_RES && k4 < CT_K4) {
+    if (ok0) r0 = ((const unsigned short *)residual)[o0 * 2 + (t & 1)];
+    if (ok1) r1 = ((const unsigned short *)residual)[o1 * 2 + (t & 1)];
+  }
+  const unsigned lo = requant(qh, c0, v00, r0 & 0xffu) | requant(qh, c1, v01, r0 >> 8) << 8;
+  const unsigned hi = requant(qh, c0, v10, r1 & 0xffu) | requant(qh, c1, v11, r1 >> 8) << 8;
+  const unsigned recv = __shfl_xor_sync(0xffffffffu, (t & 1) ? lo : hi, 1);
+  if (k4 < CT_K4 && ((t & 1) ? ok1 : ok0))
+    ((unsigned *)out)[(t & 1) ? o1 : o0] = (t & 1) ? (recv | hi << 16) : (lo | recv << 16);
+#endif
+}
+
+#endif
