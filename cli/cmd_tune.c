@@ -35,7 +35,8 @@ static const char usage[] =
     "  --early-stopping N     stop after N trials without a better one (default: never)\n"
     "  --time-budget S        seconds per workload at most (default: none)\n"
     "  --tuner KIND           xgb (model-based, default), random, grid, ga\n"
-    "  --template NAME        only this template (default: every one that runs the workload)\n"
+    "  --template NAME        only this template (default: every one that runs the workload);\n"
+    "                         in a set or file, the workloads it cannot run are skipped\n"
     "  --device N             CUDA device ordinal (default 0)\n"
     "  --seed N               seed of the search and the inputs (default 1)\n"
     "  --timeout S            per-trial timeout in seconds (default 5)\n"
@@ -244,6 +245,12 @@ int cmd_tune(int argc, char **argv) {
     if (stop_requested) break;
     tune_result r;
     if (tuner_tune(t, name, &s->items[i].w, tpl, on_progress, &pc, &r, &err)) {
+      if (err.status == CT_ERR_UNSUPPORTED && tpl && s->n_items > 1) {
+        /* a named template tunes the layers of a set or file it can run */
+        if (cc.verbose >= 0) fprintf(stderr, "convtune tune: skipped %s\n", err.msg);
+        memset(&err, 0, sizeof err);
+        continue;
+      }
       rc = cli_fail(&cc, &err);
       break;
     }

@@ -460,7 +460,12 @@ ct_status tuner_tune(tuner *t, const char *name, const ct_workload *w, const tem
   }
   if (!ran) {
     char why[TEMPLATE_WHY_MAX] = "";
-    if (tpl) tpl->supports(w, why);
+    if (tpl) {
+      /* the reason for the workload the template would run: packed */
+      ct_workload tw = *w;
+      if (tpl->layout == CT_LAYOUT_NCHW4C && w->layout != CT_LAYOUT_NCHW4C) workload_packed(w, &tw);
+      tpl->supports(&tw, why);
+    }
     return ERR_SET(err, CT_ERR_UNSUPPORTED, "%s: no template runs this workload%s%s", name,
                    why[0] ? ": " : "", why);
   }
