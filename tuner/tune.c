@@ -448,27 +448,21 @@ ct_status tuner_tune(tuner *t, const char *name, const ct_workload *w, const tem
    * else every registered one that runs w */
   const template_desc *only[2] = {tpl, NULL};
   const template_desc *const *list = tpl ? only : template_all();
+  /* why the named template refuses the workload it would run (packed) */
+  char why[TEMPLATE_WHY_MAX] = "";
   for (int i = 0; list[i]; i++) {
     const template_desc *cand = list[i];
     ct_workload tw = *w;
     if (cand->layout == CT_LAYOUT_NCHW4C && w->layout != CT_LAYOUT_NCHW4C) workload_packed(w, &tw);
-    if (!cand->supports(&tw, NULL)) continue;
+    if (!cand->supports(&tw, tpl ? why : NULL)) continue;
     tune_result r;
     if ((st = tune_task(t, name, &tw, cand, fn, user, &r, err))) return st;
     if (!ran || (r.best_us > 0 && (best.best_us == 0 || r.best_us < best.best_us))) best = r;
     ran = 1;
   }
-  if (!ran) {
-    char why[TEMPLATE_WHY_MAX] = "";
-    if (tpl) {
-      /* the reason for the workload the template would run: packed */
-      ct_workload tw = *w;
-      if (tpl->layout == CT_LAYOUT_NCHW4C && w->layout != CT_LAYOUT_NCHW4C) workload_packed(w, &tw);
-      tpl->supports(&tw, why);
-    }
+  if (!ran)
     return ERR_SET(err, CT_ERR_UNSUPPORTED, "%s: no template runs this workload%s%s", name,
                    why[0] ? ": " : "", why);
-  }
   *res = best;
   return CT_OK;
 }
