@@ -110,29 +110,6 @@ static_assert(!MMA_EPI_SMEM || CT_OUT == 0 || P_OUT % 4 == 0,
               "a staged 8-bit epilogue stores 4 positions per thread: positions % 4 == 0");
 static_assert(MMA_PERSIST == 0 || MMA_GRID >= 1, "persistent: MMA_GRID blocks");
 
-/* ---- PTX ------------------------------------------------------------------- */
-#if MMA_SPLITK > 1
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ unsigned cluster_rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-/* The shared address addr of this block as seen in block rank's memory. */
-__device__ __forceinline__ unsigned cluster_map(unsigned addr, unsigned rank) {
-  unsigned r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
-  return r;
-}
-__device__ __forceinline__ unsigned cluster_load(unsigned addr) {
-  unsigned v;
-  asm volatile("ld.shared::cluster.u32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
-  return v;
-}
-#endif
 
 /* ---- shared memory --------------------------------------------------------- */
 /* Word index of (kword, column) in an operand stage: padded rows (pitch %

@@ -10,13 +10,16 @@
  * are 8 along W x tile_h x tile_d x the images that fill block_m), and tma
  * (present where a tensor map can describe the data: W % 4 == 0, stride 1
  * along W and at most 8 along H and D, no data zero point with padding; 0
- * loads with cp.async).
+ * loads with cp.async) and split_k (the blocks of a cluster that share a
+ * tile's reduction and meet in distributed shared memory).
  *
  * Validity, decided before any compile: wgmma needs exactly sm_90 (the
  * sm_90a target); C/4 a multiple of block_k / 4 (the tap-major reduction);
  * tile_h x tile_d dividing block_m / 8; registers within the block's share
  * (accumulators are block_n / 2 per consumer thread); shared memory within
- * the opt-in limit; tiles not larger than twice what the layer has.
+ * the opt-in limit; tiles not larger than twice what the layer has;
+ * split_k dividing block_n / 8 (each rank stores a share of the tile's
+ * channels) and giving every split a stage of the reduction.
  */
 #include <math.h>
 #include <stdio.h>
@@ -34,11 +37,12 @@ static const int warpgroups[] = {1, 2};
 static const int tile_hs[] = {1, 2, 4, 8, 16};
 static const int tile_ds[] = {1, 2, 4};
 static const int zero_one[] = {0, 1};
+static const int split_ks[] = {1, 2, 4, 8};
 
 typedef struct wplan {
-  int bn, bk, stages, cwg, th, td, tma;
+  int bn, bk, stages, cwg, th, td, tma, split;
   long bm, rows, tn, tiles_w, tiles_h, tiles_d, tiles_ni, tiles_m, tiles_n;
-  long threads, acc, regs, smem_bytes, kt;
+  long threads, acc, regs, smem_bytes, kt, kt_split;
 } wplan;
 
 static int supports_op(const ct_workload *w, ct_op op, char *why) {
@@ -85,6 +89,7 @@ static ct_status build_space(const ct_workload *w, space *s, ct_err *err) {
   CHOICE("tile_h", tile_hs);
   if (w->op == CT_OP_CONV3D) CHOICE("tile_d", tile_ds);
   if (tma_possible(w, &g)) CHOICE("tma", zero_one);
+  CHOICE("split_k", split_ks);
 #undef CHOICE
   return CT_OK;
 }
@@ -103,6 +108,7 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, w
   p->th = space_get(s, cfg, "tile_h", 8);
   p->td = space_get(s, cfg, "tile_d", 1);
   p->tma = space_get(s, cfg, "tma", 0);
+  p->split = space_get(s, cfg, "split_k", 1);
   p->bm = 64L * p->cwg;
   p->rows = p->bm / 8;
   p->tn = p->rows % ((long)p->th * p->td) == 0 ? p->rows / ((long)p->th * p->td) : 0;
@@ -115,9 +121,13 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, w
   p->threads = 128L * (p->cwg + 1);
   p->acc = p->bn / 2 + (w->epi.weight_zero_point ? 4 : 0);
   p->regs = p->acc + 2L * (p->bk / 32) * 4 + WG_REG_OVERHEAD;
-  /* A rows of 12 words for 8 positions (conv_wgmma.cuh) */
-  p->smem_bytes = (long)p->stages * (p->bm * p->bk * 3 / 2 + (long)p->bn * p->bk) + 16L * p->stages;
+  /* A rows of 12 words for 8 positions (conv_wgmma.cuh); with split-K the
+   * pipeline's memory then holds the partial accumulators */
+  long pipe = (long)p->stages * (p->bm * p->bk * 3 / 2 + (long)p->bn * p->bk);
+  long red = p->split > 1 ? 128L * p->cwg * p->acc * 4 : 0;
+  p->smem_bytes = (pipe > red ? pipe : red) + 16L * p->stages;
   p->kt = g.ker[0] * g.ker[1] * g.ker[2] * (g.c / 4 / (p->bk / 4));
+  p->kt_split = ceil_div(p->kt, p->split);
 }
 
 static int valid(const ct_workload *w, const space *s, const config *cfg, const arch *a,
@@ -147,6 +157,14 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
   if (p.bn > 64 && p.bn >= 2 * 4 * ceil_div(g.k, 4))
     return template_fail(why, "block_n %ld for %ld channels: half the tile would be padding", p.bn,
                          g.k);
+  if (p.split > 1 && a->cc_major < 9)
+    return template_fail(why, "split_k needs thread-block clusters (sm_90), not sm_%ld%ld",
+                         a->cc_major, a->cc_minor);
+  if ((p.bn / 8) % p.split)
+    return template_fail(why, "split_k %d does not divide block_n / 8 = %d", p.split, p.bn / 8);
+  if ((p.split - 1) * p.kt_split >= p.kt)
+    return template_fail(why, "split_k %d over %ld stages of the reduction leaves a split empty",
+                         p.split, p.kt);
   if (p.threads > a->max_threads_per_block)
     return template_fail(why, "%ld threads per block; at most %ld", p.threads,
                          a->max_threads_per_block);
@@ -185,6 +203,7 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   instance_opt(inst, "WG_TH", p.th);
   instance_opt(inst, "WG_TD", p.td);
   instance_opt(inst, "WG_TMA", p.tma);
+  instance_opt(inst, "WG_SPLITK", p.split);
   instance_opt(inst, "CT_THREADS", p.threads);
   instance_opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
   if (inst->n_options >= INSTANCE_MAX_OPTIONS)
@@ -192,7 +211,7 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
                    INSTANCE_MAX_OPTIONS);
   inst->grid[0] = (unsigned)p.tiles_m;
   inst->grid[1] = (unsigned)p.tiles_n;
-  inst->grid[2] = 1;
+  inst->grid[2] = (unsigned)p.split;
   inst->block[0] = (unsigned)p.threads;
   inst->block[1] = inst->block[2] = 1;
   inst->smem_bytes = (size_t)p.smem_bytes;
@@ -225,9 +244,10 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
 static int describe(const ct_workload *w, const space *s, const config *cfg, float *out, int max) {
   wplan p;
   make_plan(w, s, cfg, &p);
-  const double v[] = {p.threads, p.acc,    p.regs,  p.smem_bytes + 1,
-                      p.tiles_m, p.tiles_n, p.kt + 1, (double)p.tiles_m * p.tiles_n,
-                      p.bm,      p.bn,      p.stages, p.tn};
+  const double v[] = {p.threads, p.acc,      p.regs,         p.smem_bytes + 1,
+                      p.tiles_m, p.tiles_n,  p.kt + 1,       (double)p.tiles_m * p.tiles_n * p.split,
+                      p.bm,      p.bn,       p.stages,       p.tn,
+                      p.split,   p.kt_split};
   int n = (int)(sizeof v / sizeof v[0]);
   for (int i = 0; i < n && i < max; i++) out[i] = (float)log2(v[i]);
   return n < max ? n : max;
@@ -235,7 +255,9 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
 
 /* A default without tuning: two consumer warpgroups, 4 stages of 64
  * bytes, TMA where it can, the widest N tile that still gives every SM a
- * block, and the tile shape that wastes the fewest positions. */
+ * block, and the tile shape that wastes the fewest positions; then, where
+ * the grid leaves more than half the SMs idle, the split-K that fills
+ * them. */
 static int preferred(const ct_workload *w, const space *s, const arch *a, config *out) {
   static const int bns[] = {128, 64, 256};
   long sms = a->sm_count > 0 ? a->sm_count : 132;
@@ -270,7 +292,15 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
             found = 1;
           }
         }
-  return found;
+  if (!found) return 0;
+  wplan p;
+  make_plan(w, s, out, &p);
+  for (int k = 1; k < 4 && 2 * p.tiles_m * p.tiles_n * split_ks[k - 1] <= sms; k++) {
+    c = *out;
+    if (!template_set_choice(s, &c, "split_k", split_ks[k]) || !valid(w, s, &c, a, NULL)) break;
+    *out = c;
+  }
+  return 1;
 }
 
 const template_desc tpl_conv2d_nchw4c_wgmma = {

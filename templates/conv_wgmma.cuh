@@ -60,6 +60,8 @@ static_assert(WG_BK == 32 || WG_BK == 64 || WG_BK == 128, "block_k is 32, 64 or 
 static_assert(WG_CWG == 1 || WG_CWG == 2, "warpgroups: 1 or 2 consumer warpgroups");
 static_assert(WG_STAGES >= 2 && WG_STAGES <= 8, "stages: 2 to 8");
 static_assert(WG_TMA == 0 || WG_TMA == 1, "tma is 0 or 1");
+static_assert(WG_SPLITK == 1 || WG_SPLITK == 2 || WG_SPLITK == 4 || WG_SPLITK == 8,
+              "split_k: 1, 2, 4 or 8 blocks (a portable cluster)");
 
 #define TAPS (CT_KD * CT_KH * CT_KW)
 #define P_OUT (CT_OD * CT_OH * CT_OW)
@@ -68,6 +70,7 @@ static_assert(WG_TMA == 0 || WG_TMA == 1, "tma is 0 or 1");
 #define KSTEPS (WG_BK / 32) /* k32 steps per stage */
 #define CSLICES (CT_C4 / BKW)
 #define KT (TAPS * CSLICES) /* stages of the reduction */
+#define KT_SPLIT ((KT + WG_SPLITK - 1) / WG_SPLITK) /* stages per split */
 #define BM (64 * WG_CWG)
 #define ROWS (BM / 8)
 #define TN (ROWS / (WG_TH * WG_TD)) /* images per tile */
@@ -83,13 +86,24 @@ static_assert(WG_TMA == 0 || WG_TMA == 1, "tma is 0 or 1");
 #define A_STAGE_BYTES (ROWS * BKW * AW * 4)
 #define B_STAGE_BYTES (WG_BN * WG_BK)
 #define STAGE_BYTES (A_STAGE_BYTES + B_STAGE_BYTES)
-#define SMEM_BYTES (WG_STAGES * STAGE_BYTES + 16 * WG_STAGES)
 #define NACC (WG_BN / 2)
+#define CTHREADS (128 * WG_CWG)
+/* split-K: each block of the cluster leaves its accumulators (and window
+ * sums) in shared memory, [value][consumer thread]; rank r reduces and
+ * stores the accumulator groups j (8 channels each) with j / JPR == r */
+#define NRED (NACC + (CT_WZP ? 4 : 0))
+#define RED_BYTES (WG_SPLITK > 1 ? CTHREADS * NRED * 4 : 0)
+#define JPR (WG_BN / 8 / WG_SPLITK)
+#define PIPE_BYTES (WG_STAGES * STAGE_BYTES)
+#define DATA_BYTES (PIPE_BYTES > RED_BYTES ? PIPE_BYTES : RED_BYTES)
+#define SMEM_BYTES (DATA_BYTES + 16 * WG_STAGES)
 
 static_assert(CT_C4 % BKW == 0, "the reduction is tap-major: C/4 must be a multiple of block_k/4");
 static_assert(TN >= 1 && TN * WG_TH * WG_TD == ROWS, "tile_h x tile_d must divide block_m / 8");
 static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the warpgroups");
 static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the stages");
+static_assert((WG_SPLITK - 1) * KT_SPLIT < KT, "split_k: a split without a stage of the reduction");
+static_assert(JPR >= 1 && JPR * 8 * WG_SPLITK == WG_BN, "split_k must divide block_n / 8");
 #if WG_TMA
 static_assert(CT_IW % 4 == 0, "tma: the rows of the data must be 16-byte multiples (W % 4 == 0)");
 static_assert(CT_STR_W == 1 && CT_STR_H <= 8 && CT_STR_D <= 8,
@@ -267,14 +281,14 @@ __device__ __forceinline__ void keep(const unsigned (&f)[KSTEPS][4]) {
 __device__ __forceinline__ void produce(unsigned char *smem, unsigned bars, const int *__restrict__ data,
                                         const int *__restrict__ weights, const int *__restrict__ params,
                                         const void *map, int ltid, int tw, int th, int td, int tn,
-                                        int tile_n) {
+                                        int tile_n, int kt0, int nkt) {
   (void)map, (void)params, (void)data;
 #pragma unroll 1
-  for (int it = 0; it < KT; it++) {
-    const int s = it % WG_STAGES;
+  for (int it = 0; it < nkt; it++) {
+    const int s = it % WG_STAGES, kt = kt0 + it;
     const unsigned full = bars + 8 * s, empty = bars + 8 * (WG_STAGES + s);
     mbar_wait(empty, ((it / WG_STAGES) & 1) ^ 1);
-    const int tap = it / CSLICES, c0 = (it % CSLICES) * BKW;
+    const int tap = kt / CSLICES, c0 = (kt % CSLICES) * BKW;
     const int rx = tap % CT_KW, ry = (tap / CT_KW) % CT_KH, rd = tap / (CT_KW * CT_KH);
     const int x0 = tw * 8 * CT_STR_W - CT_PAD_W + rx * CT_DIL_W;
     const int y0 = th * WG_TH * CT_STR_H - CT_PAD_H + ry * CT_DIL_H;
@@ -321,9 +335,11 @@ __device__ __forceinline__ void produce(unsigned char *smem, unsigned bars, cons
 }
 
 /* ---- a consumer stage ------------------------------------------------------ */
-/* Wait for stage it, load its A fragments into cur, issue its wgmma, then
- * wait for stage it - 1's (whose fragments are prev) and release it. */
-__device__ __forceinline__ void consume(const unsigned char *smem, unsigned bars, int it, int tw,
+/* Wait for stage it (reduction stage kt), load its A fragments into cur,
+ * issue its wgmma, then wait for stage it - 1's (whose fragments are prev)
+ * and release it. */
+__device__ __forceinline__ void consume(const unsigned char *smem, unsigned bars, int it, int kt,
+                                        int tw,
                                         int *acc, unsigned (&cur)[KSTEPS][4],
                                         const unsigned (&prev)[KSTEPS][4], int *xacc, int r0,
                                         int g, int t, int lane) {
@@ -333,11 +349,11 @@ __device__ __forceinline__ void consume(const unsigned char *smem, unsigned bars
   fence_proxy_async();
 #if WG_TMA
   /* the tap's first column within the 16-byte-aligned box */
-  const int rx = (it / CSLICES) % CT_KW;
+  const int rx = (kt / CSLICES) % CT_KW;
   const int off = (tw * 8 - CT_PAD_W + rx * CT_DIL_W) & 3;
 #else
   const int off = 0;
-  (void)tw;
+  (void)tw, (void)kt;
 #endif
   const unsigned *as = (const unsigned *)(smem + s * STAGE_BYTES) + g + off;
 #pragma unroll
@@ -368,6 +384,9 @@ __device__ __forceinline__ void consume(const unsigned char *smem, unsigned bars
 /* ---- the kernel ---------------------------------------------------------- */
 #ifndef CT_CUSTOM_ENTRY
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
+#if WG_SPLITK > 1
+    __cluster_dims__(1, 1, WG_SPLITK)
+#endif
     conv_wgmma(const int *__restrict__ data, const int *__restrict__ weights,
                void *__restrict__ out, const int *__restrict__ params,
                const void *__restrict__ residual
@@ -378,7 +397,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     ) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x, wg = tid >> 7, ltid = tid & 127;
-  const unsigned bars = smem_addr(smem + WG_STAGES * STAGE_BYTES);
+  const unsigned bars = smem_addr(smem + DATA_BYTES);
   if (tid == 0) {
 #pragma unroll 1
     for (int s = 0; s < WG_STAGES; s++) {
@@ -396,15 +415,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   bx /= TILES_H;
   const int td = bx % TILES_D, tn = bx / TILES_D;
   const int tile_n = blockIdx.y;
-
-  if (wg == 0) {
-#if WG_TMA
-    produce(smem, bars, data, weights, params, &map, ltid, tw, th, td, tn, tile_n);
-#else
-    produce(smem, bars, data, weights, params, NULL, ltid, tw, th, td, tn, tile_n);
-#endif
-    return;
-  }
+  /* this block's share of the reduction (every split has one: static_assert) */
+  const int kt0 = blockIdx.z * KT_SPLIT;
+  const int nkt = KT - kt0 < KT_SPLIT ? KT - kt0 : KT_SPLIT;
 
   const int lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int r0 = (wg - 1) * 8 + ((ltid >> 5) << 1); /* the warp's two rows of 8 positions */
@@ -412,21 +425,76 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
   for (int i = 0; i < NACC; i++) acc[i] = 0;
   int xacc[4] = {0, 0, 0, 0};
-  unsigned f0[KSTEPS][4], f1[KSTEPS][4];
+  if (wg == 0) {
+#if WG_TMA
+    produce(smem, bars, data, weights, params, &map, ltid, tw, th, td, tn, tile_n, kt0, nkt);
+#else
+    produce(smem, bars, data, weights, params, NULL, ltid, tw, th, td, tn, tile_n, kt0, nkt);
+#endif
+#if WG_SPLITK == 1
+    return;
+#endif
+  } else {
+    unsigned f0[KSTEPS][4], f1[KSTEPS][4];
 #pragma unroll
-  for (int k = 0; k < KSTEPS; k++)
+    for (int k = 0; k < KSTEPS; k++)
 #pragma unroll
-    for (int l = 0; l < 4; l++) f0[k][l] = f1[k][l] = 0;
+      for (int l = 0; l < 4; l++) f0[k][l] = f1[k][l] = 0;
 #pragma unroll 1
-  for (int it = 0; it < KT; it += 2) {
-    consume(smem, bars, it, tw, acc, f0, f1, xacc, r0, g, t, lane);
-    if (it + 1 < KT) consume(smem, bars, it + 1, tw, acc, f1, f0, xacc, r0, g, t, lane);
-  }
-  wgmma_wait<0>();
-  keep(f0);
-  keep(f1);
+    for (int it = 0; it < nkt; it += 2) {
+      consume(smem, bars, it, kt0 + it, tw, acc, f0, f1, xacc, r0, g, t, lane);
+      if (it + 1 < nkt)
+        consume(smem, bars, it + 1, kt0 + it + 1, tw, acc, f1, f0, xacc, r0, g, t, lane);
+    }
+    wgmma_wait<0>();
+    keep(f0);
+    keep(f1);
 #pragma unroll
-  for (int i = 0; i < NACC; i++) asm volatile("" : "+r"(acc[i])::"memory");
+    for (int i = 0; i < NACC; i++) asm volatile("" : "+r"(acc[i])::"memory");
+  }
+
+#if WG_SPLITK > 1
+  /* The cluster's partial sums meet in distributed shared memory: every
+   * block leaves its accumulators in its own pipeline memory (free once
+   * all of its consumers are past their last wgmma: every stage has
+   * landed and been read), then rank r adds the others' groups j with
+   * j / JPR == r to its own and stores those. */
+  const unsigned rank = cluster_rank();
+  const int ct = tid - 128;
+  int *red = (int *)smem;
+  if (wg > 0) {
+    asm volatile("bar.sync 1, %0;\n" ::"n"(CTHREADS) : "memory");
+#pragma unroll
+    for (int i = 0; i < NACC; i++) red[i * CTHREADS + ct] = acc[i];
+#if CT_WZP
+#pragma unroll
+    for (int l = 0; l < 4; l++) red[(NACC + l) * CTHREADS + ct] = xacc[l];
+#endif
+  }
+  cluster_sync();
+  if (wg > 0) {
+#pragma unroll 1
+    for (unsigned q = 1; q < WG_SPLITK; q++) {
+      const unsigned base = cluster_map(smem_addr(red), (rank + q) % WG_SPLITK) + 4u * ct;
+#pragma unroll
+      for (int j = 0; j < WG_BN / 8; j++)
+        if (j / JPR == (int)rank)
+#pragma unroll
+          for (int l = 0; l < 4; l++)
+            acc[4 * j + l] = (int)((unsigned)acc[4 * j + l] +
+                                   cluster_load(base + 4u * (4 * j + l) * CTHREADS));
+#if CT_WZP
+#pragma unroll
+      for (int l = 0; l < 4; l++)
+        xacc[l] = (int)((unsigned)xacc[l] + cluster_load(base + 4u * (NACC + l) * CTHREADS));
+#endif
+    }
+  }
+  cluster_sync(); /* the others keep their shared memory until every rank has read it */
+  if (wg == 0) return;
+#else
+  const unsigned rank = 0;
+#endif
 
   /* the epilogue: rows r0 and r0 + 1, position g of each */
   long base[2];
@@ -442,6 +510,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   const q_head qh = load_head(params);
 #pragma unroll
   for (int j = 0; j < WG_BN / 8; j++) {
+    if (WG_SPLITK > 1 && j / JPR != (int)rank) continue; /* another rank's groups */
     const int kc = tile_n * WG_BN + j * 8 + 2 * t, k4 = kc >> 2;
     const int k = k4 < CT_K4 ? kc : 0; /* params in range; not stored */
     const q_chan c0 = load_chan(params, qh, k), c1 = load_chan(params, qh, k + 1);

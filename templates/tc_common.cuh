@@ -1,9 +1,10 @@
 /*
  * tc_common.cuh: what the tensor-core templates (conv_mma.cuh on
  * mma.sync, conv_wgmma.cuh on wgmma) share: the cp.async and mma.sync PTX,
- * the epilogue's arithmetic on the params block, and the store of one
- * accumulator fragment pair (the m16n8 layout, which wgmma's accumulators
- * also have per warp). Included after conv_shape.cuh.
+ * the cluster PTX of split-K, the epilogue's arithmetic on the params
+ * block, and the store of one accumulator fragment pair (the m16n8
+ * layout, which wgmma's accumulators also have per warp). Included after
+ * conv_shape.cuh.
  */
 #ifndef CT_TEMPLATES_TC_COMMON_CUH
 #define CT_TEMPLATES_TC_COMMON_CUH
@@ -41,6 +42,31 @@ __device__ __forceinline__ void mma16832(int *d, const unsigned *a, const unsign
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+
+/* Thread-block clusters (sm_90): split-K blocks meet in distributed
+ * shared memory. */
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+/* The shared address addr of this block as seen in block rank's memory. */
+__device__ __forceinline__ unsigned cluster_map(unsigned addr, unsigned rank) {
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ unsigned cluster_load(unsigned addr) {
+  unsigned v;
+  asm volatile("ld.shared::cluster.u32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+#endif
 
 /* ---- the epilogue's arithmetic ------------------------------------------ */
 /* The params a store needs, read once: the header per kernel, each channel's

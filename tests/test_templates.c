@@ -95,6 +95,7 @@ START_TEST(spaces_cover_every_layer_and_are_large) {
         ck_assert_int_ge(space_find(&sp, "block_n"), 0);
         ck_assert_int_ge(space_find(&sp, "warpgroups"), 0);
         ck_assert_int_ge(space_find(&sp, "tile_h"), 0);
+        ck_assert_int_ge(space_find(&sp, "split_k"), 0);
         ck_assert_int_eq(space_find(&sp, "tile_d") >= 0, tpl->op == CT_OP_CONV3D);
         /* TMA where the rows are 16-byte multiples and W has unit stride */
         int last = tpl->op == CT_OP_CONV3D ? 2 : 1;
@@ -239,6 +240,59 @@ START_TEST(a_point_that_slips_through_fails_to_compile_with_a_clear_log) {
   ck_assert_int_eq(nvrtc_compile(&inst, &a, &cb, &err), CT_ERR_NVRTC);
   ck_assert_msg(strstr(cb.log, "CT_THREADS does not match") != NULL, "log: %s", cb.log);
   cubin_free(&cb);
+  space_free(&sp);
+}
+END_TEST
+
+/* wgmma split-K: the splits of a tile are a cluster along grid z, the
+ * pipeline's memory holds the partial accumulators, and a split that would
+ * get no stage of the reduction is refused with the reason. */
+START_TEST(wgmma_split_k_is_a_cluster_along_z) {
+  const template_desc *tpl = template_find("conv2d_nchw4c_wgmma");
+  ct_workload w; /* ResNet-50's l4_1x1_2048_512 at batch 16 */
+  workload_init(&w, CT_OP_CONV2D);
+  w.layout = CT_LAYOUT_NCHW4C;
+  w.n = 16, w.c = 2048, w.k = 512, w.in[0] = w.in[1] = 7;
+  w.kernel[0] = w.kernel[1] = 1;
+  space sp;
+  ct_err err = {0};
+  ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_ge(space_find(&sp, "split_k"), 0);
+  arch a;
+  arch_from_name("sm_90", &a, NULL);
+  config c;
+  char why[TEMPLATE_WHY_MAX];
+  cJSON *j = cJSON_Parse("{\"block_n\":128,\"block_k\":32,\"stages\":2,\"warpgroups\":2,"
+                         "\"tile_h\":8,\"split_k\":4}");
+  ck_assert_int_eq(space_config_from_json(&sp, j, &c, &err), CT_OK);
+  cJSON_Delete(j);
+  ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
+  instance inst;
+  ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
+  /* 2 images of 8 x 8 positions (7 x 7 used) per tile: 8 x 4 tiles, 4 splits of 16 of
+   * the 64 stages */
+  ck_assert_uint_eq(inst.grid[0], 8);
+  ck_assert_uint_eq(inst.grid[1], 4);
+  ck_assert_uint_eq(inst.grid[2], 4);
+  /* the partial sums (256 consumer threads x 64 words) outgrow the 2 stages */
+  long pipe = 2L * (128 * 32 * 3 / 2 + 128 * 32), red = 256L * 64 * 4;
+  ck_assert_int_gt(red, pipe);
+  ck_assert_uint_eq(inst.smem_bytes, red + 16 * 2);
+  cubin cb;
+  ck_assert_msg(nvrtc_compile(&inst, &a, &cb, &err) == CT_OK, "%s\n%s", err.msg, cb.log);
+  ck_assert_uint_gt(cb.size, 0);
+  cubin_free(&cb);
+  space_free(&sp);
+
+  /* one stage of the reduction (C = 32, 1x1): nothing to split */
+  w.c = 32;
+  ck_assert_int_eq(template_space(tpl, &w, &sp, &err), CT_OK);
+  j = cJSON_Parse("{\"block_n\":64,\"block_k\":32,\"stages\":2,\"warpgroups\":1,"
+                  "\"tile_h\":1,\"split_k\":2}");
+  ck_assert_int_eq(space_config_from_json(&sp, j, &c, &err), CT_OK);
+  cJSON_Delete(j);
+  ck_assert_int_eq(tpl->valid(&w, &sp, &c, &a, why), 0);
+  ck_assert_ptr_nonnull(strstr(why, "leaves a split empty"));
   space_free(&sp);
 }
 END_TEST
@@ -391,6 +445,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, unsupported_workloads_are_refused);
   tcase_add_test(tc, invalid_configs_are_rejected_before_compiling_with_the_reason);
   tcase_add_test(tc, a_point_that_slips_through_fails_to_compile_with_a_clear_log);
+  tcase_add_test(tc, wgmma_split_k_is_a_cluster_along_z);
   tcase_add_test(tc, random_valid_configs_compile_conv2d);
   tcase_add_test(tc, random_valid_configs_compile_conv3d);
   tcase_add_test(tc, random_valid_configs_compile_conv2d_mma);

@@ -1,0 +1,46 @@
+#!/bin/sh
+# test_versions.sh SOURCE_DIR: a template's version (cmake/embed.cmake with
+# SCAN) follows exactly its own code: a change to one family's header or
+# descriptor changes that family's versions and no other, a change to a
+# header two families include changes both, and the shared template.h
+# changes every one. Runs embed.cmake on a copy of templates/.
+set -eu
+SRC=$1
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+cp -r "$SRC/templates" "$T/templates"
+versions() { # prints "name version" per template source
+  files=$(ls "$T"/templates/*.cu | tr '\n' ';')
+  cmake -DOUT="$T/e.c" -DSYMBOL=x "-DFILES=$files" \
+    "-DHASH_WITH=$T/templates/template.h;$T/templates/template.c" -DSCAN=1 \
+    -P "$SRC/cmake/embed.cmake"
+  grep -o '"[a-z0-9_]*\.cu", (const char \*)f[0-9]*, [0-9]*, "[0-9a-f]*"' "$T/e.c" |
+    awk '{print $1, $NF}' | tr -d '",'
+}
+# changed FILE: the templates whose version changes when FILE does
+changed() {
+  versions >"$T/before"
+  cp "$T/templates/$1" "$T/keep"
+  echo "/* changed */" >>"$T/templates/$1"
+  versions >"$T/after"
+  cp "$T/keep" "$T/templates/$1"
+  diff "$T/before" "$T/after" | sed -n 's/^> \([^ ]*\) .*/\1/p' | tr '\n' ' '
+}
+expect() { # FILE WANT
+  got=$(changed "$1")
+  if [ "$got" != "$2" ]; then
+    echo "FAIL: changing $1 changed [$got], want [$2]"
+    exit 1
+  fi
+  echo "ok: $1 -> $got"
+}
+mma="conv2d_nchw4c_mma.cu conv3d_ncdhw4c_mma.cu "
+wg="conv2d_nchw4c_wgmma.cu conv3d_ncdhw4c_wgmma.cu "
+expect conv_wgmma.cuh "$wg"
+expect conv_wgmma.c "$wg"
+expect conv_mma.cuh "$mma"
+expect conv_mma.c "$mma"
+expect tc_common.cuh "conv2d_nchw4c_mma.cu conv2d_nchw4c_wgmma.cu conv3d_ncdhw4c_mma.cu conv3d_ncdhw4c_wgmma.cu "
+n=$(versions | wc -l)
+[ "$(changed template.h | wc -w)" -eq "$n" ] || { echo "FAIL: template.h must change all $n"; exit 1; }
+echo "ok: template.h -> all $n"
