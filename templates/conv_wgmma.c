@@ -157,9 +157,6 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
   if (p.bn > 64 && p.bn >= 2 * 4 * ceil_div(g.k, 4))
     return template_fail(why, "block_n %ld for %ld channels: half the tile would be padding", p.bn,
                          g.k);
-  if (p.split > 1 && a->cc_major < 9)
-    return template_fail(why, "split_k needs thread-block clusters (sm_90), not sm_%ld%ld",
-                         a->cc_major, a->cc_minor);
   if ((p.bn / 8) % p.split)
     return template_fail(why, "split_k %d does not divide block_n / 8 = %d", p.split, p.bn / 8);
   if ((p.split - 1) * p.kt_split >= p.kt)
