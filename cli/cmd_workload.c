@@ -30,13 +30,12 @@ static int print_json(const wlset *s) {
     cJSON_AddStringToObject(o, "name", s->items[i].name);
     cJSON_AddStringToObject(o, "key", workload_key(w, key, sizeof key));
     cJSON_AddItemToObject(o, "workload", workload_to_json(w));
+    /* the same dimensions as the table's "output" column, in w's layout */
     cJSON *shape = cJSON_AddArrayToObject(o, "out_shape");
-    cJSON_AddItemToArray(shape, cJSON_CreateNumber(w->n));
-    cJSON_AddItemToArray(shape,
-                         cJSON_CreateNumber(w->layout == CT_LAYOUT_NCHW4C ? w->k / 4 : w->k));
-    for (int d = 0; d < workload_nd(w); d++)
-      cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)workload_out_size(w, d)));
-    if (w->layout == CT_LAYOUT_NCHW4C) cJSON_AddItemToArray(shape, cJSON_CreateNumber(4));
+    int64_t dims[CT_MAX_SPATIAL + 3];
+    int n_dims = workload_out_dims(w, dims);
+    for (int d = 0; d < n_dims; d++)
+      cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)dims[d]));
     cJSON_AddNumberToObject(o, "ops", (double)workload_ops(w));
   }
   char *text = list ? cJSON_Print(list) : NULL;

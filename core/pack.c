@@ -1,12 +1,15 @@
 /*
- * pack.c: NCHW <-> NCHW4c and OIHW <-> OIHW4o4i (layouts in pack.h).
+ * pack.c: NCHW <-> NCHW4c, OIHW <-> OIHW4o4i, NCHW <-> NHWC and OIHW <-> OHWI
+ * (layouts in pack.h).
  *
  * Invariant: every element of a packed destination is written, the lanes
  * beyond C (and K) with zero, so a packed tensor never carries stale bytes
  * into a dp4a; unpacking reads only the real lanes. Each loop walks its
  * destination in order, so the writes are contiguous, and computes the
- * source index directly. Elements of any size work; 1 and 4 bytes (int8 data,
- * int32 output) take a fast path. Cost: one pass over the tensor, no allocation.
+ * source index directly. The channels-last conversions are one batched
+ * transpose, walked in tiles so that the strided side stays in cache too.
+ * Elements of any size work; 1 and 4 bytes (int8 data, int32 output) take a
+ * fast path. Cost: one pass over the tensor, no allocation.
  */
 #include "core/pack.h"
 
@@ -82,4 +85,59 @@ void unpack_oi4o4i(const int8_t *src, int8_t *dst, int64_t k, int64_t c, int64_t
       for (int64_t s = 0; s < spatial; s++)
         dst[(ko * c + ci) * spatial + s] =
             src[(((ko / 4 * cb_n + ci / 4) * spatial + s) * 4 + ko % 4) * 4 + ci % 4];
+}
+
+/* Tile edge of the transpose: 32 x 32 elements of up to 4 bytes are 4 KB of
+ * source rows and 4 KB of destination rows, well inside L1, so each source
+ * cache line is fetched once rather than once per element. */
+#define TILE 32
+
+/* dst[b][j][i] = src[b][i][j] for b < n, i < rows, j < cols. */
+static inline void transpose_tiles(const void *src, void *dst, size_t elem_bytes, int64_t n,
+                                   int64_t rows, int64_t cols) {
+  for (int64_t b = 0; b < n; b++) {
+    int64_t base = b * rows * cols;
+    for (int64_t j0 = 0; j0 < cols; j0 += TILE)
+      for (int64_t i0 = 0; i0 < rows; i0 += TILE) {
+        int64_t j1 = j0 + TILE < cols ? j0 + TILE : cols;
+        int64_t i1 = i0 + TILE < rows ? i0 + TILE : rows;
+        for (int64_t j = j0; j < j1; j++)
+          for (int64_t i = i0; i < i1; i++)
+            copy_elem(dst, base + j * rows + i, src, base + i * cols + j, elem_bytes);
+      }
+  }
+}
+
+/* transpose_tiles with the element size a constant in the fast paths, so
+ * that copy_elem's switch folds away out of the inner loop. */
+static void transpose(const void *src, void *dst, size_t elem_bytes, int64_t n, int64_t rows,
+                      int64_t cols) {
+  switch (elem_bytes) {
+  case 1:
+    transpose_tiles(src, dst, 1, n, rows, cols);
+    break;
+  case 4:
+    transpose_tiles(src, dst, 4, n, rows, cols);
+    break;
+  default:
+    transpose_tiles(src, dst, elem_bytes, n, rows, cols);
+  }
+}
+
+void pack_nhwc(const void *src, void *dst, size_t elem_bytes, int64_t n, int64_t c,
+               int64_t spatial) {
+  transpose(src, dst, elem_bytes, n, c, spatial);
+}
+
+void unpack_nhwc(const void *src, void *dst, size_t elem_bytes, int64_t n, int64_t c,
+                 int64_t spatial) {
+  transpose(src, dst, elem_bytes, n, spatial, c);
+}
+
+void pack_ohwi(const int8_t *src, int8_t *dst, int64_t k, int64_t c, int64_t spatial) {
+  transpose(src, dst, 1, k, c, spatial);
+}
+
+void unpack_ohwi(const int8_t *src, int8_t *dst, int64_t k, int64_t c, int64_t spatial) {
+  transpose(src, dst, 1, k, spatial, c);
 }

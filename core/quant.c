@@ -9,7 +9,10 @@
  * the window (xsum). Then, all modulo 2^32, over the R = round4(C) x kvol
  * taps of the packed window,
  *   sum (x - zx)(w - zw) = acc - zx sum(w) - zw xsum + R zx zw,
- * exactly, so off[k] = bias[k] - zx sum(w[k]) + R zx zw[k].
+ * exactly, so off[k] = bias[k] - zx sum(w[k]) + R zx zw[k]. R counts the
+ * packed window for every layout: a workload with weight zero points runs
+ * on the channel-packed templates whatever its layout (the channels-last
+ * ones refuse them), and without them R is multiplied by zw = 0.
  */
 #include "core/quant.h"
 
@@ -127,7 +130,9 @@ void quant_weight_sums(const ct_workload *w, const int8_t *weights, int32_t *sum
   int64_t c4 = pack_round4(g.c) / 4;
   for (int64_t k = 0; k < g.k; k++) {
     uint32_t s = 0;
-    if (w->layout == CT_LAYOUT_NCHW) {
+    if (w->layout != CT_LAYOUT_NCHW4C) {
+      /* OIHW [k][c][tap] and OHWI [k][tap][c] both hold channel k's C x kvol
+       * weights contiguously: the order within does not change the sum */
       for (int64_t i = 0; i < g.c * kvol; i++) s += (uint32_t)weights[k * g.c * kvol + i];
     } else { /* [k/4][c/4][kvol][4o][4i] */
       for (int64_t cb = 0; cb < c4; cb++)

@@ -33,8 +33,8 @@ ct_status quant_check(const ct_workload *w, const ct_quant *q, ct_err *err);
 /* Words (int32) of w's params block: CTQ_HEADER + 4 x round4(K). */
 size_t quant_params_words(const ct_workload *w);
 
-/* Per-output-channel sums of the weights (K values) from plain OIHW weights,
- * or from packed OIHW4o4i ones (w's layout says which). */
+/* Per-output-channel sums of the weights (K values) from weights in w's
+ * layout: plain OIHW, packed OIHW4o4i or channels-last OHWI. */
 void quant_weight_sums(const ct_workload *w, const int8_t *weights, int32_t *sums);
 
 /* Fold q and the weight sums into params (quant_params_words). q checked. */

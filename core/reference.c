@@ -12,8 +12,10 @@
  * int16, then the epilogue (templates/quant.cuh's arithmetic, the one the
  * kernels use) and the depth_to_space remap, element by element. Cost: N*K*C*kvol*OD*OH*OW
  * multiply-adds: a ResNet-50 3x3 layer at batch 1 takes about 0.04 s at -O2,
- * 0.3 s at -O0. The packed layout adds one scratch allocation (plain copies of
- * all three tensors) and a pass over each.
+ * 0.3 s at -O0. The packed and channels-last layouts add one scratch
+ * allocation (plain copies of all three tensors) and a pass over each: they
+ * are converted to plain, computed plain, and the output converted back, so
+ * every layout shares the one loop nest and its results exactly.
  */
 #include "core/reference.h"
 
@@ -101,9 +103,43 @@ typedef struct scratch {
   int16_t *x, *w; /* x - zx, w - zw[k], plain */
   int32_t *acc;   /* plain conv output (before the remap) */
   uint8_t *res;   /* plain residual (remapped shape) */
-  void *out;      /* plain output (remapped shape), packed layouts only */
+  void *out;      /* plain output (remapped shape), layouts other than plain only */
   uint8_t *tmp;   /* unpacked int8 data or weights */
 } scratch;
+
+/* A data-like tensor (data, output, residual: [n][c][spatial] when plain) of
+ * layout l into the plain layout, elements of eb bytes. */
+static void act_to_plain(ct_layout l, const void *src, void *dst, size_t eb, int64_t n, int64_t c,
+                         int64_t spatial) {
+  if (l == CT_LAYOUT_NCHW4C)
+    unpack_nc4c(src, dst, eb, n, c, spatial);
+  else if (l == CT_LAYOUT_NHWC)
+    unpack_nhwc(src, dst, eb, n, c, spatial);
+  else
+    memcpy(dst, src, (size_t)(n * c * spatial) * eb);
+}
+
+/* The inverse of act_to_plain. */
+static void act_from_plain(ct_layout l, const void *src, void *dst, size_t eb, int64_t n, int64_t c,
+                           int64_t spatial) {
+  if (l == CT_LAYOUT_NCHW4C)
+    pack_nc4c(src, dst, eb, n, c, spatial);
+  else if (l == CT_LAYOUT_NHWC)
+    pack_nhwc(src, dst, eb, n, c, spatial);
+  else
+    memcpy(dst, src, (size_t)(n * c * spatial) * eb);
+}
+
+/* Weights of layout l into plain OIDHW. */
+static void weights_to_plain(ct_layout l, const int8_t *src, int8_t *dst, int64_t k, int64_t c,
+                             int64_t kvol) {
+  if (l == CT_LAYOUT_NCHW4C)
+    unpack_oi4o4i(src, dst, k, c, kvol);
+  else if (l == CT_LAYOUT_NHWC)
+    unpack_ohwi(src, dst, k, c, kvol);
+  else
+    memcpy(dst, src, (size_t)(k * c * kvol));
+}
 
 ct_status reference_qconv(const ct_workload *w, const ct_quant *q, const void *data,
                           const int8_t *weights, const void *residual, void *out, ct_err *err) {
@@ -121,7 +157,8 @@ ct_status reference_qconv(const ct_workload *w, const ct_quant *q, const void *d
 
   geom3 g;
   workload_geom(w, &g);
-  const int packed = w->layout == CT_LAYOUT_NCHW4C;
+  /* every layout but the plain one is converted to plain and back */
+  const int converted = w->layout != CT_LAYOUT_NCHW;
   const int64_t in_sp = g.in[0] * g.in[1] * g.in[2], out_sp = g.out[0] * g.out[1] * g.out[2];
   const int64_t kvol = g.ker[0] * g.ker[1] * g.ker[2];
   const int64_t n_data = g.n * g.c * in_sp, n_weights = g.k * g.c * kvol,
@@ -133,8 +170,8 @@ ct_status reference_qconv(const ct_workload *w, const ct_quant *q, const void *d
   s.acc = malloc((size_t)n_out * sizeof *s.acc);
   s.tmp = malloc((size_t)(n_data > n_weights ? n_data : n_weights));
   if (w->epi.residual) s.res = malloc((size_t)n_out);
-  if (packed) s.out = malloc((size_t)n_out * eb);
-  if (!s.x || !s.w || !s.acc || !s.tmp || (w->epi.residual && !s.res) || (packed && !s.out)) {
+  if (converted) s.out = malloc((size_t)n_out * eb);
+  if (!s.x || !s.w || !s.acc || !s.tmp || (w->epi.residual && !s.res) || (converted && !s.out)) {
     st = ERR_SET(err, CT_ERR_NO_MEMORY,
                  "reference: no memory for the scratch of %" PRId64 " outputs", n_out);
     goto done;
@@ -143,15 +180,15 @@ ct_status reference_qconv(const ct_workload *w, const ct_quant *q, const void *d
   /* The formula as written: (x - zx) and (w - zw[k]); padding adds nothing
    * because a padded x equals zx. */
   const uint8_t *xb = data;
-  if (packed) {
-    unpack_nc4c(data, s.tmp, 1, g.n, g.c, in_sp);
+  if (converted) {
+    act_to_plain(w->layout, data, s.tmp, 1, g.n, g.c, in_sp);
     xb = s.tmp;
   }
   for (int64_t i = 0; i < n_data; i++)
     s.x[i] = (int16_t)((w->data_type == CT_DTYPE_UINT8 ? (int)xb[i] : (int)(int8_t)xb[i]) - zx);
   const int8_t *wb = weights;
-  if (packed) {
-    unpack_oi4o4i(weights, (int8_t *)s.tmp, g.k, g.c, kvol);
+  if (converted) {
+    weights_to_plain(w->layout, weights, (int8_t *)s.tmp, g.k, g.c, kvol);
     wb = (const int8_t *)s.tmp;
   }
   for (int64_t i = 0; i < n_weights; i++) s.w[i] = (int16_t)(wb[i] - zw[i / (g.c * kvol)]);
@@ -163,13 +200,8 @@ ct_status reference_qconv(const ct_workload *w, const ct_quant *q, const void *d
   const int64_t vol = workload_d2s_volume(w), cout = g.k / vol;
   const int64_t bd = workload_nd(w) == 3 ? b : 1;
   const int64_t OD = g.out[0] * bd, OH = g.out[1] * b, OW = g.out[2] * b;
-  if (w->epi.residual) {
-    if (packed)
-      unpack_nc4c(residual, s.res, 1, g.n, cout, OD * OH * OW);
-    else
-      memcpy(s.res, residual, (size_t)n_out);
-  }
-  void *po = packed ? s.out : out;
+  if (w->epi.residual) act_to_plain(w->layout, residual, s.res, 1, g.n, cout, OD * OH * OW);
+  void *po = converted ? s.out : out;
   for (int64_t n = 0; n < g.n; n++)
     for (int64_t k = 0; k < g.k; k++) {
       int c = (int)k, i_d = 0, i_h = 0, i_w = 0;
@@ -196,7 +228,7 @@ ct_status reference_qconv(const ct_workload *w, const ct_quant *q, const void *d
             ((uint8_t *)po)[dst] = (uint8_t)y;
           }
     }
-  if (packed) pack_nc4c(s.out, out, eb, g.n, cout, OD * OH * OW);
+  if (converted) act_from_plain(w->layout, s.out, out, eb, g.n, cout, OD * OH * OW);
 done:
   free(s.x);
   free(s.w);

@@ -6,8 +6,9 @@
  * ct_layout, with per-dimension kernel size, stride, padding and dilation.
  * Written for obviousness first and speed second: the inner loop runs along
  * the output row so that it vectorises, which keeps a ResNet-50 layer at
- * batch 1 well under a second. Packed layouts are unpacked, computed plain
- * and the output packed again.
+ * batch 1 well under a second. The packed (NCHW4c) and channels-last (NHWC)
+ * layouts are converted to plain, computed plain and the output converted
+ * back, so that every layout gives the plain layout's numbers exactly.
  */
 #ifndef CT_CORE_REFERENCE_H
 #define CT_CORE_REFERENCE_H
@@ -17,8 +18,9 @@
 #include "core/workload.h"
 
 /* out = conv(data, weights) for a valid workload w without epilogue values
- * (int32 output, no zero points or bias), every tensor in w's layout (sizes:
- * workload_data_elems, _weight_elems, _out_elems). Sums wrap modulo 2^32,
+ * (int32 output, no zero points or bias), every tensor in w's layout (NCHW /
+ * OIHW, NCHW4c / OIHW4o4i, or NHWC / OHWI; sizes: workload_data_elems,
+ * _weight_elems, _out_elems). Sums wrap modulo 2^32,
  * as the GPU's dp4a does. Returns CT_OK, CT_ERR_INVALID_ARG (w NULL, or with
  * an epilogue), CT_ERR_INVALID_WORKLOAD (w not valid; message on err) or
  * CT_ERR_NO_MEMORY (the scratch). */

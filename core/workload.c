@@ -63,8 +63,26 @@ const char *workload_layout_name(ct_layout layout, ct_op op) {
     return is3 ? "ncdhw" : "nchw";
   case CT_LAYOUT_NCHW4C:
     return is3 ? "ncdhw4c" : "nchw4c";
+  case CT_LAYOUT_NHWC:
+    return is3 ? "ndhwc" : "nhwc";
   }
   return "?";
+}
+
+/* Every layout, in the order that messages list them. */
+static const ct_layout all_layouts[] = {CT_LAYOUT_NCHW, CT_LAYOUT_NCHW4C, CT_LAYOUT_NHWC};
+#define N_LAYOUTS ((int)(sizeof all_layouts / sizeof all_layouts[0]))
+
+/* "nchw, nchw4c or nhwc" (conv3d: the 3D names) into buf. */
+static const char *layout_list(ct_op op, char *buf, size_t size) {
+  size_t len = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < N_LAYOUTS && len < size; i++) {
+    const char *sep = i == 0 ? "" : ", ";
+    if (i > 0 && i == N_LAYOUTS - 1) sep = " or ";
+    len += snprintf(buf + len, size - len, "%s%s", sep, workload_layout_name(all_layouts[i], op));
+  }
+  return buf;
 }
 
 const char *workload_dtype_name(ct_dtype t) {
@@ -170,14 +188,24 @@ void workload_packed(const ct_workload *w, ct_workload *out) {
   if (!w->epi.d2s_block) out->k = (w->k + 3) / 4 * 4;
 }
 
+int workload_out_dims(const ct_workload *w, int64_t dims[CT_MAX_SPATIAL + 3]) {
+  int nd = workload_nd(w), n_dims = 0;
+  int64_t ch = workload_out_channels(w), b = w->epi.d2s_block ? w->epi.d2s_block : 1;
+  dims[n_dims++] = w->n;
+  if (w->layout == CT_LAYOUT_NCHW) dims[n_dims++] = ch;
+  if (w->layout == CT_LAYOUT_NCHW4C) dims[n_dims++] = (ch + 3) / 4;
+  for (int d = 0; d < nd; d++) dims[n_dims++] = workload_out_size(w, d) * b;
+  if (w->layout == CT_LAYOUT_NCHW4C) dims[n_dims++] = 4;
+  if (w->layout == CT_LAYOUT_NHWC) dims[n_dims++] = ch;
+  return n_dims;
+}
+
 char *workload_out_shape(const ct_workload *w, char *buf, size_t size) {
-  int nd = workload_nd(w);
-  int packed = w->layout == CT_LAYOUT_NCHW4C;
-  int ch = workload_out_channels(w), b = w->epi.d2s_block ? w->epi.d2s_block : 1;
-  int len = snprintf(buf, size, "%dx%d", w->n, packed ? (ch + 3) / 4 : ch);
-  for (int d = 0; d < nd && len > 0 && (size_t)len < size; d++)
-    len += snprintf(buf + len, size - len, "x%" PRId64, workload_out_size(w, d) * b);
-  if (packed && len > 0 && (size_t)len < size) snprintf(buf + len, size - len, "x4");
+  int64_t dims[CT_MAX_SPATIAL + 3];
+  int n_dims = workload_out_dims(w, dims), len = 0;
+  if (size) buf[0] = '\0';
+  for (int i = 0; i < n_dims && len >= 0 && (size_t)len < size; i++)
+    len += snprintf(buf + len, size - len, i ? "x%" PRId64 : "%" PRId64, dims[i]);
   return buf;
 }
 
@@ -222,6 +250,14 @@ static ct_status validate_epilogue(const ct_workload *w, ct_err *err) {
       return INVALID("depth_to_space mode is set but the block size is 0 (no depth_to_space)");
     return CT_OK;
   }
+  /* The remap is written by the channel-major kernels' epilogues; no kernel
+   * of the channels-last layout has one. */
+  if (w->layout == CT_LAYOUT_NHWC)
+    return INVALID("depth_to_space (block %d) is not supported with layout %s; use layout %s or "
+                   "%s",
+                   e->d2s_block, workload_layout_name(w->layout, w->op),
+                   workload_layout_name(CT_LAYOUT_NCHW, w->op),
+                   workload_layout_name(CT_LAYOUT_NCHW4C, w->op));
   if (e->d2s_block < 2 || e->d2s_block > CT_D2S_MAX_BLOCK)
     return INVALID("depth_to_space block must be 0 (none) or 2 to %d, got %d", CT_D2S_MAX_BLOCK,
                    e->d2s_block);
@@ -256,9 +292,11 @@ ct_status workload_validate(const ct_workload *w, ct_err *err) {
   if (!w) return ERR_SET(err, CT_ERR_INVALID_ARG, "workload is NULL");
   if (w->op != CT_OP_CONV2D && w->op != CT_OP_CONV3D)
     return INVALID("op must be conv2d or conv3d, got %d", (int)w->op);
-  if (w->layout != CT_LAYOUT_NCHW && w->layout != CT_LAYOUT_NCHW4C)
-    return INVALID("layout must be %s or %s, got %d", workload_layout_name(CT_LAYOUT_NCHW, w->op),
-                   workload_layout_name(CT_LAYOUT_NCHW4C, w->op), (int)w->layout);
+  if (w->layout != CT_LAYOUT_NCHW && w->layout != CT_LAYOUT_NCHW4C && w->layout != CT_LAYOUT_NHWC) {
+    char names[64];
+    return INVALID("layout must be %s, got %d", layout_list(w->op, names, sizeof names),
+                   (int)w->layout);
+  }
   if (w->data_type != CT_DTYPE_INT8 && w->data_type != CT_DTYPE_UINT8)
     return INVALID("data_type must be int8 or uint8, got %s", workload_dtype_name(w->data_type));
   if (w->weight_type != CT_DTYPE_INT8)
@@ -300,8 +338,9 @@ ct_status workload_validate(const ct_workload *w, ct_err *err) {
     const char *ln = workload_layout_name(w->layout, w->op);
     if (w->c % 4)
       return INVALID("c (input channels) must be a multiple of 4 for layout %s, got %d "
-                     "(pad the channels, or use layout %s)",
-                     ln, w->c, workload_layout_name(CT_LAYOUT_NCHW, w->op));
+                     "(pad the channels, or use layout %s or %s)",
+                     ln, w->c, workload_layout_name(CT_LAYOUT_NCHW, w->op),
+                     workload_layout_name(CT_LAYOUT_NHWC, w->op));
     /* With depth_to_space the packed tensor is the remapped output, whose
      * channels are padded to 4 by the kernel itself. */
     if (w->k % 4 && !w->epi.d2s_block)
@@ -419,12 +458,15 @@ ct_status workload_from_key(const char *key, ct_workload *out, ct_err *err) {
     goto bad;
   int nd = workload_nd(&w);
   field = "layout";
-  if (expect(&p, workload_layout_name(CT_LAYOUT_NCHW4C, w.op)))
-    w.layout = CT_LAYOUT_NCHW4C;
-  else if (expect(&p, workload_layout_name(CT_LAYOUT_NCHW, w.op)))
-    w.layout = CT_LAYOUT_NCHW;
-  else
-    goto bad;
+  {
+    /* the longest name first: "nchw" is a prefix of "nchw4c" */
+    static const ct_layout by_length[] = {CT_LAYOUT_NCHW4C, CT_LAYOUT_NCHW, CT_LAYOUT_NHWC};
+    const int n = (int)(sizeof by_length / sizeof by_length[0]);
+    int i = 0;
+    while (i < n && !expect(&p, workload_layout_name(by_length[i], w.op))) i++;
+    if (i == n) goto bad;
+    w.layout = by_length[i];
+  }
   field = "dtypes";
   if (!expect(&p, "-") || !parse_dtype_code(&p, &w.data_type) || !expect(&p, ".") ||
       !parse_dtype_code(&p, &w.weight_type) || !expect(&p, ".") ||
@@ -719,11 +761,11 @@ ct_status workload_from_json(const cJSON *json, ct_workload *out, ct_err *err) {
   int nd = workload_nd(&w);
 
   if ((v = cJSON_GetObjectItemCaseSensitive(json, "layout"))) {
-    const char *layouts[] = {workload_layout_name(CT_LAYOUT_NCHW, w.op),
-                             workload_layout_name(CT_LAYOUT_NCHW4C, w.op)};
+    const char *layouts[N_LAYOUTS];
+    for (int i = 0; i < N_LAYOUTS; i++) layouts[i] = workload_layout_name(all_layouts[i], w.op);
     int l;
-    if ((st = json_enum(v, "layout", layouts, 2, &l, err))) return st;
-    w.layout = l ? CT_LAYOUT_NCHW4C : CT_LAYOUT_NCHW;
+    if ((st = json_enum(v, "layout", layouts, N_LAYOUTS, &l, err))) return st;
+    w.layout = all_layouts[l];
   }
   static const char *const dtypes[] = {"int8", "uint8", "int32"};
   const struct {

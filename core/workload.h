@@ -11,7 +11,8 @@
  * The canonical key (stable, one per distinct workload; see docs/workloads.md):
  *   conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1
  *   op-layout-data.weight.out-batch-in_ch-out_ch-input-kernel-stride-
- *   pad_before.pad_after-dilation, spatial sizes outermost first, then the
+ *   pad_before.pad_after-dilation (layout: nchw, nchw4c or nhwc; for conv3d
+ *   ncdhw, ncdhw4c or ndhwc), spatial sizes outermost first, then the
  *   epilogue segments that are not the default, in this order: -zd (data
  *   zero point), -zw (weight zero points), -bias, -qc (per-channel scale),
  *   -res (residual), -d2sBdcr / -d2sBcrd (depth_to_space block B).
@@ -50,7 +51,8 @@ int workload_nd(const ct_workload *w);
 
 /* CT_OK, or CT_ERR_INVALID_WORKLOAD with a message naming the field and the
  * accepted range. Checks every field, output sizes > 0, channels % 4 for the
- * packed layout, and element counts within int32. */
+ * packed layout (NHWC takes any C and K), depth_to_space only with the
+ * channel-major layouts (NCHW, NCHW4c), and element counts within int32. */
 ct_status workload_validate(const ct_workload *w, ct_err *err);
 
 /* The normalised 3D view of a valid workload. */
@@ -66,20 +68,31 @@ int64_t workload_ops(const ct_workload *w);
 /* Element counts of data, weights and output in the workload's layout,
  * saturated at INT64_MAX (as is workload_ops). Packed weights hold whole
  * chunks of 4 output channels; the output is the remapped one with
- * depth_to_space, its channels rounded up to 4 when packed. */
+ * depth_to_space, its channels rounded up to 4 when packed. NCHW and NHWC
+ * hold the same (unpadded) counts, in another order. */
 int64_t workload_data_elems(const ct_workload *w);
 int64_t workload_weight_elems(const ct_workload *w);
 int64_t workload_out_elems(const ct_workload *w);
 
-/* The output's shape in its layout, e.g. "16x64x56x56" (NCHW) or
- * "16x16x56x56x4" (NCHW4c), into buf (size >= 64). Returns buf. */
+/* The output tensor's dimensions in its layout, outermost first, into dims;
+ * returns their number (at most CT_MAX_SPATIAL + 3). NCHW: N, C, [D,] H, W;
+ * NCHW4c: N, ceil(C/4), [D,] H, W, 4; NHWC: N, [D,] H, W, C; C being the
+ * output channels and the sizes the remapped ones with depth_to_space. */
+int workload_out_dims(const ct_workload *w, int64_t dims[CT_MAX_SPATIAL + 3]);
+
+/* The output's shape in its layout (workload_out_dims joined by 'x'), e.g.
+ * "16x64x56x56" (NCHW), "16x16x56x56x4" (NCHW4c) or "16x56x56x64" (NHWC),
+ * into buf (size >= 64; a shorter one truncates). Returns buf. */
 char *workload_out_shape(const ct_workload *w, char *buf, size_t size);
 
 /* w in the channel-packed layout (NCHW4c / NCDHW4c), with C and K rounded
  * up to multiples of 4: the extra channels are zero-padded by packing, so the
  * convolution of the real channels is unchanged (a 3-channel stem becomes 4).
  * With depth_to_space K stays: the remap needs the real channels, and the
- * kernel pads the output's channels itself. */
+ * kernel pads the output's channels itself. Any input layout (NCHW, NHWC, or
+ * NCHW4c itself) gives the packed form of the same convolution: this is
+ * what the NCHW4c templates tune and run for it; the tensors themselves are
+ * converted by pack.h (NHWC: unpack_nhwc, then pack_nc4c). */
 void workload_packed(const ct_workload *w, ct_workload *out);
 
 /* Largest depth_to_space block accepted. */
@@ -94,7 +107,8 @@ int workload_has_params(const ct_workload *w);
 /* Bytes per output element: 4 (int32) or 1. */
 size_t workload_out_elem_bytes(const ct_workload *w);
 
-/* Names used in keys, JSON and the CLI. */
+/* Names used in keys, JSON and the CLI. Layouts: "nchw", "nchw4c", "nhwc"
+ * for conv2d; "ncdhw", "ncdhw4c", "ndhwc" for conv3d; "?" out of range. */
 const char *workload_op_name(ct_op op);
 const char *workload_layout_name(ct_layout layout, ct_op op);
 const char *workload_dtype_name(ct_dtype t); /* "int8" */
@@ -112,7 +126,8 @@ cJSON *workload_to_json(const ct_workload *w);
 
 /* Parse a JSON object into a valid workload. Required: op, c, k, the input
  * sizes (h, w; and d for conv3d) and kernel. Optional: n (1), stride (1),
- * pad (0), dilation (1), groups (1), layout ("nchw"), data_type ("int8"),
+ * pad (0), dilation (1), groups (1), layout ("nchw"; also "nchw4c" and
+ * "nhwc", or for conv3d "ncdhw", "ncdhw4c" and "ndhwc"), data_type ("int8"),
  * weight_type ("int8"), out_type ("int32"), name (ignored here), and the
  * epilogue: data_zero_point, weight_zero_point, bias, residual (booleans,
  * false), scale ("tensor" or "channel"), depth_to_space (block, 0) and

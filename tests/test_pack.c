@@ -2,8 +2,10 @@
  * test_pack.c: layout packing (core/pack.c).
  *
  * Every packed element is checked against index formulas written out here,
- * independently of pack.c: NCHW4c [N][C/4][S][4] and OIHW4o4i
- * [K/4][C/4][S][4o][4i]. Destinations are poisoned with 0x5A first, so a
+ * independently of pack.c: NCHW4c [N][C/4][S][4], OIHW4o4i
+ * [K/4][C/4][S][4o][4i], NHWC [N][S][C] and OHWI [K][S][C] (elements of 1,
+ * 2 and 4 bytes, sizes on both sides of the 32-element tile of the
+ * transpose). Destinations are poisoned with 0x5A first, so a
  * padding lane that is not zero-filled, or an element that is not written,
  * shows. Round trips (pack then unpack) must give back the original exactly,
  * for channel counts that are and are not multiples of 4. Element loops
@@ -247,6 +249,123 @@ START_TEST(unpack_writes_only_real_lanes) {
 }
 END_TEST
 
+/* ---- channels last --------------------------------------------------------- */
+
+/* Channel counts and spatial extents for the transposes: odd ones, and ones
+ * below, at and across the 32-element tile. */
+static const int64_t nhwc_chans[] = {1, 2, 3, 4, 5, 7, 13, 32, 33, 64};
+static const int64_t nhwc_spatials[] = {1, 3, 7, 9, 31, 32, 49, 70};
+#define N_NHWC_CHANS    (sizeof nhwc_chans / sizeof nhwc_chans[0])
+#define N_NHWC_SPATIALS (sizeof nhwc_spatials / sizeof nhwc_spatials[0])
+
+/* Data [n][c][s] -> NHWC [n][s][c], checked byte by byte, then back. */
+static void nhwc_round_trip(size_t elem, int64_t n, int64_t c, int64_t s, uint32_t *rng) {
+  int64_t count = n * c * s;
+  size_t bytes = (size_t)count * elem;
+  unsigned char *src = xmalloc(bytes), *dst = xmalloc(bytes), *back = xmalloc(bytes);
+  for (size_t i = 0; i < bytes; i++) src[i] = (unsigned char)rng_next(rng);
+  memset(dst, POISON, bytes);
+  memset(back, POISON, bytes);
+
+  pack_nhwc(src, dst, elem, n, c, s);
+  for (int64_t b = 0; b < n; b++)
+    for (int64_t x = 0; x < s; x++)
+      for (int64_t ch = 0; ch < c; ch++) {
+        int64_t di = (b * s + x) * c + ch, si = (b * c + ch) * s + x;
+        if (memcmp(dst + di * (int64_t)elem, src + si * (int64_t)elem, elem))
+          ck_abort_msg("elem %zu n %lld c %lld s %lld: nhwc (b %lld, x %lld, ch %lld) differs from "
+                       "plain element %lld",
+                       elem, (long long)n, (long long)c, (long long)s, (long long)b, (long long)x,
+                       (long long)ch, (long long)si);
+      }
+  unpack_nhwc(dst, back, elem, n, c, s);
+  ck_assert_msg(memcmp(src, back, bytes) == 0,
+                "elem %zu n %lld c %lld s %lld: unpack_nhwc(pack_nhwc(x)) != x", elem, (long long)n,
+                (long long)c, (long long)s);
+  free(src);
+  free(dst);
+  free(back);
+}
+
+/* Loop index _i: element size 1, 4 (the fast paths) or 2 (the general one). */
+START_TEST(nhwc_round_trip_all_sizes) {
+  static const size_t elems[] = {1, 4, 2};
+  uint32_t rng = 0x0badcafeu + (uint32_t)_i;
+  for (int64_t n = 1; n <= 3; n += 2)
+    for (size_t ci = 0; ci < N_NHWC_CHANS; ci++)
+      for (size_t si = 0; si < N_NHWC_SPATIALS; si++)
+        nhwc_round_trip(elems[_i], n, nhwc_chans[ci], nhwc_spatials[si], &rng);
+}
+END_TEST
+
+/* Weights OIHW [k][c][s] -> OHWI [k][s][c], checked element by element, then back. */
+static void ohwi_round_trip(int64_t k, int64_t c, int64_t s, uint32_t *rng) {
+  int64_t count = k * c * s;
+  int8_t *src = xmalloc((size_t)count), *dst = xmalloc((size_t)count);
+  int8_t *back = xmalloc((size_t)count);
+  for (int64_t i = 0; i < count; i++) src[i] = (int8_t)(rng_next(rng) & 0xff);
+  memset(dst, POISON, (size_t)count);
+  memset(back, POISON, (size_t)count);
+
+  pack_ohwi(src, dst, k, c, s);
+  for (int64_t ko = 0; ko < k; ko++)
+    for (int64_t x = 0; x < s; x++)
+      for (int64_t ci = 0; ci < c; ci++)
+        if (dst[(ko * s + x) * c + ci] != src[(ko * c + ci) * s + x])
+          ck_abort_msg("k %lld c %lld s %lld: ohwi (o %lld, x %lld, i %lld) is %d, want %d",
+                       (long long)k, (long long)c, (long long)s, (long long)ko, (long long)x,
+                       (long long)ci, dst[(ko * s + x) * c + ci], src[(ko * c + ci) * s + x]);
+  unpack_ohwi(dst, back, k, c, s);
+  ck_assert_msg(memcmp(src, back, (size_t)count) == 0,
+                "k %lld c %lld s %lld: unpack_ohwi(pack_ohwi(w)) != w", (long long)k, (long long)c,
+                (long long)s);
+  free(src);
+  free(dst);
+  free(back);
+}
+
+START_TEST(ohwi_round_trip_all_sizes) {
+  static const int64_t ks[] = {1, 3, 5, 8, 33};
+  static const int64_t kvols[] = {1, 7, 9, 27, 49};
+  uint32_t rng = 0x7e577e57u;
+  for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
+    for (size_t ci = 0; ci < N_NHWC_CHANS; ci++)
+      for (size_t si = 0; si < sizeof kvols / sizeof kvols[0]; si++)
+        ohwi_round_trip(ks[ki], nhwc_chans[ci], kvols[si], &rng);
+}
+END_TEST
+
+/* Hand-checked: n 2, c 3, spatial 2, src[i] = i with plain index
+ * (b*3 + ch)*2 + x; NHWC [2][2][3]. */
+START_TEST(nhwc_by_hand) {
+  int8_t src[12], dst[12], back[12];
+  for (int i = 0; i < 12; i++) src[i] = (int8_t)i;
+  memset(dst, POISON, sizeof dst);
+  pack_nhwc(src, dst, 1, 2, 3, 2);
+  /* b 0: x 0 holds channels 0..2 = plain 0, 2, 4; x 1: 1, 3, 5; b 1 the same + 6 */
+  static const int8_t want[12] = {0, 2, 4, 1, 3, 5, 6, 8, 10, 7, 9, 11};
+  ck_assert_mem_eq(dst, want, sizeof want);
+  memset(back, POISON, sizeof back);
+  unpack_nhwc(dst, back, 1, 2, 3, 2);
+  ck_assert_mem_eq(back, src, sizeof src);
+
+  /* int32, c 2, spatial 3: values whose four bytes all differ */
+  int32_t s32[6], d32[6];
+  for (int i = 0; i < 6; i++) s32[i] = (int32_t)(0x01020304u * (uint32_t)(i + 1)) - 7;
+  pack_nhwc(s32, d32, 4, 1, 2, 3);
+  ck_assert_int_eq(d32[0], s32[0]); /* x 0, ch 0 */
+  ck_assert_int_eq(d32[1], s32[3]); /* x 0, ch 1 */
+  ck_assert_int_eq(d32[2], s32[1]); /* x 1, ch 0 */
+  ck_assert_int_eq(d32[5], s32[5]); /* x 2, ch 1 */
+
+  /* weights k 2, c 3, kernel 2: OHWI [2][2][3] is the same transpose per k */
+  int8_t w[12], wo[12];
+  for (int i = 0; i < 12; i++) w[i] = (int8_t)(i - 6);
+  pack_ohwi(w, wo, 2, 3, 2);
+  for (int i = 0; i < 12; i++) ck_assert_int_eq(wo[i], want[i] - 6);
+}
+END_TEST
+
 static Suite *pack_suite(void) {
   Suite *s = suite_create("pack");
   TCase *tc = tcase_create("core");
@@ -258,6 +377,9 @@ static Suite *pack_suite(void) {
   tcase_add_test(tc, data_int32_by_hand);
   tcase_add_test(tc, weights_by_hand);
   tcase_add_test(tc, unpack_writes_only_real_lanes);
+  tcase_add_loop_test(tc, nhwc_round_trip_all_sizes, 0, 3);
+  tcase_add_test(tc, ohwi_round_trip_all_sizes);
+  tcase_add_test(tc, nhwc_by_hand);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -7,9 +7,12 @@
  * zero point, the window's data sum, then the params block) equal to the
  * reference on random cases, element for element.
  *
- * The naive formula indexes every tensor by its layout's own formula and
- * walks the output of depth_to_space from the output's side (which conv
- * channel lands on output (c, y, x)), the opposite direction of ctq_d2s.
+ * The naive formula indexes every tensor by its layout's own formula (NCHW,
+ * NCHW4c, NHWC) and walks the output of depth_to_space from the output's
+ * side (which conv channel lands on output (c, y, x)), the opposite
+ * direction of ctq_d2s. The channels-last reference is also checked against
+ * the plain one on random convolutions whose tensors are converted with
+ * pack.c: the same numbers, element for element.
  */
 #include <check.h>
 #include <math.h>
@@ -204,18 +207,20 @@ typedef struct qcase {
   size_t n_data, n_weights, n_out;
 } qcase;
 
-/* Element (n, c, z, y, x) of a data-like tensor of C channels in w's layout. */
-static int64_t act_index(int packed, int64_t n, int64_t c, int64_t C, int64_t z, int64_t y,
+/* Element (n, c, z, y, x) of a data-like tensor of C channels in layout l. */
+static int64_t act_index(ct_layout l, int64_t n, int64_t c, int64_t C, int64_t z, int64_t y,
                          int64_t x, int64_t D, int64_t H, int64_t W) {
-  if (!packed) return (((n * C + c) * D + z) * H + y) * W + x;
+  if (l == CT_LAYOUT_NHWC) return (((n * D + z) * H + y) * W + x) * C + c;
+  if (l == CT_LAYOUT_NCHW) return (((n * C + c) * D + z) * H + y) * W + x;
   int64_t C4 = (C + 3) / 4;
   return ((((n * C4 + c / 4) * D + z) * H + y) * W + x) * 4 + c % 4;
 }
 
-static int64_t weight_index(int packed, int64_t k, int64_t c, int64_t K, int64_t C, int64_t t,
+static int64_t weight_index(ct_layout l, int64_t k, int64_t c, int64_t K, int64_t C, int64_t t,
                             int64_t kvol) {
   (void)K;
-  if (!packed) return (k * C + c) * kvol + t;
+  if (l == CT_LAYOUT_NHWC) return (k * kvol + t) * C + c;
+  if (l == CT_LAYOUT_NCHW) return (k * C + c) * kvol + t;
   int64_t C4 = (C + 3) / 4;
   return ((((k / 4) * C4 + c / 4) * kvol + t) * 4 + k % 4) * 4 + c % 4;
 }
@@ -227,7 +232,8 @@ static int32_t naive_at(const qcase *t, int64_t n, int64_t oc, int64_t z, int64_
   const ct_quant *q = &t->qs.q;
   geom3 g;
   workload_geom(w, &g);
-  int packed = w->layout == CT_LAYOUT_NCHW4C, is3 = workload_nd(w) == 3;
+  ct_layout l = w->layout;
+  int is3 = workload_nd(w) == 3;
   int b = w->epi.d2s_block ? w->epi.d2s_block : 1, bd = is3 ? b : 1;
   int64_t cout = workload_out_channels(w), vol = workload_d2s_volume(w);
   /* which conv channel and position land here */
@@ -252,12 +258,11 @@ static int32_t naive_at(const qcase *t, int64_t n, int64_t oc, int64_t z, int64_
           int64_t iw = ow * g.str[2] - g.pb[2] + kw * g.dil[2];
           int32_t xv = zx; /* padding is the zero point */
           if (id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && iw >= 0 && iw < g.in[2]) {
-            uint8_t byte =
-                t->data[act_index(packed, n, c, g.c, id, ih, iw, g.in[0], g.in[1], g.in[2])];
+            uint8_t byte = t->data[act_index(l, n, c, g.c, id, ih, iw, g.in[0], g.in[1], g.in[2])];
             xv = w->data_type == CT_DTYPE_UINT8 ? byte : (int8_t)byte;
           }
           int64_t tap = (kd * g.ker[1] + kh) * g.ker[2] + kw;
-          int32_t wv = t->weights[weight_index(packed, k, c, g.k, g.c, tap, kvol)];
+          int32_t wv = t->weights[weight_index(l, k, c, g.k, g.c, tap, kvol)];
           acc += (int64_t)(xv - zx) * (wv - zw);
         }
   int32_t v = (int32_t)(uint32_t)((uint64_t)acc + (uint64_t)(w->epi.bias ? q->bias[k] : 0));
@@ -268,7 +273,7 @@ static int32_t naive_at(const qcase *t, int64_t n, int64_t oc, int64_t z, int64_
   if (w->epi.residual) {
     quant_multiplier(q->residual_scale, &rm, &rs, NULL);
     int64_t OD = g.out[0] * bd, OH = g.out[1] * b, OW = g.out[2] * b;
-    uint8_t rb = t->res[act_index(packed, n, oc, cout, z, y, x, OD, OH, OW)];
+    uint8_t rb = t->res[act_index(l, n, oc, cout, z, y, x, OD, OH, OW)];
     int32_t r = w->out_type == CT_DTYPE_UINT8 ? rb : (int8_t)rb;
     y64 += ctq_rescale(r - q->residual_zero_point, rm, rs);
   }
@@ -332,7 +337,7 @@ static void check_reference(const qcase *t, const char *what) {
       for (int64_t z = 0; z < OD; z++)
         for (int64_t y = 0; y < OH; y++)
           for (int64_t x = 0; x < OW; x++) {
-            int64_t i = act_index(packed, n, c, cout, z, y, x, OD, OH, OW);
+            int64_t i = act_index(w->layout, n, c, cout, z, y, x, OD, OH, OW);
             int32_t want = c < cout ? naive_at(t, n, c, z, y, x) : 0;
             int32_t got = out_at(w, out, (size_t)i);
             if (got != want)
@@ -368,14 +373,14 @@ static ct_workload case_workload(int is3, int c, int k, ct_layout layout) {
 
 START_TEST(reference_of_each_epilogue) {
   static const ct_dtype outs[3] = {CT_DTYPE_INT32, CT_DTYPE_INT8, CT_DTYPE_UINT8};
+  static const ct_layout layouts[3] = {CT_LAYOUT_NCHW, CT_LAYOUT_NCHW4C, CT_LAYOUT_NHWC};
   int n = 0;
   for (int is3 = 0; is3 < 2; is3++)
-    for (int packed = 0; packed < 2; packed++)
+    for (int li = 0; li < 3; li++)
       for (int o = 0; o < 3; o++)
         for (int variant = 0; variant < 6; variant++) {
-          int q8 = outs[o] != CT_DTYPE_INT32;
-          ct_workload w = case_workload(is3, packed ? 8 : 5, packed ? 8 : 6,
-                                        packed ? CT_LAYOUT_NCHW4C : CT_LAYOUT_NCHW);
+          int q8 = outs[o] != CT_DTYPE_INT32, packed = layouts[li] == CT_LAYOUT_NCHW4C;
+          ct_workload w = case_workload(is3, packed ? 8 : 5, packed ? 8 : 6, layouts[li]);
           w.out_type = outs[o];
           /* one epilogue feature per variant, then all together */
           switch (variant) {
@@ -439,6 +444,121 @@ START_TEST(reference_depth_to_space_both_modes) {
   qcase_make(&t, &w, 5);
   check_reference(&t, "espcn-like int32");
   qcase_free(&t);
+}
+END_TEST
+
+/* ---- channels last against plain ---------------------------------------------- */
+
+/* A random conv (2D or 3D, stride up to 2, padding, dilation, odd channel
+ * counts) with a random epilogue (no depth_to_space: NHWC has none), plain. */
+static ct_workload random_plain_case(uint32_t *r, int i) {
+  int is3 = i % 2;
+  ct_workload w;
+  workload_init(&w, is3 ? CT_OP_CONV3D : CT_OP_CONV2D);
+  int nd = workload_nd(&w);
+  w.n = rng_range(r, 1, 3);
+  w.c = rng_range(r, 1, 9);
+  w.k = rng_range(r, 1, 10);
+  for (int d = 0; d < nd; d++) {
+    w.kernel[d] = rng_range(r, 1, 3);
+    w.stride[d] = rng_range(r, 1, 2);
+    w.dilation[d] = rng_range(r, 0, 2) ? 1 : 2;
+    w.pad_before[d] = rng_range(r, 0, 2);
+    w.pad_after[d] = rng_range(r, 0, 2);
+    int extent = w.dilation[d] * (w.kernel[d] - 1) + 1;
+    int least = extent - w.pad_before[d] - w.pad_after[d];
+    w.in[d] = (least > 1 ? least : 1) + rng_range(r, 0, is3 ? 3 : 6);
+  }
+  static const ct_dtype outs[3] = {CT_DTYPE_INT32, CT_DTYPE_INT8, CT_DTYPE_UINT8};
+  w.out_type = outs[(i / 2) % 3];
+  int q8 = w.out_type != CT_DTYPE_INT32;
+  w.data_type = rng_range(r, 0, 1) ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
+  w.epi.data_zero_point = rng_range(r, 0, 3) > 0;
+  w.epi.weight_zero_point = rng_range(r, 0, 1);
+  w.epi.bias = rng_range(r, 0, 3) > 0;
+  w.epi.scale = q8 && rng_range(r, 0, 1) ? CT_SCALE_CHANNEL : CT_SCALE_TENSOR;
+  w.epi.residual = q8 && rng_range(r, 0, 1);
+  return w;
+}
+
+/* The NHWC reference on tensors converted from plain ones (pack_nhwc,
+ * pack_ohwi), its output converted back, equals the plain reference exactly;
+ * and the params block of the NHWC twin (its weight sums from OHWI weights)
+ * equals the plain one word for word. */
+START_TEST(nhwc_reference_equals_plain_converted) {
+  uint32_t r = 0x5eedu;
+  int n_zw = 0, n_res = 0, n_qc = 0, n_dil = 0, n_s2 = 0;
+  for (int i = 0; i < 96; i++) {
+    ct_workload w = random_plain_case(&r, i), nw = w;
+    nw.layout = CT_LAYOUT_NHWC;
+    qcase t;
+    qcase_make(&t, &w, 4000u + (uint32_t)i);
+    ct_err err = {0};
+    ck_assert_msg(workload_validate(&nw, &err) == CT_OK, "%s", err.msg);
+    ck_assert_uint_eq((size_t)workload_data_elems(&nw), t.n_data);
+    ck_assert_uint_eq((size_t)workload_weight_elems(&nw), t.n_weights);
+    ck_assert_uint_eq((size_t)workload_out_elems(&nw), t.n_out);
+    geom3 g;
+    workload_geom(&w, &g);
+    int64_t in_sp = g.in[0] * g.in[1] * g.in[2], out_sp = g.out[0] * g.out[1] * g.out[2];
+    int64_t kvol = g.ker[0] * g.ker[1] * g.ker[2];
+    size_t eb = workload_out_elem_bytes(&w);
+
+    uint8_t *data = xmalloc(t.n_data), *res = xmalloc(t.n_out);
+    int8_t *weights = xmalloc(t.n_weights);
+    pack_nhwc(t.data, data, 1, g.n, g.c, in_sp);
+    pack_ohwi(t.weights, weights, g.k, g.c, kvol);
+    pack_nhwc(t.res, res, 1, g.n, g.k, out_sp);
+    void *want = xmalloc(t.n_out * eb), *got = xmalloc(t.n_out * eb), *back = xmalloc(t.n_out * eb);
+    memset(got, 0xA5, t.n_out * eb);
+    ck_assert_msg(reference_qconv(&w, &t.qs.q, t.data, t.weights, t.res, want, &err) == CT_OK, "%s",
+                  err.msg);
+    ck_assert_msg(reference_qconv(&nw, &t.qs.q, data, weights, res, got, &err) == CT_OK, "%s",
+                  err.msg);
+    unpack_nhwc(got, back, eb, g.n, g.k, out_sp);
+    char key[CT_KEY_MAX];
+    for (size_t j = 0; j < t.n_out; j++)
+      if (out_at(&w, back, j) != out_at(&w, want, j))
+        ck_abort_msg("case %d %s: plain element %zu is %d in nhwc, %d plain", i,
+                     workload_key(&nw, key, sizeof key), j, out_at(&w, back, j),
+                     out_at(&w, want, j));
+
+    /* weight sums and the params block */
+    int32_t *sums = xmalloc((size_t)w.k * sizeof *sums),
+            *nsums = xmalloc((size_t)w.k * sizeof *nsums);
+    size_t words = quant_params_words(&w);
+    ck_assert_uint_eq(quant_params_words(&nw), words);
+    int32_t *params = xmalloc(words * sizeof *params), *nparams = xmalloc(words * sizeof *nparams);
+    quant_weight_sums(&w, t.weights, sums);
+    quant_weight_sums(&nw, weights, nsums);
+    ck_assert_mem_eq(nsums, sums, (size_t)w.k * sizeof *sums);
+    ck_assert_int_eq(quant_params(&w, &t.qs.q, sums, params, &err), CT_OK);
+    ck_assert_int_eq(quant_params(&nw, &t.qs.q, nsums, nparams, &err), CT_OK);
+    ck_assert_mem_eq(nparams, params, words * sizeof *params);
+
+    n_zw += w.epi.weight_zero_point;
+    n_res += w.epi.residual;
+    n_qc += w.epi.scale == CT_SCALE_CHANNEL;
+    n_dil += w.dilation[0] > 1 || w.dilation[workload_nd(&w) - 1] > 1;
+    n_s2 += w.stride[0] > 1 || w.stride[workload_nd(&w) - 1] > 1;
+    free(sums);
+    free(nsums);
+    free(params);
+    free(nparams);
+    free(data);
+    free(res);
+    free(weights);
+    free(want);
+    free(got);
+    free(back);
+    qcase_free(&t);
+  }
+  /* the generator covers what it claims to */
+  ck_assert_int_gt(n_zw, 20);
+  ck_assert_int_gt(n_res, 10);
+  ck_assert_int_gt(n_qc, 10);
+  ck_assert_int_gt(n_dil, 10);
+  ck_assert_int_gt(n_s2, 20);
 }
 END_TEST
 
@@ -608,6 +728,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, params_fold_bias_and_corrections);
   tcase_add_test(tc, reference_of_each_epilogue);
   tcase_add_test(tc, reference_depth_to_space_both_modes);
+  tcase_add_test(tc, nhwc_reference_equals_plain_converted);
   tcase_add_test(tc, legalization_equals_the_formula);
   suite_add_tcase(s, tc);
   return s;

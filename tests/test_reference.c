@@ -4,9 +4,10 @@
  * The reference is checked against a naive direct formula written here: for
  * every output element, the sum over c, kd, kh, kw with an explicit bounds
  * test of the input coordinate, and every tensor indexed by its layout's
- * formula written out here (NCHW / OIHW and NCHW4c / OIHW4o4i), never by
- * pack.c or geom3. Equality is exact. Named awkward shapes and ~250 random
- * small ones run in all four combinations of conv2d / conv3d x NCHW / NCHW4c,
+ * formula written out here (NCHW / OIHW, NCHW4c / OIHW4o4i and NHWC / OHWI),
+ * never by pack.c or geom3. Equality is exact. Named awkward shapes and ~290
+ * random small ones run in all six combinations of conv2d / conv3d x NCHW /
+ * NCHW4c / NHWC (NHWC with the odd channel counts NCHW4c cannot take),
  * with int8 inputs over the full [-128, 127] range from a fixed-seed xorshift
  * and the output poisoned, so every element must be written. Rejected
  * workloads and the int32 accumulator extreme have their own tests. Element
@@ -48,7 +49,7 @@ static void *xmalloc(size_t bytes) {
  * than taken from workload_geom, so the test does not trust the code it checks. */
 typedef struct shape {
   int64_t n, c, k, d, h, w, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, od, oh, ow;
-  int packed;
+  ct_layout layout;
 } shape;
 
 static int64_t out_size(int in, int pb, int pa, int dil, int ker, int str) {
@@ -56,7 +57,7 @@ static int64_t out_size(int in, int pb, int pa, int dil, int ker, int str) {
 }
 
 static shape shape_of(const ct_workload *w) {
-  shape s = {.n = w->n, .c = w->c, .k = w->k, .packed = w->layout == CT_LAYOUT_NCHW4C};
+  shape s = {.n = w->n, .c = w->c, .k = w->k, .layout = w->layout};
   s.d = s.kd = s.sd = s.dd = s.od = 1;
   s.pd = 0;
   int o = 0; /* index of H in w's arrays */
@@ -87,22 +88,28 @@ static shape shape_of(const ct_workload *w) {
   return s;
 }
 
-/* Data NCDHW: [n][c][d][h][w]; NCDHW4c: [n][c/4][d][h][w][c%4]. */
+/* Data NCDHW: [n][c][d][h][w]; NCDHW4c: [n][c/4][d][h][w][c%4]; NDHWC:
+ * [n][d][h][w][c]. */
 static int64_t data_at(const shape *s, int64_t n, int64_t c, int64_t z, int64_t y, int64_t x) {
-  if (!s->packed) return (((n * s->c + c) * s->d + z) * s->h + y) * s->w + x;
+  if (s->layout == CT_LAYOUT_NHWC) return (((n * s->d + z) * s->h + y) * s->w + x) * s->c + c;
+  if (s->layout == CT_LAYOUT_NCHW) return (((n * s->c + c) * s->d + z) * s->h + y) * s->w + x;
   return ((((n * (s->c / 4) + c / 4) * s->d + z) * s->h + y) * s->w + x) * 4 + c % 4;
 }
 
-/* Weights OIDHW: [k][c][kd][kh][kw]; OIDHW4o4i: [k/4][c/4][kd][kh][kw][k%4][c%4]. */
+/* Weights OIDHW: [k][c][kd][kh][kw]; OIDHW4o4i: [k/4][c/4][kd][kh][kw][k%4][c%4];
+ * ODHWI: [k][kd][kh][kw][c]. */
 static int64_t weight_at(const shape *s, int64_t k, int64_t c, int64_t z, int64_t y, int64_t x) {
-  if (!s->packed) return (((k * s->c + c) * s->kd + z) * s->kh + y) * s->kw + x;
+  if (s->layout == CT_LAYOUT_NHWC) return (((k * s->kd + z) * s->kh + y) * s->kw + x) * s->c + c;
+  if (s->layout == CT_LAYOUT_NCHW) return (((k * s->c + c) * s->kd + z) * s->kh + y) * s->kw + x;
   return (((((k / 4) * (s->c / 4) + c / 4) * s->kd + z) * s->kh + y) * s->kw + x) * 16 +
          (k % 4) * 4 + c % 4;
 }
 
-/* Output NKDHW: [n][k][od][oh][ow]; NKDHW4k: [n][k/4][od][oh][ow][k%4]. */
+/* Output NKDHW: [n][k][od][oh][ow]; NKDHW4k: [n][k/4][od][oh][ow][k%4];
+ * NDHWK: [n][od][oh][ow][k]. */
 static int64_t out_at(const shape *s, int64_t n, int64_t k, int64_t z, int64_t y, int64_t x) {
-  if (!s->packed) return (((n * s->k + k) * s->od + z) * s->oh + y) * s->ow + x;
+  if (s->layout == CT_LAYOUT_NHWC) return (((n * s->od + z) * s->oh + y) * s->ow + x) * s->k + k;
+  if (s->layout == CT_LAYOUT_NCHW) return (((n * s->k + k) * s->od + z) * s->oh + y) * s->ow + x;
   return ((((n * (s->k / 4) + k / 4) * s->od + z) * s->oh + y) * s->ow + x) * 4 + k % 4;
 }
 
@@ -124,8 +131,10 @@ static int64_t naive_at(const shape *s, const int8_t *data, const int8_t *weight
 }
 
 static const char *layout_name(ct_layout l) {
-  return l == CT_LAYOUT_NCHW4C ? "nchw4c" : "nchw";
+  return l == CT_LAYOUT_NCHW4C ? "nchw4c" : l == CT_LAYOUT_NHWC ? "nhwc" : "nchw";
 }
+
+static const ct_layout layouts[3] = {CT_LAYOUT_NCHW, CT_LAYOUT_NCHW4C, CT_LAYOUT_NHWC};
 
 /* Run reference_conv on w with random inputs from seed and compare every
  * output element with the naive formula. what names the case in messages. */
@@ -237,10 +246,10 @@ static void workload_of(const conv_case *cc, ct_layout layout, ct_workload *w) {
   }
 }
 
-/* Loop index _i: case _i / 2 in layout _i % 2. */
+/* Loop index _i: case _i / 3 in layout _i % 3. */
 START_TEST(named_shapes) {
-  const conv_case *cc = &cases[_i / 2];
-  ct_layout layout = _i % 2 ? CT_LAYOUT_NCHW4C : CT_LAYOUT_NCHW;
+  const conv_case *cc = &cases[_i / 3];
+  ct_layout layout = layouts[_i % 3];
   ct_workload w;
   workload_of(cc, layout, &w);
   char what[160];
@@ -251,17 +260,17 @@ END_TEST
 
 /* ---- random shapes --------------------------------------------------------- */
 
-#define RANDOM_PER_LOOP 32
+#define RANDOM_PER_LOOP 36
 #define RANDOM_LOOPS    8
 
-/* A random valid workload; op and layout come from j so that the four
+/* A random valid workload; op and layout come from j so that the six
  * combinations are covered equally. Padding goes up to 3 on either side,
  * sometimes beyond the kernel, so whole output rows can fall in padding. */
 static void random_workload(uint32_t *rng, int j, ct_workload *w) {
   ct_op op = j % 2 ? CT_OP_CONV3D : CT_OP_CONV2D;
-  int packed = (j / 2) % 2;
   workload_init(w, op);
-  w->layout = packed ? CT_LAYOUT_NCHW4C : CT_LAYOUT_NCHW;
+  w->layout = layouts[(j / 2) % 3];
+  int packed = w->layout == CT_LAYOUT_NCHW4C;
   w->n = rng_range(rng, 1, 3);
   w->c = packed ? 4 * rng_range(rng, 1, 3) : rng_range(rng, 1, 9);
   w->k = packed ? 4 * rng_range(rng, 1, 3) : rng_range(rng, 1, 9);
@@ -296,11 +305,11 @@ END_TEST
  * leave the output untouched. */
 START_TEST(rejects_invalid_workload) {
   ct_workload w;
-  workload_init(&w, _i < 4 ? CT_OP_CONV2D : CT_OP_CONV3D);
+  workload_init(&w, _i < 5 ? CT_OP_CONV2D : CT_OP_CONV3D);
   w.c = 4;
   w.k = 4;
   for (int d = 0; d < 3; d++) w.in[d] = w.kernel[d] = 3;
-  switch (_i % 4) {
+  switch (_i % 5) {
   case 0:
     w.c = 0;
     break;
@@ -314,6 +323,11 @@ START_TEST(rejects_invalid_workload) {
   case 3: /* kernel larger than the padded input */
     w.kernel[1] = 5;
     w.pad_before[1] = 1;
+    break;
+  case 4: /* channels last has no depth_to_space */
+    w.layout = CT_LAYOUT_NHWC;
+    w.k = _i < 5 ? 4 : 8;
+    w.epi.d2s_block = 2;
     break;
   }
   int8_t data[256] = {1}, weights[256] = {1};
@@ -335,9 +349,9 @@ END_TEST
  * int32 limit of 2.15e9 (an int16 or float accumulator would fail here). */
 START_TEST(accumulator_extreme) {
   ct_workload w;
-  int is3 = _i / 2;
+  int is3 = _i / 3;
   workload_init(&w, is3 ? CT_OP_CONV3D : CT_OP_CONV2D);
-  w.layout = _i % 2 ? CT_LAYOUT_NCHW4C : CT_LAYOUT_NCHW;
+  w.layout = layouts[_i % 3];
   w.n = 2;
   w.k = 4;
   if (is3) {
@@ -378,10 +392,10 @@ static Suite *reference_suite(void) {
   TCase *tc = tcase_create("core");
   /* generous: the random loops run slowly under ASan on a loaded machine */
   tcase_set_timeout(tc, 60);
-  tcase_add_loop_test(tc, named_shapes, 0, 2 * N_CASES);
+  tcase_add_loop_test(tc, named_shapes, 0, 3 * N_CASES);
   tcase_add_loop_test(tc, random_shapes, 0, RANDOM_LOOPS);
-  tcase_add_loop_test(tc, rejects_invalid_workload, 0, 8);
-  tcase_add_loop_test(tc, accumulator_extreme, 0, 4);
+  tcase_add_loop_test(tc, rejects_invalid_workload, 0, 10);
+  tcase_add_loop_test(tc, accumulator_extreme, 0, 6);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -7,7 +7,7 @@
  * never against workload.c's own formula. Every rejection asserts both the
  * status and that the message names the field. Key and JSON are round-tripped
  * for a few hundred random valid workloads from a fixed-seed xorshift (conv2d
- * and conv3d, both layouts, asymmetric pads, dilation, strides); loops call
+ * and conv3d, all three layouts, asymmetric pads, dilation, strides); loops call
  * Check only on a mismatch, since each passing ck_assert writes to its log.
  * Every cJSON tree and printed string is freed: the suite also runs under
  * ASan/LSan.
@@ -83,7 +83,8 @@ static ct_workload stem3d(int n) {
   return conv3d(n, 3, 64, in, r, s, p);
 }
 
-/* A random valid workload: both ops and layouts, kernels 1..7, strides 1..3,
+/* A random valid workload: both ops and all layouts (NHWC with any channel
+ * count, never depth_to_space), kernels 1..7, strides 1..3,
  * dilation mostly 1, independent pads before and after, and input sizes from
  * the smallest that gives one output upwards. Sizes stay small enough that
  * every element count is far below int32. */
@@ -91,7 +92,8 @@ static ct_workload random_workload(uint32_t *rng) {
   ct_workload w;
   workload_init(&w, rng_range(rng, 0, 1) ? CT_OP_CONV3D : CT_OP_CONV2D);
   int nd = workload_nd(&w);
-  w.layout = rng_range(rng, 0, 1) ? CT_LAYOUT_NCHW4C : CT_LAYOUT_NCHW;
+  static const ct_layout layouts[3] = {CT_LAYOUT_NCHW, CT_LAYOUT_NCHW4C, CT_LAYOUT_NHWC};
+  w.layout = layouts[rng_range(rng, 0, 2)];
   int mult = w.layout == CT_LAYOUT_NCHW4C ? 4 : 1;
   w.n = rng_range(rng, 1, 4) == 4 ? rng_range(rng, 1, 64) : 1;
   w.c = mult * rng_range(rng, 1, 40);
@@ -118,7 +120,7 @@ static ct_workload random_workload(uint32_t *rng) {
     w.epi.bias = rng_range(rng, 0, 1);
     w.epi.scale = q8 && rng_range(rng, 0, 1) ? CT_SCALE_CHANNEL : CT_SCALE_TENSOR;
     w.epi.residual = q8 && rng_range(rng, 0, 1);
-    if (rng_range(rng, 0, 3) == 0) {
+    if (rng_range(rng, 0, 3) == 0 && w.layout != CT_LAYOUT_NHWC) {
       int b = rng_range(rng, 2, 3), vol = nd == 3 ? b * b * b : b * b;
       w.epi.d2s_block = b;
       w.epi.d2s_mode = rng_range(rng, 0, 1) ? CT_D2S_CRD : CT_D2S_DCR;
@@ -223,6 +225,8 @@ START_TEST(nd_and_names) {
   ck_assert_str_eq(workload_layout_name(CT_LAYOUT_NCHW4C, CT_OP_CONV2D), "nchw4c");
   ck_assert_str_eq(workload_layout_name(CT_LAYOUT_NCHW, CT_OP_CONV3D), "ncdhw");
   ck_assert_str_eq(workload_layout_name(CT_LAYOUT_NCHW4C, CT_OP_CONV3D), "ncdhw4c");
+  ck_assert_str_eq(workload_layout_name(CT_LAYOUT_NHWC, CT_OP_CONV2D), "nhwc");
+  ck_assert_str_eq(workload_layout_name(CT_LAYOUT_NHWC, CT_OP_CONV3D), "ndhwc");
   ck_assert_str_eq(workload_dtype_name(CT_DTYPE_INT8), "int8");
   ck_assert_str_eq(workload_dtype_name(CT_DTYPE_UINT8), "uint8");
   ck_assert_str_eq(workload_dtype_name(CT_DTYPE_INT32), "int32");
@@ -346,6 +350,25 @@ START_TEST(ops_and_element_counts) {
   ck_assert_int_eq(workload_out_elems(&w), 16 * 128 * 28 * 28);
   ck_assert_int_eq(workload_ops(&w), INT64_C(2) * 16 * 128 * 28 * 28 * 128 * 9);
 
+  /* NHWC holds the plain counts, unpadded: C 3 and K 5 stay 3 and 5. */
+  w = conv2d(2, 3, 5, 7, 3, 2, 1);
+  w.layout = CT_LAYOUT_NHWC;
+  EXPECT_VALID(&w, "nhwc c 3 k 5");
+  ck_assert_int_eq(workload_data_elems(&w), 2 * 3 * 7 * 7);
+  ck_assert_int_eq(workload_weight_elems(&w), 5 * 3 * 3 * 3);
+  /* (7 + 2 - 3) / 2 + 1 = 4 */
+  ck_assert_int_eq(workload_out_elems(&w), 2 * 5 * 4 * 4);
+  ck_assert_int_eq(workload_ops(&w), 2 * 2 * 5 * 4 * 4 * 3 * 9);
+  /* ... and packed, the same convolution holds whole chunks of 4 */
+  ct_workload pw;
+  workload_packed(&w, &pw);
+  ck_assert_int_eq(pw.layout, CT_LAYOUT_NCHW4C);
+  ck_assert_int_eq(pw.c, 4);
+  ck_assert_int_eq(pw.k, 8);
+  ck_assert_int_eq(workload_out_size(&pw, 0), 4);
+  ck_assert_int_eq(workload_data_elems(&pw), 2 * 4 * 7 * 7);
+  ck_assert_int_eq(workload_out_elems(&pw), 2 * 8 * 4 * 4);
+
   /* Asymmetric, non-square: 2x5 input 9x11, 1x3 kernel, stride (2, 1), pad
    * (0,1) before (1,0) after: out (9+1-1)/2+1 = 5 by (11+1-3)/1+1 = 10. */
   w = conv2d(3, 5, 7, 9, 1, 1, 0);
@@ -365,6 +388,11 @@ START_TEST(ops_and_element_counts) {
   ck_assert_int_eq(workload_weight_elems(&w), 64 * 3 * 3 * 7 * 7);
   ck_assert_int_eq(workload_out_elems(&w), 2 * 64 * 16 * 56 * 56);
   ck_assert_int_eq(workload_ops(&w), INT64_C(2) * 2 * 64 * 16 * 56 * 56 * 3 * 3 * 7 * 7);
+  w.layout = CT_LAYOUT_NHWC;
+  w.k = 7;
+  ck_assert_int_eq(workload_data_elems(&w), 2 * 3 * 16 * 112 * 112);
+  ck_assert_int_eq(workload_weight_elems(&w), 7 * 3 * 3 * 7 * 7);
+  ck_assert_int_eq(workload_out_elems(&w), 2 * 7 * 16 * 56 * 56);
 }
 END_TEST
 
@@ -456,6 +484,31 @@ START_TEST(out_shape_strings) {
   w.c = 4;
   w.layout = CT_LAYOUT_NCHW4C;
   ck_assert_str_eq(workload_out_shape(&w, buf, sizeof buf), "2x16x16x56x56x4");
+  /* Channels last: N x [OD x] OH x OW x K, K unpadded. */
+  w = conv2d(16, 64, 64, 56, 3, 1, 1);
+  w.layout = CT_LAYOUT_NHWC;
+  ck_assert_str_eq(workload_out_shape(&w, buf, sizeof buf), "16x56x56x64");
+  w = conv2d(2, 3, 5, 9, 1, 1, 0);
+  w.kernel[1] = 3;
+  w.stride[1] = 2;
+  w.layout = CT_LAYOUT_NHWC;
+  ck_assert_str_eq(workload_out_shape(&w, buf, sizeof buf), "2x9x4x5");
+  w = stem3d(2);
+  w.layout = CT_LAYOUT_NHWC;
+  w.k = 7;
+  ck_assert_str_eq(workload_out_shape(&w, buf, sizeof buf), "2x16x56x56x7");
+  int64_t dims[CT_MAX_SPATIAL + 3];
+  ck_assert_int_eq(workload_out_dims(&w, dims), 5);
+  ck_assert_int_eq(dims[0], 2);
+  ck_assert_int_eq(dims[1], 16);
+  ck_assert_int_eq(dims[3], 56);
+  ck_assert_int_eq(dims[4], 7);
+  w = stem3d(2);
+  w.c = 4;
+  w.layout = CT_LAYOUT_NCHW4C;
+  ck_assert_int_eq(workload_out_dims(&w, dims), 6);
+  ck_assert_int_eq(dims[1], 16);
+  ck_assert_int_eq(dims[5], 4);
   /* A short buffer is truncated, never overrun. */
   char small[6];
   memset(small, 'Z', sizeof small);
@@ -511,6 +564,30 @@ START_TEST(validate_rejects_each_field) {
   EXPECT_INVALID(&w, "k = 6 nchw4c", "k (output channels)", "multiple of 4");
   w = base, w.layout = CT_LAYOUT_NCHW4C, w.c = 3;
   EXPECT_INVALID(&w, "c = 3 nchw4c", "c (input channels)", "nchw4c");
+  EXPECT_INVALID(&w, "c = 3 nchw4c", "c (input channels)", "nhwc");
+  /* Channels last: any C and K, but no depth_to_space (the message names
+   * the layouts that have it). */
+  w = base, w.layout = CT_LAYOUT_NHWC, w.c = 3, w.k = 5;
+  EXPECT_VALID(&w, "c = 3, k = 5 nhwc");
+  w = base, w.layout = CT_LAYOUT_NHWC, w.c = 1, w.k = 1;
+  EXPECT_VALID(&w, "c = 1, k = 1 nhwc");
+  w = base, w.layout = CT_LAYOUT_NHWC, w.c = 0;
+  EXPECT_INVALID(&w, "c = 0 nhwc", "c (input channels)", NULL);
+  w = base, w.layout = CT_LAYOUT_NHWC, w.k = 0;
+  EXPECT_INVALID(&w, "k = 0 nhwc", "k (output channels)", NULL);
+  w = base, w.layout = CT_LAYOUT_NHWC, w.out_type = CT_DTYPE_INT8, w.epi.d2s_block = 2;
+  EXPECT_INVALID(&w, "d2s nhwc", "depth_to_space", "nhwc");
+  EXPECT_INVALID(&w, "d2s nhwc", "nchw or nchw4c", NULL);
+  w.epi.d2s_mode = CT_D2S_CRD, w.out_type = CT_DTYPE_INT32;
+  EXPECT_INVALID(&w, "d2s crd int32 nhwc", "not supported with layout nhwc", NULL);
+  /* every other epilogue field is as for the other layouts */
+  w = base, w.layout = CT_LAYOUT_NHWC, w.c = 3, w.k = 5, w.data_type = CT_DTYPE_UINT8;
+  w.out_type = CT_DTYPE_UINT8;
+  w.epi.data_zero_point = w.epi.weight_zero_point = w.epi.bias = w.epi.residual = 1;
+  w.epi.scale = CT_SCALE_CHANNEL;
+  EXPECT_VALID(&w, "nhwc with every epilogue but d2s");
+  w = base, w.layout = CT_LAYOUT_NHWC, w.epi.residual = 1;
+  EXPECT_INVALID(&w, "residual with int32 output nhwc", "residual", "int8");
   w = base, w.groups = 2;
   EXPECT_INVALID(&w, "groups = 2", "groups", NULL);
   w = base, w.groups = 0;
@@ -541,7 +618,7 @@ START_TEST(validate_rejects_each_field) {
   w = base, w.op = (ct_op)4;
   EXPECT_INVALID(&w, "op 4", "op", NULL);
   w = base, w.layout = (ct_layout)5;
-  EXPECT_INVALID(&w, "layout 5", "layout", NULL);
+  EXPECT_INVALID(&w, "layout 5", "layout", "nchw, nchw4c or nhwc");
 }
 END_TEST
 
@@ -564,6 +641,12 @@ START_TEST(validate_rejects_conv3d_fields) {
   EXPECT_INVALID(&w, "kernel deeper than input", "output size along d", NULL);
   w = base, w.layout = CT_LAYOUT_NCHW4C;
   EXPECT_INVALID(&w, "c = 3 ncdhw4c", "c (input channels)", "ncdhw4c");
+  w = base, w.layout = CT_LAYOUT_NHWC;
+  EXPECT_VALID(&w, "stem ndhwc, c = 3");
+  w = base, w.layout = CT_LAYOUT_NHWC, w.k = 8, w.epi.d2s_block = 2;
+  EXPECT_INVALID(&w, "d2s ndhwc", "depth_to_space", "ncdhw or ncdhw4c");
+  w = base, w.layout = (ct_layout)3;
+  EXPECT_INVALID(&w, "layout 3 conv3d", "layout", "ncdhw, ncdhw4c or ndhwc");
 }
 END_TEST
 
@@ -713,12 +796,32 @@ START_TEST(key_exact_strings) {
   w = conv2d(16, 64, 64, 56, 3, 2, 1);
   w.layout = CT_LAYOUT_NCHW4C;
   ck_assert_mem_eq(&got, &w, sizeof w);
+
+  /* Channels last: "nhwc" / "ndhwc", channels as given. */
+  w = conv2d(16, 3, 5, 56, 3, 2, 1);
+  w.layout = CT_LAYOUT_NHWC;
+  ck_assert_str_eq(workload_key(&w, key, sizeof key),
+                   "conv2d-nhwc-i8.i8.i32-n16-c3-k5-56x56-r3x3-s2x2-p1x1.1x1-d1x1");
+  memset(&got, 0x5A, sizeof got);
+  ck_assert_int_eq(workload_from_key(key, &got, &err), CT_OK);
+  ck_assert_mem_eq(&got, &w, sizeof w);
+  w = stem3d(2);
+  w.layout = CT_LAYOUT_NHWC;
+  w.data_type = CT_DTYPE_UINT8;
+  w.out_type = CT_DTYPE_INT8;
+  w.epi.data_zero_point = w.epi.bias = w.epi.residual = 1;
+  ck_assert_str_eq(
+      workload_key(&w, key, sizeof key),
+      "conv3d-ndhwc-u8.i8.i8-n2-c3-k64-16x112x112-r3x7x7-s1x2x2-p1x3x3.1x3x3-d1x1x1-zd-bias-res");
+  memset(&got, 0x5A, sizeof got);
+  ck_assert_int_eq(workload_from_key(key, &got, &err), CT_OK);
+  ck_assert_mem_eq(&got, &w, sizeof w);
 }
 END_TEST
 
 START_TEST(key_round_trip_random) {
   ct_workload *ws = random_workloads(0x9E3779B9u);
-  int n_3d = 0, n_packed = 0, n_asym = 0, n_dil = 0;
+  int n_3d = 0, n_packed = 0, n_nhwc = 0, n_asym = 0, n_dil = 0;
   for (int i = 0; i < N_RANDOM; i++) {
     char key[CT_KEY_MAX], again[CT_KEY_MAX];
     workload_key(&ws[i], key, sizeof key);
@@ -731,6 +834,7 @@ START_TEST(key_round_trip_random) {
       ck_abort_msg("case %d: key %s parses to %s", i, key, workload_key(&got, again, sizeof again));
     n_3d += ws[i].op == CT_OP_CONV3D;
     n_packed += ws[i].layout == CT_LAYOUT_NCHW4C;
+    n_nhwc += ws[i].layout == CT_LAYOUT_NHWC;
     n_asym += ws[i].pad_before[0] != ws[i].pad_after[0];
     n_dil += ws[i].dilation[0] > 1;
   }
@@ -738,6 +842,7 @@ START_TEST(key_round_trip_random) {
   ck_assert_int_gt(n_3d, N_RANDOM / 4);
   ck_assert_int_lt(n_3d, 3 * N_RANDOM / 4);
   ck_assert_int_gt(n_packed, N_RANDOM / 4);
+  ck_assert_int_gt(n_nhwc, N_RANDOM / 4);
   ck_assert_int_gt(n_asym, N_RANDOM / 4);
   ck_assert_int_gt(n_dil, N_RANDOM / 10);
   free(ws);
@@ -769,6 +874,8 @@ START_TEST(key_distinct_for_distinct_workloads) {
   w.in[0] = 11; /* 11x10 against 10x11 */
   ck_assert_str_ne(workload_key(&w, a, sizeof a), workload_key(&v, b, sizeof b));
   v = w, v.layout = CT_LAYOUT_NCHW4C;
+  ck_assert_str_ne(workload_key(&w, a, sizeof a), workload_key(&v, b, sizeof b));
+  v = w, v.layout = CT_LAYOUT_NHWC;
   ck_assert_str_ne(workload_key(&w, a, sizeof a), workload_key(&v, b, sizeof b));
   v = w, v.stride[1] = 2;
   ck_assert_str_ne(workload_key(&w, a, sizeof a), workload_key(&v, b, sizeof b));
@@ -829,8 +936,15 @@ START_TEST(key_malformed_rejected) {
                  "malformed op", NULL);
   EXPECT_BAD_KEY("Conv2d-nchw-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
                  "malformed op", NULL);
-  EXPECT_BAD_KEY("conv2d-nhwc-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
+  EXPECT_BAD_KEY("conv2d-nhcw-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
                  "malformed layout", NULL);
+  EXPECT_BAD_KEY("conv2d-nhwc4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
+                 "malformed dtypes", NULL);
+  /* the 2D and 3D names are not interchangeable */
+  EXPECT_BAD_KEY("conv2d-ndhwc-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
+                 "malformed layout", NULL);
+  EXPECT_BAD_KEY("conv3d-nhwc-i8.i8.i32-n1-c64-k64-8x56x56-r3x3x3-s1x1x1-p1x1x1.1x1x1-d1x1x1",
+                 CT_ERR_PARSE, "malformed layout", NULL);
   EXPECT_BAD_KEY("conv2d-ncdhw-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
                  "malformed layout", NULL);
   EXPECT_BAD_KEY("conv3d-nchw-i8.i8.i32-n1-c64-k64-8x56x56-r3x3x3-s1x1x1-p1x1x1.1x1x1-d1x1x1",
@@ -901,6 +1015,8 @@ START_TEST(key_of_invalid_workload_rejected) {
                  CT_ERR_INVALID_WORKLOAD, "residual", NULL);
   EXPECT_BAD_KEY("conv2d-nchw-i8.i8.i8-n1-c64-k48-56x56-r3x3-s1x1-p1x1.1x1-d1x1-d2s3dcr",
                  CT_ERR_INVALID_WORKLOAD, "multiple of 9", NULL);
+  EXPECT_BAD_KEY("conv2d-nhwc-i8.i8.i8-n1-c64-k48-56x56-r3x3-s1x1-p1x1.1x1-d1x1-d2s2dcr",
+                 CT_ERR_INVALID_WORKLOAD, "depth_to_space", "nchw or nchw4c");
   EXPECT_BAD_KEY("conv2d-nchw-i8.i8.i32-n1024-c256-k64-112x112-r1x1-s1x1-p0x0.0x0-d1x1",
                  CT_ERR_INVALID_WORKLOAD, "int32", NULL);
   /* The message says which key. */
@@ -938,6 +1054,25 @@ START_TEST(json_canonical_form) {
                          "\"stride\":[1,2,2],\"pad\":[1,3,3,1,3,3],\"dilation\":[1,1,1],"
                          "\"groups\":1}");
   cJSON_free(text);
+  cJSON_Delete(j);
+
+  w = conv2d(1, 3, 5, 9, 3, 1, 1);
+  w.layout = CT_LAYOUT_NHWC;
+  j = workload_to_json(&w);
+  ck_assert_ptr_nonnull(j);
+  text = cJSON_PrintUnformatted(j);
+  ck_assert_ptr_nonnull(text);
+  ck_assert_str_eq(text, "{\"op\":\"conv2d\",\"layout\":\"nhwc\",\"data_type\":\"int8\","
+                         "\"weight_type\":\"int8\",\"out_type\":\"int32\",\"n\":1,\"c\":3,"
+                         "\"k\":5,\"h\":9,\"w\":9,\"kernel\":[3,3],\"stride\":[1,1],"
+                         "\"pad\":[1,1,1,1],\"dilation\":[1,1],\"groups\":1}");
+  cJSON_free(text);
+  cJSON_Delete(j);
+  w = stem3d(1);
+  w.layout = CT_LAYOUT_NHWC;
+  j = workload_to_json(&w);
+  ck_assert_ptr_nonnull(j);
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(j, "layout")->valuestring, "ndhwc");
   cJSON_Delete(j);
 }
 END_TEST
@@ -1098,6 +1233,21 @@ START_TEST(json_accepted_forms) {
   for (int d = 0; d < 3; d++) want.pad_before[d] = 1 + d, want.pad_after[d] = 4 + d;
   ck_assert_mem_eq(&got, &want, sizeof want);
 
+  /* Channels last, with channel counts the packed layout refuses. */
+  PARSE_OK("{\"op\": \"conv2d\", \"layout\": \"nhwc\", \"c\": 3, \"k\": 5, \"h\": 7, "
+           "\"w\": 7, \"kernel\": 3, \"stride\": 2, \"pad\": 1}",
+           &got);
+  want = conv2d(1, 3, 5, 7, 3, 2, 1);
+  want.layout = CT_LAYOUT_NHWC;
+  ck_assert_mem_eq(&got, &want, sizeof want);
+  PARSE_OK(
+      "{\"op\": \"conv3d\", \"layout\": \"ndhwc\", \"c\": 3, \"d\": 16, \"h\": 112, "
+      "\"w\": 112, \"k\": 64, \"kernel\": [3, 7, 7], \"stride\": [1, 2, 2], \"pad\": [1, 3, 3]}",
+      &got);
+  want = stem3d(1);
+  want.layout = CT_LAYOUT_NHWC;
+  ck_assert_mem_eq(&got, &want, sizeof want);
+
   /* Numbers written as 3.0 or 3e0 are integers. */
   PARSE_OK("{\"op\": \"conv2d\", \"c\": 3.0, \"k\": 8, \"h\": 5e0, \"w\": 6, \"kernel\": 3}", &got);
   ck_assert_int_eq(got.c, 3);
@@ -1205,8 +1355,12 @@ START_TEST(json_errors_name_the_field) {
                   "\"kernel\": [3, 3]}",
                   "'kernel'", NULL);
   /* Enumerations. */
-  EXPECT_BAD_JSON(W2(", \"layout\": \"nhwc\""), "'layout'", "nhwc");
+  EXPECT_BAD_JSON(W2(", \"layout\": \"NHWC\""), "'layout'", "nchw, nchw4c, nhwc");
   EXPECT_BAD_JSON(W2(", \"layout\": \"ncdhw\""), "'layout'", NULL);
+  EXPECT_BAD_JSON(W2(", \"layout\": \"ndhwc\""), "'layout'", "'ndhwc'");
+  EXPECT_BAD_JSON("{\"op\": \"conv3d\", \"layout\": \"nhwc\", \"c\": 8, \"k\": 8, \"d\": 7, "
+                  "\"h\": 7, \"w\": 7, \"kernel\": 3}",
+                  "'layout'", "ncdhw, ncdhw4c, ndhwc");
   EXPECT_BAD_JSON(W2(", \"layout\": 1"), "'layout'", NULL);
   EXPECT_BAD_JSON("{\"op\": \"conv1d\", \"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": 3}",
                   "'op'", "conv1d");
@@ -1226,6 +1380,8 @@ START_TEST(json_errors_name_the_field) {
   EXPECT_BAD_JSON(W2(", \"bias\": 1"), "'bias'", "true or false");
   EXPECT_BAD_JSON(W2(", \"scale\": \"row\""), "'scale'", "tensor, channel");
   EXPECT_BAD_JSON(W2(", \"out_type\": \"int8\", \"depth_to_space\": 3"), "multiple of 9", NULL);
+  EXPECT_BAD_JSON(W2(", \"layout\": \"nhwc\", \"depth_to_space\": 2"), "depth_to_space",
+                  "nchw or nchw4c");
   EXPECT_BAD_JSON(W2(", \"d2s_mode\": \"xyz\""), "'d2s_mode'", "dcr, crd");
   EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": 9}",
                   "output size", NULL);

@@ -71,8 +71,13 @@ typedef enum ct_op { CT_OP_CONV2D = 2, CT_OP_CONV3D = 3 } ct_op;
  *   CT_LAYOUT_NCHW:   data NCHW,   weights OIHW,     output NCHW.
  *   CT_LAYOUT_NCHW4C: data NCHW4c, weights OIHW4o4i, output NCHW4c: channels
  *                     in chunks of 4 innermost, so one 32-bit load carries the
- *                     4 int8 that a dp4a consumes; C and K multiples of 4. */
-typedef enum ct_layout { CT_LAYOUT_NCHW = 0, CT_LAYOUT_NCHW4C = 1 } ct_layout;
+ *                     4 int8 that a dp4a consumes; C and K multiples of 4.
+ *   CT_LAYOUT_NHWC:   data NHWC,   weights OHWI,     output NHWC: channels
+ *                     last (conv3d: NDHWC, ODHWI), unpadded, so that a pixel's
+ *                     channels (and an output channel's reduction) are
+ *                     contiguous: what the bulk tensor copy engine's im2col
+ *                     mode and wgmma's K-major operands read. */
+typedef enum ct_layout { CT_LAYOUT_NCHW = 0, CT_LAYOUT_NCHW4C = 1, CT_LAYOUT_NHWC = 2 } ct_layout;
 
 typedef enum ct_dtype { CT_DTYPE_INT8 = 0, CT_DTYPE_UINT8 = 1, CT_DTYPE_INT32 = 2 } ct_dtype;
 
@@ -295,9 +300,9 @@ typedef struct ct_explanation {
 CT_API ct_status ct_explain(ct_context *ctx, const ct_workload *w, ct_explanation *out);
 
 /* The CPU reference: out = conv(data, weights) in w's layout (plain weights
- * OIHW for CT_LAYOUT_NCHW, packed for CT_LAYOUT_NCHW4C), host memory, for a
- * workload without epilogue values. For checking results; cost
- * N*K*C*kernel*output multiply-adds. */
+ * OIHW for CT_LAYOUT_NCHW, packed for CT_LAYOUT_NCHW4C, OHWI for
+ * CT_LAYOUT_NHWC), host memory, for a workload without epilogue values. For
+ * checking results; cost N*K*C*kernel*output multiply-adds. */
 CT_API ct_status ct_reference_conv(const ct_workload *w, const int8_t *data, const int8_t *weights,
                                    int32_t *out);
 
