@@ -36,17 +36,20 @@ ct_status kernel_load(const void *cubin, size_t size, const instance *inst, kern
     return ERR_SET(err, CT_ERR_INVALID_ARG, "instance: smem_bytes %zu, accepted 0..%d",
                    inst->smem_bytes, INT_MAX);
 
-  for (int i = 0; i < inst->n_args && i < INSTANCE_MAX_ARGS; i++)
-    if (inst->args[i] == ARG_DATA_TMAP && !out->encode_tmap) {
-      /* the driver's entry point, without linking the driver library */
-      enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-      CUDA_TRY(err, cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &out->encode_tmap,
-                                                     12000, cudaEnableDefault, &found));
-      if (found != cudaDriverEntryPointSuccess || !out->encode_tmap) {
-        st = ERR_SET(err, CT_ERR_CUDA, "the driver has no cuTensorMapEncodeTiled (CUDA 12.0+)");
-        goto done;
-      }
+  for (int i = 0; i < inst->n_args && i < INSTANCE_MAX_ARGS; i++) {
+    if (inst->args[i] != ARG_DATA_TMAP && inst->args[i] != ARG_WEIGHTS_TMAP) continue;
+    /* the driver's entry points, without linking the driver library */
+    const tmap_desc *t = inst->args[i] == ARG_DATA_TMAP ? &inst->tmap : &inst->wtmap;
+    const char *sym = t->im2col ? "cuTensorMapEncodeIm2col" : "cuTensorMapEncodeTiled";
+    void **fn = t->im2col ? &out->encode_im2col : &out->encode_tmap;
+    if (*fn) continue;
+    enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    CUDA_TRY(err, cudaGetDriverEntryPointByVersion(sym, fn, 12000, cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || !*fn) {
+      st = ERR_SET(err, CT_ERR_CUDA, "the driver has no %s (CUDA 12.0+)", sym);
+      goto done;
     }
+  }
   CUDA_TRY(err, cudaLibraryLoadData(&out->lib, cubin, NULL, NULL, 0, NULL, NULL, 0));
   CUDA_TRY(err, cudaLibraryGetKernel(&out->fn, out->lib, inst->kernel_name));
   if (inst->smem_bytes > SMEM_DEFAULT_BYTES)
@@ -64,16 +67,31 @@ done:
   return st;
 }
 
-/* Encode inst's tensor map of io->data into map. */
-static ct_status encode_tmap(const kernel *k, const instance *inst, const kernel_io *io,
-                             CUtensorMap *map, ct_err *err) {
-  const tmap_desc *t = &inst->tmap;
-  if (!k->encode_tmap)
+/* Encode the tensor map t of ptr into map. */
+static ct_status encode_tmap(const kernel *k, const tmap_desc *t, const void *ptr, CUtensorMap *map,
+                             ct_err *err) {
+  void *fn = t->im2col ? k->encode_im2col : k->encode_tmap;
+  if (!fn)
     return ERR_SET(err, CT_ERR_INVALID_ARG, "kernel_launch: a tensor map argument, but the kernel "
                                             "was loaded without the driver's encoder");
-  if (t->rank < 1 || t->rank > TMAP_MAX_RANK)
-    return ERR_SET(err, CT_ERR_INVALID_ARG, "instance: tensor map rank %d, accepted 1..%d", t->rank,
-                   TMAP_MAX_RANK);
+  if (t->rank < (t->im2col ? 3 : 1) || t->rank > TMAP_MAX_RANK)
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "instance: tensor map rank %d, accepted %d..%d", t->rank,
+                   t->im2col ? 3 : 1, TMAP_MAX_RANK);
+  if (t->elem_bytes != 1 && t->elem_bytes != 4)
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "instance: tensor map of %d-byte elements, accepted 1, 4",
+                   t->elem_bytes);
+  CUtensorMapSwizzle sw;
+  switch (t->swizzle) {
+  case 0: sw = CU_TENSOR_MAP_SWIZZLE_NONE; break;
+  case 32: sw = CU_TENSOR_MAP_SWIZZLE_32B; break;
+  case 64: sw = CU_TENSOR_MAP_SWIZZLE_64B; break;
+  case 128: sw = CU_TENSOR_MAP_SWIZZLE_128B; break;
+  default:
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "instance: swizzle %d, accepted 0, 32, 64, 128",
+                   t->swizzle);
+  }
+  const CUtensorMapDataType type =
+      t->elem_bytes == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT32;
   cuuint64_t dims[TMAP_MAX_RANK], strides[TMAP_MAX_RANK];
   cuuint32_t box[TMAP_MAX_RANK], estr[TMAP_MAX_RANK];
   for (int i = 0; i < t->rank; i++) {
@@ -82,22 +100,29 @@ static ct_status encode_tmap(const kernel *k, const instance *inst, const kernel
     estr[i] = t->elem_strides[i];
     if (i > 0) strides[i - 1] = t->strides[i - 1];
   }
-  PFN_cuTensorMapEncodeTiled_v12000 encode = (PFN_cuTensorMapEncodeTiled_v12000)k->encode_tmap;
-  CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT32, (cuuint32_t)t->rank, (void *)io->data,
-                      dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                      CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  CUresult r;
+  if (t->im2col) {
+    PFN_cuTensorMapEncodeIm2col_v12000 encode = (PFN_cuTensorMapEncodeIm2col_v12000)fn;
+    r = encode(map, type, (cuuint32_t)t->rank, (void *)ptr, dims, strides, t->lower, t->upper,
+               t->channels, t->pixels, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, sw,
+               CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  } else {
+    PFN_cuTensorMapEncodeTiled_v12000 encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
+    r = encode(map, type, (cuuint32_t)t->rank, (void *)ptr, dims, strides, box, estr,
+               CU_TENSOR_MAP_INTERLEAVE_NONE, sw, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  }
   if (r != CUDA_SUCCESS)
-    return ERR_SET(err, CT_ERR_CUDA,
-                   "cuTensorMapEncodeTiled: error %d (rank %d, data %p: 16-byte aligned?)", (int)r,
-                   t->rank, io->data);
+    return ERR_SET(err, CT_ERR_CUDA, "%s: error %d (rank %d, pointer %p: 16-byte aligned?)",
+                   t->im2col ? "cuTensorMapEncodeIm2col" : "cuTensorMapEncodeTiled", (int)r,
+                   t->rank, ptr);
   return CT_OK;
 }
 
 ct_status kernel_launch(const kernel *k, const instance *inst, const kernel_io *io,
                         cudaStream_t stream, ct_err *err) {
   ct_status st = CT_OK;
-  CUtensorMap map;
+  CUtensorMap maps[2];
   if (!k || !k->fn || !inst || !io)
     return ERR_SET(err, CT_ERR_INVALID_ARG,
                    "kernel_launch: NULL or unloaded kernel, or NULL instance or io");
@@ -133,12 +158,16 @@ ct_status kernel_launch(const kernel *k, const instance *inst, const kernel_io *
       args[i] = (void *)&io->residual;
       break;
     case ARG_DATA_TMAP:
-      if ((st = encode_tmap(k, inst, io, &map, err))) return st;
-      args[i] = (void *)&map;
+      if ((st = encode_tmap(k, &inst->tmap, io->data, &maps[0], err))) return st;
+      args[i] = (void *)&maps[0];
+      break;
+    case ARG_WEIGHTS_TMAP:
+      if ((st = encode_tmap(k, &inst->wtmap, io->weights, &maps[1], err))) return st;
+      args[i] = (void *)&maps[1];
       break;
     default:
       return ERR_SET(err, CT_ERR_INVALID_ARG, "instance: args[%d] is %d, accepted %d..%d", i,
-                     (int)inst->args[i], ARG_DATA, ARG_DATA_TMAP);
+                     (int)inst->args[i], ARG_DATA, ARG_WEIGHTS_TMAP);
     }
   }
   dim3 grid = {inst->grid[0], inst->grid[1], inst->grid[2]};

@@ -17,7 +17,8 @@ typedef struct kernel {
   cudaLibrary_t lib;
   cudaKernel_t fn;
   size_t smem_bytes; /* dynamic shared memory it was set up for */
-  void *encode_tmap; /* the driver's cuTensorMapEncodeTiled, for an ARG_DATA_TMAP argument */
+  void *encode_tmap;   /* the driver's cuTensorMapEncodeTiled, for a tiled tensor map argument */
+  void *encode_im2col; /* its cuTensorMapEncodeIm2col, for an im2col one */
 } kernel;
 
 /* Load cubin (size bytes) and find inst's kernel in it; sets the dynamic
@@ -35,7 +36,8 @@ typedef struct kernel_io {
 
 /* Launch k with inst's grid, block and shared memory on stream; inst's
  * arguments are taken from io (a tensor map is encoded from io->data and
- * inst->tmap on the host, a few microseconds). */
+ * inst->tmap, or io->weights and inst->wtmap, on the host: a few
+ * microseconds). */
 ct_status kernel_launch(const kernel *k, const instance *inst, const kernel_io *io,
                         cudaStream_t stream, ct_err *err);
 

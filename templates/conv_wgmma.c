@@ -219,6 +219,7 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
     const long plane = g.in[0] * g.in[1] * g.in[2];
     tmap_desc *t = &inst->tmap;
     t->rank = 5;
+    t->elem_bytes = 4;
     const unsigned long long dims[5] = {(unsigned long long)g.in[2], (unsigned long long)g.c / 4,
                                         (unsigned long long)g.in[1], (unsigned long long)g.in[0],
                                         (unsigned long long)g.n};

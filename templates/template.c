@@ -23,15 +23,18 @@ extern const template_desc tpl_conv2d_nchw4c_mma;
 extern const template_desc tpl_conv3d_ncdhw4c_mma;
 extern const template_desc tpl_conv2d_nchw4c_wgmma;
 extern const template_desc tpl_conv3d_ncdhw4c_wgmma;
+extern const template_desc tpl_conv2d_nhwc_wgmma;
+extern const template_desc tpl_conv3d_ndhwc_wgmma;
 
 /* The tensor-core templates first: where nothing is tuned, the dispatch
  * library's default comes from the first template that has a valid one on
  * the device (the mma ones need sm_80; wgmma exactly sm_90, and runs only
- * layers with C % 32 == 0, so mma's default serves every layer). */
+ * layers with C % 32 == 0, so mma's default serves every layer). The
+ * channels-last templates serve the nhwc layout only. */
 static const template_desc *const all[] = {
     &tpl_conv2d_nchw4c_mma,   &tpl_conv3d_ncdhw4c_mma,  &tpl_conv2d_nchw4c_wgmma,
     &tpl_conv3d_ncdhw4c_wgmma, &tpl_conv2d_nchw4c_dp4a, &tpl_conv3d_ncdhw4c_dp4a,
-    NULL};
+    &tpl_conv2d_nhwc_wgmma,   &tpl_conv3d_ndhwc_wgmma,  NULL};
 
 const template_desc *const *template_all(void) {
   return all;

@@ -28,27 +28,38 @@
 #define TEMPLATE_WHY_MAX     160
 
 /* What each kernel argument is; the launcher passes the matching pointer,
- * or for ARG_DATA_TMAP a TMA tensor map (CUtensorMap, by value) of the data
- * pointer as the instance's tmap describes it. */
+ * or for ARG_DATA_TMAP / ARG_WEIGHTS_TMAP a TMA tensor map (CUtensorMap, by
+ * value) of the data / weights pointer as the instance's tmap / wtmap
+ * describes it. */
 typedef enum kernel_arg {
   ARG_DATA,
   ARG_WEIGHTS,
   ARG_OUT,
   ARG_PARAMS,
   ARG_RESIDUAL,
-  ARG_DATA_TMAP
+  ARG_DATA_TMAP,
+  ARG_WEIGHTS_TMAP
 } kernel_arg;
 
-/* A tiled TMA tensor map of 32-bit words: dims[0] contiguous, strides (in
- * bytes, multiples of 16) of dims 1.., the box loaded per copy and its
- * traversal strides (elements). */
+/* A TMA tensor map: elements of elem_bytes (4: 32-bit words, 1: bytes),
+ * dims[0] contiguous, strides (in bytes, multiples of 16) of dims 1..,
+ * traversal strides (elements) and the shared-memory swizzle (0, 32, 64 or
+ * 128 bytes). Tiled (im2col 0): the box loaded per copy. im2col (1): the
+ * tensor is (C, W, H[, D], N); each copy loads pixels rows of channels
+ * elements, walking the pixels of the bounding box whose corners are
+ * lower[] and upper[] (W first, offsets from the first and last pixel). */
 #define TMAP_MAX_RANK 5
 typedef struct tmap_desc {
   int rank;
+  int elem_bytes;
+  int swizzle;
+  int im2col;
   unsigned long long dims[TMAP_MAX_RANK];
   unsigned long long strides[TMAP_MAX_RANK - 1];
   unsigned box[TMAP_MAX_RANK];
   unsigned elem_strides[TMAP_MAX_RANK];
+  int lower[TMAP_MAX_RANK - 2], upper[TMAP_MAX_RANK - 2];
+  unsigned channels, pixels;
 } tmap_desc;
 
 typedef struct instance {
@@ -62,6 +73,7 @@ typedef struct instance {
   kernel_arg args[INSTANCE_MAX_ARGS];
   int arch_specific; /* 1: compile for the architecture's "a" variant (sm_90a: wgmma, setmaxnreg) */
   tmap_desc tmap;    /* for an ARG_DATA_TMAP argument */
+  tmap_desc wtmap;   /* for an ARG_WEIGHTS_TMAP argument */
 } instance;
 
 typedef struct template_desc {

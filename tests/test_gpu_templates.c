@@ -1,6 +1,8 @@
 /*
  * test_gpu_templates.c (label gpu): random valid configs of each dp4a,
- * mma and wgmma template (the tensor-core ones also on wider layers), compiled by NVRTC for this GPU, run on random int8 inputs with
+ * mma and wgmma template (the tensor-core ones also on wider layers; the
+ * channels-last wgmma ones in nhwc / ndhwc), compiled by NVRTC for this
+ * GPU, run on random int8 inputs with
  * a poisoned output, and compared element for element with the CPU
  * reference. The workloads cover batch 1 and 3, stride 2, padding (also
  * asymmetric), dilation, odd sizes, 1x1, 3x3, 7x7, 1x7 and 7x1 kernels, and
@@ -268,11 +270,54 @@ static const shape wg3d[] = {
      {1, 0, 0}, {1, 1, 1}},
 };
 
+/* The channels-last wgmma templates (C % 16, K % 8): im2col copies across
+ * rows and images (batch 3, odd sizes, 7x7 maps), stride 2 (also 1x1),
+ * asymmetric padding, dilation, 1x7 and 7x1, C not a multiple of block_k
+ * (48, and 16 under a 32-byte block_k: slices past C read zeros), K not a
+ * multiple of block_n, a K of 8. */
+static const shape nh2d[] = {
+    {"3x3 c64 k96 b2 14x14", CT_OP_CONV2D, 2, 64, 96, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1},
+     {0, 1, 1}, {0, 1, 1}},
+    {"3x3 s2 c64 k40 b3 odd", CT_OP_CONV2D, 3, 64, 40, {0, 15, 13}, {0, 3, 3}, {0, 2, 2},
+     {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"1x1 s2 c128 k72 b3 13x12", CT_OP_CONV2D, 3, 128, 72, {0, 13, 12}, {0, 1, 1}, {0, 2, 2},
+     {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
+    {"3x3 c48 k48 b3 9x11", CT_OP_CONV2D, 3, 48, 48, {0, 9, 11}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1},
+     {0, 1, 1}, {0, 1, 1}},
+    {"3x3 c16 k8 b2 10x10", CT_OP_CONV2D, 2, 16, 8, {0, 10, 10}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1},
+     {0, 1, 1}, {0, 1, 1}},
+    {"1x7 c32 k40 9x12", CT_OP_CONV2D, 1, 32, 40, {0, 9, 12}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3},
+     {0, 0, 3}, {0, 1, 1}},
+    {"7x1 c32 k40 b3 12x8", CT_OP_CONV2D, 3, 32, 40, {0, 12, 8}, {0, 7, 1}, {0, 1, 1}, {0, 3, 0},
+     {0, 3, 0}, {0, 1, 1}},
+    {"3x3 dil2 asym c32 k32 10x12", CT_OP_CONV2D, 1, 32, 32, {0, 10, 12}, {0, 3, 3}, {0, 2, 1},
+     {0, 1, 2}, {0, 2, 0}, {0, 2, 2}},
+    {"7x7 s2 c16 k64 b2 23x21", CT_OP_CONV2D, 2, 16, 64, {0, 23, 21}, {0, 7, 7}, {0, 2, 2},
+     {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
+    {"1x1 c64 k256 b5 8x8", CT_OP_CONV2D, 5, 64, 256, {0, 8, 8}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0},
+     {0, 0, 0}, {0, 1, 1}},
+    {"3x3 c512 k512 7x7", CT_OP_CONV2D, 1, 512, 512, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1},
+     {0, 1, 1}, {0, 1, 1}},
+};
+static const shape nh3d[] = {
+    {"3x3x3 c64 k64 b2", CT_OP_CONV3D, 2, 64, 64, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1},
+     {1, 1, 1}, {1, 1, 1}},
+    {"3x3x3 s2 c32 k72 odd", CT_OP_CONV3D, 1, 32, 72, {5, 9, 7}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1},
+     {1, 1, 1}, {1, 1, 1}},
+    {"1x1x1 s2 c128 k32 b3", CT_OP_CONV3D, 3, 128, 32, {3, 7, 6}, {1, 1, 1}, {2, 2, 2}, {0, 0, 0},
+     {0, 0, 0}, {1, 1, 1}},
+    {"3x3x3 c48 k40 b3 5x6x8", CT_OP_CONV3D, 3, 48, 40, {5, 6, 8}, {3, 3, 3}, {1, 1, 1},
+     {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    {"3x1x1 c32 k32 6x5x8", CT_OP_CONV3D, 1, 32, 32, {6, 5, 8}, {3, 1, 1}, {1, 1, 1}, {1, 0, 0},
+     {1, 0, 0}, {1, 1, 1}},
+};
+
 /* Run per_workload random valid configs of tpl on sh; returns the number
  * that were exact, and counts the configs tried in *tried. */
 static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tried) {
   ct_workload w;
   shape_workload(sh, &w);
+  w.layout = tpl->layout; /* nchw4c, or nhwc for the channels-last templates */
   ct_err err = {0};
   ck_assert_msg(workload_validate(&w, &err) == CT_OK, "%s: %s", sh->name, err.msg);
   size_t nd = workload_data_elems(&w), nw = workload_weight_elems(&w), no = workload_out_elems(&w);
@@ -392,6 +437,24 @@ START_TEST(conv3d_wgmma_configs_match_the_reference) {
 }
 END_TEST
 
+START_TEST(conv2d_nhwc_wgmma_configs_match_the_reference) {
+  if (dev.arch.cc_major != 9 || dev.arch.cc_minor != 0) {
+    printf("conv2d_nhwc_wgmma: skipped: wgmma needs sm_90, this is %s\n", dev.arch.name);
+    return;
+  }
+  run_template("conv2d_nhwc_wgmma", nh2d, sizeof nh2d / sizeof nh2d[0], NULL, 0);
+}
+END_TEST
+
+START_TEST(conv3d_ndhwc_wgmma_configs_match_the_reference) {
+  if (dev.arch.cc_major != 9 || dev.arch.cc_minor != 0) {
+    printf("conv3d_ndhwc_wgmma: skipped: wgmma needs sm_90, this is %s\n", dev.arch.name);
+    return;
+  }
+  run_template("conv3d_ndhwc_wgmma", nh3d, sizeof nh3d / sizeof nh3d[0], NULL, 0);
+}
+END_TEST
+
 START_TEST(conv3d_configs_match_the_reference) {
   run_template("conv3d_ncdhw4c_dp4a", shapes3d, sizeof shapes3d / sizeof shapes3d[0], NULL, 0);
 }
@@ -422,6 +485,12 @@ int main(int argc, char **argv) {
   tcase_add_test(wg, conv2d_wgmma_configs_match_the_reference);
   tcase_add_test(wg, conv3d_wgmma_configs_match_the_reference);
   suite_add_tcase(s, wg);
+  /* CK_RUN_CASE=nhwc: the channels-last templates alone */
+  TCase *nh = tcase_create("nhwc");
+  tcase_set_timeout(nh, 1200);
+  tcase_add_test(nh, conv2d_nhwc_wgmma_configs_match_the_reference);
+  tcase_add_test(nh, conv3d_ndhwc_wgmma_configs_match_the_reference);
+  suite_add_tcase(s, nh);
   SRunner *sr = srunner_create(s);
   /* a CUDA context does not survive fork */
   srunner_set_fork_status(sr, CK_NOFORK);

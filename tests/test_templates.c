@@ -24,7 +24,8 @@
 
 static long n_compile = 300;
 
-/* The packed workloads of the sets a template runs. */
+/* The workloads of the sets a template runs, in its layout (packed, or
+ * channels-last). */
 static wlset *load_sets(const template_desc *tpl, int batch) {
   const char *names2[] = {"resnet50", "resnet18", NULL}, *names3[] = {"resnet3d18", NULL};
   const char **names = tpl->op == CT_OP_CONV2D ? names2 : names3;
@@ -37,7 +38,12 @@ static wlset *load_sets(const template_desc *tpl, int batch) {
     ck_assert_msg(wlset_load_named(names[i], batch, &s, &err) == CT_OK, "%s", err.msg);
     for (int j = 0; j < s->n_items; j++) {
       wlset_item *it = &all->items[all->n_items++];
-      workload_packed(&s->items[j].w, &it->w);
+      if (tpl->layout == CT_LAYOUT_NHWC) {
+        it->w = s->items[j].w;
+        it->w.layout = CT_LAYOUT_NHWC;
+      } else {
+        workload_packed(&s->items[j].w, &it->w);
+      }
       it->name = s->items[j].name;
       s->items[j].name = NULL;
     }
@@ -56,13 +62,15 @@ START_TEST(templates_are_registered_with_versions) {
     ck_assert_uint_eq(strlen(v), 16);
     ck_assert_uint_eq(strspn(v, "0123456789abcdef"), 16);
   }
-  ck_assert_int_eq(n, 6);
+  ck_assert_int_eq(n, 8);
   for (int i = 0; i < n; i++)
     for (int j = i + 1; j < n; j++) ck_assert_str_ne(template_version(all[i]), template_version(all[j]));
   ck_assert_ptr_nonnull(template_find("conv2d_nchw4c_mma"));
   ck_assert_ptr_nonnull(template_find("conv3d_ncdhw4c_mma"));
   ck_assert_ptr_nonnull(template_find("conv2d_nchw4c_wgmma"));
   ck_assert_ptr_nonnull(template_find("conv3d_ncdhw4c_wgmma"));
+  ck_assert_int_eq(template_find("conv2d_nhwc_wgmma")->layout, CT_LAYOUT_NHWC);
+  ck_assert_int_eq(template_find("conv3d_ndhwc_wgmma")->layout, CT_LAYOUT_NHWC);
   ck_assert_ptr_null(template_find("nope"));
   const char *const *names, *const *sources;
   int nh = template_headers(&names, &sources);
@@ -83,7 +91,13 @@ START_TEST(spaces_cover_every_layer_and_are_large) {
       space sp;
       ct_err err = {0};
       const ct_workload *w = &s->items[i].w;
-      if (strstr(tpl->name, "_wgmma") && w->c % 32) {
+      if (tpl->layout == CT_LAYOUT_NHWC && w->c % 16) {
+        /* the stems: C not a multiple of 16 */
+        ck_assert_int_eq(template_space(tpl, w, &sp, &err), CT_ERR_UNSUPPORTED);
+        ck_assert_ptr_nonnull(strstr(err.msg, "multiple of 16"));
+        continue;
+      }
+      if (strstr(tpl->name, "_wgmma") && tpl->layout != CT_LAYOUT_NHWC && w->c % 32) {
         /* the stems: C not a multiple of 32 */
         ck_assert_int_eq(template_space(tpl, w, &sp, &err), CT_ERR_UNSUPPORTED);
         ck_assert_ptr_nonnull(strstr(err.msg, "multiple of 32"));
@@ -91,7 +105,11 @@ START_TEST(spaces_cover_every_layer_and_are_large) {
       }
       ck_assert_msg(template_space(tpl, w, &sp, &err) == CT_OK, "%s: %s",
                     s->items[i].name, err.msg);
-      if (strstr(tpl->name, "_wgmma")) {
+      if (tpl->layout == CT_LAYOUT_NHWC) {
+        ck_assert_int_ge(space_find(&sp, "block_n"), 0);
+        ck_assert_int_ge(space_find(&sp, "rows_per_wg"), 0);
+        ck_assert_int_ge(space_find(&sp, "split_k"), 0);
+      } else if (strstr(tpl->name, "_wgmma")) {
         ck_assert_int_ge(space_find(&sp, "block_n"), 0);
         ck_assert_int_ge(space_find(&sp, "warpgroups"), 0);
         ck_assert_int_ge(space_find(&sp, "tile_h"), 0);
@@ -146,6 +164,26 @@ START_TEST(unsupported_workloads_are_refused) {
   ck_assert_int_eq(template_space(template_find("conv3d_ncdhw4c_dp4a"), &w, &sp, &err),
                    CT_ERR_UNSUPPORTED);
   ck_assert_ptr_nonnull(strstr(err.msg, "conv3d"));
+  /* the channels-last templates: their layout, C % 16, no weight zero point */
+  const template_desc *nh = template_find("conv2d_nhwc_wgmma");
+  ck_assert_int_eq(template_space(nh, &w, &sp, &err), CT_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(err.msg, "nhwc"));
+  w.layout = CT_LAYOUT_NHWC;
+  w.c = 24;
+  ck_assert_int_eq(template_space(nh, &w, &sp, &err), CT_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(err.msg, "multiple of 16"));
+  w.c = 32;
+  w.epi.weight_zero_point = 1;
+  ck_assert_int_eq(template_space(nh, &w, &sp, &err), CT_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(err.msg, "weight zero points"));
+  w.epi.weight_zero_point = 0;
+  w.epi.data_zero_point = 1; /* with padding 0: TMA's zero fill is not the zero point */
+  ck_assert_int_eq(template_space(nh, &w, &sp, &err), CT_OK);
+  space_free(&sp);
+  w.pad_before[0] = w.pad_after[0] = 1;
+  ck_assert_int_eq(template_space(nh, &w, &sp, &err), CT_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(err.msg, "pads with zeros"));
+  w.layout = CT_LAYOUT_NCHW4C;
   w.c = 0;
   ck_assert_int_eq(template_space(template_find("conv2d_nchw4c_dp4a"), &w, &sp, &err),
                    CT_ERR_INVALID_WORKLOAD);
@@ -297,6 +335,84 @@ START_TEST(wgmma_split_k_is_a_cluster_along_z) {
 }
 END_TEST
 
+/* The channels-last template on ResNet-50's l3_3x3_256 at batch 16 and its
+ * stride-2 sibling: block_m output pixels per tile across images, the data
+ * tensor map in im2col mode (C, W, H, N) with the bounding box of tap 0 and
+ * the stride as traversal stride, the weights tiled as (C, taps, K), both
+ * swizzled by block_k; the instance compiles. */
+START_TEST(nhwc_instances_carry_an_im2col_and_a_tiled_tensor_map) {
+  const template_desc *tpl = template_find("conv2d_nhwc_wgmma");
+  ct_workload w;
+  workload_init(&w, CT_OP_CONV2D);
+  w.layout = CT_LAYOUT_NHWC;
+  w.n = 16, w.c = 256, w.k = 256, w.in[0] = w.in[1] = 14;
+  w.kernel[0] = w.kernel[1] = 3;
+  w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = 1;
+  space sp;
+  ct_err err = {0};
+  ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
+  arch a;
+  arch_from_name("sm_90", &a, NULL);
+  config c;
+  char why[TEMPLATE_WHY_MAX];
+  cJSON *j = cJSON_Parse("{\"block_n\":128,\"block_k\":128,\"stages\":4,\"warpgroups\":2,"
+                         "\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1}");
+  ck_assert_int_eq(space_config_from_json(&sp, j, &c, &err), CT_OK);
+  cJSON_Delete(j);
+  ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
+  instance inst;
+  ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
+  ck_assert_uint_eq(inst.grid[0], (16 * 14 * 14 + 127) / 128);
+  ck_assert_uint_eq(inst.grid[1], 2);
+  ck_assert_uint_eq(inst.grid[2], 1);
+  ck_assert_uint_eq(inst.smem_bytes, 4 * (128 + 128) * 128 + 16 * 4 + 1024);
+  ck_assert_int_eq(inst.n_args, 7);
+  ck_assert_int_eq(inst.args[5], ARG_DATA_TMAP);
+  ck_assert_int_eq(inst.args[6], ARG_WEIGHTS_TMAP);
+  const tmap_desc *t = &inst.tmap, *u = &inst.wtmap;
+  ck_assert_int_eq(t->im2col, 1);
+  ck_assert_int_eq(t->rank, 4);
+  ck_assert_int_eq(t->elem_bytes, 1);
+  ck_assert_int_eq(t->swizzle, 128);
+  ck_assert_uint_eq(t->dims[0], 256);
+  ck_assert_uint_eq(t->dims[1], 14);
+  ck_assert_uint_eq(t->dims[2], 14);
+  ck_assert_uint_eq(t->dims[3], 16);
+  ck_assert_uint_eq(t->strides[0], 256);
+  ck_assert_uint_eq(t->strides[1], 256 * 14);
+  ck_assert_uint_eq(t->strides[2], 256 * 14 * 14);
+  ck_assert_int_eq(t->lower[0], -1);
+  ck_assert_int_eq(t->upper[0], -1);
+  ck_assert_uint_eq(t->channels, 128);
+  ck_assert_uint_eq(t->pixels, 128);
+  ck_assert_int_eq(u->im2col, 0);
+  ck_assert_int_eq(u->rank, 3);
+  ck_assert_uint_eq(u->dims[1], 9);
+  ck_assert_uint_eq(u->dims[2], 256);
+  ck_assert_uint_eq(u->strides[1], 256 * 9);
+  ck_assert_uint_eq(u->box[0], 128);
+  ck_assert_uint_eq(u->box[1], 1);
+  ck_assert_uint_eq(u->box[2], 128);
+  cubin cb;
+  ck_assert_msg(nvrtc_compile(&inst, &a, &cb, &err) == CT_OK, "%s\n%s", err.msg, cb.log);
+  ck_assert_uint_gt(cb.size, 0);
+  cubin_free(&cb);
+  space_free(&sp);
+
+  /* stride 2 (l3_3x3_256_s2 from 28x28): the traversal strides, 14 x 14 outputs */
+  w.in[0] = w.in[1] = 28;
+  w.stride[0] = w.stride[1] = 2;
+  ck_assert_int_eq(template_space(tpl, &w, &sp, &err), CT_OK);
+  ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
+  ck_assert_uint_eq(inst.tmap.elem_strides[1], 2);
+  ck_assert_uint_eq(inst.tmap.elem_strides[2], 2);
+  ck_assert_int_eq(inst.tmap.lower[1], -1);
+  ck_assert_int_eq(inst.tmap.upper[1], -1);
+  ck_assert_uint_eq(inst.grid[0], (16 * 14 * 14 + 127) / 128);
+  space_free(&sp);
+}
+END_TEST
+
 /* The i-th epilogue variant of w: raw, then every dtype and epilogue part,
  * depth_to_space in both orders (block 2: every layer's K divides). */
 #define N_VARIANTS 7
@@ -435,6 +551,16 @@ START_TEST(random_valid_configs_compile_conv3d_wgmma) {
 }
 END_TEST
 
+START_TEST(random_valid_configs_compile_conv2d_nhwc_wgmma) {
+  sample_and_compile(template_find("conv2d_nhwc_wgmma"), n_compile / 2, cores());
+}
+END_TEST
+
+START_TEST(random_valid_configs_compile_conv3d_ndhwc_wgmma) {
+  sample_and_compile(template_find("conv3d_ndhwc_wgmma"), n_compile / 2, cores());
+}
+END_TEST
+
 int main(int argc, char **argv) {
   if (argc > 1) n_compile = atol(argv[1]);
   Suite *s = suite_create("templates");
@@ -446,12 +572,15 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, invalid_configs_are_rejected_before_compiling_with_the_reason);
   tcase_add_test(tc, a_point_that_slips_through_fails_to_compile_with_a_clear_log);
   tcase_add_test(tc, wgmma_split_k_is_a_cluster_along_z);
+  tcase_add_test(tc, nhwc_instances_carry_an_im2col_and_a_tiled_tensor_map);
   tcase_add_test(tc, random_valid_configs_compile_conv2d);
   tcase_add_test(tc, random_valid_configs_compile_conv3d);
   tcase_add_test(tc, random_valid_configs_compile_conv2d_mma);
   tcase_add_test(tc, random_valid_configs_compile_conv3d_mma);
   tcase_add_test(tc, random_valid_configs_compile_conv2d_wgmma);
   tcase_add_test(tc, random_valid_configs_compile_conv3d_wgmma);
+  tcase_add_test(tc, random_valid_configs_compile_conv2d_nhwc_wgmma);
+  tcase_add_test(tc, random_valid_configs_compile_conv3d_ndhwc_wgmma);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,355 @@
+/*
+ * conv_wgmma_nhwc.c: the C descriptor of conv2d_nhwc_wgmma and
+ * conv3d_ndhwc_wgmma (kernel body: conv_wgmma_nhwc.cuh): their knob space,
+ * validity, the instance with its two TMA tensor maps (the data in im2col
+ * mode, the weights tiled), the features for the cost model and a default.
+ *
+ * Knobs: block_n (64, 128, 256: wgmma's N), block_k (bytes of the
+ * reduction per stage: 32, 64, 128, also the swizzle span), stages,
+ * warpgroups (consumer warpgroups), rows_per_wg (64 or 128 rows per
+ * consumer warpgroup: block_m = warpgroups x rows_per_wg), split_k (the
+ * blocks of a cluster that share a tile's reduction) and blocks_per_sm (1
+ * to 3: the registers and shared memory that many blocks need per SM).
+ *
+ * What it runs (supports): layout nhwc / ndhwc, int8 weights, groups 1;
+ * C a multiple of 16 (TMA's strides are 16-byte multiples: the stems run
+ * on the packed templates), K a multiple of 8 (whole 8-channel store
+ * groups); strides at most 8 (TMA's traversal strides); the im2col
+ * bounding box within TMA's corner ranges ([-128, 127] in 2D, [-16, 15] in
+ * 3D); no weight zero points, no depth_to_space, no data zero point with
+ * padding (TMA pads with zeros).
+ *
+ * Validity, before any compile: exactly sm_90 (sm_90a); accumulators
+ * (rows_per_wg / 64 x block_n / 2 per consumer thread, at most 128) within
+ * the registers; shared memory within the opt-in limit; tiles not larger
+ * than twice what the layer has; split_k leaving each rank pairs of
+ * 8-channel groups (the stores pair them) and giving every split a stage;
+ * blocks_per_sm blocks fitting an SM's registers, shared memory, threads.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "templates/template.h"
+
+/* Addresses, loop counters, pipeline indices, params: a lower bound. */
+#define WN_REG_OVERHEAD 40
+
+static const int block_ns[] = {64, 128, 256};
+static const int block_ks[] = {32, 64, 128};
+static const int stage_counts[] = {2, 3, 4, 5, 6, 8};
+static const int warpgroups[] = {1, 2};
+static const int rows_per_wgs[] = {64, 128};
+static const int split_ks[] = {1, 2, 4, 8};
+static const int blocks_per_sms[] = {1, 2, 3};
+
+typedef struct nplan {
+  int bn, bk, stages, cwg, mw, split, minb;
+  long bm, m_total, tiles_m, tiles_n, threads, acc, regs, smem_bytes, kt, kt_split;
+} nplan;
+
+static long ceil_div(long a, long b) {
+  return (a + b - 1) / b;
+}
+
+static const char *refusal(const ct_workload *w, ct_op op) {
+  if (w->op != op) return op == CT_OP_CONV2D ? "it runs conv2d only" : "it runs conv3d only";
+  if (w->layout != CT_LAYOUT_NHWC)
+    return op == CT_OP_CONV2D ? "it needs layout nhwc" : "it needs layout ndhwc";
+  if (w->weight_type != CT_DTYPE_INT8) return "it takes int8 weights";
+  if (w->groups != 1) return "it runs groups = 1 only";
+  if (w->epi.d2s_block) return "depth_to_space runs on the dp4a templates";
+  if (w->epi.weight_zero_point) return "weight zero points run on the packed templates";
+  if (w->c % 16)
+    return "C must be a multiple of 16 (TMA's pixel stride is a 16-byte multiple); stems run on "
+           "the packed templates";
+  if (w->k % 8) return "K must be a multiple of 8 (the stores write whole 8-channel groups)";
+  geom3 g;
+  workload_geom(w, &g);
+  const long lim = op == CT_OP_CONV3D ? 16 : 128;
+  int pad = 0;
+  for (int d = 0; d < 3; d++) {
+    if (g.str[d] > 8) return "a stride above 8 (TMA's traversal strides stop at 8)";
+    const long lower = -g.pb[d], upper = g.pa[d] - g.dil[d] * (g.ker[d] - 1);
+    if (lower < -lim || lower >= lim || upper < -lim || upper >= lim)
+      return op == CT_OP_CONV3D
+                 ? "padding or kernel extent outside TMA's im2col box corners ([-16, 15] in 3D)"
+                 : "padding or kernel extent outside TMA's im2col box corners ([-128, 127])";
+    if (g.dil[d] * (g.ker[d] - 1) > 255) return "a kernel extent above 255 (im2col offsets)";
+    pad += (int)(g.pb[d] + g.pa[d]);
+  }
+  if (w->epi.data_zero_point && pad)
+    return "TMA pads with zeros: a data zero point with padding runs on the packed templates";
+  return NULL;
+}
+
+static int supports_op(const ct_workload *w, ct_op op, char *why) {
+  const char *reason = refusal(w, op);
+  if (reason && why) snprintf(why, TEMPLATE_WHY_MAX, "%s", reason);
+  return reason == NULL;
+}
+
+static int supports2d(const ct_workload *w, char *why) {
+  return supports_op(w, CT_OP_CONV2D, why);
+}
+
+static int supports3d(const ct_workload *w, char *why) {
+  return supports_op(w, CT_OP_CONV3D, why);
+}
+
+static ct_status build_space(const ct_workload *w, space *s, ct_err *err) {
+  (void)w;
+  ct_status st;
+#define CHOICE(name, v) \
+  if ((st = space_add_choice(s, name, v, (int)(sizeof v / sizeof v[0]), err))) return st
+  CHOICE("block_n", block_ns);
+  CHOICE("block_k", block_ks);
+  CHOICE("stages", stage_counts);
+  CHOICE("warpgroups", warpgroups);
+  CHOICE("rows_per_wg", rows_per_wgs);
+  CHOICE("split_k", split_ks);
+  CHOICE("blocks_per_sm", blocks_per_sms);
+#undef CHOICE
+  return CT_OK;
+}
+
+static void make_plan(const ct_workload *w, const space *s, const config *cfg, nplan *p) {
+  geom3 g;
+  workload_geom(w, &g);
+  p->bn = space_get(s, cfg, "block_n", 128);
+  p->bk = space_get(s, cfg, "block_k", 128);
+  p->stages = space_get(s, cfg, "stages", 4);
+  p->cwg = space_get(s, cfg, "warpgroups", 2);
+  p->mw = space_get(s, cfg, "rows_per_wg", 64);
+  p->split = space_get(s, cfg, "split_k", 1);
+  p->minb = space_get(s, cfg, "blocks_per_sm", 1);
+  p->bm = (long)p->mw * p->cwg;
+  p->m_total = g.n * g.out[0] * g.out[1] * g.out[2];
+  p->tiles_m = ceil_div(p->m_total, p->bm);
+  p->tiles_n = ceil_div(g.k, p->bn);
+  p->threads = 128L * (p->cwg + 1);
+  p->acc = (long)(p->mw / 64) * (p->bn / 2);
+  p->regs = p->acc + WN_REG_OVERHEAD;
+  /* the stages, or the partial sums of split-K where they are larger; the
+   * barriers; 1024 bytes to align the swizzled stages (conv_wgmma_nhwc.cuh) */
+  long pipe = (long)p->stages * (p->bm + p->bn) * p->bk;
+  long red = p->split > 1 ? 128L * p->cwg * p->acc * 4 : 0;
+  p->smem_bytes = (pipe > red ? pipe : red) + 16L * p->stages + 1024;
+  p->kt = g.ker[0] * g.ker[1] * g.ker[2] * ceil_div(g.c, p->bk);
+  p->kt_split = ceil_div(p->kt, p->split);
+}
+
+static int valid(const ct_workload *w, const space *s, const config *cfg, const arch *a,
+                 char *why) {
+  nplan p;
+  make_plan(w, s, cfg, &p);
+  geom3 g;
+  workload_geom(w, &g);
+  if (a->cc_major != 9 || a->cc_minor != 0)
+    return template_fail(why, "wgmma needs sm_90a (compute capability 9.0), not sm_%ld%ld",
+                         a->cc_major, a->cc_minor);
+  if (p.acc > 128)
+    return template_fail(why, "%ld accumulators per thread (rows_per_wg %ld x block_n); at most 128",
+                         p.acc, p.mw);
+  if (p.bk > 32 && p.bk >= 2 * g.c)
+    return template_fail(why, "block_k %ld for %ld channels: half of each stage would be zeros",
+                         p.bk, g.c);
+  if (p.bm > 64 && p.bm >= 2 * p.m_total)
+    return template_fail(why, "block_m %ld for %ld output pixels: half the tile would be padding",
+                         p.bm, p.m_total);
+  if (p.bn > 64 && p.bn >= 2 * g.k)
+    return template_fail(why, "block_n %ld for %ld channels: half the tile would be padding", p.bn,
+                         g.k);
+  if ((p.bn / 8) % (2 * p.split))
+    return template_fail(why, "split_k %d does not leave each rank pairs of the %d 8-channel groups",
+                         p.split, p.bn / 8);
+  if ((p.split - 1) * p.kt_split >= p.kt)
+    return template_fail(why, "split_k %d over %ld stages of the reduction leaves a split empty",
+                         p.split, p.kt);
+  if (p.threads > a->max_threads_per_block)
+    return template_fail(why, "%ld threads per block; at most %ld", p.threads,
+                         a->max_threads_per_block);
+  long reg_cap = a->regs_per_block / p.threads / 8 * 8;
+  if (p.minb > 1 && a->regs_per_sm / (p.minb * p.threads) / 8 * 8 < reg_cap)
+    reg_cap = a->regs_per_sm / (p.minb * p.threads) / 8 * 8;
+  if (reg_cap > a->max_regs_per_thread) reg_cap = a->max_regs_per_thread;
+  if (p.regs > reg_cap)
+    return template_fail(why, "at least %ld registers per thread; at most %ld", p.regs, reg_cap);
+  if (p.smem_bytes > a->smem_optin_bytes)
+    return template_fail(why, "%ld bytes of shared memory; at most %ld", p.smem_bytes,
+                         a->smem_optin_bytes);
+  /* 1 KB per block is the runtime's */
+  if (p.minb * (p.smem_bytes + 1024) > a->smem_per_sm_bytes)
+    return template_fail(why, "%ld blocks per SM of %ld bytes of shared memory exceed the SM's",
+                         p.minb, p.smem_bytes);
+  if (p.minb > 1 && p.minb * p.threads > 2048)
+    return template_fail(why, "%ld blocks per SM of %ld threads exceed 2048", p.minb, p.threads);
+  if (p.tiles_m > 2147483647L)
+    return template_fail(why, "%ld blocks along grid x; at most %ld", p.tiles_m, 2147483647L);
+  if (p.tiles_n > 65535)
+    return template_fail(why, "%ld blocks along grid y; at most %ld", p.tiles_n, 65535);
+  return 1;
+}
+
+static ct_status make_instance(const ct_workload *w, const space *s, const config *cfg,
+                               const arch *a, instance *inst, ct_err *err) {
+  (void)a;
+  nplan p;
+  make_plan(w, s, cfg, &p);
+  geom3 g;
+  workload_geom(w, &g);
+  snprintf(inst->kernel_name, sizeof inst->kernel_name, "conv_wgmma_nhwc");
+  inst->n_options = 0;
+  instance_conv_options(inst, w);
+  instance_opt(inst, "WG_BN", p.bn);
+  instance_opt(inst, "WG_BK", p.bk);
+  instance_opt(inst, "WG_STAGES", p.stages);
+  instance_opt(inst, "WG_CWG", p.cwg);
+  instance_opt(inst, "WG_MW", p.mw);
+  instance_opt(inst, "WG_SPLITK", p.split);
+  instance_opt(inst, "WG_MINB", p.minb);
+  instance_opt(inst, "CT_THREADS", p.threads);
+  instance_opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
+  if (inst->n_options >= INSTANCE_MAX_OPTIONS)
+    return ERR_SET(err, CT_ERR_INTERNAL, "conv_wgmma_nhwc: more than %d NVRTC options",
+                   INSTANCE_MAX_OPTIONS);
+  inst->grid[0] = (unsigned)p.tiles_m;
+  inst->grid[1] = (unsigned)p.tiles_n;
+  inst->grid[2] = (unsigned)p.split;
+  inst->block[0] = (unsigned)p.threads;
+  inst->block[1] = inst->block[2] = 1;
+  inst->smem_bytes = (size_t)p.smem_bytes;
+  inst->arch_specific = 1;
+  instance_conv_args(inst);
+
+  /* the data: (C, W, H[, D], N) bytes in im2col mode; the bounding box is
+   * where tap 0 of an output pixel reads, pixels of block_m per copy */
+  const int nd = w->op == CT_OP_CONV3D ? 3 : 2;
+  tmap_desc *t = &inst->tmap;
+  t->rank = nd + 2;
+  t->elem_bytes = 1;
+  t->swizzle = p.bk;
+  t->im2col = 1;
+  t->channels = (unsigned)p.bk;
+  t->pixels = (unsigned)p.bm;
+  t->dims[0] = (unsigned long long)g.c;
+  t->elem_strides[0] = 1;
+  unsigned long long stride = (unsigned long long)g.c;
+  for (int i = 0; i < nd; i++) {
+    const int d = 2 - i; /* W, H, then D: geom3 holds (D, H, W) */
+    t->dims[1 + i] = (unsigned long long)g.in[d];
+    t->strides[i] = stride;
+    stride *= (unsigned long long)g.in[d];
+    t->elem_strides[1 + i] = (unsigned)g.str[d];
+    t->lower[i] = (int)-g.pb[d];
+    t->upper[i] = (int)(g.pa[d] - g.dil[d] * (g.ker[d] - 1));
+  }
+  t->dims[nd + 1] = (unsigned long long)g.n;
+  t->strides[nd] = stride;
+  t->elem_strides[nd + 1] = 1;
+  inst->args[inst->n_args++] = ARG_DATA_TMAP;
+
+  /* the weights: (C, taps, K) bytes, a box of block_k x 1 x block_n */
+  const long taps = g.ker[0] * g.ker[1] * g.ker[2];
+  tmap_desc *u = &inst->wtmap;
+  u->rank = 3;
+  u->elem_bytes = 1;
+  u->swizzle = p.bk;
+  const unsigned long long wdims[3] = {(unsigned long long)g.c, (unsigned long long)taps,
+                                       (unsigned long long)g.k};
+  const unsigned long long wstrides[2] = {(unsigned long long)g.c, (unsigned long long)(g.c * taps)};
+  const unsigned wbox[3] = {(unsigned)p.bk, 1, (unsigned)p.bn};
+  memcpy(u->dims, wdims, sizeof wdims);
+  memcpy(u->strides, wstrides, sizeof wstrides);
+  memcpy(u->box, wbox, sizeof wbox);
+  for (int i = 0; i < 3; i++) u->elem_strides[i] = 1;
+  inst->args[inst->n_args++] = ARG_WEIGHTS_TMAP;
+  return CT_OK;
+}
+
+/* Derived sizes for the cost model, log2-scaled where they span decades. */
+static int describe(const ct_workload *w, const space *s, const config *cfg, float *out, int max) {
+  nplan p;
+  make_plan(w, s, cfg, &p);
+  const double v[] = {p.threads, p.acc,      p.regs,     p.smem_bytes + 1,
+                      p.tiles_m, p.tiles_n,  p.kt + 1,   (double)p.tiles_m * p.tiles_n * p.split,
+                      p.bm,      p.bn,       p.stages,   p.bk,
+                      p.split,   p.kt_split, (double)p.tiles_m * p.bm / (double)p.m_total,
+                      p.minb};
+  int n = (int)(sizeof v / sizeof v[0]);
+  for (int i = 0; i < n && i < max; i++) out[i] = (float)log2(v[i]);
+  return n < max ? n : max;
+}
+
+/* A default without tuning: two consumer warpgroups of 64 rows, 4 stages
+ * of the widest block_k that C fills, the widest N tile that still gives
+ * every SM a block; then, where the grid leaves more than half the SMs
+ * idle, the split-K that fills them. */
+static int preferred(const ct_workload *w, const space *s, const arch *a, config *out) {
+  static const int bns[] = {128, 64, 256};
+  static const int bks[] = {128, 64, 32};
+  long sms = a->sm_count > 0 ? a->sm_count : 132;
+  int found = 0;
+  double best = 0;
+  config c;
+  memset(&c, 0, sizeof c);
+  for (int ib = 0; ib < 3; ib++)
+    for (int ik = 0; ik < 3; ik++)
+      for (int iw = 0; iw < 2; iw++) {
+        if (!(template_set_choice(s, &c, "block_n", bns[ib]) &&
+              template_set_choice(s, &c, "block_k", bks[ik]) &&
+              template_set_choice(s, &c, "stages", 4) &&
+              template_set_choice(s, &c, "warpgroups", 2 - iw) &&
+              template_set_choice(s, &c, "rows_per_wg", 64) &&
+              template_set_choice(s, &c, "split_k", 1) &&
+              template_set_choice(s, &c, "blocks_per_sm", 1)))
+          continue;
+        if (!valid(w, s, &c, a, NULL)) continue;
+        nplan p;
+        make_plan(w, s, &c, &p);
+        /* share of computed pixels that exist, whether the SMs fill, wider block_k */
+        double used = (double)p.m_total / ((double)p.tiles_m * p.bm);
+        double score = used * (p.tiles_m * p.tiles_n >= sms ? 2.0 : 1.0) - 0.01 * ib - 0.001 * ik -
+                       0.02 * iw;
+        if (!found || score > best) {
+          *out = c;
+          best = score;
+          found = 1;
+        }
+      }
+  if (!found) return 0;
+  nplan p;
+  make_plan(w, s, out, &p);
+  for (int k = 1; k < 4 && 2 * p.tiles_m * p.tiles_n * split_ks[k - 1] <= sms; k++) {
+    c = *out;
+    if (!template_set_choice(s, &c, "split_k", split_ks[k]) || !valid(w, s, &c, a, NULL)) break;
+    *out = c;
+  }
+  return 1;
+}
+
+const template_desc tpl_conv2d_nhwc_wgmma = {
+    .name = "conv2d_nhwc_wgmma",
+    .source = "conv2d_nhwc_wgmma.cu",
+    .op = CT_OP_CONV2D,
+    .layout = CT_LAYOUT_NHWC,
+    .supports = supports2d,
+    .space = build_space,
+    .valid = valid,
+    .instance = make_instance,
+    .describe = describe,
+    .preferred = preferred,
+};
+
+const template_desc tpl_conv3d_ndhwc_wgmma = {
+    .name = "conv3d_ndhwc_wgmma",
+    .source = "conv3d_ndhwc_wgmma.cu",
+    .op = CT_OP_CONV3D,
+    .layout = CT_LAYOUT_NHWC,
+    .supports = supports3d,
+    .space = build_space,
+    .valid = valid,
+    .instance = make_instance,
+    .describe = describe,
+    .preferred = preferred,
+};

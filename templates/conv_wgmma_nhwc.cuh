@@ -1,0 +1,326 @@
+/*
+ * conv_wgmma_nhwc.cuh: the body of the channels-last Hopper templates
+ * conv2d_nhwc_wgmma and conv3d_ndhwc_wgmma (conv2d is the D = 1 case):
+ * implicit GEMM on wgmma.mma_async m64nNk32 (sm_90a) with both operands
+ * read by descriptor from shared memory, both loaded by the bulk tensor
+ * copy engine (TMA) through an mbarrier pipeline.
+ *
+ * Data NHWC (NDHWC), weights OHWI (ODHWI), output NHWC: a pixel's channels
+ * and an output channel's reduction are contiguous, so both operands are
+ * K-major in global memory, as int8 wgmma wants them in shared memory:
+ *   - A (the data): one im2col copy per stage loads block_m output pixels
+ *     (consecutive in N x OD x OH x OW order, across rows and images) x
+ *     block_k channels at one kernel tap: the tensor map's bounding box is
+ *     the range of the tap-(0,0,0) input positions, its traversal strides
+ *     the conv's strides, and the copy's offsets the tap times the
+ *     dilation; padding is the box falling outside the tensor, which TMA
+ *     fills with zeros, as it fills the channels beyond C.
+ *   - B (the weights): one tiled copy per stage of block_n output channels
+ *     x block_k channels of the tap, from the weights viewed as (C, taps,
+ *     K) bytes.
+ *   - Both land swizzled with a row of block_k bytes (32, 64 or 128: the
+ *     swizzle span), which is wgmma's K-major swizzled layout: 8-row groups
+ *     block_k * 8 bytes apart; a k32 step is a 32-byte offset into the rows.
+ *
+ * The reduction is tap-major (the tap outermost, then slices of block_k
+ * channels; a slice past C reads zeros). One producer thread issues both
+ * copies of a stage on its full barrier (the bytes of both); each consumer
+ * warp arrives on the stage's empty barrier once its wgmmas have read it;
+ * consumers keep one wgmma group in flight. Each consumer warpgroup owns
+ * rows_per_wg (64 or 128: one or two m64 wgmmas per k32 step) rows of the
+ * tile. split_k splits the stages over a cluster along grid z, which meets
+ * in distributed shared memory as in conv_wgmma.cuh.
+ *
+ * The epilogue stores 4 channels of one pixel per thread and store (lanes
+ * trade accumulator pairs) to the NHWC output: int32 16 bytes, 8-bit 4
+ * bytes after the requantization of tc_common.cuh. blocks_per_sm (the
+ * launch bounds' minimum) lets blocks of layers with few stages overlap
+ * one's loads with another's stores. Data zero points only where there is no padding (TMA
+ * pads with zeros); weight zero points and depth_to_space run on the
+ * channel-packed templates (the descriptor refuses them).
+ */
+#include "quant.cuh"
+
+#ifndef CT_N
+#error "conv_wgmma_nhwc.cuh: compile through convtune: every shape and knob is a -D macro"
+#endif
+
+#include "conv_shape.cuh"
+#include "tc_common.cuh"
+#include "wgmma_ptx.cuh"
+
+static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: packed templates");
+static_assert(WG_BN == 64 || WG_BN == 128 || WG_BN == 256, "block_n is 64, 128 or 256");
+static_assert(WG_BK == 32 || WG_BK == 64 || WG_BK == 128, "block_k is 32, 64 or 128 bytes");
+static_assert(WG_CWG == 1 || WG_CWG == 2, "warpgroups: 1 or 2 consumer warpgroups");
+static_assert(WG_MW == 64 || WG_MW == 128, "rows_per_wg: 64 or 128");
+static_assert(WG_STAGES >= 2 && WG_STAGES <= 8, "stages: 2 to 8");
+static_assert(WG_MINB >= 1 && WG_MINB <= 3, "blocks_per_sm: 1 to 3");
+static_assert(WG_SPLITK == 1 || WG_SPLITK == 2 || WG_SPLITK == 4 || WG_SPLITK == 8,
+              "split_k: 1, 2, 4 or 8 blocks (a portable cluster)");
+static_assert(CT_C4 % 4 == 0, "channels-last TMA: C must be a multiple of 16 (16-byte pixel strides)");
+static_assert(CT_KR % 8 == 0, "the NHWC stores: K must be a multiple of 8");
+static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H + CT_PADA_W == 0,
+              "TMA pads with zeros: a data zero point with padding needs a packed template");
+
+#define TAPS (CT_KD * CT_KH * CT_KW)
+#define C_REAL (4 * CT_C4)
+#define CSLICES ((C_REAL + WG_BK - 1) / WG_BK)
+#define KT (TAPS * CSLICES) /* stages of the reduction */
+#define KT_SPLIT ((KT + WG_SPLITK - 1) / WG_SPLITK)
+#define KSTEPS (WG_BK / 32)
+#define MI (WG_MW / 64) /* m64 wgmmas per consumer warpgroup and k32 step */
+#define BM (WG_MW * WG_CWG)
+#define P_OUT (CT_OD * CT_OH * CT_OW)
+#define M_TOTAL ((long)CT_N * P_OUT)
+#define THREADS (128 * (WG_CWG + 1))
+#define CTHREADS (128 * WG_CWG)
+#define A_STAGE_BYTES (BM * WG_BK)
+#define B_STAGE_BYTES (WG_BN * WG_BK)
+#define STAGE_BYTES (A_STAGE_BYTES + B_STAGE_BYTES)
+#define NACC (MI * WG_BN / 2)
+#define RED_BYTES (WG_SPLITK > 1 ? CTHREADS * NACC * 4 : 0)
+#define JPR (WG_BN / 8 / WG_SPLITK)
+#define PIPE_BYTES (WG_STAGES * STAGE_BYTES)
+#define DATA_BYTES (PIPE_BYTES > RED_BYTES ? PIPE_BYTES : RED_BYTES)
+/* 1024 bytes of slack: the swizzled stages start 1024-byte aligned */
+#define SMEM_BYTES (DATA_BYTES + 16 * WG_STAGES + 1024)
+
+static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the warpgroups");
+static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the stages");
+static_assert((WG_SPLITK - 1) * KT_SPLIT < KT, "split_k: a split without a stage of the reduction");
+static_assert(JPR >= 2 && JPR % 2 == 0 && JPR * 8 * WG_SPLITK == WG_BN,
+              "split_k must leave each rank pairs of 8-channel groups (block_n / 8 / split_k even)");
+static_assert(NACC <= 128, "accumulators: rows_per_wg x block_n / 128 at most 128 per thread");
+
+/* The descriptor of a K-major operand with rows of WG_BK bytes, swizzled
+ * over WG_BK bytes: 8-row groups WG_BK * 8 bytes apart (stride byte
+ * offset); the leading byte offset is unused with a swizzle. */
+__device__ __forceinline__ unsigned long long sw_desc(unsigned addr) {
+  const unsigned long long layout = WG_BK == 128 ? 1 : WG_BK == 64 ? 2 : 3;
+  return (unsigned long long)((addr & 0x3FFFFu) >> 4) | 1ull << 16 |
+         (unsigned long long)((WG_BK * 8) >> 4) << 32 | layout << 62;
+}
+
+__device__ __forceinline__ void wgmma_ss(int *acc, unsigned long long a, unsigned long long b) {
+#if WG_BN == 64
+  wgmma_ss_n64(acc, a, b);
+#elif WG_BN == 128
+  wgmma_ss_n128(acc, a, b);
+#else
+  wgmma_ss_n256(acc, a, b);
+#endif
+}
+
+/* ---- the producer thread ---------------------------------------------------- */
+__device__ __forceinline__ void produce(unsigned stages, unsigned bars, const ct_tmap *amap,
+                                        const ct_tmap *wmap, long m0, int tile_n, int kt0,
+                                        int nkt) {
+  /* the tile's first output pixel, and the input position of its tap 0 */
+  const int n0 = (int)(m0 / P_OUT), p0 = (int)(m0 % P_OUT);
+  const int ow0 = p0 % CT_OW, oh0 = (p0 / CT_OW) % CT_OH, od0 = p0 / (CT_OW * CT_OH);
+  const int x0 = ow0 * CT_STR_W - CT_PAD_W, y0 = oh0 * CT_STR_H - CT_PAD_H;
+  const int z0 = od0 * CT_STR_D - CT_PAD_D;
+  (void)z0;
+#pragma unroll 1
+  for (int it = 0; it < nkt; it++) {
+    const int s = it % WG_STAGES, kt = kt0 + it;
+    const unsigned full = bars + 8 * s, empty = bars + 8 * (WG_STAGES + s);
+    mbar_wait(empty, ((it / WG_STAGES) & 1) ^ 1);
+    const int tap = kt / CSLICES, c0 = (kt % CSLICES) * WG_BK;
+    const int rx = tap % CT_KW, ry = (tap / CT_KW) % CT_KH, rd = tap / (CT_KW * CT_KH);
+    const unsigned as = stages + s * STAGE_BYTES, bs = as + A_STAGE_BYTES;
+    mbar_expect_tx(full, STAGE_BYTES);
+#if CT_TEMPLATE_CONV3D
+    tma_im2col5(as, amap, c0, x0, y0, z0, n0, (unsigned short)(rx * CT_DIL_W),
+                (unsigned short)(ry * CT_DIL_H), (unsigned short)(rd * CT_DIL_D), full);
+#else
+    (void)rd;
+    tma_im2col4(as, amap, c0, x0, y0, n0, (unsigned short)(rx * CT_DIL_W),
+                (unsigned short)(ry * CT_DIL_H), full);
+#endif
+    tma_tile3(bs, wmap, c0, tap, tile_n * WG_BN, full);
+  }
+}
+
+/* ---- a consumer stage ------------------------------------------------------ */
+/* Wait for stage it, issue its wgmmas on this warpgroup's rows, then wait
+ * for stage it - 1's and release it. */
+__device__ __forceinline__ void consume(unsigned stages, unsigned bars, int it, int row0,
+                                        int (&acc)[MI][WG_BN / 2], int lane) {
+  const int s = it % WG_STAGES;
+  mbar_wait(bars + 8 * s, (it / WG_STAGES) & 1);
+  const unsigned as = stages + s * STAGE_BYTES + row0 * WG_BK, bs = stages + s * STAGE_BYTES +
+                                                                    A_STAGE_BYTES;
+  wgmma_fence();
+#pragma unroll
+  for (int k = 0; k < KSTEPS; k++)
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+      wgmma_ss(acc[mi], sw_desc(as + mi * 64 * WG_BK + k * 32), sw_desc(bs + k * 32));
+  wgmma_commit();
+  wgmma_wait<1>();
+  if (it > 0) {
+    __syncwarp();
+    if (lane == 0) mbar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
+  }
+}
+
+/* ---- the kernel ---------------------------------------------------------- */
+extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
+#if WG_SPLITK > 1
+    __cluster_dims__(1, 1, WG_SPLITK)
+#endif
+    conv_wgmma_nhwc(const signed char *__restrict__ data, const signed char *__restrict__ weights,
+                    void *__restrict__ out, const int *__restrict__ params,
+                    const void *__restrict__ residual, const __grid_constant__ ct_tmap amap,
+                    const __grid_constant__ ct_tmap wmap) {
+  (void)data, (void)weights;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  /* the swizzled stages need 1024-byte alignment */
+  const unsigned raw = smem_addr(smem_raw), stages = (raw + 1023u) & ~1023u;
+  const int tid = threadIdx.x, wg = tid >> 7, ltid = tid & 127;
+  const unsigned bars = stages + DATA_BYTES;
+  if (tid == 0) {
+#pragma unroll 1
+    for (int s = 0; s < WG_STAGES; s++) {
+      mbar_init(bars + 8 * s, 1);
+      mbar_init(bars + 8 * (WG_STAGES + s), 4 * WG_CWG);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    fence_proxy_async();
+  }
+  __syncthreads();
+  const long m0 = (long)blockIdx.x * BM;
+  const int tile_n = blockIdx.y;
+  const int kt0 = blockIdx.z * KT_SPLIT;
+  const int nkt = KT - kt0 < KT_SPLIT ? KT - kt0 : KT_SPLIT;
+  const int lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int row0 = (wg - 1) * WG_MW; /* this consumer warpgroup's first row */
+  int acc[MI][WG_BN / 2];
+#pragma unroll
+  for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+    for (int i = 0; i < WG_BN / 2; i++) acc[mi][i] = 0;
+  if (wg == 0) {
+    if (ltid == 0) produce(stages, bars, &amap, &wmap, m0, tile_n, kt0, nkt);
+#if WG_SPLITK == 1
+    return;
+#endif
+  } else {
+#pragma unroll 1
+    for (int it = 0; it < nkt; it++) consume(stages, bars, it, row0, acc, lane);
+    wgmma_wait<0>();
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+      for (int i = 0; i < WG_BN / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
+  }
+
+#if WG_SPLITK > 1
+  /* The cluster's partial sums meet in distributed shared memory (as in
+   * conv_wgmma.cuh): each block leaves its accumulators in its pipeline
+   * memory, then rank r adds the others' groups j (8 channels) with
+   * j / JPR == r to its own and stores those. */
+  const unsigned rank = cluster_rank();
+  const int ct = tid - 128;
+  int *red = (int *)(smem_raw + (stages - raw));
+  if (wg > 0) {
+    asm volatile("bar.sync 1, %0;\n" ::"n"(CTHREADS) : "memory");
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+      for (int i = 0; i < WG_BN / 2; i++) red[(mi * (WG_BN / 2) + i) * CTHREADS + ct] = acc[mi][i];
+  }
+  cluster_sync();
+  if (wg > 0) {
+#pragma unroll 1
+    for (unsigned q = 1; q < WG_SPLITK; q++) {
+      const unsigned base = cluster_map(smem_addr(red), (rank + q) % WG_SPLITK) + 4u * ct;
+#pragma unroll
+      for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+        for (int j = 0; j < WG_BN / 8; j++)
+          if (j / JPR == (int)rank)
+#pragma unroll
+            for (int l = 0; l < 4; l++)
+              acc[mi][4 * j + l] =
+                  (int)((unsigned)acc[mi][4 * j + l] +
+                        cluster_load(base + 4u * (mi * (WG_BN / 2) + 4 * j + l) * CTHREADS));
+    }
+  }
+  cluster_sync();
+  if (wg == 0) return;
+#else
+  const unsigned rank = 0;
+#endif
+
+  /* The epilogue: per m64 block, rows 16 * warp + g and + 8. A thread
+   * holds channels 2t, 2t + 1 of each 8-channel group; lanes t and t ^ 1
+   * trade one group of a pair of groups (j0 = 2 jp, j1 = j0 + 1), so that
+   * the even lane stores 4 channels of j0 and the odd one 4 of j1: one
+   * 16-byte store (int32) or 4-byte store (8-bit) per row and pair. */
+  const q_head qh = load_head(params);
+  const int warp = ltid >> 5, odd = t & 1;
+#pragma unroll
+  for (int mi = 0; mi < MI; mi++) {
+    const long ma = m0 + row0 + mi * 64 + 16 * warp + g, mb = ma + 8;
+    const bool oka = ma < M_TOTAL, okb = mb < M_TOTAL;
+#pragma unroll
+    for (int jp = 0; jp < WG_BN / 16; jp++) {
+      if (WG_SPLITK > 1 && (2 * jp) / JPR != (int)rank) continue; /* another rank's groups */
+      int v[2][4]; /* [group of the pair][row a ch 0, 1, row b ch 0, 1] */
+#if CT_OUT != 0
+      unsigned r8[2][2]; /* 8-bit: [group][row], 2 channels each */
+#endif
+#pragma unroll
+      for (int q = 0; q < 2; q++) {
+        const int j = 2 * jp + q, k = tile_n * WG_BN + j * 8 + 2 * t;
+        const int kk = k < CT_KR ? k : 0; /* params in range; not stored */
+        const q_chan c0 = load_chan(params, qh, kk), c1 = load_chan(params, qh, kk + 1);
+        v[q][0] = corrected(c0, acc[mi][4 * j], 0);
+        v[q][1] = corrected(c1, acc[mi][4 * j + 1], 0);
+        v[q][2] = corrected(c0, acc[mi][4 * j + 2], 0);
+        v[q][3] = corrected(c1, acc[mi][4 * j + 3], 0);
+#if CT_OUT != 0
+        unsigned ra = 0, rb = 0;
+        if (CT_RES && k < CT_KR) {
+          if (oka) ra = *(const unsigned short *)((const unsigned char *)residual + ma * CT_KR + k);
+          if (okb) rb = *(const unsigned short *)((const unsigned char *)residual + mb * CT_KR + k);
+        }
+        r8[q][0] = requant(qh, c0, v[q][0], ra & 0xffu) | requant(qh, c1, v[q][1], ra >> 8) << 8;
+        r8[q][1] = requant(qh, c0, v[q][2], rb & 0xffu) | requant(qh, c1, v[q][3], rb >> 8) << 8;
+#endif
+      }
+      /* the stored group and its first channel: j0 at 2t (even t), j1 at 2(t - 1) (odd t) */
+      const int ks = tile_n * WG_BN + (2 * jp + odd) * 8 + 2 * (t - odd);
+      const bool okk = ks < CT_KR; /* K % 8 == 0: a group is whole or absent */
+#if CT_OUT == 0
+      (void)residual;
+      /* selects, not v[odd]: a register array indexed at run time goes to local memory */
+      int x[4], mine[4];
+#pragma unroll
+      for (int l = 0; l < 4; l++) {
+        x[l] = __shfl_xor_sync(0xffffffffu, odd ? v[0][l] : v[1][l], 1);
+        mine[l] = odd ? v[1][l] : v[0][l];
+      }
+      if (okk && oka)
+        *(int4 *)((int *)out + ma * CT_KR + ks) =
+            odd ? make_int4(x[0], x[1], mine[0], mine[1]) : make_int4(mine[0], mine[1], x[0], x[1]);
+      if (okk && okb)
+        *(int4 *)((int *)out + mb * CT_KR + ks) =
+            odd ? make_int4(x[2], x[3], mine[2], mine[3]) : make_int4(mine[2], mine[3], x[2], x[3]);
+#else
+      (void)v;
+      const unsigned xa = __shfl_xor_sync(0xffffffffu, odd ? r8[0][0] : r8[1][0], 1);
+      const unsigned xb = __shfl_xor_sync(0xffffffffu, odd ? r8[0][1] : r8[1][1], 1);
+      if (okk && oka)
+        *(unsigned *)((unsigned char *)out + ma * CT_KR + ks) =
+            odd ? (xa | r8[1][0] << 16) : (r8[0][0] | xa << 16);
+      if (okk && okb)
+        *(unsigned *)((unsigned char *)out + mb * CT_KR + ks) =
+            odd ? (xb | r8[1][1] << 16) : (r8[0][1] | xb << 16);
+#endif
+    }
+  }
+}
