@@ -2,16 +2,21 @@
  * bench.c: the benchmark's run loop, its timing, and its outputs.
  *
  * One process, one run: the peaks first (peaks.c), then per workload
- * convtune's kernel through the public dispatch API (ct_conv2d / ct_conv3d,
- * packed NCHW4c, int32 output), checked against the CPU reference before it
- * is timed, then the plain-layout call (for the cost of packing), then
- * cuDNN's three configs (cudnn_side.c). Every side goes through bench_time,
- * so launch gaps are never counted for one side and not the other.
+ * convtune's kernel through the public dispatch API (ct_qconv2d /
+ * ct_qconv3d, int32 and int8 output) in the run's layout, checked against
+ * the CPU reference before it is timed: packed NCHW4c, then the plain-layout
+ * call (for the cost of packing); or channels-last NHWC (tensors generated
+ * plain from the same random stream and converted on the host, so both runs
+ * of a set see the same numbers; no pack column). Then cuDNN's three
+ * configs (cudnn_side.c), the same in both runs. Every side goes through
+ * bench_time, so launch gaps are never counted for one side and not the
+ * other.
  *
  * The check is exact int32 equality on the first and the last image of the
  * batch (the reference of a whole batch-16 set would take minutes; images
  * are independent, so these two catch both a wrong kernel and wrong batch
- * indexing), computed on all cores by splitting the output channels.
+ * indexing), computed on all cores by splitting the output channels; an
+ * NHWC output is converted to NCHW on the host first (pack.h).
  *
  * Cost: about a second of GPU time per layer and side, plus the reference.
  */
@@ -64,7 +69,30 @@ double bench_conv_bytes(const ct_workload *w, int out_elem_bytes) {
          (double)workload_out_elems(&plain) * out_elem_bytes;
 }
 
-void bench_layer_init(bench_layer *l, const char *name, const ct_workload *w,
+ct_status bench_layout_from_name(const char *name, ct_layout *out, ct_err *err) {
+  static const struct {
+    const char *name;
+    ct_layout layout;
+  } names[] = {{"nchw4c", CT_LAYOUT_NCHW4C},
+               {"ncdhw4c", CT_LAYOUT_NCHW4C},
+               {"nhwc", CT_LAYOUT_NHWC},
+               {"ndhwc", CT_LAYOUT_NHWC}};
+  for (size_t i = 0; name && i < sizeof names / sizeof names[0]; i++)
+    if (!strcmp(name, names[i].name)) {
+      *out = names[i].layout;
+      return CT_OK;
+    }
+  return ERR_SET(err, CT_ERR_INVALID_ARG,
+                 "layout: expected nchw4c (or ncdhw4c; the default) or nhwc (or ndhwc), got '%s'",
+                 name ? name : "(null)");
+}
+
+const char *bench_layout_name(ct_layout layout) {
+  return workload_layout_name(layout == CT_LAYOUT_NHWC ? CT_LAYOUT_NHWC : CT_LAYOUT_NCHW4C,
+                              CT_OP_CONV2D);
+}
+
+void bench_layer_init(bench_layer *l, const char *name, const ct_workload *w, ct_layout layout,
                       const bench_peaks *p) {
   memset(l, 0, sizeof *l);
   snprintf(l->name, sizeof l->name, "%s", name);
@@ -72,8 +100,13 @@ void bench_layer_init(bench_layer *l, const char *name, const ct_workload *w,
   l->w.layout = CT_LAYOUT_NCHW;
   ct_workload pw;
   workload_packed(&l->w, &pw);
-  workload_key(&pw, l->key, sizeof l->key);
+  /* cuDNN int8 always runs C and K padded to 4; convtune only when packed */
   l->padded = pw.c != l->w.c || pw.k != l->w.k;
+  if (layout == CT_LAYOUT_NHWC) {
+    pw = l->w;
+    pw.layout = CT_LAYOUT_NHWC;
+  }
+  workload_key(&pw, l->key, sizeof l->key);
   l->ops = (double)workload_ops(&l->w);
   l->bytes = bench_conv_bytes(&l->w, 4);
   for (int f = 0; f < BENCH_N_FIELDS; f++) l->t[f] = BENCH_NONE;
@@ -149,8 +182,9 @@ char *bench_results_path(const bench_result *r, const char *dir, char *buf, size
   char dev[128], set[128];
   bench_slug(r->device, dev, sizeof dev);
   bench_slug(r->set, set, sizeof set);
-  snprintf(buf, size, "%s%s%s-%s-b%d.json", dir && *dir ? dir : "",
-           dir && *dir && dir[strlen(dir) - 1] != '/' ? "/" : "", dev, set, r->batch);
+  snprintf(buf, size, "%s%s%s-%s-b%d%s.json", dir && *dir ? dir : "",
+           dir && *dir && dir[strlen(dir) - 1] != '/' ? "/" : "", dev, set, r->batch,
+           r->layout == CT_LAYOUT_NHWC ? "-nhwc" : "");
   return buf;
 }
 
@@ -216,6 +250,7 @@ cJSON *bench_to_json(const bench_result *r) {
   cJSON_AddStringToObject(o, "date", r->date);
   cJSON_AddStringToObject(o, "set", r->set);
   cJSON_AddNumberToObject(o, "batch", r->batch);
+  cJSON_AddStringToObject(o, "layout", bench_layout_name(r->layout));
   cJSON *pk = cJSON_AddObjectToObject(o, "peaks");
   if (pk) {
     add_time(pk, "dp4a_tops", r->peaks.dp4a_tops > 0 ? round_to(r->peaks.dp4a_tops, 0.1) : -1);
@@ -261,7 +296,8 @@ cJSON *bench_to_json(const bench_result *r) {
       "per launch: median over replays of a CUDA graph of R launches / R; floor = max(ops / "
       "mma_int8 peak, (int8 data + int8 weights + int32 output bytes) / copy bandwidth); copy "
       "bandwidth counts bytes read + bytes written; pack_us = plain-layout call - packed call "
-      "(packs data and unpacks the output)");
+      "(packs data and unpacks the output), null in layout nhwc (no conversion: the tensors "
+      "are used as they are); convtune's columns run the layout named in 'layout'");
   return o;
 }
 
@@ -325,7 +361,7 @@ void bench_write_csv(const bench_result *r, FILE *f) {
   fputs("name,key,padded_to_4_channels", f);
   for (int fl = 0; fl < BENCH_N_FIELDS; fl++) fprintf(f, ",%s", bench_field_names[fl]);
   fputs(",convtune_tops,share_of_floor,ratio_cudnn_int8,ratio_cudnn_int8x32,ratio_cudnn_fp16,"
-        "cudnn_int8_algo,cudnn_int8x32_algo,cudnn_fp16_algo,source\n",
+        "cudnn_int8_algo,cudnn_int8x32_algo,cudnn_fp16_algo,source,layout\n",
         f);
   for (int i = 0; i < r->n_layers; i++) {
     const bench_layer *l = &r->layers[i];
@@ -350,7 +386,7 @@ void bench_write_csv(const bench_result *r, FILE *f) {
     }
     fputc(',', f);
     csv_string(f, l->source);
-    fputc('\n', f);
+    fprintf(f, ",%s\n", bench_layout_name(r->layout));
   }
 }
 
@@ -372,7 +408,9 @@ static void md_ratio(FILE *f, double a, double b) {
 
 void bench_write_markdown(const bench_result *r, FILE *f) {
   const bench_peaks *p = &r->peaks;
-  fprintf(f, "## convtune bench: %s, set %s, batch %d\n\n", r->device, r->set, r->batch);
+  const int nhwc = r->layout == CT_LAYOUT_NHWC;
+  fprintf(f, "## convtune bench: %s, set %s, batch %d, layout %s\n\n", r->device, r->set, r->batch,
+          bench_layout_name(r->layout));
   fprintf(f, "- %s (%s, %d SMs), commit %s, %s\n", r->device, r->arch, r->sm_count, r->commit,
           r->date);
   fprintf(f, "- command: `%s`\n", r->command);
@@ -388,18 +426,40 @@ void bench_write_markdown(const bench_result *r, FILE *f) {
         "bandwidth); TOPS and % of floor are convtune's; ratios are convtune time / cuDNN time "
         "(below 1: convtune is faster)\n",
         f);
-  fputs("- padded to 4 channels: convtune and cuDNN int8 run C = 4 with the extra channel zero "
-        "(int8 NHWC needs C % 4 == 0); cuDNN fp16 runs the real channels; the floor counts the "
-        "real ones\n",
-        f);
-  fputs("- convtune int8 out (convtune_i8_us): the same layer requantized to int8 in the kernel "
-        "(bias, per-channel fixed-point scales, ReLU clamp: the workload with `--out int8 "
-        "--epilogue bias,qc`), packed layout, checked byte for byte against the CPU reference "
-        "of the formula; the cuDNN int8 columns write int8 too\n",
-        f);
-  fputs("- pack: the plain-NCHW call minus the packed call: packing the data and unpacking the "
-        "output, which a network that stays in NCHW4c pays once, not per layer\n",
-        f);
+  if (nhwc)
+    fputs("- layout nhwc: convtune runs channels-last (NHWC data, OHWI weights, NHWC output, "
+          "unpadded) on its nhwc templates, the tensors generated in that layout; a layer that "
+          "no nhwc template runs (C % 16 != 0: the stems) has empty convtune cells, the reason "
+          "in the notes\n",
+          f);
+  else
+    fputs("- layout nchw4c: convtune runs the packed layout (NCHW4c data and output, OIHW4o4i "
+          "weights)\n",
+          f);
+  if (nhwc)
+    fputs("- padded to 4 channels: cuDNN int8 runs C = 4 with the extra channel zero (int8 NHWC "
+          "needs C % 4 == 0); convtune (nhwc) and cuDNN fp16 run the real channels; the floor "
+          "counts the real ones\n",
+          f);
+  else
+    fputs("- padded to 4 channels: convtune and cuDNN int8 run C = 4 with the extra channel zero "
+          "(int8 NHWC needs C % 4 == 0); cuDNN fp16 runs the real channels; the floor counts the "
+          "real ones\n",
+          f);
+  fprintf(f,
+          "- convtune int8 out (convtune_i8_us): the same layer requantized to int8 in the kernel "
+          "(bias, per-channel fixed-point scales, ReLU clamp: the workload with `--out int8 "
+          "--epilogue bias,qc`), layout %s, checked byte for byte against the CPU reference "
+          "of the formula; the cuDNN int8 columns write int8 too\n",
+          bench_layout_name(r->layout));
+  if (nhwc)
+    fputs("- pack: does not apply to layout nhwc (no layout conversion: the tensors are used as "
+          "they are); the column is empty\n",
+          f);
+  else
+    fputs("- pack: the plain-NCHW call minus the packed call: packing the data and unpacking the "
+          "output, which a network that stays in NCHW4c pays once, not per layer\n",
+          f);
   if (!r->cudnn_built)
     fputs("- cuDNN columns: cuDNN not built in\n", f);
   else if (!r->cudnn_version[0])
@@ -587,6 +647,7 @@ void bench_opts_default(bench_opts *o) {
   o->repeats = 7;
   o->min_replay_us = 1000;
   o->seed = 1;
+  o->layout = CT_LAYOUT_NCHW4C;
 }
 
 typedef struct dbuf {
@@ -801,28 +862,43 @@ void bench_i8_workload(const ct_workload *w, ct_workload *out) {
   out->epi.scale = CT_SCALE_CHANNEL;
 }
 
-/* convtune with int8 output on layer l (inputs h_data, h_w already on the
- * device, packed): values from quant_random with a ReLU clamp, params made
- * by ct_make_params, the first and last image checked byte for byte
- * against reference_qconv, then the packed call timed. A wrong answer or a
- * failed call is a note on the column; an error status only when the
- * context is lost. */
+/* Where a layer's inputs are, in the layout convtune runs: the device
+ * copies of data and weights, and the host weights in that layout (for
+ * ct_make_params). */
+typedef struct layer_inputs {
+  ct_layout layout; /* CT_LAYOUT_NCHW4C or CT_LAYOUT_NHWC */
+  const void *d_data, *d_weights;
+  const int8_t *h_weights;
+} layer_inputs;
+
+/* convtune with int8 output on layer l (plain host inputs h_data, h_w; the
+ * device ones in in): values from quant_random with a ReLU clamp, params
+ * made by ct_make_params, the first and last image checked byte for byte
+ * against reference_qconv (the output converted to plain NCHW first), then
+ * the call timed. A wrong answer or a failed call is a note on the column;
+ * an error status only when the context is lost. */
 static ct_status run_convtune_i8(run *R, bench_layer *l, const ct_workload *w, const int8_t *h_data,
-                                 const int8_t *h_w, ct_err *err) {
+                                 const int8_t *h_w, const layer_inputs *in, ct_err *err) {
   ct_status st = CT_OK;
   char *note = l->note[BENCH_CONVTUNE_I8];
   size_t note_size = sizeof l->note[BENCH_CONVTUNE_I8];
-  ct_workload wq, pwq, img;
+  const int nhwc = in->layout == CT_LAYOUT_NHWC;
+  ct_workload wq, lwq, img;
   bench_i8_workload(w, &wq);
-  workload_packed(&wq, &pwq);
+  /* the workload of the call: packed, or the same one channels-last */
+  lwq = wq;
+  if (nhwc)
+    lwq.layout = CT_LAYOUT_NHWC;
+  else
+    workload_packed(&wq, &lwq);
   geom3 g;
   workload_geom(w, &g);
   int64_t in_sp = g.in[0] * g.in[1] * g.in[2], out_sp = g.out[0] * g.out[1] * g.out[2];
-  int64_t img_out = g.k * out_sp, img_pout = pack_round4(g.k) * out_sp;
-  size_t n_params = ct_params_bytes(&wq), n_pout = ct_out_bytes(&pwq);
+  int64_t img_out = g.k * out_sp, img_lout = (nhwc ? g.k : pack_round4(g.k)) * out_sp;
+  size_t n_params = ct_params_bytes(&wq), n_lout = ct_out_bytes(&lwq);
   quant_store qs = {0};
   void *params = malloc(n_params);
-  uint8_t *want = malloc((size_t)img_out), *got = malloc((size_t)img_pout),
+  uint8_t *want = malloc((size_t)img_out), *got = malloc((size_t)img_lout),
           *plain = malloc((size_t)img_out);
   if (!params || !want || !got || !plain) {
     st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the int8 column of %s", l->name);
@@ -832,19 +908,19 @@ static ct_status run_convtune_i8(run *R, bench_layer *l, const ct_workload *w, c
   if ((st = quant_random(&wq, R->o->seed + 1, &qs, err))) goto done;
   qs.q.clamp_min = qs.q.out_zero_point; /* ReLU */
   qs.q.clamp_max = 127;
-  if (ct_make_params(R->ctx, &wq, &qs.q, h_w, params)) {
+  if (ct_make_params(R->ctx, &lwq, &qs.q, in->h_weights, params)) {
     snprintf(note, note_size, "ct_make_params: %.180s", ct_errmsg(R->ctx));
     goto done;
   }
   if ((st = dbuf_reserve(&R->buf[B_PARAMS], n_params, err)) ||
-      (st = dbuf_reserve(&R->buf[B_POUT8], n_pout, err)))
+      (st = dbuf_reserve(&R->buf[B_POUT8], n_lout, err)))
     goto done;
   CUDA_TRY(err, cudaMemcpy(R->buf[B_PARAMS].p, params, n_params, cudaMemcpyHostToDevice));
   CUDA_TRY(err, cudaDeviceSynchronize());
   cudaStream_t s = (cudaStream_t)R->t.stream;
-  CUDA_TRY(err, cudaMemsetAsync(R->buf[B_POUT8].p, POISON, n_pout, s));
+  CUDA_TRY(err, cudaMemsetAsync(R->buf[B_POUT8].p, POISON, n_lout, s));
   ct_launch launch = {
-      R->ctx, &pwq, R->buf[B_PDATA].p, R->buf[B_PW].p, R->buf[B_POUT8].p, R->buf[B_PARAMS].p};
+      R->ctx, &lwq, in->d_data, in->d_weights, R->buf[B_POUT8].p, R->buf[B_PARAMS].p};
   if (launch_convtune(&launch, R->t.stream, &e)) {
     snprintf(note, note_size, "failed: %.200s", e.msg);
     st = still_healthy(err);
@@ -858,9 +934,12 @@ static ct_status run_convtune_i8(run *R, bench_layer *l, const ct_workload *w, c
     int64_t b = images[i];
     if ((st = reference_qconv(&img, &qs.q, h_data + b * g.c * in_sp, h_w, NULL, want, err)))
       goto done;
-    CUDA_TRY(err, cudaMemcpy(got, (uint8_t *)R->buf[B_POUT8].p + b * img_pout, (size_t)img_pout,
+    CUDA_TRY(err, cudaMemcpy(got, (uint8_t *)R->buf[B_POUT8].p + b * img_lout, (size_t)img_lout,
                              cudaMemcpyDeviceToHost));
-    unpack_nc4c(got, plain, 1, 1, g.k, out_sp);
+    if (nhwc)
+      unpack_nhwc(got, plain, 1, 1, g.k, out_sp);
+    else
+      unpack_nc4c(got, plain, 1, 1, g.k, out_sp);
     for (int64_t j = 0; j < img_out; j++)
       if (plain[j] != want[j]) {
         snprintf(note, note_size,
@@ -886,8 +965,19 @@ done:
   return st;
 }
 
-/* convtune's side of layer l: inputs, check, packed and plain timings. */
-static ct_status run_convtune(run *R, bench_layer *l, ct_err *err) {
+/* l->source from ct_explain of w: where convtune's kernel comes from. */
+static void explain_source(run *R, bench_layer *l, const ct_workload *w) {
+  ct_explanation ex;
+  if (ct_explain(R->ctx, w, &ex) != CT_OK) return;
+  int n = snprintf(l->source, sizeof l->source, "%s, %s", source_names[ex.source & 3],
+                   ex.template_name);
+  if (ex.measured_us > 0 && n > 0 && (size_t)n < sizeof l->source)
+    snprintf(l->source + n, sizeof l->source - (size_t)n, " (tuned %.2f us)", ex.measured_us);
+}
+
+/* convtune's side of layer l in nchw4c: inputs, check, packed and plain
+ * timings, then the int8 column. */
+static ct_status run_convtune_packed(run *R, bench_layer *l, ct_err *err) {
   ct_status st = CT_OK;
   ct_workload w = l->w, pw;
   workload_packed(&w, &pw);
@@ -925,13 +1015,7 @@ static ct_status run_convtune(run *R, bench_layer *l, ct_err *err) {
   }
   /* the first call loads the kernel (outside any timing), and is checked */
   if ((st = check_convtune(R, l, &w, &pw, h_data, h_w, &ok_packed, &ok_plain, err))) goto done;
-  ct_explanation ex;
-  if (ct_explain(R->ctx, &pw, &ex) == CT_OK) {
-    int n = snprintf(l->source, sizeof l->source, "%s, %s", source_names[ex.source & 3],
-                     ex.template_name);
-    if (ex.measured_us > 0 && n > 0 && (size_t)n < sizeof l->source)
-      snprintf(l->source + n, sizeof l->source - (size_t)n, " (tuned %.2f us)", ex.measured_us);
-  }
+  explain_source(R, l, &pw);
   if (!ok_packed) goto done;
   ct_launch packed = {R->ctx, &pw, R->buf[B_PDATA].p, R->buf[B_PW].p, R->buf[B_POUT].p, NULL};
   ct_launch plain = {R->ctx, &w, R->buf[B_DATA].p, R->buf[B_PW].p, R->buf[B_OUT].p, NULL};
@@ -950,11 +1034,103 @@ static ct_status run_convtune(run *R, bench_layer *l, ct_err *err) {
   l->t[BENCH_PACK] = t_plain > t_packed ? t_plain - t_packed : 0;
 done:
   /* the int8-output column, on the same inputs, whatever the int32 one did */
-  if (st == CT_OK && h_data && h_w) st = run_convtune_i8(R, l, &w, h_data, h_w, err);
+  if (st == CT_OK && h_data && h_w) {
+    layer_inputs in = {CT_LAYOUT_NCHW4C, R->buf[B_PDATA].p, R->buf[B_PW].p, h_w};
+    st = run_convtune_i8(R, l, &w, h_data, h_w, &in, err);
+  }
   free(h_data);
   free(h_pdata);
   free(h_w);
   return st;
+}
+
+/* convtune's side of layer l in nhwc: the plain inputs drawn as in nchw4c
+ * (the same stream), converted on the host to NHWC data and OHWI weights;
+ * one call checked on the first and the last image against the plain CPU
+ * reference (the output converted back with unpack_nhwc), then timed; then
+ * the int8 column. Nothing to pack, so no pack column. A layer that no nhwc
+ * template runs (ct_explain fails: the stems, C % 16 != 0) gets the reason
+ * on both convtune columns, and its inputs are still drawn, so that the
+ * next layers see the same numbers as in an nchw4c run. */
+static ct_status run_convtune_nhwc(run *R, bench_layer *l, ct_err *err) {
+  ct_status st = CT_OK;
+  ct_workload w = l->w, nw = l->w;
+  nw.layout = CT_LAYOUT_NHWC;
+  geom3 g;
+  workload_geom(&w, &g);
+  int64_t in_sp = g.in[0] * g.in[1] * g.in[2], out_sp = g.out[0] * g.out[1] * g.out[2];
+  int64_t kvol = g.ker[0] * g.ker[1] * g.ker[2], img_out = g.k * out_sp;
+  size_t n_data = (size_t)workload_data_elems(&w), n_w = (size_t)workload_weight_elems(&w);
+  size_t n_out = (size_t)workload_out_elems(&w);
+  int8_t *h_data = malloc(n_data), *h_ndata = malloc(n_data), *h_w = malloc(n_w),
+         *h_nw = malloc(n_w);
+  int32_t *want = malloc((size_t)img_out * sizeof *want), *got = malloc((size_t)img_out * 4),
+          *plain = malloc((size_t)img_out * sizeof *plain);
+  if (!h_data || !h_ndata || !h_w || !h_nw || !want || !got || !plain) {
+    st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the inputs of %s", l->name);
+    goto done;
+  }
+  fill_random(&R->rng, h_data, n_data);
+  fill_random(&R->rng, h_w, n_w);
+  ct_explanation ex;
+  if (ct_explain(R->ctx, &nw, &ex) != CT_OK) {
+    for (int f = BENCH_CONVTUNE; f <= BENCH_CONVTUNE_I8; f++)
+      snprintf(l->note[f], sizeof l->note[f], "not run in nhwc: %.200s", ct_errmsg(R->ctx));
+    goto done;
+  }
+  explain_source(R, l, &nw);
+  pack_nhwc(h_data, h_ndata, 1, g.n, g.c, in_sp);
+  pack_ohwi(h_w, h_nw, g.k, g.c, kvol);
+  if ((st = dbuf_reserve(&R->buf[B_DATA], n_data, err)) ||
+      (st = dbuf_reserve(&R->buf[B_W], n_w, err)) ||
+      (st = dbuf_reserve(&R->buf[B_OUT], n_out * sizeof(int32_t), err)))
+    goto done;
+  CUDA_TRY(err, cudaMemcpy(R->buf[B_DATA].p, h_ndata, n_data, cudaMemcpyHostToDevice));
+  CUDA_TRY(err, cudaMemcpy(R->buf[B_W].p, h_nw, n_w, cudaMemcpyHostToDevice));
+  /* pageable copies return once staged; the timing stream is non-blocking */
+  CUDA_TRY(err, cudaDeviceSynchronize());
+  cudaStream_t s = (cudaStream_t)R->t.stream;
+  CUDA_TRY(err, cudaMemsetAsync(R->buf[B_OUT].p, POISON, R->buf[B_OUT].size, s));
+  ct_launch call = {R->ctx, &nw, R->buf[B_DATA].p, R->buf[B_W].p, R->buf[B_OUT].p, NULL};
+  /* the first call loads the kernel (outside any timing), and is checked */
+  if ((st = launch_convtune(&call, R->t.stream, err))) goto done;
+  CUDA_TRY(err, cudaStreamSynchronize(s));
+  int64_t images[2] = {0, g.n - 1}, bad = 0;
+  for (int i = 0; i < (g.n > 1 ? 2 : 1) && !bad; i++) {
+    int64_t b = images[i];
+    if ((st = reference_image(&g, h_data + b * g.c * in_sp, h_w, want, R->n_threads, err)))
+      goto done;
+    CUDA_TRY(err, cudaMemcpy(got, (int32_t *)R->buf[B_OUT].p + b * img_out,
+                             (size_t)img_out * sizeof *got, cudaMemcpyDeviceToHost));
+    unpack_nhwc(got, plain, sizeof *got, 1, g.k, out_sp);
+    bad = compare(plain, want, img_out, out_sp, "nhwc", b, l->note[BENCH_CONVTUNE],
+                  sizeof l->note[BENCH_CONVTUNE]);
+  }
+  if (!bad) {
+    double us;
+    if ((st = bench_time(&R->t, launch_convtune, &call, 0, &us, err))) goto done;
+    l->t[BENCH_CONVTUNE] = us;
+  }
+  {
+    /* the int8-output column, on the same inputs, whatever the int32 one did */
+    layer_inputs in = {CT_LAYOUT_NHWC, R->buf[B_DATA].p, R->buf[B_W].p, h_nw};
+    st = run_convtune_i8(R, l, &w, h_data, h_w, &in, err);
+  }
+done:
+  free(h_data);
+  free(h_ndata);
+  free(h_w);
+  free(h_nw);
+  free(want);
+  free(got);
+  free(plain);
+  return st;
+}
+
+/* convtune's side of layer l in the run's layout. */
+static ct_status run_convtune(run *R, bench_layer *l, ct_err *err) {
+  return R->o->layout == CT_LAYOUT_NHWC ? run_convtune_nhwc(R, l, err)
+                                        : run_convtune_packed(R, l, err);
 }
 
 static ct_status run_cudnn(run *R, bench_layer *l, ct_err *err) {
@@ -1027,7 +1203,11 @@ ct_status bench_run(const bench_opts *o, const wlset *s, bench_result *r, ct_err
   r->layers = NULL;
   r->n_layers = 0;
   r->repeats = o->repeats;
+  r->layout = o->layout;
   r->cudnn_built = cudnn_side_built();
+  if (o->layout != CT_LAYOUT_NCHW4C && o->layout != CT_LAYOUT_NHWC)
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "bench: layout %d; convtune's side runs nchw4c or nhwc",
+                   (int)o->layout);
   snprintf(r->set, sizeof r->set, "%s", s->name);
 
   /* the GPU first: without one, nothing else is done */
@@ -1074,7 +1254,7 @@ ct_status bench_run(const bench_opts *o, const wlset *s, bench_result *r, ct_err
   }
   for (int i = 0; i < s->n_items; i++) {
     bench_layer *l = &r->layers[i];
-    bench_layer_init(l, s->items[i].name, &s->items[i].w, &r->peaks);
+    bench_layer_init(l, s->items[i].name, &s->items[i].w, o->layout, &r->peaks);
     r->n_layers = i + 1;
     if ((st = run_convtune(&R, l, err))) {
       /* a failing call is this layer's result, unless the context is gone */

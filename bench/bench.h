@@ -3,7 +3,9 @@
  * hardware's limits, measured in one process and one run.
  *
  * For each workload of a set: convtune's kernel through the dispatch library
- * (packed NCHW4c layout, int32 output), the cost of packing, cuDNN int8
+ * (int32 and int8 output) in the run's layout: packed NCHW4c (the default,
+ * with the cost of packing from plain NCHW) or channels-last NHWC (--layout
+ * nhwc: the nhwc templates, tensors used as they are), and cuDNN int8
  * (NHWC INT8 and NCHW_VECT_C INT8x32) and cuDNN fp16 (NHWC, tensor cores),
  * every side timed the same way (bench_time: a CUDA graph of R launches,
  * replays timed with events, the median); the peaks (dp4a, int8 mma.sync,
@@ -35,12 +37,13 @@ static inline int bench_has(double us) {
 /* The per-layer time fields, in the order of the results file. */
 typedef enum bench_field {
   BENCH_FLOOR = 0,     /* roofline floor, int32 output */
-  BENCH_CONVTUNE,      /* convtune, packed layout, int32 output */
-  BENCH_CONVTUNE_I8,   /* convtune, int8 output (bench_i8_workload), packed layout */
+  BENCH_CONVTUNE,      /* convtune, the run's layout (nchw4c or nhwc), int32 output */
+  BENCH_CONVTUNE_I8,   /* convtune, int8 output (bench_i8_workload), the run's layout */
   BENCH_CUDNN_INT8,    /* cuDNN NHWC INT8 config, int8 output */
   BENCH_CUDNN_INT8X32, /* cuDNN NCHW_VECT_C INT8x32 config, int8 output */
   BENCH_CUDNN_FP16,    /* cuDNN NHWC fp16, tensor-op math, fp16 output */
-  BENCH_PACK,          /* plain-layout call minus packed call: pack data + unpack output */
+  BENCH_PACK,          /* plain-layout call minus packed call: pack data + unpack output;
+                          nchw4c runs only (nhwc converts nothing: null) */
   BENCH_N_FIELDS
 } bench_field;
 
@@ -54,6 +57,14 @@ extern const char *const bench_field_names[BENCH_N_FIELDS];
 /* The three cuDNN columns, in bench_field order from BENCH_CUDNN_INT8. */
 #define BENCH_N_CUDNN 3
 
+/* The layouts convtune's side can run in, by name: "nchw4c" (or "ncdhw4c")
+ * and "nhwc" (or "ndhwc"); one name serves both ops of a set. CT_ERR_INVALID_ARG
+ * naming the accepted names otherwise. */
+ct_status bench_layout_from_name(const char *name, ct_layout *out, ct_err *err);
+/* "nhwc" for CT_LAYOUT_NHWC, else "nchw4c" (the default, which a zeroed
+ * result's CT_LAYOUT_NCHW stands for); the conv2d names stand for both ops. */
+const char *bench_layout_name(ct_layout layout);
+
 typedef struct bench_peaks {
   double dp4a_tops;     /* __dp4a: 8 operations per instruction */
   double mma_int8_tops; /* mma.sync m16n8k32 s8: 8192 operations per warp instruction */
@@ -62,9 +73,10 @@ typedef struct bench_peaks {
 
 typedef struct bench_layer {
   char name[128];
-  char key[CT_KEY_MAX]; /* the workload convtune runs: packed, C and K padded to 4 */
+  char key[CT_KEY_MAX]; /* the workload convtune runs: packed (C and K padded to 4), or nhwc */
   ct_workload w;        /* the workload as given, plain layout */
-  int padded;   /* C (or K) was zero-padded to a multiple of 4 for convtune and cuDNN int8 */
+  int padded;   /* C (or K) was zero-padded to a multiple of 4 for cuDNN int8 (and for convtune
+                   when it runs nchw4c; nhwc is never padded) */
   double ops;   /* useful operations: 2 x multiply-adds of the real channels */
   double bytes; /* int8 data + int8 weights + int32 output, real channels */
   double t[BENCH_N_FIELDS];
@@ -82,7 +94,8 @@ typedef struct bench_result {
   char date[32];      /* UTC, ISO 8601 */
   char set[128];
   int batch;
-  int repeats; /* replays per measurement (the median is kept) */
+  ct_layout layout; /* convtune's side: CT_LAYOUT_NHWC, else nchw4c (bench_layout_name) */
+  int repeats;      /* replays per measurement (the median is kept) */
   bench_peaks peaks;
   int cudnn_built;        /* cuDNN was found at build time */
   char cudnn_version[32]; /* at run time, "" when not loaded */
@@ -102,9 +115,11 @@ double bench_floor_us(double ops, double bytes, const bench_peaks *p);
  * real channels. */
 double bench_conv_bytes(const ct_workload *w, int out_elem_bytes);
 
-/* Fill l's name, w, key, padded, ops, bytes and floor for peaks p; every
- * time BENCH_NONE, notes empty. w valid. */
-void bench_layer_init(bench_layer *l, const char *name, const ct_workload *w, const bench_peaks *p);
+/* Fill l's name, w, key (of the workload convtune runs in layout: nchw4c
+ * or nhwc), padded, ops, bytes and floor for peaks p; every time
+ * BENCH_NONE, notes empty. w valid in its own layout. */
+void bench_layer_init(bench_layer *l, const char *name, const ct_workload *w, ct_layout layout,
+                      const bench_peaks *p);
 
 /* The median of n values (sorts v in place); BENCH_NONE when n == 0. */
 double bench_median(double *v, int n);
@@ -117,7 +132,9 @@ double bench_sum(const bench_result *r, bench_field f, int *n_null);
  * "nvidia" dropped ("NVIDIA H200" -> "h200"); "unknown" when empty. */
 char *bench_slug(const char *name, char *buf, size_t size);
 
-/* dir/<device slug>-<set slug>-b<batch>.json into buf. Returns buf. */
+/* dir/<device slug>-<set slug>-b<batch>.json into buf (-nhwc before .json
+ * when r's layout is nhwc, so that the two runs of a set keep both files).
+ * Returns buf. */
 char *bench_results_path(const bench_result *r, const char *dir, char *buf, size_t size);
 
 /* Fill commit, command (argv joined) and date (now, UTC). */
@@ -134,10 +151,12 @@ cJSON *bench_to_json(const bench_result *r);
  * CT_ERR_IO with the path and errno's message. */
 ct_status bench_write_json(const bench_result *r, const char *path, ct_err *err);
 
-/* One row per layer, nulls as empty fields, a header row first. */
+/* One row per layer, nulls as empty fields, a header row first; the last
+ * column is the run's layout. */
 void bench_write_csv(const bench_result *r, FILE *f);
 
-/* The Markdown report: what was measured, the table with a sum row, notes. */
+/* The Markdown report: what was measured (the layout in its title), the
+ * table with a sum row, notes. */
 void bench_write_markdown(const bench_result *r, FILE *f);
 
 /* ---- the PNG chart (plot.c) ---------------------------------------------- */
@@ -195,14 +214,18 @@ typedef struct bench_opts {
   double min_replay_us; /* default 1000 */
   int quiet;            /* no progress on stderr */
   uint64_t seed;        /* of the random inputs */
+  ct_layout layout;     /* convtune's side: CT_LAYOUT_NCHW4C (default) or CT_LAYOUT_NHWC */
 } bench_opts;
 
 void bench_opts_default(bench_opts *o);
 
 /* Run the benchmark of set s into r (r's stamp fields are left as they are:
- * see bench_result_stamp). CT_ERR_NO_DEVICE without a GPU; a layer whose
+ * see bench_result_stamp). CT_ERR_NO_DEVICE without a GPU,
+ * CT_ERR_INVALID_ARG for a layout other than nchw4c or nhwc; a layer whose
  * convtune output is wrong is reported in its notes and r->n_wrong, not as
- * an error. Progress goes to stderr, one line per layer. */
+ * an error, and so is (in nhwc) a layer that no nhwc template runs: its
+ * convtune cells stay null with the reason in the notes. Progress goes to
+ * stderr, one line per layer. */
 ct_status bench_run(const bench_opts *o, const wlset *s, bench_result *r, ct_err *err);
 
 #endif

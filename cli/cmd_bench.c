@@ -3,7 +3,10 @@
  * the hardware's peaks, for a workload set at a batch size, in one run
  * (bench/bench.h). The Markdown table goes to stdout, progress to stderr;
  * --json, --csv and --plot write files, and the results file
- * <dir>/<device>-<set>-b<batch>.json is written unless --no-results.
+ * <dir>/<device>-<set>-b<batch>[-nhwc].json is written unless --no-results.
+ * --layout picks the layout convtune's side runs in (nchw4c, or nhwc); it
+ * takes the place of the workload flags' --layout, which the benchmark
+ * would ignore anyway (every layer is taken as a plain convolution).
  * Without a GPU: a clear message, exit 1, nothing written. A layer whose
  * output does not match the CPU reference makes the exit status 1 (after
  * everything is written, so that the evidence is kept).
@@ -22,9 +25,14 @@ static const char usage[] =
     "Benchmark the database's best kernels against cuDNN (int8 NHWC, int8x32\n"
     "NCHW_VECT_C, fp16 NHWC on tensor cores) and the GPU's peaks, measured in one\n"
     "run; every side is timed alike (CUDA graph replays, median). Prints a Markdown\n"
-    "table; writes the results file bench/results/<device>-<set>-b<batch>.json.\n"
+    "table; writes the results file bench/results/<device>-<set>-b<batch>.json\n"
+    "(-nhwc.json with --layout nhwc).\n"
     "\n"
     "Options:\n"
+    "  --layout nchw4c|nhwc   the layout convtune runs in (default nchw4c, with the cost of\n"
+    "                         packing from plain NCHW); nhwc: channels-last tensors on the\n"
+    "                         nhwc templates, no pack column; layers no nhwc template runs\n"
+    "                         (C % 16 != 0, e.g. the stems) are left empty with a note\n"
     "  --db PATH              the database of tuned kernels (default convtune.db)\n"
     "  --device N             CUDA device ordinal (default 0)\n"
     "  --repeats N            timed replays per measurement, 1..101 (default 7)\n"
@@ -67,7 +75,8 @@ int cmd_bench(int argc, char **argv) {
     O_PLOT,
     O_RESULTS_DIR,
     O_NO_RESULTS,
-    O_SEED
+    O_SEED,
+    O_LAYOUT
   };
   struct option opts[48] = {{"db", required_argument, 0, O_DB},
                             {"device", required_argument, 0, O_DEVICE},
@@ -79,8 +88,10 @@ int cmd_bench(int argc, char **argv) {
                             {"results-dir", required_argument, 0, O_RESULTS_DIR},
                             {"no-results", no_argument, 0, O_NO_RESULTS},
                             {"seed", required_argument, 0, O_SEED},
+                            /* before the workload flags' --layout: the first match wins */
+                            {"layout", required_argument, 0, O_LAYOUT},
                             {"help", no_argument, 0, 'h'}};
-  int n_opts = 11;
+  int n_opts = 12;
   for (const struct option *o = cli_wl_options; o->name; o++) opts[n_opts++] = *o;
   cli_common cc = {0};
   cli_wl sel = {0};
@@ -136,6 +147,14 @@ int cmd_bench(int argc, char **argv) {
       if (!cli_parse_long("bench", "seed", optarg, 0, LONG_MAX, &v)) goto usage;
       bo.seed = (uint64_t)v;
       break;
+    case O_LAYOUT: {
+      ct_err lerr = {0};
+      if (bench_layout_from_name(optarg, &bo.layout, &lerr)) {
+        cli_usage_error("bench", "--%s", lerr.msg);
+        goto usage;
+      }
+      break;
+    }
     default: {
       int code = cli_common_option("bench", opt, argv, usage, &cc);
       if (code != CLI_GO_ON) {

@@ -10,8 +10,10 @@
  * the tuner used, loads the stored cubin or compiles one with NVRTC, and
  * inserts the entry. Plain layouts are packed and unpacked on the GPU in
  * stream-ordered scratch (cudaMallocAsync), so calls on different streams
- * never share a buffer. Errors are statuses with the message on the
- * context; nothing is printed.
+ * never share a buffer; packed (nchw4c) and channels-last (nhwc) ones go to
+ * the kernel as they are, nhwc to the channels-last templates only (no
+ * layout kernel, no scratch: resolve.c). Errors are statuses with the
+ * message on the context; nothing is printed.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -34,8 +36,8 @@
 typedef struct entry {
   ct_workload w; /* normalised, the table key */
   uint64_t hash;
-  ct_workload pw; /* what the kernel runs (packed) */
-  int plain;      /* w is plain: pack data, unpack output */
+  ct_workload pw; /* what the kernel runs: w, or plain w packed */
+  int plain;      /* w is plain nchw: pack data, unpack output */
   instance inst;
   kernel k;
   ct_explanation ex;
@@ -174,7 +176,8 @@ ct_status ct_workload_key(const ct_workload *w, char *buf, size_t size) {
 }
 
 size_t ct_packed_weights_bytes(const ct_workload *w) {
-  if (!w || workload_validate(w, NULL)) return 0;
+  /* nhwc's OHWI weights are used as they are: there are no packed ones */
+  if (!w || w->layout == CT_LAYOUT_NHWC || workload_validate(w, NULL)) return 0;
   ct_workload pw;
   workload_packed(w, &pw);
   return (size_t)workload_weight_elems(&pw);
@@ -377,7 +380,9 @@ static ct_status build_entry(ct_context *ctx, const ct_workload *nw, uint64_t h,
   e->w = *nw;
   e->hash = h;
   e->pw = r.pw;
-  e->plain = nw->layout != CT_LAYOUT_NCHW4C && r.tpl->layout == CT_LAYOUT_NCHW4C;
+  /* resolve serves nchw4c and nhwc by templates of their own layout, and
+   * plain nchw by the packed templates */
+  e->plain = nw->layout == CT_LAYOUT_NCHW && r.pw.layout == CT_LAYOUT_NCHW4C;
   e->ex = r.ex;
   if ((st = instance_make(r.tpl, &r.pw, &r.s, &r.cfg, &ctx->arch, &e->inst, err))) goto done;
   /* the stored cubin of exactly this instance on this architecture */
@@ -614,7 +619,9 @@ ct_status ct_make_params(ct_context *ctx, const ct_workload *w, const ct_quant *
                             : "params");
   ct_err err = {0};
   if (workload_validate(w, &err)) return fail(ctx, &err);
-  ct_workload plain = *w; /* the weights are plain whatever w's layout */
+  /* the weights are plain OIHW whatever w's layout, or OHWI for nhwc: a
+   * channel's weights are contiguous in both, so their sums are the same */
+  ct_workload plain = *w;
   plain.layout = CT_LAYOUT_NCHW;
   int32_t *sums = malloc((size_t)w->k * sizeof *sums);
   if (!sums) return failf(ctx, CT_ERR_NO_MEMORY, "ct_make_params: out of memory");
@@ -642,6 +649,12 @@ ct_status ct_reference_qconv(const ct_workload *w, const ct_quant *q, const void
 ct_status ct_pack_weights(ct_context *ctx, const ct_workload *w, const void *weights, void *packed,
                           struct CUstream_st *stream) {
   if (!ctx) return CT_ERR_INVALID_ARG;
+  if (w && w->layout == CT_LAYOUT_NHWC)
+    return failf(ctx, CT_ERR_INVALID_ARG,
+                 "ct_pack_weights: layout %s takes its weights as they are (%s, unpadded): there "
+                 "is nothing to pack; pass them to ct_%sconv%dd directly",
+                 workload_layout_name(w->layout, w->op), w->op == CT_OP_CONV3D ? "ODHWI" : "OHWI",
+                 workload_has_params(w) ? "q" : "", w->op == CT_OP_CONV3D ? 3 : 2);
   if (!w || !weights || !packed)
     return failf(ctx, CT_ERR_INVALID_ARG, "ct_pack_weights: %s is NULL",
                  !w         ? "the workload"

@@ -209,6 +209,44 @@ static int try_exact(db *d, const db_device *dev, const arch *a, resolution *r, 
   return 1;
 }
 
+/* The workload tpl runs for w into *pw: 1 when tpl takes w's layout. A
+ * channel-packed template takes nchw4c as it is and plain nchw packed (the
+ * dispatch packs the tensors at run time); a channels-last one takes nhwc
+ * only, which is never converted (its caller's tensors are channels-last,
+ * and serving them from nchw4c records would need a layout conversion per
+ * call). The tuner selects by the same rule (tuner/tune.c,
+ * tune_task_workload), so that records of a key serve that key's layout. */
+static int takes_layout(const template_desc *tpl, const ct_workload *w, ct_workload *pw) {
+  *pw = *w;
+  if (tpl->layout == w->layout) return 1;
+  if (tpl->layout == CT_LAYOUT_NCHW4C && w->layout == CT_LAYOUT_NCHW) {
+    workload_packed(w, pw);
+    return 1;
+  }
+  return 0;
+}
+
+/* Why no template runs w: the refusals of the templates of its op that take
+ * its layout, "; "-joined into buf, or that none of its layout exists. */
+static void refusals(const ct_workload *w, char *buf, size_t size) {
+  const template_desc *const *all = template_all();
+  size_t len = 0;
+  int n = 0;
+  buf[0] = '\0';
+  for (int i = 0; all[i] && len + 1 < size; i++) {
+    ct_workload pw;
+    char why[TEMPLATE_WHY_MAX] = "";
+    if (all[i]->op != w->op || !takes_layout(all[i], w, &pw)) continue;
+    n++;
+    if (all[i]->supports(&pw, why)) continue;
+    int k = snprintf(buf + len, size - len, "%s%s: %s", len ? "; " : "", all[i]->name, why);
+    if (k > 0) len += (size_t)k < size - len ? (size_t)k : size - len - 1;
+  }
+  if (!n)
+    snprintf(buf, size, "no template of layout %s is registered",
+             workload_layout_name(w->layout, w->op));
+}
+
 /* Whether candidate b beats a: a rank (lower is better: 0 this device, 1
  * the same compute capability, 2 nearest), then the distance (nearest),
  * then the measured time. */
@@ -228,7 +266,7 @@ ct_status resolve(db *d, const db_device *dev, const arch *a, const ct_workload 
   memset(out, 0, sizeof *out);
   ct_status st = workload_validate(w, err);
   if (st) return st;
-  /* every registered template that runs w (packed when it needs it) */
+  /* every registered template that runs w in its layout (takes_layout) */
   const template_desc *const *all = template_all();
   int n_run = 0, n_tuned = 0;
   standing best_at = {0};
@@ -238,9 +276,7 @@ ct_status resolve(db *d, const db_device *dev, const arch *a, const ct_workload 
     for (int i = 0; all[i]; i++) {
       memset(&cur, 0, sizeof cur);
       cur.tpl = all[i];
-      cur.pw = *w;
-      if (cur.tpl->layout == CT_LAYOUT_NCHW4C) workload_packed(w, &cur.pw);
-      if (!cur.tpl->supports(&cur.pw, NULL)) continue;
+      if (!takes_layout(cur.tpl, w, &cur.pw) || !cur.tpl->supports(&cur.pw, NULL)) continue;
       if (pass == 0) n_run++;
       if (!d) continue;
       if ((st = template_space(cur.tpl, &cur.pw, &cur.s, err))) {
@@ -267,7 +303,12 @@ ct_status resolve(db *d, const db_device *dev, const arch *a, const ct_workload 
     }
     if (out->tpl) break;
   }
-  if (n_run == 0) return ERR_SET(err, CT_ERR_UNSUPPORTED, "no template runs this workload");
+  if (n_run == 0) {
+    char why[768];
+    refusals(w, why, sizeof why);
+    return ERR_SET(err, CT_ERR_UNSUPPORTED, "no template runs this workload in layout %s: %s",
+                   workload_layout_name(w->layout, w->op), why);
+  }
   if (out->tpl && n_tuned > 1) {
     size_t len = strlen(out->ex.reason);
     snprintf(out->ex.reason + len, sizeof out->ex.reason - len,
@@ -280,9 +321,7 @@ ct_status resolve(db *d, const db_device *dev, const arch *a, const ct_workload 
     for (int i = 0; all[i] && !out->tpl; i++) {
       memset(&cur, 0, sizeof cur);
       cur.tpl = all[i];
-      cur.pw = *w;
-      if (cur.tpl->layout == CT_LAYOUT_NCHW4C) workload_packed(w, &cur.pw);
-      if (!cur.tpl->supports(&cur.pw, NULL)) continue;
+      if (!takes_layout(cur.tpl, w, &cur.pw) || !cur.tpl->supports(&cur.pw, NULL)) continue;
       if ((st = template_space(cur.tpl, &cur.pw, &cur.s, err))) return st;
       if (resolve_default(cur.tpl, &cur.pw, &cur.s, a, &cur.cfg, &why) == CT_OK) {
         *out = cur;

@@ -20,7 +20,7 @@
 typedef struct resolution {
   ct_explanation ex;
   const template_desc *tpl;
-  ct_workload pw; /* the workload the kernel runs: w, or w packed with C and K padded to 4 */
+  ct_workload pw; /* the workload the kernel runs: w, or nchw w packed with C and K padded to 4 */
   space s;        /* pw's space, owned */
   config cfg;
   trial rec; /* the record used; zeroed for the default. Owned: resolution_free */
@@ -28,7 +28,10 @@ typedef struct resolution {
 
 /* Resolve w (valid, any layout) for device dev (name "" for an architecture
  * without a device) with limits a. d may be NULL (no database: default).
- * CT_ERR_UNSUPPORTED when no template runs w. */
+ * Only templates of w's layout serve it: the channel-packed ones serve
+ * nchw4c, and nchw packed (out->pw); the channels-last ones serve nhwc, as
+ * it is; records count under the key of that workload. CT_ERR_UNSUPPORTED
+ * when no template runs w, naming the refusals (e.g. an nhwc stem). */
 ct_status resolve(db *d, const db_device *dev, const arch *a, const ct_workload *w, resolution *out,
                   ct_err *err);
 void resolution_free(resolution *r);

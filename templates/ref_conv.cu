@@ -2,30 +2,41 @@
  * ref_conv.cu: the runner's GPU reference convolution and its output check
  * (tuner/runner.c). Not a template: it has no knobs and is compiled once per
  * runner worker with nvrtc_compile_source, the shape passed as an argument.
+ * No template includes it, so changing it moves no template's version.
  *
  * ref_conv is deliberately naive and computes the quantized formula as
  * written, not the legalized one the templates run: one thread per conv
- * output element (n, k, od, oh, ow), a plain loop over (c/4, kd, kh, kw)
- * and the 4 lanes, (x - zx) * (w - zw[k]) byte by byte (not dp4a, so that a
- * misreading of dp4a in the templates cannot hide in the reference),
- * padded taps skipped (a padded x equals zx), sums modulo 2^32 as the CPU
- * reference does; then bias, the requantization of templates/quant.cuh and
- * the depth_to_space remap. It reads the raw values (core/quant.h's
- * quant_raw: no folding) and writes every real element of the packed
- * output; the runner zeroes the output first, which is what the padding
- * lanes must hold. Layouts as conv_dp4a.cuh. It runs once per task; it is
- * tested against core/reference.c (tests/test_runner.c).
+ * output element (n, k, od, oh, ow), a plain loop over the reduction and
+ * (x - zx) * (w - zw[k]) byte by byte (not dp4a, so that a misreading of
+ * dp4a in the templates cannot hide in the reference), padded taps skipped
+ * (a padded x equals zx), sums modulo 2^32 as the CPU reference does; then
+ * bias, the requantization of templates/quant.cuh and the depth_to_space
+ * remap. It reads the raw values (core/quant.h's quant_raw: no folding).
+ * Two layouts, chosen by shape.nhwc:
+ *   packed (0): NCDHW4c data, OIDHW4o4i weights, NCDHW4c output, a loop over
+ *     (c/4, kd, kh, kw) and the 4 lanes (layouts as conv_dp4a.cuh); it
+ *     writes every real element of the packed output, and the runner zeroes
+ *     the output first, which is what the padding lanes must hold.
+ *   channels last (1): NDHWC data, ODHWI weights, N(D)HWC output (C and K
+ *     unpadded, any value), a loop over (kd, kh, kw, c) reading bytes.
+ * The residual, when there is one, has the output's layout and type. It
+ * runs once per task; it is tested against core/reference.c
+ * (tests/test_runner.c).
  *
  * ref_compare counts the 32-bit words where out != ref and finds the
  * smallest such index: one atomic per thread, not per element, so a fully
- * wrong output costs no more than a right one.
+ * wrong output costs no more than a right one. An 8-bit channels-last
+ * output need not be whole words: the runner allocates both buffers rounded
+ * up to 4 bytes with the tail zeroed once, and poisons only the real bytes,
+ * so the tail compares equal unless a kernel writes past the output.
  */
 #include "quant.cuh"
 
 /* The normalised 3D shape (conv2d: depth 1), spatial arrays (d, h, w),
- * then the epilogue. Laid out as runner.c's ref_shape: 29 ints. */
+ * then the epilogue and the layout. Laid out as runner.c's ref_shape: 31
+ * ints; a shape written without the last two is packed. */
 struct ref_shape {
-  int n, c4, k4;
+  int n, c4, k4; /* c4, k4: channel chunks of 4 (packed layout) */
   int in[3], ker[3], str[3], pad[3], dil[3], out[3];
   int kr;       /* real output channels of the conv (K) */
   int cout;     /* channels of the output tensor (K / b^nd) */
@@ -35,6 +46,8 @@ struct ref_shape {
   int out_type; /* 0 int32, 1 int8, 2 uint8 */
   int data_u8;  /* 1: data bytes are unsigned */
   int has_res;  /* 1: a residual */
+  int nhwc;     /* 1: channels last (NDHWC, ODHWI), 0: packed */
+  int c;        /* input channels (channels last: unpadded) */
 };
 
 /* The raw words (quant_raw): [zx, zy, lo, hi, rm, rs, rzp, flags], then
@@ -42,8 +55,8 @@ struct ref_shape {
 #define RAW_HEADER 8
 
 /* Conv output element i, i = (((n * K + k) * OD + od) * OH + oh) * OW + ow
- * (real K): its output value, and its element index in the packed output
- * in *e. */
+ * (real K): its output value, and its element index in the output (packed
+ * or channels last) in *e. */
 __device__ int ref_conv_value(const ref_shape &s, const int *data, const int4 *weights,
                               const int *raw, const void *residual, long long i, long long *e) {
   long long r = i;
@@ -58,7 +71,9 @@ __device__ int ref_conv_value(const ref_shape &s, const int *data, const int4 *w
   const int zx = raw ? raw[0] : 0;
   const int zw = raw ? raw[RAW_HEADER + s.kr + k] : 0;
   unsigned acc = 0u;
-  for (int c = 0; c < s.c4; c++)
+  if (s.nhwc) {
+    const unsigned char *x8 = (const unsigned char *)data;
+    const signed char *w8 = (const signed char *)weights;
     for (int kd = 0; kd < s.ker[0]; kd++) {
       const int id = od * s.str[0] - s.pad[0] + kd * s.dil[0];
       if (id < 0 || id >= s.in[0]) continue;
@@ -68,28 +83,59 @@ __device__ int ref_conv_value(const ref_shape &s, const int *data, const int4 *w
         for (int kw = 0; kw < s.ker[2]; kw++) {
           const int iw = ow * s.str[2] - s.pad[2] + kw * s.dil[2];
           if (iw < 0 || iw >= s.in[2]) continue;
-          const int a = data[(((n * s.c4 + c) * s.in[0] + id) * s.in[1] + ih) * s.in[2] + iw];
-          const int4 w4 =
-              weights[((((long long)(k / 4) * s.c4 + c) * s.ker[0] + kd) * s.ker[1] + kh) * s.ker[2] +
-                      kw];
-          const int lanes[4] = {w4.x, w4.y, w4.z, w4.w};
-          for (int j = 0; j < 4; j++) {
-            const int xb = (a >> (8 * j)) & 0xff;
+          const long long xp = (((n * s.in[0] + id) * s.in[1] + ih) * s.in[2] + iw) * s.c;
+          const long long wp =
+              ((((long long)k * s.ker[0] + kd) * s.ker[1] + kh) * s.ker[2] + kw) * s.c;
+          for (int c = 0; c < s.c; c++) {
+            const int xb = x8[xp + c];
             const int x = s.data_u8 ? xb : (int)(signed char)xb;
-            const int y = (signed char)(lanes[k % 4] >> (8 * j));
-            acc += (unsigned)((x - zx) * (y - zw));
+            acc += (unsigned)((x - zx) * ((int)w8[wp + c] - zw));
           }
         }
       }
     }
+  } else {
+    for (int c = 0; c < s.c4; c++)
+      for (int kd = 0; kd < s.ker[0]; kd++) {
+        const int id = od * s.str[0] - s.pad[0] + kd * s.dil[0];
+        if (id < 0 || id >= s.in[0]) continue;
+        for (int kh = 0; kh < s.ker[1]; kh++) {
+          const int ih = oh * s.str[1] - s.pad[1] + kh * s.dil[1];
+          if (ih < 0 || ih >= s.in[1]) continue;
+          for (int kw = 0; kw < s.ker[2]; kw++) {
+            const int iw = ow * s.str[2] - s.pad[2] + kw * s.dil[2];
+            if (iw < 0 || iw >= s.in[2]) continue;
+            const int a = data[(((n * s.c4 + c) * s.in[0] + id) * s.in[1] + ih) * s.in[2] + iw];
+            const int4 w4 =
+                weights[((((long long)(k / 4) * s.c4 + c) * s.ker[0] + kd) * s.ker[1] + kh) *
+                            s.ker[2] +
+                        kw];
+            const int lanes[4] = {w4.x, w4.y, w4.z, w4.w};
+            for (int j = 0; j < 4; j++) {
+              const int xb = (a >> (8 * j)) & 0xff;
+              const int x = s.data_u8 ? xb : (int)(signed char)xb;
+              const int y = (signed char)(lanes[k % 4] >> (8 * j));
+              acc += (unsigned)((x - zx) * (y - zw));
+            }
+          }
+        }
+      }
+  }
   const int v = (int)(acc + (unsigned)(raw ? raw[RAW_HEADER + k] : 0));
   /* where it lands */
   int c = k, i_d = 0, i_h = 0, i_w = 0;
   const int b = s.d2s ? s.d2s : 1, bd = s.d2s_3d ? b : 1;
   if (s.d2s) ctq_d2s(k, s.cout, b, b * b * bd, s.d2s_crd, &c, &i_d, &i_h, &i_w);
-  const long long cout4 = (s.cout + 3) / 4;
-  *e = ((((n * cout4 + c / 4) * (s.out[0] * bd) + od * bd + i_d) * (s.out[1] * b) + oh * b + i_h) *
-            (s.out[2] * b) + ow * b + i_w) * 4 + c % 4;
+  const long long pd = od * bd + i_d, ph = oh * b + i_h, pw = ow * b + i_w;
+  if (s.nhwc) {
+    *e = (((n * (s.out[0] * bd) + pd) * (s.out[1] * b) + ph) * (s.out[2] * b) + pw) * s.cout + c;
+  } else {
+    const long long cout4 = (s.cout + 3) / 4;
+    *e = ((((n * cout4 + c / 4) * (s.out[0] * bd) + pd) * (s.out[1] * b) + ph) * (s.out[2] * b) +
+          pw) *
+             4 +
+         c % 4;
+  }
   if (s.out_type == 0) return v;
   int res = 0;
   if (s.has_res) {

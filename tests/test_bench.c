@@ -6,7 +6,9 @@
  * Markdown writers on synthetic results, the PNG encoder (signature, IHDR,
  * CRCs, IEND, and the IDAT stream decoded back with zlib), the chart, and
  * the peak kernels compiling with NVRTC for sm_90 (no GPU needed). Without
- * a GPU, bench_run must say so and do nothing.
+ * a GPU, bench_run must say so and do nothing. The layout of convtune's
+ * side (--layout): its names, the nhwc layer's key, and the layout stated
+ * by the results path, JSON, CSV and Markdown.
  */
 #include <check.h>
 #include <math.h>
@@ -44,7 +46,7 @@ START_TEST(conv_bytes_real_channels) {
   ck_assert_double_eq(bench_conv_bytes(&w, 4), 600 + 216 + 6400);
   ck_assert_double_eq(bench_conv_bytes(&w, 1), 600 + 216 + 1600);
   bench_layer l;
-  bench_layer_init(&l, "stem", &w, &h200);
+  bench_layer_init(&l, "stem", &w, CT_LAYOUT_NCHW4C, &h200);
   ck_assert_int_eq(l.padded, 1);
   ck_assert_ptr_nonnull(strstr(l.key, "-c4-"));
   ck_assert_ptr_nonnull(strstr(l.key, "nchw4c"));
@@ -52,6 +54,69 @@ START_TEST(conv_bytes_real_channels) {
   ck_assert_double_eq(l.bytes, 7216);
   for (int f = BENCH_CONVTUNE; f < BENCH_N_FIELDS; f++) ck_assert(!bench_has(l.t[f]));
   ck_assert(bench_has(l.t[BENCH_FLOOR]));
+}
+END_TEST
+
+START_TEST(layout_names) {
+  static const struct {
+    const char *name;
+    ct_layout layout;
+  } ok[] = {{"nchw4c", CT_LAYOUT_NCHW4C},
+            {"ncdhw4c", CT_LAYOUT_NCHW4C},
+            {"nhwc", CT_LAYOUT_NHWC},
+            {"ndhwc", CT_LAYOUT_NHWC}};
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    ct_layout l = CT_LAYOUT_NCHW;
+    ck_assert_int_eq(bench_layout_from_name(ok[i].name, &l, NULL), CT_OK);
+    ck_assert_int_eq(l, ok[i].layout);
+  }
+  /* plain nchw is not a side of its own (nchw4c measures it), nor are other spellings */
+  static const char *const bad[] = {"nchw", "NHWC", "nhwc4c", ""};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ct_err err = {0};
+    ct_layout l = CT_LAYOUT_NHWC;
+    ck_assert_int_eq(bench_layout_from_name(bad[i], &l, &err), CT_ERR_INVALID_ARG);
+    ck_assert_int_eq(l, CT_LAYOUT_NHWC); /* untouched */
+    ck_assert_ptr_nonnull(strstr(err.msg, "nchw4c"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "nhwc"));
+  }
+  ck_assert_int_eq(bench_layout_from_name(NULL, &(ct_layout){0}, NULL), CT_ERR_INVALID_ARG);
+  ck_assert_str_eq(bench_layout_name(CT_LAYOUT_NHWC), "nhwc");
+  ck_assert_str_eq(bench_layout_name(CT_LAYOUT_NCHW4C), "nchw4c");
+  ck_assert_str_eq(bench_layout_name(CT_LAYOUT_NCHW), "nchw4c"); /* a zeroed result */
+  bench_opts o;
+  bench_opts_default(&o);
+  ck_assert_int_eq(o.layout, CT_LAYOUT_NCHW4C);
+}
+END_TEST
+
+/* In nhwc the key is the unpadded channels-last workload convtune runs;
+ * padded still says that cuDNN int8 pads the stem; the rest is as packed. */
+START_TEST(nhwc_layer_key) {
+  ct_workload w;
+  workload_init(&w, CT_OP_CONV2D);
+  w.n = 2, w.c = 3, w.k = 8, w.in[0] = w.in[1] = 10, w.kernel[0] = w.kernel[1] = 3;
+  bench_layer p, l;
+  bench_layer_init(&p, "stem", &w, CT_LAYOUT_NCHW4C, &h200);
+  bench_layer_init(&l, "stem", &w, CT_LAYOUT_NHWC, &h200);
+  ck_assert_ptr_nonnull(strstr(l.key, "conv2d-nhwc-"));
+  ck_assert_ptr_nonnull(strstr(l.key, "-c3-k8-"));
+  ct_workload back;
+  ck_assert_int_eq(workload_from_key(l.key, &back, NULL), CT_OK);
+  ck_assert_int_eq(back.layout, CT_LAYOUT_NHWC);
+  ck_assert_int_eq(back.c, 3);
+  ck_assert_int_eq(l.w.layout, CT_LAYOUT_NCHW); /* cuDNN's side takes the plain workload */
+  ck_assert_int_eq(l.padded, 1);
+  ck_assert_double_eq(l.ops, p.ops);
+  ck_assert_double_eq(l.bytes, p.bytes);
+  ck_assert_double_eq(l.t[BENCH_FLOOR], p.t[BENCH_FLOOR]);
+  /* conv3d: ndhwc */
+  workload_init(&w, CT_OP_CONV3D);
+  w.c = 64, w.k = 64, w.in[0] = 4, w.in[1] = w.in[2] = 8;
+  w.kernel[0] = w.kernel[1] = w.kernel[2] = 3;
+  bench_layer_init(&l, "3d", &w, CT_LAYOUT_NHWC, &h200);
+  ck_assert_ptr_nonnull(strstr(l.key, "conv3d-ndhwc-"));
+  ck_assert_int_eq(l.padded, 0);
 }
 END_TEST
 
@@ -63,7 +128,7 @@ START_TEST(floor_resnet50_matches_notes) {
   double sum32 = 0, sum8 = 0;
   for (int i = 0; i < s->n_items; i++) {
     bench_layer l;
-    bench_layer_init(&l, s->items[i].name, &s->items[i].w, &h200);
+    bench_layer_init(&l, s->items[i].name, &s->items[i].w, CT_LAYOUT_NCHW4C, &h200);
     sum32 += l.t[BENCH_FLOOR];
     sum8 += bench_floor_us(l.ops, bench_conv_bytes(&l.w, 1), &h200);
   }
@@ -112,6 +177,10 @@ START_TEST(slug_and_path) {
   ck_assert_str_eq(bench_results_path(&r, "bench/results", path, sizeof path),
                    "bench/results/h200-resnet50-b16.json");
   ck_assert_str_eq(bench_results_path(&r, "out/", path, sizeof path), "out/h200-resnet50-b16.json");
+  /* the nhwc run keeps its own file beside the nchw4c one */
+  r.layout = CT_LAYOUT_NHWC;
+  ck_assert_str_eq(bench_results_path(&r, "bench/results", path, sizeof path),
+                   "bench/results/h200-resnet50-b16-nhwc.json");
 }
 END_TEST
 
@@ -136,7 +205,7 @@ static void synthetic(bench_result *r, bench_layer *layers) {
   w.n = 16, w.c = 3, w.k = 64, w.in[0] = w.in[1] = 224, w.kernel[0] = w.kernel[1] = 7;
   w.stride[0] = w.stride[1] = 2;
   w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = 3;
-  bench_layer_init(&layers[0], "conv1", &w, &h200);
+  bench_layer_init(&layers[0], "conv1", &w, CT_LAYOUT_NCHW4C, &h200);
   layers[0].t[BENCH_CONVTUNE] = 40.0;
   layers[0].t[BENCH_PACK] = 12.5;
   layers[0].t[BENCH_CUDNN_INT8] = 400.0;
@@ -147,7 +216,7 @@ static void synthetic(bench_result *r, bench_layer *layers) {
   snprintf(layers[0].algo[0], sizeof layers[0].algo[0], "IMPLICIT_PRECOMP_GEMM, tensor op");
   w.c = 64, w.in[0] = w.in[1] = 56, w.kernel[0] = w.kernel[1] = 3, w.stride[0] = w.stride[1] = 1;
   w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = 1;
-  bench_layer_init(&layers[1], "l1_3x3_64", &w, &h200);
+  bench_layer_init(&layers[1], "l1_3x3_64", &w, CT_LAYOUT_NCHW4C, &h200);
   layers[1].t[BENCH_CUDNN_INT8] = 100.0;
   layers[1].t[BENCH_CUDNN_INT8X32] = 60.0;
   layers[1].t[BENCH_CUDNN_FP16] = 10.0;
@@ -177,6 +246,7 @@ START_TEST(json_with_nulls) {
     ck_assert_msg(cJSON_GetObjectItemCaseSensitive(o, top[i]), "missing %s", top[i]);
   ck_assert_str_eq(cJSON_GetObjectItem(o, "device")->valuestring, "NVIDIA H200");
   ck_assert_str_eq(cJSON_GetObjectItem(o, "commit")->valuestring, "abc1234");
+  ck_assert_str_eq(cJSON_GetObjectItem(o, "layout")->valuestring, "nchw4c");
   ck_assert_int_eq(cJSON_GetObjectItem(o, "batch")->valueint, 16);
   cJSON *pk = cJSON_GetObjectItem(o, "peaks");
   ck_assert_double_eq(cJSON_GetObjectItem(pk, "dp4a_tops")->valuedouble, 130.0);
@@ -210,6 +280,17 @@ START_TEST(json_with_nulls) {
   ck_assert_int_eq(cJSON_GetObjectItem(nn, "convtune_us")->valueint, 1);
   ck_assert_int_eq(cJSON_GetObjectItem(nn, "convtune_i8_us")->valueint, 2);
   ck_assert_int_eq(cJSON_GetObjectItem(nn, "cudnn_fp16_us")->valueint, 0);
+  cJSON_Delete(o);
+  /* an nhwc run says so, and why its pack column is null */
+  r.layout = CT_LAYOUT_NHWC;
+  layers[0].t[BENCH_PACK] = BENCH_NONE;
+  o = bench_to_json(&r);
+  ck_assert_ptr_nonnull(o);
+  ck_assert_str_eq(cJSON_GetObjectItem(o, "layout")->valuestring, "nhwc");
+  ck_assert(cJSON_IsNull(
+      cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "layers"), 0), "pack_us")));
+  ck_assert_ptr_nonnull(
+      strstr(cJSON_GetObjectItem(o, "method")->valuestring, "null in layout nhwc"));
   cJSON_Delete(o);
   /* an unwritable path is an I/O error naming it */
   err = (ct_err){0};
@@ -263,6 +344,7 @@ START_TEST(csv_with_nulls) {
   int nh = csv_fields(line, head, 64);
   ck_assert_str_eq(head[0], "name");
   int col_ct = -1, col_x32 = -1, col_src = -1, col_ratio = -1;
+  ck_assert_str_eq(head[nh - 1], "layout");
   for (int i = 0; i < nh; i++) {
     if (!strcmp(head[i], "convtune_us")) col_ct = i;
     if (!strcmp(head[i], "cudnn_int8x32_us")) col_x32 = i;
@@ -277,12 +359,24 @@ START_TEST(csv_with_nulls) {
   ck_assert_str_eq(row[col_x32], "");
   ck_assert_str_eq(row[col_src], "exact, conv2d_nchw4c_dp4a"); /* quoted: it has a comma */
   ck_assert_str_eq(row[col_ratio], "0.8000");
+  ck_assert_str_eq(row[nh - 1], "nchw4c");
   ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
   ck_assert_int_eq(csv_fields(line, row, 64), nh);
   ck_assert_str_eq(row[0], "l1_3x3_64");
   ck_assert_str_eq(row[col_ct], "");
   ck_assert_str_eq(row[col_ratio], "");
   ck_assert_ptr_null(fgets(line, sizeof line, f));
+  fclose(f);
+  /* the layout column of an nhwc run */
+  r.layout = CT_LAYOUT_NHWC;
+  f = tmpfile();
+  ck_assert_ptr_nonnull(f);
+  bench_write_csv(&r, f);
+  rewind(f);
+  ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+  ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+  ck_assert_int_eq(csv_fields(line, row, 64), nh);
+  ck_assert_str_eq(row[nh - 1], "nhwc");
   fclose(f);
 }
 END_TEST
@@ -306,6 +400,8 @@ START_TEST(markdown_table) {
   synthetic(&r, layers);
   char *md = markdown(&r);
   ck_assert_ptr_nonnull(strstr(md, "cuDNN not built in"));
+  ck_assert_ptr_nonnull(strstr(md, "batch 16, layout nchw4c\n"));
+  ck_assert_ptr_nonnull(strstr(md, "- pack: the plain-NCHW call minus the packed call"));
   ck_assert_ptr_nonnull(strstr(md, "convtune us (int32 out)"));
   ck_assert_ptr_nonnull(strstr(md, "(int8 out)"));
   ck_assert_ptr_nonnull(strstr(md, "(fp16 out)"));
@@ -330,6 +426,26 @@ START_TEST(markdown_table) {
   md = markdown(&r);
   ck_assert_ptr_null(strstr(md, "not built in"));
   ck_assert_ptr_nonnull(strstr(md, "cuDNN 9.14.0"));
+  free(md);
+  /* nhwc: the title says so, the pack column is explained, the stem's
+   * empty convtune cells carry their note, and the table keeps its shape */
+  r.layout = CT_LAYOUT_NHWC;
+  layers[0].t[BENCH_CONVTUNE] = layers[0].t[BENCH_PACK] = BENCH_NONE;
+  snprintf(layers[0].note[BENCH_CONVTUNE], sizeof layers[0].note[0],
+           "not run in nhwc: no template runs this workload in layout nhwc");
+  md = markdown(&r);
+  ck_assert_ptr_nonnull(strstr(md, "batch 16, layout nhwc\n"));
+  ck_assert_ptr_nonnull(strstr(md, "- pack: does not apply to layout nhwc"));
+  ck_assert_ptr_nonnull(strstr(md, "- layout nhwc: convtune runs channels-last"));
+  ck_assert_ptr_nonnull(strstr(md, "conv1, convtune_us: not run in nhwc"));
+  header_bars = -1;
+  for (char *line = strtok(md, "\n"); line; line = strtok(NULL, "\n")) {
+    if (line[0] != '|') continue;
+    int bars = 0;
+    for (char *p = line; *p; p++) bars += *p == '|';
+    if (header_bars < 0) header_bars = bars;
+    ck_assert_int_eq(bars, header_bars);
+  }
   free(md);
 }
 END_TEST
@@ -506,6 +622,8 @@ static Suite *bench_suite(void) {
   TCase *tc = tcase_create("cpu");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, floor_known_numbers);
+  tcase_add_test(tc, layout_names);
+  tcase_add_test(tc, nhwc_layer_key);
   tcase_add_test(tc, conv_bytes_real_channels);
   tcase_add_test(tc, floor_resnet50_matches_notes);
   tcase_add_test(tc, median_and_sums);

@@ -28,6 +28,7 @@
 #include <sqlite3.h>
 
 #include "convtune/convtune.h"
+#include "core/pack.h"
 #include "core/wlset.h"
 #include "db/db.h"
 #include "dispatch/resolve.h"
@@ -824,6 +825,262 @@ START_TEST(explain_and_helpers_reject_bad_arguments) {
 }
 END_TEST
 
+/* ---- layouts ------------------------------------------------------------------------ */
+
+/* w (packed, from wl2d) in another layout. */
+static ct_workload in_layout(ct_workload w, ct_layout layout) {
+  w.layout = layout;
+  ck_assert_int_eq(workload_validate(&w, NULL), CT_OK);
+  return w;
+}
+
+/* The first registered template of layout and op, or NULL (the nhwc ones
+ * are looked up at run time, so that this file builds without them). */
+static const template_desc *registered(ct_layout layout, ct_op op) {
+  for (const template_desc *const *t = template_all(); *t; t++)
+    if ((*t)->layout == layout && (*t)->op == op) return *t;
+  return NULL;
+}
+
+/* Resolve w without a database on sm_90: its status, r filled on CT_OK. */
+static ct_status resolve_nodb(const ct_workload *w, resolution *r, ct_err *err) {
+  arch a = arch_named("sm_90");
+  return resolve(NULL, &H200, &a, w, r, err);
+}
+
+/* Each layout goes to templates of its own: nchw packed and nchw4c as they
+ * are to the channel-packed ones, nhwc as it is to the nhwc ones (or, when
+ * none is registered, nowhere); an nhwc stem is refused with the reason. */
+START_TEST(layouts_resolve_to_their_templates) {
+  ct_workload p4 = wl2d(2, 64, 64, 14, 3, 1, 1, 1);
+  ct_workload plain = in_layout(p4, CT_LAYOUT_NCHW), nw = in_layout(p4, CT_LAYOUT_NHWC);
+  resolution r;
+  ct_err err = {0};
+  ck_assert_msg(resolve_nodb(&plain, &r, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(r.tpl->layout, CT_LAYOUT_NCHW4C);
+  ck_assert_mem_eq(&r.pw, &p4, sizeof p4); /* C and K already multiples of 4 */
+  resolution_free(&r);
+  ck_assert_msg(resolve_nodb(&p4, &r, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(r.tpl->layout, CT_LAYOUT_NCHW4C);
+  resolution_free(&r);
+
+  for (int op = CT_OP_CONV2D; op <= CT_OP_CONV3D; op++) {
+    ct_workload w = nw;
+    if (op == CT_OP_CONV3D) {
+      workload_init(&w, CT_OP_CONV3D);
+      w.layout = CT_LAYOUT_NHWC;
+      w.c = w.k = 64;
+      w.in[0] = 4, w.in[1] = w.in[2] = 8;
+      w.kernel[0] = w.kernel[1] = w.kernel[2] = 3;
+      w.pad_before[0] = w.pad_before[1] = w.pad_before[2] = 1;
+      w.pad_after[0] = w.pad_after[1] = w.pad_after[2] = 1;
+    }
+    const char *lname = workload_layout_name(CT_LAYOUT_NHWC, (ct_op)op);
+    const template_desc *t = registered(CT_LAYOUT_NHWC, (ct_op)op);
+    err = (ct_err){0};
+    ct_status st = resolve_nodb(&w, &r, &err);
+    if (!t) {
+      fprintf(stderr, "test_dispatch: no %s template is registered: checking the refusal\n", lname);
+      ck_assert_int_eq(st, CT_ERR_UNSUPPORTED);
+      ck_assert_msg(strstr(err.msg, lname) && strstr(err.msg, "is registered"), "%s", err.msg);
+      continue;
+    }
+    ck_assert_msg(st == CT_OK, "%s", err.msg);
+    ck_assert_int_eq(r.tpl->layout, CT_LAYOUT_NHWC);
+    ck_assert_mem_eq(&r.pw, &w, sizeof w); /* never converted */
+    ck_assert_str_eq(r.ex.template_name, r.tpl->name);
+    ck_assert_int_eq(r.ex.source, CT_SOURCE_DEFAULT);
+    expect_valid(&r, "sm_90");
+    resolution_free(&r);
+  }
+
+  /* the nhwc stem: no nhwc template takes C % 16 != 0; never packed */
+  ct_workload stem;
+  workload_init(&stem, CT_OP_CONV2D);
+  stem.layout = CT_LAYOUT_NHWC;
+  stem.c = 3, stem.k = 64;
+  stem.in[0] = stem.in[1] = 56;
+  stem.kernel[0] = stem.kernel[1] = 7;
+  stem.stride[0] = stem.stride[1] = 2;
+  stem.pad_before[0] = stem.pad_before[1] = stem.pad_after[0] = stem.pad_after[1] = 3;
+  ck_assert_int_eq(workload_validate(&stem, NULL), CT_OK);
+  err = (ct_err){0};
+  ck_assert_int_eq(resolve_nodb(&stem, &r, &err), CT_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(err.msg, "no template runs this workload in layout nhwc"), "%s", err.msg);
+  const template_desc *t = registered(CT_LAYOUT_NHWC, CT_OP_CONV2D);
+  if (t) ck_assert_msg(strstr(err.msg, t->name) && strstr(err.msg, "16"), "%s", err.msg);
+
+  /* the same through the public API, which explains nhwc by its template */
+  ct_context *ctx = NULL;
+  ck_assert_int_eq(ct_open_arch(NULL, "sm_90", &ctx), CT_OK);
+  ct_explanation ex;
+  ck_assert_int_eq(ct_explain(ctx, &stem, &ex), CT_ERR_UNSUPPORTED);
+  expect_msg(ctx, "layout nhwc");
+  if (t) {
+    ck_assert_int_eq(ct_explain(ctx, &nw, &ex), CT_OK);
+    ck_assert_str_eq(ex.template_name, t->name);
+  }
+  ck_assert_int_eq(ct_explain(ctx, &plain, &ex), CT_OK);
+  ck_assert_ptr_null(strstr(ex.template_name, "nhwc"));
+  ct_close(ctx);
+}
+END_TEST
+
+/* Insert one OK trial of the nhwc workload w with template t on the H200,
+ * a config of t's space valid on sm_90 drawn from seed; its JSON into json. */
+static void put_nhwc_trial(db *d, const char *uid, const template_desc *t, const ct_workload *w,
+                           double median_us, uint64_t seed, char *json) {
+  space s;
+  space_init(&s);
+  ck_assert_int_eq(template_space(t, w, &s, NULL), CT_OK);
+  arch a90 = arch_named("sm_90");
+  rng r;
+  rng_seed(&r, seed);
+  config cfg;
+  ck_assert_int_eq(template_sample(t, w, &s, &a90, &r, 100000, &cfg, NULL), CT_OK);
+  instance inst;
+  ck_assert_int_eq(instance_make(t, w, &s, &cfg, &a90, &inst, NULL), CT_OK);
+  trial tr;
+  memset(&tr, 0, sizeof tr);
+  cJSON *j = space_config_to_json(&s, &cfg);
+  tr.config_json = cJSON_PrintUnformatted(j);
+  cJSON_Delete(j);
+  ck_assert_ptr_nonnull(tr.config_json);
+  snprintf(json, 1024, "%s", tr.config_json);
+  size_t len = 1;
+  for (int i = 0; i < inst.n_options; i++) len += strlen(inst.options[i]) + 1;
+  char *p = tr.options = malloc(len);
+  ck_assert_ptr_nonnull(p);
+  for (int i = 0; i < inst.n_options; i++) p += sprintf(p, i ? " %s" : "%s", inst.options[i]);
+  *p = '\0';
+  tr.config_index = space_index(&s, &cfg);
+  space_free(&s);
+  snprintf(tr.uid, sizeof tr.uid, "%s", uid);
+  workload_key(w, tr.workload_key, sizeof tr.workload_key);
+  snprintf(tr.template_name, sizeof tr.template_name, "%s", t->name);
+  snprintf(tr.template_version, sizeof tr.template_version, "%s", template_version(t));
+  tr.outcome = OUT_OK;
+  tr.median_us = median_us;
+  tr.n_samples = 1;
+  tr.samples_us = malloc(sizeof *tr.samples_us);
+  ck_assert_ptr_nonnull(tr.samples_us);
+  tr.samples_us[0] = median_us;
+  snprintf(tr.arch, sizeof tr.arch, "sm_90");
+  snprintf(tr.tuner, sizeof tr.tuner, "random");
+  snprintf(tr.session, sizeof tr.session, "test-dispatch");
+  tr.timestamp = 1767225600.0 + (double)seed;
+  tr.device = H200;
+  ct_err err = {0};
+  ck_assert_msg(db_insert_trials(d, &tr, 1, NULL, &err) == CT_OK, "insert %s: %s", uid, err.msg);
+  trial_free(&tr);
+}
+
+/* Records count under the key of their layout: an nhwc record serves the
+ * nhwc workload (exactly, and as the nearest of an untuned one), never its
+ * nchw or nchw4c twin, and a faster nchw4c record never serves nhwc. */
+START_TEST(records_serve_their_layout) {
+  const template_desc *t = registered(CT_LAYOUT_NHWC, CT_OP_CONV2D);
+  if (!t) {
+    fprintf(stderr, "test_dispatch: records_serve_their_layout skipped: no nhwc template\n");
+    return;
+  }
+  char dir[512], path[600], nhwc_json[1024], key[CT_KEY_MAX];
+  scratch(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/layouts.db", dir);
+  ct_workload x = wl2d(1, 64, 64, 28, 3, 1, 1, 1);
+  ct_workload xn = in_layout(x, CT_LAYOUT_NHWC), xp = in_layout(x, CT_LAYOUT_NCHW);
+  db *d = NULL;
+  ct_err err = {0};
+  ck_assert_msg(db_open(path, 0, &d, &err) == CT_OK, "%s", err.msg);
+  put_trial(d, "x-dp4a", &x, NULL, &H200, OUT_OK, 1.0, 1, NULL); /* faster, nchw4c */
+  put_nhwc_trial(d, "x-nhwc", t, &xn, 5.0, 2, nhwc_json);
+  db_close(d);
+
+  resolution r;
+  resolve_on(path, &H200, "sm_90", &xn, &r);
+  ck_assert_int_eq(r.ex.source, CT_SOURCE_EXACT);
+  ck_assert_str_eq(r.ex.template_name, t->name);
+  ck_assert_str_eq(r.ex.config, nhwc_json);
+  ck_assert_double_eq(r.ex.measured_us, 5.0);
+  ck_assert_str_eq(r.ex.tuned_key, workload_key(&xn, key, sizeof key));
+  ck_assert_mem_eq(&r.pw, &xn, sizeof xn);
+  resolution_free(&r);
+  for (int i = 0; i < 2; i++) {
+    resolve_on(path, &H200, "sm_90", i ? &xp : &x, &r);
+    ck_assert_int_eq(r.ex.source, CT_SOURCE_EXACT);
+    ck_assert_str_eq(r.ex.template_name, TPL2D);
+    ck_assert_double_eq(r.ex.measured_us, 1.0);
+    resolution_free(&r);
+  }
+  /* untuned batch 2: each layout's nearest is x in that layout */
+  ct_workload yn = xn, yp = xp;
+  yn.n = yp.n = 2;
+  resolve_on(path, &H200, "sm_90", &yn, &r);
+  ck_assert_int_eq(r.ex.source, CT_SOURCE_NEAREST);
+  ck_assert_str_eq(r.ex.template_name, t->name);
+  ck_assert_str_eq(r.ex.tuned_key, workload_key(&xn, key, sizeof key));
+  expect_valid(&r, "sm_90");
+  resolution_free(&r);
+  resolve_on(path, &H200, "sm_90", &yp, &r);
+  ck_assert_ptr_null(strstr(r.ex.template_name, "nhwc"));
+  ck_assert_ptr_null(strstr(r.ex.tuned_key, "nhwc"));
+  resolution_free(&r);
+}
+END_TEST
+
+/* nhwc weights are OHWI, used as they are: nothing to pack, and said so
+ * before anything else is looked at. */
+START_TEST(nhwc_weights_are_not_packed) {
+  ct_context *ctx = NULL;
+  ck_assert_int_eq(ct_open_arch(NULL, "sm_90", &ctx), CT_OK);
+  ct_workload nw = in_layout(wl2d(1, 16, 16, 8, 3, 1, 1, 1), CT_LAYOUT_NHWC);
+  char buf[64];
+  void *p = buf;
+  ck_assert_uint_eq(ct_packed_weights_bytes(&nw), 0);
+  ck_assert_int_eq(ct_pack_weights(ctx, &nw, p, p, NULL), CT_ERR_INVALID_ARG);
+  expect_msg(ctx, "nothing to pack");
+  expect_msg(ctx, "OHWI");
+  ck_assert_int_eq(ct_pack_weights(ctx, &nw, NULL, NULL, NULL), CT_ERR_INVALID_ARG);
+  expect_msg(ctx, "nothing to pack");
+  ct_workload n3;
+  workload_init(&n3, CT_OP_CONV3D);
+  n3.layout = CT_LAYOUT_NHWC;
+  n3.c = n3.k = 16;
+  n3.in[0] = n3.in[1] = n3.in[2] = 6;
+  n3.kernel[0] = n3.kernel[1] = n3.kernel[2] = 3;
+  ck_assert_int_eq(ct_pack_weights(ctx, &n3, p, p, NULL), CT_ERR_INVALID_ARG);
+  expect_msg(ctx, "ODHWI");
+  expect_msg(ctx, "ct_conv3d");
+  /* ct_make_params takes OHWI weights: the sums are those of OIHW */
+  ct_workload q = nw, qp = in_layout(nw, CT_LAYOUT_NCHW);
+  q.out_type = qp.out_type = CT_DTYPE_INT8;
+  q.epi.bias = qp.epi.bias = 1;
+  q.data_type = qp.data_type = CT_DTYPE_UINT8;
+  q.epi.data_zero_point = qp.epi.data_zero_point = 1;
+  ck_assert_int_eq(workload_validate(&q, NULL), CT_OK);
+  size_t nwt = (size_t)workload_weight_elems(&q), np = ct_params_bytes(&q);
+  ck_assert_uint_eq(np, ct_params_bytes(&qp));
+  int8_t *oihw = malloc(nwt), *ohwi = malloc(nwt);
+  void *pa = malloc(np), *pb = malloc(np);
+  ck_assert(oihw && ohwi && pa && pb);
+  for (size_t i = 0; i < nwt; i++) oihw[i] = (int8_t)(i * 37 + 11);
+  pack_ohwi(oihw, ohwi, q.k, q.c, 9);
+  int32_t bias[16];
+  for (int i = 0; i < 16; i++) bias[i] = 1000 * i - 7;
+  float scale = 0.01f;
+  ct_quant qv = {
+      .data_zero_point = 17, .bias = bias, .scale = &scale, .clamp_min = -128, .clamp_max = 127};
+  ck_assert_int_eq(ct_make_params(ctx, &q, &qv, ohwi, pa), CT_OK);
+  ck_assert_int_eq(ct_make_params(ctx, &qp, &qv, oihw, pb), CT_OK);
+  ck_assert_mem_eq(pa, pb, np);
+  free(oihw);
+  free(ohwi);
+  free(pa);
+  free(pb);
+  ct_close(ctx);
+}
+END_TEST
+
 START_TEST(strerror_of_every_status) {
   static const struct {
     ct_status st;
@@ -1035,6 +1292,9 @@ int main(void) {
   tcase_add_test(tc, no_valid_candidate_is_default);
   tcase_add_test(tc, no_database_is_default);
   tcase_add_test(tc, open_arch_explains_by_compute_capability);
+  tcase_add_test(tc, layouts_resolve_to_their_templates);
+  tcase_add_test(tc, records_serve_their_layout);
+  tcase_add_test(tc, nhwc_weights_are_not_packed);
   tcase_set_timeout(tc, 120);
   suite_add_tcase(s, tc);
 

@@ -12,7 +12,14 @@
  * outputs are poisoned (0xA5 bytes) before each call, and every element is
  * compared with reference_conv. One line per workload goes to stdout. Then
  * two threads, each with its own stream, run the same and different new
- * workloads on one context at once.
+ * workloads on one context at once. Channels-last (nhwc): awkward shapes
+ * and ResNet-50 / ResNet3D-18 in nhwc / ndhwc (random NHWC data and OHWI
+ * weights), int32 and int8 output, against reference_conv /
+ * reference_qconv of the same nhwc workload; layers that no nhwc template
+ * runs (C % 16 != 0: the stems) must be refused with CT_ERR_UNSUPPORTED
+ * naming the layout, and the rest must be served by an nhwc template. The
+ * nhwc templates are looked up at run time: without them, or on a GPU other
+ * than sm_90 (wgmma), the case is skipped with a message.
  *
  * Environment: CT_DISPATCH_DB, the database (unset: none, every workload
  * gets the default); CT_DISPATCH_BATCH, the batch of both sets (default 1).
@@ -30,9 +37,11 @@
 
 #include "convtune/convtune.h"
 #include "core/pack.h"
+#include "core/quant.h"
 #include "core/reference.h"
 #include "core/rng.h"
 #include "core/wlset.h"
+#include "templates/template.h"
 #include "tests/gpu_probe.h"
 
 #define POISON_BYTE 0xA5
@@ -341,6 +350,197 @@ START_TEST(awkward_shapes_exact) {
 }
 END_TEST
 
+/* ---- channels last ------------------------------------------------------------- */
+
+/* Run the nhwc workload w (int32 output; with q8, its int8-output variant:
+ * bias, per-channel scales, values from quant_random) and compare every
+ * byte with the CPU reference of the same workload. Returns 0 when exact,
+ * 1 when wrong or failed, and -1 when refused with CT_ERR_UNSUPPORTED
+ * (message in what). */
+static int nhwc_case(ct_context *ctx, const ct_workload *w0, int q8, uint64_t seed, char *what,
+                     size_t what_size, char *tpl_name) {
+  ct_workload w = *w0;
+  w.layout = CT_LAYOUT_NHWC;
+  if (q8) {
+    w.out_type = CT_DTYPE_INT8;
+    w.epi.bias = 1;
+    w.epi.scale = CT_SCALE_CHANNEL;
+  }
+  ck_assert_int_eq(workload_validate(&w, NULL), CT_OK);
+  size_t nd = (size_t)workload_data_elems(&w), nw = (size_t)workload_weight_elems(&w);
+  size_t nob = ct_out_bytes(&w), np = ct_params_bytes(&w);
+  int8_t *data = xmalloc(nd), *weights = xmalloc(nw);
+  uint8_t *want = xmalloc(nob), *got = xmalloc(nob);
+  void *params = xmalloc(np);
+  rng r;
+  rng_seed(&r, seed);
+  fill_random(&r, data, nd);
+  fill_random(&r, weights, nw);
+  quant_store qs;
+  ct_err err = {0};
+  ck_assert_msg(quant_random(&w, seed, &qs, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(reference_qconv(&w, &qs.q, data, weights, NULL, want, &err) == CT_OK, "%s",
+                err.msg);
+  int rc = 1;
+  void *d_data = NULL, *d_w = NULL, *d_out = NULL, *d_params = NULL;
+  tpl_name[0] = '\0';
+  ct_explanation ex;
+  ct_status st = ct_explain(ctx, &w, &ex);
+  if (st == CT_ERR_UNSUPPORTED) {
+    snprintf(what, what_size, "refused: %s", ct_errmsg(ctx));
+    rc = -1;
+    goto done;
+  }
+  if (st) {
+    snprintf(what, what_size, "ct_explain: %s: %s", ct_status_name(st), ct_errmsg(ctx));
+    goto done;
+  }
+  snprintf(tpl_name, 48, "%s", ex.template_name);
+  ck_assert_int_eq(ct_make_params(ctx, &w, &qs.q, weights, params), CT_OK);
+  CUDA_OK(cudaMalloc(&d_data, nd));
+  CUDA_OK(cudaMalloc(&d_w, nw));
+  CUDA_OK(cudaMalloc(&d_out, nob));
+  CUDA_OK(cudaMalloc(&d_params, np));
+  CUDA_OK(cudaMemcpy(d_data, data, nd, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d_w, weights, nw, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d_params, params, np, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset(d_out, POISON_BYTE, nob));
+  CUDA_OK(cudaDeviceSynchronize());
+  st = w.op == CT_OP_CONV3D ? ct_qconv3d(ctx, &w, d_data, d_w, d_params, NULL, d_out, NULL)
+                            : ct_qconv2d(ctx, &w, d_data, d_w, d_params, NULL, d_out, NULL);
+  if (st) {
+    snprintf(what, what_size, "%s: %s", ct_status_name(st), ct_errmsg(ctx));
+    goto done;
+  }
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) {
+    snprintf(what, what_size, "after the call: %s", cudaGetErrorString(e));
+    goto done;
+  }
+  CUDA_OK(cudaMemcpy(got, d_out, nob, cudaMemcpyDeviceToHost));
+  if (q8) {
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < nob; i++)
+      if (got[i] != want[i] && !bad++) first = i;
+    if (bad)
+      snprintf(what, what_size, "%zu of %zu bytes differ, first at %zu: got %d, want %d", bad, nob,
+               first, (int8_t)got[first], (int8_t)want[first]);
+    rc = bad != 0;
+  } else {
+    long long bad =
+        count_mismatches((int32_t *)got, (int32_t *)want, nob / sizeof(int32_t), what, what_size);
+    rc = bad != 0;
+  }
+  if (!rc) snprintf(what, what_size, "exact");
+done:
+  cudaFree(d_data);
+  cudaFree(d_w);
+  cudaFree(d_out);
+  cudaFree(d_params);
+  quant_store_free(&qs);
+  free(data);
+  free(weights);
+  free(want);
+  free(got);
+  free(params);
+  return rc;
+}
+
+/* Whether the nhwc cases can run here: an nhwc template and an sm_90 GPU;
+ * else why not in why. */
+static int nhwc_runs_here(char *why, size_t size) {
+  if (!template_find("conv2d_nhwc_wgmma") && !template_find("conv3d_ndhwc_wgmma")) {
+    snprintf(why, size, "no nhwc template is registered");
+    return 0;
+  }
+  struct cudaDeviceProp p;
+  CUDA_OK(cudaGetDeviceProperties(&p, 0));
+  if (p.major != 9 || p.minor != 0) {
+    snprintf(why, size, "the nhwc templates run wgmma on sm_90 only; this is sm_%d%d", p.major,
+             p.minor);
+    return 0;
+  }
+  return 1;
+}
+
+/* Each workload in nhwc, int32 and int8 out; one line each. A workload with
+ * C % 16 != 0 must be refused (the stems), any other served by an nhwc
+ * template and exact. Returns the failures. */
+static int run_all_nhwc(ct_context *ctx, const char *set_name, const ct_workload *ws,
+                        const char *const *names, int n) {
+  int failures = 0;
+  for (int i = 0; i < n; i++)
+    for (int q8 = 0; q8 < 2; q8++) {
+      char what[CT_ERRMSG_MAX + 128], tpl[48];
+      int rc = nhwc_case(ctx, &ws[i], q8, 2000 + (uint64_t)i, what, sizeof what, tpl);
+      int refused_ok = rc == -1 && ws[i].c % 16 != 0 && strstr(what, "layout n");
+      int served_ok = rc == 0 && strstr(tpl, "hwc_");
+      printf("%s/%-14s nhwc %-5s %-20s %s\n", set_name, names[i], q8 ? "int8" : "int32",
+             tpl[0] ? tpl : "-", what);
+      fflush(stdout);
+      failures += !refused_ok && !served_ok;
+    }
+  return failures;
+}
+
+static const shape nhwc_awkward[] = {
+    {"c64-b2", CT_OP_CONV2D, 2, 64, 64, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+    {"c16k24-s2-asym", CT_OP_CONV2D, 1, 16, 24, {13, 11}, {3, 3}, {2, 2}, {1, 0}, {1, 1}, {1, 1}},
+    {"1x1-s2", CT_OP_CONV2D, 3, 32, 16, {9, 9}, {1, 1}, {2, 2}, {0, 0}, {0, 0}, {1, 1}},
+    {"1x7-dil", CT_OP_CONV2D, 1, 48, 8, {12, 16}, {1, 7}, {1, 1}, {0, 6}, {0, 6}, {1, 2}},
+    {"stem-c3", CT_OP_CONV2D, 1, 3, 64, {32, 32}, {7, 7}, {2, 2}, {3, 3}, {3, 3}, {1, 1}},
+    {"3d-c32-b2",
+     CT_OP_CONV3D,
+     2,
+     32,
+     64,
+     {4, 8, 6},
+     {3, 3, 3},
+     {1, 2, 1},
+     {1, 1, 1},
+     {1, 1, 1},
+     {1, 1, 1}},
+};
+
+START_TEST(nhwc_exact_or_refused) {
+  char why[160];
+  if (!nhwc_runs_here(why, sizeof why)) {
+    printf("nhwc: skipped: %s\n", why);
+    return;
+  }
+  enum { N = sizeof nhwc_awkward / sizeof nhwc_awkward[0] };
+  ct_workload ws[N];
+  const char *names[N];
+  for (int i = 0; i < N; i++) {
+    ws[i] = from_shape(&nhwc_awkward[i]);
+    names[i] = nhwc_awkward[i].name;
+  }
+  ct_context *ctx = open_ctx();
+  int failures = run_all_nhwc(ctx, "awkward", ws, names, N);
+  static const char *const sets[] = {"resnet50", "resnet3d18"};
+  int total = 2 * N;
+  for (int k = 0; k < 2; k++) {
+    wlset *set = NULL;
+    ct_err err = {0};
+    ck_assert_msg(wlset_load_named(sets[k], batch, &set, &err) == CT_OK, "%s", err.msg);
+    ct_workload *sw = xmalloc(sizeof *sw * (size_t)set->n_items);
+    const char **sn = xmalloc(sizeof *sn * (size_t)set->n_items);
+    for (int i = 0; i < set->n_items; i++) {
+      sw[i] = set->items[i].w;
+      sn[i] = set->items[i].name;
+    }
+    failures += run_all_nhwc(ctx, sets[k], sw, sn, set->n_items);
+    total += 2 * set->n_items;
+    free(sw);
+    free(sn);
+    wlset_free(set);
+  }
+  ct_close(ctx);
+  ck_assert_msg(failures == 0, "nhwc: %d of %d cases neither exact nor rightly refused", failures,
+                total);
+}
+END_TEST
+
 /* ---- two threads, two streams, one context -------------------------------------------- */
 
 #define N_ITERS 20
@@ -520,6 +720,7 @@ int main(void) {
   tcase_add_test(tc, resnet50_every_layer_exact);
   tcase_add_test(tc, resnet3d18_every_layer_exact);
   tcase_add_test(tc, two_threads_two_streams_exact);
+  tcase_add_test(tc, nhwc_exact_or_refused);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, CK_NOFORK);

@@ -10,7 +10,14 @@
  * hang (TIMEOUT after timeout_s = 1, a restart), wrong values and an
  * unwritten output (WRONG_ANSWER with the exact first mismatch), a block of
  * 2048 threads and a corrupt cubin (LAUNCH_ERROR, no restart); after each a
- * good config still measures OK.
+ * good config still measures OK. (4) Channels-last (nhwc) tasks: the GPU
+ * reference equals the CPU one on the same shapes and on channels that are
+ * no multiple of 4 (int32, and 8-bit outputs whose size is no multiple of
+ * 4 bytes, with a residual); an unwritten 8-bit output of odd size is a
+ * WRONG_ANSWER located by image, pixel and channel; a template of another
+ * layout is refused; and, when the nhwc templates are registered and the
+ * GPU is sm_90, a random config of each measures OK (else skipped, with a
+ * message).
  *
  * This process must not initialise CUDA: the runner and the builder fork,
  * and a CUDA context does not survive a fork (device_count() would create
@@ -182,10 +189,9 @@ static int32_t *reference_of(runner *r, const ct_workload *w, int8_t **data, int
   return reference_res(r, w, data, weights, NULL);
 }
 
-/* A random valid config of the dp4a template for w, compiled by b. */
-static void build_good(builder *b, const ct_workload *w, instance *inst, cubin *c) {
-  const template_desc *tpl =
-      template_find(w->op == CT_OP_CONV2D ? "conv2d_nchw4c_dp4a" : "conv3d_ncdhw4c_dp4a");
+/* A random valid config of tpl for w, compiled by b. */
+static void build_config(builder *b, const template_desc *tpl, const ct_workload *w, instance *inst,
+                         cubin *c) {
   ck_assert_ptr_nonnull(tpl);
   ct_err err = {0};
   space s;
@@ -202,6 +208,13 @@ static void build_good(builder *b, const ct_workload *w, instance *inst, cubin *
   ct_status st = builder_collect(b, &tag, c, &err);
   ck_assert_msg(st == CT_OK, "builder_collect: %s\n%s", err.msg, c->log ? c->log : "");
   ck_assert_int_eq(tag, 1);
+}
+
+/* A random valid config of the dp4a template for w, compiled by b. */
+static void build_good(builder *b, const ct_workload *w, instance *inst, cubin *c) {
+  build_config(b,
+               template_find(w->op == CT_OP_CONV2D ? "conv2d_nchw4c_dp4a" : "conv3d_ncdhw4c_dp4a"),
+               w, inst, c);
 }
 
 static run_result measure(runner *r, const instance *inst, const void *bytes, size_t size) {
@@ -581,6 +594,230 @@ START_TEST(planted_faults_are_outcomes) {
 }
 END_TEST
 
+/* ---- channels last ------------------------------------------------------------ */
+
+/* The shapes, and a few with channels that are no multiple of 4 (which the
+ * packed layout would pad), in nhwc. */
+static const shape odd_channels[] = {
+    {"c5k7 3x3 s2 b3",
+     CT_OP_CONV2D,
+     3,
+     5,
+     7,
+     {0, 9, 11},
+     {0, 3, 3},
+     {0, 2, 2},
+     {0, 1, 1},
+     {0, 1, 1},
+     {0, 1, 1}},
+    {"stem c3k6 7x7",
+     CT_OP_CONV2D,
+     1,
+     3,
+     6,
+     {0, 15, 13},
+     {0, 7, 7},
+     {0, 2, 2},
+     {0, 3, 3},
+     {0, 3, 3},
+     {0, 1, 1}},
+    {"3d c3k5",
+     CT_OP_CONV3D,
+     1,
+     3,
+     5,
+     {3, 7, 5},
+     {3, 3, 3},
+     {1, 2, 1},
+     {1, 1, 1},
+     {1, 1, 1},
+     {1, 1, 1}},
+};
+
+/* Bytes of w's output. */
+static size_t out_bytes(const ct_workload *w) {
+  return (size_t)workload_out_elems(w) * workload_out_elem_bytes(w);
+}
+
+static void nhwc_workload(const shape *sh, ct_workload *w) {
+  shape_workload(sh, w);
+  w->layout = CT_LAYOUT_NHWC;
+  ct_err err = {0};
+  ck_assert_msg(workload_validate(w, &err) == CT_OK, "%s: %s", sh->name, err.msg);
+}
+
+/* The GPU reference of the nhwc task w against reference_qconv on the same
+ * inputs (copied back from the worker), byte for byte. */
+static void nhwc_matches_cpu(runner *r, const ct_workload *w, const char *name) {
+  runner_opts o;
+  runner_opts_default(&o);
+  set_task(r, w);
+  int8_t *data, *weights;
+  uint8_t *residual;
+  void *got = reference_res(r, w, &data, &weights, &residual);
+  quant_store qs;
+  ct_err err = {0};
+  ck_assert_msg(quant_random(w, o.seed, &qs, &err) == CT_OK, "%s", err.msg);
+  size_t bytes = (size_t)workload_out_elems(w) * workload_out_elem_bytes(w);
+  void *want = malloc(bytes);
+  ck_assert_ptr_nonnull(want);
+  ck_assert_msg(reference_qconv(w, &qs.q, data, weights, residual, want, &err) == CT_OK, "%s: %s",
+                name, err.msg);
+  size_t eb = workload_out_elem_bytes(w), bad = 0, first = 0;
+  for (size_t j = 0; j < bytes; j++)
+    if (((uint8_t *)got)[j] != ((uint8_t *)want)[j] && bad++ == 0) first = j / eb;
+  char key[CT_KEY_MAX];
+  ck_assert_msg(bad == 0, "%s (%s): %zu bytes of %zu differ, first in element %zu", name,
+                workload_key(w, key, sizeof key), bad, bytes, first);
+  quant_store_free(&qs);
+  free(want);
+  free(got);
+  free(data);
+  free(weights);
+  free(residual);
+}
+
+START_TEST(gpu_reference_nhwc_equals_cpu_reference) {
+  runner *r = start(NULL);
+  int n_odd_bytes = 0;
+  for (int set = 0; set < 2; set++) {
+    const shape *list = set ? odd_channels : shapes;
+    size_t n =
+        set ? sizeof odd_channels / sizeof odd_channels[0] : sizeof shapes / sizeof shapes[0];
+    for (size_t i = 0; i < n; i++)
+      for (int variant = 0; variant < 3; variant++) {
+        ct_workload w;
+        nhwc_workload(&list[i], &w);
+        if (variant == 1) { /* uint8 data with a zero point, weight zero points, bias */
+          w.data_type = CT_DTYPE_UINT8;
+          w.epi.data_zero_point = w.epi.weight_zero_point = w.epi.bias = 1;
+        } else if (variant == 2) { /* int8 out, per channel, residual; uint8 out for odd i */
+          w.out_type = i % 2 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
+          w.epi.bias = 1;
+          w.epi.scale = CT_SCALE_CHANNEL;
+          w.epi.residual = 1;
+          n_odd_bytes += out_bytes(&w) % 4 != 0;
+        }
+        nhwc_matches_cpu(r, &w, list[i].name);
+      }
+  }
+  ck_assert_int_gt(n_odd_bytes, 0); /* c5k7: 3 x 30 pixels x 7 bytes, the tail of a word */
+  ck_assert_int_eq(runner_restarts(r), 0);
+  runner_stop(r);
+}
+END_TEST
+
+/* An 8-bit nhwc output of odd size left unwritten: a wrong answer located
+ * in the output; a template of another layout: refused before the worker. */
+START_TEST(nhwc_wrong_answers_and_layouts) {
+  builder *b = NULL;
+  ct_err err = {0};
+  ck_assert_msg(builder_start(1, &dev.arch, &b, &err) == CT_OK, "%s", err.msg);
+  runner *r = start(NULL);
+  ct_workload p4, w;
+  make_workload(&shapes[0], &p4);
+  instance good;
+  cubin good_c;
+  build_good(b, &p4, &good, &good_c);
+  nhwc_workload(&odd_channels[0], &w);
+  w.out_type = CT_DTYPE_INT8;
+  w.epi.bias = 1;
+  ck_assert_uint_ne(out_bytes(&w) % 4, 0);
+  set_task(r, &w);
+  run_result res;
+  ck_assert_int_eq(runner_measure(r, &good, good_c.data, good_c.size, &res, &err),
+                   CT_ERR_INVALID_ARG);
+  ck_assert_msg(strstr(err.msg, "runs layout nchw4c; the task is nhwc"), "%s", err.msg);
+  instance inst;
+  cubin c;
+  plant(&good, "lazy", lazy_source, &inst, &c);
+  inst.tpl = NULL; /* a planted kernel: no template, no layout */
+  res = measure(r, &inst, c.data, c.size);
+  ck_assert_msg(res.outcome == OUT_WRONG_ANSWER, "%s: %s", outcome_name(res.outcome), res.error);
+  char want[128];
+  snprintf(want, sizeof want, " of %zu words (4 bytes of the nhwc output each) differ",
+           (out_bytes(&w) + 3) / 4);
+  ck_assert_msg(strstr(res.error, want) && strstr(res.error, "(image 0, pixel ") &&
+                    strstr(res.error, ": got -91, want "),
+                "%s", res.error);
+  cubin_free(&c);
+  ck_assert_int_eq(runner_restarts(r), 0);
+  cubin_free(&good_c);
+  runner_stop(r);
+  builder_stop(b);
+}
+END_TEST
+
+/* A random config of each registered nhwc template measures OK on an nhwc
+ * task (int32, and int8 with bias and per-channel scales). */
+START_TEST(nhwc_templates_measure_ok) {
+  static const char *const names[] = {"conv2d_nhwc_wgmma", "conv3d_ndhwc_wgmma"};
+  static const shape nhwc_shapes[] = {
+      {"3x3 c64 k64 b2",
+       CT_OP_CONV2D,
+       2,
+       64,
+       64,
+       {0, 14, 14},
+       {0, 3, 3},
+       {0, 1, 1},
+       {0, 1, 1},
+       {0, 1, 1},
+       {0, 1, 1}},
+      {"3x3x3 c32 k64",
+       CT_OP_CONV3D,
+       1,
+       32,
+       64,
+       {4, 8, 8},
+       {3, 3, 3},
+       {1, 1, 1},
+       {1, 1, 1},
+       {1, 1, 1},
+       {1, 1, 1}},
+  };
+  if (dev.arch.cc_major != 9 || dev.arch.cc_minor != 0) {
+    printf("nhwc templates: skipped: they run on sm_90 only, this is %s\n", dev.arch.name);
+    return;
+  }
+  builder *b = NULL;
+  ct_err err = {0};
+  ck_assert_msg(builder_start(1, &dev.arch, &b, &err) == CT_OK, "%s", err.msg);
+  runner_opts o;
+  runner_opts_default(&o);
+  runner *r = start(&o);
+  for (int i = 0; i < 2; i++) {
+    const template_desc *tpl = template_find(names[i]);
+    if (!tpl) {
+      printf("%s: skipped: not registered\n", names[i]);
+      continue;
+    }
+    ck_assert_int_eq(tpl->layout, CT_LAYOUT_NHWC);
+    for (int q = 0; q < 2; q++) {
+      ct_workload w;
+      nhwc_workload(&nhwc_shapes[i], &w);
+      if (q) {
+        w.out_type = CT_DTYPE_INT8;
+        w.epi.bias = 1;
+        w.epi.scale = CT_SCALE_CHANNEL;
+      }
+      set_task(r, &w);
+      instance inst;
+      cubin c;
+      build_config(b, tpl, &w, &inst, &c);
+      run_result res = measures_ok(r, &inst, &c, &o);
+      printf("%s %s%s: median %.2f us\n", names[i], nhwc_shapes[i].name, q ? " int8 out" : "",
+             res.median_us);
+      fflush(stdout);
+      cubin_free(&c);
+    }
+  }
+  ck_assert_int_eq(runner_restarts(r), 0);
+  runner_stop(r);
+  builder_stop(b);
+}
+END_TEST
+
 START_TEST(bad_options_are_rejected) {
   runner_opts o;
   runner_opts_default(&o);
@@ -624,6 +861,9 @@ int main(void) {
   tcase_add_test(tc, gpu_reference_equals_cpu_reference);
   tcase_add_test(tc, a_valid_config_measures_ok);
   tcase_add_test(tc, planted_faults_are_outcomes);
+  tcase_add_test(tc, gpu_reference_nhwc_equals_cpu_reference);
+  tcase_add_test(tc, nhwc_wrong_answers_and_layouts);
+  tcase_add_test(tc, nhwc_templates_measure_ok);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   /* No fork per test: the runner forks its own worker, and a CUDA context

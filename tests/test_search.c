@@ -10,6 +10,12 @@
  * deterministic per seed; xgb and ga beat random on the synthetic function
  * (medians over seeds, margins measured); features have a constant count;
  * bad kinds and options are rejected; settings are JSON; transfer rows help.
+ * Also the tuner's template selection by layout (tuner/tune.c: tune_plan,
+ * tune_task_workload), which needs no GPU: nchw goes packed to the nchw4c
+ * templates, nchw4c as it is, nhwc as it is to the nhwc templates only, and
+ * an nhwc workload that none runs (a stem) is refused with the reasons.
+ * The nhwc templates are looked up at run time: without them the nhwc
+ * cases check the refusal that names the missing layout.
  * Cost: about 13 s in a RelWithDebInfo build, 60 s under the sanitizers;
  * most of it the xgb runs of the quality case.
  */
@@ -23,6 +29,7 @@
 #include <cJSON.h>
 
 #include "tuner/search.h"
+#include "tuner/tune.h"
 
 /* A passing ck_assert records a mark point: too slow for hot loops. */
 #define REQUIRE(cond)                                                                              \
@@ -624,6 +631,167 @@ START_TEST(transfer_rows_are_used) {
 }
 END_TEST
 
+/* ---- template selection by layout (tuner/tune.c) -------------------------------- */
+
+/* A conv2d (or conv3d) of c -> k channels, 3x3 (x3), padding 1, in layout. */
+static ct_workload sel_workload(ct_op op, ct_layout layout, int c, int k) {
+  ct_workload w;
+  workload_init(&w, op);
+  w.layout = layout;
+  w.n = 2, w.c = c, w.k = k;
+  int nd = op == CT_OP_CONV3D ? 3 : 2;
+  for (int d = 0; d < nd; d++) {
+    w.in[d] = d == 0 && nd == 3 ? 4 : 14;
+    w.kernel[d] = 3;
+    w.pad_before[d] = w.pad_after[d] = 1;
+  }
+  ct_err err = {0};
+  ck_assert_msg(workload_validate(&w, &err) == CT_OK, "%s", err.msg);
+  return w;
+}
+
+/* The first registered template of layout and op, or NULL. */
+static const template_desc *registered(ct_layout layout, ct_op op) {
+  for (const template_desc *const *t = template_all(); *t; t++)
+    if ((*t)->layout == layout && (*t)->op == op) return *t;
+  return NULL;
+}
+
+START_TEST(task_workload_by_layout) {
+  const template_desc *packed = template_find("conv2d_nchw4c_dp4a");
+  ck_assert_ptr_nonnull(packed);
+  /* the rule reads the template's layout only: a descriptor of layout nhwc
+   * stands for the nhwc templates whether or not one is registered */
+  const template_desc nhwc = {.name = "layout_nhwc", .op = CT_OP_CONV2D, .layout = CT_LAYOUT_NHWC};
+  ct_workload plain = sel_workload(CT_OP_CONV2D, CT_LAYOUT_NCHW, 3, 10);
+  ct_workload p4 = sel_workload(CT_OP_CONV2D, CT_LAYOUT_NCHW4C, 16, 32);
+  ct_workload nw = sel_workload(CT_OP_CONV2D, CT_LAYOUT_NHWC, 3, 10);
+  ct_workload out;
+  char why[TEMPLATE_WHY_MAX];
+
+  ck_assert_int_eq(tune_task_workload(packed, &plain, &out, why), 1);
+  ct_workload want;
+  workload_packed(&plain, &want);
+  ck_assert_mem_eq(&out, &want, sizeof out);
+  ck_assert_int_eq(out.c, 4);
+  ck_assert_int_eq(out.k, 12);
+  ck_assert_int_eq(tune_task_workload(packed, &p4, &out, why), 1);
+  ck_assert_mem_eq(&out, &p4, sizeof out);
+
+  /* nhwc is never packed; nchw and nchw4c never go to an nhwc template */
+  out = p4;
+  ck_assert_int_eq(tune_task_workload(packed, &nw, &out, why), 0);
+  ck_assert_mem_eq(&out, &p4, sizeof out); /* untouched */
+  ck_assert_msg(strstr(why, "runs layout nchw4c") && strstr(why, "is nhwc"), "%s", why);
+  ck_assert_int_eq(tune_task_workload(&nhwc, &nw, &out, NULL), 1);
+  ck_assert_mem_eq(&out, &nw, sizeof out);
+  ck_assert_int_eq(tune_task_workload(&nhwc, &plain, &out, why), 0);
+  ck_assert_msg(strstr(why, "runs layout nhwc") && strstr(why, "is nchw,"), "%s", why);
+  ck_assert_int_eq(tune_task_workload(&nhwc, &p4, &out, NULL), 0);
+  /* in place */
+  out = plain;
+  ck_assert_int_eq(tune_task_workload(packed, &out, &out, NULL), 1);
+  ck_assert_int_eq(out.layout, CT_LAYOUT_NCHW4C);
+}
+END_TEST
+
+/* Every task of a plan is a template of the workload's layout (packed for
+ * nchw) that supports what it gets. */
+static void check_plan(const ct_workload *w, const tune_task *tasks, int n) {
+  ck_assert_int_gt(n, 0);
+  for (int i = 0; i < n; i++) {
+    const template_desc *t = tasks[i].tpl;
+    ct_layout want = w->layout == CT_LAYOUT_NCHW ? CT_LAYOUT_NCHW4C : w->layout;
+    ck_assert_msg(t->layout == want, "%s (layout %d) offered for layout %d", t->name, t->layout,
+                  w->layout);
+    ck_assert_int_eq(t->op, w->op);
+    ck_assert_int_eq(tasks[i].w.layout, want);
+    ck_assert(t->supports(&tasks[i].w, NULL));
+    if (w->layout != CT_LAYOUT_NCHW) ck_assert_mem_eq(&tasks[i].w, w, sizeof *w);
+  }
+}
+
+START_TEST(plan_by_layout) {
+  tune_task tasks[TUNE_MAX_TASKS];
+  int n = -1;
+  ct_err err = {0};
+  /* nchw and nchw4c: the channel-packed templates, every one of the op */
+  for (int op = CT_OP_CONV2D; op <= CT_OP_CONV3D; op++) {
+    ct_workload plain = sel_workload((ct_op)op, CT_LAYOUT_NCHW, 64, 64);
+    ck_assert_msg(tune_plan("plain", &plain, NULL, tasks, &n, &err) == CT_OK, "%s", err.msg);
+    check_plan(&plain, tasks, n);
+    ck_assert_int_eq(n, 3); /* mma, wgmma, dp4a */
+    ct_workload p4 = sel_workload((ct_op)op, CT_LAYOUT_NCHW4C, 64, 64);
+    ck_assert_msg(tune_plan("packed", &p4, NULL, tasks, &n, &err) == CT_OK, "%s", err.msg);
+    check_plan(&p4, tasks, n);
+    ck_assert_int_eq(n, 3);
+  }
+  /* nhwc: the nhwc templates alone, on the workload as it is */
+  for (int op = CT_OP_CONV2D; op <= CT_OP_CONV3D; op++) {
+    ct_workload nw = sel_workload((ct_op)op, CT_LAYOUT_NHWC, 64, 64);
+    const template_desc *t = registered(CT_LAYOUT_NHWC, (ct_op)op);
+    err = (ct_err){0};
+    ct_status st = tune_plan("nhwc", &nw, NULL, tasks, &n, &err);
+    if (!t) {
+      fprintf(stderr, "test_search: no nhwc template of %s is registered: checking the refusal\n",
+              workload_op_name((ct_op)op));
+      ck_assert_int_eq(st, CT_ERR_UNSUPPORTED);
+      ck_assert_int_eq(n, 0);
+      ck_assert_msg(strstr(err.msg, "nhwc: no template runs this workload") &&
+                        strstr(err.msg, op == CT_OP_CONV2D ? "layout nhwc" : "layout ndhwc"),
+                    "%s", err.msg);
+      continue;
+    }
+    ck_assert_msg(st == CT_OK, "%s", err.msg);
+    check_plan(&nw, tasks, n);
+  }
+}
+END_TEST
+
+START_TEST(plan_refuses_with_reasons) {
+  tune_task tasks[TUNE_MAX_TASKS];
+  int n = -1;
+  ct_err err = {0};
+  /* an nhwc stem (C % 16 != 0): refused, naming the layout and, when the
+   * nhwc templates exist, their reason and where it runs instead */
+  ct_workload stem = sel_workload(CT_OP_CONV2D, CT_LAYOUT_NHWC, 3, 64);
+  ck_assert_int_eq(tune_plan("resnet50/conv1", &stem, NULL, tasks, &n, &err), CT_ERR_UNSUPPORTED);
+  ck_assert_int_eq(n, 0);
+  ck_assert_msg(strstr(err.msg, "resnet50/conv1: no template runs this workload"), "%s", err.msg);
+  ck_assert_msg(strstr(err.msg, "layout nhwc"), "%s", err.msg);
+  const template_desc *t = registered(CT_LAYOUT_NHWC, CT_OP_CONV2D);
+  if (t) {
+    ck_assert_msg(strstr(err.msg, t->name) && strstr(err.msg, "16"), "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "tune it in layout nchw or nchw4c"), "%s", err.msg);
+    /* the reasons are those of the nhwc templates of the op, not the packed ones */
+    ck_assert_msg(!strstr(err.msg, "dp4a") && !strstr(err.msg, "conv3d"), "%s", err.msg);
+  } else {
+    fprintf(stderr, "test_search: no nhwc template is registered: the stem is refused for that\n");
+  }
+  /* a named template of another layout: refused, never converted */
+  const template_desc *dp4a = template_find("conv2d_nchw4c_dp4a");
+  ct_workload nw = sel_workload(CT_OP_CONV2D, CT_LAYOUT_NHWC, 64, 64);
+  ck_assert_int_eq(tune_plan("x", &nw, dp4a, tasks, &n, &err), CT_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(err.msg, "template conv2d_nchw4c_dp4a does not run this workload") &&
+                    strstr(err.msg, "not converted"),
+                "%s", err.msg);
+  if (t) {
+    ct_workload plain = sel_workload(CT_OP_CONV2D, CT_LAYOUT_NCHW, 64, 64);
+    ck_assert_int_eq(tune_plan("y", &plain, t, tasks, &n, &err), CT_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(err.msg, t->name) && strstr(err.msg, "runs layout nhwc"), "%s", err.msg);
+    /* the named nhwc template takes an nhwc workload */
+    ck_assert_msg(tune_plan("z", &nw, t, tasks, &n, &err) == CT_OK, "%s", err.msg);
+    ck_assert_int_eq(n, 1);
+    ck_assert_ptr_eq(tasks[0].tpl, t);
+  }
+  /* a named template's own refusal: a conv3d template for a conv2d */
+  const template_desc *mma3 = template_find("conv3d_ncdhw4c_mma");
+  ct_workload p4 = sel_workload(CT_OP_CONV2D, CT_LAYOUT_NCHW4C, 64, 64);
+  ck_assert_int_eq(tune_plan("w", &p4, mma3, tasks, &n, &err), CT_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(err.msg, "conv3d only"), "%s", err.msg);
+}
+END_TEST
+
 /* One case per concern, so that CK_RUN_CASE can pick the slow ones. */
 static TCase *tcase(Suite *s, const char *name) {
   TCase *tc = tcase_create(name);
@@ -641,6 +809,10 @@ int main(void) {
   tcase_add_test(tc, settings_are_json);
   tcase_add_test(tc, features_have_a_constant_count);
   tcase_add_test(tc, degenerate_calls_are_harmless);
+  tc = tcase(s, "selection");
+  tcase_add_test(tc, task_workload_by_layout);
+  tcase_add_test(tc, plan_by_layout);
+  tcase_add_test(tc, plan_refuses_with_reasons);
   tc = tcase(s, "proposals");
   tcase_add_loop_test(tc, proposals_are_valid_and_new, 0, N_KINDS);
   tcase_add_loop_test(tc, proposals_without_feedback_are_new, 0, N_KINDS);

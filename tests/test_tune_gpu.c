@@ -6,7 +6,12 @@
  * error, wrong value, launch refused) is tuned by the random strategy; every
  * trial must be recorded with the outcome its fault predicts, every clean
  * config must be OK, and the run must complete. Then resume: tuning the same
- * task again measures no config twice. Exits 77 without a GPU.
+ * task again measures no config twice. Channels-last: an nhwc workload is
+ * tuned as it is on the nhwc templates (its records carry the nhwc key,
+ * none the packed one), and an nhwc stem (C % 16 != 0) is refused with a
+ * message naming the layout; the tuning part is skipped, with a message,
+ * when no nhwc template is registered or the GPU is not sm_90. Exits 77
+ * without a GPU.
  */
 #include <check.h>
 #include <stdio.h>
@@ -181,6 +186,69 @@ START_TEST(resume_never_measures_a_config_twice) {
 }
 END_TEST
 
+START_TEST(nhwc_is_tuned_as_it_is) {
+  tune_opts o;
+  tune_opts_default(&o);
+  search_opts_default(&o.search, "random");
+  o.search.seed = 3;
+  o.n_trials = 16;
+  o.transfer = 0;
+  tuner *t = NULL;
+  ct_err err = {0};
+  ck_assert_msg(tuner_open(db_path, &o, &t, &err) == CT_OK, "%s", err.msg);
+  tune_result res;
+  /* the stem: no nhwc template runs C % 16 != 0, and nothing is converted */
+  ct_workload stem;
+  small_workload(&stem);
+  stem.layout = CT_LAYOUT_NHWC;
+  stem.c = 3;
+  stem.kernel[0] = stem.kernel[1] = 7;
+  stem.pad_before[0] = stem.pad_before[1] = stem.pad_after[0] = stem.pad_after[1] = 3;
+  ck_assert_int_eq(tuner_tune(t, "stem", &stem, NULL, NULL, NULL, &res, &err), CT_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(err.msg, "stem: no template runs this workload in layout nhwc"), "%s",
+                err.msg);
+  const template_desc *tpl = template_find("conv2d_nhwc_wgmma");
+  const arch *a = &tuner_device(t)->arch;
+  if (!tpl || a->cc_major != 9 || a->cc_minor != 0) {
+    printf("nhwc tuning: skipped: %s\n",
+           !tpl ? "conv2d_nhwc_wgmma is not registered" : "the nhwc templates run on sm_90 only");
+    tuner_close(t);
+    return;
+  }
+  ct_workload w;
+  small_workload(&w);
+  w.layout = CT_LAYOUT_NHWC;
+  w.c = w.k = 64;
+  err = (ct_err){0};
+  ck_assert_msg(tuner_tune(t, "nhwc", &w, NULL, NULL, NULL, &res, &err) == CT_OK, "%s", err.msg);
+  char key[CT_KEY_MAX], pkey[CT_KEY_MAX];
+  workload_key(&w, key, sizeof key);
+  ck_assert_str_eq(res.key, key);
+  ck_assert_str_eq(res.template_name, tpl->name);
+  ck_assert_int_eq(res.n_trials, 16);
+  ck_assert_msg(res.best_us > 0, "no OK trial: %d invalid, %d wrong", res.by_outcome[OUT_INVALID],
+                res.by_outcome[OUT_WRONG_ANSWER]);
+  ck_assert_int_eq(res.by_outcome[OUT_WRONG_ANSWER], 0);
+  printf("nhwc: %d trials, best %.2f us (%s)\n", res.n_trials, res.best_us, res.best_config);
+  tuner_close(t);
+  db *d = NULL;
+  ck_assert_int_eq(db_open(db_path, 1, &d, &err), CT_OK);
+  trial *tr = NULL;
+  int n = 0;
+  ck_assert_int_eq(db_trials(d, key, NULL, NULL, NULL, &tr, &n, &err), CT_OK);
+  ck_assert_int_eq(n, 16);
+  for (int i = 0; i < n; i++) ck_assert_str_eq(tr[i].template_name, tpl->name);
+  trials_free(tr, n);
+  ct_workload pw;
+  workload_packed(&w, &pw);
+  ck_assert_int_eq(
+      db_trials(d, workload_key(&pw, pkey, sizeof pkey), NULL, NULL, NULL, &tr, &n, &err), CT_OK);
+  ck_assert_int_eq(n, 0); /* nothing was packed */
+  trials_free(tr, n);
+  db_close(d);
+}
+END_TEST
+
 int main(void) {
   char dir[] = "/tmp/ct_tune_gpu_XXXXXX";
   if (!mkdtemp(dir)) return 1;
@@ -204,6 +272,7 @@ int main(void) {
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, planted_faults_are_recorded_and_tuning_completes);
   tcase_add_test(tc, resume_never_measures_a_config_twice);
+  tcase_add_test(tc, nhwc_is_tuned_as_it_is);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, CK_NOFORK);

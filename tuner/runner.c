@@ -22,11 +22,16 @@
  * copy of the task up again. After a fault (a sticky error: the context is
  * lost) the worker answers with `exiting` set and exits itself.
  *
- * In the worker, per task: data, weights, out, ref on the device (packed
- * layouts), random inputs from opts.seed (the same after a restart), the
- * reference from templates/ref_conv.cu (compiled once per worker; the shape
- * is a kernel argument). Per trial: load, poison (0xA5 bytes), one launch,
- * exact comparison on the GPU, then the timing described in runner.h.
+ * In the worker, per task: data, weights, out, ref on the device (in the
+ * task's layouts: packed NCHW4c / OIHW4o4i, or channels-last NHWC / OHWI),
+ * random inputs from opts.seed (the same after a restart), the reference
+ * from templates/ref_conv.cu (compiled once per worker; the shape and the
+ * layout are a kernel argument). Per trial: load, poison (0xA5 bytes), one
+ * launch, exact comparison on the GPU, then the timing described in
+ * runner.h. out and ref are allocated rounded up to whole 32-bit words (an
+ * 8-bit NHWC output of odd size is not), the tail zeroed once and never
+ * poisoned, so that the comparison runs on words and a kernel that writes
+ * past its output is caught.
  * Cost per trial: cubin load (0.14 ms) + compare (one pass) + roughly
  * (repeats + log2(number) + 2) x min_repeat_ms.
  */
@@ -96,6 +101,7 @@ typedef struct ref_shape {
   int n, c4, k4;
   int in[3], ker[3], str[3], pad[3], dil[3], out[3];
   int kr, cout, d2s, d2s_crd, d2s_3d, out_type, data_u8, has_res;
+  int nhwc, c;
 } ref_shape;
 
 struct runner {
@@ -155,6 +161,7 @@ typedef struct wstate {
   ct_workload w;
   ref_shape shape;
   size_t data_bytes, weight_bytes, out_bytes, res_bytes, params_bytes, raw_bytes;
+  size_t out_alloc;           /* out_bytes rounded up to 4: the words ref_compare reads */
   void *data, *weights, *res; /* res: the residual, NULL without one */
   void *out, *ref;
   int32_t *params, *raw; /* the kernels' folded block; the reference's raw values */
@@ -272,6 +279,8 @@ static ct_status task_set(wstate *s, const ct_workload *w, ct_err *err) {
   sh.out_type = w->out_type == CT_DTYPE_INT32 ? 0 : w->out_type == CT_DTYPE_INT8 ? 1 : 2;
   sh.data_u8 = w->data_type == CT_DTYPE_UINT8;
   sh.has_res = w->epi.residual;
+  sh.nhwc = w->layout == CT_LAYOUT_NHWC;
+  sh.c = (int)g.c;
   s->shape = sh;
   s->data_bytes = (size_t)workload_data_elems(w);
   s->weight_bytes = (size_t)workload_weight_elems(w);
@@ -279,10 +288,11 @@ static ct_status task_set(wstate *s, const ct_workload *w, ct_err *err) {
   s->res_bytes = w->epi.residual ? (size_t)workload_out_elems(w) : 0;
   s->params_bytes = quant_params_words(w) * sizeof(int32_t);
   s->raw_bytes = quant_raw_words(w) * sizeof(int32_t);
+  s->out_alloc = (s->out_bytes + 3) / 4 * 4;
   CUDA_TRY(err, cudaMalloc(&s->data, s->data_bytes));
   CUDA_TRY(err, cudaMalloc(&s->weights, s->weight_bytes));
-  CUDA_TRY(err, cudaMalloc(&s->out, s->out_bytes));
-  CUDA_TRY(err, cudaMalloc(&s->ref, s->out_bytes));
+  CUDA_TRY(err, cudaMalloc(&s->out, s->out_alloc));
+  CUDA_TRY(err, cudaMalloc(&s->ref, s->out_alloc));
   CUDA_TRY(err, cudaMalloc((void **)&s->params, s->params_bytes));
   CUDA_TRY(err, cudaMalloc((void **)&s->raw, s->raw_bytes));
   if (s->res_bytes) CUDA_TRY(err, cudaMalloc(&s->res, s->res_bytes));
@@ -305,7 +315,7 @@ static ct_status task_set(wstate *s, const ct_workload *w, ct_err *err) {
   fill_random(host, s->data_bytes, &r);
   if ((st = upload(s, s->data, host, s->data_bytes, err))) goto done;
   fill_random(host, s->weight_bytes, &r);
-  quant_weight_sums(w, host, sums);
+  quant_weight_sums(w, host, sums); /* in w's layout: packed or OHWI */
   if ((st = upload(s, s->weights, host, s->weight_bytes, err))) goto done;
   if (s->res_bytes) {
     fill_random(host, s->res_bytes, &r);
@@ -319,8 +329,10 @@ static ct_status task_set(wstate *s, const ct_workload *w, ct_err *err) {
     goto done;
 
   /* The reference writes every real element; the rest (the padding lanes
-   * of a remapped packed output) must be zero. */
-  CUDA_TRY(err, cudaMemsetAsync(s->ref, 0, s->out_bytes, s->stream));
+   * of a remapped packed output, the tail of the last word) must be zero.
+   * Trials poison only out_bytes, so out's tail stays zero. */
+  CUDA_TRY(err, cudaMemsetAsync(s->ref, 0, s->out_alloc, s->stream));
+  CUDA_TRY(err, cudaMemsetAsync(s->out, 0, s->out_alloc, s->stream));
   size_t elems = (size_t)g.n * (size_t)g.k * (size_t)(g.out[0] * g.out[1] * g.out[2]);
   dim3 grid = {(unsigned)((elems + REF_BLOCK - 1) / REF_BLOCK), 1, 1};
   dim3 block = {REF_BLOCK, 1, 1};
@@ -355,13 +367,13 @@ done:
 }
 
 /* Compare out with ref on the GPU, 32-bit word by word (a packed output is
- * whole words); *n_bad and the first mismatch's index, value and wanted
- * value. */
+ * whole words; a channels-last one is compared with its zeroed tail);
+ * *n_bad and the first mismatch's word index, value and wanted value. */
 static ct_status compare(wstate *s, unsigned *n_bad, unsigned *first, int32_t *got, int32_t *want,
                          ct_err *err) {
   ct_status st = CT_OK;
   unsigned init[2] = {0, 0xffffffffu}, res[2] = {0, 0};
-  long long n = (long long)(s->out_bytes / 4);
+  long long n = (long long)(s->out_alloc / 4);
   CUDA_TRY(err, cudaMemcpyAsync(s->cmp, init, sizeof init, cudaMemcpyHostToDevice, s->stream));
   long long blocks = (n + CMP_BLOCK - 1) / CMP_BLOCK;
   dim3 grid = {(unsigned)(blocks < CMP_MAX_BLOCKS ? blocks : CMP_MAX_BLOCKS), 1, 1};
@@ -379,6 +391,41 @@ static ct_status compare(wstate *s, unsigned *n_bad, unsigned *first, int32_t *g
   }
 done:
   return st;
+}
+
+/* The first mismatch of a channels-last output, from ref_compare's word
+ * index and the two words: the element (for 8-bit outputs the first byte
+ * of the word that differs), and where it is: image, output pixel (flat,
+ * of the remapped output) and channel; or that the kernel wrote into the
+ * tail past the output. */
+static void describe_nhwc(const wstate *s, unsigned n_bad, unsigned first, int32_t got,
+                          int32_t want, char *buf, size_t size) {
+  size_t eb = workload_out_elem_bytes(&s->w), elems = s->out_bytes / eb;
+  size_t e = first; /* int32: the word is the element */
+  int32_t g = got, v = want;
+  if (eb == 1) {
+    int j = 0;
+    while (j < 3 && (((uint32_t)got >> (8 * j)) & 0xffu) == (((uint32_t)want >> (8 * j)) & 0xffu))
+      j++;
+    e = (size_t)first * 4 + (size_t)j;
+    int8_t gb = (int8_t)(uint8_t)((uint32_t)got >> (8 * j));
+    int8_t vb = (int8_t)(uint8_t)((uint32_t)want >> (8 * j));
+    int u8 = s->w.out_type == CT_DTYPE_UINT8;
+    g = u8 ? (uint8_t)gb : gb;
+    v = u8 ? (uint8_t)vb : vb;
+  }
+  const char *what = eb == 1 ? "words (4 bytes of the nhwc output each)" : "elements";
+  if (e >= elems) {
+    snprintf(buf, size, "%u of %zu %s differ, first at element %zu: past the output's %zu", n_bad,
+             s->out_alloc / 4, what, e, elems);
+    return;
+  }
+  size_t cout = (size_t)workload_out_channels(&s->w);
+  size_t pixels = elems / ((size_t)s->w.n * cout);
+  snprintf(buf, size,
+           "%u of %zu %s differ, first at element %zu (image %zu, pixel %zu, channel %zu): got "
+           "%d, want %d",
+           n_bad, s->out_alloc / 4, what, e, e / cout / pixels, e / cout % pixels, e % cout, g, v);
 }
 
 /* One repeat: number back-to-back launches between two events, the L2
@@ -461,7 +508,9 @@ static int measure(wstate *s, const instance *inst, const void *image, size_t si
   }
   if (n_bad > 0) {
     res->outcome = OUT_WRONG_ANSWER;
-    if (s->w.out_type == CT_DTYPE_INT32)
+    if (s->w.layout == CT_LAYOUT_NHWC)
+      describe_nhwc(s, n_bad, first, got, want, res->error, sizeof res->error);
+    else if (s->w.out_type == CT_DTYPE_INT32)
       snprintf(res->error, sizeof res->error,
                "%u of %zu elements differ, first at index %u: got %d, want %d", n_bad,
                s->out_bytes / 4, first, got, want);
@@ -737,10 +786,12 @@ ct_status runner_set_task(runner *r, const ct_workload *w, ct_err *err) {
   if (!r || !w) return ERR_SET(err, CT_ERR_INVALID_ARG, "runner_set_task: NULL runner or workload");
   ct_status st = workload_validate(w, err);
   if (st != CT_OK) return st;
-  if (w->layout != CT_LAYOUT_NCHW4C || w->weight_type != CT_DTYPE_INT8 || w->groups != 1)
+  if ((w->layout != CT_LAYOUT_NCHW4C && w->layout != CT_LAYOUT_NHWC) ||
+      w->weight_type != CT_DTYPE_INT8 || w->groups != 1)
     return ERR_SET(err, CT_ERR_UNSUPPORTED,
-                   "runner: the task must be a packed workload: layout nchw4c (ncdhw4c), int8 "
-                   "weights, groups 1");
+                   "runner: the task must be a workload the templates run: layout nchw4c "
+                   "(ncdhw4c) or nhwc (ndhwc), int8 weights, groups 1; got layout %s",
+                   workload_layout_name(w->layout, w->op));
   r->task = *w;
   r->has_task = 1;
   if (r->pid == 0) return restart(r, err);
@@ -758,6 +809,13 @@ ct_status runner_measure(runner *r, const instance *inst, const void *image, siz
                    (unsigned long long)(PAYLOAD_MAX - sizeof *inst));
   if (!r->has_task)
     return ERR_SET(err, CT_ERR_INVALID_ARG, "runner_measure: no task: call runner_set_task first");
+  /* a template reads and writes the tensors of its own layout: on the
+   * task's buffers of another one it would be a wrong answer, or a fault */
+  if (inst->tpl && inst->tpl->layout != r->task.layout)
+    return ERR_SET(err, CT_ERR_INVALID_ARG,
+                   "runner_measure: template %s runs layout %s; the task is %s", inst->tpl->name,
+                   workload_layout_name(inst->tpl->layout, inst->tpl->op),
+                   workload_layout_name(r->task.layout, r->task.op));
   if (r->pid == 0) {
     ct_status st = restart(r, err);
     if (st != CT_OK) return st;

@@ -6,12 +6,15 @@
  * records the outcome, starts a new worker, sets the task up again and goes
  * on. The parent never touches CUDA.
  *
- * Per task (one packed workload, any epilogue): device buffers allocated
- * once, random inputs (never zeros) and epilogue values (quant_random from
- * the seed), the reference output computed once on the GPU by a simple
- * direct kernel of the unfolded formula (itself tested against the CPU
- * reference), and an L2 flush buffer. Per trial: load the cubin, poison the output, one run,
- * compare on the GPU element by element (exact int32), then time: a
+ * Per task (one workload in a layout the templates run: packed NCHW4c /
+ * NCDHW4c, or channels-last NHWC / NDHWC; any epilogue): device buffers
+ * allocated once, random inputs (never zeros) and epilogue values
+ * (quant_random from the seed), the reference output computed once on the
+ * GPU by a simple direct kernel of the unfolded formula in the task's
+ * layout (itself tested against the CPU reference), and an L2 flush
+ * buffer. Per trial: load the cubin, poison the output, one run, compare on
+ * the GPU word by word (exact: an int32 element, or 4 bytes of an 8-bit
+ * output), then time: a
  * warm-up, `number` grown until one repeat lasts min_repeat_ms, `repeats`
  * repeats timed with CUDA events, L2 flushed before each repeat when the
  * working set fits in L2; the median per launch is kept with all samples.
@@ -51,13 +54,15 @@ typedef struct runner runner;
  * message when there is no GPU. Owned: runner_stop. */
 ct_status runner_start(const runner_opts *o, runner **out, device *dev, ct_err *err);
 
-/* Set the task up: w must be a valid packed workload. Replaces the previous
- * task and its buffers. */
+/* Set the task up: w must be a valid workload of layout nchw4c (ncdhw4c)
+ * or nhwc (ndhwc), int8 weights, groups 1 (CT_ERR_UNSUPPORTED otherwise).
+ * Replaces the previous task and its buffers. */
 ct_status runner_set_task(runner *r, const ct_workload *w, ct_err *err);
 
 /* Measure one compiled instance. A failing config is an outcome in *res, not
  * an error; the return is not CT_OK only when the worker could not be
- * (re)started or the task set up again. */
+ * (re)started or the task set up again, or (CT_ERR_INVALID_ARG) when
+ * inst's template runs another layout than the task's. */
 ct_status runner_measure(runner *r, const instance *inst, const void *cubin, size_t size,
                          run_result *res, ct_err *err);
 
@@ -65,8 +70,9 @@ ct_status runner_measure(runner *r, const instance *inst, const void *cubin, siz
  * data (workload_data_elems bytes), weights (workload_weight_elems bytes),
  * the residual (workload_out_elems bytes; only when the task has one, else
  * residual may be NULL) and out (workload_out_elems elements of
- * workload_out_elem_bytes), all in the packed layouts, so that a test can
- * check the GPU reference against the CPU one. The epilogue's values are
+ * workload_out_elem_bytes), all in the task's layouts (packed, or NHWC with
+ * OHWI weights), so that a test can check the GPU reference against the
+ * CPU one. The epilogue's values are
  * quant_random(task, opts.seed). The caller owns the buffers.
  * CT_ERR_INVALID_ARG without a task. */
 ct_status runner_reference(runner *r, void *out, void *data, int8_t *weights, void *residual,

@@ -264,10 +264,10 @@ done:
   return st;
 }
 
-/* Tune one (packed or plain, as tpl needs) workload with one template. */
-static ct_status tune_task(tuner *t, const char *name, const ct_workload *w,
-                           const template_desc *tpl, tune_progress_fn fn, void *user,
-                           tune_result *res, ct_err *err) {
+/* Tune one task: w in tpl's layout (tune_plan), with one template. */
+static ct_status run_task(tuner *t, const char *name, const ct_workload *w,
+                          const template_desc *tpl, tune_progress_fn fn, void *user,
+                          tune_result *res, ct_err *err) {
   const tune_opts *o = &t->opts;
   char key[CT_KEY_MAX];
   workload_key(w, key, sizeof key);
@@ -438,31 +438,96 @@ out_nospace:
   return st;
 }
 
+int tune_task_workload(const template_desc *tpl, const ct_workload *w, ct_workload *out,
+                       char *why) {
+  ct_workload tw = *w;
+  int ok = tpl->layout == w->layout;
+  if (!ok && tpl->layout == CT_LAYOUT_NCHW4C && w->layout == CT_LAYOUT_NCHW) {
+    workload_packed(w, &tw);
+    ok = 1;
+  }
+  if (!ok) {
+    if (why)
+      snprintf(why, TEMPLATE_WHY_MAX,
+               "it runs layout %s; the workload is %s, which is not converted for it",
+               workload_layout_name(tpl->layout, w->op), workload_layout_name(w->layout, w->op));
+    return 0;
+  }
+  *out = tw;
+  return 1;
+}
+
+/* Append "; " (unless first) and text to buf of size bytes, truncating. */
+static void append(char *buf, size_t size, const char *text) {
+  size_t len = strlen(buf);
+  if (len + 1 >= size) return;
+  snprintf(buf + len, size - len, "%s%s", len ? "; " : "", text);
+}
+
+ct_status tune_plan(const char *name, const ct_workload *w, const template_desc *tpl,
+                    tune_task *tasks, int *n, ct_err *err) {
+  *n = 0;
+  /* one template when given, else every registered one */
+  const template_desc *only[2] = {tpl, NULL};
+  const template_desc *const *list = tpl ? only : template_all();
+  char why[TEMPLATE_WHY_MAX], reasons[768] = "";
+  int n_layout = 0; /* templates of w's op that take its layout */
+  for (int i = 0; list[i]; i++) {
+    const template_desc *cand = list[i];
+    ct_workload tw;
+    why[0] = '\0';
+    int takes = tune_task_workload(cand, w, &tw, why);
+    n_layout += takes && cand->op == w->op;
+    if (takes && cand->supports(&tw, why)) {
+      if (*n < TUNE_MAX_TASKS) tasks[(*n)++] = (tune_task){cand, tw};
+      continue;
+    }
+    /* the reasons worth reading: the named template's, else those of the
+     * templates of w's op and layout */
+    if (tpl || (takes && cand->op == w->op)) {
+      char line[TEMPLATE_WHY_MAX + 64];
+      snprintf(line, sizeof line, "%s: %s", cand->name, why);
+      append(reasons, sizeof reasons, line);
+    }
+  }
+  if (*n) return CT_OK;
+  const char *layout = workload_layout_name(w->layout, w->op);
+  if (tpl)
+    return ERR_SET(err, CT_ERR_UNSUPPORTED, "%s: template %s does not run this workload: %s", name,
+                   tpl->name, reasons);
+  if (!n_layout)
+    return ERR_SET(err, CT_ERR_UNSUPPORTED,
+                   "%s: no template runs this workload: none of layout %s is registered", name,
+                   layout);
+  /* an nhwc workload the channels-last templates refuse may still run on
+   * the packed ones, in another layout: say so */
+  const char *hint = "";
+  if (w->layout == CT_LAYOUT_NHWC) {
+    ct_workload pw;
+    workload_packed(w, &pw);
+    for (int i = 0; list[i] && !hint[0]; i++)
+      if (list[i]->layout == CT_LAYOUT_NCHW4C && list[i]->supports(&pw, NULL))
+        hint = w->op == CT_OP_CONV2D
+                   ? " (the channel-packed templates run it: tune it in layout nchw or nchw4c)"
+                   : " (the channel-packed templates run it: tune it in layout ncdhw or ncdhw4c)";
+  }
+  return ERR_SET(err, CT_ERR_UNSUPPORTED, "%s: no template runs this workload in layout %s: %s%s",
+                 name, layout, reasons, hint);
+}
+
 ct_status tuner_tune(tuner *t, const char *name, const ct_workload *w, const template_desc *tpl,
                      tune_progress_fn fn, void *user, tune_result *res, ct_err *err) {
   ct_status st = workload_validate(w, err);
   if (st) return st;
-  int ran = 0;
+  tune_task tasks[TUNE_MAX_TASKS];
+  int n = 0;
+  if ((st = tune_plan(name, w, tpl, tasks, &n, err))) return st;
   tune_result best = {0};
-  /* one template when given (registered or not: tests plant their own),
-   * else every registered one that runs w */
-  const template_desc *only[2] = {tpl, NULL};
-  const template_desc *const *list = tpl ? only : template_all();
-  /* why the named template refuses the workload it would run (packed) */
-  char why[TEMPLATE_WHY_MAX] = "";
-  for (int i = 0; list[i]; i++) {
-    const template_desc *cand = list[i];
-    ct_workload tw = *w;
-    if (cand->layout == CT_LAYOUT_NCHW4C && w->layout != CT_LAYOUT_NCHW4C) workload_packed(w, &tw);
-    if (!cand->supports(&tw, tpl ? why : NULL)) continue;
+  for (int i = 0; i < n; i++) {
     tune_result r;
-    if ((st = tune_task(t, name, &tw, cand, fn, user, &r, err))) return st;
-    if (!ran || (r.best_us > 0 && (best.best_us == 0 || r.best_us < best.best_us))) best = r;
-    ran = 1;
+    if ((st = run_task(t, name, &tasks[i].w, tasks[i].tpl, fn, user, &r, err))) return st;
+    if (!i || (r.best_us > 0 && (best.best_us == 0 || r.best_us < best.best_us))) best = r;
   }
-  if (!ran)
-    return ERR_SET(err, CT_ERR_UNSUPPORTED, "%s: no template runs this workload%s%s", name,
-                   why[0] ? ": " : "", why);
   *res = best;
   return CT_OK;
 }

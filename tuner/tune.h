@@ -73,11 +73,39 @@ void tuner_close(tuner *t);
 /* The device the tuner measures on. Borrowed. */
 const device *tuner_device(const tuner *t);
 
-/* Tune w (any layout: a template that needs the packed layout gets
- * workload_packed(w)) with tpl (NULL: every template that runs it), named
- * name for progress and records. */
+/* Tune w with tpl (NULL: every template that runs it, see tune_plan), named
+ * name for progress and records; *res is the best of its tasks. */
 ct_status tuner_tune(tuner *t, const char *name, const ct_workload *w, const template_desc *tpl,
                      tune_progress_fn fn, void *user, tune_result *res, ct_err *err);
+
+/* Template selection by layout, without a GPU. A template runs the tensors
+ * of its own layout: a channel-packed one (nchw4c) takes an nchw4c
+ * workload as it is and a plain nchw one packed (workload_packed: what the
+ * dispatch library packs at run time); a channels-last one (nhwc) takes
+ * nhwc workloads only. An nhwc workload is never converted, and an nchw or
+ * nchw4c one is never offered to an nhwc template: the records of a
+ * workload are those of the layout its caller's tensors are in. */
+
+/* The workload tpl tunes for w into *out (which may be w): 1, or 0 when tpl
+ * does not take w's layout, the reason in why (TEMPLATE_WHY_MAX bytes; may
+ * be NULL). Layout only: tpl->supports decides the rest. */
+int tune_task_workload(const template_desc *tpl, const ct_workload *w, ct_workload *out, char *why);
+
+/* One task of tuner_tune: a template and the workload it tunes. */
+typedef struct tune_task {
+  const template_desc *tpl;
+  ct_workload w;
+} tune_task;
+#define TUNE_MAX_TASKS 16
+
+/* The tasks tuner_tune runs for the valid workload w: tpl alone when given
+ * (registered or not: tests plant their own), else every registered
+ * template that takes w's layout and supports it, in registration order;
+ * into tasks (room for TUNE_MAX_TASKS), their count in *n. When there is
+ * none: CT_ERR_UNSUPPORTED, the message naming name, w's layout and why
+ * the templates of that layout refuse it (e.g. an nhwc stem: C % 16 != 0). */
+ct_status tune_plan(const char *name, const ct_workload *w, const template_desc *tpl,
+                    tune_task *tasks, int *n, ct_err *err);
 
 /* The db_device of a device (for records and queries). */
 void tune_db_device(const device *dev, db_device *out);
