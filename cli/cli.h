@@ -35,8 +35,8 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 typedef struct cli_wl {
   const char *positional, *file, *set;
   int batch; /* 0: keep */
-  /* --data, --out, --epilogue: applied to every selected workload */
-  const char *data_type, *out_type, *epilogue;
+  /* --data, --out, --epilogue, --layout: applied to every selected workload */
+  const char *data_type, *out_type, *epilogue, *layout;
   cJSON *flags;    /* the flags as a workload JSON object, NULL when none */
   const char *err; /* first flag error, reported by cli_wl_load */
   char errbuf[256];

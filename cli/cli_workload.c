@@ -222,9 +222,11 @@ int cli_wl_option(cli_wl *s, int opt, const char *arg) {
   case O_EPILOGUE:
     s->epilogue = arg;
     return 1;
-  case O_OP:
   case O_LAYOUT:
-    set_flag(s, opt == O_OP ? "op" : "layout", cJSON_CreateString(arg));
+    s->layout = arg;
+    return 1;
+  case O_OP:
+    set_flag(s, "op", cJSON_CreateString(arg));
     return 1;
   case O_C:
   case O_K:
@@ -345,6 +347,35 @@ static ct_status parse_epilogue(const char *list, ct_epilogue *e, ct_err *err) {
   return CT_OK;
 }
 
+/* Apply --layout to every item of set: the same convolution with its
+ * tensors in that layout (a name of the item's op: nchw / nchw4c / nhwc,
+ * ncdhw / ncdhw4c / ndhwc). */
+static ct_status apply_layout(const cli_wl *s, wlset *set, ct_err *err) {
+  static const ct_layout all[] = {CT_LAYOUT_NCHW, CT_LAYOUT_NCHW4C, CT_LAYOUT_NHWC};
+  for (int i = 0; i < set->n_items; i++) {
+    ct_workload *w = &set->items[i].w;
+    int found = 0;
+    for (int l = 0; l < 3 && !found; l++)
+      if (strcmp(s->layout, workload_layout_name(all[l], w->op)) == 0) {
+        w->layout = all[l];
+        found = 1;
+      }
+    if (!found)
+      return ERR_SET(err, CT_ERR_INVALID_ARG,
+                     "--layout: '%s' is no layout of %s workload '%s' (%s, %s or %s)", s->layout,
+                     w->op == CT_OP_CONV3D ? "conv3d" : "conv2d", set->items[i].name,
+                     workload_layout_name(CT_LAYOUT_NCHW, w->op),
+                     workload_layout_name(CT_LAYOUT_NCHW4C, w->op),
+                     workload_layout_name(CT_LAYOUT_NHWC, w->op));
+    ct_status st = workload_validate(w, err);
+    if (st) {
+      err_prefix(err, "workload '%s' in layout %s", set->items[i].name, s->layout);
+      return st;
+    }
+  }
+  return CT_OK;
+}
+
 /* Apply --data, --out and --epilogue to every item of set, each checked. */
 static ct_status apply_quant(const cli_wl *s, wlset *set, ct_err *err) {
   ct_dtype data = CT_DTYPE_INT8, outt = CT_DTYPE_INT32;
@@ -374,6 +405,10 @@ static ct_status load_selection(cli_wl *s, const char *dflt, wlset **out, ct_err
 
 ct_status cli_wl_load(cli_wl *s, const char *dflt, wlset **out, ct_err *err) {
   ct_status st = load_selection(s, dflt, out, err);
+  if (!st && s->layout && (st = apply_layout(s, *out, err))) {
+    wlset_free(*out);
+    *out = NULL;
+  }
   if (st || (!s->data_type && !s->out_type && !s->epilogue)) return st;
   if ((st = apply_quant(s, *out, err))) {
     wlset_free(*out);
