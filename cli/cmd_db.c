@@ -109,7 +109,8 @@ static int resolve_key(db_args *a, db *d, char *key, ct_err *err) {
   workload_key(&w, key, CT_KEY_MAX);
   trial *tr = NULL;
   int n = 0;
-  if (w.layout != CT_LAYOUT_NCHW4C && d &&
+  /* a plain workload is tuned packed; an nhwc one only as itself */
+  if (w.layout == CT_LAYOUT_NCHW && d &&
       db_trials(d, key, NULL, NULL, NULL, &tr, &n, NULL) == CT_OK && n == 0) {
     ct_workload packed;
     workload_packed(&w, &packed);

@@ -59,7 +59,7 @@ expect 0 'conv2d-nhwc-i8.i8.i32-n1-c3-k5-56x56-r3x3-s2x2-p1x1.1x1-d1x1  *1x28x28
 expect 0 '"out_shape":.*\[2, 3, 5, 7, 8\]' workload '{"op":"conv3d","layout":"ndhwc","n":2,"c":3,"d":3,"h":5,"w":7,"k":8,"kernel":[1,1,1]}' --json
 expect 0 'nhwc' workload --help
 expect_bad 'not supported with layout nhwc; use layout nchw or nchw4c' workload --c 3 --k 8 --size 8x8 --kernel 3 --layout nhwc --out int8 --epilogue d2s2dcr
-expect_bad "must be one of ncdhw, ncdhw4c, ndhwc, got 'nhwc'" workload --c 3 --k 8 --size 4x8x8 --kernel 3 --layout nhwc
+expect_bad "'nhwc' is no layout of conv3d workload" workload --c 3 --k 8 --size 4x8x8 --kernel 3 --layout nhwc
 # quantized workloads: flags on any selection, JSON fields, keys with segments
 expect 0 'conv2d-nchw-u8.i8.i8-n1-c3-k64-224x224-r7x7-s2x2-p3x3.3x3-d1x1-zd-bias-qc' workload --set resnet50 --data uint8 --out int8 --epilogue zd,bias,qc
 expect 0 '1x3x256x192' workload --c 64 --k 48 --size 64x48 --kernel 3 --pad 1 --out int8 --epilogue d2s4crd

@@ -158,9 +158,12 @@ CT_API ct_status ct_workload_key(const ct_workload *w, char *buf, size_t size);
  * are plain NCHW / NCDHW and the library packs and unpacks them on the GPU
  * (stream-ordered scratch; channels that are not a multiple of 4 are
  * zero-padded); with CT_LAYOUT_NCHW4C they are packed NCHW4c / NCDHW4c and
- * used as they are. Weights are always packed (OIHW4o4i / OIDHW4o4i, C and
- * K padded to 4): pack them once with ct_pack_weights and keep them. Device
- * pointers must be 16-byte aligned (cudaMalloc's are).
+ * used as they are. Their weights are packed (OIHW4o4i / OIDHW4o4i, C and
+ * K padded to 4): pack them once with ct_pack_weights and keep them. With
+ * CT_LAYOUT_NHWC, data, weights (OHWI / ODHWI) and output are used as they
+ * are, and only the channels-last templates serve the workload (sm_90: C a
+ * multiple of 16, K of 8). Device pointers must be 16-byte aligned
+ * (cudaMalloc's are).
  */
 struct CUstream_st; /* a cudaStream_t is a struct CUstream_st *; NULL: the default stream */
 typedef struct ct_context ct_context;
@@ -269,11 +272,13 @@ CT_API ct_status ct_qconv3d(ct_context *ctx, const ct_workload *w, const void *d
  * w is not valid. */
 CT_API size_t ct_out_bytes(const ct_workload *w);
 
-/* Bytes of w's packed weights: round4(K) x round4(C) x kernel volume. */
+/* Bytes of w's packed weights: round4(K) x round4(C) x kernel volume; 0 for
+ * layout nhwc, whose weights are used as they are. */
 CT_API size_t ct_packed_weights_bytes(const ct_workload *w);
 
 /* Pack plain weights (OIHW / OIDHW int8, device memory) into packed
- * (ct_packed_weights_bytes of device memory), on stream. */
+ * (ct_packed_weights_bytes of device memory), on stream. CT_ERR_INVALID_ARG
+ * for layout nhwc: there is nothing to pack. */
 CT_API ct_status ct_pack_weights(ct_context *ctx, const ct_workload *w, const void *weights,
                                  void *packed, struct CUstream_st *stream);
 
