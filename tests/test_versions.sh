@@ -40,7 +40,11 @@ expect conv_wgmma.cuh "$wg"
 expect conv_wgmma.c "$wg"
 expect conv_mma.cuh "$mma"
 expect conv_mma.c "$mma"
-expect tc_common.cuh "conv2d_nchw4c_mma.cu conv2d_nchw4c_wgmma.cu conv3d_ncdhw4c_mma.cu conv3d_ncdhw4c_wgmma.cu "
+nh="conv2d_nhwc_wgmma.cu conv3d_ndhwc_wgmma.cu "
+expect conv_wgmma_nhwc.cuh "$nh"
+expect conv_wgmma_nhwc.c "$nh"
+expect wgmma_ptx.cuh "conv2d_nchw4c_wgmma.cu conv2d_nhwc_wgmma.cu conv3d_ncdhw4c_wgmma.cu conv3d_ndhwc_wgmma.cu "
+expect tc_common.cuh "conv2d_nchw4c_mma.cu conv2d_nchw4c_wgmma.cu conv2d_nhwc_wgmma.cu conv3d_ncdhw4c_mma.cu conv3d_ncdhw4c_wgmma.cu conv3d_ndhwc_wgmma.cu "
 n=$(versions | wc -l)
 [ "$(changed template.h | wc -w)" -eq "$n" ] || { echo "FAIL: template.h must change all $n"; exit 1; }
 echo "ok: template.h -> all $n"
