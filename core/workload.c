@@ -188,6 +188,19 @@ void workload_packed(const ct_workload *w, ct_workload *out) {
   if (!w->epi.d2s_block) out->k = (w->k + 3) / 4 * 4;
 }
 
+int workload_for_layout(const ct_workload *w, ct_layout layout, ct_workload *out) {
+  if (layout == w->layout) {
+    *out = *w;
+    return 1;
+  }
+  if (layout == CT_LAYOUT_NCHW4C && w->layout == CT_LAYOUT_NCHW) {
+    const ct_workload plain = *w; /* out may be w */
+    workload_packed(&plain, out);
+    return 1;
+  }
+  return 0;
+}
+
 int workload_out_dims(const ct_workload *w, int64_t dims[CT_MAX_SPATIAL + 3]) {
   int nd = workload_nd(w), n_dims = 0;
   int64_t ch = workload_out_channels(w), b = w->epi.d2s_block ? w->epi.d2s_block : 1;

@@ -95,6 +95,15 @@ char *workload_out_shape(const ct_workload *w, char *buf, size_t size);
  * converted by pack.h (NHWC: unpack_nhwc, then pack_nc4c). */
 void workload_packed(const ct_workload *w, ct_workload *out);
 
+/* The workload a template of layout `layout` runs for w, into *out (which
+ * may be w): 1 when it takes w's layout, else 0. A channel-packed template
+ * takes nchw4c as it is and plain nchw packed (the dispatch packs the
+ * tensors at run time); a channels-last one takes nhwc only, never
+ * converted (the caller's tensors are channels-last). The tuner and the
+ * dispatch library select by this one rule, so that the records of a key
+ * serve that key's layout. */
+int workload_for_layout(const ct_workload *w, ct_layout layout, ct_workload *out);
+
 /* Largest depth_to_space block accepted. */
 #define CT_D2S_MAX_BLOCK 16
 

@@ -209,21 +209,10 @@ static int try_exact(db *d, const db_device *dev, const arch *a, resolution *r, 
   return 1;
 }
 
-/* The workload tpl runs for w into *pw: 1 when tpl takes w's layout. A
- * channel-packed template takes nchw4c as it is and plain nchw packed (the
- * dispatch packs the tensors at run time); a channels-last one takes nhwc
- * only, which is never converted (its caller's tensors are channels-last,
- * and serving them from nchw4c records would need a layout conversion per
- * call). The tuner selects by the same rule (tuner/tune.c,
- * tune_task_workload), so that records of a key serve that key's layout. */
+/* The workload tpl runs for w into *pw: 1 when tpl takes w's layout
+ * (core/workload.h, workload_for_layout: the rule the tuner selects by). */
 static int takes_layout(const template_desc *tpl, const ct_workload *w, ct_workload *pw) {
-  *pw = *w;
-  if (tpl->layout == w->layout) return 1;
-  if (tpl->layout == CT_LAYOUT_NCHW4C && w->layout == CT_LAYOUT_NCHW) {
-    workload_packed(w, pw);
-    return 1;
-  }
-  return 0;
+  return workload_for_layout(w, tpl->layout, pw);
 }
 
 /* Why no template runs w: the refusals of the templates of its op that take

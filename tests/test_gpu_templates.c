@@ -402,6 +402,15 @@ static void run_template(const char *name, const shape *shapes, int n_shapes, co
   ck_assert_int_eq(exact, tried);
 }
 
+/* run_template for a wgmma template: skipped (with a message) off sm_90. */
+static void run_wgmma(const char *name, const shape *shapes, int n_shapes) {
+  if (dev.arch.cc_major != 9 || dev.arch.cc_minor != 0) {
+    printf("%s: skipped: wgmma needs sm_90, this is %s\n", name, dev.arch.name);
+    return;
+  }
+  run_template(name, shapes, n_shapes, NULL, 0);
+}
+
 START_TEST(conv2d_configs_match_the_reference) {
   run_template("conv2d_nchw4c_dp4a", shapes2d, sizeof shapes2d / sizeof shapes2d[0], NULL, 0);
 }
@@ -420,38 +429,22 @@ START_TEST(conv3d_mma_configs_match_the_reference) {
 END_TEST
 
 START_TEST(conv2d_wgmma_configs_match_the_reference) {
-  if (dev.arch.cc_major != 9 || dev.arch.cc_minor != 0) {
-    printf("conv2d_nchw4c_wgmma: skipped: wgmma needs sm_90, this is %s\n", dev.arch.name);
-    return;
-  }
-  run_template("conv2d_nchw4c_wgmma", wg2d, sizeof wg2d / sizeof wg2d[0], NULL, 0);
+  run_wgmma("conv2d_nchw4c_wgmma", wg2d, sizeof wg2d / sizeof wg2d[0]);
 }
 END_TEST
 
 START_TEST(conv3d_wgmma_configs_match_the_reference) {
-  if (dev.arch.cc_major != 9 || dev.arch.cc_minor != 0) {
-    printf("conv3d_ncdhw4c_wgmma: skipped: wgmma needs sm_90, this is %s\n", dev.arch.name);
-    return;
-  }
-  run_template("conv3d_ncdhw4c_wgmma", wg3d, sizeof wg3d / sizeof wg3d[0], NULL, 0);
+  run_wgmma("conv3d_ncdhw4c_wgmma", wg3d, sizeof wg3d / sizeof wg3d[0]);
 }
 END_TEST
 
 START_TEST(conv2d_nhwc_wgmma_configs_match_the_reference) {
-  if (dev.arch.cc_major != 9 || dev.arch.cc_minor != 0) {
-    printf("conv2d_nhwc_wgmma: skipped: wgmma needs sm_90, this is %s\n", dev.arch.name);
-    return;
-  }
-  run_template("conv2d_nhwc_wgmma", nh2d, sizeof nh2d / sizeof nh2d[0], NULL, 0);
+  run_wgmma("conv2d_nhwc_wgmma", nh2d, sizeof nh2d / sizeof nh2d[0]);
 }
 END_TEST
 
 START_TEST(conv3d_ndhwc_wgmma_configs_match_the_reference) {
-  if (dev.arch.cc_major != 9 || dev.arch.cc_minor != 0) {
-    printf("conv3d_ndhwc_wgmma: skipped: wgmma needs sm_90, this is %s\n", dev.arch.name);
-    return;
-  }
-  run_template("conv3d_ndhwc_wgmma", nh3d, sizeof nh3d / sizeof nh3d[0], NULL, 0);
+  run_wgmma("conv3d_ndhwc_wgmma", nh3d, sizeof nh3d / sizeof nh3d[0]);
 }
 END_TEST
 

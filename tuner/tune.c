@@ -440,13 +440,8 @@ out_nospace:
 
 int tune_task_workload(const template_desc *tpl, const ct_workload *w, ct_workload *out,
                        char *why) {
-  ct_workload tw = *w;
-  int ok = tpl->layout == w->layout;
-  if (!ok && tpl->layout == CT_LAYOUT_NCHW4C && w->layout == CT_LAYOUT_NCHW) {
-    workload_packed(w, &tw);
-    ok = 1;
-  }
-  if (!ok) {
+  ct_workload tw;
+  if (!workload_for_layout(w, tpl->layout, &tw)) {
     if (why)
       snprintf(why, TEMPLATE_WHY_MAX,
                "it runs layout %s; the workload is %s, which is not converted for it",
