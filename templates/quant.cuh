@@ -9,6 +9,10 @@
  * TFLite leaves a left shift that overflows int32 undefined; here it
  * saturates. Sums that may exceed int32 (zero point + two rescaled terms)
  * are int64 and clamped; the accumulator side wraps modulo 2^32 (uint32).
+ * The tensor-core kernels requantize through ctq_fast where it applies, the
+ * same result precomputed per channel (one 64-bit multiply-add per
+ * element); the host keeps the reference formulas; tests/test_quant.c
+ * proves the two equal.
  *
  * The params block (ct_make_params; int32 words, Kp = K rounded up to 4):
  *   [CTQ_HEADER words of header][off: Kp][mult: Kp][shift: Kp][zw: Kp]
@@ -26,12 +30,14 @@
 typedef int ctq_i32;
 typedef unsigned ctq_u32;
 typedef long long ctq_i64;
+typedef unsigned long long ctq_u64;
 #else
 #include <stdint.h>
 #define CTQ_FN static inline
 typedef int32_t ctq_i32;
 typedef uint32_t ctq_u32;
 typedef int64_t ctq_i64;
+typedef uint64_t ctq_u64;
 #endif
 
 /* Header words of the params block. */
@@ -95,6 +101,92 @@ CTQ_FN ctq_i32 ctq_requant(ctq_i32 v, ctq_i32 m, int shift, ctq_i32 zy, ctq_i32 
   ctq_i64 y = (ctq_i64)zy + ctq_rescale(v, m, shift);
   if (has_res) y += ctq_rescale(r - rzp, rm, rshift);
   return y < lo ? lo : y > hi ? hi : (ctq_i32)y;
+}
+
+/* ---- ctq_requant precomputed per channel, for the kernels ------------------
+ * In the usual channel (multiplier 0 <= m < 2^31, shift = -e with 1 <= e <=
+ * 22: a scale in [2^-23, 0.5)) the two roundings of rescale and the zero
+ * point fold into one 64-bit multiply-add and a shift:
+ *   zy + rdbpot(srdhm(x, m), e) = (x m + A - [x < 0] 2^31) >> (31 + e),
+ *   A = 2^30 + (2 zy + 1) 2^(30+e).
+ * Why: with r = srdhm(x, m) = floor((x m + 2^30) / 2^31), gemmlowp's mask
+ * and threshold are one floor, rdbpot(r, e) = floor((r + 2^(e-1) - [r <
+ * 0]) / 2^e); nested floors of divisions by powers of two collapse into
+ * one; and [r < 0] may be read as [x < 0]: they differ only where r = 0 (m
+ * >= 0: r < 0 needs x m < -2^30, r > 0 needs x m >= 2^30), and there both
+ * give 0 for e >= 1. The bounds keep it exact: |x m| < 2^62 and |A| + 2^31
+ * < 2^61 + 2^53 (|zy| <= 256), so the sum fits int64; zy + rdbpot(...) is
+ * within 2^30 + 256 (e >= 1), so it fits int32 and so does its clamp (lo
+ * <= hi, min then max). Since 31 + e >= 32 the shift is the sum's high
+ * word (less the borrow of - [x < 0] 2^31) shifted by e - 1. Per element:
+ * one IMAD.WIDE, the borrow (LOP3, shift, subtract), a shift, min, max;
+ * the general formula takes several times that. Other
+ * channels (a left shift, m < 0, e = 0 or e > 22), and a header out of
+ * those bounds, take ctq_requant; tests/test_quant.c checks that both are
+ * equal bit for bit. The residual term is ctq_rescale's, added in int64. */
+typedef struct ctq_fast {
+  ctq_i64 add; /* A */
+  ctq_i32 m;
+  int sh; /* e - 1 */
+  int ok; /* 1: the channel takes ctq_requant_fast */
+} ctq_fast;
+
+/* (int64)a * b + c. In a kernel one IMAD.WIDE: written in C, NVVM splits
+ * the product into 32-bit halves and carries when only the high word is
+ * used, three times the instructions. */
+#ifdef __CUDACC_RTC__
+CTQ_FN ctq_i64 ctq_mad_wide(ctq_i32 a, ctq_i32 b, ctq_i64 c) {
+  ctq_i64 d;
+  asm("mad.wide.s32 %0, %1, %2, %3;" : "=l"(d) : "r"(a), "r"(b), "l"(c));
+  return d;
+}
+#else
+CTQ_FN ctq_i64 ctq_mad_wide(ctq_i32 a, ctq_i32 b, ctq_i64 c) { return (ctq_i64)a * b + c; }
+#endif
+
+/* Whether a tensor's output zero point zy and clamp [lo, hi] admit the fast
+ * form (once per kernel; ctq_fast_make takes the answer). */
+CTQ_FN int ctq_fast_head(ctq_i32 zy, ctq_i32 lo, ctq_i32 hi) {
+  return (zy >= -256) & (zy <= 256) & (lo <= hi);
+}
+
+/* The fast form of ctq_requant(., m, shift, zy, lo, hi, ...), head_ok =
+ * ctq_fast_head(zy, lo, hi); ok = 0 where it does not apply (add and sh
+ * then hold harmless values). No branch and few instructions: a kernel
+ * makes it per channel, and a branch here lets the compiler copy the whole
+ * epilogue for each outcome. */
+CTQ_FN ctq_fast ctq_fast_make(ctq_i32 m, int shift, ctq_i32 zy, int head_ok) {
+  ctq_fast f;
+  /* -22 <= shift <= -1 and m >= 0 in one unsigned compare */
+  f.ok = head_ok & ((((ctq_u32)shift + 22u) | ((ctq_u32)m & 0x80000000u)) < 22u);
+  f.m = m;
+  f.sh = (int)(~(ctq_u32)shift & 31u); /* e - 1 when ok; always a valid shift */
+  /* A = 2^30 + w 2^31 with w = (2 zy + 1) 2^(e-1) (|w| < 2^31 when ok):
+   * high word w >> 1, low word (w mod 2) 2^31 + 2^30; built from 32-bit
+   * halves (and unsigned shifts: a negative value's left shift is
+   * undefined in C) so that a kernel spends no 64-bit shift on it */
+  const ctq_i32 w = (ctq_i32)(((ctq_u32)zy * 2u + 1u) << f.sh);
+  f.add = (ctq_i64)((ctq_u64)(ctq_i64)(w >> 1) << 32 | ((ctq_u32)w << 31 | 1u << 30));
+  return f;
+}
+
+/* ctq_requant(v, m, shift, zy, lo, hi, has_res, r, rm, rshift, rzp) for f =
+ * ctq_fast_make(m, shift, zy, ctq_fast_head(zy, lo, hi)) with f.ok, bit
+ * for bit. */
+CTQ_FN ctq_i32 ctq_requant_fast(ctq_fast f, ctq_i32 v, ctq_i32 lo, ctq_i32 hi, int has_res,
+                                ctq_i32 r, ctq_i32 rm, int rshift, ctq_i32 rzp) {
+  /* p = v m + A; floor((p - [v < 0] 2^31) / 2^32) is p's high word less
+   * one where v < 0 and p's low word is below 2^31 (the borrow); then >>
+   * (e - 1). One IMAD.WIDE, no 64-bit add or shift. */
+  const ctq_i64 p = ctq_mad_wide(v, f.m, f.add);
+  const ctq_u32 borrow = ((ctq_u32)v & ~(ctq_u32)p) >> 31;
+  ctq_i32 y = ((ctq_i32)(p >> 32) - (ctq_i32)borrow) >> f.sh;
+  if (has_res) {
+    const ctq_i64 s = (ctq_i64)y + ctq_rescale(r - rzp, rm, rshift);
+    return s < lo ? lo : s > hi ? hi : (ctq_i32)s;
+  }
+  y = y > hi ? hi : y;
+  return y < lo ? lo : y;
 }
 
 /* One 8-bit output lane (the low byte) of channel k's corrected accumulator

@@ -1,7 +1,9 @@
 /*
  * test_quant.c: the quantized epilogues on the CPU: the fixed-point
- * arithmetic (templates/quant.cuh), the multiplier conversion and the value
- * checks (core/quant.c), the reference of every epilogue (reference_qconv)
+ * arithmetic (templates/quant.cuh) and the kernels' precomputed form of it
+ * (ctq_fast, equal to ctq_requant on 25 million cases, edges and rounding
+ * ties included), the multiplier conversion and the value checks
+ * (core/quant.c), the reference of every epilogue (reference_qconv)
  * against a naive formula written here, and the legalization: a CPU model
  * of what the kernels compute (raw data x weights with padding reading the
  * zero point, the window's data sum, then the params block) equal to the
@@ -127,6 +129,236 @@ START_TEST(fixed_point_matches_slow_forms) {
   ck_assert_int_eq(quant_multiplier(NAN, &m, &sh, &err), CT_ERR_INVALID_ARG);
   ck_assert_int_eq(quant_multiplier(-1.0, &m, &sh, &err), CT_ERR_INVALID_ARG);
   ck_assert_int_eq(quant_multiplier(2e9, &m, &sh, &err), CT_ERR_INVALID_ARG);
+}
+END_TEST
+
+/* ---- the kernels' precomputed requantization ---------------------------------- */
+
+/* One requantization: ctq_requant's arguments. */
+typedef struct rq {
+  int32_t x, m, zy, lo, hi, r, rm, rzp;
+  int shift, has_res, rshift;
+} rq;
+
+typedef int32_t (*fast_fn)(ctq_fast f, int32_t v, int32_t lo, int32_t hi, int has_res, int32_t r,
+                           int32_t rm, int rshift, int32_t rzp);
+
+/* Two wrong variants, for the test to show that it can fail: without the
+ * [x < 0] 2^31 (TFLite's rounding of a tie toward +inf instead of away from
+ * zero), and with a rounding constant one short. */
+static int32_t fast_no_sign(ctq_fast f, int32_t v, int32_t lo, int32_t hi, int has_res, int32_t r,
+                            int32_t rm, int rshift, int32_t rzp) {
+  (void)has_res, (void)r, (void)rm, (void)rshift, (void)rzp;
+  int32_t y = (int32_t)(((int64_t)v * f.m + f.add) >> 32) >> f.sh;
+  return y < lo ? lo : y > hi ? hi : y;
+}
+static int32_t fast_short(ctq_fast f, int32_t v, int32_t lo, int32_t hi, int has_res, int32_t r,
+                          int32_t rm, int rshift, int32_t rzp) {
+  f.add -= 1;
+  return ctq_requant_fast(f, v, lo, hi, has_res, r, rm, rshift, rzp);
+}
+
+static int fast_ok(int32_t m, int shift, int32_t zy, int32_t lo, int32_t hi) {
+  return ctq_fast_make(m, shift, zy, ctq_fast_head(zy, lo, hi)).ok;
+}
+
+typedef struct rq_stats {
+  int64_t n, n_fast, n_bad;
+  rq first_bad;
+  int32_t want, got;
+} rq_stats;
+
+/* Run one case through ctq_requant and, where ctq_fast_make accepts it,
+ * through fn. */
+static void rq_check(rq_stats *s, fast_fn fn, const rq *c) {
+  s->n++;
+  ctq_fast f = ctq_fast_make(c->m, c->shift, c->zy, ctq_fast_head(c->zy, c->lo, c->hi));
+  if (!f.ok) return;
+  s->n_fast++;
+  int32_t want = ctq_requant(c->x, c->m, c->shift, c->zy, c->lo, c->hi, c->has_res, c->r, c->rm,
+                             c->rshift, c->rzp);
+  int32_t got = fn(f, c->x, c->lo, c->hi, c->has_res, c->r, c->rm, c->rshift, c->rzp);
+  if (got != want && s->n_bad++ == 0) {
+    s->first_bad = *c;
+    s->want = want;
+    s->got = got;
+  }
+}
+
+/* An output zero point and clamp: int8 and uint8 full range, ReLU (lo =
+ * zy), ReLU6-like narrow ranges (6 / scale steps above zy), one-value
+ * ranges; now and then values the fast form refuses (zy beyond 256, lo >
+ * hi), which must then fall to ctq_requant. */
+static void rq_clamp(uint32_t *r, rq *c) {
+  int u8 = rng_range(r, 0, 1), tmin = u8 ? 0 : -128, tmax = u8 ? 255 : 127;
+  c->zy = rng_range(r, tmin, tmax);
+  c->lo = tmin, c->hi = tmax;
+  switch (rng_range(r, 0, 7)) {
+  case 0:
+    break;
+  case 1:
+    c->lo = c->zy;
+    break;
+  case 2: /* ReLU6 */
+    c->lo = c->zy;
+    c->hi = c->zy + rng_range(r, 1, 60);
+    if (c->hi > tmax) c->hi = tmax;
+    break;
+  case 3:
+    c->lo = rng_range(r, tmin, tmax), c->hi = rng_range(r, c->lo, tmax);
+    break;
+  case 4:
+    c->lo = c->hi = rng_range(r, tmin, tmax);
+    break;
+  case 5:
+    c->zy = rng_range(r, -256, 256);
+    break;
+  case 6:
+    c->zy = rng_range(r, -300, 300), c->lo = rng_range(r, -300, 300),
+    c->hi = rng_range(r, -300, 300);
+    break;
+  default:
+    c->zy = (int32_t)rng_next(r);
+    break;
+  }
+}
+
+static void rq_residual(uint32_t *r, rq *c) {
+  c->has_res = rng_range(r, 0, 7) == 0;
+  c->r = rng_range(r, -128, 255);
+  c->rzp = rng_range(r, -128, 255);
+  c->rm = (int32_t)rng_next(r);
+  if (rng_range(r, 0, 3)) c->rm = (int32_t)((uint32_t)c->rm | 0x40000000u) & INT32_MAX;
+  c->rshift = rng_range(r, -31, 30);
+}
+
+/* x: the ends, small values, powers of two and their neighbours */
+static const int32_t rq_x_edges[] = {0,          1,          -1,        2,          -2,
+                                     3,          -3,         12345,     -12345,     1 << 15,
+                                     -(1 << 15), 1 << 23,    1 << 30,   -(1 << 30), (1 << 30) - 1,
+                                     -(1 << 30) + 1, INT32_MAX, INT32_MIN, INT32_MAX - 1,
+                                     INT32_MIN + 1};
+/* m: 0, tiny, 2^30 (0.5), 2^31 - 1 (1 - 2^-31), and what the fast form
+ * refuses (INT32_MIN, negative) */
+static const int32_t rq_m_edges[] = {0,          1,         2,          3,         1 << 29,
+                                     1 << 30,    (1 << 30) + 1, 1518500250, INT32_MAX - 1,
+                                     INT32_MAX,  INT32_MIN, -1,         -(1 << 30)};
+
+/* Every case family, through fn: edges crossed (x, m, every shift from -31
+ * to 30, each with random clamps), the rounding ties of rdbpot for each e
+ * (values x whose srdhm(x, m) is k 2^e +- 2^(e-1), and their neighbours)
+ * and of srdhm (x m = 2^30 mod 2^31), then n_random uniform cases with
+ * random or usual multipliers. */
+static void rq_run(rq_stats *s, fast_fn fn, int64_t n_random) {
+  uint32_t r = 0x5eed;
+  int nx = (int)(sizeof rq_x_edges / sizeof rq_x_edges[0]);
+  int nm = (int)(sizeof rq_m_edges / sizeof rq_m_edges[0]);
+  rq c;
+  memset(&c, 0, sizeof c);
+  for (int i = 0; i < nx; i++)
+    for (int j = 0; j < nm; j++)
+      for (int shift = -31; shift <= 30; shift++)
+        for (int k = 0; k < 4; k++) {
+          c.x = rq_x_edges[i], c.m = rq_m_edges[j], c.shift = shift;
+          rq_clamp(&r, &c);
+          rq_residual(&r, &c);
+          rq_check(s, fn, &c);
+        }
+  /* the sum's extremes: the largest products with the largest zero points
+   * and every e the fast form takes, under wide and 8-bit clamps */
+  static const int32_t zys[] = {-256, -255, -128, 255, 256};
+  static const int32_t los[] = {-128, 0, -300, INT32_MIN}, his[] = {127, 255, 300, INT32_MAX};
+  c.has_res = 0;
+  for (int i = 0; i < nx; i++)
+    for (int j = 0; j < nm; j++)
+      for (int e = 1; e <= 22; e++)
+        for (int z = 0; z < 5; z++)
+          for (int l = 0; l < 4; l++) {
+            c.x = rq_x_edges[i], c.m = rq_m_edges[j], c.shift = -e;
+            c.zy = zys[z], c.lo = los[l], c.hi = his[l];
+            rq_check(s, fn, &c);
+          }
+  /* ties of the second rounding: r = srdhm(x, m) at k 2^e + 2^(e-1) (and
+   * -), x = r 2^31 / m and its neighbours */
+  for (int e = 0; e <= 31; e++)
+    for (int t = 0; t < 3000; t++) {
+      int32_t m = t % 4 == 0 ? rq_m_edges[rng_range(&r, 0, nm - 1)]
+                             : (int32_t)(rng_next(&r) | 0x40000000u) & INT32_MAX;
+      if (m <= 0) m = 1 << 30;
+      int64_t half = e ? (int64_t)1 << (e - 1) : 0;
+      int64_t k = (int64_t)(int32_t)rng_next(&r) >> rng_range(&r, e, 31);
+      int64_t target = k * ((int64_t)1 << e) + (rng_range(&r, 0, 1) ? half : -half);
+      int64_t x0 = (int64_t)((double)target * 2147483648.0 / (double)m);
+      for (int64_t d = -2; d <= 2; d++) {
+        int64_t x = x0 + d;
+        if (x < INT32_MIN || x > INT32_MAX) continue;
+        c.x = (int32_t)x, c.m = m, c.shift = -e;
+        rq_clamp(&r, &c);
+        rq_residual(&r, &c);
+        rq_check(s, fn, &c);
+        c.m = -m; /* the negative multiplier goes to ctq_requant */
+        rq_check(s, fn, &c);
+      }
+    }
+  /* ties of the first rounding: x m = 2^30 mod 2^31 (m = 2^30, odd x) */
+  for (int t = 0; t < 200000; t++) {
+    c.x = (int32_t)(rng_next(&r) | 1u) >> rng_range(&r, 0, 30);
+    c.m = 1 << 30, c.shift = -rng_range(&r, 0, 31);
+    rq_clamp(&r, &c);
+    rq_residual(&r, &c);
+    rq_check(s, fn, &c);
+  }
+  for (int64_t t = 0; t < n_random; t++) {
+    int kind = rng_range(&r, 0, 3);
+    /* x: full range, or an accumulator's usual size */
+    c.x = kind == 0 ? (int32_t)rng_next(&r) : (int32_t)rng_next(&r) >> rng_range(&r, 0, 31);
+    /* m: what quant_multiplier makes (2^30 .. 2^31 - 1), or anything */
+    c.m = kind == 3 ? (int32_t)rng_next(&r) : (int32_t)(rng_next(&r) | 0x40000000u) & INT32_MAX;
+    c.shift = kind == 3 ? rng_range(&r, -31, 30) : -rng_range(&r, 0, 24);
+    rq_clamp(&r, &c);
+    rq_residual(&r, &c);
+    rq_check(s, fn, &c);
+  }
+}
+
+/* ctq_requant_fast equals ctq_requant wherever ctq_fast_make accepts the
+ * channel, on 24 million cases; and the same cases catch two wrong
+ * variants, so that a mismatch would not go unseen. */
+START_TEST(requant_fast_equals_requant) {
+  rq_stats s;
+  memset(&s, 0, sizeof s);
+  rq_run(&s, ctq_requant_fast, 24000000);
+  const rq *b = &s.first_bad;
+  if (s.n_bad)
+    ck_abort_msg("%lld of %lld fast cases differ; first: x %d m %d shift %d zy %d lo %d hi %d "
+                 "res %d (r %d rm %d rshift %d rzp %d): ctq_requant %d, fast %d",
+                 (long long)s.n_bad, (long long)s.n_fast, b->x, b->m, b->shift, b->zy, b->lo, b->hi,
+                 b->has_res, b->r, b->rm, b->rshift, b->rzp, s.want, s.got);
+  /* most cases take the fast form (the usual multipliers); the rest check
+   * that ctq_fast_make refuses what it cannot do */
+  ck_assert_int_gt(s.n_fast, s.n / 2);
+  ck_assert_int_gt(s.n, 25000000);
+  static const fast_fn wrong[] = {fast_no_sign, fast_short};
+  for (int i = 0; i < 2; i++) {
+    rq_stats w;
+    memset(&w, 0, sizeof w);
+    rq_run(&w, wrong[i], 0);
+    ck_assert_msg(w.n_bad > 0, "wrong variant %d passes", i);
+  }
+  /* what the fast form accepts */
+  ck_assert_int_eq(fast_ok(1 << 30, -1, 0, -128, 127), 1);
+  ck_assert_int_eq(fast_ok(INT32_MAX, -22, 256, 0, 255), 1);
+  ck_assert_int_eq(fast_ok(0, -5, -256, 0, 0), 1);
+  ck_assert_int_eq(fast_ok(1 << 30, 0, 0, -128, 127), 0);   /* e = 0 */
+  ck_assert_int_eq(fast_ok(1 << 30, 1, 0, -128, 127), 0);   /* left shift */
+  ck_assert_int_eq(fast_ok(1 << 30, -23, 0, -128, 127), 0); /* e > 22 */
+  ck_assert_int_eq(fast_ok(INT32_MIN, -3, 0, -128, 127), 0);
+  ck_assert_int_eq(fast_ok(-1, -3, 0, -128, 127), 0);
+  ck_assert_int_eq(fast_ok(1 << 30, -3, 257, -128, 127), 0);
+  ck_assert_int_eq(fast_ok(1 << 30, -3, 0, 5, 4), 0); /* lo > hi */
+  ck_assert_int_eq(fast_ok(1 << 30, INT32_MIN, 0, -128, 127), 0);
+  ck_assert_int_eq(fast_ok(1 << 30, INT32_MAX, 0, -128, 127), 0);
+  ck_assert_int_eq(fast_ok(1 << 30, -3, INT32_MIN, -128, 127), 0);
 }
 END_TEST
 
@@ -724,6 +956,7 @@ static Suite *suite(void) {
   TCase *tc = tcase_create("quant");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, fixed_point_matches_slow_forms);
+  tcase_add_test(tc, requant_fast_equals_requant);
   tcase_add_test(tc, checks_name_the_field);
   tcase_add_test(tc, params_fold_bias_and_corrections);
   tcase_add_test(tc, reference_of_each_epilogue);
