@@ -428,9 +428,9 @@ void bench_write_markdown(const bench_result *r, FILE *f) {
         f);
   if (nhwc)
     fputs("- layout nhwc: convtune runs channels-last (NHWC data, OHWI weights, NHWC output, "
-          "unpadded) on its nhwc templates, the tensors generated in that layout; a layer that "
-          "no nhwc template runs (C % 16 != 0: the stems) has empty convtune cells, the reason "
-          "in the notes\n",
+          "unpadded) on its nhwc templates (the stems, C % 16 != 0, on the channels-last mma "
+          "ones), the tensors generated in that layout; a layer that no nhwc template runs has "
+          "empty convtune cells, the reason in the notes\n",
           f);
   else
     fputs("- layout nchw4c: convtune runs the packed layout (NCHW4c data and output, OIHW4o4i "
@@ -1049,7 +1049,7 @@ done:
  * one call checked on the first and the last image against the plain CPU
  * reference (the output converted back with unpack_nhwc), then timed; then
  * the int8 column. Nothing to pack, so no pack column. A layer that no nhwc
- * template runs (ct_explain fails: the stems, C % 16 != 0) gets the reason
+ * template runs (ct_explain fails) gets the reason
  * on both convtune columns, and its inputs are still drawn, so that the
  * next layers see the same numbers as in an nchw4c run. */
 static ct_status run_convtune_nhwc(run *R, bench_layer *l, ct_err *err) {

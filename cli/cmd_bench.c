@@ -32,7 +32,7 @@ static const char usage[] =
     "  --layout nchw4c|nhwc   the layout convtune runs in (default nchw4c, with the cost of\n"
     "                         packing from plain NCHW); nhwc: channels-last tensors on the\n"
     "                         nhwc templates, no pack column; layers no nhwc template runs\n"
-    "                         (C % 16 != 0, e.g. the stems) are left empty with a note\n"
+    "                         are left empty with a note\n"
     "  --db PATH              the database of tuned kernels (default convtune.db)\n"
     "  --device N             CUDA device ordinal (default 0)\n"
     "  --repeats N            timed replays per measurement, 1..101 (default 7)\n"

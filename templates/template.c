@@ -1,6 +1,6 @@
 /*
- * template.c: the registry of templates, their embedded sources and
- * versions, and what every template shares: space building with a support
+ * template.c: the templates' embedded sources and versions, and what
+ * every template shares: space building with a support
  * check, instance_make, and sampling of valid configs by rejection (uniform
  * over the valid configs because the draws are uniform over the whole
  * space; the cost is 1 / valid share draws per sample).
@@ -16,35 +16,6 @@ extern const embedded_file embedded_templates[];
 extern const int embedded_template_headers_count;
 extern const char *const embedded_template_headers_names[];
 extern const char *const embedded_template_headers_data[];
-
-extern const template_desc tpl_conv2d_nchw4c_dp4a;
-extern const template_desc tpl_conv3d_ncdhw4c_dp4a;
-extern const template_desc tpl_conv2d_nchw4c_mma;
-extern const template_desc tpl_conv3d_ncdhw4c_mma;
-extern const template_desc tpl_conv2d_nchw4c_wgmma;
-extern const template_desc tpl_conv3d_ncdhw4c_wgmma;
-extern const template_desc tpl_conv2d_nhwc_wgmma;
-extern const template_desc tpl_conv3d_ndhwc_wgmma;
-
-/* The tensor-core templates first: where nothing is tuned, the dispatch
- * library's default comes from the first template that has a valid one on
- * the device (the mma ones need sm_80; wgmma exactly sm_90, and runs only
- * layers with C % 32 == 0, so mma's default serves every layer). The
- * channels-last templates serve the nhwc layout only. */
-static const template_desc *const all[] = {
-    &tpl_conv2d_nchw4c_mma,   &tpl_conv3d_ncdhw4c_mma,  &tpl_conv2d_nchw4c_wgmma,
-    &tpl_conv3d_ncdhw4c_wgmma, &tpl_conv2d_nchw4c_dp4a, &tpl_conv3d_ncdhw4c_dp4a,
-    &tpl_conv2d_nhwc_wgmma,   &tpl_conv3d_ndhwc_wgmma,  NULL};
-
-const template_desc *const *template_all(void) {
-  return all;
-}
-
-const template_desc *template_find(const char *name) {
-  for (int i = 0; name && all[i]; i++)
-    if (strcmp(all[i]->name, name) == 0) return all[i];
-  return NULL;
-}
 
 const char *template_source(const template_desc *tpl) {
   const embedded_file *f = embed_find(embedded_templates, tpl->source);

@@ -894,7 +894,7 @@ START_TEST(layouts_resolve_to_their_templates) {
     resolution_free(&r);
   }
 
-  /* the nhwc stem: no nhwc template takes C % 16 != 0; never packed */
+  /* the nhwc stem (C % 16 != 0): the channels-last mma template's, never packed */
   ct_workload stem;
   workload_init(&stem, CT_OP_CONV2D);
   stem.layout = CT_LAYOUT_NHWC;
@@ -904,18 +904,38 @@ START_TEST(layouts_resolve_to_their_templates) {
   stem.stride[0] = stem.stride[1] = 2;
   stem.pad_before[0] = stem.pad_before[1] = stem.pad_after[0] = stem.pad_after[1] = 3;
   ck_assert_int_eq(workload_validate(&stem, NULL), CT_OK);
+  const template_desc *nm = template_find("conv2d_nhwc_mma");
   err = (ct_err){0};
-  ck_assert_int_eq(resolve_nodb(&stem, &r, &err), CT_ERR_UNSUPPORTED);
+  if (nm) {
+    ck_assert_msg(resolve_nodb(&stem, &r, &err) == CT_OK, "%s", err.msg);
+    ck_assert_ptr_eq(r.tpl, nm);
+    ck_assert_mem_eq(&r.pw, &stem, sizeof stem);
+    ck_assert_int_eq(r.ex.source, CT_SOURCE_DEFAULT);
+    expect_valid(&r, "sm_90");
+    resolution_free(&r);
+  }
+  /* an nhwc layer no template runs (C 3 and a dilation along W): refused
+   * with each nhwc template's reason, never packed */
+  ct_workload dil = stem;
+  dil.dilation[1] = 2;
+  ck_assert_int_eq(workload_validate(&dil, NULL), CT_OK);
+  err = (ct_err){0};
+  ck_assert_int_eq(resolve_nodb(&dil, &r, &err), CT_ERR_UNSUPPORTED);
   ck_assert_msg(strstr(err.msg, "no template runs this workload in layout nhwc"), "%s", err.msg);
   const template_desc *t = registered(CT_LAYOUT_NHWC, CT_OP_CONV2D);
   if (t) ck_assert_msg(strstr(err.msg, t->name) && strstr(err.msg, "16"), "%s", err.msg);
+  if (nm) ck_assert_msg(strstr(err.msg, "dilation along W"), "%s", err.msg);
 
   /* the same through the public API, which explains nhwc by its template */
   ct_context *ctx = NULL;
   ck_assert_int_eq(ct_open_arch(NULL, "sm_90", &ctx), CT_OK);
   ct_explanation ex;
-  ck_assert_int_eq(ct_explain(ctx, &stem, &ex), CT_ERR_UNSUPPORTED);
+  ck_assert_int_eq(ct_explain(ctx, &dil, &ex), CT_ERR_UNSUPPORTED);
   expect_msg(ctx, "layout nhwc");
+  if (nm) {
+    ck_assert_int_eq(ct_explain(ctx, &stem, &ex), CT_OK);
+    ck_assert_str_eq(ex.template_name, nm->name);
+  }
   if (t) {
     ck_assert_int_eq(ct_explain(ctx, &nw, &ex), CT_OK);
     ck_assert_str_eq(ex.template_name, t->name);

@@ -1,7 +1,7 @@
 /*
  * test_gpu_templates.c (label gpu): random valid configs of each dp4a,
  * mma and wgmma template (the tensor-core ones also on wider layers; the
- * channels-last wgmma ones in nhwc / ndhwc), compiled by NVRTC for this
+ * channels-last wgmma and mma ones in nhwc / ndhwc), compiled by NVRTC for this
  * GPU, run on random int8 inputs with
  * a poisoned output, and compared element for element with the CPU
  * reference. The workloads cover batch 1 and 3, stride 2, padding (also
@@ -312,6 +312,41 @@ static const shape nh3d[] = {
      {1, 0, 0}, {1, 1, 1}},
 };
 
+/* The channels-last mma templates (C not a multiple of 16, K % 8): the
+ * stems (7x7 stride 2, (3,7,7) stride (1,2,2)) at batch 2 and 3 on odd
+ * maps, window rows of 1 to 4 k32 steps (C 3 to 40), the 4 byte
+ * alignments of the staged copies (C 3 and 5 at stride 1, C 3 at stride
+ * 2, C 6 at stride 3), dilation along H and D, asymmetric padding, 1x1,
+ * 1x7 and 7x1, K not a multiple of block_n. */
+static const shape nm2d[] = {
+    {"7x7 s2 c3 k64 b3 29x27 stem", CT_OP_CONV2D, 3, 3, 64, {0, 29, 27}, {0, 7, 7}, {0, 2, 2},
+     {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
+    {"3x3 c3 k8 b2 9x10", CT_OP_CONV2D, 2, 3, 8, {0, 9, 10}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1},
+     {0, 1, 1}, {0, 1, 1}},
+    {"1x1 c5 k24 b3 7x9", CT_OP_CONV2D, 3, 5, 24, {0, 7, 9}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0},
+     {0, 0, 0}, {0, 1, 1}},
+    {"3x3 s(1,3) c6 k32 asym 11x40", CT_OP_CONV2D, 1, 6, 32, {0, 11, 40}, {0, 3, 3}, {0, 1, 3},
+     {0, 2, 0}, {0, 0, 2}, {0, 1, 1}},
+    {"1x7 c7 k40 b2 6x33", CT_OP_CONV2D, 2, 7, 40, {0, 6, 33}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3},
+     {0, 0, 3}, {0, 1, 1}},
+    {"7x1 dil(2,1) c3 k16 b3 20x17", CT_OP_CONV2D, 3, 3, 16, {0, 20, 17}, {0, 7, 1}, {0, 1, 1},
+     {0, 3, 0}, {0, 3, 0}, {0, 2, 1}},
+    {"3x3 c40 k136 b2 12x13", CT_OP_CONV2D, 2, 40, 136, {0, 12, 13}, {0, 3, 3}, {0, 1, 1},
+     {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"5x5 s2 c3 k128 70x66", CT_OP_CONV2D, 1, 3, 128, {0, 70, 66}, {0, 5, 5}, {0, 2, 2}, {0, 2, 2},
+     {0, 2, 2}, {0, 1, 1}},
+};
+static const shape nm3d[] = {
+    {"(3,7,7) s(1,2,2) c3 k64 b2 stem 4x18x19", CT_OP_CONV3D, 2, 3, 64, {4, 18, 19}, {3, 7, 7},
+     {1, 2, 2}, {1, 3, 3}, {1, 3, 3}, {1, 1, 1}},
+    {"3x3x3 c5 k16 b3 odd 5x7x9", CT_OP_CONV3D, 3, 5, 16, {5, 7, 9}, {3, 3, 3}, {1, 1, 1},
+     {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    {"1x1x1 s2 c3 k24 5x6x7", CT_OP_CONV3D, 1, 3, 24, {5, 6, 7}, {1, 1, 1}, {2, 2, 2}, {0, 0, 0},
+     {0, 0, 0}, {1, 1, 1}},
+    {"3x3x3 dil(2,2,1) s(2,1,2) c3 k8 7x9x10", CT_OP_CONV3D, 1, 3, 8, {7, 9, 10}, {3, 3, 3},
+     {2, 1, 2}, {2, 2, 1}, {2, 2, 1}, {2, 2, 1}},
+};
+
 /* Run per_workload random valid configs of tpl on sh; returns the number
  * that were exact, and counts the configs tried in *tried. */
 static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tried) {
@@ -448,6 +483,16 @@ START_TEST(conv3d_ndhwc_wgmma_configs_match_the_reference) {
 }
 END_TEST
 
+START_TEST(conv2d_nhwc_mma_configs_match_the_reference) {
+  run_template("conv2d_nhwc_mma", nm2d, sizeof nm2d / sizeof nm2d[0], NULL, 0);
+}
+END_TEST
+
+START_TEST(conv3d_ndhwc_mma_configs_match_the_reference) {
+  run_template("conv3d_ndhwc_mma", nm3d, sizeof nm3d / sizeof nm3d[0], NULL, 0);
+}
+END_TEST
+
 START_TEST(conv3d_configs_match_the_reference) {
   run_template("conv3d_ncdhw4c_dp4a", shapes3d, sizeof shapes3d / sizeof shapes3d[0], NULL, 0);
 }
@@ -483,6 +528,8 @@ int main(int argc, char **argv) {
   tcase_set_timeout(nh, 1200);
   tcase_add_test(nh, conv2d_nhwc_wgmma_configs_match_the_reference);
   tcase_add_test(nh, conv3d_ndhwc_wgmma_configs_match_the_reference);
+  tcase_add_test(nh, conv2d_nhwc_mma_configs_match_the_reference);
+  tcase_add_test(nh, conv3d_ndhwc_mma_configs_match_the_reference);
   suite_add_tcase(s, nh);
   SRunner *sr = srunner_create(s);
   /* a CUDA context does not survive fork */

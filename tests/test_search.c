@@ -752,9 +752,13 @@ START_TEST(plan_refuses_with_reasons) {
   tune_task tasks[TUNE_MAX_TASKS];
   int n = -1;
   ct_err err = {0};
-  /* an nhwc stem (C % 16 != 0): refused, naming the layout and, when the
-   * nhwc templates exist, their reason and where it runs instead */
+  /* an nhwc layer no nhwc template runs (C 3, which conv2d_nhwc_wgmma
+   * refuses, and a dilation along W, which conv2d_nhwc_mma does): refused,
+   * naming the layout and, when the nhwc templates exist, their reasons and
+   * where it runs instead */
   ct_workload stem = sel_workload(CT_OP_CONV2D, CT_LAYOUT_NHWC, 3, 64);
+  stem.dilation[1] = 2;
+  ck_assert_int_eq(workload_validate(&stem, &err), CT_OK);
   ck_assert_int_eq(tune_plan("resnet50/conv1", &stem, NULL, tasks, &n, &err), CT_ERR_UNSUPPORTED);
   ck_assert_int_eq(n, 0);
   ck_assert_msg(strstr(err.msg, "resnet50/conv1: no template runs this workload"), "%s", err.msg);
@@ -762,6 +766,8 @@ START_TEST(plan_refuses_with_reasons) {
   const template_desc *t = registered(CT_LAYOUT_NHWC, CT_OP_CONV2D);
   if (t) {
     ck_assert_msg(strstr(err.msg, t->name) && strstr(err.msg, "16"), "%s", err.msg);
+    if (template_find("conv2d_nhwc_mma"))
+      ck_assert_msg(strstr(err.msg, "dilation along W"), "%s", err.msg);
     ck_assert_msg(strstr(err.msg, "tune it in layout nchw or nchw4c"), "%s", err.msg);
     /* the reasons are those of the nhwc templates of the op, not the packed ones */
     ck_assert_msg(!strstr(err.msg, "dp4a") && !strstr(err.msg, "conv3d"), "%s", err.msg);

@@ -62,7 +62,7 @@ START_TEST(templates_are_registered_with_versions) {
     ck_assert_uint_eq(strlen(v), 16);
     ck_assert_uint_eq(strspn(v, "0123456789abcdef"), 16);
   }
-  ck_assert_int_eq(n, 8);
+  ck_assert_int_eq(n, 10);
   for (int i = 0; i < n; i++)
     for (int j = i + 1; j < n; j++) ck_assert_str_ne(template_version(all[i]), template_version(all[j]));
   ck_assert_ptr_nonnull(template_find("conv2d_nchw4c_mma"));
@@ -71,6 +71,8 @@ START_TEST(templates_are_registered_with_versions) {
   ck_assert_ptr_nonnull(template_find("conv3d_ncdhw4c_wgmma"));
   ck_assert_int_eq(template_find("conv2d_nhwc_wgmma")->layout, CT_LAYOUT_NHWC);
   ck_assert_int_eq(template_find("conv3d_ndhwc_wgmma")->layout, CT_LAYOUT_NHWC);
+  ck_assert_int_eq(template_find("conv2d_nhwc_mma")->layout, CT_LAYOUT_NHWC);
+  ck_assert_int_eq(template_find("conv3d_ndhwc_mma")->layout, CT_LAYOUT_NHWC);
   ck_assert_ptr_null(template_find("nope"));
   const char *const *names, *const *sources;
   int nh = template_headers(&names, &sources);
@@ -91,8 +93,9 @@ START_TEST(spaces_cover_every_layer_and_are_large) {
       space sp;
       ct_err err = {0};
       const ct_workload *w = &s->items[i].w;
-      if (tpl->layout == CT_LAYOUT_NHWC && w->c % 16) {
-        /* the stems: C not a multiple of 16 */
+      const int nhwc_mma = tpl->layout == CT_LAYOUT_NHWC && strstr(tpl->name, "_mma") != NULL;
+      if (tpl->layout == CT_LAYOUT_NHWC && (nhwc_mma ? w->c % 16 == 0 : w->c % 16 != 0)) {
+        /* wgmma: the stems (C not a multiple of 16); mma: all but the stems */
         ck_assert_int_eq(template_space(tpl, w, &sp, &err), CT_ERR_UNSUPPORTED);
         ck_assert_ptr_nonnull(strstr(err.msg, "multiple of 16"));
         continue;
@@ -105,7 +108,11 @@ START_TEST(spaces_cover_every_layer_and_are_large) {
       }
       ck_assert_msg(template_space(tpl, w, &sp, &err) == CT_OK, "%s: %s",
                     s->items[i].name, err.msg);
-      if (tpl->layout == CT_LAYOUT_NHWC) {
+      if (nhwc_mma) {
+        ck_assert_int_ge(space_find(&sp, "tile_w"), 0);
+        ck_assert_int_ge(space_find(&sp, "tile_h"), 0);
+        ck_assert_int_ge(space_find(&sp, "warp_m16"), 0);
+      } else if (tpl->layout == CT_LAYOUT_NHWC) {
         ck_assert_int_ge(space_find(&sp, "block_n"), 0);
         ck_assert_int_ge(space_find(&sp, "rows_per_wg"), 0);
         ck_assert_int_ge(space_find(&sp, "split_k"), 0);
@@ -140,8 +147,9 @@ START_TEST(spaces_cover_every_layer_and_are_large) {
                     s->items[i].name);
       space_free(&sp);
     }
-    ck_assert_msg(largest > (strstr(tpl->name, "_wgmma") ? 500ULL
-                             : strstr(tpl->name, "_mma") ? 50000ULL
+    ck_assert_msg(largest > (strstr(tpl->name, "_wgmma")  ? 500ULL
+                             : tpl->layout == CT_LAYOUT_NHWC ? 200ULL
+                             : strstr(tpl->name, "_mma")  ? 50000ULL
                                                          : 100000000ULL),
                   "%s: largest space %llu", tpl->name,
                   (unsigned long long)largest);
@@ -183,6 +191,29 @@ START_TEST(unsupported_workloads_are_refused) {
   w.pad_before[0] = w.pad_after[0] = 1;
   ck_assert_int_eq(template_space(nh, &w, &sp, &err), CT_ERR_UNSUPPORTED);
   ck_assert_ptr_nonnull(strstr(err.msg, "pads with zeros"));
+  /* the channels-last mma templates: only C not a multiple of 16, K % 8, no
+   * dilation along W; a data zero point with padding is theirs */
+  const template_desc *nm = template_find("conv2d_nhwc_mma");
+  ck_assert_int_eq(template_space(nm, &w, &sp, &err), CT_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(err.msg, "conv2d_nhwc_wgmma"));
+  w.c = 3;
+  ck_assert_int_eq(template_space(nm, &w, &sp, &err), CT_OK);
+  space_free(&sp);
+  w.k = 12;
+  ck_assert_int_eq(template_space(nm, &w, &sp, &err), CT_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(err.msg, "multiple of 8"));
+  w.k = 8;
+  w.dilation[1] = 2;
+  ck_assert_int_eq(template_space(nm, &w, &sp, &err), CT_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(err.msg, "dilation along W"));
+  w.dilation[1] = 1;
+  w.epi.weight_zero_point = 1;
+  ck_assert_int_eq(template_space(nm, &w, &sp, &err), CT_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(err.msg, "weight zero points"));
+  w.epi.weight_zero_point = 0;
+  ck_assert_int_eq(template_space(template_find("conv3d_ndhwc_mma"), &w, &sp, &err),
+                   CT_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(err.msg, "conv3d"));
   w.layout = CT_LAYOUT_NCHW4C;
   w.c = 0;
   ck_assert_int_eq(template_space(template_find("conv2d_nchw4c_dp4a"), &w, &sp, &err),
@@ -413,6 +444,64 @@ START_TEST(nhwc_instances_carry_an_im2col_and_a_tiled_tensor_map) {
 }
 END_TEST
 
+/* conv2d_nhwc_mma on ResNet-50's stem at batch 16 (7x7, stride 2, C 3):
+ * 7 window rows of 21 bytes are 7 k32 steps; the staged input rows and
+ * weights make the shared memory; a named architecture (no SM count) gets
+ * one block per tile; with 132 SMs the grid is persistent. It compiles. */
+START_TEST(nhwc_mma_stages_window_rows) {
+  const template_desc *tpl = template_find("conv2d_nhwc_mma");
+  ct_workload w;
+  workload_init(&w, CT_OP_CONV2D);
+  w.layout = CT_LAYOUT_NHWC;
+  w.n = 16, w.c = 3, w.k = 64, w.in[0] = w.in[1] = 224;
+  w.kernel[0] = w.kernel[1] = 7;
+  w.stride[0] = w.stride[1] = 2;
+  w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = 3;
+  space sp;
+  ct_err err = {0};
+  ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
+  arch a;
+  arch_from_name("sm_90", &a, NULL);
+  config c;
+  char why[TEMPLATE_WHY_MAX];
+  cJSON *j = cJSON_Parse("{\"tile_w\":64,\"tile_h\":2,\"block_n\":64,\"warp_m16\":2,"
+                         "\"blocks_per_sm\":2}");
+  ck_assert_int_eq(space_config_from_json(&sp, j, &c, &err), CT_OK);
+  cJSON_Delete(j);
+  ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
+  instance inst;
+  ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
+  /* 16 images x 56 row pairs x 2 column tiles of 112 columns */
+  ck_assert_uint_eq(inst.grid[0], 16 * 56 * 2);
+  ck_assert_uint_eq(inst.grid[1], 1);
+  ck_assert_uint_eq(inst.block[0], 128); /* 8 m16 blocks, 2 per warp */
+  /* weights: 7 steps x 64 channels x 32 bytes; rows: 9 input rows of
+   * 63 x 6 + 32 + 4 bytes (416), padded to 16 banks apart, in 2 copies
+   * (6-byte steps: 2 alignments: 7552 bytes), where the block's raw
+   * weights go first (64 x 147 bytes and a word either side: larger);
+   * then the raw rows (2 more words each) */
+  ck_assert_int_lt(2 * (9 * 416 + 32), (64 * 147 + 6) / 4 * 4);
+  ck_assert_uint_eq(inst.smem_bytes, 7 * 64 * 32 + (64 * 147 + 6) / 4 * 4 + 9 * (416 + 8));
+  ck_assert_int_eq(inst.n_args, 5);
+  ck_assert_int_eq(inst.arch_specific, 0);
+  cubin cb;
+  ck_assert_msg(nvrtc_compile(&inst, &a, &cb, &err) == CT_OK, "%s\n%s", err.msg, cb.log);
+  ck_assert_uint_gt(cb.size, 0);
+  cubin_free(&cb);
+  a.sm_count = 132;
+  ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
+  ck_assert_uint_eq(inst.grid[0], 132 * 2);
+  /* a block too wide for the SM's registers twice over is refused */
+  j = cJSON_Parse("{\"tile_w\":128,\"tile_h\":4,\"block_n\":64,\"warp_m16\":4,"
+                  "\"blocks_per_sm\":4}");
+  ck_assert_int_eq(space_config_from_json(&sp, j, &c, &err), CT_OK);
+  cJSON_Delete(j);
+  ck_assert(!tpl->valid(&w, &sp, &c, &a, why));
+  ck_assert_ptr_nonnull(strstr(why, "registers"));
+  space_free(&sp);
+}
+END_TEST
+
 /* The i-th epilogue variant of w: raw, then every dtype and epilogue part,
  * depth_to_space in both orders (block 2: every layer's K divides). */
 #define N_VARIANTS 7
@@ -564,6 +653,18 @@ START_TEST(random_valid_configs_compile_conv3d_ndhwc_wgmma) {
 }
 END_TEST
 
+/* The channels-last mma templates run only the stems: most draws land on
+ * layers they refuse, so they draw more. */
+START_TEST(random_valid_configs_compile_conv2d_nhwc_mma) {
+  sample_and_compile(template_find("conv2d_nhwc_mma"), n_compile, cores());
+}
+END_TEST
+
+START_TEST(random_valid_configs_compile_conv3d_ndhwc_mma) {
+  sample_and_compile(template_find("conv3d_ndhwc_mma"), n_compile / 2, cores());
+}
+END_TEST
+
 int main(int argc, char **argv) {
   if (argc > 1) n_compile = atol(argv[1]);
   Suite *s = suite_create("templates");
@@ -576,6 +677,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, a_point_that_slips_through_fails_to_compile_with_a_clear_log);
   tcase_add_test(tc, wgmma_split_k_is_a_cluster_along_z);
   tcase_add_test(tc, nhwc_instances_carry_an_im2col_and_a_tiled_tensor_map);
+  tcase_add_test(tc, nhwc_mma_stages_window_rows);
   tcase_add_test(tc, random_valid_configs_compile_conv2d);
   tcase_add_test(tc, random_valid_configs_compile_conv3d);
   tcase_add_test(tc, random_valid_configs_compile_conv2d_mma);
@@ -584,6 +686,8 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, random_valid_configs_compile_conv3d_wgmma);
   tcase_add_test(tc, random_valid_configs_compile_conv2d_nhwc_wgmma);
   tcase_add_test(tc, random_valid_configs_compile_conv3d_ndhwc_wgmma);
+  tcase_add_test(tc, random_valid_configs_compile_conv2d_nhwc_mma);
+  tcase_add_test(tc, random_valid_configs_compile_conv3d_ndhwc_mma);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

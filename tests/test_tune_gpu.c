@@ -8,10 +8,11 @@
  * config must be OK, and the run must complete. Then resume: tuning the same
  * task again measures no config twice. Channels-last: an nhwc workload is
  * tuned as it is on the nhwc templates (its records carry the nhwc key,
- * none the packed one), and an nhwc stem (C % 16 != 0) is refused with a
- * message naming the layout; the tuning part is skipped, with a message,
- * when no nhwc template is registered or the GPU is not sm_90. Exits 77
- * without a GPU.
+ * none the packed one), an nhwc stem (C % 16 != 0) is tuned on the
+ * channels-last mma template, exact, and a layer no nhwc template runs (C
+ * 3 with a dilation along W) is refused with a message naming the layout;
+ * the wgmma part is skipped, with a message, when the GPU is not sm_90.
+ * Exits 77 without a GPU.
  */
 #include <check.h>
 #include <stdio.h>
@@ -197,15 +198,27 @@ START_TEST(nhwc_is_tuned_as_it_is) {
   ct_err err = {0};
   ck_assert_msg(tuner_open(db_path, &o, &t, &err) == CT_OK, "%s", err.msg);
   tune_result res;
-  /* the stem: no nhwc template runs C % 16 != 0, and nothing is converted */
+  /* the stem (C % 16 != 0): conv2d_nhwc_mma's, as it is, exact */
   ct_workload stem;
   small_workload(&stem);
   stem.layout = CT_LAYOUT_NHWC;
   stem.c = 3;
+  stem.k = 64;
   stem.kernel[0] = stem.kernel[1] = 7;
+  stem.stride[0] = stem.stride[1] = 2;
   stem.pad_before[0] = stem.pad_before[1] = stem.pad_after[0] = stem.pad_after[1] = 3;
-  ck_assert_int_eq(tuner_tune(t, "stem", &stem, NULL, NULL, NULL, &res, &err), CT_ERR_UNSUPPORTED);
-  ck_assert_msg(strstr(err.msg, "stem: no template runs this workload in layout nhwc"), "%s",
+  ck_assert_msg(tuner_tune(t, "stem", &stem, NULL, NULL, NULL, &res, &err) == CT_OK, "%s", err.msg);
+  ck_assert_str_eq(res.template_name, "conv2d_nhwc_mma");
+  ck_assert_int_eq(res.n_trials, 16);
+  ck_assert_int_eq(res.by_outcome[OUT_WRONG_ANSWER], 0);
+  ck_assert_msg(res.best_us > 0, "no OK trial of the stem: %d invalid",
+                res.by_outcome[OUT_INVALID]);
+  printf("nhwc stem: %d trials, best %.2f us (%s)\n", res.n_trials, res.best_us, res.best_config);
+  /* a dilation along W as well: no nhwc template runs it, nothing is converted */
+  stem.dilation[1] = 2;
+  err = (ct_err){0};
+  ck_assert_int_eq(tuner_tune(t, "dil", &stem, NULL, NULL, NULL, &res, &err), CT_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(err.msg, "dil: no template runs this workload in layout nhwc"), "%s",
                 err.msg);
   const template_desc *tpl = template_find("conv2d_nhwc_wgmma");
   const arch *a = &tuner_device(t)->arch;

@@ -1,0 +1,305 @@
+/*
+ * conv_mma_nhwc.c: the C descriptor of conv2d_nhwc_mma and conv3d_ndhwc_mma
+ * (kernel body: conv_mma_nhwc.cuh): the channels-last templates of layers
+ * with few input channels, whose mma.sync reduction runs over the
+ * flattened window rows (KW x C contiguous bytes). Their knob space,
+ * validity, the instance, the features for the cost model and a default.
+ *
+ * Knobs: tile_w (output columns per tile row: 16 to 128), tile_h (output
+ * rows per tile: 1, 2, 4), block_n (output channels per block: 32, 64,
+ * 128), warp_m16 (m16 blocks per warp: 1, 2, 4; the warps are the tile's
+ * m16 blocks / warp_m16) and blocks_per_sm (1 to 4: the launch bounds'
+ * minimum, and the persistent grid is that many blocks per SM).
+ *
+ * What it runs (supports): layout nhwc / ndhwc, int8 weights, groups 1, C
+ * not a multiple of 16 (those run on conv2d_nhwc_wgmma at full width), K a
+ * multiple of 8, no dilation along W (a window row must be contiguous), no
+ * weight zero points, no depth_to_space. Padding reads the data zero point.
+ *
+ * Validity, before any compile: sm_80 or later (mma.sync int8);
+ * accumulators and a register estimate within the registers; shared memory
+ * (the staged weights and input rows) within the opt-in limit; tiles not
+ * larger than twice what the layer has; blocks_per_sm blocks fitting an
+ * SM's registers, shared memory and threads.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "templates/template.h"
+
+/* Addresses, pixel offsets, loop counters, params: a lower bound. */
+#define SM_REG_OVERHEAD 40
+
+static const int tile_ws[] = {16, 32, 64, 128};
+static const int tile_hs[] = {1, 2, 4};
+static const int block_ns[] = {32, 64, 128};
+static const int warp_m16s[] = {1, 2, 4};
+static const int blocks_per_sms[] = {1, 2, 3, 4};
+
+typedef struct splan {
+  int tw, th, bn, mi, minb;
+  long row_pad, ksteps, in_rows, srows, pstep, nalign, rowb, copyb, w_bytes, in_bytes, wraw;
+  long raw_words, pf;
+  long mblk, warps, threads, acc, regs, smem_bytes, tiles_m, tiles_n, grid_x, m_total;
+} splan;
+
+static long ceil_div(long a, long b) {
+  return (a + b - 1) / b;
+}
+
+static const char *refusal(const ct_workload *w, ct_op op) {
+  if (w->op != op) return op == CT_OP_CONV2D ? "it runs conv2d only" : "it runs conv3d only";
+  if (w->layout != CT_LAYOUT_NHWC)
+    return op == CT_OP_CONV2D ? "it needs layout nhwc" : "it needs layout ndhwc";
+  if (w->weight_type != CT_DTYPE_INT8) return "it takes int8 weights";
+  if (w->groups != 1) return "it runs groups = 1 only";
+  if (w->epi.d2s_block) return "depth_to_space runs on the dp4a templates";
+  if (w->epi.weight_zero_point) return "weight zero points run on the packed templates";
+  if (w->c % 16 == 0)
+    return op == CT_OP_CONV2D ? "C is a multiple of 16: conv2d_nhwc_wgmma runs it at full width"
+                              : "C is a multiple of 16: conv3d_ndhwc_wgmma runs it at full width";
+  if (w->k % 8) return "K must be a multiple of 8 (the stores write whole 8-channel groups)";
+  geom3 g;
+  workload_geom(w, &g);
+  if (g.dil[2] != 1) return "a dilation along W (a window row must be contiguous bytes)";
+  return NULL;
+}
+
+static int supports_op(const ct_workload *w, ct_op op, char *why) {
+  const char *reason = refusal(w, op);
+  if (reason && why) snprintf(why, TEMPLATE_WHY_MAX, "%s", reason);
+  return reason == NULL;
+}
+
+static int supports2d(const ct_workload *w, char *why) {
+  return supports_op(w, CT_OP_CONV2D, why);
+}
+
+static int supports3d(const ct_workload *w, char *why) {
+  return supports_op(w, CT_OP_CONV3D, why);
+}
+
+static ct_status build_space(const ct_workload *w, space *s, ct_err *err) {
+  (void)w;
+  ct_status st;
+#define CHOICE(name, v)                                                                            \
+  if ((st = space_add_choice(s, name, v, (int)(sizeof v / sizeof v[0]), err))) return st
+  CHOICE("tile_w", tile_ws);
+  CHOICE("tile_h", tile_hs);
+  CHOICE("block_n", block_ns);
+  CHOICE("warp_m16", warp_m16s);
+  CHOICE("blocks_per_sm", blocks_per_sms);
+#undef CHOICE
+  return CT_OK;
+}
+
+/* The sizes of conv_mma_nhwc.cuh, macro for macro. */
+static void make_plan(const ct_workload *w, const space *s, const config *cfg, const arch *a,
+                      splan *p) {
+  geom3 g;
+  workload_geom(w, &g);
+  p->tw = space_get(s, cfg, "tile_w", 64);
+  p->th = space_get(s, cfg, "tile_h", 2);
+  p->bn = space_get(s, cfg, "block_n", 64);
+  p->mi = space_get(s, cfg, "warp_m16", 2);
+  p->minb = space_get(s, cfg, "blocks_per_sm", 2);
+  const long row_bytes = g.ker[2] * g.c;
+  p->row_pad = ceil_div(row_bytes, 32) * 32;
+  p->ksteps = g.ker[0] * g.ker[1] * (p->row_pad / 32);
+  p->in_rows = (p->th - 1) * g.str[1] + (g.ker[1] - 1) * g.dil[1] + 1;
+  p->srows = g.ker[0] * p->in_rows;
+  p->pstep = g.str[2] * g.c;
+  p->nalign = p->pstep % 4 == 0 ? 1 : p->pstep % 2 == 0 ? 2 : 4;
+  p->rowb = ceil_div((p->tw - 1) * p->pstep + p->row_pad + 4, 16) * 16;
+  const long copy_raw = p->srows * p->rowb;
+  p->copyb = copy_raw + ((16 - (copy_raw / 4) % 32) + 32) % 32 * 4;
+  p->in_bytes = p->nalign * p->copyb;
+  p->w_bytes = p->ksteps * p->bn * 32;
+  /* the raw weight bytes, where the copies go later */
+  p->wraw = (p->bn * g.ker[0] * g.ker[1] * g.ker[2] * g.c + 6) / 4 * 4;
+  p->raw_words = p->srows * (p->rowb / 4 + 2);
+  p->smem_bytes = p->w_bytes + (p->in_bytes > p->wraw ? p->in_bytes : p->wraw) + p->raw_words * 4;
+  p->mblk = (long)p->th * p->tw / 16;
+  p->warps = p->mblk / p->mi;
+  p->threads = 32 * p->warps;
+  p->acc = (long)p->mi * p->bn / 2;
+  /* the next tile's raw words, held in registers across this one */
+  p->pf = p->mblk % p->mi ? 0 : ceil_div(p->raw_words, p->threads);
+  p->regs = p->acc + p->bn / 4 + 4 + p->pf + SM_REG_OVERHEAD;
+  p->m_total = g.n * g.out[0] * g.out[1] * g.out[2];
+  p->tiles_m = g.n * g.out[0] * ceil_div(g.out[1], p->th) * ceil_div(g.out[2], p->tw);
+  p->tiles_n = ceil_div(g.k, p->bn);
+  /* persistent: blocks_per_sm blocks per SM loop over the tiles (all the
+   * tiles when the SMs are unknown: a named architecture) */
+  const long resident = a && a->sm_count > 0 ? (long)a->sm_count * p->minb : p->tiles_m;
+  p->grid_x = p->tiles_m < resident ? p->tiles_m : resident;
+}
+
+static int valid(const ct_workload *w, const space *s, const config *cfg, const arch *a,
+                 char *why) {
+  splan p;
+  make_plan(w, s, cfg, a, &p);
+  geom3 g;
+  workload_geom(w, &g);
+  if (a->cc_major < 8)
+    return template_fail(why, "int8 mma.sync needs sm_80 or later, not sm_%ld%ld", a->cc_major,
+                         a->cc_minor);
+  if (p.mblk % p.mi)
+    return template_fail(why, "warp_m16 %ld does not divide the tile's %ld m16 blocks", p.mi,
+                         p.mblk);
+  if (p.acc > 128)
+    return template_fail(why, "%ld accumulators per thread (warp_m16 %ld x block_n); at most 128",
+                         p.acc, p.mi);
+  if (p.tw > 16 && p.tw >= 2 * g.out[2])
+    return template_fail(why, "tile_w %ld for %ld output columns: half the tile would be padding",
+                         p.tw, g.out[2]);
+  if (p.th > 1 && p.th >= 2 * g.out[1])
+    return template_fail(why, "tile_h %ld for %ld output rows: half the tile would be padding",
+                         p.th, g.out[1]);
+  if (p.bn > 32 && p.bn >= 2 * g.k)
+    return template_fail(why, "block_n %ld for %ld channels: half the tile would be padding", p.bn,
+                         g.k);
+  if (p.threads > a->max_threads_per_block)
+    return template_fail(why, "%ld threads per block; at most %ld", p.threads,
+                         a->max_threads_per_block);
+  long reg_cap = a->regs_per_block / p.threads / 8 * 8;
+  if (p.minb > 1 && a->regs_per_sm / (p.minb * p.threads) / 8 * 8 < reg_cap)
+    reg_cap = a->regs_per_sm / (p.minb * p.threads) / 8 * 8;
+  if (reg_cap > a->max_regs_per_thread) reg_cap = a->max_regs_per_thread;
+  if (p.regs > reg_cap)
+    return template_fail(why, "at least %ld registers per thread; at most %ld", p.regs, reg_cap);
+  if (p.smem_bytes > a->smem_optin_bytes)
+    return template_fail(why, "%ld bytes of shared memory; at most %ld", p.smem_bytes,
+                         a->smem_optin_bytes);
+  /* 1 KB per block is the runtime's */
+  if (p.minb * (p.smem_bytes + 1024) > a->smem_per_sm_bytes)
+    return template_fail(why, "%ld blocks per SM of %ld bytes of shared memory exceed the SM's",
+                         p.minb, p.smem_bytes);
+  if (p.minb * p.threads > 2048)
+    return template_fail(why, "%ld blocks per SM of %ld threads exceed 2048", p.minb, p.threads);
+  if (p.tiles_n > 65535)
+    return template_fail(why, "%ld blocks along grid y; at most %ld", p.tiles_n, 65535);
+  return 1;
+}
+
+static ct_status make_instance(const ct_workload *w, const space *s, const config *cfg,
+                               const arch *a, instance *inst, ct_err *err) {
+  splan p;
+  make_plan(w, s, cfg, a, &p);
+  snprintf(inst->kernel_name, sizeof inst->kernel_name, "conv_mma_nhwc");
+  inst->n_options = 0;
+  /* the shape options with C rounded up to 4 (CT_C4, as conv_shape.cuh
+   * checks it), the real C apart */
+  ct_workload w4 = *w;
+  w4.c = (w->c + 3) / 4 * 4;
+  instance_conv_options(inst, &w4);
+  instance_opt(inst, "STEM_C", w->c);
+  instance_opt(inst, "SM_TW", p.tw);
+  instance_opt(inst, "SM_TH", p.th);
+  instance_opt(inst, "SM_BN", p.bn);
+  instance_opt(inst, "SM_MI", p.mi);
+  instance_opt(inst, "SM_MINB", p.minb);
+  instance_opt(inst, "CT_THREADS", p.threads);
+  instance_opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
+  if (inst->n_options >= INSTANCE_MAX_OPTIONS)
+    return ERR_SET(err, CT_ERR_INTERNAL, "conv_mma_nhwc: more than %d NVRTC options",
+                   INSTANCE_MAX_OPTIONS);
+  if (p.grid_x > 2147483647L)
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "conv_mma_nhwc: %ld blocks along grid x", p.grid_x);
+  inst->grid[0] = (unsigned)p.grid_x;
+  inst->grid[1] = (unsigned)p.tiles_n;
+  inst->grid[2] = 1;
+  inst->block[0] = (unsigned)p.threads;
+  inst->block[1] = inst->block[2] = 1;
+  inst->smem_bytes = (size_t)p.smem_bytes;
+  inst->arch_specific = 0;
+  instance_conv_args(inst);
+  return CT_OK;
+}
+
+/* Derived sizes for the cost model, log2-scaled where they span decades. */
+static int describe(const ct_workload *w, const space *s, const config *cfg, float *out, int max) {
+  splan p;
+  make_plan(w, s, cfg, NULL, &p);
+  const double v[] = {p.threads,
+                      p.acc,
+                      p.regs,
+                      p.smem_bytes + 1,
+                      p.tiles_m,
+                      p.tiles_n,
+                      p.ksteps,
+                      (double)p.tiles_m * p.tiles_n,
+                      p.tw,
+                      p.th,
+                      p.bn,
+                      p.mi,
+                      p.minb,
+                      p.nalign,
+                      (double)p.tiles_m * p.th * p.tw / (double)p.m_total};
+  int n = (int)(sizeof v / sizeof v[0]);
+  for (int i = 0; i < n && i < max; i++) out[i] = (float)log2(v[i]);
+  return n < max ? n : max;
+}
+
+/* A default without tuning: the widest tile_w that wastes at most a
+ * quarter of the output columns, 2 rows, block_n 64, two m16 blocks per
+ * warp, two blocks per SM; the first valid of those, narrowing each. */
+static int preferred(const ct_workload *w, const space *s, const arch *a, config *out) {
+  geom3 g;
+  workload_geom(w, &g);
+  config c;
+  memset(&c, 0, sizeof c);
+  int found = 0;
+  double best = 0;
+  for (int iw = 0; iw < 4; iw++)
+    for (int ih = 0; ih < 3; ih++)
+      for (int ib = 0; ib < 3; ib++)
+        for (int im = 0; im < 3; im++) {
+          if (!(template_set_choice(s, &c, "tile_w", tile_ws[iw]) &&
+                template_set_choice(s, &c, "tile_h", tile_hs[ih]) &&
+                template_set_choice(s, &c, "block_n", block_ns[ib]) &&
+                template_set_choice(s, &c, "warp_m16", warp_m16s[im]) &&
+                template_set_choice(s, &c, "blocks_per_sm", 2)))
+            continue;
+          if (!valid(w, s, &c, a, NULL)) continue;
+          splan p;
+          make_plan(w, s, &c, a, &p);
+          /* computed pixels that exist, wide tiles, block_n 64, 2 rows and 2 m16 per warp */
+          double used = (double)p.m_total / ((double)p.tiles_m * p.th * p.tw);
+          double score = (used >= 0.75 ? 1.0 : used) + 0.01 * iw - 0.01 * (ib != 1) -
+                         0.005 * (ih != 1) - 0.005 * (im != 1);
+          if (!found || score > best) {
+            *out = c;
+            best = score;
+            found = 1;
+          }
+        }
+  return found;
+}
+
+const template_desc tpl_conv2d_nhwc_mma = {
+    .name = "conv2d_nhwc_mma",
+    .source = "conv2d_nhwc_mma.cu",
+    .op = CT_OP_CONV2D,
+    .layout = CT_LAYOUT_NHWC,
+    .supports = supports2d,
+    .space = build_space,
+    .valid = valid,
+    .instance = make_instance,
+    .describe = describe,
+    .preferred = preferred,
+};
+
+const template_desc tpl_conv3d_ndhwc_mma = {
+    .name = "conv3d_ndhwc_mma",
+    .source = "conv3d_ndhwc_mma.cu",
+    .op = CT_OP_CONV3D,
+    .layout = CT_LAYOUT_NHWC,
+    .supports = supports3d,
+    .space = build_space,
+    .valid = valid,
+    .instance = make_instance,
+    .describe = describe,
+    .preferred = preferred,
+};

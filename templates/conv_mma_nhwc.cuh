@@ -1,0 +1,385 @@
+/*
+ * conv_mma_nhwc.cuh: the body of conv2d_nhwc_mma and conv3d_ndhwc_mma
+ * (conv2d is the D = 1 case): channels-last int8 convolution of layers with
+ * few input channels (the 3-channel stems), as implicit GEMM on mma.sync
+ * m16n8k32 whose reduction runs over the flattened window rows.
+ *
+ * Data NHWC (NDHWC), weights OHWI (ODHWI), output NHWC, all unpadded. One
+ * row of the kernel window (fixed depth tap t and row tap r, every column
+ * tap s and channel c) is KW x C contiguous bytes, in the data (the input
+ * row from the window's first column, the dilation along W being 1) and in
+ * the weights (OHWI: w[k][t][r][s][c]). The reduction is over those rows,
+ * each padded to whole k32 steps (ROW_PAD bytes): a 7x7 stem of 3 channels
+ * is 7 rows of 21 bytes, 7 k32 steps, where padding C to 16 would be 49.
+ * The padding's data bytes meet zero weights and add nothing.
+ *
+ * A tile is TH output rows x TW output columns of one image (and output
+ * depth) by BN output channels. The block stages the input rows the tile
+ * reads (every depth tap's, with padding reading the data zero point) in
+ * shared memory, in NALIGN copies shifted by 0..3 bytes: output column j
+ * starts at byte j * STR_W * C of its row, so that every fragment register
+ * is one aligned 32-bit load from the copy its alignment picks. The
+ * weights, in B fragment order ([k32 step][n8 tile][lane] 8 bytes), are
+ * staged once per block: the grid is persistent over the tiles.
+ *
+ * Each warp owns MI m16 blocks (16 consecutive output columns of one row)
+ * by the BN channels. The epilogue stores 4 channels of one pixel per
+ * thread and store (lanes trade accumulator pairs): int32 16 bytes, 8-bit
+ * 4 bytes after the requantization of tc_common.cuh. Weight zero points and
+ * depth_to_space run on the packed templates (the descriptor refuses them).
+ */
+#include "quant.cuh"
+
+#ifndef CT_N
+#error "conv_mma_nhwc.cuh: compile through convtune: every shape and knob is a -D macro"
+#endif
+
+#include "conv_shape.cuh"
+#include "tc_common.cuh"
+
+static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: packed templates");
+static_assert(SM_TW == 16 || SM_TW == 32 || SM_TW == 64 || SM_TW == 128, "tile_w: 16 to 128");
+static_assert(SM_TH == 1 || SM_TH == 2 || SM_TH == 4, "tile_h: 1, 2 or 4");
+static_assert(SM_BN == 32 || SM_BN == 64 || SM_BN == 128, "block_n: 32, 64 or 128");
+static_assert(SM_MI == 1 || SM_MI == 2 || SM_MI == 4, "warp_m16: 1, 2 or 4 m16 blocks per warp");
+static_assert(SM_MINB >= 1 && SM_MINB <= 4, "blocks_per_sm: 1 to 4");
+static_assert(STEM_C > 0 && (STEM_C + 3) / 4 == CT_C4, "STEM_C must round up to 4 * CT_C4");
+static_assert(CT_DIL_W == 1, "the window row must be contiguous: no dilation along W");
+static_assert(CT_KR % 8 == 0, "the NHWC stores: K must be a multiple of 8");
+
+#define C_IN STEM_C
+#define ROW_BYTES (CT_KW * C_IN)                 /* one window row */
+#define ROW_PAD ((ROW_BYTES + 31) / 32 * 32)     /* ... in whole k32 steps */
+#define RSTEPS (ROW_PAD / 32)
+#define TAPROWS (CT_KD * CT_KH)
+#define KSTEPS (TAPROWS * RSTEPS)                /* k32 steps of the reduction */
+#define IN_ROWS ((SM_TH - 1) * CT_STR_H + (CT_KH - 1) * CT_DIL_H + 1) /* per depth tap */
+#define SROWS (CT_KD * IN_ROWS)
+#define PSTEP (CT_STR_W * C_IN) /* bytes between the windows of adjacent output columns */
+#define NALIGN (PSTEP % 4 == 0 ? 1 : PSTEP % 2 == 0 ? 2 : 4)
+#define ASTEP (4 / NALIGN) /* the alignments that occur: multiples of ASTEP */
+/* a staged row: the last column's window, a k32 step past its end read
+ * whole, and a word of slack for the shifted copies */
+#define ROWB (((SM_TW - 1) * PSTEP + ROW_PAD + 4 + 15) / 16 * 16)
+/* a copy: its rows, padded so that copies start 16 banks apart (the odd
+ * columns of a warp read the other copy than the even ones) */
+#define COPY_RAW (SROWS * ROWB)
+#define COPYB (COPY_RAW + ((16 - (COPY_RAW / 4) % 32) + 32) % 32 * 4)
+#define IN_BYTES (NALIGN * COPYB)
+#define RAWW (ROWB / 4 + 2) /* raw words per staged row: a copy's word reads two */
+#define RAW_WORDS (SROWS * RAWW)
+#define PF ((RAW_WORDS + THREADS - 1) / THREADS) /* raw words per thread */
+#define ROW_ALIGNED ((CT_IW * C_IN) % 4 == 0)    /* rows start at word boundaries */
+#define NT (SM_BN / 8)
+#define W_BYTES (KSTEPS * SM_BN * 32)
+#define MBLK (SM_TH * SM_TW / 16) /* m16 blocks per tile */
+#define WARPS (MBLK / SM_MI)
+#define THREADS (32 * WARPS)
+#define TAPVOL (CT_KD * CT_KH * CT_KW * C_IN) /* weight bytes per output channel */
+/* the block's raw weight bytes (first, where the copies go later) */
+#define WRAW_BYTES ((SM_BN * TAPVOL + 3 + 3) / 4 * 4)
+#define SCRATCH_BYTES (IN_BYTES > WRAW_BYTES ? IN_BYTES : WRAW_BYTES)
+#define SMEM_BYTES (W_BYTES + SCRATCH_BYTES + RAW_WORDS * 4)
+#define TILES_W ((CT_OW + SM_TW - 1) / SM_TW)
+#define TILES_H ((CT_OH + SM_TH - 1) / SM_TH)
+#define TILES_M ((long)CT_N * CT_OD * TILES_H * TILES_W)
+
+static_assert(MBLK % SM_MI == 0, "warp_m16 must divide the tile's m16 blocks");
+static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the tile");
+static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the tile");
+static_assert(SM_MI * SM_BN / 2 <= 128, "accumulators: warp_m16 x block_n / 2 at most 128");
+
+/* ---- staging ----------------------------------------------------------------- */
+/* The raw input of a tile: per staged row (depth tap t, row y), RAWW words
+ * of the input row from the 4-byte word holding the window span's first
+ * byte (x0 * C, floored to a word); the pad byte outside the input. A
+ * thread fetches PF of them into registers one tile ahead, so that their
+ * latency hides behind the current tile's math. Rows of a 4-byte multiple
+ * load whole words; others, and the words at a row's ends, bytes. */
+__device__ __forceinline__ int floor4(int x) {
+  return x >= 0 ? x / 4 : -((3 - x) / 4);
+}
+
+__device__ __forceinline__ void fetch_rows(unsigned (&pf)[PF], const unsigned char *__restrict__ data,
+                                           int n, int z0, int y0, int x0, unsigned pad) {
+  const int wb0 = floor4(x0 * C_IN);
+#pragma unroll
+  for (int p = 0; p < PF; p++) {
+    const int i = threadIdx.x + p * THREADS;
+    if (RAW_WORDS % THREADS && i >= RAW_WORDS) break;
+    const int srow = i / RAWW, col = i % RAWW;
+    const int z = z0 + srow / IN_ROWS * CT_DIL_D, y = y0 + srow % IN_ROWS;
+    const int o = (wb0 + col) * 4; /* the word's first byte in the row */
+    unsigned v = pad * 0x01010101u;
+    if (z >= 0 && z < CT_ID && y >= 0 && y < CT_IH) {
+      const unsigned char *row = data + (((long)n * CT_ID + z) * CT_IH + y) * (CT_IW * C_IN);
+      if (ROW_ALIGNED && o >= 0 && o + 4 <= CT_IW * C_IN) {
+        v = *(const unsigned *)(row + o);
+      } else if (o + 4 > 0 && o < CT_IW * C_IN) {
+        v = 0;
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+          v |= (o + q >= 0 && o + q < CT_IW * C_IN ? (unsigned)row[o + q] : pad) << (8 * q);
+      }
+    }
+    pf[p] = v;
+  }
+}
+
+__device__ __forceinline__ void store_rows(unsigned *raw, const unsigned (&pf)[PF]) {
+#pragma unroll
+  for (int p = 0; p < PF; p++) {
+    const int i = threadIdx.x + p * THREADS;
+    if (RAW_WORDS % THREADS && i >= RAW_WORDS) break;
+    raw[i] = pf[p];
+  }
+}
+
+/* The NALIGN copies from the raw rows: copy a starts a * ASTEP bytes past
+ * the window span's first byte, which is sh bytes into the raw row. */
+__device__ __forceinline__ void make_copies(unsigned *sin, const unsigned *raw, int sh) {
+#pragma unroll 1
+  for (int i = threadIdx.x; i < NALIGN * SROWS * (ROWB / 4); i += THREADS) {
+    const int a = i / (SROWS * (ROWB / 4)), r = i % (SROWS * (ROWB / 4));
+    const int srow = r / (ROWB / 4), col = r % (ROWB / 4), b = sh + a * ASTEP;
+    const unsigned *src = raw + srow * RAWW + col + b / 4;
+    sin[a * (COPYB / 4) + r] = __funnelshift_r(src[0], src[1], 8 * (b % 4));
+  }
+}
+
+/* The block's weights in B fragment order: for k32 step ks (row tr =
+ * ks / RSTEPS, bytes 32 * (ks % RSTEPS) of it), n8 tile nt and lane (g,
+ * t), 8 bytes: the bytes 4t..4t+3 and 16+4t..16+4t+3 of the step for
+ * output channel n0 + 8 nt + g; zero past the row and past K. The block's
+ * weight bytes (contiguous in ODHWI) are first loaded as words into wraw,
+ * from the word holding the first. */
+__device__ __forceinline__ void load_weights(unsigned *wraw, const unsigned char *__restrict__ w,
+                                             int n0) {
+  const long b0 = (long)n0 * TAPVOL, w0 = b0 / 4;
+  const long end = (long)CT_KR * TAPVOL; /* the weights' bytes */
+  const long nb = ((n0 + SM_BN < CT_KR ? n0 + SM_BN : CT_KR) - n0) * (long)TAPVOL + (b0 - 4 * w0);
+#pragma unroll 4
+  for (int i = threadIdx.x; i < (nb + 3) / 4; i += THREADS) {
+    const long o = (w0 + i) * 4;
+    unsigned v = 0;
+    if (o + 4 <= end) {
+      v = *(const unsigned *)(w + o);
+    } else {
+#pragma unroll
+      for (int q = 0; q < 4; q++) v |= (o + q < end ? (unsigned)w[o + q] : 0u) << (8 * q);
+    }
+    wraw[i] = v;
+  }
+}
+
+__device__ __forceinline__ void make_weights(uint2 *sw, const unsigned *wraw, int n0) {
+  const unsigned char *wb = (const unsigned char *)wraw + ((long)n0 * TAPVOL) % 4;
+#pragma unroll 1
+  for (int i = threadIdx.x; i < KSTEPS * NT * 32; i += THREADS) {
+    const int lane = i % 32, nt = (i / 32) % NT, ks = i / (32 * NT);
+    const int tr = ks / RSTEPS, k0 = (ks % RSTEPS) * 32 + 4 * (lane & 3);
+    const int nl = 8 * nt + (lane >> 2);
+    unsigned v[2] = {0u, 0u};
+    if (n0 + nl < CT_KR) {
+      const unsigned char *src = wb + nl * TAPVOL + tr * ROW_BYTES;
+#pragma unroll
+      for (int h = 0; h < 2; h++)
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+          const int k = k0 + 16 * h + q;
+          if (k < ROW_BYTES) v[h] |= (unsigned)src[k] << (8 * q);
+        }
+    }
+    sw[i] = make_uint2(v[0], v[1]);
+  }
+}
+
+/* A tile: image and output depth (nd = n * OD + od), its first output row
+ * and its column of tiles. */
+struct tile_pos {
+  long nd;
+  int th0, tw;
+};
+
+__device__ __forceinline__ tile_pos tile_at(long tile) {
+  tile_pos p;
+  p.tw = (int)(tile % TILES_W);
+  p.th0 = (int)(tile / TILES_W % TILES_H);
+  p.nd = tile / ((long)TILES_W * TILES_H);
+  return p;
+}
+
+/* The input column of the window of a tile's first output column. */
+__device__ __forceinline__ int tile_x0(int tw) {
+  return tw * SM_TW * CT_STR_W - CT_PAD_W;
+}
+
+__device__ __forceinline__ void fetch_tile(unsigned (&pf)[PF], const unsigned char *__restrict__ data,
+                                           long tile, unsigned pad) {
+  const tile_pos p = tile_at(tile);
+  fetch_rows(pf, data, (int)(p.nd / CT_OD), (int)(p.nd % CT_OD) * CT_STR_D - CT_PAD_D,
+             p.th0 * SM_TH * CT_STR_H - CT_PAD_H, tile_x0(p.tw), pad);
+}
+
+/* ---- the kernel ---------------------------------------------------------- */
+extern "C" __global__ void __launch_bounds__(THREADS, SM_MINB)
+    conv_mma_nhwc(const unsigned char *__restrict__ data, const unsigned char *__restrict__ weights,
+                  void *__restrict__ out, const int *__restrict__ params,
+                  const void *__restrict__ residual) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  uint2 *sw = (uint2 *)smem_raw;
+  unsigned *sin = (unsigned *)(smem_raw + W_BYTES);
+  unsigned *raw = (unsigned *)(smem_raw + W_BYTES + SCRATCH_BYTES);
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int n0 = blockIdx.y * SM_BN;
+#if CT_ZD
+  const unsigned pad = (unsigned)params[CTQ_PAD_WORD] & 0xffu;
+#else
+  const unsigned pad = 0;
+#endif
+  const q_head qh = load_head(params);
+
+  /* this thread's pixels: m16 block mb = warp * MI + i is row mb / (TW /
+   * 16) of the tile, columns 16 (mb % (TW / 16)) + g and + 8; each reads
+   * the copy of its alignment at its aligned offset */
+  int off[SM_MI][2];
+#pragma unroll
+  for (int i = 0; i < SM_MI; i++) {
+    const int mb = warp * SM_MI + i, th = mb / (SM_TW / 16);
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const int j = (mb % (SM_TW / 16)) * 16 + g + 8 * h, al = (j * PSTEP) & 3;
+      off[i][h] = (al / ASTEP) * COPYB + th * CT_STR_H * ROWB + j * PSTEP - al + 4 * t;
+    }
+  }
+  const unsigned char *sinb = (const unsigned char *)sin;
+
+  long tile = blockIdx.x;
+  unsigned pf[PF];
+  fetch_tile(pf, data, tile, pad);
+  load_weights(sin, weights, n0); /* the raw weights where the copies go */
+  __syncthreads();
+  make_weights(sw, sin, n0);
+
+#pragma unroll 1
+  for (; tile < TILES_M; tile += gridDim.x) {
+    const tile_pos tp = tile_at(tile);
+    const long nd = tp.nd;
+    const int th0 = tp.th0, tw = tp.tw, sh = tile_x0(tw) * C_IN;
+    store_rows(raw, pf);
+    __syncthreads(); /* the raw rows are in; every warp is done with the last tile */
+    make_copies(sin, raw, sh - 4 * floor4(sh));
+    /* the next tile's rows, in flight during this one */
+    if (tile + gridDim.x < TILES_M) fetch_tile(pf, data, tile + gridDim.x, pad);
+    __syncthreads();
+
+    int acc[SM_MI][NT][4];
+#pragma unroll
+    for (int i = 0; i < SM_MI; i++)
+#pragma unroll
+      for (int j = 0; j < NT; j++)
+#pragma unroll
+        for (int l = 0; l < 4; l++) acc[i][j][l] = 0;
+
+#pragma unroll 1
+    for (int tr = 0; tr < TAPROWS; tr++) {
+      /* staged row of tap row (td, r) for the tile's first output row */
+      const int td = tr / CT_KH, r = tr % CT_KH;
+      const int rowoff = (td * IN_ROWS + r * CT_DIL_H) * ROWB;
+#pragma unroll
+      for (int rs = 0; rs < RSTEPS; rs++) {
+        const int ks = tr * RSTEPS + rs;
+        uint2 b[NT];
+#pragma unroll
+        for (int j = 0; j < NT; j++) b[j] = sw[(ks * NT + j) * 32 + lane];
+#pragma unroll
+        for (int i = 0; i < SM_MI; i++) {
+          unsigned a[4];
+          const unsigned char *p0 = sinb + off[i][0] + rowoff + rs * 32;
+          const unsigned char *p1 = sinb + off[i][1] + rowoff + rs * 32;
+          a[0] = *(const unsigned *)p0;
+          a[1] = *(const unsigned *)p1;
+          a[2] = *(const unsigned *)(p0 + 16);
+          a[3] = *(const unsigned *)(p1 + 16);
+#pragma unroll
+          for (int j = 0; j < NT; j++) {
+            const unsigned bb[2] = {b[j].x, b[j].y};
+            mma16832(acc[i][j], a, bb);
+          }
+        }
+      }
+    }
+
+    /* The epilogue: lanes t and t ^ 1 trade one n8 tile of a pair (j0 = 2
+     * jp, j1 = j0 + 1), so that the even lane stores 4 channels of j0 and
+     * the odd one 4 of j1 for each of its rows (g and g + 8). */
+    const int odd = t & 1;
+#pragma unroll
+    for (int i = 0; i < SM_MI; i++) {
+      const int mb = warp * SM_MI + i, oh = th0 * SM_TH + mb / (SM_TW / 16);
+      const int owa = tw * SM_TW + (mb % (SM_TW / 16)) * 16 + g, owb = owa + 8;
+      const long ma = ((long)nd * CT_OH + oh) * CT_OW + owa; /* row a; row b is ma + 8 */
+      const bool oka = oh < CT_OH && owa < CT_OW, okb = oh < CT_OH && owb < CT_OW;
+      /* row a's output (row b's is 8 pixels on), in elements of the output type */
+#if CT_OUT == 0
+      int *const outa = (int *)out + ma * CT_KR;
+#else
+      unsigned char *const outa = (unsigned char *)out + ma * CT_KR;
+#endif
+#pragma unroll
+      for (int jp = 0; jp < NT / 2; jp++) {
+        int v[2][4]; /* [n8 tile of the pair][row a ch 0, 1, row b ch 0, 1] */
+#if CT_OUT != 0
+        unsigned r8[2][2]; /* 8-bit: [tile][row], 2 channels each */
+#endif
+#pragma unroll
+        for (int q = 0; q < 2; q++) {
+          const int j = 2 * jp + q, k = n0 + j * 8 + 2 * t;
+          const int kk = k < CT_KR ? k : 0; /* params in range; not stored */
+          const q_chan c0 = load_chan(params, qh, kk), c1 = load_chan(params, qh, kk + 1);
+          v[q][0] = corrected(c0, acc[i][j][0], 0);
+          v[q][1] = corrected(c1, acc[i][j][1], 0);
+          v[q][2] = corrected(c0, acc[i][j][2], 0);
+          v[q][3] = corrected(c1, acc[i][j][3], 0);
+#if CT_OUT != 0
+          unsigned ra = 0, rb = 0;
+          if (CT_RES && k < CT_KR) {
+            if (oka) ra = *(const unsigned short *)((const unsigned char *)residual + ma * CT_KR + k);
+            if (okb)
+              rb = *(const unsigned short *)((const unsigned char *)residual + (ma + 8) * CT_KR + k);
+          }
+          r8[q][0] = requant(qh, c0, v[q][0], ra & 0xffu) | requant(qh, c1, v[q][1], ra >> 8) << 8;
+          r8[q][1] = requant(qh, c0, v[q][2], rb & 0xffu) | requant(qh, c1, v[q][3], rb >> 8) << 8;
+#endif
+        }
+        /* the stored tile and its first channel: j0 at 2t (even t), j1 at 2(t - 1) (odd t) */
+        const int ks = n0 + (2 * jp + odd) * 8 + 2 * (t - odd);
+        /* K % 8 == 0: a tile is whole or absent, and all there when block_n divides K */
+        const bool okk = CT_KR % SM_BN == 0 || ks < CT_KR;
+#if CT_OUT == 0
+        (void)residual;
+        int x[4], mine[4];
+#pragma unroll
+        for (int l = 0; l < 4; l++) {
+          x[l] = __shfl_xor_sync(0xffffffffu, odd ? v[0][l] : v[1][l], 1);
+          mine[l] = odd ? v[1][l] : v[0][l];
+        }
+        if (okk && oka)
+          *(int4 *)(outa + ks) =
+              odd ? make_int4(x[0], x[1], mine[0], mine[1]) : make_int4(mine[0], mine[1], x[0], x[1]);
+        if (okk && okb)
+          *(int4 *)(outa + 8 * CT_KR + ks) =
+              odd ? make_int4(x[2], x[3], mine[2], mine[3]) : make_int4(mine[2], mine[3], x[2], x[3]);
+#else
+        (void)v;
+        const unsigned xa = __shfl_xor_sync(0xffffffffu, odd ? r8[0][0] : r8[1][0], 1);
+        const unsigned xb = __shfl_xor_sync(0xffffffffu, odd ? r8[0][1] : r8[1][1], 1);
+        if (okk && oka)
+          *(unsigned *)(outa + ks) = odd ? (xa | r8[1][0] << 16) : (r8[0][0] | xa << 16);
+        if (okk && okb)
+          *(unsigned *)(outa + 8 * CT_KR + ks) = odd ? (xb | r8[1][1] << 16) : (r8[0][1] | xb << 16);
+#endif
+      }
+    }
+  }
+}

@@ -1,0 +1,46 @@
+/*
+ * registry.c: the list of templates (template_all, template_find). Apart
+ * from template.c, which every template's version hashes, so that adding a
+ * template does not retire the records of the others.
+ */
+#include <string.h>
+
+#include "templates/template.h"
+
+extern const template_desc tpl_conv2d_nchw4c_dp4a;
+extern const template_desc tpl_conv3d_ncdhw4c_dp4a;
+extern const template_desc tpl_conv2d_nchw4c_mma;
+extern const template_desc tpl_conv3d_ncdhw4c_mma;
+extern const template_desc tpl_conv2d_nchw4c_wgmma;
+extern const template_desc tpl_conv3d_ncdhw4c_wgmma;
+extern const template_desc tpl_conv2d_nhwc_wgmma;
+extern const template_desc tpl_conv3d_ndhwc_wgmma;
+extern const template_desc tpl_conv2d_nhwc_mma;
+extern const template_desc tpl_conv3d_ndhwc_mma;
+
+/* The tensor-core templates first: where nothing is tuned, the dispatch
+ * library's default comes from the first template that has a valid one on
+ * the device (the mma ones need sm_80; wgmma exactly sm_90, and runs only
+ * layers with C % 32 == 0, so mma's default serves every layer). The
+ * channels-last templates serve the nhwc layout only. */
+static const template_desc *const all[] = {&tpl_conv2d_nchw4c_mma,
+                                           &tpl_conv3d_ncdhw4c_mma,
+                                           &tpl_conv2d_nchw4c_wgmma,
+                                           &tpl_conv3d_ncdhw4c_wgmma,
+                                           &tpl_conv2d_nchw4c_dp4a,
+                                           &tpl_conv3d_ncdhw4c_dp4a,
+                                           &tpl_conv2d_nhwc_wgmma,
+                                           &tpl_conv3d_ndhwc_wgmma,
+                                           &tpl_conv2d_nhwc_mma,
+                                           &tpl_conv3d_ndhwc_mma,
+                                           NULL};
+
+const template_desc *const *template_all(void) {
+  return all;
+}
+
+const template_desc *template_find(const char *name) {
+  for (int i = 0; name && all[i]; i++)
+    if (strcmp(all[i]->name, name) == 0) return all[i];
+  return NULL;
+}
