@@ -157,8 +157,9 @@ CTQ_FN int ctq_fast_head(ctq_i32 zy, ctq_i32 lo, ctq_i32 hi) {
  * epilogue for each outcome. */
 CTQ_FN ctq_fast ctq_fast_make(ctq_i32 m, int shift, ctq_i32 zy, int head_ok) {
   ctq_fast f;
-  /* -22 <= shift <= -1 and m >= 0 in one unsigned compare */
-  f.ok = head_ok & ((((ctq_u32)shift + 22u) | ((ctq_u32)m & 0x80000000u)) < 22u);
+  /* -22 <= shift <= -1 (~shift = e - 1 in 0..21) and m >= 0: one LOP3 and
+   * one unsigned compare */
+  f.ok = head_ok & ((~(ctq_u32)shift | ((ctq_u32)m & 0x80000000u)) < 22u);
   f.m = m;
   f.sh = (int)(~(ctq_u32)shift & 31u); /* e - 1 when ok; always a valid shift */
   /* A = 2^30 + w 2^31 with w = (2 zy + 1) 2^(e-1) (|w| < 2^31 when ok):
