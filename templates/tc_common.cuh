@@ -71,17 +71,22 @@ __device__ __forceinline__ unsigned cluster_load(unsigned addr) {
 /* ---- the epilogue's arithmetic ------------------------------------------ */
 /* The params a store needs, read once: the header per kernel, each channel's
  * values per channel (not per element: at one load per value and element
- * the loads, not the arithmetic, bound an 8-bit epilogue). */
+ * the loads, not the arithmetic, bound an 8-bit epilogue). A channel also
+ * carries its requantization precomputed (ctq_fast, quant.cuh): one 64-bit
+ * multiply-add and a shift per element where ctq_requant's general form
+ * takes several times that. */
 #define KP (4 * CT_K4)
 struct q_head {
   int zp, lo, hi, mult, shift, rmult, rshift, rzp;
+  int fast; /* ctq_fast_head: the zero point and clamp admit the fast form */
 };
 struct q_chan {
   int off, zw, mult, shift;
+  ctq_fast f; /* 8-bit output: f.ok where the fast form applies */
 };
 
 __device__ __forceinline__ q_head load_head(const int *__restrict__ params) {
-  q_head h = {0, 0, 0, 0, 0, 0, 0, 0};
+  q_head h = {0, 0, 0, 0, 0, 0, 0, 0, 0};
 #if CT_OUT != 0
   h.zp = params[CTQ_OUT_ZP];
   h.lo = params[CTQ_LO];
@@ -93,18 +98,46 @@ __device__ __forceinline__ q_head load_head(const int *__restrict__ params) {
   h.rshift = params[CTQ_RES_SHIFT];
   h.rzp = params[CTQ_RES_ZP];
 #endif
+  h.fast = ctq_fast_head(h.zp, h.lo, h.hi);
 #endif
   return h;
 }
 
-/* Channel k's values (k < KP). */
+/* Channel k's values (k < KP), its requantization precomputed. */
 __device__ __forceinline__ q_chan load_chan(const int *__restrict__ params, const q_head &h, int k) {
   q_chan c;
   c.off = CT_OFF ? params[CTQ_HEADER + CTQ_OFF * KP + k] : 0;
   c.zw = CT_WZP ? params[CTQ_HEADER + CTQ_ZW * KP + k] : 0;
   c.mult = CT_QC ? params[CTQ_HEADER + CTQ_MULTS * KP + k] : h.mult;
   c.shift = CT_QC ? params[CTQ_HEADER + CTQ_SHIFTS * KP + k] : h.shift;
+#if CT_OUT != 0
+  c.f = ctq_fast_make(c.mult, c.shift, h.zp, h.fast);
+#else
+  c.f = ctq_fast{0, 0, 0, 0};
+#endif
   return c;
+}
+
+/* Channels k and k + 1 (k even, k + 1 < KP) as load_chan gives them, with
+ * one 8-byte load per array where load_chan takes two 4-byte ones: the
+ * params block is 16-byte aligned (convtune.h) and so are its arrays. */
+__device__ __forceinline__ void load_chan2(const int *__restrict__ params, const q_head &h, int k,
+                                           q_chan &c0, q_chan &c1) {
+  const int2 z = make_int2(0, 0);
+  const int2 off = CT_OFF ? *(const int2 *)&params[CTQ_HEADER + CTQ_OFF * KP + k] : z;
+  const int2 zw = CT_WZP ? *(const int2 *)&params[CTQ_HEADER + CTQ_ZW * KP + k] : z;
+  const int2 mult = CT_QC ? *(const int2 *)&params[CTQ_HEADER + CTQ_MULTS * KP + k]
+                          : make_int2(h.mult, h.mult);
+  const int2 shift = CT_QC ? *(const int2 *)&params[CTQ_HEADER + CTQ_SHIFTS * KP + k]
+                           : make_int2(h.shift, h.shift);
+  c0.off = off.x, c0.zw = zw.x, c0.mult = mult.x, c0.shift = shift.x;
+  c1.off = off.y, c1.zw = zw.y, c1.mult = mult.y, c1.shift = shift.y;
+#if CT_OUT != 0
+  c0.f = ctq_fast_make(c0.mult, c0.shift, h.zp, h.fast);
+  c1.f = ctq_fast_make(c1.mult, c1.shift, h.zp, h.fast);
+#else
+  c0.f = c1.f = ctq_fast{0, 0, 0, 0};
+#endif
 }
 
 __device__ __forceinline__ int corrected(const q_chan &c, int v, int xsum) {
@@ -116,13 +149,37 @@ __device__ __forceinline__ int corrected(const q_chan &c, int v, int xsum) {
 #endif
 }
 
-/* The 8-bit output (low byte) of a corrected value, rb the residual's byte. */
-__device__ __forceinline__ unsigned requant(const q_head &h, const q_chan &c, int v, unsigned rb) {
+/* The 8-bit output value (not yet cut to its byte) of a corrected value, rb
+ * the residual's byte; FAST: c.f.ok holds (the caller's branch, taken once
+ * for several elements). */
+template <bool FAST>
+__device__ __forceinline__ int requant_value(const q_head &h, const q_chan &c, int v, unsigned rb) {
   const int r = CT_OUT == 2 ? (int)rb : (int)(signed char)rb;
-  return (unsigned)ctq_requant(v, c.mult, c.shift, h.zp, h.lo, h.hi, CT_RES, r, h.rmult, h.rshift,
-                               h.rzp) & 0xffu;
+  if (FAST) return ctq_requant_fast(c.f, v, h.lo, h.hi, CT_RES, r, h.rmult, h.rshift, h.rzp);
+  return ctq_requant(v, c.mult, c.shift, h.zp, h.lo, h.hi, CT_RES, r, h.rmult, h.rshift, h.rzp);
 }
 
+/* The 8-bit output (low byte) of a corrected value, rb the residual's byte. */
+__device__ __forceinline__ unsigned requant(const q_head &h, const q_chan &c, int v, unsigned rb) {
+  const int y = c.f.ok ? requant_value<true>(h, c, v, rb) : requant_value<false>(h, c, v, rb);
+  return (unsigned)y & 0xffu;
+}
+
+/* Channels c0 and c1 of one row: their 8-bit outputs in bytes 0 and 1
+ * (bytes 2, 3 undefined: join two with join_halves), rb2 the residual's two
+ * bytes; FAST as above, for both. */
+template <bool FAST>
+__device__ __forceinline__ unsigned requant2(const q_head &h, const q_chan &c0, const q_chan &c1,
+                                             int v0, int v1, unsigned rb2) {
+  const int y0 = requant_value<FAST>(h, c0, v0, rb2 & 0xffu);
+  const int y1 = requant_value<FAST>(h, c1, v1, (rb2 >> 8) & 0xffu);
+  return __byte_perm((unsigned)y0, (unsigned)y1, 0x0040u); /* one PRMT, no masks */
+}
+
+/* The low halves of lo and hi as one word (lo's in bytes 0, 1). */
+__device__ __forceinline__ unsigned join_halves(unsigned lo, unsigned hi) {
+  return __byte_perm(lo, hi, 0x5410u);
+}
 
 /* Store a fragment pair: channels k, k + 1 (k = 4 * k4 + 2 * (t & 1)) of
  * rows r0 and r1 (output word offsets o0, o1 in 4-channel units; ok0, ok1
@@ -146,11 +203,17 @@ __device__ __forceinline__ void store_frag(void *__restrict__ out, const void *_
     if (ok0) r0 = ((const unsigned short *)residual)[o0 * 2 + (t & 1)];
     if (ok1) r1 = ((const unsigned short *)residual)[o1 * 2 + (t & 1)];
   }
-  const unsigned lo = requant(qh, c0, v00, r0 & 0xffu) | requant(qh, c1, v01, r0 >> 8) << 8;
-  const unsigned hi = requant(qh, c0, v10, r1 & 0xffu) | requant(qh, c1, v11, r1 >> 8) << 8;
+  unsigned lo, hi; /* one branch for the 4 values */
+  if (c0.f.ok && c1.f.ok) {
+    lo = requant2<true>(qh, c0, c1, v00, v01, r0);
+    hi = requant2<true>(qh, c0, c1, v10, v11, r1);
+  } else {
+    lo = requant2<false>(qh, c0, c1, v00, v01, r0);
+    hi = requant2<false>(qh, c0, c1, v10, v11, r1);
+  }
   const unsigned recv = __shfl_xor_sync(0xffffffffu, (t & 1) ? lo : hi, 1);
   if (k4 < CT_K4 && ((t & 1) ? ok1 : ok0))
-    ((unsigned *)out)[(t & 1) ? o1 : o0] = (t & 1) ? (recv | hi << 16) : (lo | recv << 16);
+    ((unsigned *)out)[(t & 1) ? o1 : o0] = (t & 1) ? join_halves(recv, hi) : join_halves(lo, recv);
 #endif
 }
 
