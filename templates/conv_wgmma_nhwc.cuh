@@ -262,6 +262,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
    * 16-byte store (int32) or 4-byte store (8-bit) per row and pair. */
   const q_head qh = load_head(params);
   const int warp = ltid >> 5, odd = t & 1;
+#if CT_OUT == 0
+  (void)residual;
 #pragma unroll
   for (int mi = 0; mi < MI; mi++) {
     const long ma = m0 + row0 + mi * 64 + 16 * warp + g, mb = ma + 8;
@@ -270,9 +272,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
     for (int jp = 0; jp < WG_BN / 16; jp++) {
       if (WG_SPLITK > 1 && (2 * jp) / JPR != (int)rank) continue; /* another rank's groups */
       int v[2][4]; /* [group of the pair][row a ch 0, 1, row b ch 0, 1] */
-#if CT_OUT != 0
-      unsigned r8[2][2]; /* 8-bit: [group][row], 2 channels each */
-#endif
 #pragma unroll
       for (int q = 0; q < 2; q++) {
         const int j = 2 * jp + q, k = tile_n * WG_BN + j * 8 + 2 * t;
@@ -282,21 +281,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
         v[q][1] = corrected(c1, acc[mi][4 * j + 1], 0);
         v[q][2] = corrected(c0, acc[mi][4 * j + 2], 0);
         v[q][3] = corrected(c1, acc[mi][4 * j + 3], 0);
-#if CT_OUT != 0
-        unsigned ra = 0, rb = 0;
-        if (CT_RES && k < CT_KR) {
-          if (oka) ra = *(const unsigned short *)((const unsigned char *)residual + ma * CT_KR + k);
-          if (okb) rb = *(const unsigned short *)((const unsigned char *)residual + mb * CT_KR + k);
-        }
-        r8[q][0] = requant(qh, c0, v[q][0], ra & 0xffu) | requant(qh, c1, v[q][1], ra >> 8) << 8;
-        r8[q][1] = requant(qh, c0, v[q][2], rb & 0xffu) | requant(qh, c1, v[q][3], rb >> 8) << 8;
-#endif
       }
       /* the stored group and its first channel: j0 at 2t (even t), j1 at 2(t - 1) (odd t) */
       const int ks = tile_n * WG_BN + (2 * jp + odd) * 8 + 2 * (t - odd);
       const bool okk = ks < CT_KR; /* K % 8 == 0: a group is whole or absent */
-#if CT_OUT == 0
-      (void)residual;
       /* selects, not v[odd]: a register array indexed at run time goes to local memory */
       int x[4], mine[4];
 #pragma unroll
@@ -310,17 +298,68 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
       if (okk && okb)
         *(int4 *)((int *)out + mb * CT_KR + ks) =
             odd ? make_int4(x[2], x[3], mine[2], mine[3]) : make_int4(mine[2], mine[3], x[2], x[3]);
+    }
+  }
 #else
-      (void)v;
+  /* 8-bit: the pair loop outside the m64 blocks, so that a thread's 4
+   * channels are read (two 8-byte loads per array) and precomputed once
+   * for all of its rows: in the order of the int32 path NVRTC kept every
+   * channel of the thread live across the blocks, and with rows_per_wg 128
+   * spilled. One branch per pair and block between the fast
+   * requantization and the general one (quant.cuh). */
+  const unsigned char *res = (const unsigned char *)residual;
+#pragma unroll
+  for (int jp = 0; jp < WG_BN / 16; jp++) {
+    if (WG_SPLITK > 1 && (2 * jp) / JPR != (int)rank) continue; /* another rank's groups */
+    q_chan c[2][2]; /* [group of the pair][channel 2t, 2t + 1] */
+    int k[2];
+#pragma unroll
+    for (int q = 0; q < 2; q++) {
+      k[q] = tile_n * WG_BN + (2 * jp + q) * 8 + 2 * t;
+      load_chan2(params, qh, k[q] < CT_KR ? k[q] : 0, c[q][0], c[q][1]); /* in range; not stored */
+    }
+    const bool fast = c[0][0].f.ok && c[0][1].f.ok && c[1][0].f.ok && c[1][1].f.ok;
+    /* the stored group and its first channel: j0 at 2t (even t), j1 at 2(t - 1) (odd t) */
+    const int ks = tile_n * WG_BN + (2 * jp + odd) * 8 + 2 * (t - odd);
+    const bool okk = ks < CT_KR; /* K % 8 == 0: a group is whole or absent */
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++) {
+      const long ma = m0 + row0 + mi * 64 + 16 * warp + g, mb = ma + 8;
+      const bool oka = ma < M_TOTAL, okb = mb < M_TOTAL;
+      int v[2][4]; /* [group][row a ch 0, 1, row b ch 0, 1] */
+      unsigned rs[2][2] = {{0, 0}, {0, 0}}; /* residual: [group][row], 2 channels each */
+#pragma unroll
+      for (int q = 0; q < 2; q++) {
+#pragma unroll
+        for (int l = 0; l < 4; l++) v[q][l] = corrected(c[q][l & 1], acc[mi][8 * jp + 4 * q + l], 0);
+        if (CT_RES && k[q] < CT_KR) {
+          if (oka) rs[q][0] = *(const unsigned short *)(res + ma * CT_KR + k[q]);
+          if (okb) rs[q][1] = *(const unsigned short *)(res + mb * CT_KR + k[q]);
+        }
+      }
+      unsigned r8[2][2]; /* [group][row]: 2 channels in bytes 0, 1 */
+      if (fast) {
+#pragma unroll
+        for (int q = 0; q < 2; q++)
+#pragma unroll
+          for (int h = 0; h < 2; h++)
+            r8[q][h] = requant2<true>(qh, c[q][0], c[q][1], v[q][2 * h], v[q][2 * h + 1], rs[q][h]);
+      } else {
+#pragma unroll
+        for (int q = 0; q < 2; q++)
+#pragma unroll
+          for (int h = 0; h < 2; h++)
+            r8[q][h] = requant2<false>(qh, c[q][0], c[q][1], v[q][2 * h], v[q][2 * h + 1], rs[q][h]);
+      }
       const unsigned xa = __shfl_xor_sync(0xffffffffu, odd ? r8[0][0] : r8[1][0], 1);
       const unsigned xb = __shfl_xor_sync(0xffffffffu, odd ? r8[0][1] : r8[1][1], 1);
       if (okk && oka)
         *(unsigned *)((unsigned char *)out + ma * CT_KR + ks) =
-            odd ? (xa | r8[1][0] << 16) : (r8[0][0] | xa << 16);
+            odd ? join_halves(xa, r8[1][0]) : join_halves(r8[0][0], xa);
       if (okk && okb)
         *(unsigned *)((unsigned char *)out + mb * CT_KR + ks) =
-            odd ? (xb | r8[1][1] << 16) : (r8[0][1] | xb << 16);
-#endif
+            odd ? join_halves(xb, r8[1][1]) : join_halves(r8[0][1], xb);
     }
   }
+#endif
 }
