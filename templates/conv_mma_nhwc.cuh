@@ -330,13 +330,14 @@ extern "C" __global__ void __launch_bounds__(THREADS, SM_MINB)
       for (int jp = 0; jp < NT / 2; jp++) {
         int v[2][4]; /* [n8 tile of the pair][row a ch 0, 1, row b ch 0, 1] */
 #if CT_OUT != 0
-        unsigned r8[2][2]; /* 8-bit: [tile][row], 2 channels each */
+        unsigned r8[2][2]; /* 8-bit: [tile][row], 2 channels in bytes 0, 1 */
 #endif
 #pragma unroll
         for (int q = 0; q < 2; q++) {
           const int j = 2 * jp + q, k = n0 + j * 8 + 2 * t;
           const int kk = k < CT_KR ? k : 0; /* params in range; not stored */
-          const q_chan c0 = load_chan(params, qh, kk), c1 = load_chan(params, qh, kk + 1);
+          q_chan c0, c1;
+          load_chan2(params, qh, kk, c0, c1);
           v[q][0] = corrected(c0, acc[i][j][0], 0);
           v[q][1] = corrected(c1, acc[i][j][1], 0);
           v[q][2] = corrected(c0, acc[i][j][2], 0);
@@ -348,8 +349,14 @@ extern "C" __global__ void __launch_bounds__(THREADS, SM_MINB)
             if (okb)
               rb = *(const unsigned short *)((const unsigned char *)residual + (ma + 8) * CT_KR + k);
           }
-          r8[q][0] = requant(qh, c0, v[q][0], ra & 0xffu) | requant(qh, c1, v[q][1], ra >> 8) << 8;
-          r8[q][1] = requant(qh, c0, v[q][2], rb & 0xffu) | requant(qh, c1, v[q][3], rb >> 8) << 8;
+          /* bytes 0, 1: channels k, k + 1 of rows a and b (one branch for the 4) */
+          if (c0.f.ok && c1.f.ok) {
+            r8[q][0] = requant2<true>(qh, c0, c1, v[q][0], v[q][1], ra);
+            r8[q][1] = requant2<true>(qh, c0, c1, v[q][2], v[q][3], rb);
+          } else {
+            r8[q][0] = requant2<false>(qh, c0, c1, v[q][0], v[q][1], ra);
+            r8[q][1] = requant2<false>(qh, c0, c1, v[q][2], v[q][3], rb);
+          }
 #endif
         }
         /* the stored tile and its first channel: j0 at 2t (even t), j1 at 2(t - 1) (odd t) */
@@ -375,9 +382,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, SM_MINB)
         const unsigned xa = __shfl_xor_sync(0xffffffffu, odd ? r8[0][0] : r8[1][0], 1);
         const unsigned xb = __shfl_xor_sync(0xffffffffu, odd ? r8[0][1] : r8[1][1], 1);
         if (okk && oka)
-          *(unsigned *)(outa + ks) = odd ? (xa | r8[1][0] << 16) : (r8[0][0] | xa << 16);
+          *(unsigned *)(outa + ks) = odd ? join_halves(xa, r8[1][0]) : join_halves(r8[0][0], xa);
         if (okk && okb)
-          *(unsigned *)(outa + 8 * CT_KR + ks) = odd ? (xb | r8[1][1] << 16) : (r8[0][1] | xb << 16);
+          *(unsigned *)(outa + 8 * CT_KR + ks) =
+              odd ? join_halves(xb, r8[1][1]) : join_halves(r8[0][1], xb);
 #endif
       }
     }
