@@ -6,6 +6,8 @@
  * accepts wherever it takes a kernel function pointer once cast to
  * const void * (cudaFuncSetAttribute, cudaLaunchKernel: CUDA 12.0+). More
  * than 48 KB of dynamic shared memory needs an explicit opt-in per kernel.
+ * An instance marked pdl is launched with programmatic stream
+ * serialization (cudaLaunchKernelExC), the others by cudaLaunchKernel.
  * A launch only enqueues: no synchronisation here, so that the runner times
  * back-to-back launches; a failed call's error is cleared from the runtime's
  * last-error slot once reported, so that the next config does not inherit it.
@@ -172,7 +174,26 @@ ct_status kernel_launch(const kernel *k, const instance *inst, const kernel_io *
   }
   dim3 grid = {inst->grid[0], inst->grid[1], inst->grid[2]};
   dim3 block = {inst->block[0], inst->block[1], inst->block[2]};
-  CUDA_TRY(err, cudaLaunchKernel((const void *)k->fn, grid, block, args, inst->smem_bytes, stream));
+  if (inst->pdl) {
+    /* programmatic dependent launch: the kernel's griddepcontrol.wait
+     * stands for the stream order before it touches memory */
+    cudaLaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = inst->smem_bytes;
+    cfg.stream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    CUDA_TRY(err, cudaLaunchKernelExC(&cfg, (const void *)k->fn, args));
+  } else {
+    CUDA_TRY(err,
+             cudaLaunchKernel((const void *)k->fn, grid, block, args, inst->smem_bytes, stream));
+  }
 
 done:
   if (st != CT_OK) {

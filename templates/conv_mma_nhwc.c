@@ -214,6 +214,8 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   inst->block[1] = inst->block[2] = 1;
   inst->smem_bytes = (size_t)p.smem_bytes;
   inst->arch_specific = 0;
+  /* sm_90: the kernel waits on griddepcontrol before touching memory */
+  inst->pdl = a->cc_major >= 9;
   instance_conv_args(inst);
   return CT_OK;
 }

@@ -232,6 +232,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, SM_MINB)
   unsigned *raw = (unsigned *)(smem_raw + W_BYTES + SCRATCH_BYTES);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int n0 = blockIdx.y * SM_BN;
+  pdl_wait_then_release(); /* nothing global before: the previous kernel may still run */
 #if CT_ZD
   const unsigned pad = (unsigned)params[CTQ_PAD_WORD] & 0xffu;
 #else

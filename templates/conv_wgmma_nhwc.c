@@ -220,6 +220,7 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   inst->block[1] = inst->block[2] = 1;
   inst->smem_bytes = (size_t)p.smem_bytes;
   inst->arch_specific = 1;
+  inst->pdl = 1; /* the kernel waits on griddepcontrol before touching memory */
   instance_conv_args(inst);
 
   /* the data: (C, W, H[, D], N) bytes in im2col mode; the bounding box is

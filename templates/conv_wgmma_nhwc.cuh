@@ -191,6 +191,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
     fence_proxy_async();
   }
   __syncthreads();
+  pdl_wait_then_release(); /* nothing global before: the previous kernel may still run */
   const long m0 = (long)blockIdx.x * BM;
   const int tile_n = blockIdx.y;
   const int kt0 = blockIdx.z * KT_SPLIT;

@@ -68,6 +68,17 @@ __device__ __forceinline__ unsigned cluster_load(unsigned addr) {
 }
 #endif
 
+/* Programmatic dependent launch (instance pdl): wait until the previous
+ * kernel on the stream has finished and its writes are visible, before any
+ * global memory access; then let the next kernel's blocks start (they wait
+ * likewise). No-ops before sm_90, where a pdl launch is never made. */
+__device__ __forceinline__ void pdl_wait_then_release() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 /* ---- the epilogue's arithmetic ------------------------------------------ */
 /* The params a store needs, read once: the header per kernel, each channel's
  * values per channel (not per element: at one load per value and element

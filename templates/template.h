@@ -72,6 +72,11 @@ typedef struct instance {
   int n_args;
   kernel_arg args[INSTANCE_MAX_ARGS];
   int arch_specific; /* 1: compile for the architecture's "a" variant (sm_90a: wgmma, setmaxnreg) */
+  /* 1: the kernel touches global memory only after griddepcontrol.wait
+   * (sm_90), so it is launched with programmatic stream serialization: its
+   * blocks may start, and run their prologue, while the previous kernel on
+   * the stream finishes (that kernel lets them once all its blocks run) */
+  int pdl;
   tmap_desc tmap;    /* for an ARG_DATA_TMAP argument */
   tmap_desc wtmap;   /* for an ARG_WEIGHTS_TMAP argument */
 } instance;

@@ -545,6 +545,108 @@ START_TEST(nhwc_exact_or_refused) {
 }
 END_TEST
 
+/* Layers in a row on one stream, nothing synchronised between them, as a
+ * network runs: the nhwc kernels are launched as programmatic dependents
+ * (their blocks start while the previous kernel finishes and wait on
+ * griddepcontrol before touching memory), so a missing wait shows here as
+ * a read of the previous layer's unfinished output or a write over the
+ * input it still reads. A stem (x -> A, conv2d_nhwc_mma), then 3 times a
+ * 3x3 A -> B and a 3x3 B -> A (conv2d_nhwc_wgmma): int8 out with bias and
+ * per-channel scales, against the CPU reference of the same chain. */
+START_TEST(nhwc_layers_in_a_row_exact) {
+  char why[160];
+  if (!nhwc_runs_here(why, sizeof why)) {
+    printf("nhwc chain: skipped: %s\n", why);
+    return;
+  }
+  enum { L = 3, REPS = 3 };
+  ct_workload w[L];
+  for (int i = 0; i < L; i++) {
+    workload_init(&w[i], CT_OP_CONV2D);
+    w[i].layout = CT_LAYOUT_NHWC;
+    w[i].n = 2, w[i].c = 64, w[i].k = 64;
+    w[i].in[0] = w[i].in[1] = 28;
+    w[i].kernel[0] = w[i].kernel[1] = 3;
+    w[i].pad_before[0] = w[i].pad_before[1] = w[i].pad_after[0] = w[i].pad_after[1] = 1;
+    w[i].out_type = CT_DTYPE_INT8;
+    w[i].epi.bias = 1;
+    w[i].epi.scale = CT_SCALE_CHANNEL;
+  }
+  w[0].c = 3, w[0].in[0] = w[0].in[1] = 56; /* the stem: 7x7 stride 2 to 28 x 28 */
+  w[0].kernel[0] = w[0].kernel[1] = 7;
+  w[0].stride[0] = w[0].stride[1] = 2;
+  w[0].pad_before[0] = w[0].pad_before[1] = w[0].pad_after[0] = w[0].pad_after[1] = 3;
+  ct_context *ctx = open_ctx();
+  rng r;
+  rng_seed(&r, 77);
+  quant_store qs[L];
+  int8_t *wt[L];
+  void *d_w[L], *d_p[L];
+  ct_err err = {0};
+  for (int i = 0; i < L; i++) {
+    ck_assert_int_eq(workload_validate(&w[i], NULL), CT_OK);
+    size_t nw = (size_t)workload_weight_elems(&w[i]), np = ct_params_bytes(&w[i]);
+    wt[i] = xmalloc(nw);
+    fill_random(&r, wt[i], nw);
+    ck_assert_msg(quant_random(&w[i], 300 + (uint64_t)i, &qs[i], &err) == CT_OK, "%s", err.msg);
+    void *params = xmalloc(np);
+    ck_assert_int_eq(ct_make_params(ctx, &w[i], &qs[i].q, wt[i], params), CT_OK);
+    CUDA_OK(cudaMalloc(&d_w[i], nw));
+    CUDA_OK(cudaMalloc(&d_p[i], np));
+    CUDA_OK(cudaMemcpy(d_w[i], wt[i], nw, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_p[i], params, np, cudaMemcpyHostToDevice));
+    free(params);
+    ct_explanation ex;
+    ck_assert_msg(ct_explain(ctx, &w[i], &ex) == CT_OK, "%s", ct_errmsg(ctx));
+    printf("nhwc chain: layer %d on %s\n", i, ex.template_name);
+  }
+  size_t nx = (size_t)workload_data_elems(&w[0]), nb = ct_out_bytes(&w[1]);
+  int8_t *x = xmalloc(nx), *a = xmalloc(nb), *b = xmalloc(nb), *got = xmalloc(nb);
+  fill_random(&r, x, nx);
+  /* the CPU: the same chain */
+  ck_assert_msg(reference_qconv(&w[0], &qs[0].q, x, wt[0], NULL, a, &err) == CT_OK, "%s", err.msg);
+  for (int k = 0; k < REPS; k++) {
+    ck_assert(reference_qconv(&w[1], &qs[1].q, a, wt[1], NULL, b, &err) == CT_OK);
+    ck_assert(reference_qconv(&w[2], &qs[2].q, b, wt[2], NULL, a, &err) == CT_OK);
+  }
+  void *d_x, *d_a, *d_b;
+  CUDA_OK(cudaMalloc(&d_x, nx));
+  CUDA_OK(cudaMalloc(&d_a, nb));
+  CUDA_OK(cudaMalloc(&d_b, nb));
+  CUDA_OK(cudaMemcpy(d_x, x, nx, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset(d_a, POISON_BYTE, nb));
+  CUDA_OK(cudaMemset(d_b, POISON_BYTE, nb));
+  CUDA_OK(cudaDeviceSynchronize());
+  /* the GPU: one stream, no synchronisation until the end */
+  ck_assert_int_eq(ct_qconv2d(ctx, &w[0], d_x, d_w[0], d_p[0], NULL, d_a, NULL), CT_OK);
+  for (int k = 0; k < REPS; k++) {
+    ck_assert_int_eq(ct_qconv2d(ctx, &w[1], d_a, d_w[1], d_p[1], NULL, d_b, NULL), CT_OK);
+    ck_assert_int_eq(ct_qconv2d(ctx, &w[2], d_b, d_w[2], d_p[2], NULL, d_a, NULL), CT_OK);
+  }
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaMemcpy(got, d_a, nb, cudaMemcpyDeviceToHost));
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < nb; i++)
+    if (got[i] != a[i] && !bad++) first = i;
+  printf("nhwc chain: %d layers in a row, %zu of %zu bytes differ\n", 1 + 2 * REPS, bad, nb);
+  ck_assert_msg(bad == 0, "first at %zu: got %d, want %d", first, got[first], a[first]);
+  for (int i = 0; i < L; i++) {
+    cudaFree(d_w[i]);
+    cudaFree(d_p[i]);
+    quant_store_free(&qs[i]);
+    free(wt[i]);
+  }
+  cudaFree(d_x);
+  cudaFree(d_a);
+  cudaFree(d_b);
+  free(x);
+  free(a);
+  free(b);
+  free(got);
+  ct_close(ctx);
+}
+END_TEST
+
 /* ---- two threads, two streams, one context -------------------------------------------- */
 
 #define N_ITERS 20
@@ -725,6 +827,7 @@ int main(void) {
   tcase_add_test(tc, resnet3d18_every_layer_exact);
   tcase_add_test(tc, two_threads_two_streams_exact);
   tcase_add_test(tc, nhwc_exact_or_refused);
+  tcase_add_test(tc, nhwc_layers_in_a_row_exact);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, CK_NOFORK);

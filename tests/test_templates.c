@@ -399,6 +399,7 @@ START_TEST(nhwc_instances_carry_an_im2col_and_a_tiled_tensor_map) {
   ck_assert_uint_eq(inst.smem_bytes, 4 * (128 + 128) * 128 + 16 * 4 + 1024);
   ck_assert_int_eq(inst.n_args, 7);
   ck_assert_int_eq(inst.args[5], ARG_DATA_TMAP);
+  ck_assert_int_eq(inst.pdl, 1); /* launched as a programmatic dependent */
   ck_assert_int_eq(inst.args[6], ARG_WEIGHTS_TMAP);
   const tmap_desc *t = &inst.tmap, *u = &inst.wtmap;
   ck_assert_int_eq(t->im2col, 1);
@@ -484,6 +485,7 @@ START_TEST(nhwc_mma_stages_window_rows) {
   ck_assert_uint_eq(inst.smem_bytes, 7 * 64 * 32 + (64 * 147 + 6) / 4 * 4 + 9 * (416 + 8));
   ck_assert_int_eq(inst.n_args, 5);
   ck_assert_int_eq(inst.arch_specific, 0);
+  ck_assert_int_eq(inst.pdl, 1); /* sm_90: launched as a programmatic dependent */
   cubin cb;
   ck_assert_msg(nvrtc_compile(&inst, &a, &cb, &err) == CT_OK, "%s\n%s", err.msg, cb.log);
   ck_assert_uint_gt(cb.size, 0);
