@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -519,6 +520,15 @@ static ct_status conv(ct_context *ctx, ct_op op, const char *fn, const ct_worklo
                  fn, strcmp(fn, "ct_conv2d") && strcmp(fn, "ct_conv3d") ? "" : ": use ct_qconv*");
   if (w->epi.residual && !residual)
     return failf(ctx, CT_ERR_INVALID_ARG, "%s: the workload has a residual; it is NULL", fn);
+  /* the kernels load 16-byte vectors and TMA boxes: a misaligned pointer
+   * would fault on the device, after the call returned */
+  const void *const ptrs[] = {data, weights, out, params, w->epi.residual ? residual : NULL};
+  static const char *const names[] = {"data", "weights", "out", "params", "the residual"};
+  for (int i = 0; i < 5; i++)
+    if ((uintptr_t)ptrs[i] % 16)
+      return failf(ctx, CT_ERR_INVALID_ARG,
+                   "%s: %s (%p) is not 16-byte aligned (cudaMalloc's pointers are)", fn, names[i],
+                   ptrs[i]);
   entry *e = NULL;
   ct_status st = get_entry(ctx, w, &e);
   if (st) return st;

@@ -710,7 +710,7 @@ START_TEST(conv_rejects_bad_arguments) {
   w3.c = w3.k = 8;
   w3.in[0] = w3.in[1] = w3.in[2] = 6;
   w3.kernel[0] = w3.kernel[1] = w3.kernel[2] = 3;
-  char buf[64];
+  _Alignas(16) char buf[64];
   void *p = buf; /* never dereferenced: every call fails before a launch */
 
   ck_assert_int_eq(ct_conv2d(NULL, &w2, p, p, p, NULL), CT_ERR_INVALID_ARG);
@@ -729,6 +729,14 @@ START_TEST(conv_rejects_bad_arguments) {
   expect_msg(ctx, "ct_conv3d");
   ck_assert_int_eq(ct_conv3d(ctx, &w2, p, p, p, NULL), CT_ERR_INVALID_ARG);
   expect_msg(ctx, "ct_conv2d");
+  /* 16-byte alignment, named per tensor */
+  ck_assert_int_eq(ct_conv2d(ctx, &w2, buf + 4, p, p, NULL), CT_ERR_INVALID_ARG);
+  expect_msg(ctx, "data (");
+  expect_msg(ctx, "16-byte aligned");
+  ck_assert_int_eq(ct_conv2d(ctx, &w2, p, buf + 8, p, NULL), CT_ERR_INVALID_ARG);
+  expect_msg(ctx, "weights (");
+  ck_assert_int_eq(ct_conv3d(ctx, &w3, p, p, buf + 1, NULL), CT_ERR_INVALID_ARG);
+  expect_msg(ctx, "out (");
 
   ct_workload bad = w2;
   bad.c = 0;
@@ -1181,7 +1189,7 @@ START_TEST(library_prints_nothing) {
   ct_explanation ex;
   ct_workload bad = f.t;
   bad.groups = 3;
-  char buf[16];
+  _Alignas(16) char buf[16];
   st[n++] = ct_explain(ctx, &f.w1, &ex);
   st[n++] = ct_explain(ctx, &f.t, &ex);
   st[n++] = ct_explain(ctx, &bad, &ex);

@@ -161,9 +161,11 @@ CT_API ct_status ct_workload_key(const ct_workload *w, char *buf, size_t size);
  * used as they are. Their weights are packed (OIHW4o4i / OIDHW4o4i, C and
  * K padded to 4): pack them once with ct_pack_weights and keep them. With
  * CT_LAYOUT_NHWC, data, weights (OHWI / ODHWI) and output are used as they
- * are, and only the channels-last templates serve the workload (sm_90: C a
- * multiple of 16, K of 8). Device pointers must be 16-byte aligned
- * (cudaMalloc's are).
+ * are, and only the channels-last templates serve the workload (K a
+ * multiple of 8; C a multiple of 16 on sm_90's wgmma ones, other C, the
+ * stems, on the mma ones, sm_80 and later, without a dilation along W).
+ * Device pointers must be 16-byte aligned (cudaMalloc's are): the calls
+ * refuse others with CT_ERR_INVALID_ARG.
  */
 struct CUstream_st; /* a cudaStream_t is a struct CUstream_st *; NULL: the default stream */
 typedef struct ct_context ct_context;
