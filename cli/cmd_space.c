@@ -16,8 +16,9 @@
 static const char usage[] =
     "usage: convtune space [options] [KEY | '{JSON}']\n"
     "Print each template's knob space for the workloads: the candidates of every knob,\n"
-    "the size of the space and an estimate of its valid share. A plain-layout workload\n"
-    "is shown in the packed layout the dp4a templates run (channels padded to 4).\n"
+    "the size of the space and an estimate of its valid share. Each template shows the\n"
+    "workload in its layout: a plain one packed (channels padded to 4) for the channel-\n"
+    "packed templates, an nhwc one as it is for the channels-last ones.\n"
     "\n"
     "Options:\n"
     "  --template NAME        only this template (default: every one that runs the workload)\n"
@@ -192,12 +193,17 @@ int cmd_space(int argc, char **argv) {
   if ((rc = pick_arch(arch_name, &a, &cc))) goto done;
   cJSON *list = json ? cJSON_CreateArray() : NULL;
   for (int i = 0; i < s->n_items; i++) {
-    ct_workload w;
-    workload_packed(&s->items[i].w, &w);
     int shown = 0;
     for (int t = 0; template_all()[t]; t++) {
       const template_desc *tpl = template_all()[t];
-      if ((only && tpl != only) || (!only && !tpl->supports(&w, NULL))) continue;
+      if (only && tpl != only) continue;
+      /* the workload in the template's layout (the tuner's and dispatch's rule) */
+      ct_workload w;
+      if (!workload_for_layout(&s->items[i].w, tpl->layout, &w)) {
+        if (!only) continue;
+        w = s->items[i].w; /* the named template: its refusal says why */
+      }
+      if (!only && !tpl->supports(&w, NULL)) continue;
       space sp;
       if (template_space(tpl, &w, &sp, &err)) {
         rc = cli_fail(&cc, &err);

@@ -105,6 +105,10 @@ expect 0 'tile_f  *split 16 in 4  *35:' space --set resnet50 --arch sm_90 --samp
 expect 0 'space size 197568000, valid share' space --set resnet50 --arch sm_90 --samples 2000
 expect 0 'tile_rd  *split 3 in 2' space --set resnet3d18 --arch sm_90 --samples 1000
 expect 0 '"valid_share":' space --c 64 --k 64 --size 56x56 --kernel 3 --pad 1 --arch sm_80 --json --samples 1000
+# nhwc: each layer in its own layout, on the channels-last templates (the stem on the mma one)
+expect 0 'conv1: conv2d-nhwc-i8.i8.i32-n1-c3-k64' space --set resnet50 --layout nhwc --arch sm_90 --samples 500
+expect 0 'template conv2d_nhwc_mma' space --set resnet50 --layout nhwc --arch sm_90 --samples 500
+expect_bad 'needs layout nchw4c' space --set resnet50 --layout nhwc --template conv2d_nchw4c_mma --arch sm_90 --samples 500
 expect_bad '--template' space --set resnet50 --template nope
 expect_bad 'unknown architecture' space --set resnet50 --arch sm_13
 expect_bad '--samples' space --set resnet50 --samples 0
