@@ -121,11 +121,11 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   p->raw_words = p->srows * (p->rowb / 4 + 2);
   p->smem_bytes = p->w_bytes + (p->in_bytes > p->wraw ? p->in_bytes : p->wraw) + p->raw_words * 4;
   p->mblk = (long)p->th * p->tw / 16;
-  p->warps = p->mblk / p->mi;
+  p->warps = p->mblk / p->mi > 0 ? p->mblk / p->mi : 1; /* valid() refuses mblk % mi */
   p->threads = 32 * p->warps;
   p->acc = (long)p->mi * p->bn / 2;
   /* the next tile's raw words, held in registers across this one */
-  p->pf = p->mblk % p->mi ? 0 : ceil_div(p->raw_words, p->threads);
+  p->pf = ceil_div(p->raw_words, p->threads);
   p->regs = p->acc + p->bn / 4 + 4 + p->pf + SM_REG_OVERHEAD;
   p->m_total = g.n * g.out[0] * g.out[1] * g.out[2];
   p->tiles_m = g.n * g.out[0] * ceil_div(g.out[1], p->th) * ceil_div(g.out[2], p->tw);
@@ -246,7 +246,8 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
 
 /* A default without tuning: the widest tile_w that wastes at most a
  * quarter of the output columns, 2 rows, block_n 64, two m16 blocks per
- * warp, two blocks per SM; the first valid of those, narrowing each. */
+ * warp, two blocks per SM (one where two do not fit); the valid config
+ * nearest to that. */
 static int preferred(const ct_workload *w, const space *s, const arch *a, config *out) {
   geom3 g;
   workload_geom(w, &g);
@@ -257,26 +258,27 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
   for (int iw = 0; iw < 4; iw++)
     for (int ih = 0; ih < 3; ih++)
       for (int ib = 0; ib < 3; ib++)
-        for (int im = 0; im < 3; im++) {
-          if (!(template_set_choice(s, &c, "tile_w", tile_ws[iw]) &&
-                template_set_choice(s, &c, "tile_h", tile_hs[ih]) &&
-                template_set_choice(s, &c, "block_n", block_ns[ib]) &&
-                template_set_choice(s, &c, "warp_m16", warp_m16s[im]) &&
-                template_set_choice(s, &c, "blocks_per_sm", 2)))
-            continue;
-          if (!valid(w, s, &c, a, NULL)) continue;
-          splan p;
-          make_plan(w, s, &c, a, &p);
-          /* computed pixels that exist, wide tiles, block_n 64, 2 rows and 2 m16 per warp */
-          double used = (double)p.m_total / ((double)p.tiles_m * p.th * p.tw);
-          double score = (used >= 0.75 ? 1.0 : used) + 0.01 * iw - 0.01 * (ib != 1) -
-                         0.005 * (ih != 1) - 0.005 * (im != 1);
-          if (!found || score > best) {
-            *out = c;
-            best = score;
-            found = 1;
+        for (int im = 0; im < 3; im++)
+          for (int ib2 = 0; ib2 < 2; ib2++) {
+            if (!(template_set_choice(s, &c, "tile_w", tile_ws[iw]) &&
+                  template_set_choice(s, &c, "tile_h", tile_hs[ih]) &&
+                  template_set_choice(s, &c, "block_n", block_ns[ib]) &&
+                  template_set_choice(s, &c, "warp_m16", warp_m16s[im]) &&
+                  template_set_choice(s, &c, "blocks_per_sm", 2 - ib2)))
+              continue;
+            if (!valid(w, s, &c, a, NULL)) continue;
+            splan p;
+            make_plan(w, s, &c, a, &p);
+            /* computed pixels that exist, wide tiles, block_n 64, 2 rows and 2 m16 per warp */
+            double used = (double)p.m_total / ((double)p.tiles_m * p.th * p.tw);
+            double score = (used >= 0.75 ? 1.0 : used) + 0.01 * iw - 0.01 * (ib != 1) -
+                           0.005 * (ih != 1) - 0.005 * (im != 1) - 0.02 * ib2;
+            if (!found || score > best) {
+              *out = c;
+              best = score;
+              found = 1;
+            }
           }
-        }
   return found;
 }
 
