@@ -36,6 +36,7 @@
 
 #include "conv_shape.cuh"
 #include "tc_common.cuh"
+#include "nhwc_store.cuh"
 
 static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: packed templates");
 static_assert(SM_TW == 16 || SM_TW == 32 || SM_TW == 64 || SM_TW == 128, "tile_w: 16 to 128");
@@ -311,9 +312,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, SM_MINB)
       }
     }
 
-    /* The epilogue: lanes t and t ^ 1 trade one n8 tile of a pair (j0 = 2
-     * jp, j1 = j0 + 1), so that the even lane stores 4 channels of j0 and
-     * the odd one 4 of j1 for each of its rows (g and g + 8). */
+    /* The epilogue: per pair of n8 tiles (j0 = 2 jp, j1 = j0 + 1), the
+     * stores of nhwc_store.cuh for rows g and g + 8. */
     const int odd = t & 1;
 #pragma unroll
     for (int i = 0; i < SM_MI; i++) {
@@ -366,27 +366,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, SM_MINB)
         const bool okk = CT_KR % SM_BN == 0 || ks < CT_KR;
 #if CT_OUT == 0
         (void)residual;
-        int x[4], mine[4];
-#pragma unroll
-        for (int l = 0; l < 4; l++) {
-          x[l] = __shfl_xor_sync(0xffffffffu, odd ? v[0][l] : v[1][l], 1);
-          mine[l] = odd ? v[1][l] : v[0][l];
-        }
-        if (okk && oka)
-          *(int4 *)(outa + ks) =
-              odd ? make_int4(x[0], x[1], mine[0], mine[1]) : make_int4(mine[0], mine[1], x[0], x[1]);
-        if (okk && okb)
-          *(int4 *)(outa + 8 * CT_KR + ks) =
-              odd ? make_int4(x[2], x[3], mine[2], mine[3]) : make_int4(mine[2], mine[3], x[2], x[3]);
+        store_pair_nhwc(outa + ks, outa + 8 * CT_KR + ks, v, odd, okk && oka, okk && okb);
 #else
         (void)v;
-        const unsigned xa = __shfl_xor_sync(0xffffffffu, odd ? r8[0][0] : r8[1][0], 1);
-        const unsigned xb = __shfl_xor_sync(0xffffffffu, odd ? r8[0][1] : r8[1][1], 1);
-        if (okk && oka)
-          *(unsigned *)(outa + ks) = odd ? join_halves(xa, r8[1][0]) : join_halves(r8[0][0], xa);
-        if (okk && okb)
-          *(unsigned *)(outa + 8 * CT_KR + ks) =
-              odd ? join_halves(xb, r8[1][1]) : join_halves(r8[0][1], xb);
+        store_pair_nhwc(outa + ks, outa + 8 * CT_KR + ks, r8, odd, okk && oka, okk && okb);
 #endif
       }
     }

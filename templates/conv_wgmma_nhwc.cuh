@@ -47,6 +47,7 @@
 
 #include "conv_shape.cuh"
 #include "tc_common.cuh"
+#include "nhwc_store.cuh"
 #include "wgmma_ptx.cuh"
 
 static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: packed templates");
@@ -286,19 +287,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
       /* the stored group and its first channel: j0 at 2t (even t), j1 at 2(t - 1) (odd t) */
       const int ks = tile_n * WG_BN + (2 * jp + odd) * 8 + 2 * (t - odd);
       const bool okk = ks < CT_KR; /* K % 8 == 0: a group is whole or absent */
-      /* selects, not v[odd]: a register array indexed at run time goes to local memory */
-      int x[4], mine[4];
-#pragma unroll
-      for (int l = 0; l < 4; l++) {
-        x[l] = __shfl_xor_sync(0xffffffffu, odd ? v[0][l] : v[1][l], 1);
-        mine[l] = odd ? v[1][l] : v[0][l];
-      }
-      if (okk && oka)
-        *(int4 *)((int *)out + ma * CT_KR + ks) =
-            odd ? make_int4(x[0], x[1], mine[0], mine[1]) : make_int4(mine[0], mine[1], x[0], x[1]);
-      if (okk && okb)
-        *(int4 *)((int *)out + mb * CT_KR + ks) =
-            odd ? make_int4(x[2], x[3], mine[2], mine[3]) : make_int4(mine[2], mine[3], x[2], x[3]);
+      store_pair_nhwc((int *)out + ma * CT_KR + ks, (int *)out + mb * CT_KR + ks, v, odd,
+                      okk && oka, okk && okb);
     }
   }
 #else
@@ -352,14 +342,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
           for (int h = 0; h < 2; h++)
             r8[q][h] = requant2<false>(qh, c[q][0], c[q][1], v[q][2 * h], v[q][2 * h + 1], rs[q][h]);
       }
-      const unsigned xa = __shfl_xor_sync(0xffffffffu, odd ? r8[0][0] : r8[1][0], 1);
-      const unsigned xb = __shfl_xor_sync(0xffffffffu, odd ? r8[0][1] : r8[1][1], 1);
-      if (okk && oka)
-        *(unsigned *)((unsigned char *)out + ma * CT_KR + ks) =
-            odd ? join_halves(xa, r8[1][0]) : join_halves(r8[0][0], xa);
-      if (okk && okb)
-        *(unsigned *)((unsigned char *)out + mb * CT_KR + ks) =
-            odd ? join_halves(xb, r8[1][1]) : join_halves(r8[0][1], xb);
+      unsigned char *const o8 = (unsigned char *)out + ks;
+      store_pair_nhwc(o8 + ma * CT_KR, o8 + mb * CT_KR, r8, odd, okk && oka, okk && okb);
     }
   }
 #endif

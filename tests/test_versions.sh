@@ -47,6 +47,7 @@ expect wgmma_ptx.cuh "conv2d_nchw4c_wgmma.cu conv2d_nhwc_wgmma.cu conv3d_ncdhw4c
 nm="conv2d_nhwc_mma.cu conv3d_ndhwc_mma.cu "
 expect conv_mma_nhwc.cuh "$nm"
 expect conv_mma_nhwc.c "$nm"
+expect nhwc_store.cuh "conv2d_nhwc_mma.cu conv2d_nhwc_wgmma.cu conv3d_ndhwc_mma.cu conv3d_ndhwc_wgmma.cu "
 expect tc_common.cuh "conv2d_nchw4c_mma.cu conv2d_nchw4c_wgmma.cu conv2d_nhwc_mma.cu conv2d_nhwc_wgmma.cu conv3d_ncdhw4c_mma.cu conv3d_ncdhw4c_wgmma.cu conv3d_ndhwc_mma.cu conv3d_ndhwc_wgmma.cu "
 # the registry lists the templates: adding one retires no other's records
 expect registry.c ""
