@@ -8,12 +8,8 @@
  * reduction per stage: 32, 64, 128, also the swizzle span), stages,
  * warpgroups (consumer warpgroups), rows_per_wg (64 or 128 rows per
  * consumer warpgroup: block_m = warpgroups x rows_per_wg), split_k (the
- * blocks of a cluster that share a tile's reduction), blocks_per_sm (1 to
- * 3: the registers and shared memory that many blocks need per SM),
- * k_slices (1, 2, 4: block_k slices of the reduction per pipeline stage,
- * so that a stage's fixed cost is paid less often) and cluster_m (1, 2, 4)
- * x cluster_n (1, 2): the cluster whose blocks share their weight tile
- * (along M) and data tile (along N) by TMA multicast.
+ * blocks of a cluster that share a tile's reduction) and blocks_per_sm (1
+ * to 3: the registers and shared memory that many blocks need per SM).
  *
  * What it runs (supports): layout nhwc / ndhwc, int8 weights, groups 1;
  * C a multiple of 16 (TMA's strides are 16-byte multiples: the stems run
@@ -28,8 +24,6 @@
  * the registers; shared memory within the opt-in limit; tiles not larger
  * than twice what the layer has; split_k leaving each rank pairs of
  * 8-channel groups (the stores pair them) and giving every split a stage;
- * k_slices not above the slices of the reduction; multicast without
- * split_k (one cluster shape), each cluster dimension within the tiles;
  * blocks_per_sm blocks fitting an SM's registers, shared memory, threads.
  */
 #include <math.h>
@@ -48,16 +42,10 @@ static const int warpgroups[] = {1, 2};
 static const int rows_per_wgs[] = {64, 128};
 static const int split_ks[] = {1, 2, 4, 8};
 static const int blocks_per_sms[] = {1, 2, 3};
-static const int k_slices[] = {1, 2, 4};
-static const int cluster_ms[] = {1, 2, 4};
-static const int cluster_ns[] = {1, 2};
 
 typedef struct nplan {
-  int bn, bk, stages, cwg, mw, split, minb, ksl, cm, cn;
-  /* kt: pipeline stages of the reduction (k_slices slices each); grid_m,
-   * grid_n: the tiles rounded up to whole multicast clusters */
-  long bm, m_total, tiles_m, tiles_n, grid_m, grid_n, threads, acc, regs, smem_bytes, slices, kt,
-      kt_split;
+  int bn, bk, stages, cwg, mw, split, minb;
+  long bm, m_total, tiles_m, tiles_n, threads, acc, regs, smem_bytes, kt, kt_split;
 } nplan;
 
 static long ceil_div(long a, long b) {
@@ -121,9 +109,6 @@ static ct_status build_space(const ct_workload *w, space *s, ct_err *err) {
   CHOICE("rows_per_wg", rows_per_wgs);
   CHOICE("split_k", split_ks);
   CHOICE("blocks_per_sm", blocks_per_sms);
-  CHOICE("k_slices", k_slices);
-  CHOICE("cluster_m", cluster_ms);
-  CHOICE("cluster_n", cluster_ns);
 #undef CHOICE
   return CT_OK;
 }
@@ -138,25 +123,19 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, n
   p->mw = space_get(s, cfg, "rows_per_wg", 64);
   p->split = space_get(s, cfg, "split_k", 1);
   p->minb = space_get(s, cfg, "blocks_per_sm", 1);
-  p->ksl = space_get(s, cfg, "k_slices", 1);
-  p->cm = space_get(s, cfg, "cluster_m", 1);
-  p->cn = space_get(s, cfg, "cluster_n", 1);
   p->bm = (long)p->mw * p->cwg;
   p->m_total = g.n * g.out[0] * g.out[1] * g.out[2];
   p->tiles_m = ceil_div(p->m_total, p->bm);
   p->tiles_n = ceil_div(g.k, p->bn);
-  p->grid_m = ceil_div(p->tiles_m, p->cm) * p->cm;
-  p->grid_n = ceil_div(p->tiles_n, p->cn) * p->cn;
   p->threads = 128L * (p->cwg + 1);
   p->acc = (long)(p->mw / 64) * (p->bn / 2);
   p->regs = p->acc + WN_REG_OVERHEAD;
   /* the stages, or the partial sums of split-K where they are larger; the
    * barriers; 1024 bytes to align the swizzled stages (conv_wgmma_nhwc.cuh) */
-  long pipe = (long)p->stages * p->ksl * (p->bm + p->bn) * p->bk;
+  long pipe = (long)p->stages * (p->bm + p->bn) * p->bk;
   long red = p->split > 1 ? 128L * p->cwg * p->acc * 4 : 0;
   p->smem_bytes = (pipe > red ? pipe : red) + 16L * p->stages + 1024;
-  p->slices = g.ker[0] * g.ker[1] * g.ker[2] * ceil_div(g.c, p->bk);
-  p->kt = ceil_div(p->slices, p->ksl);
+  p->kt = g.ker[0] * g.ker[1] * g.ker[2] * ceil_div(g.c, p->bk);
   p->kt_split = ceil_div(p->kt, p->split);
 }
 
@@ -182,22 +161,11 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
     return template_fail(why, "block_n %ld for %ld channels: half the tile would be padding", p.bn,
                          g.k);
   if ((p.bn / 8) % (2 * p.split))
-    return template_fail(why, "split_k %ld does not leave each rank pairs of the %ld 8-channel groups",
+    return template_fail(why, "split_k %d does not leave each rank pairs of the %d 8-channel groups",
                          p.split, p.bn / 8);
   if ((p.split - 1) * p.kt_split >= p.kt)
-    return template_fail(why, "split_k %ld over %ld stages of the reduction leaves a split empty",
+    return template_fail(why, "split_k %d over %ld stages of the reduction leaves a split empty",
                          p.split, p.kt);
-  if (p.ksl > p.slices)
-    return template_fail(why, "k_slices %ld for %ld slices of the reduction", p.ksl, p.slices);
-  if (p.cm * p.cn > 1 && p.split > 1)
-    return template_fail(why, "a multicast cluster of %ld blocks with split_k %ld: a cluster has "
-                         "one shape", p.cm * p.cn, p.split);
-  if (p.cm > p.tiles_m)
-    return template_fail(why, "cluster_m %ld over %ld M tiles: blocks without a tile", p.cm,
-                         p.tiles_m);
-  if (p.cn > p.tiles_n)
-    return template_fail(why, "cluster_n %ld over %ld N tiles: blocks without a tile", p.cn,
-                         p.tiles_n);
   if (p.threads > a->max_threads_per_block)
     return template_fail(why, "%ld threads per block; at most %ld", p.threads,
                          a->max_threads_per_block);
@@ -216,10 +184,10 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
                          p.minb, p.smem_bytes);
   if (p.minb > 1 && p.minb * p.threads > 2048)
     return template_fail(why, "%ld blocks per SM of %ld threads exceed 2048", p.minb, p.threads);
-  if (p.grid_m > 2147483647L)
-    return template_fail(why, "%ld blocks along grid x; at most %ld", p.grid_m, 2147483647L);
-  if (p.grid_n > 65535)
-    return template_fail(why, "%ld blocks along grid y; at most %ld", p.grid_n, 65535);
+  if (p.tiles_m > 2147483647L)
+    return template_fail(why, "%ld blocks along grid x; at most %ld", p.tiles_m, 2147483647L);
+  if (p.tiles_n > 65535)
+    return template_fail(why, "%ld blocks along grid y; at most %ld", p.tiles_n, 65535);
   return 1;
 }
 
@@ -240,16 +208,13 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   instance_opt(inst, "WG_MW", p.mw);
   instance_opt(inst, "WG_SPLITK", p.split);
   instance_opt(inst, "WG_MINB", p.minb);
-  instance_opt(inst, "WG_KSL", p.ksl);
-  instance_opt(inst, "WG_CM", p.cm);
-  instance_opt(inst, "WG_CN", p.cn);
   instance_opt(inst, "CT_THREADS", p.threads);
   instance_opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
   if (inst->n_options >= INSTANCE_MAX_OPTIONS)
     return ERR_SET(err, CT_ERR_INTERNAL, "conv_wgmma_nhwc: more than %d NVRTC options",
                    INSTANCE_MAX_OPTIONS);
-  inst->grid[0] = (unsigned)p.grid_m;
-  inst->grid[1] = (unsigned)p.grid_n;
+  inst->grid[0] = (unsigned)p.tiles_m;
+  inst->grid[1] = (unsigned)p.tiles_n;
   inst->grid[2] = (unsigned)p.split;
   inst->block[0] = (unsigned)p.threads;
   inst->block[1] = inst->block[2] = 1;
@@ -259,8 +224,7 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   instance_conv_args(inst);
 
   /* the data: (C, W, H[, D], N) bytes in im2col mode; the bounding box is
-   * where tap 0 of an output pixel reads, block_m / cluster_n pixels per
-   * copy (a block's piece of the tile) */
+   * where tap 0 of an output pixel reads, pixels of block_m per copy */
   const int nd = w->op == CT_OP_CONV3D ? 3 : 2;
   tmap_desc *t = &inst->tmap;
   t->rank = nd + 2;
@@ -268,7 +232,7 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   t->swizzle = p.bk;
   t->im2col = 1;
   t->channels = (unsigned)p.bk;
-  t->pixels = (unsigned)(p.bm / p.cn);
+  t->pixels = (unsigned)p.bm;
   t->dims[0] = (unsigned long long)g.c;
   t->elem_strides[0] = 1;
   unsigned long long stride = (unsigned long long)g.c;
@@ -286,8 +250,7 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   t->elem_strides[nd + 1] = 1;
   inst->args[inst->n_args++] = ARG_DATA_TMAP;
 
-  /* the weights: (C, taps, K) bytes, a box of block_k x 1 x block_n /
-   * cluster_m (a block's piece of the tile) */
+  /* the weights: (C, taps, K) bytes, a box of block_k x 1 x block_n */
   const long taps = g.ker[0] * g.ker[1] * g.ker[2];
   tmap_desc *u = &inst->wtmap;
   u->rank = 3;
@@ -296,7 +259,7 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   const unsigned long long wdims[3] = {(unsigned long long)g.c, (unsigned long long)taps,
                                        (unsigned long long)g.k};
   const unsigned long long wstrides[2] = {(unsigned long long)g.c, (unsigned long long)(g.c * taps)};
-  const unsigned wbox[3] = {(unsigned)p.bk, 1, (unsigned)(p.bn / p.cm)};
+  const unsigned wbox[3] = {(unsigned)p.bk, 1, (unsigned)p.bn};
   memcpy(u->dims, wdims, sizeof wdims);
   memcpy(u->strides, wstrides, sizeof wstrides);
   memcpy(u->box, wbox, sizeof wbox);
@@ -309,14 +272,11 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
 static int describe(const ct_workload *w, const space *s, const config *cfg, float *out, int max) {
   nplan p;
   make_plan(w, s, cfg, &p);
-  /* the bytes each block reads from L2 per stage (multicast shares them) */
-  const double per_stage = (double)p.ksl * p.bk * ((double)p.bm / p.cn + (double)p.bn / p.cm);
-  const double v[] = {p.threads,  p.acc,      p.regs,     p.smem_bytes + 1,
-                      p.tiles_m,  p.tiles_n,  p.kt + 1,   (double)p.grid_m * p.grid_n * p.split,
-                      p.bm,       p.bn,       p.stages,   p.bk,
-                      p.split,    p.kt_split, (double)p.tiles_m * p.bm / (double)p.m_total,
-                      p.minb,     p.ksl,      p.cm,       p.cn,
-                      per_stage,  (double)p.ksl * p.bk * p.stages};
+  const double v[] = {p.threads, p.acc,      p.regs,     p.smem_bytes + 1,
+                      p.tiles_m, p.tiles_n,  p.kt + 1,   (double)p.tiles_m * p.tiles_n * p.split,
+                      p.bm,      p.bn,       p.stages,   p.bk,
+                      p.split,   p.kt_split, (double)p.tiles_m * p.bm / (double)p.m_total,
+                      p.minb};
   int n = (int)(sizeof v / sizeof v[0]);
   for (int i = 0; i < n && i < max; i++) out[i] = (float)log2(v[i]);
   return n < max ? n : max;
@@ -325,8 +285,7 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
 /* A default without tuning: two consumer warpgroups of 64 rows, 4 stages
  * of the widest block_k that C fills, the widest N tile that still gives
  * every SM a block; then, where the grid leaves more than half the SMs
- * idle, the split-K that fills them; then k_slices up to 128 bytes of the
- * reduction per stage; no multicast. */
+ * idle, the split-K that fills them. */
 static int preferred(const ct_workload *w, const space *s, const arch *a, config *out) {
   static const int bns[] = {128, 64, 256};
   static const int bks[] = {128, 64, 32};
@@ -344,9 +303,7 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
               template_set_choice(s, &c, "warpgroups", 2 - iw) &&
               template_set_choice(s, &c, "rows_per_wg", 64) &&
               template_set_choice(s, &c, "split_k", 1) &&
-              template_set_choice(s, &c, "blocks_per_sm", 1) &&
-              template_set_choice(s, &c, "k_slices", 1) &&
-              template_set_choice(s, &c, "cluster_m", 1) && template_set_choice(s, &c, "cluster_n", 1)))
+              template_set_choice(s, &c, "blocks_per_sm", 1)))
           continue;
         if (!valid(w, s, &c, a, NULL)) continue;
         nplan p;
@@ -367,13 +324,6 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
   for (int k = 1; k < 4 && 2 * p.tiles_m * p.tiles_n * split_ks[k - 1] <= sms; k++) {
     c = *out;
     if (!template_set_choice(s, &c, "split_k", split_ks[k]) || !valid(w, s, &c, a, NULL)) break;
-    *out = c;
-  }
-  /* stages of at least 128 bytes of the reduction where the slices and
-   * the shared memory allow: a stage's fixed cost is about a k128 group's */
-  for (int k = 2; k <= 4 && p.bk * k <= 128; k *= 2) {
-    c = *out;
-    if (!template_set_choice(s, &c, "k_slices", k) || !valid(w, s, &c, a, NULL)) break;
     *out = c;
   }
   return 1;

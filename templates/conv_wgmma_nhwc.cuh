@@ -23,32 +23,13 @@
  *     block_k * 8 bytes apart; a k32 step is a 32-byte offset into the rows.
  *
  * The reduction is tap-major (the tap outermost, then slices of block_k
- * channels; a slice past C reads zeros). A pipeline stage holds k_slices
- * such slices, each an A and a B sub-tile of its own (the last stage's
- * slices past the reduction read zeros): a stage's barrier round trip and wgmma group, about 150
- * cycles that do not overlap the group's own math, are paid once per
- * k_slices x block_k bytes of the reduction instead of once per block_k.
- * One producer thread issues the copies of a stage on its full barrier
- * (the bytes of all of them); each consumer warp arrives on the stage's
- * empty barrier once its wgmmas have read it; consumers keep one wgmma
- * group in flight. Each consumer warpgroup owns rows_per_wg (64 or 128:
- * one or two m64 wgmmas per k32 step) rows of the tile. split_k splits the
- * stages over a cluster along grid z, which meets in distributed shared
- * memory as in conv_wgmma.cuh.
- *
- * Multicast (cluster_m x cluster_n, a cluster along grid x and y): the
- * cluster_m blocks of a cluster row share their N tile's weights, the
- * cluster_n blocks of a column their M tile's data, so each block copies
- * 1 / cluster_m of the B sub-tile and 1 / cluster_n of the A sub-tile, and
- * TMA multicasts each piece to every block that uses it: the bytes read
- * from L2 per block fall accordingly. A stage may then be refilled only
- * when every block of the cluster has read it: each consumer warp arrives
- * on the empty barrier of every block of the cluster (lane r on rank r's),
- * and each producer waits on its own, which counts them all. The grid is
- * rounded up to whole clusters; a block past the last tile still copies
- * its share (its own data clamped to the last tile) and stores nothing.
- * No block leaves before the cluster's last remote arrival has landed: a
- * split cluster barrier, arrived after the mainloop, waited before exit.
+ * channels; a slice past C reads zeros). One producer thread issues both
+ * copies of a stage on its full barrier (the bytes of both); each consumer
+ * warp arrives on the stage's empty barrier once its wgmmas have read it;
+ * consumers keep one wgmma group in flight. Each consumer warpgroup owns
+ * rows_per_wg (64 or 128: one or two m64 wgmmas per k32 step) rows of the
+ * tile. split_k splits the stages over a cluster along grid z, which meets
+ * in distributed shared memory as in conv_wgmma.cuh.
  *
  * The epilogue stores 4 channels of one pixel per thread and store (lanes
  * trade accumulator pairs) to the NHWC output: int32 16 bytes, 8-bit 4
@@ -78,12 +59,6 @@ static_assert(WG_STAGES >= 2 && WG_STAGES <= 8, "stages: 2 to 8");
 static_assert(WG_MINB >= 1 && WG_MINB <= 3, "blocks_per_sm: 1 to 3");
 static_assert(WG_SPLITK == 1 || WG_SPLITK == 2 || WG_SPLITK == 4 || WG_SPLITK == 8,
               "split_k: 1, 2, 4 or 8 blocks (a portable cluster)");
-static_assert(WG_KSL == 1 || WG_KSL == 2 || WG_KSL == 4, "k_slices: 1, 2 or 4");
-static_assert((WG_CM == 1 || WG_CM == 2 || WG_CM == 4) && (WG_CN == 1 || WG_CN == 2),
-              "cluster_m: 1, 2 or 4; cluster_n: 1 or 2");
-static_assert(WG_CM * WG_CN == 1 || WG_SPLITK == 1, "multicast and split_k: one cluster shape");
-static_assert((WG_BN / WG_CM) % 8 == 0 && (WG_MW * WG_CWG / WG_CN) % 8 == 0,
-              "multicast pieces: whole 8-row swizzle groups");
 static_assert(CT_C4 % 4 == 0, "channels-last TMA: C must be a multiple of 16 (16-byte pixel strides)");
 static_assert(CT_KR % 8 == 0, "the NHWC stores: K must be a multiple of 8");
 static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H + CT_PADA_W == 0,
@@ -92,10 +67,8 @@ static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H +
 #define TAPS (CT_KD * CT_KH * CT_KW)
 #define C_REAL (4 * CT_C4)
 #define CSLICES ((C_REAL + WG_BK - 1) / WG_BK)
-#define KSL_TOTAL (TAPS * CSLICES) /* block_k slices of the reduction */
-#define KT ((KSL_TOTAL + WG_KSL - 1) / WG_KSL) /* stages of the reduction */
+#define KT (TAPS * CSLICES) /* stages of the reduction */
 #define KT_SPLIT ((KT + WG_SPLITK - 1) / WG_SPLITK)
-#define CS (WG_CM * WG_CN) /* blocks of a multicast cluster */
 #define KSTEPS (WG_BK / 32)
 #define MI (WG_MW / 64) /* m64 wgmmas per consumer warpgroup and k32 step */
 #define BM (WG_MW * WG_CWG)
@@ -103,11 +76,9 @@ static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H +
 #define M_TOTAL ((long)CT_N * P_OUT)
 #define THREADS (128 * (WG_CWG + 1))
 #define CTHREADS (128 * WG_CWG)
-#define A_SUB_BYTES (BM * WG_BK) /* one slice's sub-tiles */
-#define B_SUB_BYTES (WG_BN * WG_BK)
-#define A_PIECE_ROWS (BM / WG_CN) /* the rows of a sub-tile one block copies */
-#define B_PIECE_ROWS (WG_BN / WG_CM)
-#define STAGE_BYTES (WG_KSL * (A_SUB_BYTES + B_SUB_BYTES)) /* A sub-tiles, then B */
+#define A_STAGE_BYTES (BM * WG_BK)
+#define B_STAGE_BYTES (WG_BN * WG_BK)
+#define STAGE_BYTES (A_STAGE_BYTES + B_STAGE_BYTES)
 #define NACC (MI * WG_BN / 2)
 #define RED_BYTES (WG_SPLITK > 1 ? CTHREADS * NACC * 4 : 0)
 #define JPR (WG_BN / 8 / WG_SPLITK)
@@ -142,142 +113,57 @@ __device__ __forceinline__ void wgmma_ss(int *acc, unsigned long long a, unsigne
 #endif
 }
 
-/* ---- multicast (this family's PTX; the cluster helpers are tc_common's) ---- */
-#if CS > 1
-/* The tiled and im2col copies of wgmma_ptx.cuh, landing at the same
- * offsets (dst, bar) in every block of mask (bit r: cluster rank r). */
-__device__ __forceinline__ void tma_tile3_mc(unsigned dst, const ct_tmap *map, int c0, int c1,
-                                             int c2, unsigned bar, unsigned short mask) {
-  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-               ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
-               "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask)
-               : "memory");
-}
-__device__ __forceinline__ void tma_im2col4_mc(unsigned dst, const ct_tmap *map, int c, int w,
-                                               int h, int n, unsigned short ow, unsigned short oh,
-                                               unsigned bar, unsigned short mask) {
-  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
-               ".multicast::cluster [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8}, %9;\n" ::"r"(dst),
-               "l"((unsigned long long)map), "r"(c), "r"(w), "r"(h), "r"(n), "r"(bar), "h"(ow),
-               "h"(oh), "h"(mask)
-               : "memory");
-}
-__device__ __forceinline__ void tma_im2col5_mc(unsigned dst, const ct_tmap *map, int c, int w,
-                                               int h, int d, int n, unsigned short ow,
-                                               unsigned short oh, unsigned short od, unsigned bar,
-                                               unsigned short mask) {
-  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
-               ".multicast::cluster [%0], [%1, {%2, %3, %4, %5, %6}], [%7], {%8, %9, %10}, %11;\n" ::
-                   "r"(dst),
-               "l"((unsigned long long)map), "r"(c), "r"(w), "r"(h), "r"(d), "r"(n), "r"(bar),
-               "h"(ow), "h"(oh), "h"(od), "h"(mask)
-               : "memory");
-}
-/* An arrival on another block's barrier (mapa'd address). Release at CTA
- * scope, as CUTLASS's cluster barriers: what it orders is this warp's
- * wgmma reads of the stage, finished by wgmma.wait_group before it, against
- * the peer producer's next copy into it. At cluster scope (.release.cluster)
- * each stage cost about 0.4 us more on the H200. */
-__device__ __forceinline__ void mbar_arrive_remote(unsigned cluster_addr) {
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_addr) : "memory");
-}
-__device__ __forceinline__ unsigned cluster_id(int dim) {
-  unsigned r;
-  if (dim == 0)
-    asm("mov.u32 %0, %%cluster_ctaid.x;\n" : "=r"(r));
-  else
-    asm("mov.u32 %0, %%cluster_ctaid.y;\n" : "=r"(r));
-  return r;
-}
-#endif
-
 /* ---- the producer thread ---------------------------------------------------- */
-/* Stages kt0 .. kt0 + nkt - 1. This block copies the A rows from output
- * pixel a0 (its piece of the M tile, at a_off in each A sub-tile) and the B
- * rows from output channel k0 (at b_off in each B sub-tile), each to the
- * blocks of its mask. */
 __device__ __forceinline__ void produce(unsigned stages, unsigned bars, const ct_tmap *amap,
-                                        const ct_tmap *wmap, long a0, unsigned a_off,
-                                        unsigned short amask, int k0, unsigned b_off,
-                                        unsigned short bmask, int kt0, int nkt) {
-  (void)amask, (void)bmask;
-  /* the piece's first output pixel, and the input position of its tap 0 */
-  const int n0 = (int)(a0 / P_OUT), p0 = (int)(a0 % P_OUT);
+                                        const ct_tmap *wmap, long m0, int tile_n, int kt0,
+                                        int nkt) {
+  /* the tile's first output pixel, and the input position of its tap 0 */
+  const int n0 = (int)(m0 / P_OUT), p0 = (int)(m0 % P_OUT);
   const int ow0 = p0 % CT_OW, oh0 = (p0 / CT_OW) % CT_OH, od0 = p0 / (CT_OW * CT_OH);
   const int x0 = ow0 * CT_STR_W - CT_PAD_W, y0 = oh0 * CT_STR_H - CT_PAD_H;
   const int z0 = od0 * CT_STR_D - CT_PAD_D;
   (void)z0;
 #pragma unroll 1
   for (int it = 0; it < nkt; it++) {
-    const int s = it % WG_STAGES, sl0 = (kt0 + it) * WG_KSL;
+    const int s = it % WG_STAGES, kt = kt0 + it;
     const unsigned full = bars + 8 * s, empty = bars + 8 * (WG_STAGES + s);
     mbar_wait(empty, ((it / WG_STAGES) & 1) ^ 1);
-    /* every block of the cluster expects the whole of its sub-tiles */
+    const int tap = kt / CSLICES, c0 = (kt % CSLICES) * WG_BK;
+    const int rx = tap % CT_KW, ry = (tap / CT_KW) % CT_KH, rd = tap / (CT_KW * CT_KH);
+    const unsigned as = stages + s * STAGE_BYTES, bs = as + A_STAGE_BYTES;
     mbar_expect_tx(full, STAGE_BYTES);
-#pragma unroll
-    for (int q = 0; q < WG_KSL; q++) {
-      /* a slice past the reduction (the last stage's) reads channels past
-       * C at tap 0: zeros, which the consumers multiply without a branch
-       * (a branch around wgmma makes ptxas serialize them all) */
-      const int sl = sl0 + q, in = sl < KSL_TOTAL;
-      const int tap = in ? sl / CSLICES : 0, c0 = in ? (sl % CSLICES) * WG_BK : CSLICES * WG_BK;
-      const int rx = tap % CT_KW, ry = (tap / CT_KW) % CT_KH, rd = tap / (CT_KW * CT_KH);
-      const unsigned as = stages + s * STAGE_BYTES + q * A_SUB_BYTES + a_off;
-      const unsigned bs = stages + s * STAGE_BYTES + WG_KSL * A_SUB_BYTES + q * B_SUB_BYTES + b_off;
-      const unsigned short ox = (unsigned short)(rx * CT_DIL_W), oy = (unsigned short)(ry * CT_DIL_H);
-      (void)rd;
 #if CT_TEMPLATE_CONV3D
-      const unsigned short oz = (unsigned short)(rd * CT_DIL_D);
-#if WG_CN > 1
-      tma_im2col5_mc(as, amap, c0, x0, y0, z0, n0, ox, oy, oz, full, amask);
+    tma_im2col5(as, amap, c0, x0, y0, z0, n0, (unsigned short)(rx * CT_DIL_W),
+                (unsigned short)(ry * CT_DIL_H), (unsigned short)(rd * CT_DIL_D), full);
 #else
-      tma_im2col5(as, amap, c0, x0, y0, z0, n0, ox, oy, oz, full);
+    (void)rd;
+    tma_im2col4(as, amap, c0, x0, y0, n0, (unsigned short)(rx * CT_DIL_W),
+                (unsigned short)(ry * CT_DIL_H), full);
 #endif
-#else
-#if WG_CN > 1
-      tma_im2col4_mc(as, amap, c0, x0, y0, n0, ox, oy, full, amask);
-#else
-      tma_im2col4(as, amap, c0, x0, y0, n0, ox, oy, full);
-#endif
-#endif
-#if WG_CM > 1
-      tma_tile3_mc(bs, wmap, c0, tap, k0, full, bmask);
-#else
-      tma_tile3(bs, wmap, c0, tap, k0, full);
-#endif
-    }
+    tma_tile3(bs, wmap, c0, tap, tile_n * WG_BN, full);
   }
 }
 
 /* ---- a consumer stage ------------------------------------------------------ */
-/* Wait for stage it, issue its wgmmas (k_slices slices) on
- * this warpgroup's rows, then wait for stage it - 1's and release it: in
- * every block of the cluster, whose producers all write into it. */
+/* Wait for stage it, issue its wgmmas on this warpgroup's rows, then wait
+ * for stage it - 1's and release it. */
 __device__ __forceinline__ void consume(unsigned stages, unsigned bars, int it, int row0,
                                         int (&acc)[MI][WG_BN / 2], int lane) {
   const int s = it % WG_STAGES;
   mbar_wait(bars + 8 * s, (it / WG_STAGES) & 1);
-  const unsigned as = stages + s * STAGE_BYTES + row0 * WG_BK,
-                 bs = stages + s * STAGE_BYTES + WG_KSL * A_SUB_BYTES;
+  const unsigned as = stages + s * STAGE_BYTES + row0 * WG_BK, bs = stages + s * STAGE_BYTES +
+                                                                    A_STAGE_BYTES;
   wgmma_fence();
 #pragma unroll
-  for (int q = 0; q < WG_KSL; q++)
+  for (int k = 0; k < KSTEPS; k++)
 #pragma unroll
-    for (int k = 0; k < KSTEPS; k++)
-#pragma unroll
-      for (int mi = 0; mi < MI; mi++)
-        wgmma_ss(acc[mi], sw_desc(as + q * A_SUB_BYTES + mi * 64 * WG_BK + k * 32),
-                 sw_desc(bs + q * B_SUB_BYTES + k * 32));
+    for (int mi = 0; mi < MI; mi++)
+      wgmma_ss(acc[mi], sw_desc(as + mi * 64 * WG_BK + k * 32), sw_desc(bs + k * 32));
   wgmma_commit();
   wgmma_wait<1>();
   if (it > 0) {
-    const unsigned empty = bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES);
     __syncwarp();
-#if CS > 1
-    if (lane < CS) mbar_arrive_remote(cluster_map(empty, (unsigned)lane));
-#else
-    if (lane == 0) mbar_arrive(empty);
-#endif
+    if (lane == 0) mbar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
   }
 }
 
@@ -285,8 +171,6 @@ __device__ __forceinline__ void consume(unsigned stages, unsigned bars, int it, 
 extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
 #if WG_SPLITK > 1
     __cluster_dims__(1, 1, WG_SPLITK)
-#elif CS > 1
-    __cluster_dims__(WG_CM, WG_CN, 1)
 #endif
     conv_wgmma_nhwc(const signed char *__restrict__ data, const signed char *__restrict__ weights,
                     void *__restrict__ out, const int *__restrict__ params,
@@ -299,21 +183,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
   const int tid = threadIdx.x, wg = tid >> 7, ltid = tid & 127;
   const unsigned bars = stages + DATA_BYTES;
   if (tid == 0) {
-    /* the maps are kernel parameters, not the previous kernel's output */
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&amap) : "memory");
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&wmap) : "memory");
 #pragma unroll 1
     for (int s = 0; s < WG_STAGES; s++) {
       mbar_init(bars + 8 * s, 1);
-      mbar_init(bars + 8 * (WG_STAGES + s), 4 * WG_CWG * CS);
+      mbar_init(bars + 8 * (WG_STAGES + s), 4 * WG_CWG);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     fence_proxy_async();
   }
   __syncthreads();
-#if CS > 1
-  cluster_sync(); /* every block's barriers exist before a copy or an arrival reaches them */
-#endif
   pdl_wait_then_release(); /* nothing global before: the previous kernel may still run */
   const long m0 = (long)blockIdx.x * BM;
   const int tile_n = blockIdx.y;
@@ -327,33 +205,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
 #pragma unroll
     for (int i = 0; i < WG_BN / 2; i++) acc[mi][i] = 0;
   if (wg == 0) {
-    if (ltid == 0) {
-      /* this block's pieces: cluster column cx of the B sub-tile, row cy of
-       * the A sub-tile; ranks are x + cluster_m * y */
-#if CS > 1
-      const unsigned cx = cluster_id(0), cy = cluster_id(1);
-      const unsigned short bmask = (unsigned short)(((1u << WG_CM) - 1) << (cy * WG_CM));
-      unsigned short amask = 0;
-#pragma unroll
-      for (int y = 0; y < WG_CN; y++) amask |= (unsigned short)(1u << (cx + y * WG_CM));
-#else
-      const unsigned cx = 0, cy = 0;
-      const unsigned short amask = 0, bmask = 0;
-#endif
-      /* a block past the last tile (whole clusters) copies from the last */
-      long a0 = (m0 < M_TOTAL ? m0 : (M_TOTAL - 1) / BM * BM) + (long)cy * A_PIECE_ROWS;
-      if (a0 > M_TOTAL - 1) a0 = M_TOTAL - 1; /* rows past the end: not stored */
-      int k0 = tile_n * WG_BN + (int)cx * B_PIECE_ROWS;
-      if (k0 > CT_KR - 1) k0 = CT_KR - 1; /* channels past the end: not stored */
-      produce(stages, bars, &amap, &wmap, a0, cy * A_PIECE_ROWS * WG_BK, amask, k0,
-              cx * B_PIECE_ROWS * WG_BK, bmask, kt0, nkt);
-    }
-#if CS > 1
-    /* hold the block's memory until the cluster's last arrival on it */
-    asm volatile("barrier.cluster.arrive.release;\n" ::: "memory");
-    asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory");
-    return;
-#elif WG_SPLITK == 1
+    if (ltid == 0) produce(stages, bars, &amap, &wmap, m0, tile_n, kt0, nkt);
+#if WG_SPLITK == 1
     return;
 #endif
   } else {
@@ -364,9 +217,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
     for (int mi = 0; mi < MI; mi++)
 #pragma unroll
       for (int i = 0; i < WG_BN / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
-#if CS > 1
-    asm volatile("barrier.cluster.arrive.release;\n" ::: "memory"); /* after the last remote arrival */
-#endif
   }
 
 #if WG_SPLITK > 1

@@ -387,8 +387,7 @@ START_TEST(nhwc_instances_carry_an_im2col_and_a_tiled_tensor_map) {
   config c;
   char why[TEMPLATE_WHY_MAX];
   cJSON *j = cJSON_Parse("{\"block_n\":128,\"block_k\":128,\"stages\":4,\"warpgroups\":2,"
-                         "\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,"
-                         "\"k_slices\":1,\"cluster_m\":1,\"cluster_n\":1}");
+                         "\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1}");
   ck_assert_int_eq(space_config_from_json(&sp, j, &c, &err), CT_OK);
   cJSON_Delete(j);
   ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
@@ -442,88 +441,6 @@ START_TEST(nhwc_instances_carry_an_im2col_and_a_tiled_tensor_map) {
   ck_assert_int_eq(inst.tmap.lower[1], -1);
   ck_assert_int_eq(inst.tmap.upper[1], -1);
   ck_assert_uint_eq(inst.grid[0], (16 * 14 * 14 + 127) / 128);
-  space_free(&sp);
-}
-END_TEST
-
-/* Multicast and k_slices on the channels-last wgmma template, ResNet3D-18's
- * l2_3x3x3_s2 at batch 1 (6272 output pixels, C 64, K 128, 27 taps):
- * a cluster of cluster_m x cluster_n blocks along grid x and y, the grid
- * rounded up to whole clusters, each block's tensor-map boxes its piece of
- * the tiles (block_n / cluster_m weight rows, block_m / cluster_n pixels),
- * stages of k_slices slices (27 slices in 14 stages, the last one of 1);
- * the refusals; conv3d and conv2d instances compile. */
-START_TEST(nhwc_wgmma_multicast_clusters_and_k_slices) {
-  const template_desc *tpl = template_find("conv3d_ndhwc_wgmma");
-  ct_workload w;
-  workload_init(&w, CT_OP_CONV3D);
-  w.layout = CT_LAYOUT_NHWC;
-  w.n = 1, w.c = 64, w.k = 128, w.in[0] = 16, w.in[1] = w.in[2] = 56;
-  for (int d = 0; d < 3; d++) {
-    w.kernel[d] = 3, w.stride[d] = 2;
-    w.pad_before[d] = w.pad_after[d] = 1;
-  }
-  space sp;
-  ct_err err = {0};
-  ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
-  arch a;
-  arch_from_name("sm_90", &a, NULL);
-  config c;
-  char why[TEMPLATE_WHY_MAX];
-  cJSON *j = cJSON_Parse("{\"block_n\":64,\"block_k\":64,\"stages\":4,\"warpgroups\":1,"
-                         "\"rows_per_wg\":128,\"split_k\":1,\"blocks_per_sm\":1,"
-                         "\"k_slices\":2,\"cluster_m\":4,\"cluster_n\":2}");
-  ck_assert_int_eq(space_config_from_json(&sp, j, &c, &err), CT_OK);
-  cJSON_Delete(j);
-  ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
-  instance inst;
-  ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
-  /* 6272 / 128 = 49 M tiles in 13 clusters of 4; 2 N tiles, one cluster of 2 */
-  ck_assert_uint_eq(inst.grid[0], 52);
-  ck_assert_uint_eq(inst.grid[1], 2);
-  ck_assert_uint_eq(inst.grid[2], 1);
-  ck_assert_uint_eq(inst.smem_bytes, 4 * 2 * (128 + 64) * 64 + 16 * 4 + 1024);
-  ck_assert_uint_eq(inst.tmap.pixels, 64);  /* 128 rows / cluster_n */
-  ck_assert_uint_eq(inst.wtmap.box[2], 16); /* 64 channels / cluster_m */
-  cubin cb;
-  ck_assert_msg(nvrtc_compile(&inst, &a, &cb, &err) == CT_OK, "%s\n%s", err.msg, cb.log);
-  ck_assert_uint_gt(cb.size, 0);
-  cubin_free(&cb);
-
-  /* multicast with split_k; more slices per stage than the reduction has */
-  j = cJSON_Parse("{\"block_n\":128,\"block_k\":64,\"stages\":4,\"warpgroups\":1,"
-                  "\"rows_per_wg\":64,\"split_k\":2,\"blocks_per_sm\":1,"
-                  "\"k_slices\":1,\"cluster_m\":2,\"cluster_n\":1}");
-  ck_assert_int_eq(space_config_from_json(&sp, j, &c, &err), CT_OK);
-  cJSON_Delete(j);
-  ck_assert_int_eq(tpl->valid(&w, &sp, &c, &a, why), 0);
-  ck_assert_ptr_nonnull(strstr(why, "split_k"));
-  space_free(&sp);
-
-  /* conv2d, l4_1x1_2048_512 at batch 16: 7 M tiles of 128 in 2 clusters of
-   * 4 (8 blocks), 2 N tiles of 256 in one cluster of 2; 8 is no cluster_m */
-  tpl = template_find("conv2d_nhwc_wgmma");
-  workload_init(&w, CT_OP_CONV2D);
-  w.layout = CT_LAYOUT_NHWC;
-  w.n = 16, w.c = 2048, w.k = 512, w.in[0] = w.in[1] = 7;
-  w.kernel[0] = w.kernel[1] = 1;
-  ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
-  j = cJSON_Parse("{\"block_n\":256,\"block_k\":128,\"stages\":2,\"warpgroups\":2,"
-                  "\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,"
-                  "\"k_slices\":2,\"cluster_m\":4,\"cluster_n\":2}");
-  ck_assert_int_eq(space_config_from_json(&sp, j, &c, &err), CT_OK);
-  cJSON_Delete(j);
-  ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
-  ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
-  ck_assert_uint_eq(inst.grid[0], 8);
-  ck_assert_uint_eq(inst.grid[1], 2);
-  ck_assert_msg(nvrtc_compile(&inst, &a, &cb, &err) == CT_OK, "%s\n%s", err.msg, cb.log);
-  cubin_free(&cb);
-  j = cJSON_Parse("{\"block_n\":256,\"block_k\":128,\"stages\":2,\"warpgroups\":2,"
-                  "\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,"
-                  "\"k_slices\":1,\"cluster_m\":8,\"cluster_n\":1}");
-  ck_assert_int_ne(space_config_from_json(&sp, j, &c, &err), CT_OK); /* not a choice */
-  cJSON_Delete(j);
   space_free(&sp);
 }
 END_TEST
@@ -761,7 +678,6 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, invalid_configs_are_rejected_before_compiling_with_the_reason);
   tcase_add_test(tc, a_point_that_slips_through_fails_to_compile_with_a_clear_log);
   tcase_add_test(tc, wgmma_split_k_is_a_cluster_along_z);
-  tcase_add_test(tc, nhwc_wgmma_multicast_clusters_and_k_slices);
   tcase_add_test(tc, nhwc_instances_carry_an_im2col_and_a_tiled_tensor_map);
   tcase_add_test(tc, nhwc_mma_stages_window_rows);
   tcase_add_test(tc, random_valid_configs_compile_conv2d);
