@@ -183,6 +183,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
   const int tid = threadIdx.x, wg = tid >> 7, ltid = tid & 127;
   const unsigned bars = stages + DATA_BYTES;
   if (tid == 0) {
+    /* fetch the maps' descriptors while the barriers are set up, before
+     * griddepcontrol.wait: they are kernel parameters, not the previous
+     * kernel's output */
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&amap) : "memory");
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&wmap) : "memory");
 #pragma unroll 1
     for (int s = 0; s < WG_STAGES; s++) {
       mbar_init(bars + 8 * s, 1);
