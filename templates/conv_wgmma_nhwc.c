@@ -8,8 +8,13 @@
  * reduction per stage: 32, 64, 128, also the swizzle span), stages,
  * warpgroups (consumer warpgroups), rows_per_wg (64 or 128 rows per
  * consumer warpgroup: block_m = warpgroups x rows_per_wg), split_k (the
- * blocks of a cluster that share a tile's reduction) and blocks_per_sm (1
- * to 3: the registers and shared memory that many blocks need per SM).
+ * blocks of a cluster that share a tile's reduction), blocks_per_sm (1
+ * to 3: the registers and shared memory that many blocks need per SM) and
+ * persistent (0: a block per tile; 1: as many blocks as fit the GPU at
+ * once, each looping over tiles, its consumer warpgroups sharing each
+ * tile; 2: the same in ping-pong, the two consumer warpgroups taking
+ * tiles of rows_per_wg rows in turn, so that one's epilogue overlaps the
+ * other's mainloop).
  *
  * What it runs (supports): layout nhwc / ndhwc, int8 weights, groups 1;
  * C a multiple of 16 (TMA's strides are 16-byte multiples: the stems run
@@ -24,7 +29,10 @@
  * the registers; shared memory within the opt-in limit; tiles not larger
  * than twice what the layer has; split_k leaving each rank pairs of
  * 8-channel groups (the stores pair them) and giving every split a stage;
- * blocks_per_sm blocks fitting an SM's registers, shared memory, threads.
+ * blocks_per_sm blocks fitting an SM's registers, shared memory, threads;
+ * persistent with split_k 1, ping-pong with two consumer warpgroups, and
+ * cooperative only where the tiles outnumber the blocks that fit at once
+ * (otherwise it is the plain schedule).
  */
 #include <math.h>
 #include <stdio.h>
@@ -42,10 +50,13 @@ static const int warpgroups[] = {1, 2};
 static const int rows_per_wgs[] = {64, 128};
 static const int split_ks[] = {1, 2, 4, 8};
 static const int blocks_per_sms[] = {1, 2, 3};
+static const int persistents[] = {0, 1, 2};
 
 typedef struct nplan {
-  int bn, bk, stages, cwg, mw, split, minb;
+  int bn, bk, stages, cwg, mw, split, minb, persist;
   long bm, m_total, tiles_m, tiles_n, threads, acc, regs, smem_bytes, kt, kt_split;
+  long resident; /* blocks that fit the GPU at once (0: the SM count is unknown) */
+  long blocks;   /* grid x: tiles_m, or for persistent blocks min(tiles, resident) */
 } nplan;
 
 static long ceil_div(long a, long b) {
@@ -109,11 +120,13 @@ static ct_status build_space(const ct_workload *w, space *s, ct_err *err) {
   CHOICE("rows_per_wg", rows_per_wgs);
   CHOICE("split_k", split_ks);
   CHOICE("blocks_per_sm", blocks_per_sms);
+  CHOICE("persistent", persistents);
 #undef CHOICE
   return CT_OK;
 }
 
-static void make_plan(const ct_workload *w, const space *s, const config *cfg, nplan *p) {
+static void make_plan(const ct_workload *w, const space *s, const config *cfg, const arch *a,
+                      nplan *p) {
   geom3 g;
   workload_geom(w, &g);
   p->bn = space_get(s, cfg, "block_n", 128);
@@ -123,7 +136,8 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, n
   p->mw = space_get(s, cfg, "rows_per_wg", 64);
   p->split = space_get(s, cfg, "split_k", 1);
   p->minb = space_get(s, cfg, "blocks_per_sm", 1);
-  p->bm = (long)p->mw * p->cwg;
+  p->persist = space_get(s, cfg, "persistent", 0);
+  p->bm = p->persist == 2 ? p->mw : (long)p->mw * p->cwg; /* ping-pong: a warpgroup's tile */
   p->m_total = g.n * g.out[0] * g.out[1] * g.out[2];
   p->tiles_m = ceil_div(p->m_total, p->bm);
   p->tiles_n = ceil_div(g.k, p->bn);
@@ -137,12 +151,18 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, n
   p->smem_bytes = (pipe > red ? pipe : red) + 16L * p->stages + 1024;
   p->kt = g.ker[0] * g.ker[1] * g.ker[2] * ceil_div(g.c, p->bk);
   p->kt_split = ceil_div(p->kt, p->split);
+  p->resident = a && a->sm_count > 0 ? (long)a->sm_count * p->minb : 0;
+  p->blocks = p->tiles_m;
+  if (p->persist) {
+    const long tiles = p->tiles_m * p->tiles_n;
+    p->blocks = p->resident > 0 && p->resident < tiles ? p->resident : tiles;
+  }
 }
 
 static int valid(const ct_workload *w, const space *s, const config *cfg, const arch *a,
                  char *why) {
   nplan p;
-  make_plan(w, s, cfg, &p);
+  make_plan(w, s, cfg, a, &p);
   geom3 g;
   workload_geom(w, &g);
   if (a->cc_major != 9 || a->cc_minor != 0)
@@ -163,6 +183,16 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
   if ((p.bn / 8) % (2 * p.split))
     return template_fail(why, "split_k %d does not leave each rank pairs of the %d 8-channel groups",
                          p.split, p.bn / 8);
+  if (p.persist && p.split > 1)
+    return template_fail(why, "persistent blocks take whole tiles: split_k %ld needs persistent 0",
+                         p.split, 0);
+  if (p.persist == 2 && p.cwg != 2)
+    return template_fail(why, "ping-pong (persistent 2) needs 2 consumer warpgroups, not %ld",
+                         p.cwg, 0);
+  if (p.persist == 1 && p.resident > 0 && p.tiles_m * p.tiles_n <= p.resident)
+    return template_fail(why,
+                         "persistent 1 with %ld tiles for %ld resident blocks is the plain schedule",
+                         p.tiles_m * p.tiles_n, p.resident);
   if ((p.split - 1) * p.kt_split >= p.kt)
     return template_fail(why, "split_k %d over %ld stages of the reduction leaves a split empty",
                          p.split, p.kt);
@@ -195,7 +225,7 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
                                const arch *a, instance *inst, ct_err *err) {
   (void)a;
   nplan p;
-  make_plan(w, s, cfg, &p);
+  make_plan(w, s, cfg, a, &p);
   geom3 g;
   workload_geom(w, &g);
   snprintf(inst->kernel_name, sizeof inst->kernel_name, "conv_wgmma_nhwc");
@@ -208,13 +238,14 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   instance_opt(inst, "WG_MW", p.mw);
   instance_opt(inst, "WG_SPLITK", p.split);
   instance_opt(inst, "WG_MINB", p.minb);
+  instance_opt(inst, "WG_PERSIST", p.persist);
   instance_opt(inst, "CT_THREADS", p.threads);
   instance_opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
   if (inst->n_options >= INSTANCE_MAX_OPTIONS)
     return ERR_SET(err, CT_ERR_INTERNAL, "conv_wgmma_nhwc: more than %d NVRTC options",
                    INSTANCE_MAX_OPTIONS);
-  inst->grid[0] = (unsigned)p.tiles_m;
-  inst->grid[1] = (unsigned)p.tiles_n;
+  inst->grid[0] = (unsigned)p.blocks;
+  inst->grid[1] = p.persist ? 1 : (unsigned)p.tiles_n;
   inst->grid[2] = (unsigned)p.split;
   inst->block[0] = (unsigned)p.threads;
   inst->block[1] = inst->block[2] = 1;
@@ -271,12 +302,12 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
 /* Derived sizes for the cost model, log2-scaled where they span decades. */
 static int describe(const ct_workload *w, const space *s, const config *cfg, float *out, int max) {
   nplan p;
-  make_plan(w, s, cfg, &p);
+  make_plan(w, s, cfg, NULL, &p);
   const double v[] = {p.threads, p.acc,      p.regs,     p.smem_bytes + 1,
                       p.tiles_m, p.tiles_n,  p.kt + 1,   (double)p.tiles_m * p.tiles_n * p.split,
                       p.bm,      p.bn,       p.stages,   p.bk,
                       p.split,   p.kt_split, (double)p.tiles_m * p.bm / (double)p.m_total,
-                      p.minb};
+                      p.minb,    p.persist + 1};
   int n = (int)(sizeof v / sizeof v[0]);
   for (int i = 0; i < n && i < max; i++) out[i] = (float)log2(v[i]);
   return n < max ? n : max;
@@ -303,11 +334,12 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
               template_set_choice(s, &c, "warpgroups", 2 - iw) &&
               template_set_choice(s, &c, "rows_per_wg", 64) &&
               template_set_choice(s, &c, "split_k", 1) &&
-              template_set_choice(s, &c, "blocks_per_sm", 1)))
+              template_set_choice(s, &c, "blocks_per_sm", 1) &&
+              template_set_choice(s, &c, "persistent", 0)))
           continue;
         if (!valid(w, s, &c, a, NULL)) continue;
         nplan p;
-        make_plan(w, s, &c, &p);
+        make_plan(w, s, &c, a, &p);
         /* share of computed pixels that exist, whether the SMs fill, wider block_k */
         double used = (double)p.m_total / ((double)p.tiles_m * p.bm);
         double score = used * (p.tiles_m * p.tiles_n >= sms ? 2.0 : 1.0) - 0.01 * ib - 0.001 * ik -
@@ -320,7 +352,7 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
       }
   if (!found) return 0;
   nplan p;
-  make_plan(w, s, out, &p);
+  make_plan(w, s, out, a, &p);
   for (int k = 1; k < 4 && 2 * p.tiles_m * p.tiles_n * split_ks[k - 1] <= sms; k++) {
     c = *out;
     if (!template_set_choice(s, &c, "split_k", split_ks[k]) || !valid(w, s, &c, a, NULL)) break;

@@ -35,7 +35,17 @@
  * trade accumulator pairs) to the NHWC output: int32 16 bytes, 8-bit 4
  * bytes after the requantization of tc_common.cuh. blocks_per_sm (the
  * launch bounds' minimum) lets blocks of layers with few stages overlap
- * one's loads with another's stores. Data zero points only where there is no padding (TMA
+ * one's loads with another's stores.
+ *
+ * persistent (1 or 2) launches at most as many blocks as fit the GPU at
+ * once and each loops over tiles, the producer running on into the next
+ * tile's stages while the consumers store this one. Cooperative (1): the
+ * consumer warpgroups share a tile as above. Ping-pong (2, two consumer
+ * warpgroups): each warpgroup takes every other tile of its block, all
+ * rows_per_wg rows of it (block_m = rows_per_wg), so one warpgroup's
+ * epilogue runs while the other's wgmmas use the tensor cores.
+ *
+ * Data zero points only where there is no padding (TMA
  * pads with zeros); weight zero points and depth_to_space run on the
  * channel-packed templates (the descriptor refuses them).
  */
@@ -59,6 +69,9 @@ static_assert(WG_STAGES >= 2 && WG_STAGES <= 8, "stages: 2 to 8");
 static_assert(WG_MINB >= 1 && WG_MINB <= 3, "blocks_per_sm: 1 to 3");
 static_assert(WG_SPLITK == 1 || WG_SPLITK == 2 || WG_SPLITK == 4 || WG_SPLITK == 8,
               "split_k: 1, 2, 4 or 8 blocks (a portable cluster)");
+static_assert(WG_PERSIST >= 0 && WG_PERSIST <= 2, "persistent: 0, 1 (cooperative) or 2 (ping-pong)");
+static_assert(WG_PERSIST == 0 || WG_SPLITK == 1, "persistent blocks take whole tiles: split_k 1");
+static_assert(WG_PERSIST != 2 || WG_CWG == 2, "ping-pong needs two consumer warpgroups");
 static_assert(CT_C4 % 4 == 0, "channels-last TMA: C must be a multiple of 16 (16-byte pixel strides)");
 static_assert(CT_KR % 8 == 0, "the NHWC stores: K must be a multiple of 8");
 static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H + CT_PADA_W == 0,
@@ -71,9 +84,14 @@ static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H +
 #define KT_SPLIT ((KT + WG_SPLITK - 1) / WG_SPLITK)
 #define KSTEPS (WG_BK / 32)
 #define MI (WG_MW / 64) /* m64 wgmmas per consumer warpgroup and k32 step */
-#define BM (WG_MW * WG_CWG)
+#define PINGPONG (WG_PERSIST == 2)
+#define BM (PINGPONG ? WG_MW : WG_MW * WG_CWG) /* rows of a tile */
 #define P_OUT (CT_OD * CT_OH * CT_OW)
 #define M_TOTAL ((long)CT_N * P_OUT)
+#define TILES_M ((M_TOTAL + BM - 1) / BM)
+#define TILES ((long)TILES_M * ((CT_KR + WG_BN - 1) / WG_BN))
+/* the consumer warps that read a stage: in ping-pong one warpgroup's */
+#define EMPTY_ARRIVALS (PINGPONG ? 4 : 4 * WG_CWG)
 #define THREADS (128 * (WG_CWG + 1))
 #define CTHREADS (128 * WG_CWG)
 #define A_STAGE_BYTES (BM * WG_BK)
@@ -114,9 +132,12 @@ __device__ __forceinline__ void wgmma_ss(int *acc, unsigned long long a, unsigne
 }
 
 /* ---- the producer thread ---------------------------------------------------- */
+/* Stages kt0 .. kt0 + nkt - 1 of the tile at (m0, tile_n), the first in
+ * the pipeline's it0-th slot use (persistent blocks run on through their
+ * tiles without draining the pipeline). */
 __device__ __forceinline__ void produce(unsigned stages, unsigned bars, const ct_tmap *amap,
                                         const ct_tmap *wmap, long m0, int tile_n, int kt0,
-                                        int nkt) {
+                                        int nkt, int it0) {
   /* the tile's first output pixel, and the input position of its tap 0 */
   const int n0 = (int)(m0 / P_OUT), p0 = (int)(m0 % P_OUT);
   const int ow0 = p0 % CT_OW, oh0 = (p0 / CT_OW) % CT_OH, od0 = p0 / (CT_OW * CT_OH);
@@ -124,8 +145,8 @@ __device__ __forceinline__ void produce(unsigned stages, unsigned bars, const ct
   const int z0 = od0 * CT_STR_D - CT_PAD_D;
   (void)z0;
 #pragma unroll 1
-  for (int it = 0; it < nkt; it++) {
-    const int s = it % WG_STAGES, kt = kt0 + it;
+  for (int i = 0; i < nkt; i++) {
+    const int it = it0 + i, s = it % WG_STAGES, kt = kt0 + i;
     const unsigned full = bars + 8 * s, empty = bars + 8 * (WG_STAGES + s);
     mbar_wait(empty, ((it / WG_STAGES) & 1) ^ 1);
     const int tap = kt / CSLICES, c0 = (kt % CSLICES) * WG_BK;
@@ -146,8 +167,9 @@ __device__ __forceinline__ void produce(unsigned stages, unsigned bars, const ct
 
 /* ---- a consumer stage ------------------------------------------------------ */
 /* Wait for stage it, issue its wgmmas on this warpgroup's rows, then wait
- * for stage it - 1's and release it. */
-__device__ __forceinline__ void consume(unsigned stages, unsigned bars, int it, int row0,
+ * for stage it - 1's and release it (unless it is a tile's first: the
+ * previous tile's last is released after its wait for all). */
+__device__ __forceinline__ void consume(unsigned stages, unsigned bars, int it, bool first, int row0,
                                         int (&acc)[MI][WG_BN / 2], int lane) {
   const int s = it % WG_STAGES;
   mbar_wait(bars + 8 * s, (it / WG_STAGES) & 1);
@@ -161,114 +183,28 @@ __device__ __forceinline__ void consume(unsigned stages, unsigned bars, int it, 
       wgmma_ss(acc[mi], sw_desc(as + mi * 64 * WG_BK + k * 32), sw_desc(bs + k * 32));
   wgmma_commit();
   wgmma_wait<1>();
-  if (it > 0) {
+  if (!first) {
     __syncwarp();
     if (lane == 0) mbar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
   }
 }
 
-/* ---- the kernel ---------------------------------------------------------- */
-extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
-#if WG_SPLITK > 1
-    __cluster_dims__(1, 1, WG_SPLITK)
-#endif
-    conv_wgmma_nhwc(const signed char *__restrict__ data, const signed char *__restrict__ weights,
-                    void *__restrict__ out, const int *__restrict__ params,
-                    const void *__restrict__ residual, const __grid_constant__ ct_tmap amap,
-                    const __grid_constant__ ct_tmap wmap) {
-  (void)data, (void)weights;
-  extern __shared__ __align__(1024) unsigned char smem_raw[];
-  /* the swizzled stages need 1024-byte alignment */
-  const unsigned raw = smem_addr(smem_raw), stages = (raw + 1023u) & ~1023u;
-  const int tid = threadIdx.x, wg = tid >> 7, ltid = tid & 127;
-  const unsigned bars = stages + DATA_BYTES;
-  if (tid == 0) {
-    /* fetch the maps' descriptors while the barriers are set up, before
-     * griddepcontrol.wait: they are kernel parameters, not the previous
-     * kernel's output */
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&amap) : "memory");
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&wmap) : "memory");
-#pragma unroll 1
-    for (int s = 0; s < WG_STAGES; s++) {
-      mbar_init(bars + 8 * s, 1);
-      mbar_init(bars + 8 * (WG_STAGES + s), 4 * WG_CWG);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    fence_proxy_async();
-  }
-  __syncthreads();
-  pdl_wait_then_release(); /* nothing global before: the previous kernel may still run */
-  const long m0 = (long)blockIdx.x * BM;
-  const int tile_n = blockIdx.y;
-  const int kt0 = blockIdx.z * KT_SPLIT;
-  const int nkt = KT - kt0 < KT_SPLIT ? KT - kt0 : KT_SPLIT;
-  const int lane = tid & 31, g = lane >> 2, t = lane & 3;
-  const int row0 = (wg - 1) * WG_MW; /* this consumer warpgroup's first row */
-  int acc[MI][WG_BN / 2];
-#pragma unroll
-  for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-    for (int i = 0; i < WG_BN / 2; i++) acc[mi][i] = 0;
-  if (wg == 0) {
-    if (ltid == 0) produce(stages, bars, &amap, &wmap, m0, tile_n, kt0, nkt);
-#if WG_SPLITK == 1
-    return;
-#endif
-  } else {
-#pragma unroll 1
-    for (int it = 0; it < nkt; it++) consume(stages, bars, it, row0, acc, lane);
-    wgmma_wait<0>();
-#pragma unroll
-    for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-      for (int i = 0; i < WG_BN / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
-  }
 
-#if WG_SPLITK > 1
-  /* The cluster's partial sums meet in distributed shared memory (as in
-   * conv_wgmma.cuh): each block leaves its accumulators in its pipeline
-   * memory, then rank r adds the others' groups j (8 channels) with
-   * j / JPR == r to its own and stores those. */
-  const unsigned rank = cluster_rank();
-  const int ct = tid - 128;
-  int *red = (int *)(smem_raw + (stages - raw));
-  if (wg > 0) {
-    asm volatile("bar.sync 1, %0;\n" ::"n"(CTHREADS) : "memory");
-#pragma unroll
-    for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-      for (int i = 0; i < WG_BN / 2; i++) red[(mi * (WG_BN / 2) + i) * CTHREADS + ct] = acc[mi][i];
-  }
-  cluster_sync();
-  if (wg > 0) {
-#pragma unroll 1
-    for (unsigned q = 1; q < WG_SPLITK; q++) {
-      const unsigned base = cluster_map(smem_addr(red), (rank + q) % WG_SPLITK) + 4u * ct;
-#pragma unroll
-      for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-        for (int j = 0; j < WG_BN / 8; j++)
-          if (j / JPR == (int)rank)
-#pragma unroll
-            for (int l = 0; l < 4; l++)
-              acc[mi][4 * j + l] =
-                  (int)((unsigned)acc[mi][4 * j + l] +
-                        cluster_load(base + 4u * (mi * (WG_BN / 2) + 4 * j + l) * CTHREADS));
-    }
-  }
-  cluster_sync();
-  if (wg == 0) return;
-#else
-  const unsigned rank = 0;
-#endif
-
+/* ---- the epilogue --------------------------------------------------------- */
+/* The tile at (m0, tile_n) from this consumer warpgroup's accumulators,
+ * its rows from row0; with split_k, rank's groups only. */
+__device__ __forceinline__ void tile_epilogue(const int (&acc)[MI][WG_BN / 2], long m0, int row0,
+                                              int tile_n, unsigned rank,
+                                              const int *__restrict__ params, const q_head &qh,
+                                              const void *__restrict__ residual,
+                                              void *__restrict__ out, int ltid) {
+  (void)rank;
   /* The epilogue: per m64 block, rows 16 * warp + g and + 8. A thread
    * holds channels 2t, 2t + 1 of each 8-channel group; lanes t and t ^ 1
    * trade one group of a pair of groups (j0 = 2 jp, j1 = j0 + 1), so that
    * the even lane stores 4 channels of j0 and the odd one 4 of j1: one
    * 16-byte store (int32) or 4-byte store (8-bit) per row and pair. */
-  const q_head qh = load_head(params);
-  const int warp = ltid >> 5, odd = t & 1;
+  const int lane = ltid & 31, g = lane >> 2, t = lane & 3, warp = ltid >> 5, odd = t & 1;
 #if CT_OUT == 0
   (void)residual;
 #pragma unroll
@@ -352,4 +288,152 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
     }
   }
 #endif
+}
+
+/* ---- the kernel ---------------------------------------------------------- */
+extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
+#if WG_SPLITK > 1
+    __cluster_dims__(1, 1, WG_SPLITK)
+#endif
+    conv_wgmma_nhwc(const signed char *__restrict__ data, const signed char *__restrict__ weights,
+                    void *__restrict__ out, const int *__restrict__ params,
+                    const void *__restrict__ residual, const __grid_constant__ ct_tmap amap,
+                    const __grid_constant__ ct_tmap wmap) {
+  (void)data, (void)weights;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  /* the swizzled stages need 1024-byte alignment */
+  const unsigned raw = smem_addr(smem_raw), stages = (raw + 1023u) & ~1023u;
+  const int tid = threadIdx.x, wg = tid >> 7, ltid = tid & 127;
+  const unsigned bars = stages + DATA_BYTES;
+  if (tid == 0) {
+    /* fetch the maps' descriptors while the barriers are set up, before
+     * griddepcontrol.wait: they are kernel parameters, not the previous
+     * kernel's output */
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&amap) : "memory");
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&wmap) : "memory");
+#pragma unroll 1
+    for (int s = 0; s < WG_STAGES; s++) {
+      mbar_init(bars + 8 * s, 1);
+      mbar_init(bars + 8 * (WG_STAGES + s), EMPTY_ARRIVALS);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    fence_proxy_async();
+  }
+  __syncthreads();
+  pdl_wait_then_release(); /* nothing global before: the previous kernel may still run */
+  const int lane = tid & 31;
+#if WG_PERSIST
+  /* Persistent: block b takes tiles b, b + grid, ... (M fastest), the
+   * producer filling the pipeline for the next tile while the consumers
+   * store this one. Cooperative (1): both consumer warpgroups share each
+   * tile's rows. Ping-pong (2): the warpgroups take the block's tiles in
+   * turn, each all of a tile's rows, so one's epilogue runs under the
+   * other's wgmmas; the pipeline's slots run through the tiles in order. */
+  if (wg == 0) {
+    if (ltid == 0) {
+      int it0 = 0;
+#pragma unroll 1
+      for (long t = blockIdx.x; t < TILES; t += gridDim.x, it0 += KT)
+        produce(stages, bars, &amap, &wmap, t % TILES_M * BM, (int)(t / TILES_M), 0, KT, it0);
+    }
+    return;
+  }
+  /* warp-uniform by construction (a shuffle from lane 0), so that ptxas
+   * sees no divergence around the wgmmas */
+  const int first = PINGPONG ? __shfl_sync(0xffffffffu, wg - 1, 0) : 0, step = PINGPONG ? 2 : 1;
+  const int row0 = PINGPONG ? 0 : (wg - 1) * WG_MW;
+  const q_head qh = load_head(params);
+  int it0 = first * KT;
+#pragma unroll 1
+  for (long t = blockIdx.x + (long)first * gridDim.x; t < TILES;
+       t += (long)step * gridDim.x, it0 += step * KT) {
+    /* zeroed, then fenced: every zero is written before the first
+     * wgmma.fence, or ptxas serializes the first wgmmas around them */
+    int acc[MI][WG_BN / 2];
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+      for (int i = 0; i < WG_BN / 2; i++) acc[mi][i] = 0;
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+      for (int i = 0; i < WG_BN / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
+#pragma unroll 1
+    for (int kk = 0; kk < KT; kk++) consume(stages, bars, it0 + kk, kk == 0, row0, acc, lane);
+    wgmma_wait<0>();
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+      for (int i = 0; i < WG_BN / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
+    __syncwarp();
+    if (lane == 0) mbar_arrive(bars + 8 * (WG_STAGES + (it0 + KT - 1) % WG_STAGES));
+    tile_epilogue(acc, t % TILES_M * BM, row0, (int)(t / TILES_M), 0, params, qh, residual, out,
+                  ltid);
+  }
+#else
+  const long m0 = (long)blockIdx.x * BM;
+  const int tile_n = blockIdx.y;
+  const int kt0 = blockIdx.z * KT_SPLIT;
+  const int nkt = KT - kt0 < KT_SPLIT ? KT - kt0 : KT_SPLIT;
+  const int row0 = (wg - 1) * WG_MW; /* this consumer warpgroup's first row */
+  int acc[MI][WG_BN / 2];
+#pragma unroll
+  for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+    for (int i = 0; i < WG_BN / 2; i++) acc[mi][i] = 0;
+  if (wg == 0) {
+    if (ltid == 0) produce(stages, bars, &amap, &wmap, m0, tile_n, kt0, nkt, 0);
+#if WG_SPLITK == 1
+    return;
+#endif
+  } else {
+#pragma unroll 1
+    for (int it = 0; it < nkt; it++) consume(stages, bars, it, it == 0, row0, acc, lane);
+    wgmma_wait<0>();
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+      for (int i = 0; i < WG_BN / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
+  }
+
+#if WG_SPLITK > 1
+  /* The cluster's partial sums meet in distributed shared memory (as in
+   * conv_wgmma.cuh): each block leaves its accumulators in its pipeline
+   * memory, then rank r adds the others' groups j (8 channels) with
+   * j / JPR == r to its own and stores those. */
+  const unsigned rank = cluster_rank();
+  const int ct = tid - 128;
+  int *red = (int *)(smem_raw + (stages - raw));
+  if (wg > 0) {
+    asm volatile("bar.sync 1, %0;\n" ::"n"(CTHREADS) : "memory");
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+      for (int i = 0; i < WG_BN / 2; i++) red[(mi * (WG_BN / 2) + i) * CTHREADS + ct] = acc[mi][i];
+  }
+  cluster_sync();
+  if (wg > 0) {
+#pragma unroll 1
+    for (unsigned q = 1; q < WG_SPLITK; q++) {
+      const unsigned base = cluster_map(smem_addr(red), (rank + q) % WG_SPLITK) + 4u * ct;
+#pragma unroll
+      for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+        for (int j = 0; j < WG_BN / 8; j++)
+          if (j / JPR == (int)rank)
+#pragma unroll
+            for (int l = 0; l < 4; l++)
+              acc[mi][4 * j + l] =
+                  (int)((unsigned)acc[mi][4 * j + l] +
+                        cluster_load(base + 4u * (mi * (WG_BN / 2) + 4 * j + l) * CTHREADS));
+    }
+  }
+  cluster_sync();
+  if (wg == 0) return;
+#else
+  const unsigned rank = 0;
+#endif
+  tile_epilogue(acc, m0, row0, tile_n, rank, params, load_head(params), residual, out, ltid);
+#endif
+
 }

@@ -372,18 +372,28 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
 
   space sp;
   ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
+  /* every other config as if this GPU had 1 to 3 SMs: persistent blocks
+   * (as many as fit at once) then each loop over many tiles, and a
+   * ping-pong block's two warpgroups get unequal numbers of them */
+  arch few = dev.arch;
   int exact = 0;
   for (int i = 0; i < per_workload; i++) {
     config c;
     char text[512];
-    ck_assert_msg(template_sample(tpl, &w, &sp, &dev.arch, r, 1000000, &c, &err) == CT_OK, "%s",
+    few.sm_count = 1 + i / 2 % 3;
+    const arch *ar = i % 2 ? &few : &dev.arch;
+    ck_assert_msg(template_sample(tpl, &w, &sp, ar, r, 1000000, &c, &err) == CT_OK, "%s",
                   err.msg);
     space_config_str(&sp, &c, text, sizeof text);
+    if (ar == &few) {
+      const size_t len = strlen(text);
+      snprintf(text + len, sizeof text - len, " (as on %d SMs)", few.sm_count);
+    }
     (*tried)++;
     instance inst;
     cubin cb = {0};
     kernel k = {0};
-    if (instance_make(tpl, &w, &sp, &c, &dev.arch, &inst, &err) ||
+    if (instance_make(tpl, &w, &sp, &c, ar, &inst, &err) ||
         nvrtc_compile(&inst, &dev.arch, &cb, &err) ||
         kernel_load(cb.data, cb.size, &inst, &k, &err)) {
       fprintf(stderr, "FAIL %s [%s] %s: %s\n", tpl->name, sh->name, text, err.msg);
