@@ -102,8 +102,10 @@ static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H +
 #define JPR (WG_BN / 8 / WG_SPLITK)
 #define PIPE_BYTES (WG_STAGES * STAGE_BYTES)
 #define DATA_BYTES (PIPE_BYTES > RED_BYTES ? PIPE_BYTES : RED_BYTES)
-/* 1024 bytes of slack: the swizzled stages start 1024-byte aligned */
-#define SMEM_BYTES (DATA_BYTES + 16 * WG_STAGES + 1024)
+/* the barriers: full and empty per stage, in ping-pong two turns; 1024
+ * bytes of slack: the swizzled stages start 1024-byte aligned */
+#define BAR_BYTES (16 * WG_STAGES + (PINGPONG ? 16 : 0))
+#define SMEM_BYTES (DATA_BYTES + BAR_BYTES + 1024)
 
 static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the warpgroups");
 static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the stages");
@@ -316,6 +318,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
       mbar_init(bars + 8 * s, 1);
       mbar_init(bars + 8 * (WG_STAGES + s), EMPTY_ARRIVALS);
     }
+    if (PINGPONG) {
+      mbar_init(bars + 16 * WG_STAGES, 4); /* turn of warpgroup 1: warpgroup 2's warps arrive */
+      mbar_init(bars + 16 * WG_STAGES + 8, 4);
+    }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     fence_proxy_async();
   }
@@ -328,7 +334,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
    * store this one. Cooperative (1): both consumer warpgroups share each
    * tile's rows. Ping-pong (2): the warpgroups take the block's tiles in
    * turn, each all of a tile's rows, so one's epilogue runs under the
-   * other's wgmmas; the pipeline's slots run through the tiles in order. */
+   * other's wgmmas; the pipeline's slots run through the tiles in order.
+   *
+   * In ping-pong a warpgroup starts its tile's mainloop only once the
+   * other has waited for every stage of the tile before (an arrival on
+   * this warpgroup's turn barrier). An mbarrier wait tells phases apart
+   * by parity alone: a warpgroup that ran ahead to its tile's stages while
+   * the slots still held earlier phases would take a phase two behind for
+   * its own, and read the other tile's data. The turns also keep the two
+   * mainloops from sharing the tensor cores, as CUTLASS's ping-pong. */
   if (wg == 0) {
     if (ltid == 0) {
       int it0 = 0;
@@ -343,10 +357,14 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
   const int first = PINGPONG ? __shfl_sync(0xffffffffu, wg - 1, 0) : 0, step = PINGPONG ? 2 : 1;
   const int row0 = PINGPONG ? 0 : (wg - 1) * WG_MW;
   const q_head qh = load_head(params);
-  int it0 = first * KT;
+  const unsigned my_turn = bars + 16 * WG_STAGES + 8 * first, other_turn = bars + 16 * WG_STAGES +
+                                                                             8 * (1 - first);
+  (void)my_turn, (void)other_turn;
+  int it0 = first * KT, turn = first - 1; /* turns waited: warpgroup 1's first tile has none */
 #pragma unroll 1
   for (long t = blockIdx.x + (long)first * gridDim.x; t < TILES;
-       t += (long)step * gridDim.x, it0 += step * KT) {
+       t += (long)step * gridDim.x, it0 += step * KT, turn++) {
+    if (PINGPONG && turn >= 0) mbar_wait(my_turn, turn & 1);
     /* zeroed, then fenced: every zero is written before the first
      * wgmma.fence, or ptxas serializes the first wgmmas around them */
     int acc[MI][WG_BN / 2];
@@ -360,6 +378,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
       for (int i = 0; i < WG_BN / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
 #pragma unroll 1
     for (int kk = 0; kk < KT; kk++) consume(stages, bars, it0 + kk, kk == 0, row0, acc, lane);
+    if (PINGPONG) {
+      __syncwarp();
+      if (lane == 0) mbar_arrive(other_turn); /* every stage of this tile has landed */
+    }
     wgmma_wait<0>();
 #pragma unroll
     for (int mi = 0; mi < MI; mi++)
