@@ -366,6 +366,15 @@ START_TEST(wgmma_split_k_is_a_cluster_along_z) {
 }
 END_TEST
 
+/* ResNet-50's l3_3x3_256 at batch 16 in nhwc (3136 output pixels, C = K = 256). */
+static void nhwc_l3_3x3_256(ct_workload *w) {
+  workload_init(w, CT_OP_CONV2D);
+  w->layout = CT_LAYOUT_NHWC;
+  w->n = 16, w->c = 256, w->k = 256, w->in[0] = w->in[1] = 14;
+  w->kernel[0] = w->kernel[1] = 3;
+  w->pad_before[0] = w->pad_before[1] = w->pad_after[0] = w->pad_after[1] = 1;
+}
+
 /* The channels-last template on ResNet-50's l3_3x3_256 at batch 16 and its
  * stride-2 sibling: block_m output pixels per tile across images, the data
  * tensor map in im2col mode (C, W, H, N) with the bounding box of tap 0 and
@@ -374,11 +383,7 @@ END_TEST
 START_TEST(nhwc_instances_carry_an_im2col_and_a_tiled_tensor_map) {
   const template_desc *tpl = template_find("conv2d_nhwc_wgmma");
   ct_workload w;
-  workload_init(&w, CT_OP_CONV2D);
-  w.layout = CT_LAYOUT_NHWC;
-  w.n = 16, w.c = 256, w.k = 256, w.in[0] = w.in[1] = 14;
-  w.kernel[0] = w.kernel[1] = 3;
-  w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = 1;
+  nhwc_l3_3x3_256(&w);
   space sp;
   ct_err err = {0};
   ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
@@ -458,17 +463,12 @@ END_TEST
 START_TEST(nhwc_persistent_blocks_loop_over_tiles) {
   const template_desc *tpl = template_find("conv2d_nhwc_wgmma");
   ct_workload w;
-  workload_init(&w, CT_OP_CONV2D);
-  w.layout = CT_LAYOUT_NHWC;
-  w.n = 16, w.c = 256, w.k = 256, w.in[0] = w.in[1] = 14;
-  w.kernel[0] = w.kernel[1] = 3;
-  w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = 1;
+  nhwc_l3_3x3_256(&w);
   space sp;
   ct_err err = {0};
   ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
   arch a;
-  arch_from_name("sm_90", &a, NULL);
-  a.sm_count = 20;
+  arch_from_name("sm_90", &a, NULL); /* each case sets the SM count */
   config c;
   char why[TEMPLATE_WHY_MAX];
   static const char *const base = "{\"block_n\":128,\"block_k\":128,\"stages\":4,\"rows_per_wg\":64,";
