@@ -776,7 +776,7 @@ ct_status workload_from_json(const cJSON *json, ct_workload *out, ct_err *err) {
   if ((v = cJSON_GetObjectItemCaseSensitive(json, "layout"))) {
     const char *layouts[N_LAYOUTS];
     for (int i = 0; i < N_LAYOUTS; i++) layouts[i] = workload_layout_name(all_layouts[i], w.op);
-    int l;
+    int l = 0;
     if ((st = json_enum(v, "layout", layouts, N_LAYOUTS, &l, err))) return st;
     w.layout = all_layouts[l];
   }
@@ -787,7 +787,7 @@ ct_status workload_from_json(const cJSON *json, ct_workload *out, ct_err *err) {
   } types[] = {
       {"data_type", &w.data_type}, {"weight_type", &w.weight_type}, {"out_type", &w.out_type}};
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-    int t;
+    int t = 0;
     if (!(v = cJSON_GetObjectItemCaseSensitive(json, types[i].name))) continue;
     if ((st = json_enum(v, types[i].name, dtypes, 3, &t, err))) return st;
     *types[i].t = (ct_dtype)t;
