@@ -145,11 +145,14 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   p->acc = (long)(p->mw / 64) * (p->bn / 2);
   p->regs = p->acc + WN_REG_OVERHEAD;
   /* the stages, or the partial sums of split-K where they are larger; the
-   * barriers (ping-pong: two more, the warpgroups' turns); 1024 bytes to
-   * align the swizzled stages (conv_wgmma_nhwc.cuh) */
+   * barriers (ping-pong: two more, the warpgroups' turns); the channel
+   * tables; 1024 bytes to align the swizzled stages (conv_wgmma_nhwc.cuh) */
   long pipe = (long)p->stages * (p->bm + p->bn) * p->bk;
   long red = p->split > 1 ? 128L * p->cwg * p->acc * 4 : 0;
-  p->smem_bytes = (pipe > red ? pipe : red) + 16L * p->stages + (p->persist == 2 ? 16 : 0) + 1024;
+  /* 8-bit output: each consumer warpgroup's channel table (wgmma_epilogue.cuh) */
+  const long tab = w->out_type != CT_DTYPE_INT32 ? (long)p->cwg * p->bn * 24 : 0;
+  p->smem_bytes =
+      (pipe > red ? pipe : red) + 16L * p->stages + (p->persist == 2 ? 16 : 0) + tab + 1024;
   p->kt = g.ker[0] * g.ker[1] * g.ker[2] * ceil_div(g.c, p->bk);
   p->kt_split = ceil_div(p->kt, p->split);
   p->resident = a && a->sm_count > 0 ? (long)a->sm_count * p->minb : 0;

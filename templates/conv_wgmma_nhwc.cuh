@@ -31,9 +31,9 @@
  * tile. split_k splits the stages over a cluster along grid z, which meets
  * in distributed shared memory as in conv_wgmma.cuh.
  *
- * The epilogue stores 4 channels of one pixel per thread and store (lanes
- * trade accumulator pairs) to the NHWC output: int32 16 bytes, 8-bit 4
- * bytes after the requantization of tc_common.cuh. blocks_per_sm (the
+ * The epilogue (wgmma_epilogue.cuh) stores 4 channels of one pixel per
+ * thread and store (lanes trade accumulator pairs) to the NHWC output:
+ * int32 16 bytes, 8-bit 4 bytes after the requantization of tc_common.cuh. blocks_per_sm (the
  * launch bounds' minimum) lets blocks of layers with few stages overlap
  * one's loads with another's stores.
  *
@@ -105,7 +105,11 @@ static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H +
 /* the barriers: full and empty per stage, in ping-pong two turns; 1024
  * bytes of slack: the swizzled stages start 1024-byte aligned */
 #define BAR_BYTES (16 * WG_STAGES + (PINGPONG ? 16 : 0))
-#define SMEM_BYTES (DATA_BYTES + BAR_BYTES + 1024)
+
+#include "wgmma_epilogue.cuh"
+
+/* after the barriers, 8-bit: each consumer warpgroup's channel table */
+#define SMEM_BYTES (DATA_BYTES + BAR_BYTES + WG_CWG * CHAN_TAB_BYTES + 1024)
 
 static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the warpgroups");
 static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the stages");
@@ -191,105 +195,10 @@ __device__ __forceinline__ void consume(unsigned stages, unsigned bars, int it, 
   }
 }
 
-
-/* ---- the epilogue --------------------------------------------------------- */
-/* The tile at (m0, tile_n) from this consumer warpgroup's accumulators,
- * its rows from row0; with split_k, rank's groups only. */
-__device__ __forceinline__ void tile_epilogue(const int (&acc)[MI][WG_BN / 2], long m0, int row0,
-                                              int tile_n, unsigned rank,
-                                              const int *__restrict__ params, const q_head &qh,
-                                              const void *__restrict__ residual,
-                                              void *__restrict__ out, int ltid) {
-  (void)rank;
-  /* The epilogue: per m64 block, rows 16 * warp + g and + 8. A thread
-   * holds channels 2t, 2t + 1 of each 8-channel group; lanes t and t ^ 1
-   * trade one group of a pair of groups (j0 = 2 jp, j1 = j0 + 1), so that
-   * the even lane stores 4 channels of j0 and the odd one 4 of j1: one
-   * 16-byte store (int32) or 4-byte store (8-bit) per row and pair. */
-  const int lane = ltid & 31, g = lane >> 2, t = lane & 3, warp = ltid >> 5, odd = t & 1;
-#if CT_OUT == 0
-  (void)residual;
-#pragma unroll
-  for (int mi = 0; mi < MI; mi++) {
-    const long ma = m0 + row0 + mi * 64 + 16 * warp + g, mb = ma + 8;
-    const bool oka = ma < M_TOTAL, okb = mb < M_TOTAL;
-#pragma unroll
-    for (int jp = 0; jp < WG_BN / 16; jp++) {
-      if (WG_SPLITK > 1 && (2 * jp) / JPR != (int)rank) continue; /* another rank's groups */
-      int v[2][4]; /* [group of the pair][row a ch 0, 1, row b ch 0, 1] */
-#pragma unroll
-      for (int q = 0; q < 2; q++) {
-        const int j = 2 * jp + q, k = tile_n * WG_BN + j * 8 + 2 * t;
-        const int kk = k < CT_KR ? k : 0; /* params in range; not stored */
-        const q_chan c0 = load_chan(params, qh, kk), c1 = load_chan(params, qh, kk + 1);
-        v[q][0] = corrected(c0, acc[mi][4 * j], 0);
-        v[q][1] = corrected(c1, acc[mi][4 * j + 1], 0);
-        v[q][2] = corrected(c0, acc[mi][4 * j + 2], 0);
-        v[q][3] = corrected(c1, acc[mi][4 * j + 3], 0);
-      }
-      /* the stored group and its first channel: j0 at 2t (even t), j1 at 2(t - 1) (odd t) */
-      const int ks = tile_n * WG_BN + (2 * jp + odd) * 8 + 2 * (t - odd);
-      const bool okk = ks < CT_KR; /* K % 8 == 0: a group is whole or absent */
-      store_pair_nhwc((int *)out + ma * CT_KR + ks, (int *)out + mb * CT_KR + ks, v, odd,
-                      okk && oka, okk && okb);
-    }
-  }
-#else
-  /* 8-bit: the pair loop outside the m64 blocks, so that a thread's 4
-   * channels are read (two 8-byte loads per array) and precomputed once
-   * for all of its rows: in the order of the int32 path NVRTC kept every
-   * channel of the thread live across the blocks, and with rows_per_wg 128
-   * spilled. One branch per pair and block between the fast
-   * requantization and the general one (quant.cuh). */
-  const unsigned char *res = (const unsigned char *)residual;
-#pragma unroll
-  for (int jp = 0; jp < WG_BN / 16; jp++) {
-    if (WG_SPLITK > 1 && (2 * jp) / JPR != (int)rank) continue; /* another rank's groups */
-    q_chan c[2][2]; /* [group of the pair][channel 2t, 2t + 1] */
-    int k[2];
-#pragma unroll
-    for (int q = 0; q < 2; q++) {
-      k[q] = tile_n * WG_BN + (2 * jp + q) * 8 + 2 * t;
-      load_chan2(params, qh, k[q] < CT_KR ? k[q] : 0, c[q][0], c[q][1]); /* in range; not stored */
-    }
-    const bool fast = c[0][0].f.ok && c[0][1].f.ok && c[1][0].f.ok && c[1][1].f.ok;
-    /* the stored group and its first channel: j0 at 2t (even t), j1 at 2(t - 1) (odd t) */
-    const int ks = tile_n * WG_BN + (2 * jp + odd) * 8 + 2 * (t - odd);
-    const bool okk = ks < CT_KR; /* K % 8 == 0: a group is whole or absent */
-#pragma unroll
-    for (int mi = 0; mi < MI; mi++) {
-      const long ma = m0 + row0 + mi * 64 + 16 * warp + g, mb = ma + 8;
-      const bool oka = ma < M_TOTAL, okb = mb < M_TOTAL;
-      int v[2][4]; /* [group][row a ch 0, 1, row b ch 0, 1] */
-      unsigned rs[2][2] = {{0, 0}, {0, 0}}; /* residual: [group][row], 2 channels each */
-#pragma unroll
-      for (int q = 0; q < 2; q++) {
-#pragma unroll
-        for (int l = 0; l < 4; l++) v[q][l] = corrected(c[q][l & 1], acc[mi][8 * jp + 4 * q + l], 0);
-        if (CT_RES && k[q] < CT_KR) {
-          if (oka) rs[q][0] = *(const unsigned short *)(res + ma * CT_KR + k[q]);
-          if (okb) rs[q][1] = *(const unsigned short *)(res + mb * CT_KR + k[q]);
-        }
-      }
-      unsigned r8[2][2]; /* [group][row]: 2 channels in bytes 0, 1 */
-      if (fast) {
-#pragma unroll
-        for (int q = 0; q < 2; q++)
-#pragma unroll
-          for (int h = 0; h < 2; h++)
-            r8[q][h] = requant2<true>(qh, c[q][0], c[q][1], v[q][2 * h], v[q][2 * h + 1], rs[q][h]);
-      } else {
-#pragma unroll
-        for (int q = 0; q < 2; q++)
-#pragma unroll
-          for (int h = 0; h < 2; h++)
-            r8[q][h] = requant2<false>(qh, c[q][0], c[q][1], v[q][2 * h], v[q][2 * h + 1], rs[q][h]);
-      }
-      unsigned char *const o8 = (unsigned char *)out + ks;
-      store_pair_nhwc(o8 + ma * CT_KR, o8 + mb * CT_KR, r8, odd, okk && oka, okk && okb);
-    }
-  }
-#endif
+/* The 128 threads of consumer warpgroup wg (1 or 2): barriers 3 and 4
+ * (split-K's is 1). */
+__device__ __forceinline__ void cwg_bar(int wg) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(2 + wg) : "memory");
 }
 
 /* ---- the kernel ---------------------------------------------------------- */
@@ -307,6 +216,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
   const unsigned raw = smem_addr(smem_raw), stages = (raw + 1023u) & ~1023u;
   const int tid = threadIdx.x, wg = tid >> 7, ltid = tid & 127;
   const unsigned bars = stages + DATA_BYTES;
+  /* this consumer warpgroup's channel table (8-bit output) */
+  unsigned char *tab = smem_raw + (stages - raw) + DATA_BYTES + BAR_BYTES +
+                       (wg > 0 ? wg - 1 : 0) * CHAN_TAB_BYTES;
   if (tid == 0) {
     /* fetch the maps' descriptors while the barriers are set up, before
      * griddepcontrol.wait: they are kernel parameters, not the previous
@@ -361,6 +273,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
                                                                              8 * (1 - first);
   (void)my_turn, (void)other_turn;
   int it0 = first * KT, turn = first - 1; /* turns waited: warpgroup 1's first tile has none */
+  int tab_n = -1; /* the N tile whose channels the table holds */
 #pragma unroll 1
   for (long t = blockIdx.x + (long)first * gridDim.x; t < TILES;
        t += (long)step * gridDim.x, it0 += step * KT, turn++) {
@@ -389,8 +302,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
       for (int i = 0; i < WG_BN / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
     __syncwarp();
     if (lane == 0) mbar_arrive(bars + 8 * (WG_STAGES + (it0 + KT - 1) % WG_STAGES));
-    tile_epilogue(acc, t % TILES_M * BM, row0, (int)(t / TILES_M), 0, params, qh, residual, out,
-                  ltid);
+    const int tile_n = (int)(t / TILES_M);
+    if (CT_OUT != 0 && tile_n != tab_n) {
+      /* the tiles' channels changed (M runs fastest: seldom) */
+      cwg_bar(wg); /* every thread is done with the old ones */
+      chan_tab_fill(tab, params, qh, tile_n * WG_BN, ltid);
+      cwg_bar(wg);
+      tab_n = tile_n;
+    }
+    tile_epilogue(acc, t % TILES_M * BM, row0, tile_n, 0, params, qh, tab, residual, out, ltid);
   }
 #else
   const long m0 = (long)blockIdx.x * BM;
@@ -455,7 +375,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
 #else
   const unsigned rank = 0;
 #endif
-  tile_epilogue(acc, m0, row0, tile_n, rank, params, load_head(params), residual, out, ltid);
+  const q_head qh = load_head(params);
+  if (CT_OUT != 0) {
+    chan_tab_fill(tab, params, qh, tile_n * WG_BN, ltid);
+    cwg_bar(wg);
+  }
+  tile_epilogue(acc, m0, row0, tile_n, rank, params, qh, tab, residual, out, ltid);
 #endif
 
 }
