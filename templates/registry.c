@@ -15,6 +15,8 @@ extern const template_desc tpl_conv2d_nchw4c_wgmma;
 extern const template_desc tpl_conv3d_ncdhw4c_wgmma;
 extern const template_desc tpl_conv2d_nhwc_wgmma;
 extern const template_desc tpl_conv3d_ndhwc_wgmma;
+extern const template_desc tpl_conv2d_nhwc_wgmma_stem;
+extern const template_desc tpl_conv3d_ndhwc_wgmma_stem;
 extern const template_desc tpl_conv2d_nhwc_mma;
 extern const template_desc tpl_conv3d_ndhwc_mma;
 
@@ -22,7 +24,9 @@ extern const template_desc tpl_conv3d_ndhwc_mma;
  * library's default comes from the first template that has a valid one on
  * the device (the mma ones need sm_80; wgmma exactly sm_90, and runs only
  * layers with C % 32 == 0, so mma's default serves every layer). The
- * channels-last templates serve the nhwc layout only. */
+ * channels-last templates serve the nhwc layout only; of the stems (C not
+ * a multiple of 16), the wgmma ones give the default on sm_90, the mma
+ * ones elsewhere. */
 static const template_desc *const all[] = {&tpl_conv2d_nchw4c_mma,
                                            &tpl_conv3d_ncdhw4c_mma,
                                            &tpl_conv2d_nchw4c_wgmma,
@@ -31,6 +35,8 @@ static const template_desc *const all[] = {&tpl_conv2d_nchw4c_mma,
                                            &tpl_conv3d_ncdhw4c_dp4a,
                                            &tpl_conv2d_nhwc_wgmma,
                                            &tpl_conv3d_ndhwc_wgmma,
+                                           &tpl_conv2d_nhwc_wgmma_stem,
+                                           &tpl_conv3d_ndhwc_wgmma_stem,
                                            &tpl_conv2d_nhwc_mma,
                                            &tpl_conv3d_ndhwc_mma,
                                            NULL};

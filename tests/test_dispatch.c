@@ -902,7 +902,8 @@ START_TEST(layouts_resolve_to_their_templates) {
     resolution_free(&r);
   }
 
-  /* the nhwc stem (C % 16 != 0): the channels-last mma template's, never packed */
+  /* the nhwc stem (C % 16 != 0): on sm_90 the channels-last wgmma stem
+   * template's (registered before the mma one), never packed */
   ct_workload stem;
   workload_init(&stem, CT_OP_CONV2D);
   stem.layout = CT_LAYOUT_NHWC;
@@ -912,7 +913,7 @@ START_TEST(layouts_resolve_to_their_templates) {
   stem.stride[0] = stem.stride[1] = 2;
   stem.pad_before[0] = stem.pad_before[1] = stem.pad_after[0] = stem.pad_after[1] = 3;
   ck_assert_int_eq(workload_validate(&stem, NULL), CT_OK);
-  const template_desc *nm = template_find("conv2d_nhwc_mma");
+  const template_desc *nm = template_find("conv2d_nhwc_wgmma_stem");
   err = (ct_err){0};
   if (nm) {
     ck_assert_msg(resolve_nodb(&stem, &r, &err) == CT_OK, "%s", err.msg);

@@ -550,7 +550,7 @@ END_TEST
  * (their blocks start while the previous kernel finishes and wait on
  * griddepcontrol before touching memory), so a missing wait shows here as
  * a read of the previous layer's unfinished output or a write over the
- * input it still reads. A stem (x -> A, conv2d_nhwc_mma), then 3 times a
+ * input it still reads. A stem (x -> A, a stem template), then 3 times a
  * 3x3 A -> B and a 3x3 B -> A (conv2d_nhwc_wgmma): int8 out with bias and
  * per-channel scales, against the CPU reference of the same chain. */
 START_TEST(nhwc_layers_in_a_row_exact) {

@@ -1,7 +1,7 @@
 /*
  * test_gpu_templates.c (label gpu): random valid configs of each dp4a,
  * mma and wgmma template (the tensor-core ones also on wider layers; the
- * channels-last wgmma and mma ones in nhwc / ndhwc), compiled by NVRTC for this
+ * channels-last wgmma, wgmma stem and mma ones in nhwc / ndhwc), compiled by NVRTC for this
  * GPU, run on random int8 inputs with
  * a poisoned output, and compared element for element with the CPU
  * reference. The workloads cover batch 1 and 3, stride 2, padding (also
@@ -503,6 +503,17 @@ START_TEST(conv3d_ndhwc_mma_configs_match_the_reference) {
 }
 END_TEST
 
+/* The channels-last wgmma stem templates on the mma ones' workloads. */
+START_TEST(conv2d_nhwc_wgmma_stem_configs_match_the_reference) {
+  run_wgmma("conv2d_nhwc_wgmma_stem", nm2d, sizeof nm2d / sizeof nm2d[0]);
+}
+END_TEST
+
+START_TEST(conv3d_ndhwc_wgmma_stem_configs_match_the_reference) {
+  run_wgmma("conv3d_ndhwc_wgmma_stem", nm3d, sizeof nm3d / sizeof nm3d[0]);
+}
+END_TEST
+
 START_TEST(conv3d_configs_match_the_reference) {
   run_template("conv3d_ncdhw4c_dp4a", shapes3d, sizeof shapes3d / sizeof shapes3d[0], NULL, 0);
 }
@@ -541,6 +552,12 @@ int main(int argc, char **argv) {
   tcase_add_test(nh, conv2d_nhwc_mma_configs_match_the_reference);
   tcase_add_test(nh, conv3d_ndhwc_mma_configs_match_the_reference);
   suite_add_tcase(s, nh);
+  /* CK_RUN_CASE=stem: the channels-last wgmma stem templates alone */
+  TCase *st = tcase_create("stem");
+  tcase_set_timeout(st, 1200);
+  tcase_add_test(st, conv2d_nhwc_wgmma_stem_configs_match_the_reference);
+  tcase_add_test(st, conv3d_ndhwc_wgmma_stem_configs_match_the_reference);
+  suite_add_tcase(s, st);
   SRunner *sr = srunner_create(s);
   /* a CUDA context does not survive fork */
   srunner_set_fork_status(sr, CK_NOFORK);

@@ -52,6 +52,15 @@ static wlset *load_sets(const template_desc *tpl, int batch) {
   return all;
 }
 
+/* The config of sp that the JSON text names (the test's own: it must parse). */
+static void config_of(const space *sp, const char *json, config *c) {
+  cJSON *j = cJSON_Parse(json);
+  ct_err err = {0};
+  ck_assert_ptr_nonnull(j);
+  ck_assert_msg(space_config_from_json(sp, j, c, &err) == CT_OK, "%s: %s", json, err.msg);
+  cJSON_Delete(j);
+}
+
 START_TEST(templates_are_registered_with_versions) {
   const template_desc *const *all = template_all();
   int n = 0;
@@ -62,7 +71,7 @@ START_TEST(templates_are_registered_with_versions) {
     ck_assert_uint_eq(strlen(v), 16);
     ck_assert_uint_eq(strspn(v, "0123456789abcdef"), 16);
   }
-  ck_assert_int_eq(n, 10);
+  ck_assert_int_eq(n, 12);
   for (int i = 0; i < n; i++)
     for (int j = i + 1; j < n; j++) ck_assert_str_ne(template_version(all[i]), template_version(all[j]));
   ck_assert_ptr_nonnull(template_find("conv2d_nchw4c_mma"));
@@ -73,6 +82,8 @@ START_TEST(templates_are_registered_with_versions) {
   ck_assert_int_eq(template_find("conv3d_ndhwc_wgmma")->layout, CT_LAYOUT_NHWC);
   ck_assert_int_eq(template_find("conv2d_nhwc_mma")->layout, CT_LAYOUT_NHWC);
   ck_assert_int_eq(template_find("conv3d_ndhwc_mma")->layout, CT_LAYOUT_NHWC);
+  ck_assert_int_eq(template_find("conv2d_nhwc_wgmma_stem")->layout, CT_LAYOUT_NHWC);
+  ck_assert_int_eq(template_find("conv3d_ndhwc_wgmma_stem")->layout, CT_LAYOUT_NHWC);
   ck_assert_ptr_null(template_find("nope"));
   const char *const *names, *const *sources;
   int nh = template_headers(&names, &sources);
@@ -94,8 +105,11 @@ START_TEST(spaces_cover_every_layer_and_are_large) {
       ct_err err = {0};
       const ct_workload *w = &s->items[i].w;
       const int nhwc_mma = tpl->layout == CT_LAYOUT_NHWC && strstr(tpl->name, "_mma") != NULL;
-      if (tpl->layout == CT_LAYOUT_NHWC && (nhwc_mma ? w->c % 16 == 0 : w->c % 16 != 0)) {
-        /* wgmma: the stems (C not a multiple of 16); mma: all but the stems */
+      const int nhwc_stem = tpl->layout == CT_LAYOUT_NHWC && strstr(tpl->name, "_stem") != NULL;
+      if (tpl->layout == CT_LAYOUT_NHWC &&
+          (nhwc_mma || nhwc_stem ? w->c % 16 == 0 : w->c % 16 != 0)) {
+        /* wgmma: all but the stems (C not a multiple of 16); the stem
+         * templates (mma, wgmma_stem): the stems only */
         ck_assert_int_eq(template_space(tpl, w, &sp, &err), CT_ERR_UNSUPPORTED);
         ck_assert_ptr_nonnull(strstr(err.msg, "multiple of 16"));
         continue;
@@ -112,6 +126,10 @@ START_TEST(spaces_cover_every_layer_and_are_large) {
         ck_assert_int_ge(space_find(&sp, "tile_w"), 0);
         ck_assert_int_ge(space_find(&sp, "tile_h"), 0);
         ck_assert_int_ge(space_find(&sp, "warp_m16"), 0);
+      } else if (nhwc_stem) {
+        ck_assert_int_ge(space_find(&sp, "block_m"), 0);
+        ck_assert_int_ge(space_find(&sp, "a_buffers"), 0);
+        ck_assert_int_ge(space_find(&sp, "warpgroups"), 0);
       } else if (tpl->layout == CT_LAYOUT_NHWC) {
         ck_assert_int_ge(space_find(&sp, "block_n"), 0);
         ck_assert_int_ge(space_find(&sp, "rows_per_wg"), 0);
@@ -147,7 +165,8 @@ START_TEST(spaces_cover_every_layer_and_are_large) {
                     s->items[i].name);
       space_free(&sp);
     }
-    ck_assert_msg(largest > (strstr(tpl->name, "_wgmma")  ? 500ULL
+    ck_assert_msg(largest > (strstr(tpl->name, "_stem")   ? 50ULL
+                             : strstr(tpl->name, "_wgmma") ? 500ULL
                              : tpl->layout == CT_LAYOUT_NHWC ? 200ULL
                              : strstr(tpl->name, "_mma")  ? 50000ULL
                                                          : 100000000ULL),
@@ -259,9 +278,7 @@ START_TEST(invalid_configs_are_rejected_before_compiling_with_the_reason) {
                     "\"tile_x\":[1,1,7,8],\"tile_rc\":[1,16],\"tile_ry\":[3,1],\"tile_rx\":[3,1],"
                     "\"reorder_inner\":[0,1,2],\"fuse_yx\":1,\"auto_unroll_max_step\":0,"
                     "\"unroll_explicit\":0}";
-  cJSON *j = cJSON_Parse(big);
-  ck_assert_int_eq(space_config_from_json(&sp, j, &c, &err), CT_OK);
-  cJSON_Delete(j);
+  config_of(&sp, big, &c);
   ck_assert_msg(tpl->valid(&w, &sp, &c, &a90, why), "%s", why);
   ck_assert_int_eq(tpl->valid(&w, &sp, &c, &a75, why), 0);
   ck_assert_ptr_nonnull(strstr(why, "shared memory"));
@@ -275,12 +292,10 @@ START_TEST(invalid_configs_are_rejected_before_compiling_with_the_reason) {
   ck_assert_uint_eq(inst.grid[2], 1);
 
   /* Too many accumulators: 16 output chunks x 4 lanes x 7 x 7 inner. */
-  j = cJSON_Parse("{\"tile_n\":[1,1,1,1],\"tile_f\":[1,1,1,16],\"tile_y\":[1,1,8,7],"
+  config_of(&sp, "{\"tile_n\":[1,1,1,1],\"tile_f\":[1,1,1,16],\"tile_y\":[1,1,8,7],"
                   "\"tile_x\":[1,1,8,7],\"tile_rc\":[16,1],\"tile_ry\":[3,1],\"tile_rx\":[3,1],"
                   "\"reorder_inner\":[0,1,2],\"fuse_yx\":1,\"auto_unroll_max_step\":0,"
-                  "\"unroll_explicit\":0}");
-  ck_assert_int_eq(space_config_from_json(&sp, j, &c, &err), CT_OK);
-  cJSON_Delete(j);
+                  "\"unroll_explicit\":0}", &c);
   ck_assert_int_eq(tpl->valid(&w, &sp, &c, &a90, why), 0);
   ck_assert_ptr_nonnull(strstr(why, "accumulators"));
   space_free(&sp);
@@ -313,6 +328,7 @@ START_TEST(a_point_that_slips_through_fails_to_compile_with_a_clear_log) {
 }
 END_TEST
 
+
 /* wgmma split-K: the splits of a tile are a cluster along grid z, the
  * pipeline's memory holds the partial accumulators, and a split that would
  * get no stage of the reduction is refused with the reason. */
@@ -331,10 +347,8 @@ START_TEST(wgmma_split_k_is_a_cluster_along_z) {
   arch_from_name("sm_90", &a, NULL);
   config c;
   char why[TEMPLATE_WHY_MAX];
-  cJSON *j = cJSON_Parse("{\"block_n\":128,\"block_k\":32,\"stages\":2,\"warpgroups\":2,"
-                         "\"tile_h\":8,\"split_k\":4}");
-  ck_assert_int_eq(space_config_from_json(&sp, j, &c, &err), CT_OK);
-  cJSON_Delete(j);
+  config_of(&sp, "{\"block_n\":128,\"block_k\":32,\"stages\":2,\"warpgroups\":2,"
+                         "\"tile_h\":8,\"split_k\":4}", &c);
   ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
   instance inst;
   ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
@@ -356,10 +370,8 @@ START_TEST(wgmma_split_k_is_a_cluster_along_z) {
   /* one stage of the reduction (C = 32, 1x1): nothing to split */
   w.c = 32;
   ck_assert_int_eq(template_space(tpl, &w, &sp, &err), CT_OK);
-  j = cJSON_Parse("{\"block_n\":64,\"block_k\":32,\"stages\":2,\"warpgroups\":1,"
-                  "\"tile_h\":1,\"split_k\":2}");
-  ck_assert_int_eq(space_config_from_json(&sp, j, &c, &err), CT_OK);
-  cJSON_Delete(j);
+  config_of(&sp, "{\"block_n\":64,\"block_k\":32,\"stages\":2,\"warpgroups\":1,"
+                  "\"tile_h\":1,\"split_k\":2}", &c);
   ck_assert_int_eq(tpl->valid(&w, &sp, &c, &a, why), 0);
   ck_assert_ptr_nonnull(strstr(why, "leaves a split empty"));
   space_free(&sp);
@@ -391,10 +403,8 @@ START_TEST(nhwc_instances_carry_an_im2col_and_a_tiled_tensor_map) {
   arch_from_name("sm_90", &a, NULL);
   config c;
   char why[TEMPLATE_WHY_MAX];
-  cJSON *j = cJSON_Parse("{\"block_n\":128,\"block_k\":128,\"stages\":4,\"warpgroups\":2,"
-                         "\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":0}");
-  ck_assert_int_eq(space_config_from_json(&sp, j, &c, &err), CT_OK);
-  cJSON_Delete(j);
+  config_of(&sp, "{\"block_n\":128,\"block_k\":128,\"stages\":4,\"warpgroups\":2,"
+                         "\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":0}", &c);
   ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
   instance inst;
   ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
@@ -549,10 +559,8 @@ START_TEST(nhwc_mma_stages_window_rows) {
   arch_from_name("sm_90", &a, NULL);
   config c;
   char why[TEMPLATE_WHY_MAX];
-  cJSON *j = cJSON_Parse("{\"tile_w\":64,\"tile_h\":2,\"block_n\":64,\"warp_m16\":2,"
-                         "\"blocks_per_sm\":2}");
-  ck_assert_int_eq(space_config_from_json(&sp, j, &c, &err), CT_OK);
-  cJSON_Delete(j);
+  config_of(&sp, "{\"tile_w\":64,\"tile_h\":2,\"block_n\":64,\"warp_m16\":2,"
+                         "\"blocks_per_sm\":2}", &c);
   ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
   instance inst;
   ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
@@ -578,13 +586,76 @@ START_TEST(nhwc_mma_stages_window_rows) {
   ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
   ck_assert_uint_eq(inst.grid[0], 132 * 2);
   /* a block too wide for the SM's registers twice over is refused */
-  j = cJSON_Parse("{\"tile_w\":128,\"tile_h\":4,\"block_n\":64,\"warp_m16\":4,"
-                  "\"blocks_per_sm\":4}");
-  ck_assert_int_eq(space_config_from_json(&sp, j, &c, &err), CT_OK);
-  cJSON_Delete(j);
+  config_of(&sp, "{\"tile_w\":128,\"tile_h\":4,\"block_n\":64,\"warp_m16\":4,"
+                  "\"blocks_per_sm\":4}", &c);
   ck_assert(!tpl->valid(&w, &sp, &c, &a, why));
   ck_assert_ptr_nonnull(strstr(why, "registers"));
   space_free(&sp);
+}
+END_TEST
+
+/* conv2d_nhwc_wgmma_stem on ResNet-50's stem at batch 16 and
+ * conv3d_ndhwc_wgmma_stem on ResNet3D-18's at batch 8: 7 (21) k32 steps of
+ * weights for the block; per warpgroup the A buffers of a stage (one depth
+ * tap: 7 steps of block_m rows); a named architecture gets every
+ * warpgroup tile its own warpgroup, 132 SMs a persistent grid; both
+ * compile with every wgmma asynchronous. */
+START_TEST(nhwc_wgmma_stem_stages_a_depth_tap) {
+  for (int op = CT_OP_CONV2D; op <= CT_OP_CONV3D; op++) {
+    const template_desc *tpl =
+        template_find(op == CT_OP_CONV2D ? "conv2d_nhwc_wgmma_stem" : "conv3d_ndhwc_wgmma_stem");
+    ct_workload w;
+    workload_init(&w, (ct_op)op);
+    w.layout = CT_LAYOUT_NHWC;
+    w.c = 3, w.k = 64;
+    int d = 0; /* the first spatial axis */
+    if (op == CT_OP_CONV3D) {
+      w.n = 8, w.in[0] = 16, w.in[1] = w.in[2] = 112;
+      w.kernel[0] = 3, w.pad_before[0] = w.pad_after[0] = 1, d = 1;
+    } else {
+      w.n = 16, w.in[0] = w.in[1] = 224;
+    }
+    for (int i = d; i < d + 2; i++) {
+      w.kernel[i] = 7, w.stride[i] = 2;
+      w.pad_before[i] = w.pad_after[i] = 3;
+    }
+    space sp;
+    ct_err err = {0};
+    ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
+    arch a;
+    arch_from_name("sm_90", &a, NULL);
+    config c;
+    char why[TEMPLATE_WHY_MAX];
+    config_of(&sp, "{\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":2,"
+                           "\"blocks_per_sm\":1}", &c);
+    ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
+    instance inst;
+    ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
+    const long pixels = op == CT_OP_CONV2D ? 16L * 112 * 112 : 8L * 16 * 56 * 56;
+    const long ksteps = op == CT_OP_CONV2D ? 7 : 21;
+    ck_assert_uint_eq(inst.grid[0], (pixels / 128 + 1) / 2); /* 2 warpgroups a block */
+    ck_assert_uint_eq(inst.grid[1], 1);
+    ck_assert_uint_eq(inst.block[0], 256);
+    /* the weights, 2 warpgroups x 2 buffers x 7 steps x 128 rows x 32 bytes, alignment */
+    ck_assert_uint_eq(inst.smem_bytes, ksteps * 64 * 32 + 2 * 2 * 7 * 128 * 32 + 1024);
+    ck_assert_int_eq(inst.n_args, 5);
+    ck_assert_int_eq(inst.arch_specific, 1);
+    ck_assert_int_eq(inst.pdl, 1);
+    cubin cb;
+    ck_assert_msg(nvrtc_compile(&inst, &a, &cb, &err) == CT_OK, "%s\n%s", err.msg, cb.log);
+    ck_assert_uint_gt(cb.size, 0);
+    ck_assert_msg(!strstr(cb.log, "C75"), "%s", cb.log);
+    cubin_free(&cb);
+    a.sm_count = 132;
+    ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
+    ck_assert_uint_eq(inst.grid[0], 132);
+    /* sm_80 has no wgmma */
+    arch a80;
+    arch_from_name("sm_80", &a80, NULL);
+    ck_assert(!tpl->valid(&w, &sp, &c, &a80, why));
+    ck_assert_ptr_nonnull(strstr(why, "sm_90a"));
+    space_free(&sp);
+  }
 }
 END_TEST
 
@@ -674,11 +745,14 @@ static void sample_and_compile(const template_desc *tpl, long count, int procs) 
                   workload_key(w, key, sizeof key), err.msg,
                   space_config_str(&sp, &c, text, sizeof text));
           failed++;
-        } else if (cb.log && strstr(cb.log, "C7520")) {
+        } else if (cb.log && (strstr(cb.log, "C7520") || strstr(cb.log, "C7518") ||
+                              strstr(cb.log, "C7517"))) {
           /* ptxas serializes every wgmma of a kernel it sees diverge around
-           * them: valid code that runs at a fraction of the speed */
+           * them (C7520, C7518), or waits for them where registers they
+           * write are used (C7517): valid code that runs at a fraction of
+           * the speed */
           char text[512];
-          fprintf(stderr, "%s %s: wgmma serialized (C7520): %s\n%s\n", tpl->name,
+          fprintf(stderr, "%s %s: wgmma serialized (C7517/C7518/C7520): %s\n%s\n", tpl->name,
                   s->items[i % s->n_items].name, space_config_str(&sp, &c, text, sizeof text),
                   cb.log);
           failed++;
@@ -759,6 +833,17 @@ START_TEST(random_valid_configs_compile_conv3d_ndhwc_mma) {
 }
 END_TEST
 
+/* The channels-last wgmma stem templates: the stems only, like the mma ones. */
+START_TEST(random_valid_configs_compile_conv2d_nhwc_wgmma_stem) {
+  sample_and_compile(template_find("conv2d_nhwc_wgmma_stem"), n_compile, cores());
+}
+END_TEST
+
+START_TEST(random_valid_configs_compile_conv3d_ndhwc_wgmma_stem) {
+  sample_and_compile(template_find("conv3d_ndhwc_wgmma_stem"), n_compile / 2, cores());
+}
+END_TEST
+
 int main(int argc, char **argv) {
   if (argc > 1) n_compile = atol(argv[1]);
   Suite *s = suite_create("templates");
@@ -773,6 +858,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, nhwc_instances_carry_an_im2col_and_a_tiled_tensor_map);
   tcase_add_test(tc, nhwc_persistent_blocks_loop_over_tiles);
   tcase_add_test(tc, nhwc_mma_stages_window_rows);
+  tcase_add_test(tc, nhwc_wgmma_stem_stages_a_depth_tap);
   tcase_add_test(tc, random_valid_configs_compile_conv2d);
   tcase_add_test(tc, random_valid_configs_compile_conv3d);
   tcase_add_test(tc, random_valid_configs_compile_conv2d_mma);
@@ -783,6 +869,8 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, random_valid_configs_compile_conv3d_ndhwc_wgmma);
   tcase_add_test(tc, random_valid_configs_compile_conv2d_nhwc_mma);
   tcase_add_test(tc, random_valid_configs_compile_conv3d_ndhwc_mma);
+  tcase_add_test(tc, random_valid_configs_compile_conv2d_nhwc_wgmma_stem);
+  tcase_add_test(tc, random_valid_configs_compile_conv3d_ndhwc_wgmma_stem);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,282 @@
+/*
+ * conv_wgmma_stem.c: the C descriptor of conv2d_nhwc_wgmma_stem and
+ * conv3d_ndhwc_wgmma_stem (kernel body: conv_wgmma_stem.cuh): the
+ * channels-last templates of layers with few input channels on wgmma,
+ * whose reduction runs over the flattened window rows (KW x C contiguous
+ * bytes). Their knob space, validity, the instance, the features for the
+ * cost model and a default.
+ *
+ * Knobs: block_m (output pixels per warpgroup tile: 64 or 128, one or two
+ * m64 wgmmas per k32 step), block_n (64, 128, 256: wgmma's N), warpgroups
+ * (1 or 2 per block, sharing the block's staged weights), a_buffers (1 or
+ * 2 per warpgroup: with 2 the next stage's A is written while this one's
+ * wgmmas run) and blocks_per_sm (1 to 4: the launch bounds' minimum, and
+ * the persistent grid is that many blocks per SM).
+ *
+ * What it runs (supports): what conv2d_nhwc_mma / conv3d_ndhwc_mma run,
+ * decided by their descriptor: layout nhwc / ndhwc, int8 weights, groups
+ * 1, C not a multiple of 16 (those run on conv2d_nhwc_wgmma at full width),
+ * K a multiple of 8, no dilation along W, no weight zero points, no
+ * depth_to_space. Padding reads the data zero point.
+ *
+ * Validity, before any compile: exactly sm_90 (sm_90a); accumulators and
+ * a register estimate within the registers; shared memory (the weights of
+ * every k32 step, the A buffers of a stage: one depth tap's window rows)
+ * within the opt-in limit; tiles not larger than twice what the layer has;
+ * blocks_per_sm blocks fitting an SM's registers, shared memory and
+ * threads.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "templates/template.h"
+
+/* The window row's words, addresses, loop counters, params: a lower bound. */
+#define WS_REG_OVERHEAD 48
+
+static const int block_ms[] = {64, 128};
+static const int block_ns[] = {64, 128, 256};
+static const int warpgroups[] = {1, 2};
+static const int a_buffers[] = {1, 2};
+static const int blocks_per_sms[] = {1, 2, 3, 4};
+
+typedef struct wsplan {
+  int bm, bn, wgs, abuf, minb;
+  long row_bytes, rsteps, ck, ksteps, tapvol;
+  long threads, acc, regs, smem_bytes, m_total, tiles_m, tiles_n, grid_x;
+} wsplan;
+
+static long ceil_div(long a, long b) {
+  return (a + b - 1) / b;
+}
+
+/* The layers of the channels-last mma stems, with their reasons (the same
+ * window rows: conv_mma_nhwc.c decides for both families). */
+extern const template_desc tpl_conv2d_nhwc_mma;
+extern const template_desc tpl_conv3d_ndhwc_mma;
+
+static int supports2d(const ct_workload *w, char *why) {
+  return tpl_conv2d_nhwc_mma.supports(w, why);
+}
+
+static int supports3d(const ct_workload *w, char *why) {
+  return tpl_conv3d_ndhwc_mma.supports(w, why);
+}
+
+static ct_status build_space(const ct_workload *w, space *s, ct_err *err) {
+  (void)w;
+  ct_status st;
+#define CHOICE(name, v) \
+  if ((st = space_add_choice(s, name, v, (int)(sizeof v / sizeof v[0]), err))) return st
+  CHOICE("block_m", block_ms);
+  CHOICE("block_n", block_ns);
+  CHOICE("warpgroups", warpgroups);
+  CHOICE("a_buffers", a_buffers);
+  CHOICE("blocks_per_sm", blocks_per_sms);
+#undef CHOICE
+  return CT_OK;
+}
+
+/* The sizes of conv_wgmma_stem.cuh, macro for macro. */
+static void make_plan(const ct_workload *w, const space *s, const config *cfg, const arch *a,
+                      wsplan *p) {
+  geom3 g;
+  workload_geom(w, &g);
+  p->bm = space_get(s, cfg, "block_m", 128);
+  p->bn = space_get(s, cfg, "block_n", 64);
+  p->wgs = space_get(s, cfg, "warpgroups", 2);
+  p->abuf = space_get(s, cfg, "a_buffers", 2);
+  p->minb = space_get(s, cfg, "blocks_per_sm", 1);
+  p->row_bytes = g.ker[2] * g.c;
+  p->rsteps = ceil_div(p->row_bytes, 32);
+  p->ck = g.ker[1] * p->rsteps;
+  p->ksteps = g.ker[0] * p->ck;
+  p->tapvol = g.ker[0] * g.ker[1] * p->row_bytes;
+  p->threads = 128L * p->wgs;
+  p->acc = (long)(p->bm / 64) * (p->bn / 2);
+  p->regs = p->acc + WS_REG_OVERHEAD;
+  const long b_bytes = p->ksteps * p->bn * 32;
+  const long a_bytes = (long)p->wgs * p->abuf * p->ck * p->bm * 32;
+  const long raw_bytes = ceil_div(p->bn * p->tapvol + 16, 16) * 16 + 16;
+  /* 8-bit output: each warpgroup's channel table (wgmma_epilogue.cuh) */
+  const long tab = w->out_type != CT_DTYPE_INT32 ? (long)p->wgs * p->bn * 24 : 0;
+  p->smem_bytes = b_bytes + (a_bytes > raw_bytes ? a_bytes : raw_bytes) + tab + 1024;
+  p->m_total = g.n * g.out[0] * g.out[1] * g.out[2];
+  p->tiles_m = ceil_div(p->m_total, p->bm);
+  p->tiles_n = ceil_div(g.k, p->bn);
+  /* persistent: blocks_per_sm blocks per SM over the grid's N tiles, each
+   * warpgroup looping over M tiles (all of them in one wave when the SMs
+   * are unknown: a named architecture) */
+  const long need = ceil_div(p->tiles_m, p->wgs);
+  const long resident = a && a->sm_count > 0 ? (long)a->sm_count * p->minb : 0;
+  long per_n = resident > 0 ? resident / p->tiles_n : need;
+  if (per_n < 1) per_n = 1;
+  p->grid_x = need < per_n ? need : per_n;
+}
+
+static int valid(const ct_workload *w, const space *s, const config *cfg, const arch *a,
+                 char *why) {
+  wsplan p;
+  make_plan(w, s, cfg, a, &p);
+  geom3 g;
+  workload_geom(w, &g);
+  if (a->cc_major != 9 || a->cc_minor != 0)
+    return template_fail(why, "wgmma needs sm_90a (compute capability 9.0), not sm_%ld%ld",
+                         a->cc_major, a->cc_minor);
+  if (p.acc > 128)
+    return template_fail(why, "%ld accumulators per thread (block_m %ld x block_n); at most 128",
+                         p.acc, p.bm);
+  if (p.bm > 64 && p.bm >= 2 * p.m_total)
+    return template_fail(why, "block_m %ld for %ld output pixels: half the tile would be padding",
+                         p.bm, p.m_total);
+  if (p.bn > 64 && p.bn >= 2 * g.k)
+    return template_fail(why, "block_n %ld for %ld channels: half the tile would be padding", p.bn,
+                         g.k);
+  if (p.threads > a->max_threads_per_block)
+    return template_fail(why, "%ld threads per block; at most %ld", p.threads,
+                         a->max_threads_per_block);
+  long reg_cap = a->regs_per_block / p.threads / 8 * 8;
+  if (p.minb > 1 && a->regs_per_sm / (p.minb * p.threads) / 8 * 8 < reg_cap)
+    reg_cap = a->regs_per_sm / (p.minb * p.threads) / 8 * 8;
+  if (reg_cap > a->max_regs_per_thread) reg_cap = a->max_regs_per_thread;
+  if (p.regs > reg_cap)
+    return template_fail(why, "at least %ld registers per thread; at most %ld", p.regs, reg_cap);
+  if (p.smem_bytes > a->smem_optin_bytes)
+    return template_fail(why, "%ld bytes of shared memory; at most %ld", p.smem_bytes,
+                         a->smem_optin_bytes);
+  /* 1 KB per block is the runtime's */
+  if (p.minb * (p.smem_bytes + 1024) > a->smem_per_sm_bytes)
+    return template_fail(why, "%ld blocks per SM of %ld bytes of shared memory exceed the SM's",
+                         p.minb, p.smem_bytes);
+  if (p.minb * p.threads > 2048)
+    return template_fail(why, "%ld blocks per SM of %ld threads exceed 2048", p.minb, p.threads);
+  if (p.tiles_n > 65535)
+    return template_fail(why, "%ld blocks along grid y; at most %ld", p.tiles_n, 65535);
+  if (p.grid_x > 2147483647L)
+    return template_fail(why, "%ld blocks along grid x; at most %ld", p.grid_x, 2147483647L);
+  return 1;
+}
+
+static ct_status make_instance(const ct_workload *w, const space *s, const config *cfg,
+                               const arch *a, instance *inst, ct_err *err) {
+  wsplan p;
+  make_plan(w, s, cfg, a, &p);
+  snprintf(inst->kernel_name, sizeof inst->kernel_name, "conv_wgmma_stem");
+  inst->n_options = 0;
+  /* the shape options with C rounded up to 4 (CT_C4, as conv_shape.cuh
+   * checks it), the real C apart */
+  ct_workload w4 = *w;
+  w4.c = (w->c + 3) / 4 * 4;
+  instance_conv_options(inst, &w4);
+  instance_opt(inst, "STEM_C", w->c);
+  instance_opt(inst, "WS_BM", p.bm);
+  instance_opt(inst, "WS_BN", p.bn);
+  instance_opt(inst, "WS_WGS", p.wgs);
+  instance_opt(inst, "WS_ABUF", p.abuf);
+  instance_opt(inst, "WS_MINB", p.minb);
+  instance_opt(inst, "CT_THREADS", p.threads);
+  instance_opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
+  if (inst->n_options >= INSTANCE_MAX_OPTIONS)
+    return ERR_SET(err, CT_ERR_INTERNAL, "conv_wgmma_stem: more than %d NVRTC options",
+                   INSTANCE_MAX_OPTIONS);
+  inst->grid[0] = (unsigned)p.grid_x;
+  inst->grid[1] = (unsigned)p.tiles_n;
+  inst->grid[2] = 1;
+  inst->block[0] = (unsigned)p.threads;
+  inst->block[1] = inst->block[2] = 1;
+  inst->smem_bytes = (size_t)p.smem_bytes;
+  inst->arch_specific = 1;
+  inst->pdl = 1; /* the kernel waits on griddepcontrol before touching memory */
+  instance_conv_args(inst);
+  return CT_OK;
+}
+
+/* Derived sizes for the cost model, log2-scaled where they span decades. */
+static int describe(const ct_workload *w, const space *s, const config *cfg, float *out, int max) {
+  wsplan p;
+  make_plan(w, s, cfg, NULL, &p);
+  const double v[] = {p.threads,
+                      p.acc,
+                      p.regs,
+                      p.smem_bytes + 1,
+                      p.tiles_m,
+                      p.tiles_n,
+                      p.ksteps,
+                      p.ck,
+                      (double)p.tiles_m * p.tiles_n,
+                      p.bm,
+                      p.bn,
+                      p.wgs,
+                      p.abuf,
+                      p.minb,
+                      (double)p.tiles_m * p.bm / (double)p.m_total};
+  int n = (int)(sizeof v / sizeof v[0]);
+  for (int i = 0; i < n && i < max; i++) out[i] = (float)log2(v[i]);
+  return n < max ? n : max;
+}
+
+/* A default without tuning: the narrowest block_n that covers K in the
+ * fewest N tiles, 128-pixel tiles, two warpgroups of two A buffers, and
+ * as many blocks per SM as fit (at least 8 warps per SM); the valid config
+ * nearest to that. */
+static int preferred(const ct_workload *w, const space *s, const arch *a, config *out) {
+  geom3 g;
+  workload_geom(w, &g);
+  config c;
+  memset(&c, 0, sizeof c);
+  int found = 0;
+  double best = 0;
+  for (int im = 0; im < 2; im++)
+    for (int in = 0; in < 3; in++)
+      for (int iw = 0; iw < 2; iw++)
+        for (int ia = 0; ia < 2; ia++)
+          for (int ib = 0; ib < 4; ib++) {
+            if (!(template_set_choice(s, &c, "block_m", block_ms[im]) &&
+                  template_set_choice(s, &c, "block_n", block_ns[in]) &&
+                  template_set_choice(s, &c, "warpgroups", warpgroups[iw]) &&
+                  template_set_choice(s, &c, "a_buffers", a_buffers[ia]) &&
+                  template_set_choice(s, &c, "blocks_per_sm", blocks_per_sms[ib])))
+              continue;
+            if (!valid(w, s, &c, a, NULL)) continue;
+            wsplan p;
+            make_plan(w, s, &c, a, &p);
+            /* computed channels that exist, 8 warps or more per SM, then the rest */
+            const double used = (double)g.k / ((double)p.tiles_n * p.bn);
+            const long warps = p.minb * p.threads / 32;
+            const double score = used + (warps >= 8 ? 0.1 : 0.0) + 0.01 * im + 0.005 * iw +
+                                 0.004 * ia + 0.001 * ib;
+            if (!found || score > best) {
+              *out = c;
+              best = score;
+              found = 1;
+            }
+          }
+  return found;
+}
+
+const template_desc tpl_conv2d_nhwc_wgmma_stem = {
+    .name = "conv2d_nhwc_wgmma_stem",
+    .source = "conv2d_nhwc_wgmma_stem.cu",
+    .op = CT_OP_CONV2D,
+    .layout = CT_LAYOUT_NHWC,
+    .supports = supports2d,
+    .space = build_space,
+    .valid = valid,
+    .instance = make_instance,
+    .describe = describe,
+    .preferred = preferred,
+};
+
+const template_desc tpl_conv3d_ndhwc_wgmma_stem = {
+    .name = "conv3d_ndhwc_wgmma_stem",
+    .source = "conv3d_ndhwc_wgmma_stem.cu",
+    .op = CT_OP_CONV3D,
+    .layout = CT_LAYOUT_NHWC,
+    .supports = supports3d,
+    .space = build_space,
+    .valid = valid,
+    .instance = make_instance,
+    .describe = describe,
+    .preferred = preferred,
+};

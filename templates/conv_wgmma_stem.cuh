@@ -1,0 +1,364 @@
+/*
+ * conv_wgmma_stem.cuh: the body of conv2d_nhwc_wgmma_stem and
+ * conv3d_ndhwc_wgmma_stem (conv2d is the D = 1 case): channels-last int8
+ * convolution of layers with few input channels (the 3-channel stems) on
+ * wgmma.mma_async m64nNk32 (sm_90a), with the reduction over the flattened
+ * window rows of conv_mma_nhwc.cuh and both operands read by descriptor
+ * from shared memory.
+ *
+ * Data NHWC (NDHWC), weights OHWI (ODHWI), output NHWC, all unpadded. One
+ * row of the kernel window (depth tap t, row tap r, every column tap s and
+ * channel c) is KW x C contiguous bytes in the data and in the weights; the
+ * reduction runs over those rows, each padded to whole k32 steps (a 7x7
+ * stem of 3 channels: 7 rows of 21 bytes, 7 steps where C padded to 16
+ * would take 49). The padding's data bytes meet zero weights.
+ *
+ * A warpgroup owns a tile of block_m consecutive output pixels (across
+ * rows and images) by block_n output channels and writes the tile's A
+ * operand itself, one depth tap's window rows per stage: each thread takes
+ * a pixel and some of its window rows, loads the row's words from global
+ * memory (L1 holds the overlap of neighbouring windows), shifts them to
+ * the window's first byte and stores 16-byte chunks K-major, as 8-row x
+ * 16-byte core matrices without swizzle (the descriptor form of
+ * conv_wgmma.cuh's weights). Padding reads the data zero point. With two A
+ * buffers (a_buffers 2) the next stage is written while this stage's
+ * wgmmas run. The block's weights (block_n channels, every k32 step) are
+ * staged once, the same way, for all of its warpgroups and tiles: the
+ * grid is persistent, and the warpgroups of a block share nothing else, so
+ * one's epilogue overlaps another's stores and wgmmas with no block-wide
+ * barrier after the start.
+ *
+ * The epilogue is wgmma_epilogue.cuh's: int32, or requantized to 8 bits.
+ * Weight zero points and depth_to_space run on the packed templates (the
+ * descriptor refuses them).
+ */
+#include "quant.cuh"
+
+#ifndef CT_N
+#error "conv_wgmma_stem.cuh: compile through convtune: every shape and knob is a -D macro"
+#endif
+
+#include "conv_shape.cuh"
+#include "tc_common.cuh"
+#include "nhwc_store.cuh"
+#include "wgmma_ptx.cuh"
+
+static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: packed templates");
+static_assert(WS_BM == 64 || WS_BM == 128, "block_m: 64 or 128 rows per warpgroup");
+static_assert(WS_BN == 64 || WS_BN == 128 || WS_BN == 256, "block_n is 64, 128 or 256");
+static_assert(WS_WGS == 1 || WS_WGS == 2, "warpgroups: 1 or 2 per block");
+static_assert(WS_ABUF == 1 || WS_ABUF == 2, "a_buffers: 1 or 2 per warpgroup");
+static_assert(WS_MINB >= 1 && WS_MINB <= 4, "blocks_per_sm: 1 to 4");
+static_assert(STEM_C > 0 && (STEM_C + 3) / 4 == CT_C4, "STEM_C must round up to 4 * CT_C4");
+static_assert(CT_DIL_W == 1, "the window row must be contiguous: no dilation along W");
+static_assert(CT_KR % 8 == 0, "the NHWC stores: K must be a multiple of 8");
+
+#define C_IN STEM_C
+#define ROW_BYTES (CT_KW * C_IN)             /* one window row */
+#define RSTEPS ((ROW_BYTES + 31) / 32)       /* ... in whole k32 steps */
+#define CK (CT_KH * RSTEPS)                  /* k32 steps of a stage: one depth tap */
+#define KSTEPS (CT_KD * CK)                  /* of the reduction */
+#define TAPVOL (CT_KD * CT_KH * ROW_BYTES)   /* weight bytes per output channel */
+#define ROWW (CT_IW * C_IN)                  /* bytes of an input row */
+#define ROW_ALIGNED (ROWW % 4 == 0)          /* rows start at word boundaries */
+#define NWORDS ((ROW_BYTES + 6) / 4)         /* words of a window row from the word of its first byte */
+#define ROWS_PER_THREAD ((WS_BM * CT_KH + 127) / 128)
+#define THREADS (128 * WS_WGS)
+/* what wgmma_epilogue.cuh takes */
+#define MI (WS_BM / 64)
+#define WG_BN WS_BN
+#define WG_SPLITK 1
+#define JPR (WG_BN / 8)
+#define M_TOTAL ((long)CT_N * CT_OD * CT_OH * CT_OW)
+#define TILES_M ((M_TOTAL + WS_BM - 1) / WS_BM)
+/* shared memory: the weights (a slab of block_n rows x 32 bytes per k32
+ * step), then each warpgroup's A buffers (a slab of block_m rows per k32
+ * step of a stage), where the weights' raw bytes are first staged */
+#define SLAB_A (WS_BM * 32)
+#define SLAB_B (WS_BN * 32)
+#define A_BUF (CK * SLAB_A)
+#define B_BYTES (KSTEPS * SLAB_B)
+#define A_BYTES (WS_WGS * WS_ABUF * A_BUF)
+#define RAW_BYTES ((WS_BN * TAPVOL + 16 + 15) / 16 * 16 + 16) /* from a 16-byte chunk; slack */
+#define SCRATCH_BYTES (A_BYTES > RAW_BYTES ? A_BYTES : RAW_BYTES)
+
+#include "wgmma_epilogue.cuh"
+
+/* then, 8-bit, each warpgroup's channel table; 1024: to align the slabs */
+#define SMEM_BYTES (B_BYTES + SCRATCH_BYTES + WS_WGS * CHAN_TAB_BYTES + 1024)
+
+static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the warpgroups");
+static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the tile");
+static_assert(MI * WS_BN / 2 <= 128, "accumulators: block_m x block_n / 128 at most 128 per thread");
+
+/* ---- shared memory ------------------------------------------------------- */
+/* A K-major operand slab of one k32 step: 8-row x 16-byte core matrices,
+ * the two 16-byte halves of an 8-row group 128 bytes apart (leading byte
+ * offset), the groups 256 bytes apart (stride byte offset), no swizzle. */
+__device__ __forceinline__ unsigned long long km_desc(unsigned addr) {
+  return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (unsigned long long)(128 >> 4) << 16 |
+         (unsigned long long)(256 >> 4) << 32;
+}
+/* The byte offset of row (pixel or channel) row's 16-byte half h in a slab. */
+__device__ __forceinline__ unsigned km_off(int row, int h) {
+  return (unsigned)((row >> 3) * 256 + h * 128 + (row & 7) * 16);
+}
+__device__ __forceinline__ void st_shared4(unsigned addr, unsigned v) {
+  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ void st_shared16(unsigned addr, const unsigned (&v)[4]) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v[0]), "r"(v[1]),
+               "r"(v[2]), "r"(v[3])
+               : "memory");
+}
+/* The 128 threads of warpgroup wg (barrier 0 is __syncthreads'). */
+__device__ __forceinline__ void wg_bar(int wg) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(wg + 1) : "memory");
+}
+
+__device__ __forceinline__ int floor4(int x) {
+  return x >= 0 ? x / 4 : -((3 - x) / 4);
+}
+
+/* ---- the weights ------------------------------------------------------------ */
+/* The block's raw weight bytes (channels n0 .. n0 + block_n - 1, contiguous
+ * in ODHWI) into raw, from the 16-byte chunk holding the first. */
+__device__ __forceinline__ void load_raw(unsigned char *raw, const unsigned char *__restrict__ w,
+                                         int n0) {
+  const long b0 = (long)n0 * TAPVOL, c0 = b0 / 16;
+  const long end = (long)CT_KR * TAPVOL; /* the weights' bytes */
+  const long nb = ((n0 + WS_BN < CT_KR ? n0 + WS_BN : CT_KR) - n0) * (long)TAPVOL + (b0 - 16 * c0);
+#pragma unroll 4
+  for (int i = threadIdx.x; i < (nb + 15) / 16; i += THREADS) {
+    const long o = (c0 + i) * 16;
+    uint4 v;
+    if (o + 16 <= end) {
+      v = __ldg((const uint4 *)(w + o));
+    } else {
+      unsigned b[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+      for (int q = 0; q < 16; q++)
+        if (o + q < end) b[q / 4] |= (unsigned)w[o + q] << (8 * (q % 4));
+      v = make_uint4(b[0], b[1], b[2], b[3]);
+    }
+    *(uint4 *)(raw + 16 * i) = v;
+  }
+}
+
+/* The weights' slabs from the raw bytes: for k32 step ks (window row tr =
+ * ks / RSTEPS, its bytes 32 (ks % RSTEPS) on) and channel n, 32 bytes,
+ * zero past the row and past K. */
+__device__ __forceinline__ void make_b(unsigned sb, const unsigned char *raw, int n0) {
+  const int s0 = (int)((long)n0 * TAPVOL % 16);
+#pragma unroll 4
+  for (int i = threadIdx.x; i < KSTEPS * WS_BN * 8; i += THREADS) {
+    const int q = i & 7, n = (i >> 3) % WS_BN, ks = i / (8 * WS_BN);
+    const int j0 = (ks % RSTEPS) * 32 + 4 * q;
+    unsigned v = 0;
+    if (n0 + n < CT_KR && j0 < ROW_BYTES) {
+      const int b = s0 + n * TAPVOL + (ks / RSTEPS) * ROW_BYTES + j0;
+      const unsigned *wp = (const unsigned *)(raw + (b & ~3));
+      v = __funnelshift_r(wp[0], wp[1], 8 * (b & 3));
+      if (ROW_BYTES - j0 < 4) v &= (1u << (8 * (ROW_BYTES - j0))) - 1u;
+    }
+    st_shared4(sb + ks * SLAB_B + km_off(n, q >> 2) + (q & 3) * 4, v);
+  }
+}
+
+/* ---- the data ------------------------------------------------------------- */
+/* The word at p where ok, else otherwise: a predicated load, with nothing
+ * that waits for it until the value is used (a select after a plain load
+ * makes ptxas wait for each load in turn). */
+__device__ __forceinline__ unsigned ldg_or(const unsigned *p, bool ok, unsigned otherwise) {
+  unsigned v;
+  asm volatile("{\n.reg .pred q;\nsetp.ne.b32 q, %2, 0;\nmov.b32 %0, %3;\n"
+               "@q ld.global.nc.u32 %0, [%1];\n}\n"
+               : "=r"(v)
+               : "l"(p), "r"((int)ok), "r"(otherwise));
+  return v;
+}
+
+/* The word at byte o of an input row whose words do not all start at word
+ * boundaries, byte by byte, the pad byte outside the row. */
+__device__ __forceinline__ unsigned row_bytes_word(const unsigned char *__restrict__ row, int o,
+                                                   unsigned pad) {
+  unsigned v = 0;
+#pragma unroll
+  for (int q = 0; q < 4; q++)
+    v |= (o + q >= 0 && o + q < ROWW ? (unsigned)__ldg(row + o + q) : pad) << (8 * q);
+  return v;
+}
+
+/* Stage td (the depth tap) of the tile from output pixel m0 into the A
+ * buffer at as: thread wtid takes pixel wtid % block_m and its window rows
+ * wtid / block_m, + 128 / block_m, ... Every word of those rows is loaded
+ * before any is used (one memory latency per stage, not per row); where
+ * rows start at word boundaries a word is wholly inside its row or
+ * outside it, and one outside (or in a row outside the input) is the pad
+ * word, by a predicated load. */
+__device__ __forceinline__ void build_a(unsigned as, const unsigned char *__restrict__ data, long m0,
+                                        int td, unsigned pad, int wtid) {
+  const int p = wtid % WS_BM;
+  long m = m0 + p;
+  if (m >= M_TOTAL) m = M_TOTAL - 1; /* a pixel that exists; not stored */
+  const int ow = (int)(m % CT_OW);
+  const long m1 = m / CT_OW;
+  const int oh = (int)(m1 % CT_OH);
+  const long m2 = m1 / CT_OH;
+  const int od = (int)(m2 % CT_OD), n = (int)(m2 / CT_OD);
+  const int z = od * CT_STR_D - CT_PAD_D + td * CT_DIL_D;
+  const int y0 = oh * CT_STR_H - CT_PAD_H;
+  const int o = (ow * CT_STR_W - CT_PAD_W) * C_IN; /* the window row's first byte in its input row */
+  const int oal = ROW_ALIGNED ? floor4(o) * 4 : o, sh = 8 * (o - oal);
+  const bool zin = z >= 0 && z < CT_ID;
+  const unsigned char *plane = data + ((long)n * CT_ID + (zin ? z : 0)) * CT_IH * ROWW;
+  const unsigned padw = pad * 0x01010101u;
+  unsigned wv[ROWS_PER_THREAD][NWORDS + 1];
+  bool in[ROWS_PER_THREAD];
+#pragma unroll
+  for (int j = 0; j < ROWS_PER_THREAD; j++) {
+    const int r = wtid / WS_BM + j * (128 / WS_BM), y = y0 + r * CT_DIL_H;
+    in[j] = (!((WS_BM * CT_KH) % 128) || r < CT_KH) && zin && y >= 0 && y < CT_IH;
+    const unsigned char *row = plane + (long)(in[j] ? y : 0) * ROWW;
+#pragma unroll
+    for (int q = 0; q < NWORDS; q++) {
+      const int oq = oal + 4 * q;
+      if (ROW_ALIGNED) {
+        wv[j][q] = ldg_or((const unsigned *)(row + oq), in[j] && oq >= 0 && oq < ROWW, padw);
+      } else {
+        wv[j][q] = in[j] ? row_bytes_word(row, oq, pad) : padw;
+      }
+    }
+    wv[j][NWORDS] = 0;
+  }
+#pragma unroll
+  for (int j = 0; j < ROWS_PER_THREAD; j++) {
+    const int r = wtid / WS_BM + j * (128 / WS_BM);
+    if ((WS_BM * CT_KH) % 128 && r >= CT_KH) break;
+    /* the window row's words from its first byte; past the row, whatever
+     * (they meet zero weights), zero past the last word that holds some */
+#pragma unroll
+    for (int rs = 0; rs < RSTEPS; rs++)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        unsigned c[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const int k = 8 * rs + 4 * h + e, k0 = k < NWORDS ? k : NWORDS;
+          c[e] = 4 * k < ROW_BYTES
+                     ? __funnelshift_r(wv[j][k0], wv[j][k0 + 1 <= NWORDS ? k0 + 1 : NWORDS], sh)
+                     : 0u;
+        }
+        st_shared16(as + (r * RSTEPS + rs) * SLAB_A + km_off(p, h), c);
+      }
+  }
+}
+
+__device__ __forceinline__ void wgmma_ss(int *acc, unsigned long long a, unsigned long long b) {
+#if WS_BN == 64
+  wgmma_ss_n64(acc, a, b);
+#elif WS_BN == 128
+  wgmma_ss_n128(acc, a, b);
+#else
+  wgmma_ss_n256(acc, a, b);
+#endif
+}
+
+/* Zero the accumulators, every zero written before the next wgmma.fence
+ * (or ptxas serializes the first wgmmas around them). */
+__device__ __forceinline__ void zero_acc(int (&acc)[MI][WS_BN / 2]) {
+#pragma unroll
+  for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+    for (int i = 0; i < WS_BN / 2; i++) acc[mi][i] = 0;
+#pragma unroll
+  for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+    for (int i = 0; i < WS_BN / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
+}
+
+/* ---- the kernel ---------------------------------------------------------- */
+extern "C" __global__ void __launch_bounds__(THREADS, WS_MINB)
+    conv_wgmma_stem(const unsigned char *__restrict__ data, const unsigned char *__restrict__ weights,
+                    void *__restrict__ out, const int *__restrict__ params,
+                    const void *__restrict__ residual) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const unsigned raw = smem_addr(smem_raw), base = (raw + 1023u) & ~1023u;
+  const int tid = threadIdx.x, wg = tid >> 7, wtid = tid & 127;
+  const int n0 = blockIdx.y * WS_BN;
+  const unsigned abase = base + B_BYTES; /* the A buffers, first the raw weights */
+  pdl_wait_then_release(); /* nothing global before: the previous kernel may still run */
+#if CT_ZD
+  const unsigned pad = (unsigned)params[CTQ_PAD_WORD] & 0xffu;
+#else
+  const unsigned pad = 0;
+#endif
+  const q_head qh = load_head(params);
+  /* this warpgroup's channel table (8-bit output): the block's channels */
+  unsigned char *tab = smem_raw + (abase - raw) + SCRATCH_BYTES + wg * CHAN_TAB_BYTES;
+  if (CT_OUT != 0) chan_tab_fill(tab, params, qh, n0, wtid);
+  load_raw(smem_raw + (abase - raw), weights, n0);
+  __syncthreads();
+  make_b(base, smem_raw + (abase - raw), n0);
+  fence_proxy_async(); /* the weights' slabs, written by threads, read by wgmma */
+  __syncthreads();     /* and the raw bytes read before the A buffers overwrite them */
+
+  /* warpgroup wg of block b takes tiles b * warpgroups + wg, then on by
+   * every warpgroup of the grid; each tile in KD stages (depth taps) */
+  const long nwg = (long)gridDim.x * WS_WGS;
+  long tile = (long)blockIdx.x * WS_WGS + wg;
+  if (tile >= TILES_M) return;
+  const unsigned ab = abase + wg * (WS_ABUF * A_BUF);
+  int acc[MI][WS_BN / 2];
+  zero_acc(acc);
+  int buf = 0;
+  build_a(ab, data, tile * WS_BM, 0, pad, wtid);
+#pragma unroll 1
+  for (;;) {
+    /* the tile's stages: nothing but wgmma touches the accumulators in
+     * this loop, so that ptxas keeps the wgmmas asynchronous */
+    long ntile = tile + nwg;
+#pragma unroll 1
+    for (int td = 0; td < CT_KD; td++) {
+      fence_proxy_async(); /* this thread's A chunks, seen by wgmma */
+      wg_bar(wg);          /* ... and every thread's */
+      const unsigned as = ab + buf * A_BUF, bs = base + td * CK * SLAB_B;
+      wgmma_fence();
+#pragma unroll
+      for (int k = 0; k < CK; k++)
+#pragma unroll
+        for (int mi = 0; mi < MI; mi++)
+          wgmma_ss(acc[mi], km_desc(as + k * SLAB_A + mi * 64 * 32), km_desc(bs + k * SLAB_B));
+      wgmma_commit();
+      /* the next stage: this tile's next depth tap, or the next tile's first */
+      const bool inner = td + 1 < CT_KD;
+      if (WS_ABUF == 2 && (inner || ntile < TILES_M)) {
+        /* the other buffer, once the stage before this one has read it
+         * (every warp's wgmmas: the barrier) */
+        wgmma_wait<1>();
+        wg_bar(wg);
+        build_a(ab + (buf ^ 1) * A_BUF, data, inner ? tile * WS_BM : ntile * WS_BM,
+                inner ? td + 1 : 0, pad, wtid);
+        buf ^= 1;
+      }
+      if (WS_ABUF == 1 && inner) {
+        wgmma_wait<0>();
+        wg_bar(wg); /* every warp's wgmmas have read the buffer */
+        build_a(ab, data, tile * WS_BM, td + 1, pad, wtid);
+      }
+    }
+    wgmma_wait<0>();
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+      for (int i = 0; i < WS_BN / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
+    tile_epilogue(acc, tile * WS_BM, 0, blockIdx.y, 0, params, qh, tab, residual, out, wtid);
+    if (ntile >= TILES_M) break;
+    zero_acc(acc);
+    if (WS_ABUF == 1) {
+      wg_bar(wg); /* every warp's wgmmas have read the buffer */
+      build_a(ab, data, ntile * WS_BM, 0, pad, wtid);
+    }
+    tile = ntile;
+  }
+}
