@@ -240,8 +240,8 @@ static int cmd_list(db_args *a, db *d) {
   if (db_list(d, &rows, &n, &err)) return cli_fail(&a->cc, &err);
   cJSON *list = a->json ? cJSON_CreateArray() : NULL;
   if (!a->json)
-    printf("%-20s %-20s %10s %8s %7s %6s  %s\n", "device", "template", "best us", "TOPS", "trials",
-           "ok", "key");
+    printf("%-20s %-24s %10s %8s %7s %6s  %s\n", "device", "template", "best us", "TOPS", "trials",
+           "ok", "key"); /* 24: the longest template name, conv3d_ndhwc_wgmma_stem, whole */
   for (int i = 0; i < n; i++) {
     double tops = tops_of(rows[i].workload_key, rows[i].best_us);
     if (a->json) {
@@ -259,7 +259,7 @@ static int cmd_list(db_args *a, db *d) {
       cJSON_AddNumberToObject(o, "trials", rows[i].n_trials);
       cJSON_AddNumberToObject(o, "ok", rows[i].n_ok);
     } else {
-      printf("%-20.20s %-20.20s %10.2f %8.2f %7d %6d  %s\n", rows[i].device, rows[i].template_name,
+      printf("%-20.20s %-24s %10.2f %8.2f %7d %6d  %s\n", rows[i].device, rows[i].template_name,
              rows[i].best_us, tops, rows[i].n_trials, rows[i].n_ok, rows[i].workload_key);
     }
   }
