@@ -14,7 +14,9 @@
  * once, each looping over tiles, its consumer warpgroups sharing each
  * tile; 2: the same in ping-pong, the two consumer warpgroups taking
  * tiles of rows_per_wg rows in turn, so that one's epilogue overlaps the
- * other's mainloop).
+ * other's mainloop); with 8-bit output, out_stage (0: each thread stores
+ * its 4-byte pieces; 1: each warp stages its rows in shared memory and
+ * stores them as 16-byte chunks).
  *
  * What it runs (supports): layout nhwc / ndhwc, int8 weights, groups 1;
  * C a multiple of 16 (TMA's strides are 16-byte multiples: the stems run
@@ -51,9 +53,10 @@ static const int rows_per_wgs[] = {64, 128};
 static const int split_ks[] = {1, 2, 4, 8};
 static const int blocks_per_sms[] = {1, 2, 3};
 static const int persistents[] = {0, 1, 2};
+static const int out_stages[] = {0, 1};
 
 typedef struct nplan {
-  int bn, bk, stages, cwg, mw, split, minb, persist;
+  int bn, bk, stages, cwg, mw, split, minb, persist, ostage;
   long bm, m_total, tiles_m, tiles_n, threads, acc, regs, smem_bytes, kt, kt_split;
   long resident; /* blocks that fit the GPU at once (0: the SM count is unknown) */
   long blocks;   /* grid x: tiles_m, or for persistent blocks min(tiles, resident) */
@@ -109,7 +112,6 @@ static int supports3d(const ct_workload *w, char *why) {
 }
 
 static ct_status build_space(const ct_workload *w, space *s, ct_err *err) {
-  (void)w;
   ct_status st;
 #define CHOICE(name, v) \
   if ((st = space_add_choice(s, name, v, (int)(sizeof v / sizeof v[0]), err))) return st
@@ -121,6 +123,7 @@ static ct_status build_space(const ct_workload *w, space *s, ct_err *err) {
   CHOICE("split_k", split_ks);
   CHOICE("blocks_per_sm", blocks_per_sms);
   CHOICE("persistent", persistents);
+  if (w->out_type != CT_DTYPE_INT32) CHOICE("out_stage", out_stages);
 #undef CHOICE
   return CT_OK;
 }
@@ -137,6 +140,7 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   p->split = space_get(s, cfg, "split_k", 1);
   p->minb = space_get(s, cfg, "blocks_per_sm", 1);
   p->persist = space_get(s, cfg, "persistent", 0);
+  p->ostage = space_get(s, cfg, "out_stage", 0);
   p->bm = p->persist == 2 ? p->mw : (long)p->mw * p->cwg; /* ping-pong: a warpgroup's tile */
   p->m_total = g.n * g.out[0] * g.out[1] * g.out[2];
   p->tiles_m = ceil_div(p->m_total, p->bm);
@@ -149,8 +153,13 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
    * tables; 1024 bytes to align the swizzled stages (conv_wgmma_nhwc.cuh) */
   long pipe = (long)p->stages * (p->bm + p->bn) * p->bk;
   long red = p->split > 1 ? 128L * p->cwg * p->acc * 4 : 0;
-  /* 8-bit output: each consumer warpgroup's channel table (wgmma_epilogue.cuh) */
-  const long tab = w->out_type != CT_DTYPE_INT32 ? (long)p->cwg * p->bn * 24 : 0;
+  /* 8-bit output: each consumer warpgroup's channel table, with out_stage
+   * its 4 warps' slabs of 16 rows per m64 block (wgmma_epilogue.cuh) */
+  const long tab = w->out_type != CT_DTYPE_INT32
+                       ? p->cwg * ((long)p->bn * 24 + (p->ostage ? 4L * 16 * (p->mw / 64) *
+                                                                       (p->bn + 16)
+                                                                 : 0))
+                       : 0;
   p->smem_bytes =
       (pipe > red ? pipe : red) + 16L * p->stages + (p->persist == 2 ? 16 : 0) + tab + 1024;
   p->kt = g.ker[0] * g.ker[1] * g.ker[2] * ceil_div(g.c, p->bk);
@@ -243,6 +252,7 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   instance_opt(inst, "WG_SPLITK", p.split);
   instance_opt(inst, "WG_MINB", p.minb);
   instance_opt(inst, "WG_PERSIST", p.persist);
+  instance_opt(inst, "WG_OSTAGE", p.ostage);
   instance_opt(inst, "CT_THREADS", p.threads);
   instance_opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
   if (inst->n_options >= INSTANCE_MAX_OPTIONS)
@@ -311,14 +321,15 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
                       p.tiles_m, p.tiles_n,  p.kt + 1,   (double)p.tiles_m * p.tiles_n * p.split,
                       p.bm,      p.bn,       p.stages,   p.bk,
                       p.split,   p.kt_split, (double)p.tiles_m * p.bm / (double)p.m_total,
-                      p.minb,    p.persist + 1};
+                      p.minb,    p.persist + 1, p.ostage + 1};
   int n = (int)(sizeof v / sizeof v[0]);
   for (int i = 0; i < n && i < max; i++) out[i] = (float)log2(v[i]);
   return n < max ? n : max;
 }
 
 /* A default without tuning: two consumer warpgroups of 64 rows, 4 stages
- * of the widest block_k that C fills, the widest N tile that still gives
+ * of the widest block_k that C fills, 8-bit output staged, the widest N
+ * tile that still gives
  * every SM a block; then, where the grid leaves more than half the SMs
  * idle, the split-K that fills them. */
 static int preferred(const ct_workload *w, const space *s, const arch *a, config *out) {
@@ -339,7 +350,8 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
               template_set_choice(s, &c, "rows_per_wg", 64) &&
               template_set_choice(s, &c, "split_k", 1) &&
               template_set_choice(s, &c, "blocks_per_sm", 1) &&
-              template_set_choice(s, &c, "persistent", 0)))
+              template_set_choice(s, &c, "persistent", 0) &&
+              (space_find(s, "out_stage") < 0 || template_set_choice(s, &c, "out_stage", 1))))
           continue;
         if (!valid(w, s, &c, a, NULL)) continue;
         nplan p;

@@ -108,8 +108,8 @@ static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H +
 
 #include "wgmma_epilogue.cuh"
 
-/* after the barriers, 8-bit: each consumer warpgroup's channel table */
-#define SMEM_BYTES (DATA_BYTES + BAR_BYTES + WG_CWG * CHAN_TAB_BYTES + 1024)
+/* after the barriers, 8-bit: each consumer warpgroup's channel table and slabs */
+#define SMEM_BYTES (DATA_BYTES + BAR_BYTES + WG_CWG * EPI_WG_BYTES + 1024)
 
 static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the warpgroups");
 static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the stages");
@@ -216,9 +216,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
   const unsigned raw = smem_addr(smem_raw), stages = (raw + 1023u) & ~1023u;
   const int tid = threadIdx.x, wg = tid >> 7, ltid = tid & 127;
   const unsigned bars = stages + DATA_BYTES;
-  /* this consumer warpgroup's channel table (8-bit output) */
+  /* this consumer warpgroup's channel table and slabs (8-bit output) */
   unsigned char *tab = smem_raw + (stages - raw) + DATA_BYTES + BAR_BYTES +
-                       (wg > 0 ? wg - 1 : 0) * CHAN_TAB_BYTES;
+                       (wg > 0 ? wg - 1 : 0) * EPI_WG_BYTES;
   if (tid == 0) {
     /* fetch the maps' descriptors while the barriers are set up, before
      * griddepcontrol.wait: they are kernel parameters, not the previous

@@ -69,6 +69,7 @@ static_assert(CT_KR % 8 == 0, "the NHWC stores: K must be a multiple of 8");
 #define WG_BN WS_BN
 #define WG_SPLITK 1
 #define JPR (WG_BN / 8)
+#define WG_OSTAGE 0 /* the direct 8-bit stores */
 #define M_TOTAL ((long)CT_N * CT_OD * CT_OH * CT_OW)
 #define TILES_M ((M_TOTAL + WS_BM - 1) / WS_BM)
 /* shared memory: the weights (a slab of block_n rows x 32 bytes per k32

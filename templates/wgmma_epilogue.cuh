@@ -7,7 +7,8 @@
  * requantized to 8 bits (tc_common.cuh). The including kernel defines MI
  * (m64 blocks per warpgroup), WG_BN (the tile's channels), M_TOTAL
  * (output pixels), WG_SPLITK and JPR (split-K: the 8-channel groups per
- * rank; 1 and WG_BN / 8 without). Included after nhwc_store.cuh.
+ * rank; 1 and WG_BN / 8 without) and WG_OSTAGE (below). Included after
+ * nhwc_store.cuh.
  *
  * An 8-bit epilogue reads each channel's values from a table in shared
  * memory that its warpgroup fills when its tiles' channels change (once
@@ -15,8 +16,20 @@
  * requantization precomputed, as arrays (off, mult, shift, the fast
  * form's shift or -1 where it does not apply, its 64-bit addend), so that
  * a thread's channel pair is five conflict-free shared loads, where it
- * took global loads and the fast form's arithmetic per tile. The kernel
- * reserves CHAN_TAB_BYTES per consumer warpgroup, 16-byte aligned.
+ * took global loads and the fast form's arithmetic per tile.
+ *
+ * WG_OSTAGE 1 (8-bit output): each warp writes its rows' output bytes
+ * (16 x MI rows: 16w + g and + 8 of each m64 block) into a slab of shared
+ * memory of its own, two bytes per store and no lane trade, then stores
+ * the slab to the output as 16-byte chunks (8-byte where K % 16 != 0),
+ * consecutive lanes along a row. A warp's 4-byte stores of the direct form
+ * (0) write 16 bytes to each of 8 pixels; the slab's write whole rows,
+ * with a fifth of the instructions per byte (an 8-bit epilogue is bound by
+ * the integer pipes). Rows are padded by 16 bytes, so that the 8 rows of
+ * a store land in different banks.
+ *
+ * The kernel reserves EPI_WG_BYTES per consumer warpgroup, 16-byte
+ * aligned: the channel table (CHAN_TAB_BYTES), then the 4 warps' slabs.
  */
 #ifndef CT_TEMPLATES_WGMMA_EPILOGUE_CUH
 #define CT_TEMPLATES_WGMMA_EPILOGUE_CUH
@@ -26,6 +39,14 @@
 #else
 #define CHAN_TAB_BYTES 0
 #endif
+#if CT_OUT != 0 && WG_OSTAGE
+#define OST_ROW (WG_BN + 16)           /* a slab row: the tile's channels and the pad */
+#define OST_WARP_BYTES (16 * MI * OST_ROW) /* a warp's 16 rows of each m64 block */
+#else
+#define OST_WARP_BYTES 0
+#endif
+#define EPI_WG_BYTES (CHAN_TAB_BYTES + 4 * OST_WARP_BYTES)
+static_assert(WG_OSTAGE == 0 || WG_OSTAGE == 1, "out_stage: 0 or 1");
 
 /* The table of channels n0 .. n0 + WG_BN - 1 (those past K read channel 0:
  * in range, never stored), by the 128 threads of a warpgroup (ltid); the
@@ -42,7 +63,9 @@ __device__ __forceinline__ void chan_tab_fill(unsigned char *tab, const int *__r
   }
 }
 
-/* The table's channels i and i + 1 (i even) as load_chan gives them. */
+/* The table's channels i and i + 1 (i even) as load_chan gives them, but
+ * for the fast form's shift where it does not apply: -1, not a shift (no
+ * mask per element: only the fast form, where ok, reads it). */
 __device__ __forceinline__ void chan_tab_pair(const unsigned char *tab, int i, q_chan &c0,
                                               q_chan &c1) {
   const int *off = (const int *)tab, *mult = off + WG_BN, *shift = mult + WG_BN, *fsh = shift + WG_BN;
@@ -52,17 +75,52 @@ __device__ __forceinline__ void chan_tab_pair(const unsigned char *tab, int i, q
   const longlong2 a = *(const longlong2 *)(add + i);
   c0.off = o.x, c0.zw = 0, c0.mult = m.x, c0.shift = s.x;
   c1.off = o.y, c1.zw = 0, c1.mult = m.y, c1.shift = s.y;
-  c0.f.add = a.x, c0.f.m = m.x, c0.f.sh = f.x & 31, c0.f.ok = f.x >= 0;
-  c1.f.add = a.y, c1.f.m = m.y, c1.f.sh = f.y & 31, c1.f.ok = f.y >= 0;
+  c0.f.add = a.x, c0.f.m = m.x, c0.f.sh = f.x, c0.f.ok = f.x >= 0;
+  c1.f.add = a.y, c1.f.m = m.y, c1.f.sh = f.y, c1.f.ok = f.y >= 0;
 }
+
+#if OST_WARP_BYTES
+/* out_stage 1: a warp's slab (its 16 x MI rows, rank's channels) to the
+ * output; slab row r is pixel m0 + row0 + 16 * warp + 64 (r / 16) + r % 16.
+ * Each store instruction covers 32 / NC whole rows, lane l at row l / NC
+ * and chunk l % NC, so that a lane's pixel and channel move by constants
+ * from one store to the next (immediate offsets), and the slab is read
+ * outside the bounds checks (only the stores are predicated). */
+__device__ __forceinline__ void slab_store(const unsigned char *slab, long m0, int row0, int warp,
+                                           int tile_n, unsigned rank, unsigned char *out,
+                                           int lane) {
+  constexpr int CH = CT_KR % 16 == 0 ? 16 : 8; /* bytes per store: K % 8 == 0 */
+  constexpr int NC = JPR * 8 / CH;             /* chunks per row of rank's channels: 1 to 32 */
+  constexpr int RPI = 32 / NC;                 /* rows per store instruction */
+  constexpr int ROWS = 16 * MI;
+  static_assert(NC >= 1 && 32 % NC == 0, "slab_store: a row's chunks must divide the warp");
+  const int l = lane / NC, c = (int)rank * JPR * 8 + (lane % NC) * CH;
+  const int k = tile_n * WG_BN + c;
+  const long mw = m0 + row0 + 16 * warp;
+  const bool okk = k < CT_KR; /* K % CH == 0 or CH == 8: a chunk is whole or absent */
+#pragma unroll
+  for (int r0 = 0; r0 < ROWS; r0 += RPI) {
+    const int r = r0 + l; /* RPI <= 16 keeps a store's rows in one m64 block */
+    const long m = mw + (RPI <= 16 ? (r0 >> 4) * 64 + (r0 & 15) + l : (r >> 4) * 64 + (r & 15));
+    const bool ok = (ROWS % RPI == 0 || r < ROWS) && okk && m < M_TOTAL;
+    if (CH == 16) {
+      const uint4 v = *(const uint4 *)(slab + (ROWS % RPI == 0 || r < ROWS ? r : 0) * OST_ROW + c);
+      if (ok) *(uint4 *)(out + m * CT_KR + k) = v;
+    } else {
+      const uint2 v = *(const uint2 *)(slab + (ROWS % RPI == 0 || r < ROWS ? r : 0) * OST_ROW + c);
+      if (ok) *(uint2 *)(out + m * CT_KR + k) = v;
+    }
+  }
+}
+#endif
 
 /* The tile at (m0, tile_n) from this consumer warpgroup's accumulators,
  * its rows from row0; with split_k, rank's groups only; 8-bit: tab holds
- * the channels of tile_n (chan_tab_fill). */
+ * the channels of tile_n (chan_tab_fill), then the warps' slabs. */
 __device__ __forceinline__ void tile_epilogue(const int (&acc)[MI][WG_BN / 2], long m0, int row0,
                                               int tile_n, unsigned rank,
                                               const int *__restrict__ params, const q_head &qh,
-                                              const unsigned char *tab,
+                                              unsigned char *tab,
                                               const void *__restrict__ residual,
                                               void *__restrict__ out, int ltid) {
   (void)rank, (void)tab;
@@ -108,6 +166,11 @@ __device__ __forceinline__ void tile_epilogue(const int (&acc)[MI][WG_BN / 2], l
    * (quant.cuh). */
   (void)params;
   const unsigned char *res = (const unsigned char *)residual;
+#if OST_WARP_BYTES
+  /* this thread's bytes in its warp's slab: row g of each m64 block, channel 2t of each group */
+  unsigned char *const slab = tab + CHAN_TAB_BYTES + warp * OST_WARP_BYTES;
+  unsigned char *const mine = slab + g * OST_ROW + 2 * t;
+#endif
 #pragma unroll
   for (int jp = 0; jp < WG_BN / 16; jp++) {
     if (WG_SPLITK > 1 && (2 * jp) / JPR != (int)rank) continue; /* another rank's groups */
@@ -151,10 +214,25 @@ __device__ __forceinline__ void tile_epilogue(const int (&acc)[MI][WG_BN / 2], l
           for (int h = 0; h < 2; h++)
             r8[q][h] = requant2<false>(qh, c[q][0], c[q][1], v[q][2 * h], v[q][2 * h + 1], rs[q][h]);
       }
+#if OST_WARP_BYTES
+      (void)ks, (void)okk, (void)odd;
+#pragma unroll
+      for (int q = 0; q < 2; q++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+          *(unsigned short *)(mine + (16 * mi + 8 * h) * OST_ROW + (2 * jp + q) * 8) =
+              (unsigned short)r8[q][h];
+#else
       unsigned char *const o8 = (unsigned char *)out + ks;
       store_pair_nhwc(o8 + ma * CT_KR, o8 + mb * CT_KR, r8, odd, okk && oka, okk && okb);
+#endif
     }
   }
+#if OST_WARP_BYTES
+  __syncwarp(); /* the slab is whole */
+  slab_store(slab, m0, row0, warp, tile_n, rank, (unsigned char *)out, lane);
+  __syncwarp(); /* read before the next tile writes it */
+#endif
 #endif
 }
 

@@ -9,12 +9,18 @@
  * in 3D 3x3x3, 1x1x1, 3x1x1 and the (3,7,7) stem. Without a GPU it exits 77
  * (skipped). The number of configs per workload is the first argument
  * (default 30: at least 200 per template).
+ *
+ * The channels-last wgmma templates also run with 8-bit output (case
+ * nhwc8): requantized in the kernel (bias, per-channel scales and a
+ * residual to int8, or bias and a per-tensor scale to uint8, the values
+ * from quant_random), compared byte for byte with reference_qconv.
  */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/quant.h"
 #include "core/reference.h"
 #include "core/rng.h"
 #include "gpu/device.h"
@@ -24,6 +30,8 @@
 
 static int per_workload = 30;
 static device dev;
+/* 1: run_shape requantizes to 8 bits (int8 or uint8, alternating by workload) */
+static int out8;
 
 static const shape shapes2d[] = {
     {"3x3 s1 p1",
@@ -353,22 +361,56 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
   ct_workload w;
   shape_workload(sh, &w);
   w.layout = tpl->layout; /* nchw4c, or nhwc for the channels-last templates */
+  const int u8 = out8 && *tried / per_workload % 2; /* every other workload: uint8 out */
+  if (out8) {
+    w.out_type = u8 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
+    w.epi.bias = 1;
+    w.epi.scale = u8 ? CT_SCALE_TENSOR : CT_SCALE_CHANNEL;
+    w.epi.residual = !u8;
+  }
   ct_err err = {0};
   ck_assert_msg(workload_validate(&w, &err) == CT_OK, "%s: %s", sh->name, err.msg);
   size_t nd = workload_data_elems(&w), nw = workload_weight_elems(&w), no = workload_out_elems(&w);
+  const size_t ob = out8 ? no : no * 4; /* output bytes */
   int8_t *data = malloc(nd), *weights = malloc(nw);
+  uint8_t *res = malloc(no);
   int32_t *want = malloc(no * 4), *got = malloc(no * 4);
-  ck_assert(data && weights && want && got);
+  ck_assert(data && weights && res && want && got);
   for (size_t i = 0; i < nd; i++) data[i] = (int8_t)rng_next(r);
   for (size_t i = 0; i < nw; i++) weights[i] = (int8_t)rng_next(r);
-  ck_assert_int_eq(reference_conv(&w, data, weights, want, &err), CT_OK);
+  for (size_t i = 0; i < no; i++) res[i] = (uint8_t)rng_next(r);
+  int32_t *params = NULL;
+  quant_store qs = {0};
+  if (out8) {
+    int32_t *sums = malloc(sizeof(int32_t) * (size_t)w.k);
+    params = malloc(quant_params_words(&w) * 4);
+    ck_assert(sums && params);
+    ck_assert_msg(quant_random(&w, rng_next(r), &qs, &err) == CT_OK, "%s", err.msg);
+    quant_weight_sums(&w, weights, sums);
+    ck_assert_msg(quant_params(&w, &qs.q, sums, params, &err) == CT_OK, "%s", err.msg);
+    ck_assert_msg(reference_qconv(&w, &qs.q, data, weights, w.epi.residual ? res : NULL, want,
+                                  &err) == CT_OK,
+                  "%s: %s", sh->name, err.msg);
+    free(sums);
+  } else {
+    ck_assert_int_eq(reference_conv(&w, data, weights, want, &err), CT_OK);
+  }
 
-  void *d_data = NULL, *d_weights = NULL, *d_out = NULL;
+  void *d_data = NULL, *d_weights = NULL, *d_out = NULL, *d_params = NULL, *d_res = NULL;
   ck_assert_int_eq(cudaMalloc(&d_data, nd), cudaSuccess);
   ck_assert_int_eq(cudaMalloc(&d_weights, nw), cudaSuccess);
-  ck_assert_int_eq(cudaMalloc(&d_out, no * 4), cudaSuccess);
+  ck_assert_int_eq(cudaMalloc(&d_out, ob), cudaSuccess);
   ck_assert_int_eq(cudaMemcpy(d_data, data, nd, cudaMemcpyHostToDevice), cudaSuccess);
   ck_assert_int_eq(cudaMemcpy(d_weights, weights, nw, cudaMemcpyHostToDevice), cudaSuccess);
+  if (out8) {
+    const size_t pb = quant_params_words(&w) * 4;
+    ck_assert_int_eq(cudaMalloc(&d_params, pb), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(d_params, params, pb, cudaMemcpyHostToDevice), cudaSuccess);
+    if (w.epi.residual) {
+      ck_assert_int_eq(cudaMalloc(&d_res, no), cudaSuccess);
+      ck_assert_int_eq(cudaMemcpy(d_res, res, no, cudaMemcpyHostToDevice), cudaSuccess);
+    }
+  }
 
   space sp;
   ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
@@ -401,20 +443,26 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
       continue;
     }
     /* poison: every element must be written */
-    ck_assert_int_eq(cudaMemset(d_out, 0xA5, no * 4), cudaSuccess);
-    if (kernel_launch(&k, &inst, &(kernel_io){d_data, d_weights, d_out, NULL, NULL}, 0, &err)) {
+    ck_assert_int_eq(cudaMemset(d_out, 0xA5, ob), cudaSuccess);
+    if (kernel_launch(&k, &inst, &(kernel_io){d_data, d_weights, d_out, d_params, d_res}, 0,
+                      &err)) {
       fprintf(stderr, "FAIL %s [%s] %s: %s\n", tpl->name, sh->name, text, err.msg);
     } else {
       cudaError_t e = cudaDeviceSynchronize();
       ck_assert_msg(e == cudaSuccess, "%s [%s] %s: %s", tpl->name, sh->name, text,
                     cudaGetErrorString(e));
-      ck_assert_int_eq(cudaMemcpy(got, d_out, no * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+      ck_assert_int_eq(cudaMemcpy(got, d_out, ob, cudaMemcpyDeviceToHost), cudaSuccess);
       size_t bad = 0, first = 0;
-      for (size_t j = 0; j < no; j++)
-        if (got[j] != want[j] && bad++ == 0) first = j;
+      for (size_t j = 0; j < no; j++) {
+        const int gv = out8 ? ((uint8_t *)got)[j] : got[j];
+        const int wv = out8 ? ((uint8_t *)want)[j] : want[j];
+        if (gv != wv && bad++ == 0) first = j;
+      }
       if (bad)
-        fprintf(stderr, "FAIL %s [%s] %s: %zu of %zu wrong, first at %zu: %d, want %d\n", tpl->name,
-                sh->name, text, bad, no, first, got[first], want[first]);
+        fprintf(stderr, "FAIL %s [%s%s] %s: %zu of %zu wrong, first at %zu: %d, want %d\n",
+                tpl->name, sh->name, out8 ? (u8 ? ", uint8 out" : ", int8 out") : "", text, bad,
+                no, first, out8 ? ((uint8_t *)got)[first] : got[first],
+                out8 ? ((uint8_t *)want)[first] : want[first]);
       else
         exact++;
     }
@@ -425,8 +473,13 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
   cudaFree(d_data);
   cudaFree(d_weights);
   cudaFree(d_out);
+  cudaFree(d_params);
+  cudaFree(d_res);
+  if (out8) quant_store_free(&qs);
+  free(params);
   free(data);
   free(weights);
+  free(res);
   free(want);
   free(got);
   return exact;
@@ -441,8 +494,9 @@ static void run_template(const char *name, const shape *shapes, int n_shapes, co
   int tried = 0, exact = 0;
   for (int i = 0; i < n_shapes; i++) exact += run_shape(tpl, &shapes[i], &r, &tried);
   for (int i = 0; i < n_more; i++) exact += run_shape(tpl, &more[i], &r, &tried);
-  printf("%s: %d of %d random valid configs exact over %d workloads on %s (%s)\n", name, exact,
-         tried, n_shapes + n_more, dev.name, dev.arch.name);
+  printf("%s: %d of %d random valid configs exact over %d workloads on %s (%s)%s\n", name, exact,
+         tried, n_shapes + n_more, dev.name, dev.arch.name,
+         out8 ? ", 8-bit output (int8 and uint8)" : "");
   fflush(stdout);
   ck_assert_int_eq(exact, tried);
 }
@@ -490,6 +544,21 @@ END_TEST
 
 START_TEST(conv3d_ndhwc_wgmma_configs_match_the_reference) {
   run_wgmma("conv3d_ndhwc_wgmma", nh3d, sizeof nh3d / sizeof nh3d[0]);
+}
+END_TEST
+
+/* The same with 8-bit output: the requantizing epilogues, both out_stage forms. */
+START_TEST(conv2d_nhwc_wgmma_int8_configs_match_the_reference) {
+  out8 = 1;
+  run_wgmma("conv2d_nhwc_wgmma", nh2d, sizeof nh2d / sizeof nh2d[0]);
+  out8 = 0;
+}
+END_TEST
+
+START_TEST(conv3d_ndhwc_wgmma_int8_configs_match_the_reference) {
+  out8 = 1;
+  run_wgmma("conv3d_ndhwc_wgmma", nh3d, sizeof nh3d / sizeof nh3d[0]);
+  out8 = 0;
 }
 END_TEST
 
@@ -552,6 +621,12 @@ int main(int argc, char **argv) {
   tcase_add_test(nh, conv2d_nhwc_mma_configs_match_the_reference);
   tcase_add_test(nh, conv3d_ndhwc_mma_configs_match_the_reference);
   suite_add_tcase(s, nh);
+  /* CK_RUN_CASE=nhwc8: the channels-last wgmma templates with 8-bit output */
+  TCase *n8 = tcase_create("nhwc8");
+  tcase_set_timeout(n8, 1200);
+  tcase_add_test(n8, conv2d_nhwc_wgmma_int8_configs_match_the_reference);
+  tcase_add_test(n8, conv3d_ndhwc_wgmma_int8_configs_match_the_reference);
+  suite_add_tcase(s, n8);
   /* CK_RUN_CASE=stem: the channels-last wgmma stem templates alone */
   TCase *st = tcase_create("stem");
   tcase_set_timeout(st, 1200);

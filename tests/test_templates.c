@@ -462,6 +462,56 @@ START_TEST(nhwc_instances_carry_an_im2col_and_a_tiled_tensor_map) {
 }
 END_TEST
 
+/* out_stage, on the same layer requantized to int8 (bias, per-channel
+ * scales): the knob exists only with 8-bit output; staged, each consumer
+ * warpgroup reserves its channel table (block_n x 24 bytes) and 4 warps'
+ * slabs of 16 rows per m64 block, each row block_n + 16 bytes; both forms
+ * compile without serialized wgmmas, and the default stages. */
+START_TEST(nhwc_out_stage_exists_with_8_bit_output_only) {
+  const template_desc *tpl = template_find("conv2d_nhwc_wgmma");
+  ct_workload w;
+  nhwc_l3_3x3_256(&w);
+  space sp;
+  ct_err err = {0};
+  ck_assert_int_eq(template_space(tpl, &w, &sp, &err), CT_OK);
+  ck_assert_int_lt(space_find(&sp, "out_stage"), 0);
+  space_free(&sp);
+  w.out_type = CT_DTYPE_INT8;
+  w.epi.bias = 1;
+  w.epi.scale = CT_SCALE_CHANNEL;
+  ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_ge(space_find(&sp, "out_stage"), 0);
+  arch a;
+  arch_from_name("sm_90", &a, NULL);
+  a.sm_count = 132;
+  config dflt;
+  ck_assert(tpl->preferred(&w, &sp, &a, &dflt));
+  ck_assert_int_eq(space_get(&sp, &dflt, "out_stage", -1), 1);
+  for (int st = 0; st < 2; st++) {
+    char text[256];
+    snprintf(text, sizeof text,
+             "{\"block_n\":128,\"block_k\":128,\"stages\":3,\"warpgroups\":2,"
+             "\"rows_per_wg\":128,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":2,"
+             "\"out_stage\":%d}",
+             st);
+    config c;
+    config_of(&sp, text, &c);
+    char why[TEMPLATE_WHY_MAX];
+    ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
+    instance inst;
+    ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
+    const long tab = 2 * (128 * 24 + (st ? 4 * 16 * 2 * (128 + 16) : 0));
+    /* ping-pong: a tile is one warpgroup's 128 rows; two turn barriers */
+    ck_assert_uint_eq(inst.smem_bytes, 3 * (128 + 128) * 128 + 16 * 3 + 16 + tab + 1024);
+    cubin cb;
+    ck_assert_msg(nvrtc_compile(&inst, &a, &cb, &err) == CT_OK, "%s\n%s", err.msg, cb.log);
+    ck_assert_msg(!strstr(cb.log, "C75"), "%s", cb.log);
+    cubin_free(&cb);
+  }
+  space_free(&sp);
+}
+END_TEST
+
 /* The persistent schedules of the channels-last wgmma template, on
  * ResNet-50's l3_3x3_256 at batch 16 (3136 output pixels, K 256):
  *   - cooperative (1), 2 x 64 rows, block_n 128: 25 x 2 tiles on as many
@@ -859,6 +909,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, wgmma_split_k_is_a_cluster_along_z);
   tcase_add_test(tc, nhwc_instances_carry_an_im2col_and_a_tiled_tensor_map);
   tcase_add_test(tc, nhwc_persistent_blocks_loop_over_tiles);
+  tcase_add_test(tc, nhwc_out_stage_exists_with_8_bit_output_only);
   tcase_add_test(tc, nhwc_mma_stages_window_rows);
   tcase_add_test(tc, nhwc_wgmma_stem_stages_a_depth_tap);
   tcase_add_test(tc, random_valid_configs_compile_conv2d);
