@@ -29,7 +29,8 @@
  * consumers keep one wgmma group in flight. Each consumer warpgroup owns
  * rows_per_wg (64 or 128: one or two m64 wgmmas per k32 step) rows of the
  * tile. split_k splits the stages over a cluster along grid z, which meets
- * in distributed shared memory as in conv_wgmma.cuh.
+ * in distributed shared memory: 16-byte groups of partial sums, each rank
+ * adding its share of the groups with its rank a compile-time constant.
  *
  * The epilogue (wgmma_epilogue.cuh) stores 4 channels of one pixel per
  * thread and store (lanes trade accumulator pairs) to the NHWC output:
@@ -195,6 +196,45 @@ __device__ __forceinline__ void consume(unsigned stages, unsigned bars, int it, 
   }
 }
 
+#if WG_SPLITK > 1
+/* 16 bytes of block rank's shared memory at this block's address addr. */
+__device__ __forceinline__ uint4 cluster_load4(unsigned addr) {
+  uint4 v;
+  asm volatile("ld.shared::cluster.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+
+/* split-K's meeting for rank R: add the other ranks' partial sums of the
+ * groups j (4 words of each m64 block) with j / JPR == R to acc. base:
+ * this thread's first 16 bytes of the partial sums, a local address. */
+template <int R>
+__device__ __forceinline__ void split_meet(int (&acc)[MI][WG_BN / 2], unsigned base) {
+  unsigned at[WG_SPLITK - 1];
+#pragma unroll
+  for (int q = 1; q < WG_SPLITK; q++) at[q - 1] = cluster_map(base, (R + q) % WG_SPLITK);
+#pragma unroll
+  for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+    for (int jj = 0; jj < JPR; jj++) {
+      const int j = R * JPR + jj;
+      uint4 v[WG_SPLITK - 1];
+#pragma unroll
+      for (int q = 0; q < WG_SPLITK - 1; q++)
+        v[q] = cluster_load4(at[q] + 16u * (mi * (WG_BN / 8) + j) * CTHREADS);
+#pragma unroll
+      for (int q = 0; q < WG_SPLITK - 1; q++) {
+        acc[mi][4 * j] = (int)((unsigned)acc[mi][4 * j] + v[q].x);
+        acc[mi][4 * j + 1] = (int)((unsigned)acc[mi][4 * j + 1] + v[q].y);
+        acc[mi][4 * j + 2] = (int)((unsigned)acc[mi][4 * j + 2] + v[q].z);
+        acc[mi][4 * j + 3] = (int)((unsigned)acc[mi][4 * j + 3] + v[q].w);
+      }
+    }
+}
+#endif
+
 /* The 128 threads of consumer warpgroup wg (1 or 2): barriers 3 and 4
  * (split-K's is 1). */
 __device__ __forceinline__ void cwg_bar(int wg) {
@@ -339,35 +379,35 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
   }
 
 #if WG_SPLITK > 1
-  /* The cluster's partial sums meet in distributed shared memory (as in
-   * conv_wgmma.cuh): each block leaves its accumulators in its pipeline
-   * memory, then rank r adds the others' groups j (8 channels) with
-   * j / JPR == r to its own and stores those. */
+  /* The cluster's partial sums meet in distributed shared memory: each
+   * block leaves its accumulators in its pipeline memory, 16 bytes (one
+   * group j of 4 words) per thread and group, then rank r adds the others'
+   * groups j with j / JPR == r to its own and stores those. */
   const unsigned rank = cluster_rank();
   const int ct = tid - 128;
-  int *red = (int *)(smem_raw + (stages - raw));
+  int4 *red = (int4 *)(smem_raw + (stages - raw));
   if (wg > 0) {
     asm volatile("bar.sync 1, %0;\n" ::"n"(CTHREADS) : "memory");
 #pragma unroll
     for (int mi = 0; mi < MI; mi++)
 #pragma unroll
-      for (int i = 0; i < WG_BN / 2; i++) red[(mi * (WG_BN / 2) + i) * CTHREADS + ct] = acc[mi][i];
+      for (int j = 0; j < WG_BN / 8; j++)
+        red[(mi * (WG_BN / 8) + j) * CTHREADS + ct] =
+            make_int4(acc[mi][4 * j], acc[mi][4 * j + 1], acc[mi][4 * j + 2], acc[mi][4 * j + 3]);
   }
   cluster_sync();
   if (wg > 0) {
-#pragma unroll 1
-    for (unsigned q = 1; q < WG_SPLITK; q++) {
-      const unsigned base = cluster_map(smem_addr(red), (rank + q) % WG_SPLITK) + 4u * ct;
-#pragma unroll
-      for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-        for (int j = 0; j < WG_BN / 8; j++)
-          if (j / JPR == (int)rank)
-#pragma unroll
-            for (int l = 0; l < 4; l++)
-              acc[mi][4 * j + l] =
-                  (int)((unsigned)acc[mi][4 * j + l] +
-                        cluster_load(base + 4u * (mi * (WG_BN / 2) + 4 * j + l) * CTHREADS));
+    const unsigned base = smem_addr(red) + 16u * ct;
+    /* the rank as a constant in each case, so that the groups it adds are
+     * registers known at compile time and its loads run without branches */
+    switch (rank) {
+#define SPLIT_MEET(r) \
+  case r:             \
+    if (r < WG_SPLITK) split_meet<r % WG_SPLITK>(acc, base); \
+    break;
+      SPLIT_MEET(0) SPLIT_MEET(1) SPLIT_MEET(2) SPLIT_MEET(3)
+      SPLIT_MEET(4) SPLIT_MEET(5) SPLIT_MEET(6) SPLIT_MEET(7)
+#undef SPLIT_MEET
     }
   }
   cluster_sync();

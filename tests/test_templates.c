@@ -462,6 +462,52 @@ START_TEST(nhwc_instances_carry_an_im2col_and_a_tiled_tensor_map) {
 }
 END_TEST
 
+/* split_k on the channels-last template, ResNet-50's l3_3x3_256 at batch
+ * 16 (18 stages of 128 channels): a cluster along grid z, the shared memory
+ * the larger of the stages and the partial sums (consumer threads x
+ * accumulators x 4 bytes); one and two m64 blocks per warpgroup, block_n
+ * 128 and 256, 2 and 4 ranks: each compiles without wgmma serialization. */
+START_TEST(nhwc_split_k_meets_in_a_cluster) {
+  const template_desc *tpl = template_find("conv2d_nhwc_wgmma");
+  ct_workload w;
+  nhwc_l3_3x3_256(&w);
+  space sp;
+  ct_err err = {0};
+  ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
+  arch a;
+  arch_from_name("sm_90", &a, NULL);
+  a.sm_count = 132;
+  struct {
+    int bn, wg, mw, split;
+  } cases[] = {{128, 1, 64, 2}, {128, 1, 64, 4}, {256, 2, 64, 2}, {128, 2, 128, 4}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char text[320], why[TEMPLATE_WHY_MAX];
+    snprintf(text, sizeof text,
+             "{\"block_n\":%d,\"block_k\":128,\"stages\":4,\"warpgroups\":%d,"
+             "\"rows_per_wg\":%d,\"split_k\":%d,\"blocks_per_sm\":1,\"persistent\":0}",
+             cases[i].bn, cases[i].wg, cases[i].mw, cases[i].split);
+    config c;
+    config_of(&sp, text, &c);
+    ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s: %s", text, why);
+    instance inst;
+    ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
+    const long bm = (long)cases[i].wg * cases[i].mw;
+    ck_assert_uint_eq(inst.grid[0], (16 * 14 * 14 + bm - 1) / bm);
+    ck_assert_uint_eq(inst.grid[1], 256 / cases[i].bn);
+    ck_assert_uint_eq(inst.grid[2], cases[i].split);
+    const long pipe = 4L * (bm + cases[i].bn) * 128;
+    const long red = 128L * cases[i].wg * (cases[i].mw / 64) * (cases[i].bn / 2) * 4;
+    ck_assert_uint_eq(inst.smem_bytes, (pipe > red ? pipe : red) + 16 * 4 + 1024);
+    cubin cb;
+    ck_assert_msg(nvrtc_compile(&inst, &a, &cb, &err) == CT_OK, "%s: %s\n%s", text, err.msg,
+                  cb.log);
+    ck_assert_msg(!cb.log || !strstr(cb.log, "C75"), "%s:\n%s", text, cb.log);
+    cubin_free(&cb);
+  }
+  space_free(&sp);
+}
+END_TEST
+
 /* out_stage, on the same layer requantized to int8 (bias, per-channel
  * scales): the knob exists only with 8-bit output; staged, each consumer
  * warpgroup reserves its channel table (block_n x 24 bytes) and 4 warps'
@@ -908,6 +954,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, a_point_that_slips_through_fails_to_compile_with_a_clear_log);
   tcase_add_test(tc, wgmma_split_k_is_a_cluster_along_z);
   tcase_add_test(tc, nhwc_instances_carry_an_im2col_and_a_tiled_tensor_map);
+  tcase_add_test(tc, nhwc_split_k_meets_in_a_cluster);
   tcase_add_test(tc, nhwc_persistent_blocks_loop_over_tiles);
   tcase_add_test(tc, nhwc_out_stage_exists_with_8_bit_output_only);
   tcase_add_test(tc, nhwc_mma_stages_window_rows);
