@@ -158,9 +158,9 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
     return template_fail(why, "block_n %ld for %ld channels: half the tile would be padding", p.bn,
                          g.k);
   if ((p.bn / 8) % p.split)
-    return template_fail(why, "split_k %d does not divide block_n / 8 = %d", p.split, p.bn / 8);
+    return template_fail(why, "split_k %ld does not divide block_n / 8 = %ld", p.split, p.bn / 8);
   if ((p.split - 1) * p.kt_split >= p.kt)
-    return template_fail(why, "split_k %d over %ld stages of the reduction leaves a split empty",
+    return template_fail(why, "split_k %ld over %ld stages of the reduction leaves a split empty",
                          p.split, p.kt);
   if (p.threads > a->max_threads_per_block)
     return template_fail(why, "%ld threads per block; at most %ld", p.threads,

@@ -5,7 +5,9 @@
  * mode, the weights tiled), the features for the cost model and a default.
  *
  * Knobs: block_n (64, 128, 256: wgmma's N), block_k (bytes of the
- * reduction per stage: 32, 64, 128, also the swizzle span), stages,
+ * reduction per slice: 32, 64, 128, also the swizzle span), k_slices
+ * (1 to 4 slices per stage: one barrier round trip and one wgmma group per
+ * stage, whatever its size), stages,
  * warpgroups (consumer warpgroups), rows_per_wg (64 or 128 rows per
  * consumer warpgroup: block_m = warpgroups x rows_per_wg), split_k (the
  * blocks of a cluster that share a tile's reduction), blocks_per_sm (1
@@ -29,7 +31,8 @@
  * Validity, before any compile: exactly sm_90 (sm_90a); accumulators
  * (rows_per_wg / 64 x block_n / 2 per consumer thread, at most 128) within
  * the registers; shared memory within the opt-in limit; tiles not larger
- * than twice what the layer has; split_k leaving each rank pairs of
+ * than twice what the layer has; k_slices dividing the reduction's slices
+ * (taps x ceil(C / block_k)); split_k leaving each rank pairs of
  * 8-channel groups (the stores pair them) and giving every split a stage;
  * blocks_per_sm blocks fitting an SM's registers, shared memory, threads;
  * persistent with split_k 1, ping-pong with two consumer warpgroups, and
@@ -48,6 +51,7 @@
 static const int block_ns[] = {64, 128, 256};
 static const int block_ks[] = {32, 64, 128};
 static const int stage_counts[] = {2, 3, 4, 5, 6, 8};
+static const int k_slice_counts[] = {1, 2, 3, 4};
 static const int warpgroups[] = {1, 2};
 static const int rows_per_wgs[] = {64, 128};
 static const int split_ks[] = {1, 2, 4, 8};
@@ -56,8 +60,9 @@ static const int persistents[] = {0, 1, 2};
 static const int out_stages[] = {0, 1};
 
 typedef struct nplan {
-  int bn, bk, stages, cwg, mw, split, minb, persist, ostage;
+  int bn, bk, ks, stages, cwg, mw, split, minb, persist, ostage;
   long bm, m_total, tiles_m, tiles_n, threads, acc, regs, smem_bytes, kt, kt_split;
+  long slices; /* block_k slices of the reduction: taps x ceil(C / block_k) */
   long resident; /* blocks that fit the GPU at once (0: the SM count is unknown) */
   long blocks;   /* grid x: tiles_m, or for persistent blocks min(tiles, resident) */
 } nplan;
@@ -117,6 +122,7 @@ static ct_status build_space(const ct_workload *w, space *s, ct_err *err) {
   if ((st = space_add_choice(s, name, v, (int)(sizeof v / sizeof v[0]), err))) return st
   CHOICE("block_n", block_ns);
   CHOICE("block_k", block_ks);
+  CHOICE("k_slices", k_slice_counts);
   CHOICE("stages", stage_counts);
   CHOICE("warpgroups", warpgroups);
   CHOICE("rows_per_wg", rows_per_wgs);
@@ -134,6 +140,7 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   workload_geom(w, &g);
   p->bn = space_get(s, cfg, "block_n", 128);
   p->bk = space_get(s, cfg, "block_k", 128);
+  p->ks = space_get(s, cfg, "k_slices", 1);
   p->stages = space_get(s, cfg, "stages", 4);
   p->cwg = space_get(s, cfg, "warpgroups", 2);
   p->mw = space_get(s, cfg, "rows_per_wg", 64);
@@ -151,7 +158,7 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   /* the stages, or the partial sums of split-K where they are larger; the
    * barriers (ping-pong: two more, the warpgroups' turns); the channel
    * tables; 1024 bytes to align the swizzled stages (conv_wgmma_nhwc.cuh) */
-  long pipe = (long)p->stages * (p->bm + p->bn) * p->bk;
+  long pipe = (long)p->stages * p->ks * (p->bm + p->bn) * p->bk;
   long red = p->split > 1 ? 128L * p->cwg * p->acc * 4 : 0;
   /* 8-bit output: each consumer warpgroup's channel table, with out_stage
    * its 4 warps' slabs of 16 rows per m64 block (wgmma_epilogue.cuh) */
@@ -162,7 +169,8 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
                        : 0;
   p->smem_bytes =
       (pipe > red ? pipe : red) + 16L * p->stages + (p->persist == 2 ? 16 : 0) + tab + 1024;
-  p->kt = g.ker[0] * g.ker[1] * g.ker[2] * ceil_div(g.c, p->bk);
+  p->slices = g.ker[0] * g.ker[1] * g.ker[2] * ceil_div(g.c, p->bk);
+  p->kt = p->slices / p->ks;
   p->kt_split = ceil_div(p->kt, p->split);
   p->resident = a && a->sm_count > 0 ? (long)a->sm_count * p->minb : 0;
   p->blocks = p->tiles_m;
@@ -193,8 +201,11 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
   if (p.bn > 64 && p.bn >= 2 * g.k)
     return template_fail(why, "block_n %ld for %ld channels: half the tile would be padding", p.bn,
                          g.k);
+  if (p.slices % p.ks)
+    return template_fail(why, "k_slices %ld does not divide the %ld slices of the reduction", p.ks,
+                         p.slices);
   if ((p.bn / 8) % (2 * p.split))
-    return template_fail(why, "split_k %d does not leave each rank pairs of the %d 8-channel groups",
+    return template_fail(why, "split_k %ld does not leave each rank pairs of the %ld 8-channel groups",
                          p.split, p.bn / 8);
   if (p.persist && p.split > 1)
     return template_fail(why, "persistent blocks take whole tiles: split_k %ld needs persistent 0",
@@ -207,7 +218,7 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
                          "persistent 1 with %ld tiles for %ld resident blocks is the plain schedule",
                          p.tiles_m * p.tiles_n, p.resident);
   if ((p.split - 1) * p.kt_split >= p.kt)
-    return template_fail(why, "split_k %d over %ld stages of the reduction leaves a split empty",
+    return template_fail(why, "split_k %ld over %ld stages of the reduction leaves a split empty",
                          p.split, p.kt);
   if (p.threads > a->max_threads_per_block)
     return template_fail(why, "%ld threads per block; at most %ld", p.threads,
@@ -246,6 +257,7 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   instance_conv_options(inst, w);
   instance_opt(inst, "WG_BN", p.bn);
   instance_opt(inst, "WG_BK", p.bk);
+  instance_opt(inst, "WG_KS", p.ks);
   instance_opt(inst, "WG_STAGES", p.stages);
   instance_opt(inst, "WG_CWG", p.cwg);
   instance_opt(inst, "WG_MW", p.mw);
@@ -321,7 +333,7 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
                       p.tiles_m, p.tiles_n,  p.kt + 1,   (double)p.tiles_m * p.tiles_n * p.split,
                       p.bm,      p.bn,       p.stages,   p.bk,
                       p.split,   p.kt_split, (double)p.tiles_m * p.bm / (double)p.m_total,
-                      p.minb,    p.persist + 1, p.ostage + 1};
+                      p.minb,    p.persist + 1, p.ostage + 1, p.ks};
   int n = (int)(sizeof v / sizeof v[0]);
   for (int i = 0; i < n && i < max; i++) out[i] = (float)log2(v[i]);
   return n < max ? n : max;
@@ -345,6 +357,7 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
       for (int iw = 0; iw < 2; iw++) {
         if (!(template_set_choice(s, &c, "block_n", bns[ib]) &&
               template_set_choice(s, &c, "block_k", bks[ik]) &&
+              template_set_choice(s, &c, "k_slices", 1) &&
               template_set_choice(s, &c, "stages", 4) &&
               template_set_choice(s, &c, "warpgroups", 2 - iw) &&
               template_set_choice(s, &c, "rows_per_wg", 64) &&

@@ -23,10 +23,13 @@
  *     block_k * 8 bytes apart; a k32 step is a 32-byte offset into the rows.
  *
  * The reduction is tap-major (the tap outermost, then slices of block_k
- * channels; a slice past C reads zeros). One producer thread issues both
- * copies of a stage on its full barrier (the bytes of both); each consumer
- * warp arrives on the stage's empty barrier once its wgmmas have read it;
- * consumers keep one wgmma group in flight. Each consumer warpgroup owns
+ * channels; a slice past C reads zeros). A stage holds k_slices
+ * consecutive slices (A's, then B's, each 1024-byte aligned): one
+ * producer thread issues the copies of a stage on its full barrier (the
+ * bytes of all of them); each consumer warp arrives on the stage's empty
+ * barrier once its wgmmas have read it; consumers keep one wgmma group
+ * (a stage's wgmmas) in flight. More slices per stage spread a barrier
+ * round trip and a group's wait over more wgmmas. Each consumer warpgroup owns
  * rows_per_wg (64 or 128: one or two m64 wgmmas per k32 step) rows of the
  * tile. split_k splits the stages over a cluster along grid z, which meets
  * in distributed shared memory: 16-byte groups of partial sums, each rank
@@ -67,6 +70,7 @@ static_assert(WG_BK == 32 || WG_BK == 64 || WG_BK == 128, "block_k is 32, 64 or 
 static_assert(WG_CWG == 1 || WG_CWG == 2, "warpgroups: 1 or 2 consumer warpgroups");
 static_assert(WG_MW == 64 || WG_MW == 128, "rows_per_wg: 64 or 128");
 static_assert(WG_STAGES >= 2 && WG_STAGES <= 8, "stages: 2 to 8");
+static_assert(WG_KS >= 1 && WG_KS <= 4, "k_slices: 1 to 4 slices of block_k per stage");
 static_assert(WG_MINB >= 1 && WG_MINB <= 3, "blocks_per_sm: 1 to 3");
 static_assert(WG_SPLITK == 1 || WG_SPLITK == 2 || WG_SPLITK == 4 || WG_SPLITK == 8,
               "split_k: 1, 2, 4 or 8 blocks (a portable cluster)");
@@ -81,7 +85,8 @@ static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H +
 #define TAPS (CT_KD * CT_KH * CT_KW)
 #define C_REAL (4 * CT_C4)
 #define CSLICES ((C_REAL + WG_BK - 1) / WG_BK)
-#define KT (TAPS * CSLICES) /* stages of the reduction */
+#define KSLICES (TAPS * CSLICES) /* slices of block_k channels at one tap */
+#define KT (KSLICES / WG_KS)       /* stages of the reduction */
 #define KT_SPLIT ((KT + WG_SPLITK - 1) / WG_SPLITK)
 #define KSTEPS (WG_BK / 32)
 #define MI (WG_MW / 64) /* m64 wgmmas per consumer warpgroup and k32 step */
@@ -95,8 +100,10 @@ static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H +
 #define EMPTY_ARRIVALS (PINGPONG ? 4 : 4 * WG_CWG)
 #define THREADS (128 * (WG_CWG + 1))
 #define CTHREADS (128 * WG_CWG)
-#define A_STAGE_BYTES (BM * WG_BK)
-#define B_STAGE_BYTES (WG_BN * WG_BK)
+#define A_SLICE_BYTES (BM * WG_BK) /* multiples of 1024: the swizzle's alignment */
+#define B_SLICE_BYTES (WG_BN * WG_BK)
+#define A_STAGE_BYTES (WG_KS * A_SLICE_BYTES)
+#define B_STAGE_BYTES (WG_KS * B_SLICE_BYTES)
 #define STAGE_BYTES (A_STAGE_BYTES + B_STAGE_BYTES)
 #define NACC (MI * WG_BN / 2)
 #define RED_BYTES (WG_SPLITK > 1 ? CTHREADS * NACC * 4 : 0)
@@ -114,6 +121,9 @@ static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H +
 
 static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the warpgroups");
 static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the stages");
+static_assert(KSLICES % WG_KS == 0, "k_slices must divide the slices of the reduction");
+static_assert(A_SLICE_BYTES % 1024 == 0 && B_SLICE_BYTES % 1024 == 0,
+              "a swizzled slice starts 1024-byte aligned");
 static_assert((WG_SPLITK - 1) * KT_SPLIT < KT, "split_k: a split without a stage of the reduction");
 static_assert(JPR >= 2 && JPR % 2 == 0 && JPR * 8 * WG_SPLITK == WG_BN,
               "split_k must leave each rank pairs of 8-channel groups (block_n / 8 / split_k even)");
@@ -156,19 +166,23 @@ __device__ __forceinline__ void produce(unsigned stages, unsigned bars, const ct
     const int it = it0 + i, s = it % WG_STAGES, kt = kt0 + i;
     const unsigned full = bars + 8 * s, empty = bars + 8 * (WG_STAGES + s);
     mbar_wait(empty, ((it / WG_STAGES) & 1) ^ 1);
-    const int tap = kt / CSLICES, c0 = (kt % CSLICES) * WG_BK;
-    const int rx = tap % CT_KW, ry = (tap / CT_KW) % CT_KH, rd = tap / (CT_KW * CT_KH);
     const unsigned as = stages + s * STAGE_BYTES, bs = as + A_STAGE_BYTES;
     mbar_expect_tx(full, STAGE_BYTES);
+#pragma unroll
+    for (int j = 0; j < WG_KS; j++) {
+      const int sl = kt * WG_KS + j, tap = sl / CSLICES, c0 = (sl % CSLICES) * WG_BK;
+      const int rx = tap % CT_KW, ry = (tap / CT_KW) % CT_KH, rd = tap / (CT_KW * CT_KH);
 #if CT_TEMPLATE_CONV3D
-    tma_im2col5(as, amap, c0, x0, y0, z0, n0, (unsigned short)(rx * CT_DIL_W),
-                (unsigned short)(ry * CT_DIL_H), (unsigned short)(rd * CT_DIL_D), full);
+      tma_im2col5(as + j * A_SLICE_BYTES, amap, c0, x0, y0, z0, n0,
+                  (unsigned short)(rx * CT_DIL_W), (unsigned short)(ry * CT_DIL_H),
+                  (unsigned short)(rd * CT_DIL_D), full);
 #else
-    (void)rd;
-    tma_im2col4(as, amap, c0, x0, y0, n0, (unsigned short)(rx * CT_DIL_W),
-                (unsigned short)(ry * CT_DIL_H), full);
+      (void)rd;
+      tma_im2col4(as + j * A_SLICE_BYTES, amap, c0, x0, y0, n0, (unsigned short)(rx * CT_DIL_W),
+                  (unsigned short)(ry * CT_DIL_H), full);
 #endif
-    tma_tile3(bs, wmap, c0, tap, tile_n * WG_BN, full);
+      tma_tile3(bs + j * B_SLICE_BYTES, wmap, c0, tap, tile_n * WG_BN, full);
+    }
   }
 }
 
@@ -184,10 +198,13 @@ __device__ __forceinline__ void consume(unsigned stages, unsigned bars, int it, 
                                                                     A_STAGE_BYTES;
   wgmma_fence();
 #pragma unroll
-  for (int k = 0; k < KSTEPS; k++)
+  for (int j = 0; j < WG_KS; j++)
 #pragma unroll
-    for (int mi = 0; mi < MI; mi++)
-      wgmma_ss(acc[mi], sw_desc(as + mi * 64 * WG_BK + k * 32), sw_desc(bs + k * 32));
+    for (int k = 0; k < KSTEPS; k++)
+#pragma unroll
+      for (int mi = 0; mi < MI; mi++)
+        wgmma_ss(acc[mi], sw_desc(as + j * A_SLICE_BYTES + mi * 64 * WG_BK + k * 32),
+                 sw_desc(bs + j * B_SLICE_BYTES + k * 32));
   wgmma_commit();
   wgmma_wait<1>();
   if (!first) {

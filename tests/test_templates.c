@@ -416,7 +416,7 @@ START_TEST(nhwc_instances_carry_an_im2col_and_a_tiled_tensor_map) {
   arch_from_name("sm_90", &a, NULL);
   config c;
   char why[TEMPLATE_WHY_MAX];
-  config_of(&sp, "{\"block_n\":128,\"block_k\":128,\"stages\":4,\"warpgroups\":2,"
+  config_of(&sp, "{\"block_n\":128,\"block_k\":128,\"k_slices\":1,\"stages\":4,\"warpgroups\":2,"
                          "\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":0}", &c);
   ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
   instance inst;
@@ -494,7 +494,7 @@ START_TEST(nhwc_split_k_meets_in_a_cluster) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char text[320], why[TEMPLATE_WHY_MAX];
     snprintf(text, sizeof text,
-             "{\"block_n\":%d,\"block_k\":128,\"stages\":4,\"warpgroups\":%d,"
+             "{\"block_n\":%d,\"block_k\":128,\"k_slices\":1,\"stages\":4,\"warpgroups\":%d,"
              "\"rows_per_wg\":%d,\"split_k\":%d,\"blocks_per_sm\":1,\"persistent\":0}",
              cases[i].bn, cases[i].wg, cases[i].mw, cases[i].split);
     config c;
@@ -511,6 +511,81 @@ START_TEST(nhwc_split_k_meets_in_a_cluster) {
     ck_assert_uint_eq(inst.smem_bytes, (pipe > red ? pipe : red) + 16 * 4 + 1024);
     compiles_without(&inst, &a, text, "C75");
   }
+  space_free(&sp);
+}
+END_TEST
+
+/* k_slices on l3_3x3_256 at batch 16 (9 taps x 2 slices of 128 channels:
+ * 18 slices): a stage holds k_slices slices, so the pipeline's shared
+ * memory grows with it and the stages of the reduction shrink (split_k
+ * divides those); 2 and 3 divide 18 and compile without serialized
+ * wgmmas, alone and with split-K (the stages a rank takes) and ping-pong;
+ * 4 does not divide 18 and is refused with the reason; a 1x1 of 512
+ * channels at block_k 128 (4 slices) takes 4, not 3. */
+START_TEST(nhwc_k_slices_group_a_stage) {
+  const template_desc *tpl = template_find("conv2d_nhwc_wgmma");
+  ct_workload w;
+  nhwc_l3_3x3_256(&w);
+  space sp;
+  ct_err err = {0};
+  ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_ge(space_find(&sp, "k_slices"), 0);
+  arch a;
+  arch_from_name("sm_90", &a, NULL);
+  a.sm_count = 132;
+  struct {
+    int ks, stages, wg, split, persist;
+  } cases[] = {{2, 3, 1, 1, 0}, {3, 2, 1, 1, 0}, {2, 2, 2, 2, 0}, {3, 3, 2, 1, 2}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char text[320], why[TEMPLATE_WHY_MAX];
+    snprintf(text, sizeof text,
+             "{\"block_n\":128,\"block_k\":128,\"k_slices\":%d,\"stages\":%d,"
+             "\"warpgroups\":%d,\"rows_per_wg\":64,\"split_k\":%d,\"blocks_per_sm\":1,"
+             "\"persistent\":%d}",
+             cases[i].ks, cases[i].stages, cases[i].wg, cases[i].split, cases[i].persist);
+    config c;
+    config_of(&sp, text, &c);
+    ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s: %s", text, why);
+    instance inst;
+    ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
+    const long bm = cases[i].persist == 2 ? 64 : 64L * cases[i].wg;
+    const long pipe = (long)cases[i].stages * cases[i].ks * (bm + 128) * 128;
+    const long red = cases[i].split > 1 ? 128L * cases[i].wg * 64 * 4 : 0;
+    ck_assert_uint_eq(inst.smem_bytes, (pipe > red ? pipe : red) + 16 * cases[i].stages +
+                                           (cases[i].persist == 2 ? 16 : 0) + 1024);
+    ck_assert_uint_eq(inst.grid[2], cases[i].split);
+    int seen = 0;
+    for (int k = 0; k < inst.n_options; k++) {
+      char want[32];
+      snprintf(want, sizeof want, "-DWG_KS=%d", cases[i].ks);
+      seen += !strcmp(inst.options[k], want);
+    }
+    ck_assert_msg(seen == 1, "%s: no -DWG_KS=%d", text, cases[i].ks);
+    compiles_without(&inst, &a, text, "C75");
+  }
+  config c;
+  char why[TEMPLATE_WHY_MAX];
+  config_of(&sp, "{\"block_n\":128,\"block_k\":128,\"k_slices\":4,\"stages\":2,"
+                 "\"warpgroups\":1,\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,"
+                 "\"persistent\":0}", &c);
+  ck_assert(!tpl->valid(&w, &sp, &c, &a, why));
+  ck_assert_msg(strstr(why, "k_slices 4 does not divide the 18 slices"), "%s", why);
+  space_free(&sp);
+
+  /* a 1x1 of 512 channels: 4 slices of 128 */
+  w.c = 512;
+  w.kernel[0] = w.kernel[1] = 1;
+  w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = 0;
+  ck_assert_int_eq(template_space(tpl, &w, &sp, &err), CT_OK);
+  config_of(&sp, "{\"block_n\":128,\"block_k\":128,\"k_slices\":4,\"stages\":2,"
+                 "\"warpgroups\":1,\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,"
+                 "\"persistent\":0}", &c);
+  ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
+  config_of(&sp, "{\"block_n\":128,\"block_k\":128,\"k_slices\":3,\"stages\":2,"
+                 "\"warpgroups\":1,\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,"
+                 "\"persistent\":0}", &c);
+  ck_assert(!tpl->valid(&w, &sp, &c, &a, why));
+  ck_assert_msg(strstr(why, "k_slices 3 does not divide the 4 slices"), "%s", why);
   space_free(&sp);
 }
 END_TEST
@@ -543,7 +618,7 @@ START_TEST(nhwc_out_stage_exists_with_8_bit_output_only) {
   for (int st = 0; st < 2; st++) {
     char text[256];
     snprintf(text, sizeof text,
-             "{\"block_n\":128,\"block_k\":128,\"stages\":3,\"warpgroups\":2,"
+             "{\"block_n\":128,\"block_k\":128,\"k_slices\":1,\"stages\":3,\"warpgroups\":2,"
              "\"rows_per_wg\":128,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":2,"
              "\"out_stage\":%d}",
              st);
@@ -583,7 +658,7 @@ START_TEST(nhwc_persistent_blocks_loop_over_tiles) {
   arch_from_name("sm_90", &a, NULL); /* each case sets the SM count */
   config c;
   char why[TEMPLATE_WHY_MAX];
-  static const char *const base = "{\"block_n\":128,\"block_k\":128,\"stages\":4,\"rows_per_wg\":64,";
+  static const char *const base = "{\"block_n\":128,\"block_k\":128,\"k_slices\":1,\"stages\":4,\"rows_per_wg\":64,";
   char text[256];
   struct {
     const char *rest;
@@ -955,6 +1030,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, wgmma_split_k_is_a_cluster_along_z);
   tcase_add_test(tc, nhwc_instances_carry_an_im2col_and_a_tiled_tensor_map);
   tcase_add_test(tc, nhwc_split_k_meets_in_a_cluster);
+  tcase_add_test(tc, nhwc_k_slices_group_a_stage);
   tcase_add_test(tc, nhwc_persistent_blocks_loop_over_tiles);
   tcase_add_test(tc, nhwc_out_stage_exists_with_8_bit_output_only);
   tcase_add_test(tc, nhwc_mma_stages_window_rows);
