@@ -343,6 +343,13 @@ static const shape nm2d[] = {
      {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
     {"5x5 s2 c3 k128 70x66", CT_OP_CONV2D, 1, 3, 128, {0, 70, 66}, {0, 5, 5}, {0, 2, 2}, {0, 2, 2},
      {0, 2, 2}, {0, 1, 1}},
+    /* input rows of whole words (W x C % 4 == 0: the stems' word loads)
+     * on stem-like layers: a 96-byte row, and a 60-byte one on a map so
+     * narrow that a 128-pixel tile spans 14 output rows and images */
+    {"7x7 s2 c3 k64 b3 29x32 stem", CT_OP_CONV2D, 3, 3, 64, {0, 29, 32}, {0, 7, 7}, {0, 2, 2},
+     {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
+    {"7x7 s2 c3 k24 b3 15x20", CT_OP_CONV2D, 3, 3, 24, {0, 15, 20}, {0, 7, 7}, {0, 2, 2},
+     {0, 3, 3}, {0, 2, 2}, {0, 1, 1}},
 };
 static const shape nm3d[] = {
     {"(3,7,7) s(1,2,2) c3 k64 b2 stem 4x18x19", CT_OP_CONV3D, 2, 3, 64, {4, 18, 19}, {3, 7, 7},
@@ -353,6 +360,12 @@ static const shape nm3d[] = {
      {0, 0, 0}, {1, 1, 1}},
     {"3x3x3 dil(2,2,1) s(2,1,2) c3 k8 7x9x10", CT_OP_CONV3D, 1, 3, 8, {7, 9, 10}, {3, 3, 3},
      {2, 1, 2}, {2, 2, 1}, {2, 2, 1}, {2, 2, 1}},
+    /* input rows of whole words (W x C % 4 == 0), the second with
+     * dilation along D and H */
+    {"(3,7,7) s(1,2,2) c3 k64 b2 stem 5x16x32", CT_OP_CONV3D, 2, 3, 64, {5, 16, 32}, {3, 7, 7},
+     {1, 2, 2}, {1, 3, 3}, {1, 3, 3}, {1, 1, 1}},
+    {"3x3x3 dil(2,2,1) c4 k16 b2 6x9x7", CT_OP_CONV3D, 2, 4, 16, {6, 9, 7}, {3, 3, 3},
+     {1, 1, 1}, {2, 2, 1}, {2, 2, 1}, {2, 2, 1}},
 };
 
 /* Run per_workload random valid configs of tpl on sh; returns the number
