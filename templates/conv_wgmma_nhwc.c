@@ -62,7 +62,7 @@ static const int out_stages[] = {0, 1};
 typedef struct nplan {
   int bn, bk, ks, stages, cwg, mw, split, minb, persist, ostage;
   long bm, m_total, tiles_m, tiles_n, threads, acc, regs, smem_bytes, kt, kt_split;
-  long slices; /* block_k slices of the reduction: taps x ceil(C / block_k) */
+  long slices;   /* block_k slices of the reduction: taps x ceil(C / block_k) */
   long resident; /* blocks that fit the GPU at once (0: the SM count is unknown) */
   long blocks;   /* grid x: tiles_m, or for persistent blocks min(tiles, resident) */
 } nplan;

@@ -85,8 +85,8 @@ static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H +
 #define TAPS (CT_KD * CT_KH * CT_KW)
 #define C_REAL (4 * CT_C4)
 #define CSLICES ((C_REAL + WG_BK - 1) / WG_BK)
-#define KSLICES (TAPS * CSLICES) /* slices of block_k channels at one tap */
-#define KT (KSLICES / WG_KS)       /* stages of the reduction */
+#define KSLICES (TAPS * CSLICES) /* slices of the reduction: block_k channels of one tap */
+#define KT (KSLICES / WG_KS) /* stages of the reduction */
 #define KT_SPLIT ((KT + WG_SPLITK - 1) / WG_SPLITK)
 #define KSTEPS (WG_BK / 32)
 #define MI (WG_MW / 64) /* m64 wgmmas per consumer warpgroup and k32 step */
