@@ -520,7 +520,8 @@ END_TEST
  * memory grows with it and the stages of the reduction shrink (split_k
  * divides those); 2 and 3 divide 18 and compile without serialized
  * wgmmas, alone and with split-K (the stages a rank takes) and ping-pong;
- * 4 does not divide 18 and is refused with the reason; a 1x1 of 512
+ * 4 does not divide 18 and is refused with the reason; split_k 4 fits 18
+ * stages but not 6 (k_slices 3); a 1x1 of 512
  * channels at block_k 128 (4 slices) takes 4, not 3. */
 START_TEST(nhwc_k_slices_group_a_stage) {
   const template_desc *tpl = template_find("conv2d_nhwc_wgmma");
@@ -570,6 +571,16 @@ START_TEST(nhwc_k_slices_group_a_stage) {
                  "\"persistent\":0}", &c);
   ck_assert(!tpl->valid(&w, &sp, &c, &a, why));
   ck_assert_msg(strstr(why, "k_slices 4 does not divide the 18 slices"), "%s", why);
+  /* split_k splits stages: 4 ranks take 18 stages of 1 slice, not 6 of 3 */
+  config_of(&sp, "{\"block_n\":128,\"block_k\":128,\"k_slices\":1,\"stages\":2,"
+                 "\"warpgroups\":1,\"rows_per_wg\":64,\"split_k\":4,\"blocks_per_sm\":1,"
+                 "\"persistent\":0}", &c);
+  ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
+  config_of(&sp, "{\"block_n\":128,\"block_k\":128,\"k_slices\":3,\"stages\":2,"
+                 "\"warpgroups\":1,\"rows_per_wg\":64,\"split_k\":4,\"blocks_per_sm\":1,"
+                 "\"persistent\":0}", &c);
+  ck_assert(!tpl->valid(&w, &sp, &c, &a, why));
+  ck_assert_msg(strstr(why, "split_k 4 over 6 stages"), "%s", why);
   space_free(&sp);
 
   /* a 1x1 of 512 channels: 4 slices of 128 */
