@@ -515,6 +515,18 @@ START_TEST(nhwc_split_k_meets_in_a_cluster) {
 }
 END_TEST
 
+/* The one-warpgroup 64x128 config of block_k 128 with k_slices ks and
+ * split_k split, 2 stages, into c. */
+static void w1_slices(const space *sp, int ks, int split, config *c) {
+  char text[320];
+  snprintf(text, sizeof text,
+           "{\"block_n\":128,\"block_k\":128,\"k_slices\":%d,\"stages\":2,"
+           "\"warpgroups\":1,\"rows_per_wg\":64,\"split_k\":%d,\"blocks_per_sm\":1,"
+           "\"persistent\":0}",
+           ks, split);
+  config_of(sp, text, c);
+}
+
 /* k_slices on l3_3x3_256 at batch 16 (9 taps x 2 slices of 128 channels:
  * 18 slices): a stage holds k_slices slices, so the pipeline's shared
  * memory grows with it and the stages of the reduction shrink (split_k
@@ -555,30 +567,22 @@ START_TEST(nhwc_k_slices_group_a_stage) {
     ck_assert_uint_eq(inst.smem_bytes, (pipe > red ? pipe : red) + 16 * cases[i].stages +
                                            (cases[i].persist == 2 ? 16 : 0) + 1024);
     ck_assert_uint_eq(inst.grid[2], cases[i].split);
+    char want[32];
+    snprintf(want, sizeof want, "-DWG_KS=%d", cases[i].ks);
     int seen = 0;
-    for (int k = 0; k < inst.n_options; k++) {
-      char want[32];
-      snprintf(want, sizeof want, "-DWG_KS=%d", cases[i].ks);
-      seen += !strcmp(inst.options[k], want);
-    }
+    for (int k = 0; k < inst.n_options; k++) seen += !strcmp(inst.options[k], want);
     ck_assert_msg(seen == 1, "%s: no -DWG_KS=%d", text, cases[i].ks);
     compiles_without(&inst, &a, text, "C75");
   }
   config c;
   char why[TEMPLATE_WHY_MAX];
-  config_of(&sp, "{\"block_n\":128,\"block_k\":128,\"k_slices\":4,\"stages\":2,"
-                 "\"warpgroups\":1,\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,"
-                 "\"persistent\":0}", &c);
+  w1_slices(&sp, 4, 1, &c);
   ck_assert(!tpl->valid(&w, &sp, &c, &a, why));
   ck_assert_msg(strstr(why, "k_slices 4 does not divide the 18 slices"), "%s", why);
   /* split_k splits stages: 4 ranks take 18 stages of 1 slice, not 6 of 3 */
-  config_of(&sp, "{\"block_n\":128,\"block_k\":128,\"k_slices\":1,\"stages\":2,"
-                 "\"warpgroups\":1,\"rows_per_wg\":64,\"split_k\":4,\"blocks_per_sm\":1,"
-                 "\"persistent\":0}", &c);
+  w1_slices(&sp, 1, 4, &c);
   ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
-  config_of(&sp, "{\"block_n\":128,\"block_k\":128,\"k_slices\":3,\"stages\":2,"
-                 "\"warpgroups\":1,\"rows_per_wg\":64,\"split_k\":4,\"blocks_per_sm\":1,"
-                 "\"persistent\":0}", &c);
+  w1_slices(&sp, 3, 4, &c);
   ck_assert(!tpl->valid(&w, &sp, &c, &a, why));
   ck_assert_msg(strstr(why, "split_k 4 over 6 stages"), "%s", why);
   space_free(&sp);
@@ -588,13 +592,9 @@ START_TEST(nhwc_k_slices_group_a_stage) {
   w.kernel[0] = w.kernel[1] = 1;
   w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = 0;
   ck_assert_int_eq(template_space(tpl, &w, &sp, &err), CT_OK);
-  config_of(&sp, "{\"block_n\":128,\"block_k\":128,\"k_slices\":4,\"stages\":2,"
-                 "\"warpgroups\":1,\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,"
-                 "\"persistent\":0}", &c);
+  w1_slices(&sp, 4, 1, &c);
   ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
-  config_of(&sp, "{\"block_n\":128,\"block_k\":128,\"k_slices\":3,\"stages\":2,"
-                 "\"warpgroups\":1,\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,"
-                 "\"persistent\":0}", &c);
+  w1_slices(&sp, 3, 1, &c);
   ck_assert(!tpl->valid(&w, &sp, &c, &a, why));
   ck_assert_msg(strstr(why, "k_slices 3 does not divide the 4 slices"), "%s", why);
   space_free(&sp);
