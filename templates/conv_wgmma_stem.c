@@ -23,6 +23,8 @@
  * a register estimate within the registers; shared memory (the weights of
  * every k32 step, the A buffers of a stage: one depth tap's window rows)
  * within the opt-in limit; tiles not larger than twice what the layer has;
+ * fewer than 2^31 output pixels and input rows (the 32-bit arithmetic of
+ * the kernel's stages);
  * blocks_per_sm blocks fitting an SM's registers, shared memory and
  * threads.
  */
@@ -133,6 +135,9 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
   if (p.bn > 64 && p.bn >= 2 * g.k)
     return template_fail(why, "block_n %ld for %ld channels: half the tile would be padding", p.bn,
                          g.k);
+  if (p.m_total >= 2147483648L || (long)g.n * g.in[0] * g.in[1] >= 2147483648L)
+    return template_fail(why, "%ld output pixels and %ld input rows: each must be below 2^31",
+                         p.m_total, (long)g.n * g.in[0] * g.in[1]);
   if (p.threads > a->max_threads_per_block)
     return template_fail(why, "%ld threads per block; at most %ld", p.threads,
                          a->max_threads_per_block);

@@ -52,6 +52,9 @@ static_assert(WS_MINB >= 1 && WS_MINB <= 4, "blocks_per_sm: 1 to 4");
 static_assert(STEM_C > 0 && (STEM_C + 3) / 4 == CT_C4, "STEM_C must round up to 4 * CT_C4");
 static_assert(CT_DIL_W == 1, "the window row must be contiguous: no dilation along W");
 static_assert(CT_KR % 8 == 0, "the NHWC stores: K must be a multiple of 8");
+static_assert((long)CT_N * CT_OD * CT_OH * CT_OW < 2147483648L &&
+                  (long)CT_N * CT_ID * CT_IH < 2147483648L,
+              "the stage's 32-bit arithmetic: fewer than 2^31 output pixels and input rows");
 
 #define C_IN STEM_C
 #define ROW_BYTES (CT_KW * C_IN)             /* one window row */
@@ -117,9 +120,6 @@ __device__ __forceinline__ void wg_bar(int wg) {
   asm volatile("bar.sync %0, 128;\n" ::"r"(wg + 1) : "memory");
 }
 
-__device__ __forceinline__ int floor4(int x) {
-  return x >= 0 ? x / 4 : -((3 - x) / 4);
-}
 
 /* ---- the weights ------------------------------------------------------------ */
 /* The block's raw weight bytes (channels n0 .. n0 + block_n - 1, contiguous
@@ -196,38 +196,49 @@ __device__ __forceinline__ unsigned row_bytes_word(const unsigned char *__restri
  * before any is used (one memory latency per stage, not per row); where
  * rows start at word boundaries a word is wholly inside its row or
  * outside it, and one outside (or in a row outside the input) is the pad
- * word, by a predicated load. */
+ * word, by a predicated load.
+ *
+ * The stage is most of the kernel's instructions, so its arithmetic is
+ * 32-bit (the pixel and the input row: valid() keeps both counts below
+ * 2^31) and each row has one address, base + its row times ROWW, from
+ * which every word of the row is an immediate offset: one load, one
+ * predicate and one move of the pad word per word. */
 __device__ __forceinline__ void build_a(unsigned as, const unsigned char *__restrict__ data, long m0,
                                         int td, unsigned pad, int wtid) {
   const int p = wtid % WS_BM;
-  long m = m0 + p;
-  if (m >= M_TOTAL) m = M_TOTAL - 1; /* a pixel that exists; not stored */
+  unsigned m = (unsigned)m0 + (unsigned)p;
+  if (m >= (unsigned)M_TOTAL) m = (unsigned)M_TOTAL - 1u; /* a pixel that exists; not stored */
   const int ow = (int)(m % CT_OW);
-  const long m1 = m / CT_OW;
+  const unsigned m1 = m / CT_OW;
   const int oh = (int)(m1 % CT_OH);
-  const long m2 = m1 / CT_OH;
+  const unsigned m2 = m1 / CT_OH;
   const int od = (int)(m2 % CT_OD), n = (int)(m2 / CT_OD);
   const int z = od * CT_STR_D - CT_PAD_D + td * CT_DIL_D;
   const int y0 = oh * CT_STR_H - CT_PAD_H;
   const int o = (ow * CT_STR_W - CT_PAD_W) * C_IN; /* the window row's first byte in its input row */
-  const int oal = ROW_ALIGNED ? floor4(o) * 4 : o, sh = 8 * (o - oal);
-  const bool zin = z >= 0 && z < CT_ID;
-  const unsigned char *plane = data + ((long)n * CT_ID + (zin ? z : 0)) * CT_IH * ROWW;
+  const int oal = ROW_ALIGNED ? o & ~3 : o, sh = 8 * (o - oal); /* o & ~3: down, also below 0 */
+  const bool zin = (unsigned)z < (unsigned)CT_ID;
+  /* input row y0 of depth z (of a depth inside: an address that exists) */
+  const unsigned row0 = ((unsigned)n * CT_ID + (unsigned)(zin ? z : 0)) * CT_IH;
   const unsigned padw = pad * 0x01010101u;
+  const unsigned char *const base = data + oal; /* byte oal of input row 0 */
+  /* which of the row's words lie inside it: the same for every row */
+  bool wok[NWORDS];
+#pragma unroll
+  for (int q = 0; q < NWORDS; q++) wok[q] = (unsigned)(oal + 4 * q) < (unsigned)ROWW;
   unsigned wv[ROWS_PER_THREAD][NWORDS + 1];
-  bool in[ROWS_PER_THREAD];
 #pragma unroll
   for (int j = 0; j < ROWS_PER_THREAD; j++) {
     const int r = wtid / WS_BM + j * (128 / WS_BM), y = y0 + r * CT_DIL_H;
-    in[j] = (!((WS_BM * CT_KH) % 128) || r < CT_KH) && zin && y >= 0 && y < CT_IH;
-    const unsigned char *row = plane + (long)(in[j] ? y : 0) * ROWW;
+    const bool in = (!((WS_BM * CT_KH) % 128) || r < CT_KH) && zin && (unsigned)y < (unsigned)CT_IH;
+    /* the row's byte oal; a row outside reads none of it */
+    const unsigned char *row = base + (size_t)(row0 + (in ? (unsigned)y : 0u)) * ROWW;
 #pragma unroll
     for (int q = 0; q < NWORDS; q++) {
-      const int oq = oal + 4 * q;
       if (ROW_ALIGNED) {
-        wv[j][q] = ldg_or((const unsigned *)(row + oq), in[j] && oq >= 0 && oq < ROWW, padw);
+        wv[j][q] = ldg_or((const unsigned *)row + q, in && wok[q], padw);
       } else {
-        wv[j][q] = in[j] ? row_bytes_word(row, oq, pad) : padw;
+        wv[j][q] = in ? row_bytes_word(row - oal, oal + 4 * q, pad) : padw;
       }
     }
     wv[j][NWORDS] = 0;
@@ -255,27 +266,16 @@ __device__ __forceinline__ void build_a(unsigned as, const unsigned char *__rest
   }
 }
 
-__device__ __forceinline__ void wgmma_ss(int *acc, unsigned long long a, unsigned long long b) {
+/* acc = (acc if accumulate) + A x B */
+__device__ __forceinline__ void wgmma_ss(int *acc, unsigned long long a, unsigned long long b,
+                                         int accumulate) {
 #if WS_BN == 64
-  wgmma_ss_n64(acc, a, b);
+  wgmma_ss_n64(acc, a, b, accumulate);
 #elif WS_BN == 128
-  wgmma_ss_n128(acc, a, b);
+  wgmma_ss_n128(acc, a, b, accumulate);
 #else
-  wgmma_ss_n256(acc, a, b);
+  wgmma_ss_n256(acc, a, b, accumulate);
 #endif
-}
-
-/* Zero the accumulators, every zero written before the next wgmma.fence
- * (or ptxas serializes the first wgmmas around them). */
-__device__ __forceinline__ void zero_acc(int (&acc)[MI][WS_BN / 2]) {
-#pragma unroll
-  for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-    for (int i = 0; i < WS_BN / 2; i++) acc[mi][i] = 0;
-#pragma unroll
-  for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-    for (int i = 0; i < WS_BN / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
 }
 
 /* ---- the kernel ---------------------------------------------------------- */
@@ -310,8 +310,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, WS_MINB)
   long tile = (long)blockIdx.x * WS_WGS + wg;
   if (tile >= TILES_M) return;
   const unsigned ab = abase + wg * (WS_ABUF * A_BUF);
-  int acc[MI][WS_BN / 2];
-  zero_acc(acc);
+  int acc[MI][WS_BN / 2]; /* a tile's first wgmmas overwrite them (scale_d 0) */
   int buf = 0;
   build_a(ab, data, tile * WS_BM, 0, pad, wtid);
 #pragma unroll 1
@@ -329,7 +328,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, WS_MINB)
       for (int k = 0; k < CK; k++)
 #pragma unroll
         for (int mi = 0; mi < MI; mi++)
-          wgmma_ss(acc[mi], km_desc(as + k * SLAB_A + mi * 64 * 32), km_desc(bs + k * SLAB_B));
+          wgmma_ss(acc[mi], km_desc(as + k * SLAB_A + mi * 64 * 32), km_desc(bs + k * SLAB_B),
+                   k > 0 || td > 0);
       wgmma_commit();
       /* the next stage: this tile's next depth tap, or the next tile's first */
       const bool inner = td + 1 < CT_KD;
@@ -355,7 +355,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, WS_MINB)
       for (int i = 0; i < WS_BN / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
     tile_epilogue(acc, tile * WS_BM, 0, blockIdx.y, 0, params, qh, tab, residual, out, wtid);
     if (ntile >= TILES_M) break;
-    zero_acc(acc);
     if (WS_ABUF == 1) {
       wg_bar(wg); /* every warp's wgmmas have read the buffer */
       build_a(ab, data, ntile * WS_BM, 0, pad, wtid);

@@ -131,18 +131,11 @@ typedef struct ctq_fast {
   int ok; /* 1: the channel takes ctq_requant_fast */
 } ctq_fast;
 
-/* (int64)a * b + c. In a kernel one IMAD.WIDE: written in C, NVVM splits
- * the product into 32-bit halves and carries when only the high word is
- * used, three times the instructions. */
-#ifdef __CUDACC_RTC__
-CTQ_FN ctq_i64 ctq_mad_wide(ctq_i32 a, ctq_i32 b, ctq_i64 c) {
-  ctq_i64 d;
-  asm("mad.wide.s32 %0, %1, %2, %3;" : "=l"(d) : "r"(a), "r"(b), "l"(c));
-  return d;
-}
-#else
+/* (int64)a * b + c: in a kernel one IMAD.WIDE with its 64-bit addend,
+ * where the caller uses both words of the result (ctq_requant_fast). As
+ * inline PTX (mad.wide.s32) ptxas splits it into a multiply and a 64-bit
+ * add with carry: three instructions. */
 CTQ_FN ctq_i64 ctq_mad_wide(ctq_i32 a, ctq_i32 b, ctq_i64 c) { return (ctq_i64)a * b + c; }
-#endif
 
 /* Whether a tensor's output zero point zy and clamp [lo, hi] admit the fast
  * form (once per kernel; ctq_fast_make takes the answer). */

@@ -102,7 +102,8 @@ template <int N> __device__ __forceinline__ void wgmma_wait() {
       "+r"(d[(i) + 5]), "+r"(d[(i) + 6]), "+r"(d[(i) + 7])
 
 /* d (N/2 accumulators) += A x B, m64nNk32: A as the 4 registers of the
- * mma.sync m16n8k32 fragment (_rs) or by descriptor (_ss). */
+ * mma.sync m16n8k32 fragment (_rs) or by descriptor (_ss). The _ss forms
+ * with scale_d 0: d = A x B, whatever d held (no zeroing before a tile). */
 __device__ __forceinline__ void wgmma_rs_n64(int *d, const unsigned *a, unsigned long long b) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
       WGMMA_OP("m64n64k32")
@@ -113,14 +114,15 @@ __device__ __forceinline__ void wgmma_rs_n64(int *d, const unsigned *a, unsigned
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1)
       : "memory");
 }
-__device__ __forceinline__ void wgmma_ss_n64(int *d, unsigned long long a, unsigned long long b) {
+__device__ __forceinline__ void wgmma_ss_n64(int *d, unsigned long long a, unsigned long long b,
+                                             int scale_d = 1) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
       WGMMA_OP("m64n64k32")
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "
       "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
       "%32, %33, p;\n}\n"
       : WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24)
-      : "l"(a), "l"(b), "r"(1)
+      : "l"(a), "l"(b), "r"(scale_d)
       : "memory");
 }
 __device__ __forceinline__ void wgmma_rs_n128(int *d, const unsigned *a, unsigned long long b) {
@@ -135,7 +137,8 @@ __device__ __forceinline__ void wgmma_rs_n128(int *d, const unsigned *a, unsigne
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1)
       : "memory");
 }
-__device__ __forceinline__ void wgmma_ss_n128(int *d, unsigned long long a, unsigned long long b) {
+__device__ __forceinline__ void wgmma_ss_n128(int *d, unsigned long long a, unsigned long long b,
+                                             int scale_d = 1) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
       WGMMA_OP("m64n128k32")
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "
@@ -144,7 +147,7 @@ __device__ __forceinline__ void wgmma_ss_n128(int *d, unsigned long long a, unsi
       "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
       "%64, %65, p;\n}\n"
       : WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24), WG_D8(32), WG_D8(40), WG_D8(48), WG_D8(56)
-      : "l"(a), "l"(b), "r"(1)
+      : "l"(a), "l"(b), "r"(scale_d)
       : "memory");
 }
 __device__ __forceinline__ void wgmma_rs_n256(int *d, const unsigned *a, unsigned long long b) {
@@ -163,7 +166,8 @@ __device__ __forceinline__ void wgmma_rs_n256(int *d, const unsigned *a, unsigne
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1)
       : "memory");
 }
-__device__ __forceinline__ void wgmma_ss_n256(int *d, unsigned long long a, unsigned long long b) {
+__device__ __forceinline__ void wgmma_ss_n256(int *d, unsigned long long a, unsigned long long b,
+                                             int scale_d = 1) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
       WGMMA_OP("m64n256k32")
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "
@@ -176,7 +180,7 @@ __device__ __forceinline__ void wgmma_ss_n256(int *d, unsigned long long a, unsi
       "%118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
       "%128, %129, p;\n}\n"
       : WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24), WG_D8(32), WG_D8(40), WG_D8(48), WG_D8(56), WG_D8(64), WG_D8(72), WG_D8(80), WG_D8(88), WG_D8(96), WG_D8(104), WG_D8(112), WG_D8(120)
-      : "l"(a), "l"(b), "r"(1)
+      : "l"(a), "l"(b), "r"(scale_d)
       : "memory");
 }
 

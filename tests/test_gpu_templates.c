@@ -10,8 +10,8 @@
  * (skipped). The number of configs per workload is the first argument
  * (default 30: at least 200 per template).
  *
- * The channels-last wgmma templates also run with 8-bit output (case
- * nhwc8): requantized in the kernel (bias, per-channel scales and a
+ * The channels-last wgmma templates also run with 8-bit output (cases
+ * nhwc8 and stem8): requantized in the kernel (bias, per-channel scales and a
  * residual to int8, or bias and a per-tensor scale to uint8, the values
  * from quant_random), compared byte for byte with reference_qconv.
  */
@@ -596,6 +596,21 @@ START_TEST(conv3d_ndhwc_wgmma_stem_configs_match_the_reference) {
 }
 END_TEST
 
+/* The same with 8-bit output: the requantizing epilogue. */
+START_TEST(conv2d_nhwc_wgmma_stem_int8_configs_match_the_reference) {
+  out8 = 1;
+  run_wgmma("conv2d_nhwc_wgmma_stem", nm2d, sizeof nm2d / sizeof nm2d[0]);
+  out8 = 0;
+}
+END_TEST
+
+START_TEST(conv3d_ndhwc_wgmma_stem_int8_configs_match_the_reference) {
+  out8 = 1;
+  run_wgmma("conv3d_ndhwc_wgmma_stem", nm3d, sizeof nm3d / sizeof nm3d[0]);
+  out8 = 0;
+}
+END_TEST
+
 START_TEST(conv3d_configs_match_the_reference) {
   run_template("conv3d_ncdhw4c_dp4a", shapes3d, sizeof shapes3d / sizeof shapes3d[0], NULL, 0);
 }
@@ -646,6 +661,12 @@ int main(int argc, char **argv) {
   tcase_add_test(st, conv2d_nhwc_wgmma_stem_configs_match_the_reference);
   tcase_add_test(st, conv3d_ndhwc_wgmma_stem_configs_match_the_reference);
   suite_add_tcase(s, st);
+  /* CK_RUN_CASE=stem8: the stem templates with 8-bit output */
+  TCase *s8 = tcase_create("stem8");
+  tcase_set_timeout(s8, 1200);
+  tcase_add_test(s8, conv2d_nhwc_wgmma_stem_int8_configs_match_the_reference);
+  tcase_add_test(s8, conv3d_ndhwc_wgmma_stem_int8_configs_match_the_reference);
+  suite_add_tcase(s, s8);
   SRunner *sr = srunner_create(s);
   /* a CUDA context does not survive fork */
   srunner_set_fork_status(sr, CK_NOFORK);

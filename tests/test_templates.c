@@ -838,6 +838,13 @@ START_TEST(nhwc_wgmma_stem_stages_a_depth_tap) {
     arch_from_name("sm_80", &a80, NULL);
     ck_assert(!tpl->valid(&w, &sp, &c, &a80, why));
     ck_assert_ptr_nonnull(strstr(why, "sm_90a"));
+    /* the stages' 32-bit pixel arithmetic: 2^31 output pixels are refused */
+    ct_workload big = w;
+    big.n = op == CT_OP_CONV2D ? 171197 : 42800; /* just past 2^31 pixels */
+    ck_assert(!tpl->valid(&big, &sp, &c, &a, why));
+    ck_assert_msg(strstr(why, "below 2^31") != NULL, "%s", why);
+    big.n -= 1;
+    ck_assert_msg(tpl->valid(&big, &sp, &c, &a, why), "%s", why);
     space_free(&sp);
   }
 }
