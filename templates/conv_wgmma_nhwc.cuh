@@ -326,11 +326,17 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
   const int first = PINGPONG ? __shfl_sync(0xffffffffu, wg - 1, 0) : 0, step = PINGPONG ? 2 : 1;
   const int row0 = PINGPONG ? 0 : (wg - 1) * WG_MW;
   const q_head qh = load_head(params);
+  int tab_n = -1; /* the N tile whose channels the table holds */
+  if (CT_OUT != 0 && blockIdx.x + (long)first * gridDim.x < TILES) {
+    /* the first tile's channels, read while its stages land (not after) */
+    tab_n = (int)((blockIdx.x + (long)first * gridDim.x) / TILES_M);
+    chan_tab_fill(tab, params, qh, tab_n * WG_BN, ltid);
+    cwg_bar(wg);
+  }
   const unsigned my_turn = bars + 16 * WG_STAGES + 8 * first, other_turn = bars + 16 * WG_STAGES +
                                                                              8 * (1 - first);
   (void)my_turn, (void)other_turn;
   int it0 = first * KT, turn = first - 1; /* turns waited: warpgroup 1's first tile has none */
-  int tab_n = -1; /* the N tile whose channels the table holds */
 #pragma unroll 1
   for (long t = blockIdx.x + (long)first * gridDim.x; t < TILES;
        t += (long)step * gridDim.x, it0 += step * KT, turn++) {
@@ -372,6 +378,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
 #else
   const long m0 = (long)blockIdx.x * BM;
   const int tile_n = blockIdx.y;
+  const q_head qh = load_head(params);
   const int kt0 = blockIdx.z * KT_SPLIT;
   const int nkt = KT - kt0 < KT_SPLIT ? KT - kt0 : KT_SPLIT;
   const int row0 = (wg - 1) * WG_MW; /* this consumer warpgroup's first row */
@@ -386,6 +393,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
     return;
 #endif
   } else {
+    if (CT_OUT != 0) {
+      /* the tile's channels, read while its stages land (not after) */
+      chan_tab_fill(tab, params, qh, tile_n * WG_BN, ltid);
+      cwg_bar(wg);
+    }
 #pragma unroll 1
     for (int it = 0; it < nkt; it++) consume(stages, bars, it, it == 0, row0, acc, lane);
     wgmma_wait<0>();
@@ -432,11 +444,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
 #else
   const unsigned rank = 0;
 #endif
-  const q_head qh = load_head(params);
-  if (CT_OUT != 0) {
-    chan_tab_fill(tab, params, qh, tile_n * WG_BN, ltid);
-    cwg_bar(wg);
-  }
   tile_epilogue(acc, m0, row0, tile_n, rank, params, qh, tab, residual, out, ltid);
 #endif
 
