@@ -114,6 +114,8 @@ static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H +
  * bytes of slack: the swizzled stages start 1024-byte aligned */
 #define BAR_BYTES (16 * WG_STAGES + (PINGPONG ? 16 : 0))
 
+/* 8-bit output with a per-channel offset: the accumulators start at it */
+#define WG_ACC_OFF (CT_OUT != 0 && CT_OFF)
 #include "wgmma_epilogue.cuh"
 
 /* after the barriers, 8-bit: each consumer warpgroup's channel table and slabs */
@@ -327,12 +329,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
   const int row0 = PINGPONG ? 0 : (wg - 1) * WG_MW;
   const q_head qh = load_head(params);
   int tab_n = -1; /* the N tile whose channels the table holds */
-  if (CT_OUT != 0 && blockIdx.x + (long)first * gridDim.x < TILES) {
-    /* the first tile's channels, read while its stages land (not after) */
-    tab_n = (int)((blockIdx.x + (long)first * gridDim.x) / TILES_M);
-    chan_tab_fill(tab, params, qh, tab_n * WG_BN, ltid);
-    cwg_bar(wg);
-  }
   const unsigned my_turn = bars + 16 * WG_STAGES + 8 * first, other_turn = bars + 16 * WG_STAGES +
                                                                              8 * (1 - first);
   (void)my_turn, (void)other_turn;
@@ -340,18 +336,19 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
 #pragma unroll 1
   for (long t = blockIdx.x + (long)first * gridDim.x; t < TILES;
        t += (long)step * gridDim.x, it0 += step * KT, turn++) {
+    const int tile_n = (int)(t / TILES_M);
+    if (CT_OUT != 0 && tile_n != tab_n) {
+      /* the tile's channels, before its mainloop (read while its stages
+       * land, or the other warpgroup's run; its accumulators start at
+       * their offsets); they change seldom (M runs fastest) */
+      cwg_bar(wg); /* every thread is done with the old ones */
+      chan_tab_fill(tab, params, qh, tile_n * WG_BN, ltid);
+      cwg_bar(wg);
+      tab_n = tile_n;
+    }
     if (PINGPONG && turn >= 0) mbar_wait(my_turn, turn & 1);
-    /* zeroed, then fenced: every zero is written before the first
-     * wgmma.fence, or ptxas serializes the first wgmmas around them */
     int acc[MI][WG_BN / 2];
-#pragma unroll
-    for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-      for (int i = 0; i < WG_BN / 2; i++) acc[mi][i] = 0;
-#pragma unroll
-    for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-      for (int i = 0; i < WG_BN / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
+    acc_start(acc, tab, ltid, true);
 #pragma unroll 1
     for (int kk = 0; kk < KT; kk++) consume(stages, bars, it0 + kk, kk == 0, row0, acc, lane);
     if (PINGPONG) {
@@ -365,14 +362,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
       for (int i = 0; i < WG_BN / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
     __syncwarp();
     if (lane == 0) mbar_arrive(bars + 8 * (WG_STAGES + (it0 + KT - 1) % WG_STAGES));
-    const int tile_n = (int)(t / TILES_M);
-    if (CT_OUT != 0 && tile_n != tab_n) {
-      /* the tiles' channels changed (M runs fastest: seldom) */
-      cwg_bar(wg); /* every thread is done with the old ones */
-      chan_tab_fill(tab, params, qh, tile_n * WG_BN, ltid);
-      cwg_bar(wg);
-      tab_n = tile_n;
-    }
     tile_epilogue(acc, t % TILES_M * BM, row0, tile_n, 0, params, qh, tab, residual, out, ltid);
   }
 #else
@@ -382,11 +371,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
   const int kt0 = blockIdx.z * KT_SPLIT;
   const int nkt = KT - kt0 < KT_SPLIT ? KT - kt0 : KT_SPLIT;
   const int row0 = (wg - 1) * WG_MW; /* this consumer warpgroup's first row */
-  int acc[MI][WG_BN / 2];
-#pragma unroll
-  for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-    for (int i = 0; i < WG_BN / 2; i++) acc[mi][i] = 0;
+  int acc[MI][WG_BN / 2]; /* a consumer's (the producer's are never used) */
   if (wg == 0) {
     if (ltid == 0) produce(stages, bars, &amap, &wmap, m0, tile_n, kt0, nkt, 0);
 #if WG_SPLITK == 1
@@ -398,6 +383,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
       chan_tab_fill(tab, params, qh, tile_n * WG_BN, ltid);
       cwg_bar(wg);
     }
+    acc_start(acc, tab, ltid, blockIdx.z == 0); /* split-K: one rank's sum takes the offsets */
 #pragma unroll 1
     for (int it = 0; it < nkt; it++) consume(stages, bars, it, it == 0, row0, acc, lane);
     wgmma_wait<0>();

@@ -28,11 +28,22 @@
  * the integer pipes). Rows are padded by 16 bytes, so that the 8 rows of
  * a store land in different banks.
  *
+ * WG_ACC_OFF 1 (8-bit output, defined by conv_wgmma_nhwc.cuh): the
+ * kernel starts each tile's accumulators at the channels' offsets
+ * (acc_start, from the table, filled before the mainloop), and the
+ * epilogue takes them as corrected: one add and two shared loads less per
+ * channel pair and element. The stems (scale_d 0) correct here.
+ *
  * The kernel reserves EPI_WG_BYTES per consumer warpgroup, 16-byte
  * aligned: the channel table (CHAN_TAB_BYTES), then the 4 warps' slabs.
  */
 #ifndef CT_TEMPLATES_WGMMA_EPILOGUE_CUH
 #define CT_TEMPLATES_WGMMA_EPILOGUE_CUH
+
+#ifndef WG_ACC_OFF
+#define WG_ACC_OFF 0
+#endif
+static_assert(WG_ACC_OFF == 0 || CT_OUT != 0, "WG_ACC_OFF: the offsets come from the 8-bit table");
 
 #if CT_OUT != 0
 #define CHAN_TAB_BYTES (WG_BN * 24)
@@ -61,6 +72,31 @@ __device__ __forceinline__ void chan_tab_fill(unsigned char *tab, const int *__r
     fsh[i] = c.f.ok ? c.f.sh : -1;
     add[i] = c.f.add;
   }
+}
+
+/* A tile's accumulators before its first wgmma: zero, or with WG_ACC_OFF
+ * (and with_off) each channel's offset (off, from the table: channels 2t,
+ * 2t + 1 of each group, t = ltid % 4), so that the epilogue adds nothing
+ * (the sum is the same modulo 2^32, as ctq_correct's). Then fenced: every
+ * value is written before the first wgmma.fence, or ptxas serializes the
+ * first wgmmas around them. */
+__device__ __forceinline__ void acc_start(int (&acc)[MI][WG_BN / 2], const unsigned char *tab,
+                                          int ltid, bool with_off) {
+  (void)tab, (void)ltid, (void)with_off;
+#pragma unroll
+  for (int j = 0; j < WG_BN / 8; j++) {
+    int2 o = make_int2(0, 0);
+    if (WG_ACC_OFF && with_off) o = *(const int2 *)((const int *)tab + j * 8 + 2 * (ltid & 3));
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++) {
+      acc[mi][4 * j] = o.x, acc[mi][4 * j + 1] = o.y;
+      acc[mi][4 * j + 2] = o.x, acc[mi][4 * j + 3] = o.y;
+    }
+  }
+#pragma unroll
+  for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+    for (int i = 0; i < WG_BN / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
 }
 
 /* The table's channels i and i + 1 (i even) as load_chan gives them, but
@@ -194,7 +230,9 @@ __device__ __forceinline__ void tile_epilogue(const int (&acc)[MI][WG_BN / 2], l
 #pragma unroll
       for (int q = 0; q < 2; q++) {
 #pragma unroll
-        for (int l = 0; l < 4; l++) v[q][l] = corrected(c[q][l & 1], acc[mi][8 * jp + 4 * q + l], 0);
+        for (int l = 0; l < 4; l++)
+          v[q][l] = WG_ACC_OFF ? acc[mi][8 * jp + 4 * q + l]
+                               : corrected(c[q][l & 1], acc[mi][8 * jp + 4 * q + l], 0);
         if (CT_RES && k[q] < CT_KR) {
           if (oka) rs[q][0] = *(const unsigned short *)(res + ma * CT_KR + k[q]);
           if (okb) rs[q][1] = *(const unsigned short *)(res + mb * CT_KR + k[q]);
