@@ -292,9 +292,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 
   const int lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int r0 = (wg - 1) * 8 + ((ltid >> 5) << 1); /* the warp's two rows of 8 positions */
+  /* zeroed, then fenced: every zero is written here, before the branch
+   * (else ptxas serializes the wgmmas: C7515) */
   int acc[NACC];
 #pragma unroll
   for (int i = 0; i < NACC; i++) acc[i] = 0;
+#pragma unroll
+  for (int i = 0; i < NACC; i++) asm volatile("" : "+r"(acc[i])::"memory");
   int xacc[4] = {0, 0, 0, 0};
   if (wg == 0) {
 #if WG_TMA

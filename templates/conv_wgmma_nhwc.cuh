@@ -371,19 +371,21 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
   const int kt0 = blockIdx.z * KT_SPLIT;
   const int nkt = KT - kt0 < KT_SPLIT ? KT - kt0 : KT_SPLIT;
   const int row0 = (wg - 1) * WG_MW; /* this consumer warpgroup's first row */
-  int acc[MI][WG_BN / 2]; /* a consumer's (the producer's are never used) */
+  if (CT_OUT != 0 && wg > 0) {
+    /* the tile's channels, read while its stages land (not after) */
+    chan_tab_fill(tab, params, qh, tile_n * WG_BN, ltid);
+    cwg_bar(wg);
+  }
+  /* every thread's accumulators defined before the branch (or ptxas
+   * serializes the wgmmas); split-K: one rank's sum takes the offsets */
+  int acc[MI][WG_BN / 2];
+  acc_start(acc, tab, ltid, wg > 0 && blockIdx.z == 0);
   if (wg == 0) {
     if (ltid == 0) produce(stages, bars, &amap, &wmap, m0, tile_n, kt0, nkt, 0);
 #if WG_SPLITK == 1
     return;
 #endif
   } else {
-    if (CT_OUT != 0) {
-      /* the tile's channels, read while its stages land (not after) */
-      chan_tab_fill(tab, params, qh, tile_n * WG_BN, ltid);
-      cwg_bar(wg);
-    }
-    acc_start(acc, tab, ltid, blockIdx.z == 0); /* split-K: one rank's sum takes the offsets */
 #pragma unroll 1
     for (int it = 0; it < nkt; it++) consume(stages, bars, it, it == 0, row0, acc, lane);
     wgmma_wait<0>();

@@ -937,13 +937,15 @@ static void sample_and_compile(const template_desc *tpl, long count, int procs) 
                   space_config_str(&sp, &c, text, sizeof text));
           failed++;
         } else if (cb.log && (strstr(cb.log, "C7520") || strstr(cb.log, "C7518") ||
-                              strstr(cb.log, "C7517"))) {
+                              strstr(cb.log, "C7517") || strstr(cb.log, "C7515"))) {
           /* ptxas serializes every wgmma of a kernel it sees diverge around
-           * them (C7520, C7518), or waits for them where registers they
-           * write are used (C7517): valid code that runs at a fraction of
-           * the speed */
+           * them (C7520, C7518) or where other instructions define their
+           * accumulators inside the pipeline (C7515: e.g. a warpgroup's
+           * accumulators left undefined on another's path), or waits for
+           * them where registers they write are used (C7517): valid code
+           * that runs at a fraction of the speed */
           char text[512];
-          fprintf(stderr, "%s %s: wgmma serialized (C7517/C7518/C7520): %s\n%s\n", tpl->name,
+          fprintf(stderr, "%s %s: wgmma serialized (C7515/C7517/C7518/C7520): %s\n%s\n", tpl->name,
                   s->items[i % s->n_items].name, space_config_str(&sp, &c, text, sizeof text),
                   cb.log);
           failed++;
