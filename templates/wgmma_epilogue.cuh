@@ -31,8 +31,8 @@
  * WG_ACC_OFF 1 (8-bit output, defined by conv_wgmma_nhwc.cuh): the
  * kernel starts each tile's accumulators at the channels' offsets
  * (acc_start, from the table, filled before the mainloop), and the
- * epilogue takes them as corrected: one add and two shared loads less per
- * channel pair and element. The stems (scale_d 0) correct here.
+ * epilogue takes them as corrected: one add less per element, and no
+ * offset load per channel pair. The stems (scale_d 0) correct here.
  *
  * The kernel reserves EPI_WG_BYTES per consumer warpgroup, 16-byte
  * aligned: the channel table (CHAN_TAB_BYTES), then the 4 warps' slabs.
