@@ -605,7 +605,8 @@ END_TEST
  * scales): the knob exists only with 8-bit output; staged, each consumer
  * warpgroup reserves its channel table (block_n x 24 bytes) and 4 warps'
  * slabs of 16 rows per m64 block, each row block_n + 16 bytes; both forms
- * compile without serialized wgmmas, and the default stages. */
+ * compile without serialized wgmmas, in every schedule, and the default
+ * stages. */
 START_TEST(nhwc_out_stage_exists_with_8_bit_output_only) {
   const template_desc *tpl = template_find("conv2d_nhwc_wgmma");
   ct_workload w;
@@ -643,6 +644,32 @@ START_TEST(nhwc_out_stage_exists_with_8_bit_output_only) {
     /* ping-pong: a tile is one warpgroup's 128 rows; two turn barriers */
     ck_assert_uint_eq(inst.smem_bytes, 3 * (128 + 128) * 128 + 16 * 3 + 16 + tab + 1024);
     compiles_without(&inst, &a, text, "C75");
+  }
+  /* the other schedules, whose accumulators start at the channels' offsets
+   * too: one block per tile (one or two consumer warpgroups), with split-K
+   * (one rank takes the offsets), cooperative (as on 7 SMs: on 132 its 50
+   * tiles would be the plain schedule); ptxas serializes none (the
+   * producer's accumulators left undefined made it: C7515) */
+  static const char *const others[] = {
+      "\"warpgroups\":1,\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":2,\"persistent\":0",
+      "\"warpgroups\":2,\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":0",
+      "\"warpgroups\":1,\"rows_per_wg\":64,\"split_k\":2,\"blocks_per_sm\":1,\"persistent\":0",
+      "\"warpgroups\":2,\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":1",
+  };
+  for (int i = 0; i < 8; i++) {
+    char text[256];
+    snprintf(text, sizeof text,
+             "{\"block_n\":128,\"block_k\":128,\"k_slices\":1,\"stages\":3,%s,\"out_stage\":%d}",
+             others[i / 2], i % 2);
+    config c;
+    config_of(&sp, text, &c);
+    arch ai = a;
+    if (i / 2 == 3) ai.sm_count = 7;
+    char why[TEMPLATE_WHY_MAX];
+    ck_assert_msg(tpl->valid(&w, &sp, &c, &ai, why), "%s: %s", text, why);
+    instance inst;
+    ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &ai, &inst, &err), CT_OK);
+    compiles_without(&inst, &ai, text, "C75");
   }
   space_free(&sp);
 }
