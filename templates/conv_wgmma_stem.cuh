@@ -120,7 +120,6 @@ __device__ __forceinline__ void wg_bar(int wg) {
   asm volatile("bar.sync %0, 128;\n" ::"r"(wg + 1) : "memory");
 }
 
-
 /* ---- the weights ------------------------------------------------------------ */
 /* The block's raw weight bytes (channels n0 .. n0 + block_n - 1, contiguous
  * in ODHWI) into raw, from the 16-byte chunk holding the first. */
