@@ -523,6 +523,13 @@ static void run_wgmma(const char *name, const shape *shapes, int n_shapes) {
   run_template(name, shapes, n_shapes, NULL, 0);
 }
 
+/* run_wgmma with 8-bit output (requantized in the kernel). */
+static void run_wgmma8(const char *name, const shape *shapes, int n_shapes) {
+  out8 = 1;
+  run_wgmma(name, shapes, n_shapes);
+  out8 = 0;
+}
+
 START_TEST(conv2d_configs_match_the_reference) {
   run_template("conv2d_nchw4c_dp4a", shapes2d, sizeof shapes2d / sizeof shapes2d[0], NULL, 0);
 }
@@ -562,16 +569,12 @@ END_TEST
 
 /* The same with 8-bit output: the requantizing epilogues, both out_stage forms. */
 START_TEST(conv2d_nhwc_wgmma_int8_configs_match_the_reference) {
-  out8 = 1;
-  run_wgmma("conv2d_nhwc_wgmma", nh2d, sizeof nh2d / sizeof nh2d[0]);
-  out8 = 0;
+  run_wgmma8("conv2d_nhwc_wgmma", nh2d, sizeof nh2d / sizeof nh2d[0]);
 }
 END_TEST
 
 START_TEST(conv3d_ndhwc_wgmma_int8_configs_match_the_reference) {
-  out8 = 1;
-  run_wgmma("conv3d_ndhwc_wgmma", nh3d, sizeof nh3d / sizeof nh3d[0]);
-  out8 = 0;
+  run_wgmma8("conv3d_ndhwc_wgmma", nh3d, sizeof nh3d / sizeof nh3d[0]);
 }
 END_TEST
 
@@ -598,16 +601,12 @@ END_TEST
 
 /* The same with 8-bit output: the requantizing epilogue. */
 START_TEST(conv2d_nhwc_wgmma_stem_int8_configs_match_the_reference) {
-  out8 = 1;
-  run_wgmma("conv2d_nhwc_wgmma_stem", nm2d, sizeof nm2d / sizeof nm2d[0]);
-  out8 = 0;
+  run_wgmma8("conv2d_nhwc_wgmma_stem", nm2d, sizeof nm2d / sizeof nm2d[0]);
 }
 END_TEST
 
 START_TEST(conv3d_ndhwc_wgmma_stem_int8_configs_match_the_reference) {
-  out8 = 1;
-  run_wgmma("conv3d_ndhwc_wgmma_stem", nm3d, sizeof nm3d / sizeof nm3d[0]);
-  out8 = 0;
+  run_wgmma8("conv3d_ndhwc_wgmma_stem", nm3d, sizeof nm3d / sizeof nm3d[0]);
 }
 END_TEST
 
