@@ -352,11 +352,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, SM_MINB)
           }
           /* bytes 0, 1: channels k, k + 1 of rows a and b (one branch for the 4) */
           if (c0.f.ok && c1.f.ok) {
-            r8[q][0] = requant2<true>(qh, c0, c1, v[q][0], v[q][1], ra);
-            r8[q][1] = requant2<true>(qh, c0, c1, v[q][2], v[q][3], rb);
+            r8[q][0] = requant2<RQ_FAST>(qh, c0, c1, v[q][0], v[q][1], ra);
+            r8[q][1] = requant2<RQ_FAST>(qh, c0, c1, v[q][2], v[q][3], rb);
           } else {
-            r8[q][0] = requant2<false>(qh, c0, c1, v[q][0], v[q][1], ra);
-            r8[q][1] = requant2<false>(qh, c0, c1, v[q][2], v[q][3], rb);
+            r8[q][0] = requant2<RQ_GENERAL>(qh, c0, c1, v[q][0], v[q][1], ra);
+            r8[q][1] = requant2<RQ_GENERAL>(qh, c0, c1, v[q][2], v[q][3], rb);
           }
 #endif
         }

@@ -164,23 +164,50 @@ CTQ_FN ctq_fast ctq_fast_make(ctq_i32 m, int shift, ctq_i32 zy, int head_ok) {
   return f;
 }
 
+/* The fast form's value before the clamp (and the residual): zy +
+ * rdbpot(srdhm(v, m), e) for f.ok. */
+CTQ_FN ctq_i32 ctq_fast_value(ctq_fast f, ctq_i32 v) {
+  /* p = v m + A; floor((p - [v < 0] 2^31) / 2^32) is p's high word less
+   * one where v < 0 and p's low word is below 2^31 (the borrow); then >>
+   * (e - 1). One IMAD.WIDE, no 64-bit add or shift (ptxas: LOP3 and
+   * LEA.HI.SX32 for the borrow, SHF for the shift). */
+  const ctq_i64 p = ctq_mad_wide(v, f.m, f.add);
+  const ctq_u32 borrow = ((ctq_u32)v & ~(ctq_u32)p) >> 31;
+  return ((ctq_i32)(p >> 32) - (ctq_i32)borrow) >> f.sh;
+}
+
 /* ctq_requant(v, m, shift, zy, lo, hi, has_res, r, rm, rshift, rzp) for f =
  * ctq_fast_make(m, shift, zy, ctq_fast_head(zy, lo, hi)) with f.ok, bit
  * for bit. */
 CTQ_FN ctq_i32 ctq_requant_fast(ctq_fast f, ctq_i32 v, ctq_i32 lo, ctq_i32 hi, int has_res,
                                 ctq_i32 r, ctq_i32 rm, int rshift, ctq_i32 rzp) {
-  /* p = v m + A; floor((p - [v < 0] 2^31) / 2^32) is p's high word less
-   * one where v < 0 and p's low word is below 2^31 (the borrow); then >>
-   * (e - 1). One IMAD.WIDE, no 64-bit add or shift. */
-  const ctq_i64 p = ctq_mad_wide(v, f.m, f.add);
-  const ctq_u32 borrow = ((ctq_u32)v & ~(ctq_u32)p) >> 31;
-  ctq_i32 y = ((ctq_i32)(p >> 32) - (ctq_i32)borrow) >> f.sh;
+  ctq_i32 y = ctq_fast_value(f, v);
   if (has_res) {
     const ctq_i64 s = (ctq_i64)y + ctq_rescale(r - rzp, rm, rshift);
     return s < lo ? lo : s > hi ? hi : (ctq_i32)s;
   }
   y = y > hi ? hi : y;
   return y < lo ? lo : y;
+}
+
+/* Whether the clamp [lo, hi] is [lo, the 8-bit output type's maximum]
+ * with lo in the type (ReLU, or no activation): then, without a residual,
+ * the clamp is max(y, lo) and the type's saturation: a kernel's
+ * saturating pack (cvt.pack.sat) saturates and packs two values in one
+ * instruction, where their two mins and a byte permute took three. */
+CTQ_FN int ctq_sat_head(ctq_i32 lo, ctq_i32 hi, int out_u8) {
+  const ctq_i32 tmin = out_u8 ? 0 : -128, tmax = out_u8 ? 255 : 127;
+  return (hi == tmax) & (lo >= tmin) & (lo <= hi);
+}
+
+/* ctq_requant(v, ...) without a residual where ctq_sat_head(lo, hi,
+ * out_u8) and f.ok: what a kernel computes, max then the type's
+ * saturation. */
+CTQ_FN ctq_i32 ctq_requant_fast_sat(ctq_fast f, ctq_i32 v, ctq_i32 lo, int out_u8) {
+  ctq_i32 y = ctq_fast_value(f, v);
+  y = y < lo ? lo : y;
+  const ctq_i32 tmin = out_u8 ? 0 : -128, tmax = out_u8 ? 255 : 127;
+  return y < tmin ? tmin : y > tmax ? tmax : y;
 }
 
 /* One 8-bit output lane (the low byte) of channel k's corrected accumulator

@@ -90,6 +90,7 @@ __device__ __forceinline__ void pdl_wait_then_release() {
 struct q_head {
   int zp, lo, hi, mult, shift, rmult, rshift, rzp;
   int fast; /* ctq_fast_head: the zero point and clamp admit the fast form */
+  int sat;  /* and ctq_sat_head, no residual: RQ_SAT applies (to f.ok channels) */
 };
 struct q_chan {
   int off, zw, mult, shift;
@@ -97,7 +98,7 @@ struct q_chan {
 };
 
 __device__ __forceinline__ q_head load_head(const int *__restrict__ params) {
-  q_head h = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+  q_head h = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 #if CT_OUT != 0
   h.zp = params[CTQ_OUT_ZP];
   h.lo = params[CTQ_LO];
@@ -110,6 +111,7 @@ __device__ __forceinline__ q_head load_head(const int *__restrict__ params) {
   h.rzp = params[CTQ_RES_ZP];
 #endif
   h.fast = ctq_fast_head(h.zp, h.lo, h.hi);
+  h.sat = !CT_RES && h.fast && ctq_sat_head(h.lo, h.hi, CT_OUT == 2);
 #endif
   return h;
 }
@@ -176,14 +178,38 @@ __device__ __forceinline__ unsigned requant(const q_head &h, const q_chan &c, in
   return (unsigned)y & 0xffu;
 }
 
+/* y0 and y1 saturated to the 8-bit output type, in bytes 0 and 1 (bytes
+ * 2 and 3 zero): one I2IP. cvt.pack.sat puts its second source in the low
+ * byte, its first in the next. */
+__device__ __forceinline__ unsigned pack_sat2(int y0, int y1) {
+  unsigned d;
+#if CT_OUT == 2
+  asm("cvt.pack.sat.u8.s32.b32 %0, %1, %2, 0;\n" : "=r"(d) : "r"(y1), "r"(y0));
+#else
+  asm("cvt.pack.sat.s8.s32.b32 %0, %1, %2, 0;\n" : "=r"(d) : "r"(y1), "r"(y0));
+#endif
+  return d;
+}
+
+/* How requant2 takes a pair, chosen by the caller once for several pairs:
+ * RQ_FAST where both channels' f.ok, RQ_SAT where also the header's sat
+ * (ctq_requant_fast_sat: max, then the saturating pack), else
+ * RQ_GENERAL. */
+enum { RQ_GENERAL = 0, RQ_FAST = 1, RQ_SAT = 2 };
+
 /* Channels c0 and c1 of one row: their 8-bit outputs in bytes 0 and 1
  * (bytes 2, 3 undefined: join two with join_halves), rb2 the residual's two
- * bytes; FAST as above, for both. */
-template <bool FAST>
+ * bytes (ignored by RQ_SAT, which has none). */
+template <int MODE>
 __device__ __forceinline__ unsigned requant2(const q_head &h, const q_chan &c0, const q_chan &c1,
                                              int v0, int v1, unsigned rb2) {
-  const int y0 = requant_value<FAST>(h, c0, v0, rb2 & 0xffu);
-  const int y1 = requant_value<FAST>(h, c1, v1, (rb2 >> 8) & 0xffu);
+  if (MODE == RQ_SAT) {
+    (void)rb2;
+    const int y0 = ctq_fast_value(c0.f, v0), y1 = ctq_fast_value(c1.f, v1);
+    return pack_sat2(y0 > h.lo ? y0 : h.lo, y1 > h.lo ? y1 : h.lo);
+  }
+  const int y0 = requant_value<MODE == RQ_FAST>(h, c0, v0, rb2 & 0xffu);
+  const int y1 = requant_value<MODE == RQ_FAST>(h, c1, v1, (rb2 >> 8) & 0xffu);
   return __byte_perm((unsigned)y0, (unsigned)y1, 0x0040u); /* one PRMT, no masks */
 }
 
@@ -216,11 +242,11 @@ __device__ __forceinline__ void store_frag(void *__restrict__ out, const void *_
   }
   unsigned lo, hi; /* one branch for the 4 values */
   if (c0.f.ok && c1.f.ok) {
-    lo = requant2<true>(qh, c0, c1, v00, v01, r0);
-    hi = requant2<true>(qh, c0, c1, v10, v11, r1);
+    lo = requant2<RQ_FAST>(qh, c0, c1, v00, v01, r0);
+    hi = requant2<RQ_FAST>(qh, c0, c1, v10, v11, r1);
   } else {
-    lo = requant2<false>(qh, c0, c1, v00, v01, r0);
-    hi = requant2<false>(qh, c0, c1, v10, v11, r1);
+    lo = requant2<RQ_GENERAL>(qh, c0, c1, v00, v01, r0);
+    hi = requant2<RQ_GENERAL>(qh, c0, c1, v10, v11, r1);
   }
   const unsigned recv = __shfl_xor_sync(0xffffffffu, (t & 1) ? lo : hi, 1);
   if (k4 < CT_K4 && ((t & 1) ? ok1 : ok0))

@@ -115,6 +115,20 @@ __device__ __forceinline__ void chan_tab_pair(const unsigned char *tab, int i, q
   c1.f.add = a.y, c1.f.m = m.y, c1.f.sh = f.y, c1.f.ok = f.y >= 0;
 }
 
+/* The 8-bit epilogue's values of a pair of groups and two rows (v, rs:
+ * [group][row a ch 0, 1, row b ch 0, 1], [group][row]) to r8 ([group][row],
+ * 2 channels in bytes 0, 1), MODE as requant2's for all four. */
+template <int MODE>
+__device__ __forceinline__ void requant_pairs(const q_head &qh, const q_chan (&c)[2][2],
+                                              const int (&v)[2][4], const unsigned (&rs)[2][2],
+                                              unsigned (&r8)[2][2]) {
+#pragma unroll
+  for (int q = 0; q < 2; q++)
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+      r8[q][h] = requant2<MODE>(qh, c[q][0], c[q][1], v[q][2 * h], v[q][2 * h + 1], rs[q][h]);
+}
+
 #if OST_WARP_BYTES
 /* out_stage 1: a warp's slab (its 16 x MI rows, rank's channels) to the
  * output; slab row r is pixel m0 + row0 + 16 * warp + 64 (r / 16) + r % 16.
@@ -198,8 +212,8 @@ __device__ __forceinline__ void tile_epilogue(const int (&acc)[MI][WG_BN / 2], l
    * channels are read from the table once for all of its rows: in the
    * order of the int32 path NVRTC kept every channel of the thread live
    * across the blocks, and with rows_per_wg 128 spilled. One branch per
-   * pair and block between the fast requantization and the general one
-   * (quant.cuh). */
+   * pair and block between the fast requantization (with the saturating
+   * pack where the header allows: RQ_SAT) and the general one (quant.cuh). */
   (void)params;
   const unsigned char *res = (const unsigned char *)residual;
 #if OST_WARP_BYTES
@@ -239,19 +253,9 @@ __device__ __forceinline__ void tile_epilogue(const int (&acc)[MI][WG_BN / 2], l
         }
       }
       unsigned r8[2][2]; /* [group][row]: 2 channels in bytes 0, 1 */
-      if (fast) {
-#pragma unroll
-        for (int q = 0; q < 2; q++)
-#pragma unroll
-          for (int h = 0; h < 2; h++)
-            r8[q][h] = requant2<true>(qh, c[q][0], c[q][1], v[q][2 * h], v[q][2 * h + 1], rs[q][h]);
-      } else {
-#pragma unroll
-        for (int q = 0; q < 2; q++)
-#pragma unroll
-          for (int h = 0; h < 2; h++)
-            r8[q][h] = requant2<false>(qh, c[q][0], c[q][1], v[q][2 * h], v[q][2 * h + 1], rs[q][h]);
-      }
+      if (fast && qh.sat) requant_pairs<RQ_SAT>(qh, c, v, rs, r8);
+      else if (fast) requant_pairs<RQ_FAST>(qh, c, v, rs, r8);
+      else requant_pairs<RQ_GENERAL>(qh, c, v, rs, r8);
 #if OST_WARP_BYTES
       (void)ks, (void)okk, (void)odd;
 #pragma unroll

@@ -30,7 +30,7 @@
 
 static int per_workload = 30;
 static device dev;
-/* 1: run_shape requantizes to 8 bits (int8 or uint8, alternating by workload) */
+/* 1: run_shape requantizes to 8 bits (three kinds by turns per workload) */
 static int out8;
 
 static const shape shapes2d[] = {
@@ -374,12 +374,16 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
   ct_workload w;
   shape_workload(sh, &w);
   w.layout = tpl->layout; /* nchw4c, or nhwc for the channels-last templates */
-  const int u8 = out8 && *tried / per_workload % 2; /* every other workload: uint8 out */
+  /* 8-bit output, by turns per workload: int8 with per-channel scales and
+   * a residual; uint8 with a per-tensor scale; int8 with per-channel
+   * scales and no residual (the last two take the saturating pack where
+   * the clamp's upper end is the type's, RQ_SAT) */
+  const int kind = out8 ? *tried / per_workload % 3 : 0, u8 = kind == 1;
   if (out8) {
     w.out_type = u8 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
     w.epi.bias = 1;
     w.epi.scale = u8 ? CT_SCALE_TENSOR : CT_SCALE_CHANNEL;
-    w.epi.residual = !u8;
+    w.epi.residual = kind == 0;
   }
   ct_err err = {0};
   ck_assert_msg(workload_validate(&w, &err) == CT_OK, "%s: %s", sh->name, err.msg);
@@ -473,7 +477,7 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
       }
       if (bad)
         fprintf(stderr, "FAIL %s [%s%s] %s: %zu of %zu wrong, first at %zu: %d, want %d\n",
-                tpl->name, sh->name, out8 ? (u8 ? ", uint8 out" : ", int8 out") : "", text, bad,
+                tpl->name, sh->name, out8 ? (u8 ? ", uint8 out" : kind ? ", int8 out" : ", int8 out, residual") : "", text, bad,
                 no, first, out8 ? ((uint8_t *)got)[first] : got[first],
                 out8 ? ((uint8_t *)want)[first] : want[first]);
       else

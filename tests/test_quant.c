@@ -158,6 +158,27 @@ static int32_t fast_short(ctq_fast f, int32_t v, int32_t lo, int32_t hi, int has
   return ctq_requant_fast(f, v, lo, hi, has_res, r, rm, rshift, rzp);
 }
 
+/* The kernels' RQ_SAT (ctq_requant_fast_sat) where a header allows it: no
+ * residual, and ctq_sat_head for int8 or uint8 output; else
+ * ctq_requant_fast. n_sat counts the cases it took. */
+static int64_t n_sat;
+static int32_t fast_sat(ctq_fast f, int32_t v, int32_t lo, int32_t hi, int has_res, int32_t r,
+                        int32_t rm, int rshift, int32_t rzp) {
+  for (int u8 = 0; u8 < 2 && !has_res; u8++)
+    if (ctq_sat_head(lo, hi, u8)) {
+      n_sat++;
+      return ctq_requant_fast_sat(f, v, lo, u8);
+    }
+  return ctq_requant_fast(f, v, lo, hi, has_res, r, rm, rshift, rzp);
+}
+/* Wrong: the type's saturation alone, without max(y, lo) (ReLU lost). */
+static int32_t fast_sat_no_lo(ctq_fast f, int32_t v, int32_t lo, int32_t hi, int has_res,
+                              int32_t r, int32_t rm, int rshift, int32_t rzp) {
+  for (int u8 = 0; u8 < 2 && !has_res; u8++)
+    if (ctq_sat_head(lo, hi, u8)) return ctq_requant_fast_sat(f, v, u8 ? 0 : -128, u8);
+  return ctq_requant_fast(f, v, lo, hi, has_res, r, rm, rshift, rzp);
+}
+
 static int fast_ok(int32_t m, int shift, int32_t zy, int32_t lo, int32_t hi) {
   return ctq_fast_make(m, shift, zy, ctq_fast_head(zy, lo, hi)).ok;
 }
@@ -366,6 +387,38 @@ START_TEST(requant_fast_equals_requant) {
   ck_assert_int_eq(fast_ok(1 << 30, INT32_MIN, 0, -128, 127), 0);
   ck_assert_int_eq(fast_ok(1 << 30, INT32_MAX, 0, -128, 127), 0);
   ck_assert_int_eq(fast_ok(1 << 30, -3, INT32_MIN, -128, 127), 0);
+}
+END_TEST
+
+/* The saturating form (RQ_SAT: max(y, lo), then the output type's
+ * saturation, where the clamp's upper end is the type's and there is no
+ * residual) equals ctq_requant on the same kinds of cases, 6 million of
+ * them random; a variant without max(y, lo) fails them. */
+START_TEST(requant_fast_sat_equals_requant) {
+  rq_stats s;
+  memset(&s, 0, sizeof s);
+  n_sat = 0;
+  rq_run(&s, fast_sat, 6000000);
+  const rq *b = &s.first_bad;
+  if (s.n_bad)
+    ck_abort_msg("%lld of %lld fast cases differ; first: x %d m %d shift %d zy %d lo %d hi %d "
+                 "res %d: ctq_requant %d, kernel's %d",
+                 (long long)s.n_bad, (long long)s.n_fast, b->x, b->m, b->shift, b->zy, b->lo,
+                 b->hi, b->has_res, s.want, s.got);
+  ck_assert_int_gt(n_sat, s.n / 5);
+  rq_stats w;
+  memset(&w, 0, sizeof w);
+  rq_run(&w, fast_sat_no_lo, 0);
+  ck_assert_msg(w.n_bad > 0, "the saturation without max(y, lo) passes");
+  /* what the header check accepts */
+  ck_assert_int_eq(ctq_sat_head(-128, 127, 0), 1);
+  ck_assert_int_eq(ctq_sat_head(5, 127, 0), 1);
+  ck_assert_int_eq(ctq_sat_head(0, 255, 1), 1);
+  ck_assert_int_eq(ctq_sat_head(0, 255, 0), 0);   /* int8: 255 is not the type's */
+  ck_assert_int_eq(ctq_sat_head(-128, 126, 0), 0); /* ReLU6-like */
+  ck_assert_int_eq(ctq_sat_head(-129, 127, 0), 0); /* lo below the type */
+  ck_assert_int_eq(ctq_sat_head(-1, 255, 1), 0);
+  ck_assert_int_eq(ctq_sat_head(128, 127, 0), 0); /* lo > hi */
 }
 END_TEST
 
@@ -964,6 +1017,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, fixed_point_matches_slow_forms);
   tcase_add_test(tc, requant_fast_equals_requant);
+  tcase_add_test(tc, requant_fast_sat_equals_requant);
   tcase_add_test(tc, checks_name_the_field);
   tcase_add_test(tc, params_fold_bias_and_corrections);
   tcase_add_test(tc, reference_of_each_epilogue);
