@@ -477,8 +477,12 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
       }
       if (bad)
         fprintf(stderr, "FAIL %s [%s%s] %s: %zu of %zu wrong, first at %zu: %d, want %d\n",
-                tpl->name, sh->name, out8 ? (u8 ? ", uint8 out" : kind ? ", int8 out" : ", int8 out, residual") : "", text, bad,
-                no, first, out8 ? ((uint8_t *)got)[first] : got[first],
+                tpl->name, sh->name,
+                out8 ? (u8     ? ", uint8 out"
+                        : kind ? ", int8 out"
+                               : ", int8 out, residual")
+                     : "",
+                text, bad, no, first, out8 ? ((uint8_t *)got)[first] : got[first],
                 out8 ? ((uint8_t *)want)[first] : want[first]);
       else
         exact++;

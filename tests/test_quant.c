@@ -172,8 +172,8 @@ static int32_t fast_sat(ctq_fast f, int32_t v, int32_t lo, int32_t hi, int has_r
   return ctq_requant_fast(f, v, lo, hi, has_res, r, rm, rshift, rzp);
 }
 /* Wrong: the type's saturation alone, without max(y, lo) (ReLU lost). */
-static int32_t fast_sat_no_lo(ctq_fast f, int32_t v, int32_t lo, int32_t hi, int has_res,
-                              int32_t r, int32_t rm, int rshift, int32_t rzp) {
+static int32_t fast_sat_no_lo(ctq_fast f, int32_t v, int32_t lo, int32_t hi, int has_res, int32_t r,
+                              int32_t rm, int rshift, int32_t rzp) {
   for (int u8 = 0; u8 < 2 && !has_res; u8++)
     if (ctq_sat_head(lo, hi, u8)) return ctq_requant_fast_sat(f, v, u8 ? 0 : -128, u8);
   return ctq_requant_fast(f, v, lo, hi, has_res, r, rm, rshift, rzp);
@@ -414,7 +414,7 @@ START_TEST(requant_fast_sat_equals_requant) {
   ck_assert_int_eq(ctq_sat_head(-128, 127, 0), 1);
   ck_assert_int_eq(ctq_sat_head(5, 127, 0), 1);
   ck_assert_int_eq(ctq_sat_head(0, 255, 1), 1);
-  ck_assert_int_eq(ctq_sat_head(0, 255, 0), 0);   /* int8: 255 is not the type's */
+  ck_assert_int_eq(ctq_sat_head(0, 255, 0), 0);    /* int8: 255 is not the type's */
   ck_assert_int_eq(ctq_sat_head(-128, 126, 0), 0); /* ReLU6-like */
   ck_assert_int_eq(ctq_sat_head(-129, 127, 0), 0); /* lo below the type */
   ck_assert_int_eq(ctq_sat_head(-1, 255, 1), 0);
