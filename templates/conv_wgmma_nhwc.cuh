@@ -356,10 +356,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
       if (lane == 0) mbar_arrive(other_turn); /* every stage of this tile has landed */
     }
     wgmma_wait<0>();
-#pragma unroll
-    for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-      for (int i = 0; i < WG_BN / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
+    acc_fence(acc);
     __syncwarp();
     if (lane == 0) mbar_arrive(bars + 8 * (WG_STAGES + (it0 + KT - 1) % WG_STAGES));
     tile_epilogue(acc, t % TILES_M * BM, row0, tile_n, 0, params, qh, tab, residual, out, ltid);
@@ -389,10 +386,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
 #pragma unroll 1
     for (int it = 0; it < nkt; it++) consume(stages, bars, it, it == 0, row0, acc, lane);
     wgmma_wait<0>();
-#pragma unroll
-    for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-      for (int i = 0; i < WG_BN / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
+    acc_fence(acc);
   }
 
 #if WG_SPLITK > 1

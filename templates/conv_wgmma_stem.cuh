@@ -348,10 +348,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, WS_MINB)
       }
     }
     wgmma_wait<0>();
-#pragma unroll
-    for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-      for (int i = 0; i < WS_BN / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
+    acc_fence(acc);
     tile_epilogue(acc, tile * WS_BM, 0, blockIdx.y, 0, params, qh, tab, residual, out, wtid);
     if (ntile >= TILES_M) break;
     if (WS_ABUF == 1) {

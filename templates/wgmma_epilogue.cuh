@@ -74,12 +74,20 @@ __device__ __forceinline__ void chan_tab_fill(unsigned char *tab, const int *__r
   }
 }
 
+/* Pin the accumulators: every value is written before what follows (a
+ * wgmma.fence, or the epilogue after wgmma_wait), or ptxas serializes
+ * wgmmas around them (C7515). */
+__device__ __forceinline__ void acc_fence(int (&acc)[MI][WG_BN / 2]) {
+#pragma unroll
+  for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+    for (int i = 0; i < WG_BN / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
+}
+
 /* A tile's accumulators before its first wgmma: zero, or with WG_ACC_OFF
  * (and with_off) each channel's offset (off, from the table: channels 2t,
  * 2t + 1 of each group, t = ltid % 4), so that the epilogue adds nothing
- * (the sum is the same modulo 2^32, as ctq_correct's). Then fenced: every
- * value is written before the first wgmma.fence, or ptxas serializes the
- * first wgmmas around them. */
+ * (the sum is the same modulo 2^32, as ctq_correct's); then acc_fence. */
 __device__ __forceinline__ void acc_start(int (&acc)[MI][WG_BN / 2], const unsigned char *tab,
                                           int ltid, bool with_off) {
   (void)tab, (void)ltid, (void)with_off;
@@ -93,10 +101,7 @@ __device__ __forceinline__ void acc_start(int (&acc)[MI][WG_BN / 2], const unsig
       acc[mi][4 * j + 2] = o.x, acc[mi][4 * j + 3] = o.y;
     }
   }
-#pragma unroll
-  for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-    for (int i = 0; i < WG_BN / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
+  acc_fence(acc);
 }
 
 /* The table's channels i and i + 1 (i even) as load_chan gives them, but
