@@ -32,8 +32,9 @@
  * 8-bit NHWC output of odd size is not), the tail zeroed once and never
  * poisoned, so that the comparison runs on words and a kernel that writes
  * past its output is caught.
- * Cost per trial: cubin load (0.14 ms) + compare (one pass) + roughly
- * (repeats + log2(number) + 2) x min_repeat_ms.
+ * Cost per trial: cubin load (0.14 ms) + compare (one pass) + a capture of
+ * number launches per growth step (a few us of host time per launch) +
+ * roughly (repeats + 3) x min_repeat_ms.
  */
 #include "tuner/runner.h"
 
@@ -115,10 +116,11 @@ struct runner {
 };
 
 void runner_opts_default(runner_opts *o) {
-  /* Fast without being noisy: a 10 us kernel runs 100 launches per repeat
-   * (min_repeat_ms 1.0, so launch overhead and event resolution, ~1 us, are
-   * amortised), and 5 repeats (a median that shrugs off one disturbed
-   * repeat) make about 5 ms per trial, well within a budget of 30 trials/s.
+  /* Fast without being noisy: a 10 us kernel runs about 110 launches per
+   * repeat (min_repeat_ms 1.0, so the graph's launch and event resolution,
+   * a few us, are amortised), and 5 repeats (a median that shrugs off one
+   * disturbed repeat) make about 5 ms per trial on the GPU, well within a
+   * budget of 30 trials/s.
    * max_number 1000 bounds a repeat of a kernel under 1 us. timeout_s 5 is
    * 1000 times a slow layer's time, so only hangs hit it. The L2 is flushed
    * so that a small layer is not timed on inputs left warm in a 60 MB L2. */
@@ -428,18 +430,50 @@ static void describe_nhwc(const wstate *s, unsigned n_bad, unsigned first, int32
            n_bad, s->out_alloc / 4, what, e, e / cout / pixels, e / cout % pixels, e % cout, g, v);
 }
 
-/* One repeat: number back-to-back launches between two events, the L2
- * flushed first (outside the events) when flush; its length in *ms. */
-static ct_status timed(wstate *s, const kernel *k, const instance *inst, int number, int flush,
-                       float *ms, ct_err *err) {
+/* A repeat's number launches, captured once into a graph: replayed, they
+ * run back to back on the GPU whatever the host's launch time (a few us
+ * per launch, with the tensor maps encoded: longer than many kernels, so
+ * that launches from the host would time the host). As the benchmark
+ * times its layers. */
+static ct_status capture(wstate *s, const kernel *k, const instance *inst, int number,
+                         cudaGraphExec_t *exec, ct_err *err) {
+  ct_status st = CT_OK;
+  cudaGraph_t graph = NULL;
+  int capturing = 0;
+  *exec = NULL;
+  kernel_io io = {s->data, s->weights, s->out, s->params, s->res};
+  CUDA_TRY(err, cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
+  capturing = 1;
+  for (int i = 0; i < number; i++)
+    if ((st = kernel_launch(k, inst, &io, s->stream, err)) != CT_OK) goto done;
+  capturing = 0;
+  CUDA_TRY(err, cudaStreamEndCapture(s->stream, &graph));
+  CUDA_TRY(err, cudaGraphInstantiate(exec, graph, 0));
+  CUDA_TRY(err, cudaGraphUpload(*exec, s->stream));
+done:
+  if (capturing) {
+    /* leave the stream out of capture whatever happened inside it */
+    cudaGraph_t dead = NULL;
+    (void)cudaStreamEndCapture(s->stream, &dead);
+    if (dead) cudaGraphDestroy(dead);
+    (void)cudaGetLastError();
+  }
+  if (graph) cudaGraphDestroy(graph);
+  if (st != CT_OK && *exec) {
+    cudaGraphExecDestroy(*exec);
+    *exec = NULL;
+  }
+  return st;
+}
+
+/* One repeat: a replay of the captured launches between two events, the
+ * L2 flushed first (outside the events) when flush; its length in *ms. */
+static ct_status timed(wstate *s, cudaGraphExec_t exec, int number, int flush, float *ms,
+                       ct_err *err) {
   ct_status st = CT_OK;
   if (flush) CUDA_TRY(err, cudaMemsetAsync(s->flush, number & 0xff, s->flush_bytes, s->stream));
   CUDA_TRY(err, cudaEventRecord(s->ev0, s->stream));
-  kernel_io io = {s->data, s->weights, s->out, s->params, s->res};
-  for (int i = 0; i < number; i++) {
-    st = kernel_launch(k, inst, &io, s->stream, err);
-    if (st != CT_OK) goto done;
-  }
+  CUDA_TRY(err, cudaGraphLaunch(exec, s->stream));
   CUDA_TRY(err, cudaEventRecord(s->ev1, s->stream));
   CUDA_TRY(err, cudaEventSynchronize(s->ev1));
   CUDA_TRY(err, cudaEventElapsedTime(ms, s->ev0, s->ev1));
@@ -463,6 +497,7 @@ static int measure(wstate *s, const instance *inst, const void *image, size_t si
                    run_result *res) {
   ct_err err = {0};
   kernel k;
+  cudaGraphExec_t exec = NULL; /* the timed launches */
   memset(&k, 0, sizeof k);
   memset(res, 0, sizeof *res);
   const char *name = inst->kernel_name;
@@ -521,16 +556,26 @@ static int measure(wstate *s, const instance *inst, const void *image, size_t si
     goto done;
   }
 
-  /* Timing: a warm-up, number doubled until a repeat lasts min_repeat_ms,
-   * then the repeats. Any failure now is a fault of a kernel that ran
-   * right once (e.g. a race): a runtime error. */
+  /* Timing: a warm-up, number grown (at least doubled, at most to
+   * max_number) until a replay lasts min_repeat_ms, then the repeats. Any
+   * failure now is a fault of a kernel that ran right once (e.g. a race):
+   * a runtime error. */
   float ms = 0;
   int number = 1;
   if (kernel_launch(&k, inst, &io, s->stream, &err) != CT_OK) goto timing_failed;
   for (;;) {
-    if (timed(s, &k, inst, number, 0, &ms, &err) != CT_OK) goto timing_failed;
+    if (capture(s, &k, inst, number, &exec, &err) != CT_OK ||
+        timed(s, exec, number, 0, &ms, &err) != CT_OK)
+      goto timing_failed;
     if (ms >= s->o.min_repeat_ms || number >= s->o.max_number) break;
-    number = number > s->o.max_number / 2 ? s->o.max_number : 2 * number;
+    cudaGraphExecDestroy(exec);
+    exec = NULL;
+    /* where the replay says how far min_repeat_ms is, one step there (with
+     * a tenth to spare) */
+    double goal = ms > 0 ? 1.1 * number * s->o.min_repeat_ms / ms : (double)s->o.max_number;
+    int next = goal < (double)s->o.max_number ? (int)goal + 1 : s->o.max_number;
+    number = next > 2 * number ? next : 2 * number;
+    if (number > s->o.max_number) number = s->o.max_number;
   }
   /* Flushing pays only when the working set fits in the L2; beyond it the
    * launches evict each other's inputs anyway. */
@@ -538,7 +583,7 @@ static int measure(wstate *s, const instance *inst, const void *image, size_t si
       s->data_bytes + s->weight_bytes + s->out_bytes + s->res_bytes + s->params_bytes;
   int flush = s->o.flush_l2 && s->flush && working_set <= (size_t)s->dev.l2_bytes;
   for (int i = 0; i < s->o.repeats; i++) {
-    if (timed(s, &k, inst, number, flush, &ms, &err) != CT_OK) goto timing_failed;
+    if (timed(s, exec, number, flush, &ms, &err) != CT_OK) goto timing_failed;
     res->samples_us[i] = (double)ms * 1000.0 / number;
   }
   res->outcome = OUT_OK;
@@ -552,6 +597,7 @@ timing_failed:
   res->n_samples = 0;
   snprintf(res->error, sizeof res->error, "while timing: %s", err.msg);
 done:
+  if (exec) cudaGraphExecDestroy(exec);
   kernel_unload(&k);
   if (res->outcome == OUT_RUNTIME_ERROR) return 1;
   return res->outcome != OUT_OK && context_lost();

@@ -15,9 +15,13 @@
  * buffer. Per trial: load the cubin, poison the output, one run, compare on
  * the GPU word by word (exact: an int32 element, or 4 bytes of an 8-bit
  * output), then time: a
- * warm-up, `number` grown until one repeat lasts min_repeat_ms, `repeats`
- * repeats timed with CUDA events, L2 flushed before each repeat when the
- * working set fits in L2; the median per launch is kept with all samples.
+ * warm-up, then `number` launches captured into a CUDA graph, `number`
+ * grown until one replay lasts min_repeat_ms, `repeats` replays timed with
+ * CUDA events, L2 flushed before each replay when the working set fits in
+ * L2; the median per launch is kept with all samples. Replayed, the
+ * launches run back to back on the GPU: launched one by one from the host
+ * (a few us each, with the tensor maps encoded) a kernel shorter than that
+ * would be timed by the host's pace, not its own.
  */
 #ifndef CT_TUNER_RUNNER_H
 #define CT_TUNER_RUNNER_H
