@@ -441,6 +441,55 @@ START_TEST(resumed_configs_are_never_proposed) {
 }
 END_TEST
 
+/* search_first: its config comes first from every strategy, once; one
+ * that is invalid, outside the space, or already proposed is refused; one
+ * measured while queued is dropped. */
+START_TEST(a_first_config_comes_first_once) {
+  fixture f;
+  fixture_big(&f);
+  search *se = open_search(&f, kinds[_i], 21, 1);
+  rng r;
+  rng_seed(&r, 5);
+  config want, late, bad;
+  ck_assert_int_eq(template_sample(f.tpl, &f.w, &f.s, &f.a, &r, 100000, &want, NULL), CT_OK);
+  ck_assert_int_eq(search_first(se, &want), 1);
+  config out[16];
+  ck_assert_int_eq(search_next(se, out, 1), 1); /* the first alone, n = 1 */
+  const uint64_t first = space_index(&f.s, &want);
+  ck_assert(space_index(&f.s, &out[0]) == first);
+  ck_assert_int_eq(search_first(se, &want), 0); /* proposed now */
+  /* outside the space, and inside but invalid */
+  bad = want;
+  bad.choice[0] = f.s.knobs[0].n_cands;
+  ck_assert_int_eq(search_first(se, &bad), 0);
+  uint64_t i = 0;
+  do ck_assert_int_eq(space_config(&f.s, i++, &bad, NULL), CT_OK);
+  while (is_valid(&f, &bad));
+  ck_assert_int_eq(search_first(se, &bad), 0);
+  /* queued, then measured before search_next: dropped */
+  do ck_assert_int_eq(template_sample(f.tpl, &f.w, &f.s, &f.a, &r, 100000, &late, NULL), CT_OK);
+  while (space_index(&f.s, &late) == first);
+  ck_assert_int_eq(search_first(se, &late), 1);
+  const double c = synth_cost(&f, &late);
+  search_update(se, &late, &c, 1);
+  trace t;
+  run(&f, se, 300, 16, 1, &t);
+  ck_assert_int_eq(t.n, 300);
+  ck_assert(distinct(t.idx, t.n));
+  for (int k = 0; k < t.n; k++) REQUIRE(t.idx[k] != first && t.idx[k] != space_index(&f.s, &late));
+  trace_free(&t);
+  /* queued mid-search: the head of the next batch */
+  config next;
+  do ck_assert_int_eq(template_sample(f.tpl, &f.w, &f.s, &f.a, &r, 100000, &next, NULL), CT_OK);
+  while (search_first(se, &next) == 0);
+  ck_assert_int_eq(search_next(se, out, 16), 16);
+  ck_assert(space_index(&f.s, &out[0]) == space_index(&f.s, &next));
+  for (int k = 1; k < 16; k++) ck_assert(space_index(&f.s, &out[k]) != space_index(&f.s, &next));
+  search_free(se);
+  fixture_close(&f);
+}
+END_TEST
+
 START_TEST(same_seed_same_proposals) {
   fixture f;
   fixture_big(&f);
@@ -824,6 +873,7 @@ int main(void) {
   tcase_add_loop_test(tc, proposals_without_feedback_are_new, 0, N_KINDS);
   tcase_add_loop_test(tc, resumed_configs_are_never_proposed, 0, N_KINDS);
   tcase_add_loop_test(tc, same_seed_same_proposals, 0, N_KINDS);
+  tcase_add_loop_test(tc, a_first_config_comes_first_once, 0, N_KINDS);
   tc = tcase(s, "exhaustion");
   tcase_add_test(tc, grid_walks_every_valid_config_in_order);
   tcase_add_loop_test(tc, every_strategy_exhausts_the_tiny_space, 0, N_KINDS);

@@ -81,6 +81,8 @@ struct search {
   ct_err err; /* the last failure inside (out of memory, XGBoost) */
   idset visited;
   idset pend_set; /* indices in the pending list */
+  config first;   /* search_first's config, handed out first */
+  int has_first;
   /* a small space's valid indices not yet found visited (order scrambled) */
   uint64_t *small, n_small;
   int small_ready;
@@ -838,20 +840,31 @@ void search_free(search *se) {
  * pending list and plan the next one when it runs out. */
 int search_next(search *se, config *out, int n) {
   if (!se || !out || n <= 0) return 0;
+  int got = 0;
+  if (se->has_first) {
+    se->has_first = 0;
+    const uint64_t idx = space_index(se->s, &se->first);
+    if (!idset_has(&se->visited, idx)) { /* else measured meanwhile */
+      if (idset_add(&se->visited, idx))
+        oom(se, "visited set");
+      else
+        out[got++] = se->first;
+    }
+    if (got == n) return got;
+  }
   switch (se->kind) {
   case KIND_RANDOM:
-    return random_next(se, out, n);
+    return got + random_next(se, out + got, n - got);
   case KIND_GRID:
-    return grid_next(se, out, n);
+    return got + grid_next(se, out + got, n - got);
   case KIND_GA:
   case KIND_XGB:
     break;
   default:
-    return 0;
+    return got;
   }
   /* a new model replans at once, as AutoTVM does, even mid-round */
   if (se->kind == KIND_XGB && xgb_due(se)) xgb_plan(se);
-  int got = 0;
   for (;;) {
     got = hand_out(se, out, n, got);
     if (got == n) break;
@@ -864,6 +877,15 @@ int search_next(search *se, config *out, int n) {
 static int in_space(const space *s, const config *cfg) {
   for (int k = 0; k < s->n_knobs; k++)
     if (cfg->choice[k] < 0 || cfg->choice[k] >= s->knobs[k].n_cands) return 0;
+  return 1;
+}
+
+/* See search.h. */
+int search_first(search *se, const config *cfg) {
+  if (!se || !cfg || !in_space(se->s, cfg) || !is_valid(se, cfg)) return 0;
+  if (idset_has(&se->visited, space_index(se->s, cfg))) return 0;
+  se->first = *cfg;
+  se->has_first = 1;
   return 1;
 }
 

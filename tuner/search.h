@@ -46,6 +46,15 @@ void search_free(search *se);
  * nothing left: grid exhausted, or every valid config seen). */
 int search_next(search *se, config *out, int n);
 
+/* Have the next search_next hand out cfg before anything else (whatever
+ * the strategy: the tuner's first trial is the template's default, so that
+ * tuning never ends below what an untuned workload runs). Returns 1 when
+ * cfg is queued; 0, and nothing changes, when it is outside the space,
+ * invalid, or already proposed or measured. A later call replaces a
+ * config still queued; one measured meanwhile (search_update) is dropped
+ * at hand-out. */
+int search_first(search *se, const config *cfg);
+
 /* The measured costs of configs (proposed or not: resume feeds old trials
  * here before the first search_next, and they are never proposed again). */
 void search_update(search *se, const config *cfgs, const double *cost_us, int n);

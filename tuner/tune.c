@@ -296,6 +296,12 @@ static ct_status run_task(tuner *t, const char *name, const ct_workload *w,
   double best_us = 0;
   res->n_resumed = resume(t, se, tpl, w, &s, &best_us);
   if (o->transfer && !strcmp(o->search.kind, "xgb")) seed_transfer(t, se, tpl, key);
+  /* the first trial: what the dispatch runs for this workload untuned (the
+   * template's default), unless measured before; a model or a random draw
+   * can miss it (on ResNet-50 b1's l4_3x3_512_s2, 64 trials held no split-K
+   * config, which fills the SMs there) */
+  config dflt;
+  if (tpl->preferred && tpl->preferred(w, &s, &t->dev.arch, &dflt)) search_first(se, &dflt);
 
   tune_progress p = {.name = name,
                      .template_name = tpl->name,
