@@ -18,7 +18,11 @@
  * tiles of rows_per_wg rows in turn, so that one's epilogue overlaps the
  * other's mainloop); with 8-bit output, out_stage (0: each thread stores
  * its 4-byte pieces; 1: each warp stages its rows in shared memory and
- * stores them as 16-byte chunks).
+ * stores them as 16-byte chunks) and tile_requant (0: the requantization's
+ * form, fast or general, chosen per pair of channel groups; 1: once per
+ * tile and warp, so that the whole epilogue is one straight-line block:
+ * faster where a block runs many tiles, but its extra registers can keep
+ * the next launch's block off the SM, wgmma_epilogue.cuh).
  *
  * What it runs (supports): layout nhwc / ndhwc, int8 weights, groups 1;
  * C a multiple of 16 (TMA's strides are 16-byte multiples: the stems run
@@ -58,9 +62,10 @@ static const int split_ks[] = {1, 2, 4, 8};
 static const int blocks_per_sms[] = {1, 2, 3};
 static const int persistents[] = {0, 1, 2};
 static const int out_stages[] = {0, 1};
+static const int tile_requants[] = {0, 1};
 
 typedef struct nplan {
-  int bn, bk, ks, stages, cwg, mw, split, minb, persist, ostage;
+  int bn, bk, ks, stages, cwg, mw, split, minb, persist, ostage, treq;
   long bm, m_total, tiles_m, tiles_n, threads, acc, regs, smem_bytes, kt, kt_split;
   long slices;   /* block_k slices of the reduction: taps x ceil(C / block_k) */
   long resident; /* blocks that fit the GPU at once (0: the SM count is unknown) */
@@ -129,7 +134,10 @@ static ct_status build_space(const ct_workload *w, space *s, ct_err *err) {
   CHOICE("split_k", split_ks);
   CHOICE("blocks_per_sm", blocks_per_sms);
   CHOICE("persistent", persistents);
-  if (w->out_type != CT_DTYPE_INT32) CHOICE("out_stage", out_stages);
+  if (w->out_type != CT_DTYPE_INT32) {
+    CHOICE("out_stage", out_stages);
+    CHOICE("tile_requant", tile_requants);
+  }
 #undef CHOICE
   return CT_OK;
 }
@@ -148,6 +156,7 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   p->minb = space_get(s, cfg, "blocks_per_sm", 1);
   p->persist = space_get(s, cfg, "persistent", 0);
   p->ostage = space_get(s, cfg, "out_stage", 0);
+  p->treq = space_get(s, cfg, "tile_requant", 0);
   p->bm = p->persist == 2 ? p->mw : (long)p->mw * p->cwg; /* ping-pong: a warpgroup's tile */
   p->m_total = g.n * g.out[0] * g.out[1] * g.out[2];
   p->tiles_m = ceil_div(p->m_total, p->bm);
@@ -265,6 +274,7 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   instance_opt(inst, "WG_MINB", p.minb);
   instance_opt(inst, "WG_PERSIST", p.persist);
   instance_opt(inst, "WG_OSTAGE", p.ostage);
+  instance_opt(inst, "WG_EPI_TILE", p.treq);
   instance_opt(inst, "CT_THREADS", p.threads);
   instance_opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
   if (inst->n_options >= INSTANCE_MAX_OPTIONS)
@@ -333,14 +343,15 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
                       p.tiles_m, p.tiles_n,  p.kt + 1,   (double)p.tiles_m * p.tiles_n * p.split,
                       p.bm,      p.bn,       p.stages,   p.bk,
                       p.split,   p.kt_split, (double)p.tiles_m * p.bm / (double)p.m_total,
-                      p.minb,    p.persist + 1, p.ostage + 1, p.ks};
+                      p.minb,    p.persist + 1, p.ostage + 1, p.ks, p.treq + 1};
   int n = (int)(sizeof v / sizeof v[0]);
   for (int i = 0; i < n && i < max; i++) out[i] = (float)log2(v[i]);
   return n < max ? n : max;
 }
 
 /* A default without tuning: two consumer warpgroups of 64 rows, 4 stages
- * of the widest block_k that C fills, 8-bit output staged, the widest N
+ * of the widest block_k that C fills, 8-bit output staged and requantized
+ * in one form per tile, the widest N
  * tile that still gives
  * every SM a block; then, where the grid leaves more than half the SMs
  * idle, the split-K that fills them. */
@@ -364,7 +375,9 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
               template_set_choice(s, &c, "split_k", 1) &&
               template_set_choice(s, &c, "blocks_per_sm", 1) &&
               template_set_choice(s, &c, "persistent", 0) &&
-              (space_find(s, "out_stage") < 0 || template_set_choice(s, &c, "out_stage", 1))))
+              (space_find(s, "out_stage") < 0 || template_set_choice(s, &c, "out_stage", 1)) &&
+              (space_find(s, "tile_requant") < 0 ||
+               template_set_choice(s, &c, "tile_requant", 1))))
           continue;
         if (!valid(w, s, &c, a, NULL)) continue;
         nplan p;

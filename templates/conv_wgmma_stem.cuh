@@ -73,6 +73,7 @@ static_assert((long)CT_N * CT_OD * CT_OH * CT_OW < 2147483648L &&
 #define WG_SPLITK 1
 #define JPR (WG_BN / 8)
 #define WG_OSTAGE 0 /* the direct 8-bit stores */
+#define WG_EPI_TILE 0 /* the requantization's form chosen per pair of channel groups */
 #define M_TOTAL ((long)CT_N * CT_OD * CT_OH * CT_OW)
 #define TILES_M ((M_TOTAL + WS_BM - 1) / WS_BM)
 /* shared memory: the weights (a slab of block_n rows x 32 bytes per k32

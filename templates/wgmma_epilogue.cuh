@@ -7,8 +7,8 @@
  * requantized to 8 bits (tc_common.cuh). The including kernel defines MI
  * (m64 blocks per warpgroup), WG_BN (the tile's channels), M_TOTAL
  * (output pixels), WG_SPLITK and JPR (split-K: the 8-channel groups per
- * rank; 1 and WG_BN / 8 without) and WG_OSTAGE (below). Included after
- * nhwc_store.cuh.
+ * rank; 1 and WG_BN / 8 without), WG_OSTAGE and WG_EPI_TILE (below).
+ * Included after nhwc_store.cuh.
  *
  * An 8-bit epilogue reads each channel's values from a table in shared
  * memory that its warpgroup fills when its tiles' channels change (once
@@ -27,6 +27,20 @@
  * with a fifth of the instructions per byte (an 8-bit epilogue is bound by
  * the integer pipes). Rows are padded by 16 bytes, so that the 8 rows of
  * a store land in different banks.
+ *
+ * WG_EPI_TILE (8-bit output): how a thread picks the requantization's
+ * form (tc_common.cuh's RQ_*: the saturating fast one, the fast one, the
+ * general one). 0: per pair of channel groups, from the pair's table
+ * entries, a branch each; every pair then waits out its table loads and
+ * its dependent chain in turn, at one warp per scheduler. 1: once per
+ * tile, for all of the warp's channels, so that the tile's epilogue is
+ * one straight-line block that ptxas interleaves (ResNet-50 b16's 8-bit
+ * configs as tuned with 0, on an H100: four 1x1 layers 9-12% faster, the
+ * sum 2% faster). It takes more registers (l3_3x3_256's 1x64 tile: 105 ->
+ * 130), which can keep the next launch's block (programmatic dependent
+ * launch) from sharing the SM: there a one-wave layer pays the launch gap
+ * again (l3_3x3_256 6.43 -> 7.28 us; the same under ncu, which launches
+ * one at a time). Hence a knob; the stems keep 0.
  *
  * WG_ACC_OFF 1 (8-bit output, defined by conv_wgmma_nhwc.cuh): the
  * kernel starts each tile's accumulators at the channels' offsets
@@ -58,6 +72,7 @@ static_assert(WG_ACC_OFF == 0 || CT_OUT != 0, "WG_ACC_OFF: the offsets come from
 #endif
 #define EPI_WG_BYTES (CHAN_TAB_BYTES + 4 * OST_WARP_BYTES)
 static_assert(WG_OSTAGE == 0 || WG_OSTAGE == 1, "out_stage: 0 or 1");
+static_assert(WG_EPI_TILE == 0 || WG_EPI_TILE == 1, "tile_requant: 0 or 1");
 
 /* The table of channels n0 .. n0 + WG_BN - 1 (those past K read channel 0:
  * in range, never stored), by the 128 threads of a warpgroup (ltid); the
@@ -169,6 +184,91 @@ __device__ __forceinline__ void slab_store(const unsigned char *slab, long m0, i
 }
 #endif
 
+#if CT_OUT != 0
+/* The 8-bit epilogue of a tile (tile_epilogue's arguments), every pair of
+ * this thread's channels requantized as MODE (requant2's): the caller
+ * picks it once per tile, so that the pairs' table loads, arithmetic and
+ * stores are one straight-line block that ptxas can interleave. With a
+ * branch per pair (as before) each pair waited out its table loads and
+ * its dependent chain in turn, at one warp per scheduler.
+ *
+ * The pair loop is outside the m64 blocks, so that a thread's 4 channels
+ * are read from the table once for all of its rows: in the order of the
+ * int32 path NVRTC kept every channel of the thread live across the
+ * blocks, and with rows_per_wg 128 spilled. */
+template <int MODE>
+__device__ __forceinline__ void tile_epilogue8(const int (&acc)[MI][WG_BN / 2], long m0, int row0,
+                                               int tile_n, unsigned rank, const q_head &qh,
+                                               unsigned char *tab,
+                                               const void *__restrict__ residual,
+                                               void *__restrict__ out, int ltid) {
+  (void)rank;
+  const int lane = ltid & 31, g = lane >> 2, t = lane & 3, warp = ltid >> 5, odd = t & 1;
+  const unsigned char *res = (const unsigned char *)residual;
+#if OST_WARP_BYTES
+  /* this thread's bytes in its warp's slab: row g of each m64 block, channel 2t of each group */
+  unsigned char *const slab = tab + CHAN_TAB_BYTES + warp * OST_WARP_BYTES;
+  unsigned char *const mine = slab + g * OST_ROW + 2 * t;
+#endif
+#pragma unroll
+  for (int jp = 0; jp < WG_BN / 16; jp++) {
+    if (WG_SPLITK > 1 && (2 * jp) / JPR != (int)rank) continue; /* another rank's groups */
+    q_chan c[2][2]; /* [group of the pair][channel 2t, 2t + 1] */
+    int k[2];
+#pragma unroll
+    for (int q = 0; q < 2; q++) {
+      k[q] = tile_n * WG_BN + (2 * jp + q) * 8 + 2 * t;
+      chan_tab_pair(tab, (2 * jp + q) * 8 + 2 * t, c[q][0], c[q][1]);
+    }
+    const bool fast = c[0][0].f.ok && c[0][1].f.ok && c[1][0].f.ok && c[1][1].f.ok;
+    (void)fast;
+    /* the stored group and its first channel: j0 at 2t (even t), j1 at 2(t - 1) (odd t) */
+    const int ks = tile_n * WG_BN + (2 * jp + odd) * 8 + 2 * (t - odd);
+    const bool okk = ks < CT_KR; /* K % 8 == 0: a group is whole or absent */
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++) {
+      const long ma = m0 + row0 + mi * 64 + 16 * warp + g, mb = ma + 8;
+      const bool oka = ma < M_TOTAL, okb = mb < M_TOTAL;
+      int v[2][4]; /* [group][row a ch 0, 1, row b ch 0, 1] */
+      unsigned rs[2][2] = {{0, 0}, {0, 0}}; /* residual: [group][row], 2 channels each */
+#pragma unroll
+      for (int q = 0; q < 2; q++) {
+#pragma unroll
+        for (int l = 0; l < 4; l++)
+          v[q][l] = WG_ACC_OFF ? acc[mi][8 * jp + 4 * q + l]
+                               : corrected(c[q][l & 1], acc[mi][8 * jp + 4 * q + l], 0);
+        if (CT_RES && k[q] < CT_KR) {
+          if (oka) rs[q][0] = *(const unsigned short *)(res + ma * CT_KR + k[q]);
+          if (okb) rs[q][1] = *(const unsigned short *)(res + mb * CT_KR + k[q]);
+        }
+      }
+      unsigned r8[2][2]; /* [group][row]: 2 channels in bytes 0, 1 */
+      if (MODE >= 0) requant_pairs<MODE < 0 ? 0 : MODE>(qh, c, v, rs, r8);
+      else if (fast && qh.sat) requant_pairs<RQ_SAT>(qh, c, v, rs, r8);
+      else if (fast) requant_pairs<RQ_FAST>(qh, c, v, rs, r8);
+      else requant_pairs<RQ_GENERAL>(qh, c, v, rs, r8);
+#if OST_WARP_BYTES
+      (void)ks, (void)okk, (void)odd;
+#pragma unroll
+      for (int q = 0; q < 2; q++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+          *(unsigned short *)(mine + (16 * mi + 8 * h) * OST_ROW + (2 * jp + q) * 8) =
+              (unsigned short)r8[q][h];
+#else
+      unsigned char *const o8 = (unsigned char *)out + ks;
+      store_pair_nhwc(o8 + ma * CT_KR, o8 + mb * CT_KR, r8, odd, okk && oka, okk && okb);
+#endif
+    }
+  }
+#if OST_WARP_BYTES
+  __syncwarp(); /* the slab is whole */
+  slab_store(slab, m0, row0, warp, tile_n, rank, (unsigned char *)out, lane);
+  __syncwarp(); /* read before the next tile writes it */
+#endif
+}
+#endif
+
 /* The tile at (m0, tile_n) from this consumer warpgroup's accumulators,
  * its rows from row0; with split_k, rank's groups only; 8-bit: tab holds
  * the channels of tile_n (chan_tab_fill), then the warps' slabs. */
@@ -184,8 +284,9 @@ __device__ __forceinline__ void tile_epilogue(const int (&acc)[MI][WG_BN / 2], l
    * trade one group of a pair of groups (j0 = 2 jp, j1 = j0 + 1), so that
    * the even lane stores 4 channels of j0 and the odd one 4 of j1: one
    * 16-byte store (int32) or 4-byte store (8-bit) per row and pair. */
-  const int lane = ltid & 31, g = lane >> 2, t = lane & 3, warp = ltid >> 5, odd = t & 1;
+  const int lane = ltid & 31, t = lane & 3;
 #if CT_OUT == 0
+  const int g = lane >> 2, warp = ltid >> 5, odd = t & 1;
   (void)residual;
 #pragma unroll
   for (int mi = 0; mi < MI; mi++) {
@@ -213,73 +314,34 @@ __device__ __forceinline__ void tile_epilogue(const int (&acc)[MI][WG_BN / 2], l
     }
   }
 #else
-  /* 8-bit: the pair loop outside the m64 blocks, so that a thread's 4
-   * channels are read from the table once for all of its rows: in the
-   * order of the int32 path NVRTC kept every channel of the thread live
-   * across the blocks, and with rows_per_wg 128 spilled. One branch per
-   * pair and block between the fast requantization (with the saturating
-   * pack where the header allows: RQ_SAT) and the general one (quant.cuh). */
+  /* 8-bit: one mode for all of this thread's channels, from the table's
+   * fast-form shifts (-1 where the fast form does not apply): the fast
+   * requantization (with the saturating pack where the header allows:
+   * RQ_SAT) where every channel of the warp takes it, else the general
+   * one for all (quant.cuh: the same values, bit for bit, for the fast
+   * channels). */
   (void)params;
-  const unsigned char *res = (const unsigned char *)residual;
-#if OST_WARP_BYTES
-  /* this thread's bytes in its warp's slab: row g of each m64 block, channel 2t of each group */
-  unsigned char *const slab = tab + CHAN_TAB_BYTES + warp * OST_WARP_BYTES;
-  unsigned char *const mine = slab + g * OST_ROW + 2 * t;
-#endif
-#pragma unroll
-  for (int jp = 0; jp < WG_BN / 16; jp++) {
-    if (WG_SPLITK > 1 && (2 * jp) / JPR != (int)rank) continue; /* another rank's groups */
-    q_chan c[2][2]; /* [group of the pair][channel 2t, 2t + 1] */
-    int k[2];
-#pragma unroll
-    for (int q = 0; q < 2; q++) {
-      k[q] = tile_n * WG_BN + (2 * jp + q) * 8 + 2 * t;
-      chan_tab_pair(tab, (2 * jp + q) * 8 + 2 * t, c[q][0], c[q][1]);
-    }
-    const bool fast = c[0][0].f.ok && c[0][1].f.ok && c[1][0].f.ok && c[1][1].f.ok;
-    /* the stored group and its first channel: j0 at 2t (even t), j1 at 2(t - 1) (odd t) */
-    const int ks = tile_n * WG_BN + (2 * jp + odd) * 8 + 2 * (t - odd);
-    const bool okk = ks < CT_KR; /* K % 8 == 0: a group is whole or absent */
-#pragma unroll
-    for (int mi = 0; mi < MI; mi++) {
-      const long ma = m0 + row0 + mi * 64 + 16 * warp + g, mb = ma + 8;
-      const bool oka = ma < M_TOTAL, okb = mb < M_TOTAL;
-      int v[2][4]; /* [group][row a ch 0, 1, row b ch 0, 1] */
-      unsigned rs[2][2] = {{0, 0}, {0, 0}}; /* residual: [group][row], 2 channels each */
-#pragma unroll
-      for (int q = 0; q < 2; q++) {
-#pragma unroll
-        for (int l = 0; l < 4; l++)
-          v[q][l] = WG_ACC_OFF ? acc[mi][8 * jp + 4 * q + l]
-                               : corrected(c[q][l & 1], acc[mi][8 * jp + 4 * q + l], 0);
-        if (CT_RES && k[q] < CT_KR) {
-          if (oka) rs[q][0] = *(const unsigned short *)(res + ma * CT_KR + k[q]);
-          if (okb) rs[q][1] = *(const unsigned short *)(res + mb * CT_KR + k[q]);
-        }
-      }
-      unsigned r8[2][2]; /* [group][row]: 2 channels in bytes 0, 1 */
-      if (fast && qh.sat) requant_pairs<RQ_SAT>(qh, c, v, rs, r8);
-      else if (fast) requant_pairs<RQ_FAST>(qh, c, v, rs, r8);
-      else requant_pairs<RQ_GENERAL>(qh, c, v, rs, r8);
-#if OST_WARP_BYTES
-      (void)ks, (void)okk, (void)odd;
-#pragma unroll
-      for (int q = 0; q < 2; q++)
-#pragma unroll
-        for (int h = 0; h < 2; h++)
-          *(unsigned short *)(mine + (16 * mi + 8 * h) * OST_ROW + (2 * jp + q) * 8) =
-              (unsigned short)r8[q][h];
-#else
-      unsigned char *const o8 = (unsigned char *)out + ks;
-      store_pair_nhwc(o8 + ma * CT_KR, o8 + mb * CT_KR, r8, odd, okk && oka, okk && okb);
-#endif
-    }
+  if (!WG_EPI_TILE) {
+    tile_epilogue8<-1>(acc, m0, row0, tile_n, rank, qh, tab, residual, out, ltid);
+    return;
   }
-#if OST_WARP_BYTES
-  __syncwarp(); /* the slab is whole */
-  slab_store(slab, m0, row0, warp, tile_n, rank, (unsigned char *)out, lane);
-  __syncwarp(); /* read before the next tile writes it */
-#endif
+  const int *const fsh = (const int *)tab + 3 * WG_BN;
+  bool all_fast = true;
+#pragma unroll
+  for (int j = 0; j < WG_BN / 8; j++) {
+    if (WG_SPLITK > 1 && j / JPR != (int)rank) continue;
+    const int2 f = *(const int2 *)(fsh + j * 8 + 2 * t);
+    all_fast = all_fast && (f.x | f.y) >= 0;
+  }
+  /* the warp's answer: uniform branches, and converged lanes for the
+   * stores' shuffles (no divergence check around them) */
+  all_fast = __all_sync(0xffffffffu, all_fast);
+  if (all_fast && qh.sat)
+    tile_epilogue8<RQ_SAT>(acc, m0, row0, tile_n, rank, qh, tab, residual, out, ltid);
+  else if (all_fast)
+    tile_epilogue8<RQ_FAST>(acc, m0, row0, tile_n, rank, qh, tab, residual, out, ltid);
+  else
+    tile_epilogue8<RQ_GENERAL>(acc, m0, row0, tile_n, rank, qh, tab, residual, out, ltid);
 #endif
 }
 

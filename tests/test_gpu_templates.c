@@ -13,7 +13,10 @@
  * The channels-last wgmma templates also run with 8-bit output (cases
  * nhwc8 and stem8): requantized in the kernel (bias, per-channel scales and a
  * residual to int8, or bias and a per-tensor scale to uint8, the values
- * from quant_random), compared byte for byte with reference_qconv.
+ * from quant_random; and int8 with per-channel scales of which some the
+ * fast requantization does not take, a multiplier of 0.75 or 2.5, so that
+ * the warps holding them run the general one and the others the fast one),
+ * compared byte for byte with reference_qconv.
  */
 #include <check.h>
 #include <stdio.h>
@@ -30,7 +33,7 @@
 
 static int per_workload = 30;
 static device dev;
-/* 1: run_shape requantizes to 8 bits (three kinds by turns per workload) */
+/* 1: run_shape requantizes to 8 bits (four kinds by turns per workload) */
 static int out8;
 
 static const shape shapes2d[] = {
@@ -376,9 +379,10 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
   w.layout = tpl->layout; /* nchw4c, or nhwc for the channels-last templates */
   /* 8-bit output, by turns per workload: int8 with per-channel scales and
    * a residual; uint8 with a per-tensor scale; int8 with per-channel
-   * scales and no residual (the last two take the saturating pack where
-   * the clamp's upper end is the type's, RQ_SAT) */
-  const int kind = out8 ? *tried / per_workload % 3 : 0, u8 = kind == 1;
+   * scales and no residual (these two take the saturating pack where the
+   * clamp's upper end is the type's, RQ_SAT); the same with some scales
+   * outside the fast form's range (slow) */
+  const int kind = out8 ? *tried / per_workload % 4 : 0, u8 = kind == 1, slow = kind == 3;
   if (out8) {
     w.out_type = u8 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
     w.epi.bias = 1;
@@ -403,6 +407,11 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
     params = malloc(quant_params_words(&w) * 4);
     ck_assert(sums && params);
     ck_assert_msg(quant_random(&w, rng_next(r), &qs, &err) == CT_OK, "%s", err.msg);
+    /* slow: every 11th channel at a multiplier in [0.5, 1) (no right
+     * shift) and every 13th above 1 (a left shift): ctq_fast_make refuses
+     * both, so a tile's warps holding one requantize the general way */
+    for (int k = 0; slow && k < w.k; k++)
+      if (k % 11 == 5 || k % 13 == 6) qs.scale[k] = k % 11 == 5 ? 0.75f : 2.5f;
     quant_weight_sums(&w, weights, sums);
     ck_assert_msg(quant_params(&w, &qs.q, sums, params, &err) == CT_OK, "%s", err.msg);
     ck_assert_msg(reference_qconv(&w, &qs.q, data, weights, w.epi.residual ? res : NULL, want,
@@ -479,6 +488,7 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
         fprintf(stderr, "FAIL %s [%s%s] %s: %zu of %zu wrong, first at %zu: %d, want %d\n",
                 tpl->name, sh->name,
                 out8 ? (u8     ? ", uint8 out"
+                        : slow ? ", int8 out, slow channels"
                         : kind ? ", int8 out"
                                : ", int8 out, residual")
                      : "",

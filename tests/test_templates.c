@@ -601,13 +601,13 @@ START_TEST(nhwc_k_slices_group_a_stage) {
 }
 END_TEST
 
-/* out_stage, on the same layer requantized to int8 (bias, per-channel
- * scales): the knob exists only with 8-bit output; staged, each consumer
- * warpgroup reserves its channel table (block_n x 24 bytes) and 4 warps'
- * slabs of 16 rows per m64 block, each row block_n + 16 bytes; both forms
- * compile without serialized wgmmas, in every schedule, and the default
- * stages. */
-START_TEST(nhwc_out_stage_exists_with_8_bit_output_only) {
+/* out_stage and tile_requant, on the same layer requantized to int8
+ * (bias, per-channel scales): the knobs exist only with 8-bit output;
+ * staged, each consumer warpgroup reserves its channel table (block_n x 24
+ * bytes) and 4 warps' slabs of 16 rows per m64 block, each row block_n +
+ * 16 bytes; every form compiles without serialized wgmmas, in every
+ * schedule, and the default stages and requantizes per tile. */
+START_TEST(nhwc_out_stage_and_tile_requant_exist_with_8_bit_output_only) {
   const template_desc *tpl = template_find("conv2d_nhwc_wgmma");
   ct_workload w;
   nhwc_l3_3x3_256(&w);
@@ -615,25 +615,29 @@ START_TEST(nhwc_out_stage_exists_with_8_bit_output_only) {
   ct_err err = {0};
   ck_assert_int_eq(template_space(tpl, &w, &sp, &err), CT_OK);
   ck_assert_int_lt(space_find(&sp, "out_stage"), 0);
+  ck_assert_int_lt(space_find(&sp, "tile_requant"), 0);
   space_free(&sp);
   w.out_type = CT_DTYPE_INT8;
   w.epi.bias = 1;
   w.epi.scale = CT_SCALE_CHANNEL;
   ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
   ck_assert_int_ge(space_find(&sp, "out_stage"), 0);
+  ck_assert_int_ge(space_find(&sp, "tile_requant"), 0);
   arch a;
   arch_from_name("sm_90", &a, NULL);
   a.sm_count = 132;
   config dflt;
   ck_assert(tpl->preferred(&w, &sp, &a, &dflt));
   ck_assert_int_eq(space_get(&sp, &dflt, "out_stage", -1), 1);
-  for (int st = 0; st < 2; st++) {
+  ck_assert_int_eq(space_get(&sp, &dflt, "tile_requant", -1), 1);
+  for (int i = 0; i < 4; i++) {
+    const int st = i % 2;
     char text[256];
     snprintf(text, sizeof text,
              "{\"block_n\":128,\"block_k\":128,\"k_slices\":1,\"stages\":3,\"warpgroups\":2,"
              "\"rows_per_wg\":128,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":2,"
-             "\"out_stage\":%d}",
-             st);
+             "\"out_stage\":%d,\"tile_requant\":%d}",
+             st, i / 2);
     config c;
     config_of(&sp, text, &c);
     char why[TEMPLATE_WHY_MAX];
@@ -659,8 +663,9 @@ START_TEST(nhwc_out_stage_exists_with_8_bit_output_only) {
   for (int i = 0; i < 8; i++) {
     char text[256];
     snprintf(text, sizeof text,
-             "{\"block_n\":128,\"block_k\":128,\"k_slices\":1,\"stages\":3,%s,\"out_stage\":%d}",
-             others[i / 2], i % 2);
+             "{\"block_n\":128,\"block_k\":128,\"k_slices\":1,\"stages\":3,%s,\"out_stage\":%d,"
+             "\"tile_requant\":%d}",
+             others[i / 2], i % 2, (i + i / 2) % 2);
     config c;
     config_of(&sp, text, &c);
     arch ai = a;
@@ -1079,7 +1084,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, nhwc_split_k_meets_in_a_cluster);
   tcase_add_test(tc, nhwc_k_slices_group_a_stage);
   tcase_add_test(tc, nhwc_persistent_blocks_loop_over_tiles);
-  tcase_add_test(tc, nhwc_out_stage_exists_with_8_bit_output_only);
+  tcase_add_test(tc, nhwc_out_stage_and_tile_requant_exist_with_8_bit_output_only);
   tcase_add_test(tc, nhwc_mma_stages_window_rows);
   tcase_add_test(tc, nhwc_wgmma_stem_stages_a_depth_tap);
   tcase_add_test(tc, random_valid_configs_compile_conv2d);
