@@ -12,7 +12,8 @@
  * outputs are poisoned (0xA5 bytes) before each call, and every element is
  * compared with reference_conv. One line per workload goes to stdout. Then
  * two threads, each with its own stream, run the same and different new
- * workloads on one context at once. Channels-last (nhwc): awkward shapes
+ * workloads on one context at once, and calls are captured into a CUDA
+ * graph and replayed (case graph). Channels-last (nhwc): awkward shapes
  * and ResNet-50 / ResNet3D-18 in nhwc / ndhwc (random NHWC data and OHWI
  * weights), int32 and int8 output, against reference_conv /
  * reference_qconv of the same nhwc workload; every layer, the stems (C %
@@ -801,6 +802,154 @@ START_TEST(two_threads_two_streams_exact) {
 }
 END_TEST
 
+/* Calls captured into a CUDA graph, as a runtime captures a network once
+ * and replays it: a plain-layout conv2d (its data packed and its output
+ * unpacked in the context's stream-ordered scratch, which the capture
+ * turns into graph memory nodes), the same workload packed, and (on sm_90)
+ * an nhwc layer with 8-bit output, each the first call of its workload on
+ * a fresh context, so that its kernel is loaded inside the capture. The
+ * capture runs nothing (the outputs stay poisoned); the graph, replayed
+ * twice with the outputs poisoned before each replay, is exact. */
+START_TEST(calls_captured_in_a_graph_exact) {
+  ct_workload w;
+  workload_init(&w, CT_OP_CONV2D);
+  w.n = 2, w.c = 30, w.k = 44; /* C and K not multiples of 4: padded in the scratch */
+  w.in[0] = 15, w.in[1] = 13;
+  w.kernel[0] = w.kernel[1] = 3;
+  w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = 1;
+  host_case h;
+  host_case_make(&h, &w, 4242);
+  char why[160];
+  const int nhwc = nhwc_runs_here(why, sizeof why);
+  if (!nhwc) printf("graph: nhwc layer skipped: %s\n", why);
+  ct_workload q; /* nhwc, int8 out with bias and per-channel scales */
+  workload_init(&q, CT_OP_CONV2D);
+  q.layout = CT_LAYOUT_NHWC;
+  q.n = 2, q.c = 64, q.k = 64;
+  q.in[0] = q.in[1] = 28;
+  q.kernel[0] = q.kernel[1] = 3;
+  q.pad_before[0] = q.pad_before[1] = q.pad_after[0] = q.pad_after[1] = 1;
+  q.out_type = CT_DTYPE_INT8;
+  q.epi.bias = 1;
+  q.epi.scale = CT_SCALE_CHANNEL;
+  ck_assert_int_eq(workload_validate(&q, NULL), CT_OK);
+  ct_context *ctx = open_ctx();
+  const size_t qx_n = (size_t)workload_data_elems(&q), qw_n = (size_t)workload_weight_elems(&q);
+  const size_t qy_n = ct_out_bytes(&q), qp_n = ct_params_bytes(&q);
+  int8_t *qx = xmalloc(qx_n), *qw = xmalloc(qw_n), *qref = xmalloc(qy_n), *qgot = xmalloc(qy_n);
+  void *qparams = xmalloc(qp_n);
+  quant_store qs;
+  ct_err err = {0};
+  rng r;
+  rng_seed(&r, 4243);
+  fill_random(&r, qx, qx_n);
+  fill_random(&r, qw, qw_n);
+  ck_assert_msg(quant_random(&q, 4244, &qs, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(ct_make_params(ctx, &q, &qs.q, qw, qparams), CT_OK);
+  ck_assert_msg(reference_qconv(&q, &qs.q, qx, qw, NULL, qref, &err) == CT_OK, "%s", err.msg);
+
+  void *d_data, *d_pdata, *d_pw, *d_out, *d_pout, *d_qx, *d_qw, *d_qp, *d_qy;
+  const size_t out_b = h.out_n * sizeof(int32_t), pout_b = h.pout_n * sizeof(int32_t);
+  CUDA_OK(cudaMalloc(&d_data, h.data_n));
+  CUDA_OK(cudaMalloc(&d_pdata, h.pdata_n));
+  CUDA_OK(cudaMalloc(&d_pw, h.pweight_n));
+  CUDA_OK(cudaMalloc(&d_out, out_b));
+  CUDA_OK(cudaMalloc(&d_pout, pout_b));
+  CUDA_OK(cudaMalloc(&d_qx, qx_n));
+  CUDA_OK(cudaMalloc(&d_qw, qw_n));
+  CUDA_OK(cudaMalloc(&d_qp, qp_n));
+  CUDA_OK(cudaMalloc(&d_qy, qy_n));
+  CUDA_OK(cudaMemcpy(d_data, h.data, h.data_n, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d_pdata, h.pdata, h.pdata_n, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d_pw, h.pweights, h.pweight_n, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d_qx, qx, qx_n, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d_qw, qw, qw_n, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d_qp, qparams, qp_n, cudaMemcpyHostToDevice));
+  void *const outs[] = {d_out, d_pout, d_qy};
+  const size_t out_sizes[] = {out_b, pout_b, nhwc ? qy_n : 0};
+  for (int i = 0; i < 3; i++) CUDA_OK(cudaMemset(outs[i], POISON_BYTE, out_sizes[i]));
+  CUDA_OK(cudaDeviceSynchronize());
+
+  cudaStream_t st;
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  CUDA_OK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+  ct_status s[3] = {CT_OK, CT_OK, CT_OK};
+  char msg[3][CT_ERRMSG_MAX];
+  s[0] = ct_conv2d(ctx, &h.w, d_data, d_pw, d_out, st);
+  snprintf(msg[0], sizeof msg[0], "%s", ct_errmsg(ctx));
+  s[1] = ct_conv2d(ctx, &h.pw, d_pdata, d_pw, d_pout, st);
+  snprintf(msg[1], sizeof msg[1], "%s", ct_errmsg(ctx));
+  if (nhwc) s[2] = ct_qconv2d(ctx, &q, d_qx, d_qw, d_qp, NULL, d_qy, st);
+  snprintf(msg[2], sizeof msg[2], "%s", ct_errmsg(ctx));
+  cudaGraph_t graph = NULL;
+  const cudaError_t ec = cudaStreamEndCapture(st, &graph);
+  for (int i = 0; i < 3; i++)
+    ck_assert_msg(s[i] == CT_OK, "call %d inside the capture: %s: %s", i, ct_status_name(s[i]),
+                  msg[i]);
+  ck_assert_msg(ec == cudaSuccess, "cudaStreamEndCapture: %s", cudaGetErrorString(ec));
+  CUDA_OK(cudaDeviceSynchronize());
+  size_t seen_b = 0;
+  for (int i = 0; i < 3; i++) seen_b = out_sizes[i] > seen_b ? out_sizes[i] : seen_b;
+  unsigned char *seen = xmalloc(seen_b);
+  for (int i = 0; i < 3; i++) { /* captured, not run */
+    if (!out_sizes[i]) continue;
+    CUDA_OK(cudaMemcpy(seen, outs[i], out_sizes[i], cudaMemcpyDeviceToHost));
+    size_t touched = 0;
+    for (size_t j = 0; j < out_sizes[i]; j++) touched += seen[j] != POISON_BYTE;
+    ck_assert_msg(touched == 0, "output %d: %zu bytes written during the capture", i, touched);
+  }
+  free(seen);
+  size_t nodes = 0;
+  CUDA_OK(cudaGraphGetNodes(graph, NULL, &nodes));
+  cudaGraphExec_t exec = NULL;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  int32_t *got = xmalloc(out_b), *pgot = xmalloc(pout_b);
+  for (int rep = 0; rep < 2; rep++) {
+    for (int i = 0; i < 3; i++) CUDA_OK(cudaMemset(outs[i], POISON_BYTE, out_sizes[i]));
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaGraphLaunch(exec, st));
+    CUDA_OK(cudaStreamSynchronize(st));
+    CUDA_OK(cudaMemcpy(got, d_out, out_b, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(pgot, d_pout, pout_b, cudaMemcpyDeviceToHost));
+    char first[160] = "";
+    long long bad = count_mismatches(got, h.ref, h.out_n, first, sizeof first);
+    ck_assert_msg(bad == 0, "replay %d, plain: %lld mismatches, %s", rep, bad, first);
+    bad = count_mismatches(pgot, h.pref, h.pout_n, first, sizeof first);
+    ck_assert_msg(bad == 0, "replay %d, packed: %lld mismatches, %s", rep, bad, first);
+    if (nhwc) {
+      CUDA_OK(cudaMemcpy(qgot, d_qy, qy_n, cudaMemcpyDeviceToHost));
+      size_t qbad = 0, qfirst = 0;
+      for (size_t j = 0; j < qy_n; j++)
+        if (qgot[j] != qref[j] && !qbad++) qfirst = j;
+      ck_assert_msg(qbad == 0, "replay %d, nhwc int8: %zu of %zu bytes differ, first at %zu: %d, "
+                    "want %d", rep, qbad, qy_n, qfirst, qgot[qfirst], qref[qfirst]);
+    }
+  }
+  printf("graph: %zu nodes captured from %d calls (each its workload's first), 2 replays exact\n",
+         nodes, nhwc ? 3 : 2);
+  CUDA_OK(cudaGraphExecDestroy(exec));
+  CUDA_OK(cudaGraphDestroy(graph));
+  CUDA_OK(cudaStreamDestroy(st));
+  for (int i = 0; i < 3; i++) cudaFree(outs[i]);
+  cudaFree(d_data);
+  cudaFree(d_pdata);
+  cudaFree(d_pw);
+  cudaFree(d_qx);
+  cudaFree(d_qw);
+  cudaFree(d_qp);
+  ct_close(ctx);
+  quant_store_free(&qs);
+  free(qx);
+  free(qw);
+  free(qref);
+  free(qgot);
+  free(qparams);
+  free(got);
+  free(pgot);
+  host_case_free(&h);
+}
+END_TEST
+
 int main(void) {
   int rc = gpu_probe("test_gpu_dispatch");
   if (rc) return rc;
@@ -829,6 +978,11 @@ int main(void) {
   tcase_add_test(tc, nhwc_exact_or_refused);
   tcase_add_test(tc, nhwc_layers_in_a_row_exact);
   suite_add_tcase(s, tc);
+  /* CK_RUN_CASE=graph runs it alone */
+  TCase *gr = tcase_create("graph");
+  tcase_set_timeout(gr, 0);
+  tcase_add_test(gr, calls_captured_in_a_graph_exact);
+  suite_add_tcase(s, gr);
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, CK_NOFORK);
   srunner_run_all(sr, CK_NORMAL);

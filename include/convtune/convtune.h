@@ -204,7 +204,12 @@ CT_API void ct_set_log(ct_context *ctx, ct_log_fn fn, void *user, ct_log_level l
  * workload, enqueued on stream: ct_qconv* with no params and no residual
  * (a workload whose epilogue needs params is refused). A valid workload
  * never fails for lack of a tuned kernel. CT_ERR_INVALID_ARG / CT_ERR_INVALID_WORKLOAD for bad
- * input (nothing launched), CT_ERR_CUDA / CT_ERR_NVRTC for failures below. */
+ * input (nothing launched), CT_ERR_CUDA / CT_ERR_NVRTC for failures below.
+ * The calls (ct_qconv* too) may be captured into a CUDA graph on stream
+ * (cudaStreamBeginCapture, even in global mode), a workload's first call
+ * included: its kernel is loaded, compiled if need be, when the call is
+ * captured, and replays only launch; a plain layout's scratch becomes the
+ * graph's memory nodes. A graph replays without the host's cost per call. */
 CT_API ct_status ct_conv2d(ct_context *ctx, const ct_workload *w, const void *data,
                            const void *weights, void *out, struct CUstream_st *stream);
 CT_API ct_status ct_conv3d(ct_context *ctx, const ct_workload *w, const void *data,
