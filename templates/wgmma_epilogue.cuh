@@ -186,11 +186,11 @@ __device__ __forceinline__ void slab_store(const unsigned char *slab, long m0, i
 
 #if CT_OUT != 0
 /* The 8-bit epilogue of a tile (tile_epilogue's arguments), every pair of
- * this thread's channels requantized as MODE (requant2's): the caller
- * picks it once per tile, so that the pairs' table loads, arithmetic and
- * stores are one straight-line block that ptxas can interleave. With a
- * branch per pair (as before) each pair waited out its table loads and
- * its dependent chain in turn, at one warp per scheduler.
+ * this thread's channels requantized as MODE (requant2's), which the
+ * caller picks once per tile (WG_EPI_TILE 1): the pairs' table loads,
+ * arithmetic and stores are one straight-line block that ptxas can
+ * interleave. MODE -1 (WG_EPI_TILE 0): each pair picks its own from its
+ * table entries, a branch each.
  *
  * The pair loop is outside the m64 blocks, so that a thread's 4 channels
  * are read from the table once for all of its rows: in the order of the
@@ -221,7 +221,7 @@ __device__ __forceinline__ void tile_epilogue8(const int (&acc)[MI][WG_BN / 2], 
       chan_tab_pair(tab, (2 * jp + q) * 8 + 2 * t, c[q][0], c[q][1]);
     }
     const bool fast = c[0][0].f.ok && c[0][1].f.ok && c[1][0].f.ok && c[1][1].f.ok;
-    (void)fast;
+    (void)fast; /* MODE -1 only */
     /* the stored group and its first channel: j0 at 2t (even t), j1 at 2(t - 1) (odd t) */
     const int ks = tile_n * WG_BN + (2 * jp + odd) * 8 + 2 * (t - odd);
     const bool okk = ks < CT_KR; /* K % 8 == 0: a group is whole or absent */
