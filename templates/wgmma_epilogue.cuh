@@ -59,6 +59,9 @@
 #endif
 static_assert(WG_ACC_OFF == 0 || CT_OUT != 0, "WG_ACC_OFF: the offsets come from the 8-bit table");
 
+/* the table's arrays, WG_BN entries each, in int units from its start:
+ * off, mult, shift, the fast form's shift (int), then its addend (int64) */
+enum { TAB_OFF = 0, TAB_MULT = 1, TAB_SHIFT = 2, TAB_FSH = 3, TAB_ADD = 4 };
 #if CT_OUT != 0
 #define CHAN_TAB_BYTES (WG_BN * 24)
 #else
@@ -79,8 +82,10 @@ static_assert(WG_EPI_TILE == 0 || WG_EPI_TILE == 1, "tile_requant: 0 or 1");
  * caller brackets it with the warpgroup's barrier. */
 __device__ __forceinline__ void chan_tab_fill(unsigned char *tab, const int *__restrict__ params,
                                               const q_head &qh, int n0, int ltid) {
-  int *off = (int *)tab, *mult = off + WG_BN, *shift = mult + WG_BN, *fsh = shift + WG_BN;
-  long long *add = (long long *)(fsh + WG_BN);
+  int *const t = (int *)tab;
+  int *off = t + TAB_OFF * WG_BN, *mult = t + TAB_MULT * WG_BN, *shift = t + TAB_SHIFT * WG_BN;
+  int *fsh = t + TAB_FSH * WG_BN;
+  long long *add = (long long *)(t + TAB_ADD * WG_BN);
   for (int i = ltid; i < WG_BN; i += 128) {
     const q_chan c = load_chan(params, qh, n0 + i < CT_KR ? n0 + i : 0);
     off[i] = c.off, mult[i] = c.mult, shift[i] = c.shift;
@@ -109,7 +114,8 @@ __device__ __forceinline__ void acc_start(int (&acc)[MI][WG_BN / 2], const unsig
 #pragma unroll
   for (int j = 0; j < WG_BN / 8; j++) {
     int2 o = make_int2(0, 0);
-    if (WG_ACC_OFF && with_off) o = *(const int2 *)((const int *)tab + j * 8 + 2 * (ltid & 3));
+    if (WG_ACC_OFF && with_off)
+      o = *(const int2 *)((const int *)tab + TAB_OFF * WG_BN + j * 8 + 2 * (ltid & 3));
 #pragma unroll
     for (int mi = 0; mi < MI; mi++) {
       acc[mi][4 * j] = o.x, acc[mi][4 * j + 1] = o.y;
@@ -124,8 +130,10 @@ __device__ __forceinline__ void acc_start(int (&acc)[MI][WG_BN / 2], const unsig
  * mask per element: only the fast form, where ok, reads it). */
 __device__ __forceinline__ void chan_tab_pair(const unsigned char *tab, int i, q_chan &c0,
                                               q_chan &c1) {
-  const int *off = (const int *)tab, *mult = off + WG_BN, *shift = mult + WG_BN, *fsh = shift + WG_BN;
-  const long long *add = (const long long *)(fsh + WG_BN);
+  const int *const t = (const int *)tab;
+  const int *off = t + TAB_OFF * WG_BN, *mult = t + TAB_MULT * WG_BN;
+  const int *shift = t + TAB_SHIFT * WG_BN, *fsh = t + TAB_FSH * WG_BN;
+  const long long *add = (const long long *)(t + TAB_ADD * WG_BN);
   const int2 o = *(const int2 *)(off + i), m = *(const int2 *)(mult + i);
   const int2 s = *(const int2 *)(shift + i), f = *(const int2 *)(fsh + i);
   const longlong2 a = *(const longlong2 *)(add + i);
@@ -325,7 +333,7 @@ __device__ __forceinline__ void tile_epilogue(const int (&acc)[MI][WG_BN / 2], l
     tile_epilogue8<-1>(acc, m0, row0, tile_n, rank, qh, tab, residual, out, ltid);
     return;
   }
-  const int *const fsh = (const int *)tab + 3 * WG_BN;
+  const int *const fsh = (const int *)tab + TAB_FSH * WG_BN;
   bool all_fast = true;
 #pragma unroll
   for (int j = 0; j < WG_BN / 8; j++) {
