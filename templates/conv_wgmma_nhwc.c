@@ -14,9 +14,9 @@
  * to 3: the registers and shared memory that many blocks need per SM) and
  * persistent (0: a block per tile; 1: as many blocks as fit the GPU at
  * once, each looping over tiles, its consumer warpgroups sharing each
- * tile; 2: the same in ping-pong, the two consumer warpgroups taking
- * tiles of rows_per_wg rows in turn, so that one's epilogue overlaps the
- * other's mainloop); with 8-bit output, out_stage (0: each thread stores
+ * tile; 2: the same in ping-pong, the consumer warpgroups (2 to 4) taking
+ * tiles of rows_per_wg rows in turn, so that the others' epilogues overlap
+ * one's mainloop); with 8-bit output, out_stage (0: each thread stores
  * its 4-byte pieces; 1: each warp stages its rows in shared memory and
  * stores them as 16-byte chunks) and tile_requant (0: the requantization's
  * form, fast or general, chosen per pair of channel groups; 1: once per
@@ -39,7 +39,8 @@
  * (taps x ceil(C / block_k)); split_k leaving each rank pairs of
  * 8-channel groups (the stores pair them) and giving every split a stage;
  * blocks_per_sm blocks fitting an SM's registers, shared memory, threads;
- * persistent with split_k 1, ping-pong with two consumer warpgroups, and
+ * persistent with split_k 1, ping-pong with two to four consumer
+ * warpgroups and the others with one or two, and
  * cooperative only where the tiles outnumber the blocks that fit at once
  * (otherwise it is the plain schedule).
  */
@@ -56,7 +57,7 @@ static const int block_ns[] = {64, 128, 256};
 static const int block_ks[] = {32, 64, 128};
 static const int stage_counts[] = {2, 3, 4, 5, 6, 8};
 static const int k_slice_counts[] = {1, 2, 3, 4};
-static const int warpgroups[] = {1, 2};
+static const int warpgroups[] = {1, 2, 3, 4};
 static const int rows_per_wgs[] = {64, 128};
 static const int split_ks[] = {1, 2, 4, 8};
 static const int blocks_per_sms[] = {1, 2, 3};
@@ -165,7 +166,7 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   p->acc = (long)(p->mw / 64) * (p->bn / 2);
   p->regs = p->acc + WN_REG_OVERHEAD;
   /* the stages, or the partial sums of split-K where they are larger; the
-   * barriers (ping-pong: two more, the warpgroups' turns); the channel
+   * barriers (ping-pong: one more per warpgroup, its turn); the channel
    * tables; 1024 bytes to align the swizzled stages (conv_wgmma_nhwc.cuh) */
   long pipe = (long)p->stages * p->ks * (p->bm + p->bn) * p->bk;
   long red = p->split > 1 ? 128L * p->cwg * p->acc * 4 : 0;
@@ -177,7 +178,7 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
                                                                  : 0))
                        : 0;
   p->smem_bytes =
-      (pipe > red ? pipe : red) + 16L * p->stages + (p->persist == 2 ? 16 : 0) + tab + 1024;
+      (pipe > red ? pipe : red) + 16L * p->stages + (p->persist == 2 ? 8L * p->cwg : 0) + tab + 1024;
   p->slices = g.ker[0] * g.ker[1] * g.ker[2] * ceil_div(g.c, p->bk);
   p->kt = p->slices / p->ks;
   p->kt_split = ceil_div(p->kt, p->split);
@@ -219,9 +220,12 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
   if (p.persist && p.split > 1)
     return template_fail(why, "persistent blocks take whole tiles: split_k %ld needs persistent 0",
                          p.split, 0);
-  if (p.persist == 2 && p.cwg != 2)
-    return template_fail(why, "ping-pong (persistent 2) needs 2 consumer warpgroups, not %ld",
+  if (p.persist == 2 && p.cwg < 2)
+    return template_fail(why, "ping-pong (persistent 2) needs 2 to 4 consumer warpgroups, not %ld",
                          p.cwg, 0);
+  if (p.persist != 2 && p.cwg > 2)
+    return template_fail(why, "%ld consumer warpgroups run ping-pong (persistent 2) only", p.cwg,
+                         0);
   if (p.persist == 1 && p.resident > 0 && p.tiles_m * p.tiles_n <= p.resident)
     return template_fail(why,
                          "persistent 1 with %ld tiles for %ld resident blocks is the plain schedule",

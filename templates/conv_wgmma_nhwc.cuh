@@ -44,10 +44,12 @@
  * persistent (1 or 2) launches at most as many blocks as fit the GPU at
  * once and each loops over tiles, the producer running on into the next
  * tile's stages while the consumers store this one. Cooperative (1): the
- * consumer warpgroups share a tile as above. Ping-pong (2, two consumer
- * warpgroups): each warpgroup takes every other tile of its block, all
- * rows_per_wg rows of it (block_m = rows_per_wg), so one warpgroup's
- * epilogue runs while the other's wgmmas use the tensor cores.
+ * consumer warpgroups share a tile as above. Ping-pong (2, two to four
+ * consumer warpgroups): the warpgroups take the block's tiles in turn,
+ * each all rows_per_wg rows of its tile (block_m = rows_per_wg), so that
+ * one warpgroup's wgmmas use the tensor cores while the others' epilogues
+ * run: with three or four, two or three epilogues at once, more warps to
+ * hide an 8-bit epilogue's latency.
  *
  * Data zero points only where there is no padding (TMA
  * pads with zeros); weight zero points and depth_to_space run on the
@@ -67,7 +69,7 @@
 static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: packed templates");
 static_assert(WG_BN == 64 || WG_BN == 128 || WG_BN == 256, "block_n is 64, 128 or 256");
 static_assert(WG_BK == 32 || WG_BK == 64 || WG_BK == 128, "block_k is 32, 64 or 128 bytes");
-static_assert(WG_CWG == 1 || WG_CWG == 2, "warpgroups: 1 or 2 consumer warpgroups");
+static_assert(WG_CWG >= 1 && WG_CWG <= 4, "warpgroups: 1 to 4 consumer warpgroups");
 static_assert(WG_MW == 64 || WG_MW == 128, "rows_per_wg: 64 or 128");
 static_assert(WG_STAGES >= 2 && WG_STAGES <= 8, "stages: 2 to 8");
 static_assert(WG_KS >= 1 && WG_KS <= 4, "k_slices: 1 to 4 slices of block_k per stage");
@@ -76,7 +78,8 @@ static_assert(WG_SPLITK == 1 || WG_SPLITK == 2 || WG_SPLITK == 4 || WG_SPLITK ==
               "split_k: 1, 2, 4 or 8 blocks (a portable cluster)");
 static_assert(WG_PERSIST >= 0 && WG_PERSIST <= 2, "persistent: 0, 1 (cooperative) or 2 (ping-pong)");
 static_assert(WG_PERSIST == 0 || WG_SPLITK == 1, "persistent blocks take whole tiles: split_k 1");
-static_assert(WG_PERSIST != 2 || WG_CWG == 2, "ping-pong needs two consumer warpgroups");
+static_assert(WG_PERSIST != 2 || WG_CWG >= 2, "ping-pong needs two or more consumer warpgroups");
+static_assert(WG_PERSIST == 2 || WG_CWG <= 2, "three or four consumer warpgroups: ping-pong only");
 static_assert(CT_C4 % 4 == 0, "channels-last TMA: C must be a multiple of 16 (16-byte pixel strides)");
 static_assert(CT_KR % 8 == 0, "the NHWC stores: K must be a multiple of 8");
 static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H + CT_PADA_W == 0,
@@ -110,9 +113,10 @@ static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H +
 #define JPR (WG_BN / 8 / WG_SPLITK)
 #define PIPE_BYTES (WG_STAGES * STAGE_BYTES)
 #define DATA_BYTES (PIPE_BYTES > RED_BYTES ? PIPE_BYTES : RED_BYTES)
-/* the barriers: full and empty per stage, in ping-pong two turns; 1024
- * bytes of slack: the swizzled stages start 1024-byte aligned */
-#define BAR_BYTES (16 * WG_STAGES + (PINGPONG ? 16 : 0))
+/* the barriers: full and empty per stage, in ping-pong a turn per
+ * consumer warpgroup; 1024 bytes of slack: the swizzled stages start
+ * 1024-byte aligned */
+#define BAR_BYTES (16 * WG_STAGES + (PINGPONG ? 8 * WG_CWG : 0))
 
 /* 8-bit output with a per-channel offset: the accumulators start at it */
 #define WG_ACC_OFF (CT_OUT != 0 && CT_OFF)
@@ -289,10 +293,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
       mbar_init(bars + 8 * s, 1);
       mbar_init(bars + 8 * (WG_STAGES + s), EMPTY_ARRIVALS);
     }
-    if (PINGPONG) {
-      mbar_init(bars + 16 * WG_STAGES, 4); /* turn of warpgroup 1: warpgroup 2's warps arrive */
-      mbar_init(bars + 16 * WG_STAGES + 8, 4);
-    }
+    /* ping-pong: warpgroup w's turn, on which the warps of the warpgroup
+     * before it arrive (warpgroup 1's: the last one's) */
+#pragma unroll 1
+    for (int w = 0; PINGPONG && w < WG_CWG; w++) mbar_init(bars + 16 * WG_STAGES + 8 * w, 4);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     fence_proxy_async();
   }
@@ -303,17 +307,20 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
   /* Persistent: block b takes tiles b, b + grid, ... (M fastest), the
    * producer filling the pipeline for the next tile while the consumers
    * store this one. Cooperative (1): both consumer warpgroups share each
-   * tile's rows. Ping-pong (2): the warpgroups take the block's tiles in
-   * turn, each all of a tile's rows, so one's epilogue runs under the
-   * other's wgmmas; the pipeline's slots run through the tiles in order.
+   * tile's rows. Ping-pong (2): the WG_CWG warpgroups take the block's
+   * tiles in turn (warpgroup w its w-th, (w + WG_CWG)-th, ...), each all
+   * of a tile's rows, so the others' epilogues run under one's wgmmas;
+   * the pipeline's slots run through the tiles in order.
    *
-   * In ping-pong a warpgroup starts its tile's mainloop only once the
-   * other has waited for every stage of the tile before (an arrival on
-   * this warpgroup's turn barrier). An mbarrier wait tells phases apart
-   * by parity alone: a warpgroup that ran ahead to its tile's stages while
-   * the slots still held earlier phases would take a phase two behind for
-   * its own, and read the other tile's data. The turns also keep the two
-   * mainloops from sharing the tensor cores, as CUTLASS's ping-pong. */
+   * In ping-pong a warpgroup starts its tile's mainloop only once the one
+   * before it in the turn has waited for every stage of the tile before
+   * (an arrival on this warpgroup's turn barrier). An mbarrier wait tells
+   * phases apart by parity alone: a warpgroup that ran ahead to its tile's
+   * stages while the slots still held earlier phases would take a phase
+   * two behind for its own, and read another tile's data. The turns chain
+   * the warpgroups, so a turn barrier is never more than one phase ahead
+   * of its waiter. They also keep the mainloops from sharing the tensor
+   * cores, as CUTLASS's ping-pong. */
   if (wg == 0) {
     if (ltid == 0) {
       int it0 = 0;
@@ -325,14 +332,16 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
   }
   /* warp-uniform by construction (a shuffle from lane 0), so that ptxas
    * sees no divergence around the wgmmas */
-  const int first = PINGPONG ? __shfl_sync(0xffffffffu, wg - 1, 0) : 0, step = PINGPONG ? 2 : 1;
+  const int first = PINGPONG ? __shfl_sync(0xffffffffu, wg - 1, 0) : 0;
+  const int step = PINGPONG ? WG_CWG : 1;
   const int row0 = PINGPONG ? 0 : (wg - 1) * WG_MW;
   const q_head qh = load_head(params);
   int tab_n = -1; /* the N tile whose channels the table holds */
-  const unsigned my_turn = bars + 16 * WG_STAGES + 8 * first, other_turn = bars + 16 * WG_STAGES +
-                                                                             8 * (1 - first);
-  (void)my_turn, (void)other_turn;
-  int it0 = first * KT, turn = first - 1; /* turns waited: warpgroup 1's first tile has none */
+  const unsigned my_turn = bars + 16 * WG_STAGES + 8 * first,
+                 next_turn = bars + 16 * WG_STAGES + 8 * ((first + 1) % WG_CWG);
+  (void)my_turn, (void)next_turn;
+  /* the turns waited: warpgroup 1's first tile (the block's first) has none */
+  int it0 = first * KT, turn = first == 0 ? -1 : 0;
 #pragma unroll 1
   for (long t = blockIdx.x + (long)first * gridDim.x; t < TILES;
        t += (long)step * gridDim.x, it0 += step * KT, turn++) {
@@ -353,7 +362,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
     for (int kk = 0; kk < KT; kk++) consume(stages, bars, it0 + kk, kk == 0, row0, acc, lane);
     if (PINGPONG) {
       __syncwarp();
-      if (lane == 0) mbar_arrive(other_turn); /* every stage of this tile has landed */
+      if (lane == 0) mbar_arrive(next_turn); /* every stage of this tile has landed */
     }
     wgmma_wait<0>();
     acc_fence(acc);

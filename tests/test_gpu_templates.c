@@ -35,6 +35,9 @@ static int per_workload = 30;
 static device dev;
 /* 1: run_shape requantizes to 8 bits (four kinds by turns per workload) */
 static int out8;
+/* > 0: run_shape takes only configs with at least this many consumer
+ * warpgroups (the channels-last wgmma templates' ping-pong with 3 or 4) */
+static int min_warpgroups;
 
 static const shape shapes2d[] = {
     {"3x3 s1 p1",
@@ -450,8 +453,13 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
     char text[512];
     few.sm_count = 1 + i / 2 % 3;
     const arch *ar = i % 2 ? &few : &dev.arch;
-    ck_assert_msg(template_sample(tpl, &w, &sp, ar, r, 1000000, &c, &err) == CT_OK, "%s",
-                  err.msg);
+    int draws = 0;
+    do
+      ck_assert_msg(template_sample(tpl, &w, &sp, ar, r, 1000000, &c, &err) == CT_OK, "%s",
+                    err.msg);
+    while (space_get(&sp, &c, "warpgroups", 0) < min_warpgroups && ++draws < 100000);
+    ck_assert_msg(draws < 100000, "%s [%s]: no valid config with %d or more warpgroups",
+                  tpl->name, sh->name, min_warpgroups);
     space_config_str(&sp, &c, text, sizeof text);
     if (ar == &few) {
       const size_t len = strlen(text);
@@ -596,6 +604,19 @@ START_TEST(conv3d_ndhwc_wgmma_int8_configs_match_the_reference) {
 }
 END_TEST
 
+/* Ping-pong with three and four consumer warpgroups taking the tiles in
+ * turn, int32 and 8-bit output; half the configs as on 1 to 3 SMs, so
+ * that every warpgroup runs several tiles and their counts differ. */
+START_TEST(nhwc_wgmma_pingpong_of_3_and_4_warpgroups_match_the_reference) {
+  min_warpgroups = 3;
+  run_wgmma("conv2d_nhwc_wgmma", nh2d, sizeof nh2d / sizeof nh2d[0]);
+  run_wgmma("conv3d_ndhwc_wgmma", nh3d, sizeof nh3d / sizeof nh3d[0]);
+  run_wgmma8("conv2d_nhwc_wgmma", nh2d, sizeof nh2d / sizeof nh2d[0]);
+  run_wgmma8("conv3d_ndhwc_wgmma", nh3d, sizeof nh3d / sizeof nh3d[0]);
+  min_warpgroups = 0;
+}
+END_TEST
+
 START_TEST(conv2d_nhwc_mma_configs_match_the_reference) {
   run_template("conv2d_nhwc_mma", nm2d, sizeof nm2d / sizeof nm2d[0], NULL, 0);
 }
@@ -672,6 +693,11 @@ int main(int argc, char **argv) {
   tcase_add_test(n8, conv2d_nhwc_wgmma_int8_configs_match_the_reference);
   tcase_add_test(n8, conv3d_ndhwc_wgmma_int8_configs_match_the_reference);
   suite_add_tcase(s, n8);
+  /* CK_RUN_CASE=pingpong: ping-pong of 3 and 4 consumer warpgroups */
+  TCase *pp = tcase_create("pingpong");
+  tcase_set_timeout(pp, 1200);
+  tcase_add_test(pp, nhwc_wgmma_pingpong_of_3_and_4_warpgroups_match_the_reference);
+  suite_add_tcase(s, pp);
   /* CK_RUN_CASE=stem: the channels-last wgmma stem templates alone */
   TCase *st = tcase_create("stem");
   tcase_set_timeout(st, 1200);

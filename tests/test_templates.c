@@ -686,8 +686,10 @@ END_TEST
  *     blocks as fit at once, one grid row; the plain schedule where they
  *     all fit (refused: it would be the same kernel);
  *   - ping-pong (2): tiles of one warpgroup's rows (49 x 2 of 64), the
- *     pipeline sized for them and two more barriers (the turns), on at most as many blocks as fit (7 SMs: 7;
- *     132: 98, one per tile); it needs two consumer warpgroups;
+ *     pipeline sized for them and a barrier more per consumer warpgroup
+ *     (its turn), on at most as many blocks as fit (7 SMs: 7; 132: 98,
+ *     one per tile); it needs two to four consumer warpgroups, and only it
+ *     takes more than two;
  *   - neither with split_k.
  * Every one compiles, and ptxas serializes no wgmma (C7520). */
 START_TEST(nhwc_persistent_blocks_loop_over_tiles) {
@@ -721,11 +723,19 @@ START_TEST(nhwc_persistent_blocks_loop_over_tiles) {
       {"\"warpgroups\":2,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":2}", 132, 1, 98, 1, 64,
        NULL},
       {"\"warpgroups\":1,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":2}", 20, 0, 0, 0, 0,
-       "needs 2 consumer warpgroups"},
+       "needs 2 to 4 consumer warpgroups"},
       {"\"warpgroups\":2,\"split_k\":2,\"blocks_per_sm\":1,\"persistent\":1}", 20, 0, 0, 0, 0,
        "take whole tiles"},
       {"\"warpgroups\":2,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":0}", 20, 1, 25, 2, 128,
        NULL},
+      {"\"warpgroups\":3,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":2}", 20, 1, 20, 1, 64,
+       NULL},
+      {"\"warpgroups\":4,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":2}", 7, 0, 0, 0, 0,
+       "registers per thread"},
+      {"\"warpgroups\":3,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":1}", 20, 0, 0, 0, 0,
+       "run ping-pong (persistent 2) only"},
+      {"\"warpgroups\":3,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":0}", 20, 0, 0, 0, 0,
+       "run ping-pong (persistent 2) only"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     snprintf(text, sizeof text, "%s%s", base, cases[i].rest);
@@ -744,10 +754,13 @@ START_TEST(nhwc_persistent_blocks_loop_over_tiles) {
     ck_assert_msg(inst.grid[0] == cases[i].grid0 && inst.grid[1] == cases[i].grid1,
                   "%s: grid %u x %u", text, inst.grid[0], inst.grid[1]);
     ck_assert_uint_eq(inst.tmap.pixels, cases[i].bm); /* a copy is a tile's rows */
-    /* the stages, their barriers, in ping-pong two turn barriers, the alignment slack */
+    /* the stages, their barriers, in ping-pong a turn barrier per consumer
+     * warpgroup, the alignment slack */
     const int pingpong = strstr(cases[i].rest, "\"persistent\":2") != NULL;
+    const int cwg = cases[i].rest[strlen("\"warpgroups\":")] - '0';
+    ck_assert_uint_eq(inst.block[0], 128 * (cwg + 1));
     ck_assert_uint_eq(inst.smem_bytes,
-                      4 * (cases[i].bm + 128) * 128 + 16 * 4 + (pingpong ? 16 : 0) + 1024);
+                      4 * (cases[i].bm + 128) * 128 + 16 * 4 + (pingpong ? 8 * cwg : 0) + 1024);
     if (i == 1 || i == 7) continue; /* case 3's kernel; the plain one, compiled above */
     compiles_without(&inst, &a, text, "C7520");
   }
