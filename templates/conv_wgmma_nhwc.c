@@ -166,7 +166,8 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   p->acc = (long)(p->mw / 64) * (p->bn / 2);
   p->regs = p->acc + WN_REG_OVERHEAD;
   /* the stages, or the partial sums of split-K where they are larger; the
-   * barriers (ping-pong: one more per warpgroup, its turn); the channel
+   * barriers (ping-pong: one more per warpgroup, its turn, rounded up to
+   * 16 bytes); the channel
    * tables; 1024 bytes to align the swizzled stages (conv_wgmma_nhwc.cuh) */
   long pipe = (long)p->stages * p->ks * (p->bm + p->bn) * p->bk;
   long red = p->split > 1 ? 128L * p->cwg * p->acc * 4 : 0;
@@ -178,7 +179,8 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
                                                                  : 0))
                        : 0;
   p->smem_bytes =
-      (pipe > red ? pipe : red) + 16L * p->stages + (p->persist == 2 ? 8L * p->cwg : 0) + tab + 1024;
+      (pipe > red ? pipe : red) + 16L * p->stages + (p->persist == 2 ? 16L * ((p->cwg + 1) / 2) : 0) +
+      tab + 1024;
   p->slices = g.ker[0] * g.ker[1] * g.ker[2] * ceil_div(g.c, p->bk);
   p->kt = p->slices / p->ks;
   p->kt_split = ceil_div(p->kt, p->split);

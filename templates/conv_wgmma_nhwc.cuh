@@ -114,9 +114,10 @@ static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H +
 #define PIPE_BYTES (WG_STAGES * STAGE_BYTES)
 #define DATA_BYTES (PIPE_BYTES > RED_BYTES ? PIPE_BYTES : RED_BYTES)
 /* the barriers: full and empty per stage, in ping-pong a turn per
- * consumer warpgroup; 1024 bytes of slack: the swizzled stages start
- * 1024-byte aligned */
-#define BAR_BYTES (16 * WG_STAGES + (PINGPONG ? 8 * WG_CWG : 0))
+ * consumer warpgroup (rounded up to 16 bytes: the channel tables and
+ * slabs after them take 16-byte accesses); 1024 bytes of slack: the
+ * swizzled stages start 1024-byte aligned */
+#define BAR_BYTES (16 * WG_STAGES + (PINGPONG ? 16 * ((WG_CWG + 1) / 2) : 0))
 
 /* 8-bit output with a per-channel offset: the accumulators start at it */
 #define WG_ACC_OFF (CT_OUT != 0 && CT_OFF)
@@ -133,6 +134,7 @@ static_assert(A_SLICE_BYTES % 1024 == 0 && B_SLICE_BYTES % 1024 == 0,
 static_assert((WG_SPLITK - 1) * KT_SPLIT < KT, "split_k: a split without a stage of the reduction");
 static_assert(JPR >= 2 && JPR % 2 == 0 && JPR * 8 * WG_SPLITK == WG_BN,
               "split_k must leave each rank pairs of 8-channel groups (block_n / 8 / split_k even)");
+static_assert((DATA_BYTES + BAR_BYTES) % 16 == 0, "the epilogue's tables and slabs 16-byte aligned");
 static_assert(NACC <= 128, "accumulators: rows_per_wg x block_n / 128 at most 128 per thread");
 
 /* The descriptor of a K-major operand with rows of WG_BK bytes, swizzled
