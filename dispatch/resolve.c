@@ -188,6 +188,28 @@ static int try_nearest(db *d, const db_device *dev, const arch *a, resolution *r
   return found;
 }
 
+ct_status resolve_nearest(db *d, const db_device *dev, const arch *a, const template_desc *tpl,
+                          const ct_workload *pw, config *out, char *key, size_t key_size,
+                          int *found, ct_err *err) {
+  *found = 0;
+  if (key && key_size) key[0] = '\0';
+  if (!d) return CT_OK;
+  resolution r;
+  memset(&r, 0, sizeof r);
+  r.tpl = tpl;
+  r.pw = *pw;
+  ct_status st = template_space(tpl, pw, &r.s, err);
+  if (st) return st;
+  double dist;
+  if (try_nearest(d, dev, a, &r, &dist)) {
+    *out = r.cfg;
+    *found = 1;
+    if (key && key_size) snprintf(key, key_size, "%s", r.rec.workload_key);
+  }
+  resolution_free(&r);
+  return CT_OK;
+}
+
 /* (1) and (2) for one template: 1 with r->rec and r->cfg set, and the
  * match in *match. */
 static int try_exact(db *d, const db_device *dev, const arch *a, resolution *r, db_match *match) {

@@ -36,6 +36,17 @@ ct_status resolve(db *d, const db_device *dev, const arch *a, const ct_workload 
                   ct_err *err);
 void resolution_free(resolution *r);
 
+/* Step (3) alone, for one template: the best config of the nearest tuned
+ * workload other than pw (tpl's current version; this device's records,
+ * else its compute capability's) that is valid for pw, into *out, and that
+ * workload's key into key (key_size bytes, may be NULL); *found 1 if
+ * there is one. It is what the dispatch runs for pw while pw itself has no
+ * record, so the tuner measures it first. d may be NULL (none found).
+ * Fails only when pw's space cannot be built. */
+ct_status resolve_nearest(db *d, const db_device *dev, const arch *a, const template_desc *tpl,
+                          const ct_workload *pw, config *out, char *key, size_t key_size,
+                          int *found, ct_err *err);
+
 /* The heuristic default for pw: among a fixed sample of valid configs (the
  * same every time), the one whose shape is closest to what tuning finds good
  * on dp4a templates: 128-256 threads, a register tile of about 8

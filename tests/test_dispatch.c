@@ -424,6 +424,53 @@ START_TEST(nearest_falls_through_invalid_candidates) {
 }
 END_TEST
 
+/* resolve_nearest, the tuner's first trial: step (3) alone for one
+ * template, the same config as resolve's for an untuned workload; none
+ * without a valid candidate or a database. */
+START_TEST(nearest_alone_for_the_tuner) {
+  fixture f;
+  build_db(&f, WITH_ALL);
+  db *d = NULL;
+  ct_err err = {0};
+  ck_assert_msg(db_open(f.path, 1, &d, &err) == CT_OK, "%s", err.msg);
+  arch a = arch_named("sm_90");
+  ct_workload pw;
+  workload_packed(&f.t, &pw);
+  config cfg;
+  char key[CT_KEY_MAX], want[CT_KEY_MAX];
+  int found = -1;
+  ck_assert_int_eq(resolve_nearest(d, &H200, &a, tpl2d(), &pw, &cfg, key, sizeof key, &found, &err),
+                   CT_OK);
+  ck_assert_int_eq(found, 1);
+  packed_key(&f.a, want);
+  ck_assert_str_eq(key, want);
+  resolution r;
+  resolve_on(f.path, &H200, "sm_90", &f.t, &r);
+  ck_assert(space_index(&r.s, &r.cfg) == space_index(&r.s, &cfg));
+  resolution_free(&r);
+  /* a tuned workload's nearest is another one, not itself */
+  workload_packed(&f.w1, &pw);
+  ck_assert_int_eq(resolve_nearest(d, &H200, &a, tpl2d(), &pw, &cfg, key, sizeof key, &found, &err),
+                   CT_OK);
+  packed_key(&f.w1, want);
+  ck_assert(!found || strcmp(key, want) != 0);
+  db_close(d);
+  /* N2's config does not fit T: nothing */
+  fixture g;
+  build_db(&g, WITH_N2);
+  ck_assert_msg(db_open(g.path, 1, &d, &err) == CT_OK, "%s", err.msg);
+  workload_packed(&g.t, &pw);
+  ck_assert_int_eq(resolve_nearest(d, &H200, &a, tpl2d(), &pw, &cfg, key, sizeof key, &found, &err),
+                   CT_OK);
+  ck_assert_int_eq(found, 0);
+  ck_assert_str_eq(key, "");
+  db_close(d);
+  ck_assert_int_eq(resolve_nearest(NULL, &H200, &a, tpl2d(), &pw, &cfg, NULL, 0, &found, &err),
+                   CT_OK);
+  ck_assert_int_eq(found, 0);
+}
+END_TEST
+
 START_TEST(no_valid_candidate_is_default) {
   fixture f;
   build_db(&f, WITH_N2);
@@ -1318,6 +1365,7 @@ int main(void) {
   tcase_add_test(tc, the_fastest_template_serves_a_workload);
   tcase_add_test(tc, nearest_valid_candidate);
   tcase_add_test(tc, nearest_falls_through_invalid_candidates);
+  tcase_add_test(tc, nearest_alone_for_the_tuner);
   tcase_add_test(tc, no_valid_candidate_is_default);
   tcase_add_test(tc, no_database_is_default);
   tcase_add_test(tc, open_arch_explains_by_compute_capability);

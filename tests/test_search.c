@@ -490,6 +490,48 @@ START_TEST(a_first_config_comes_first_once) {
 }
 END_TEST
 
+/* search_first queues: the configs come out in the order queued, ahead
+ * of the strategy's, each once; a duplicate and a fifth are refused. */
+START_TEST(first_configs_come_in_order) {
+  fixture f;
+  fixture_big(&f);
+  search *se = open_search(&f, kinds[_i], 23, 1);
+  rng r;
+  rng_seed(&r, 9);
+  config q[SEARCH_FIRST_MAX + 1];
+  for (int i = 0; i <= SEARCH_FIRST_MAX; i++) {
+    int fresh;
+    do {
+      ck_assert_int_eq(template_sample(f.tpl, &f.w, &f.s, &f.a, &r, 100000, &q[i], NULL), CT_OK);
+      fresh = 1;
+      for (int j = 0; j < i; j++)
+        fresh &= space_index(&f.s, &q[j]) != space_index(&f.s, &q[i]);
+    } while (!fresh);
+  }
+  for (int i = 0; i < SEARCH_FIRST_MAX; i++) {
+    ck_assert_int_eq(search_first(se, &q[i]), 1);
+    ck_assert_int_eq(search_first(se, &q[i]), 0); /* already queued */
+  }
+  ck_assert_int_eq(search_first(se, &q[SEARCH_FIRST_MAX]), 0); /* the queue is full */
+  /* the second queued is measured meanwhile: dropped at hand-out */
+  const double c = synth_cost(&f, &q[1]);
+  search_update(se, &q[1], &c, 1);
+  config out[8];
+  ck_assert_int_eq(search_next(se, out, 2), 2); /* q0, q2 */
+  ck_assert(space_index(&f.s, &out[0]) == space_index(&f.s, &q[0]));
+  ck_assert(space_index(&f.s, &out[1]) == space_index(&f.s, &q[2]));
+  ck_assert_int_eq(search_first(se, &q[SEARCH_FIRST_MAX]), 1); /* room again */
+  ck_assert_int_eq(search_next(se, out, 8), 8); /* q3, q4, then the strategy's */
+  ck_assert(space_index(&f.s, &out[0]) == space_index(&f.s, &q[3]));
+  ck_assert(space_index(&f.s, &out[1]) == space_index(&f.s, &q[SEARCH_FIRST_MAX]));
+  for (int k = 2; k < 8; k++)
+    for (int i = 0; i <= SEARCH_FIRST_MAX; i++)
+      ck_assert(space_index(&f.s, &out[k]) != space_index(&f.s, &q[i]));
+  search_free(se);
+  fixture_close(&f);
+}
+END_TEST
+
 START_TEST(same_seed_same_proposals) {
   fixture f;
   fixture_big(&f);
@@ -874,6 +916,7 @@ int main(void) {
   tcase_add_loop_test(tc, resumed_configs_are_never_proposed, 0, N_KINDS);
   tcase_add_loop_test(tc, same_seed_same_proposals, 0, N_KINDS);
   tcase_add_loop_test(tc, a_first_config_comes_first_once, 0, N_KINDS);
+  tcase_add_loop_test(tc, first_configs_come_in_order, 0, N_KINDS);
   tc = tcase(s, "exhaustion");
   tcase_add_test(tc, grid_walks_every_valid_config_in_order);
   tcase_add_loop_test(tc, every_strategy_exhausts_the_tiny_space, 0, N_KINDS);

@@ -12,6 +12,7 @@
  * channels-last mma template, exact, and a layer no nhwc template runs (C
  * 3 with a dilation along W) is refused with a message naming the layout;
  * the wgmma part is skipped, with a message, when the GPU is not sm_90.
+ * A workload's first trial is the nearest tuned workload's best config.
  * Exits 77 without a GPU.
  */
 #include <check.h>
@@ -22,6 +23,7 @@
 
 #include "core/json.h"
 #include "tests/tmpdir.h"
+#include "dispatch/resolve.h"
 #include "tuner/tune.h"
 
 static const int fault_values[] = {0, 1, 2, 3, 4, 5};
@@ -67,7 +69,7 @@ static const template_desc fault_tpl = {
     .instance = f_instance,
 };
 
-static char db_path[256];
+static char db_path[256], near_path[256];
 
 static void small_workload(ct_workload *w) {
   workload_init(w, CT_OP_CONV2D);
@@ -265,10 +267,65 @@ START_TEST(nhwc_is_tuned_as_it_is) {
 }
 END_TEST
 
+/* A workload's first trial is what the dispatch ran for it untuned: the
+ * best config of the nearest tuned workload (resolve_nearest), ahead of
+ * the template's default and the strategy's draws. */
+START_TEST(the_first_trial_is_the_nearest_best) {
+  tune_opts o;
+  tune_opts_default(&o);
+  search_opts_default(&o.search, "random");
+  o.search.seed = 11;
+  o.n_trials = 24;
+  o.transfer = 0;
+  const template_desc *tpl = real();
+  ct_workload w, w3;
+  small_workload(&w);
+  w3 = w;
+  w3.n = 4; /* twice w's batch: every split of w's carries over */
+  ct_err err = {0};
+  tune_result res;
+  for (int run = 0; run < 2; run++) { /* w for 24 trials, then w3 for one */
+    tuner *t = NULL;
+    ck_assert_msg(tuner_open(near_path, &o, &t, &err) == CT_OK, "%s", err.msg);
+    ck_assert_msg(tuner_tune(t, "near", run ? &w3 : &w, tpl, NULL, NULL, &res, &err) == CT_OK,
+                  "%s", err.msg);
+    tuner_close(t);
+    ck_assert_int_eq(res.n_trials, o.n_trials);
+    o.n_trials = 1;
+  }
+  db *d = NULL;
+  ck_assert_int_eq(db_open(near_path, 1, &d, &err), CT_OK);
+  char key[CT_KEY_MAX], from[CT_KEY_MAX], wkey[CT_KEY_MAX];
+  trial *tr = NULL;
+  int n = 0, found = 0;
+  ck_assert_int_eq(db_trials(d, workload_key(&w3, key, sizeof key), NULL, tpl->name, NULL, &tr,
+                             &n, &err),
+                   CT_OK);
+  ck_assert_int_eq(n, 1);
+  ck_assert_int_eq(tr[0].outcome, OUT_OK);
+  /* what the dispatch runs for w3 without its own record (it skips w3's) */
+  arch a;
+  ck_assert_int_eq(arch_from_name(tr[0].arch, &a, &err), CT_OK);
+  space s;
+  config want;
+  ck_assert_int_eq(template_space(tpl, &w3, &s, &err), CT_OK);
+  ck_assert_int_eq(
+      resolve_nearest(d, &tr[0].device, &a, tpl, &w3, &want, from, sizeof from, &found, &err),
+      CT_OK);
+  ck_assert_int_eq(found, 1);
+  ck_assert_str_eq(from, workload_key(&w, wkey, sizeof wkey));
+  ck_assert_msg(tr[0].config_index == space_index(&s, &want), "first trial %s", tr[0].config_json);
+  space_free(&s);
+  trials_free(tr, n);
+  db_close(d);
+}
+END_TEST
+
 int main(void) {
   char dir[] = "/tmp/ct_tune_gpu_XXXXXX";
   if (!mkdtemp(dir)) return 1;
   snprintf(db_path, sizeof db_path, "%s/t.db", dir);
+  snprintf(near_path, sizeof near_path, "%s/near.db", dir);
   /* Probe for a GPU the way the tuner does (in its worker), so that this
    * process never initialises CUDA. */
   tune_opts o;
@@ -289,6 +346,7 @@ int main(void) {
   tcase_add_test(tc, planted_faults_are_recorded_and_tuning_completes);
   tcase_add_test(tc, resume_never_measures_a_config_twice);
   tcase_add_test(tc, nhwc_is_tuned_as_it_is);
+  tcase_add_test(tc, the_first_trial_is_the_nearest_best);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, CK_NOFORK);

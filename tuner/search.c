@@ -81,8 +81,8 @@ struct search {
   ct_err err; /* the last failure inside (out of memory, XGBoost) */
   idset visited;
   idset pend_set; /* indices in the pending list */
-  config first;   /* search_first's config, handed out first */
-  int has_first;
+  config first[SEARCH_FIRST_MAX]; /* search_first's configs, handed out first, in order */
+  int n_first;
   /* a small space's valid indices not yet found visited (order scrambled) */
   uint64_t *small, n_small;
   int small_ready;
@@ -841,17 +841,21 @@ void search_free(search *se) {
 int search_next(search *se, config *out, int n) {
   if (!se || !out || n <= 0) return 0;
   int got = 0;
-  if (se->has_first) {
-    se->has_first = 0;
-    const uint64_t idx = space_index(se->s, &se->first);
-    if (!idset_has(&se->visited, idx)) { /* else measured meanwhile */
-      if (idset_add(&se->visited, idx))
-        oom(se, "visited set");
-      else
-        out[got++] = se->first;
+  int used = 0;
+  for (; used < se->n_first && got < n; used++) {
+    const uint64_t idx = space_index(se->s, &se->first[used]);
+    if (idset_has(&se->visited, idx)) continue; /* measured meanwhile */
+    if (idset_add(&se->visited, idx)) {
+      oom(se, "visited set");
+      break;
     }
-    if (got == n) return got;
+    out[got++] = se->first[used];
   }
+  if (used > 0) {
+    memmove(se->first, se->first + used, sizeof se->first[0] * (size_t)(se->n_first - used));
+    se->n_first -= used;
+  }
+  if (got == n) return got;
   switch (se->kind) {
   case KIND_RANDOM:
     return got + random_next(se, out + got, n - got);
@@ -883,9 +887,11 @@ static int in_space(const space *s, const config *cfg) {
 /* See search.h. */
 int search_first(search *se, const config *cfg) {
   if (!se || !cfg || !in_space(se->s, cfg) || !is_valid(se, cfg)) return 0;
-  if (idset_has(&se->visited, space_index(se->s, cfg))) return 0;
-  se->first = *cfg;
-  se->has_first = 1;
+  const uint64_t idx = space_index(se->s, cfg);
+  if (idset_has(&se->visited, idx) || se->n_first == SEARCH_FIRST_MAX) return 0;
+  for (int i = 0; i < se->n_first; i++)
+    if (space_index(se->s, &se->first[i]) == idx) return 0;
+  se->first[se->n_first++] = *cfg;
   return 1;
 }
 

@@ -46,13 +46,16 @@ void search_free(search *se);
  * nothing left: grid exhausted, or every valid config seen). */
 int search_next(search *se, config *out, int n);
 
-/* Have the next search_next hand out cfg before anything else (whatever
- * the strategy: the tuner's first trial is the template's default, so that
- * tuning never ends below what an untuned workload runs). Returns 1 when
- * cfg is queued; 0, and nothing changes, when it is outside the space,
- * invalid, or already proposed or measured. A later call replaces a
- * config still queued; one measured meanwhile (search_update) is dropped
- * at hand-out. */
+/* Queue cfg to be handed out by search_next before anything the strategy
+ * proposes, after the configs queued before it (the tuner's first trials:
+ * the best config of the nearest tuned workload and the template's
+ * default, which the dispatch runs for a workload without records, so
+ * that tuning never ends below what it ran untuned). Returns 1 when cfg is
+ * queued; 0, and nothing
+ * changes, when it is outside the space, invalid, already queued,
+ * proposed or measured, or SEARCH_FIRST_MAX configs wait. One measured
+ * meanwhile (search_update) is dropped at hand-out. */
+#define SEARCH_FIRST_MAX 4
 int search_first(search *se, const config *cfg);
 
 /* The measured costs of configs (proposed or not: resume feeds old trials
