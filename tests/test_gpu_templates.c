@@ -331,7 +331,8 @@ static const shape nh3d[] = {
  * maps, window rows of 1 to 4 k32 steps (C 3 to 40), the 4 byte
  * alignments of the staged copies (C 3 and 5 at stride 1, C 3 at stride
  * 2, C 6 at stride 3), dilation along H and D, asymmetric padding, 1x1,
- * 1x7 and 7x1, K not a multiple of block_n. */
+ * 1x7 and 7x1, K not a multiple of block_n, stride 2 at 1, 2 and 4 channels (an
+ * even kernel, odd and asymmetric padding; in 3D along D too). */
 static const shape nm2d[] = {
     {"7x7 s2 c3 k64 b3 29x27 stem", CT_OP_CONV2D, 3, 3, 64, {0, 29, 27}, {0, 7, 7}, {0, 2, 2},
      {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
@@ -356,6 +357,13 @@ static const shape nm2d[] = {
      {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
     {"7x7 s2 c3 k24 b3 15x20", CT_OP_CONV2D, 3, 3, 24, {0, 15, 20}, {0, 7, 7}, {0, 2, 2},
      {0, 3, 3}, {0, 2, 2}, {0, 1, 1}},
+    /* stride 2 at 1, 2 and 4 channels, even and odd padding and kernels */
+    {"3x3 s2 c1 k16 b2 17x19", CT_OP_CONV2D, 2, 1, 16, {0, 17, 19}, {0, 3, 3}, {0, 2, 2},
+     {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"4x4 s2 c2 k32 asym 12x24", CT_OP_CONV2D, 1, 2, 32, {0, 12, 24}, {0, 4, 4}, {0, 2, 2},
+     {0, 1, 2}, {0, 2, 1}, {0, 1, 1}},
+    {"3x3 s2 c4 k24 b3 9x8", CT_OP_CONV2D, 3, 4, 24, {0, 9, 8}, {0, 3, 3}, {0, 2, 2}, {0, 0, 0},
+     {0, 0, 0}, {0, 1, 1}},
 };
 static const shape nm3d[] = {
     {"(3,7,7) s(1,2,2) c3 k64 b2 stem 4x18x19", CT_OP_CONV3D, 2, 3, 64, {4, 18, 19}, {3, 7, 7},
@@ -372,6 +380,8 @@ static const shape nm3d[] = {
      {1, 2, 2}, {1, 3, 3}, {1, 3, 3}, {1, 1, 1}},
     {"3x3x3 dil(2,2,1) c4 k16 b2 6x9x7", CT_OP_CONV3D, 2, 4, 16, {6, 9, 7}, {3, 3, 3},
      {1, 1, 1}, {2, 2, 1}, {2, 2, 1}, {2, 2, 1}},
+    {"(2,5,5) s2 c2 k16 asym 6x11x14", CT_OP_CONV3D, 1, 2, 16, {6, 11, 14}, {2, 5, 5},
+     {2, 2, 2}, {0, 2, 2}, {1, 2, 2}, {1, 1, 1}},
 };
 
 /* Run per_workload random valid configs of tpl on sh; returns the number
