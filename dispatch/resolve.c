@@ -104,13 +104,41 @@ static void adapt_splits(const space *s, cJSON *j) {
   }
 }
 
-/* Parse rec's config in r's space (adapted, see adapt_splits); 1 if it is a
- * valid config there. */
+/* Carry a config to a space with other knobs (a template's space depends
+ * on the workload: 8-bit output has knobs that int32 output has not): drop
+ * the knobs the space lacks, and take those the config lacks from the
+ * template's default for r's workload. */
+static void match_knobs(const resolution *r, const arch *a, cJSON *j) {
+  for (cJSON *e = j->child; e;) {
+    cJSON *next = e->next;
+    if (space_find(&r->s, e->string) < 0) cJSON_Delete(cJSON_DetachItemViaPointer(j, e));
+    e = next;
+  }
+  int missing = 0;
+  for (int k = 0; k < r->s.n_knobs; k++)
+    missing |= !cJSON_GetObjectItemCaseSensitive(j, r->s.knobs[k].name);
+  config d;
+  if (!missing || resolve_default(r->tpl, &r->pw, &r->s, a, &d, NULL) != CT_OK) return;
+  cJSON *dj = space_config_to_json(&r->s, &d);
+  for (int k = 0; dj && k < r->s.n_knobs; k++) {
+    const char *name = r->s.knobs[k].name;
+    if (!cJSON_GetObjectItemCaseSensitive(j, name))
+      cJSON_AddItemToObject(j, name,
+                            cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(dj, name), 1));
+  }
+  cJSON_Delete(dj);
+}
+
+/* Parse rec's config in r's space (adapted, see adapt_splits and
+ * match_knobs); 1 if it is a valid config there. */
 static int take_config(resolution *r, const arch *a, const trial *rec) {
   cJSON *j = NULL;
   config c;
-  int parsed = json_parse(rec->config_json, "config", &j, NULL) == CT_OK;
-  if (parsed) adapt_splits(&r->s, j);
+  int parsed = json_parse(rec->config_json, "config", &j, NULL) == CT_OK && cJSON_IsObject(j);
+  if (parsed) {
+    adapt_splits(&r->s, j);
+    match_knobs(r, a, j);
+  }
   int ok = parsed && space_config_from_json(&r->s, j, &c, NULL) == CT_OK &&
            r->tpl->valid(&r->pw, &r->s, &c, a, NULL);
   cJSON_Delete(j);

@@ -7,7 +7,10 @@
  * device of the same compute capability, (3) the best config of the nearest
  * tuned workload (same template and version) that is valid for this one,
  * (4) a heuristic default. A config carried to another workload keeps the
- * shape of its blocks and takes the number of blocks from the new extents. Records count only when
+ * shape of its blocks and takes the number of blocks from the new extents;
+ * knobs the new workload's space lacks are dropped and those the config
+ * lacks come from the template's default (an int32 record serves an 8-bit
+ * twin, whose space adds the 8-bit epilogue's knobs, and the reverse). Records count only when
  * their template version is the one compiled into this library: a version covers the kernel source
  * and its descriptor, so an old record's geometry could be wrong.
  */

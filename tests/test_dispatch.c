@@ -1002,35 +1002,31 @@ START_TEST(layouts_resolve_to_their_templates) {
 }
 END_TEST
 
-/* Insert one OK trial of the nhwc workload w with template t on the H200,
- * a config of t's space valid on sm_90 drawn from seed; its JSON into json. */
-static void put_nhwc_trial(db *d, const char *uid, const template_desc *t, const ct_workload *w,
-                           double median_us, uint64_t seed, char *json) {
-  space s;
-  space_init(&s);
-  ck_assert_int_eq(template_space(t, w, &s, NULL), CT_OK);
+/* Insert one OK trial of the nhwc workload w with template t on the H200
+ * at cfg (of s, w's space of t; valid on sm_90); its JSON into json (1024
+ * bytes) unless NULL. */
+static void put_nhwc_at(db *d, const char *uid, const template_desc *t, const ct_workload *w,
+                        const space *s, const config *cfg, double median_us, uint64_t seed,
+                        char *json) {
   arch a90 = arch_named("sm_90");
-  rng r;
-  rng_seed(&r, seed);
-  config cfg;
-  ck_assert_int_eq(template_sample(t, w, &s, &a90, &r, 100000, &cfg, NULL), CT_OK);
+  char why[TEMPLATE_WHY_MAX] = "";
+  ck_assert_msg(t->valid(w, s, cfg, &a90, why), "%s", why);
   instance inst;
-  ck_assert_int_eq(instance_make(t, w, &s, &cfg, &a90, &inst, NULL), CT_OK);
+  ck_assert_int_eq(instance_make(t, w, s, cfg, &a90, &inst, NULL), CT_OK);
   trial tr;
   memset(&tr, 0, sizeof tr);
-  cJSON *j = space_config_to_json(&s, &cfg);
+  cJSON *j = space_config_to_json(s, cfg);
   tr.config_json = cJSON_PrintUnformatted(j);
   cJSON_Delete(j);
   ck_assert_ptr_nonnull(tr.config_json);
-  snprintf(json, 1024, "%s", tr.config_json);
+  if (json) snprintf(json, 1024, "%s", tr.config_json);
   size_t len = 1;
   for (int i = 0; i < inst.n_options; i++) len += strlen(inst.options[i]) + 1;
   char *p = tr.options = malloc(len);
   ck_assert_ptr_nonnull(p);
   for (int i = 0; i < inst.n_options; i++) p += sprintf(p, i ? " %s" : "%s", inst.options[i]);
   *p = '\0';
-  tr.config_index = space_index(&s, &cfg);
-  space_free(&s);
+  tr.config_index = space_index(s, cfg);
   snprintf(tr.uid, sizeof tr.uid, "%s", uid);
   workload_key(w, tr.workload_key, sizeof tr.workload_key);
   snprintf(tr.template_name, sizeof tr.template_name, "%s", t->name);
@@ -1049,6 +1045,36 @@ static void put_nhwc_trial(db *d, const char *uid, const template_desc *t, const
   ct_err err = {0};
   ck_assert_msg(db_insert_trials(d, &tr, 1, NULL, &err) == CT_OK, "insert %s: %s", uid, err.msg);
   trial_free(&tr);
+}
+
+/* put_nhwc_at with a config of t's space valid on sm_90 drawn from seed. */
+static void put_nhwc_trial(db *d, const char *uid, const template_desc *t, const ct_workload *w,
+                           double median_us, uint64_t seed, char *json) {
+  space s;
+  space_init(&s);
+  ck_assert_int_eq(template_space(t, w, &s, NULL), CT_OK);
+  arch a90 = arch_named("sm_90");
+  rng r;
+  rng_seed(&r, seed);
+  config cfg;
+  ck_assert_int_eq(template_sample(t, w, &s, &a90, &r, 100000, &cfg, NULL), CT_OK);
+  put_nhwc_at(d, uid, t, w, &s, &cfg, median_us, seed, json);
+  space_free(&s);
+}
+
+/* put_nhwc_at with the config cfg_json. */
+static void put_nhwc_config(db *d, const char *uid, const template_desc *t, const ct_workload *w,
+                            const char *cfg_json, double median_us, uint64_t seed) {
+  space s;
+  space_init(&s);
+  ck_assert_int_eq(template_space(t, w, &s, NULL), CT_OK);
+  cJSON *j = cJSON_Parse(cfg_json);
+  config cfg;
+  ct_err err = {0};
+  ck_assert_msg(space_config_from_json(&s, j, &cfg, &err) == CT_OK, "%s", err.msg);
+  cJSON_Delete(j);
+  put_nhwc_at(d, uid, t, w, &s, &cfg, median_us, seed, NULL);
+  space_free(&s);
 }
 
 /* Records count under the key of their layout: an nhwc record serves the
@@ -1100,6 +1126,67 @@ START_TEST(records_serve_their_layout) {
   resolve_on(path, &H200, "sm_90", &yp, &r);
   ck_assert_ptr_null(strstr(r.ex.template_name, "nhwc"));
   ck_assert_ptr_null(strstr(r.ex.tuned_key, "nhwc"));
+  resolution_free(&r);
+}
+END_TEST
+
+/* A record carries to a workload whose space has other knobs: conv2d_nhwc_wgmma
+ * tuned for int32 output serves its untuned 8-bit twin (nearest: the same
+ * shape) with the same knobs and the 8-bit epilogue's (out_stage,
+ * tile_requant) from the template's default; an 8-bit record serves an
+ * int32 workload without them. */
+START_TEST(records_carry_to_other_output_types) {
+  const template_desc *t = template_find("conv2d_nhwc_wgmma");
+  ck_assert_ptr_nonnull(t);
+  char dir[512], path[600], key[CT_KEY_MAX];
+  scratch(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/out-types.db", dir);
+  ct_workload x = in_layout(wl2d(1, 64, 64, 28, 3, 1, 1, 1), CT_LAYOUT_NHWC), x8 = x;
+  x8.out_type = CT_DTYPE_INT8;
+  x8.epi.bias = 1;
+  x8.epi.scale = CT_SCALE_CHANNEL;
+  ct_workload y8 = x8, y = x;
+  y8.in[0] = y8.in[1] = y.in[0] = y.in[1] = 14;
+  const char *cfg32 = "{\"block_n\":64,\"block_k\":64,\"k_slices\":1,\"stages\":4,"
+                      "\"warpgroups\":2,\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,"
+                      "\"persistent\":0}";
+  const char *cfg8 = "{\"block_n\":64,\"block_k\":64,\"k_slices\":1,\"stages\":3,"
+                     "\"warpgroups\":1,\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,"
+                     "\"persistent\":0,\"out_stage\":1,\"tile_requant\":0}";
+  db *d = NULL;
+  ct_err err = {0};
+  ck_assert_msg(db_open(path, 0, &d, &err) == CT_OK, "%s", err.msg);
+  put_nhwc_config(d, "x32", t, &x, cfg32, 5.0, 1);
+  put_nhwc_config(d, "y8", t, &y8, cfg8, 3.0, 2);
+  db_close(d);
+
+  /* x8: x's knobs, then the default's 8-bit ones */
+  resolution r;
+  resolve_on(path, &H200, "sm_90", &x8, &r);
+  ck_assert_int_eq(r.ex.source, CT_SOURCE_NEAREST);
+  ck_assert_str_eq(r.ex.template_name, t->name);
+  ck_assert_str_eq(r.ex.tuned_key, workload_key(&x, key, sizeof key));
+  expect_valid(&r, "sm_90");
+  config dflt;
+  arch a90 = arch_named("sm_90");
+  ck_assert_int_eq(resolve_default(t, &r.pw, &r.s, &a90, &dflt, &err), CT_OK);
+  cJSON *want = cJSON_Parse(cfg32), *got = cJSON_Parse(r.ex.config);
+  ck_assert_ptr_nonnull(want);
+  ck_assert_ptr_nonnull(got);
+  for (const char *const *k = (const char *const[]){"out_stage", "tile_requant", NULL}; *k; k++)
+    cJSON_AddNumberToObject(want, *k, space_get(&r.s, &dflt, *k, -1));
+  ck_assert_msg(cJSON_Compare(want, got, 1), "got %s", r.ex.config);
+  cJSON_Delete(want);
+  cJSON_Delete(got);
+  resolution_free(&r);
+
+  /* y (int32, the 8-bit record's shape): its knobs without the 8-bit ones */
+  resolve_on(path, &H200, "sm_90", &y, &r);
+  ck_assert_int_eq(r.ex.source, CT_SOURCE_NEAREST);
+  ck_assert_str_eq(r.ex.tuned_key, workload_key(&y8, key, sizeof key));
+  expect_valid(&r, "sm_90");
+  ck_assert_ptr_null(strstr(r.ex.config, "out_stage"));
+  ck_assert_ptr_nonnull(strstr(r.ex.config, "\"stages\":3"));
   resolution_free(&r);
 }
 END_TEST
@@ -1371,6 +1458,7 @@ int main(void) {
   tcase_add_test(tc, open_arch_explains_by_compute_capability);
   tcase_add_test(tc, layouts_resolve_to_their_templates);
   tcase_add_test(tc, records_serve_their_layout);
+  tcase_add_test(tc, records_carry_to_other_output_types);
   tcase_add_test(tc, nhwc_weights_are_not_packed);
   tcase_set_timeout(tc, 120);
   suite_add_tcase(s, tc);
