@@ -107,40 +107,66 @@ static void adapt_splits(const space *s, cJSON *j) {
 /* Carry a config to a space with other knobs (a template's space depends
  * on the workload: 8-bit output has knobs that int32 output has not): drop
  * the knobs the space lacks, and take those the config lacks from the
- * template's default for r's workload. */
-static void match_knobs(const resolution *r, const arch *a, cJSON *j) {
+ * template's default for r's workload. Their indices into miss; returns
+ * how many. */
+static int match_knobs(const resolution *r, const arch *a, cJSON *j, int *miss) {
   for (cJSON *e = j->child; e;) {
     cJSON *next = e->next;
     if (space_find(&r->s, e->string) < 0) cJSON_Delete(cJSON_DetachItemViaPointer(j, e));
     e = next;
   }
-  int missing = 0;
+  int n = 0;
   for (int k = 0; k < r->s.n_knobs; k++)
-    missing |= !cJSON_GetObjectItemCaseSensitive(j, r->s.knobs[k].name);
+    if (!cJSON_GetObjectItemCaseSensitive(j, r->s.knobs[k].name)) miss[n++] = k;
   config d;
-  if (!missing || resolve_default(r->tpl, &r->pw, &r->s, a, &d, NULL) != CT_OK) return;
+  if (!n || resolve_default(r->tpl, &r->pw, &r->s, a, &d, NULL) != CT_OK) return n;
   cJSON *dj = space_config_to_json(&r->s, &d);
-  for (int k = 0; dj && k < r->s.n_knobs; k++) {
-    const char *name = r->s.knobs[k].name;
-    if (!cJSON_GetObjectItemCaseSensitive(j, name))
-      cJSON_AddItemToObject(j, name,
-                            cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(dj, name), 1));
+  for (int i = 0; dj && i < n; i++) {
+    const char *name = r->s.knobs[miss[i]].name;
+    cJSON_AddItemToObject(j, name, cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(dj, name), 1));
   }
   cJSON_Delete(dj);
+  return n;
+}
+
+/* The knobs c took from the default (miss) set otherwise, in index order,
+ * until c is valid (at most 256 tries); 1 if one is. */
+static int other_fill(const resolution *r, const arch *a, config *c, const int *miss, int n) {
+  long combos = 1;
+  for (int i = 0; i < n && combos <= 256; i++) combos *= r->s.knobs[miss[i]].n_cands;
+  if (combos > 256) return 0;
+  config t = *c;
+  for (long x = 0; x < combos; x++) {
+    long rest = x;
+    for (int i = 0; i < n; i++) {
+      const int nc = r->s.knobs[miss[i]].n_cands;
+      t.choice[miss[i]] = (int)(rest % nc);
+      rest /= nc;
+    }
+    if (r->tpl->valid(&r->pw, &r->s, &t, a, NULL)) {
+      *c = t;
+      return 1;
+    }
+  }
+  return 0;
 }
 
 /* Parse rec's config in r's space (adapted, see adapt_splits and
- * match_knobs); 1 if it is a valid config there. */
+ * match_knobs: where the default's values for the knobs it lacks make it
+ * invalid, the first others that do not); 1 if it is a valid config
+ * there. */
 static int take_config(resolution *r, const arch *a, const trial *rec) {
   cJSON *j = NULL;
   config c;
+  int miss[SPACE_MAX_KNOBS], n_miss = 0;
   int parsed = json_parse(rec->config_json, "config", &j, NULL) == CT_OK && cJSON_IsObject(j);
   if (parsed) {
     adapt_splits(&r->s, j);
-    match_knobs(r, a, j);
+    n_miss = match_knobs(r, a, j, miss);
   }
-  int ok = parsed && space_config_from_json(&r->s, j, &c, NULL) == CT_OK &&
-           r->tpl->valid(&r->pw, &r->s, &c, a, NULL);
+  int ok = parsed && space_config_from_json(&r->s, j, &c, NULL) == CT_OK;
+  if (ok && !r->tpl->valid(&r->pw, &r->s, &c, a, NULL))
+    ok = n_miss > 0 && other_fill(r, a, &c, miss, n_miss);
   cJSON_Delete(j);
   if (ok) r->cfg = c;
   return ok;

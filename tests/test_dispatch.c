@@ -1188,6 +1188,35 @@ START_TEST(records_carry_to_other_output_types) {
   ck_assert_ptr_null(strstr(r.ex.config, "out_stage"));
   ck_assert_ptr_nonnull(strstr(r.ex.config, "\"stages\":3"));
   resolution_free(&r);
+
+  /* ResNet-50 b16's l2_3x3_128_s2, tuned for int32 at 216 KB of stages:
+   * with the default's 8-bit knobs (its epilogue slabs) too big, so its
+   * 8-bit twin takes the first valid others (no slabs), not another
+   * workload's config */
+  ct_workload z = in_layout(wl2d(16, 128, 128, 56, 3, 2, 1, 1), CT_LAYOUT_NHWC), z8 = z;
+  z8.out_type = CT_DTYPE_INT8;
+  z8.epi.bias = 1;
+  z8.epi.scale = CT_SCALE_CHANNEL;
+  const char *cfgz = "{\"block_n\":128,\"block_k\":128,\"k_slices\":3,\"stages\":3,"
+                     "\"warpgroups\":2,\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,"
+                     "\"persistent\":2}";
+  ck_assert_msg(db_open(path, 0, &d, &err) == CT_OK, "%s", err.msg);
+  put_nhwc_config(d, "z32", t, &z, cfgz, 5.8, 3);
+  db_close(d);
+  resolve_on(path, &H200, "sm_90", &z8, &r);
+  ck_assert_int_eq(r.ex.source, CT_SOURCE_NEAREST);
+  ck_assert_str_eq(r.ex.tuned_key, workload_key(&z, key, sizeof key));
+  expect_valid(&r, "sm_90");
+  ck_assert_int_eq(resolve_default(t, &r.pw, &r.s, &a90, &dflt, &err), CT_OK);
+  config tried = r.cfg;
+  for (const char *const *k = (const char *const[]){"out_stage", "tile_requant", NULL}; *k; k++)
+    tried.choice[space_find(&r.s, *k)] = dflt.choice[space_find(&r.s, *k)];
+  char why[TEMPLATE_WHY_MAX] = "";
+  ck_assert(!t->valid(&r.pw, &r.s, &tried, &a90, why)); /* the default's knobs do not fit */
+  ck_assert_msg(strstr(why, "shared memory") != NULL, "%s", why);
+  ck_assert_int_eq(space_get(&r.s, &r.cfg, "out_stage", -1), 0);
+  ck_assert_ptr_nonnull(strstr(r.ex.config, "\"k_slices\":3,\"stages\":3"));
+  resolution_free(&r);
 }
 END_TEST
 
