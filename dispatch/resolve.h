@@ -9,10 +9,12 @@
  * (4) a heuristic default. A config carried to another workload keeps the
  * shape of its blocks and takes the number of blocks from the new extents;
  * knobs the new workload's space lacks are dropped and those the config
- * lacks come from the template's default (an int32 record serves an 8-bit
- * twin, whose space adds the 8-bit epilogue's knobs, and the reverse). Records count only when
- * their template version is the one compiled into this library: a version covers the kernel source
- * and its descriptor, so an old record's geometry could be wrong.
+ * lacks come from the template's default, or where those do not fit, the
+ * first values that do (an int32 record serves an 8-bit twin, whose space
+ * adds the 8-bit epilogue's knobs, and the reverse). Records count only
+ * when their template version is the one compiled into this library: a
+ * version covers the kernel source and its descriptor, so an old record's
+ * geometry could be wrong.
  */
 #ifndef CT_DISPATCH_RESOLVE_H
 #define CT_DISPATCH_RESOLVE_H

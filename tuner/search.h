@@ -51,10 +51,9 @@ int search_next(search *se, config *out, int n);
  * the best config of the nearest tuned workload and the template's
  * default, which the dispatch runs for a workload without records, so
  * that tuning never ends below what it ran untuned). Returns 1 when cfg is
- * queued; 0, and nothing
- * changes, when it is outside the space, invalid, already queued,
- * proposed or measured, or SEARCH_FIRST_MAX configs wait. One measured
- * meanwhile (search_update) is dropped at hand-out. */
+ * queued; 0, and nothing changes, when it is outside the space, invalid,
+ * already queued, proposed or measured, or SEARCH_FIRST_MAX configs wait.
+ * One measured meanwhile (search_update) is dropped at hand-out. */
 #define SEARCH_FIRST_MAX 4
 int search_first(search *se, const config *cfg);
 
