@@ -504,8 +504,7 @@ START_TEST(first_configs_come_in_order) {
     do {
       ck_assert_int_eq(template_sample(f.tpl, &f.w, &f.s, &f.a, &r, 100000, &q[i], NULL), CT_OK);
       fresh = 1;
-      for (int j = 0; j < i; j++)
-        fresh &= space_index(&f.s, &q[j]) != space_index(&f.s, &q[i]);
+      for (int j = 0; j < i; j++) fresh &= space_index(&f.s, &q[j]) != space_index(&f.s, &q[i]);
     } while (!fresh);
   }
   for (int i = 0; i < SEARCH_FIRST_MAX; i++) {
@@ -521,7 +520,7 @@ START_TEST(first_configs_come_in_order) {
   ck_assert(space_index(&f.s, &out[0]) == space_index(&f.s, &q[0]));
   ck_assert(space_index(&f.s, &out[1]) == space_index(&f.s, &q[2]));
   ck_assert_int_eq(search_first(se, &q[SEARCH_FIRST_MAX]), 1); /* room again */
-  ck_assert_int_eq(search_next(se, out, 8), 8); /* q3, q4, then the strategy's */
+  ck_assert_int_eq(search_next(se, out, 8), 8);                /* q3, q4, then the strategy's */
   ck_assert(space_index(&f.s, &out[0]) == space_index(&f.s, &q[3]));
   ck_assert(space_index(&f.s, &out[1]) == space_index(&f.s, &q[SEARCH_FIRST_MAX]));
   for (int k = 2; k < 8; k++)

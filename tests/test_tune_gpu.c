@@ -287,8 +287,8 @@ START_TEST(the_first_trial_is_the_nearest_best) {
   for (int run = 0; run < 2; run++) { /* w for 24 trials, then w3 for one */
     tuner *t = NULL;
     ck_assert_msg(tuner_open(near_path, &o, &t, &err) == CT_OK, "%s", err.msg);
-    ck_assert_msg(tuner_tune(t, "near", run ? &w3 : &w, tpl, NULL, NULL, &res, &err) == CT_OK,
-                  "%s", err.msg);
+    ck_assert_msg(tuner_tune(t, "near", run ? &w3 : &w, tpl, NULL, NULL, &res, &err) == CT_OK, "%s",
+                  err.msg);
     tuner_close(t);
     ck_assert_int_eq(res.n_trials, o.n_trials);
     o.n_trials = 1;
@@ -298,9 +298,9 @@ START_TEST(the_first_trial_is_the_nearest_best) {
   char key[CT_KEY_MAX], from[CT_KEY_MAX], wkey[CT_KEY_MAX];
   trial *tr = NULL;
   int n = 0, found = 0;
-  ck_assert_int_eq(db_trials(d, workload_key(&w3, key, sizeof key), NULL, tpl->name, NULL, &tr,
-                             &n, &err),
-                   CT_OK);
+  ck_assert_int_eq(
+      db_trials(d, workload_key(&w3, key, sizeof key), NULL, tpl->name, NULL, &tr, &n, &err),
+      CT_OK);
   ck_assert_int_eq(n, 1);
   ck_assert_int_eq(tr[0].outcome, OUT_OK);
   /* what the dispatch runs for w3 without its own record (it skips w3's) */

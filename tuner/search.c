@@ -80,7 +80,7 @@ struct search {
   char settings[320];
   ct_err err; /* the last failure inside (out of memory, XGBoost) */
   idset visited;
-  idset pend_set; /* indices in the pending list */
+  idset pend_set;                 /* indices in the pending list */
   config first[SEARCH_FIRST_MAX]; /* search_first's configs, handed out first, in order */
   int n_first;
   /* a small space's valid indices not yet found visited (order scrambled) */

@@ -307,8 +307,7 @@ static ct_status run_task(tuner *t, const char *name, const ct_workload *w,
    * (l4_1x1_1024_512's) */
   config seed;
   int found = 0;
-  if ((st = resolve_nearest(t->db, &t->dbdev, &t->dev.arch, tpl, w, &seed, NULL, 0, &found,
-                            err)))
+  if ((st = resolve_nearest(t->db, &t->dbdev, &t->dev.arch, tpl, w, &seed, NULL, 0, &found, err)))
     goto out;
   if (found) search_first(se, &seed);
   if (tpl->preferred && tpl->preferred(w, &s, &t->dev.arch, &seed)) search_first(se, &seed);
