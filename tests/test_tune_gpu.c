@@ -22,8 +22,8 @@
 #include <unistd.h>
 
 #include "core/json.h"
-#include "tests/tmpdir.h"
 #include "dispatch/resolve.h"
+#include "tests/tmpdir.h"
 #include "tuner/tune.h"
 
 static const int fault_values[] = {0, 1, 2, 3, 4, 5};
