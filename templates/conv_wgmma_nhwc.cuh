@@ -14,7 +14,9 @@
  *     the range of the tap-(0,0,0) input positions, its traversal strides
  *     the conv's strides, and the copy's offsets the tap times the
  *     dilation; padding is the box falling outside the tensor, which TMA
- *     fills with zeros, as it fills the channels beyond C.
+ *     fills with zeros, as it fills the channels beyond C. A 1x1 layer at
+ *     stride 1 without padding (WG_ATILE) is the matrix (C, pixels): a
+ *     tiled copy of block_k x block_m, zeros past the last pixel.
  *   - B (the weights): one tiled copy per stage of block_n output channels
  *     x block_k channels of the tap, from the weights viewed as (C, taps,
  *     K) bytes.
@@ -80,6 +82,13 @@ static_assert(WG_PERSIST >= 0 && WG_PERSIST <= 2, "persistent: 0, 1 (cooperative
 static_assert(WG_PERSIST == 0 || WG_SPLITK == 1, "persistent blocks take whole tiles: split_k 1");
 static_assert(WG_PERSIST != 2 || WG_CWG >= 2, "ping-pong needs two or more consumer warpgroups");
 static_assert(WG_PERSIST == 2 || WG_CWG <= 2, "three or four consumer warpgroups: ping-pong only");
+#ifndef WG_ATILE
+#define WG_ATILE 0
+#endif
+static_assert(!WG_ATILE || (CT_KD * CT_KH * CT_KW == 1 && CT_STR_D * CT_STR_H * CT_STR_W == 1 &&
+                            CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H + CT_PADA_W == 0 &&
+                            (long)CT_N * CT_OD * CT_OH * CT_OW < 2147483648L),
+              "a tiled A: 1x1, stride 1, no padding, fewer than 2^31 pixels");
 static_assert(CT_C4 % 4 == 0, "channels-last TMA: C must be a multiple of 16 (16-byte pixel strides)");
 static_assert(CT_KR % 8 == 0, "the NHWC stores: K must be a multiple of 8");
 static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H + CT_PADA_W == 0,
@@ -180,7 +189,10 @@ __device__ __forceinline__ void produce(unsigned stages, unsigned bars, const ct
     for (int j = 0; j < WG_KS; j++) {
       const int sl = kt * WG_KS + j, tap = sl / CSLICES, c0 = (sl % CSLICES) * WG_BK;
       const int rx = tap % CT_KW, ry = (tap / CT_KW) % CT_KH, rd = tap / (CT_KW * CT_KH);
-#if CT_TEMPLATE_CONV3D
+#if WG_ATILE
+      (void)rx, (void)ry, (void)rd, (void)x0, (void)y0, (void)n0;
+      tma_tile2(as + j * A_SLICE_BYTES, amap, c0, (int)m0, full);
+#elif CT_TEMPLATE_CONV3D
       tma_im2col5(as + j * A_SLICE_BYTES, amap, c0, x0, y0, z0, n0,
                   (unsigned short)(rx * CT_DIL_W), (unsigned short)(ry * CT_DIL_H),
                   (unsigned short)(rd * CT_DIL_D), full);

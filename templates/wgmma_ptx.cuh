@@ -44,6 +44,13 @@ struct __align__(64) ct_tmap {
 };
 
 /* Tiled copies of a box at coordinates c0.. (innermost first). */
+__device__ __forceinline__ void tma_tile2(unsigned dst, const ct_tmap *map, int c0, int c1,
+                                          unsigned bar) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+               "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(bar)
+               : "memory");
+}
 __device__ __forceinline__ void tma_tile3(unsigned dst, const ct_tmap *map, int c0, int c1, int c2,
                                           unsigned bar) {
   asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"

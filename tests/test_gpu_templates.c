@@ -282,13 +282,17 @@ static const shape wg3d[] = {
      {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
     {"3x1x1 c32 k32 6x5x8", CT_OP_CONV3D, 1, 32, 32, {6, 5, 8}, {3, 1, 1}, {1, 1, 1}, {1, 0, 0},
      {1, 0, 0}, {1, 1, 1}},
+    /* 1x1x1 at stride 1: the data read as a (C, pixels) matrix, 315 pixels */
+    {"1x1x1 c64 k40 b3 3x5x7", CT_OP_CONV3D, 3, 64, 40, {3, 5, 7}, {1, 1, 1}, {1, 1, 1},
+     {0, 0, 0}, {0, 0, 0}, {1, 1, 1}},
 };
 
 /* The channels-last wgmma templates (C % 16, K % 8): im2col copies across
  * rows and images (batch 3, odd sizes, 7x7 maps), stride 2 (also 1x1),
  * asymmetric padding, dilation, 1x7 and 7x1, C not a multiple of block_k
  * (48, and 16 under a 32-byte block_k: slices past C read zeros), K not a
- * multiple of block_n, a K of 8. */
+ * multiple of block_n, a K of 8; 1x1 at stride 1, whose data is read as a
+ * (C, pixels) matrix by tiled copies (the last tile past the pixels). */
 static const shape nh2d[] = {
     {"3x3 c64 k96 b2 14x14", CT_OP_CONV2D, 2, 64, 96, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1},
      {0, 1, 1}, {0, 1, 1}},

@@ -470,6 +470,42 @@ START_TEST(nhwc_instances_carry_an_im2col_and_a_tiled_tensor_map) {
   ck_assert_int_eq(inst.tmap.upper[1], -1);
   ck_assert_uint_eq(inst.grid[0], (16 * 14 * 14 + 127) / 128);
   space_free(&sp);
+
+  /* 1x1 at stride 1 without padding (l3_1x1_1024_256): the data is the
+   * matrix (C, pixels), read by tiled copies of block_k x block_m; at
+   * stride 2 (l3_ds_512_1024_s2's shape) or with padding it stays im2col */
+  w.in[0] = w.in[1] = 14;
+  w.c = 1024;
+  w.stride[0] = w.stride[1] = 1;
+  w.kernel[0] = w.kernel[1] = 1;
+  w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = 0;
+  ck_assert_int_eq(template_space(tpl, &w, &sp, &err), CT_OK);
+  ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
+  ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
+  ck_assert_int_eq(inst.tmap.im2col, 0);
+  ck_assert_int_eq(inst.tmap.rank, 2);
+  ck_assert_uint_eq(inst.tmap.dims[0], 1024);
+  ck_assert_uint_eq(inst.tmap.dims[1], 16 * 14 * 14);
+  ck_assert_uint_eq(inst.tmap.strides[0], 1024);
+  ck_assert_uint_eq(inst.tmap.box[0], 128);
+  ck_assert_uint_eq(inst.tmap.box[1], 128);
+  ck_assert_int_eq(inst.tmap.swizzle, 128);
+  int atile = -1;
+  for (int i = 0; i < inst.n_options; i++)
+    if (!strncmp(inst.options[i], "-DWG_ATILE=", 11)) atile = atoi(inst.options[i] + 11);
+  ck_assert_int_eq(atile, 1);
+  ck_assert_msg(nvrtc_compile(&inst, &a, &cb, &err) == CT_OK, "%s\n%s", err.msg, cb.log);
+  cubin_free(&cb);
+  space_free(&sp);
+  for (int v = 0; v < 2; v++) {
+    w.in[0] = w.in[1] = 28;
+    w.stride[0] = w.stride[1] = v ? 1 : 2;
+    w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = v;
+    ck_assert_int_eq(template_space(tpl, &w, &sp, &err), CT_OK);
+    ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
+    ck_assert_int_eq(inst.tmap.im2col, 1);
+    space_free(&sp);
+  }
 }
 END_TEST
 
