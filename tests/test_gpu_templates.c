@@ -282,9 +282,6 @@ static const shape wg3d[] = {
      {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
     {"3x1x1 c32 k32 6x5x8", CT_OP_CONV3D, 1, 32, 32, {6, 5, 8}, {3, 1, 1}, {1, 1, 1}, {1, 0, 0},
      {1, 0, 0}, {1, 1, 1}},
-    /* 1x1x1 at stride 1: the data read as a (C, pixels) matrix, 315 pixels */
-    {"1x1x1 c64 k40 b3 3x5x7", CT_OP_CONV3D, 3, 64, 40, {3, 5, 7}, {1, 1, 1}, {1, 1, 1},
-     {0, 0, 0}, {0, 0, 0}, {1, 1, 1}},
 };
 
 /* The channels-last wgmma templates (C % 16, K % 8): im2col copies across
@@ -328,6 +325,9 @@ static const shape nh3d[] = {
      {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
     {"3x1x1 c32 k32 6x5x8", CT_OP_CONV3D, 1, 32, 32, {6, 5, 8}, {3, 1, 1}, {1, 1, 1}, {1, 0, 0},
      {1, 0, 0}, {1, 1, 1}},
+    /* 1x1x1 at stride 1: the data read as a (C, pixels) matrix, 315 pixels */
+    {"1x1x1 c64 k40 b3 3x5x7", CT_OP_CONV3D, 3, 64, 40, {3, 5, 7}, {1, 1, 1}, {1, 1, 1},
+     {0, 0, 0}, {0, 0, 0}, {1, 1, 1}},
 };
 
 /* The channels-last mma templates (C not a multiple of 16, K % 8): the
