@@ -39,9 +39,12 @@ ct_status kernel_load(const void *cubin, size_t size, const instance *inst, kern
                    inst->smem_bytes, INT_MAX);
 
   for (int i = 0; i < inst->n_args && i < INSTANCE_MAX_ARGS; i++) {
-    if (inst->args[i] != ARG_DATA_TMAP && inst->args[i] != ARG_WEIGHTS_TMAP) continue;
+    const tmap_desc *t = inst->args[i] == ARG_DATA_TMAP      ? &inst->tmap
+                         : inst->args[i] == ARG_WEIGHTS_TMAP ? &inst->wtmap
+                         : inst->args[i] == ARG_OUT_TMAP     ? &inst->otmap
+                                                             : NULL;
+    if (!t) continue;
     /* the driver's entry points, without linking the driver library */
-    const tmap_desc *t = inst->args[i] == ARG_DATA_TMAP ? &inst->tmap : &inst->wtmap;
     const char *sym = t->im2col ? "cuTensorMapEncodeIm2col" : "cuTensorMapEncodeTiled";
     void **fn = t->im2col ? &out->encode_im2col : &out->encode_tmap;
     if (*fn) continue;
@@ -124,7 +127,7 @@ static ct_status encode_tmap(const kernel *k, const tmap_desc *t, const void *pt
 ct_status kernel_launch(const kernel *k, const instance *inst, const kernel_io *io,
                         cudaStream_t stream, ct_err *err) {
   ct_status st = CT_OK;
-  CUtensorMap maps[2];
+  CUtensorMap maps[3];
   if (!k || !k->fn || !inst || !io)
     return ERR_SET(err, CT_ERR_INVALID_ARG,
                    "kernel_launch: NULL or unloaded kernel, or NULL instance or io");
@@ -167,9 +170,13 @@ ct_status kernel_launch(const kernel *k, const instance *inst, const kernel_io *
       if ((st = encode_tmap(k, &inst->wtmap, io->weights, &maps[1], err))) return st;
       args[i] = (void *)&maps[1];
       break;
+    case ARG_OUT_TMAP:
+      if ((st = encode_tmap(k, &inst->otmap, io->out, &maps[2], err))) return st;
+      args[i] = (void *)&maps[2];
+      break;
     default:
       return ERR_SET(err, CT_ERR_INVALID_ARG, "instance: args[%d] is %d, accepted %d..%d", i,
-                     (int)inst->args[i], ARG_DATA, ARG_WEIGHTS_TMAP);
+                     (int)inst->args[i], ARG_DATA, ARG_OUT_TMAP);
     }
   }
   dim3 grid = {inst->grid[0], inst->grid[1], inst->grid[2]};

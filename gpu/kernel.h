@@ -36,8 +36,8 @@ typedef struct kernel_io {
 
 /* Launch k with inst's grid, block and shared memory on stream; inst's
  * arguments are taken from io (a tensor map is encoded from io->data and
- * inst->tmap, or io->weights and inst->wtmap, on the host: a few
- * microseconds). */
+ * inst->tmap, io->weights and inst->wtmap, or io->out and inst->otmap, on
+ * the host: a few microseconds). */
 ct_status kernel_launch(const kernel *k, const instance *inst, const kernel_io *io,
                         cudaStream_t stream, ct_err *err);
 

@@ -10,8 +10,12 @@
  * m64 wgmmas per k32 step), block_n (64, 128, 256: wgmma's N), warpgroups
  * (1 or 2 per block, sharing the block's staged weights), a_buffers (1 or
  * 2 per warpgroup: with 2 the next stage's A is written while this one's
- * wgmmas run) and blocks_per_sm (1 to 4: the launch bounds' minimum, and
- * the persistent grid is that many blocks per SM).
+ * wgmmas run), blocks_per_sm (1 to 4: the launch bounds' minimum, and
+ * the persistent grid is that many blocks per SM), a_prefetch (1: the
+ * next tile's data loads are issued before this tile's epilogue, its
+ * stores into the A buffer after it) and, for int32 output, out_tma (0:
+ * each thread stores its values; 1: the tile is staged in shared memory
+ * and stored by TMA, K a multiple of 32).
  *
  * What it runs (supports): what conv2d_nhwc_mma / conv3d_ndhwc_mma run,
  * decided by their descriptor: layout nhwc / ndhwc, int8 weights, groups
@@ -21,8 +25,8 @@
  *
  * Validity, before any compile: exactly sm_90 (sm_90a); accumulators and
  * a register estimate within the registers; shared memory (the weights of
- * every k32 step, the A buffers of a stage: one depth tap's window rows)
- * within the opt-in limit; tiles not larger than twice what the layer has;
+ * every k32 step, the A buffers of a stage: one depth tap's window rows,
+ * out_tma's staging) within the opt-in limit; tiles not larger than twice what the layer has;
  * fewer than 2^31 output pixels and input rows (the 32-bit arithmetic of
  * the kernel's stages);
  * blocks_per_sm blocks fitting an SM's registers, shared memory and
@@ -42,9 +46,11 @@ static const int block_ns[] = {64, 128, 256};
 static const int warpgroups[] = {1, 2};
 static const int a_buffers[] = {1, 2};
 static const int blocks_per_sms[] = {1, 2, 3, 4};
+static const int out_tmas[] = {0, 1};
+static const int a_prefetches[] = {0, 1};
 
 typedef struct wsplan {
-  int bm, bn, wgs, abuf, minb;
+  int bm, bn, wgs, abuf, minb, otma, apf;
   long row_bytes, rsteps, ck, ksteps, tapvol;
   long threads, acc, regs, smem_bytes, m_total, tiles_m, tiles_n, grid_x;
 } wsplan;
@@ -67,7 +73,6 @@ static int supports3d(const ct_workload *w, char *why) {
 }
 
 static ct_status build_space(const ct_workload *w, space *s, ct_err *err) {
-  (void)w;
   ct_status st;
 #define CHOICE(name, v) \
   if ((st = space_add_choice(s, name, v, (int)(sizeof v / sizeof v[0]), err))) return st
@@ -76,6 +81,8 @@ static ct_status build_space(const ct_workload *w, space *s, ct_err *err) {
   CHOICE("warpgroups", warpgroups);
   CHOICE("a_buffers", a_buffers);
   CHOICE("blocks_per_sm", blocks_per_sms);
+  CHOICE("a_prefetch", a_prefetches);
+  if (w->out_type == CT_DTYPE_INT32) CHOICE("out_tma", out_tmas);
 #undef CHOICE
   return CT_OK;
 }
@@ -90,6 +97,8 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   p->wgs = space_get(s, cfg, "warpgroups", 2);
   p->abuf = space_get(s, cfg, "a_buffers", 2);
   p->minb = space_get(s, cfg, "blocks_per_sm", 1);
+  p->otma = space_get(s, cfg, "out_tma", 0);
+  p->apf = space_get(s, cfg, "a_prefetch", 0);
   p->row_bytes = g.ker[2] * g.c;
   p->rsteps = ceil_div(p->row_bytes, 32);
   p->ck = g.ker[1] * p->rsteps;
@@ -98,12 +107,16 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   p->threads = 128L * p->wgs;
   p->acc = (long)(p->bm / 64) * (p->bn / 2);
   p->regs = p->acc + WS_REG_OVERHEAD;
+  /* a_prefetch: the next tile's words held through the epilogue */
+  if (p->apf) p->regs += ceil_div((long)p->bm * g.ker[1], 128) * ((p->row_bytes + 6) / 4 + 1);
   const long b_bytes = p->ksteps * p->bn * 32;
   const long a_bytes = (long)p->wgs * p->abuf * p->ck * p->bm * 32;
   const long raw_bytes = ceil_div(p->bn * p->tapvol + 16, 16) * 16 + 16;
   /* 8-bit output: each warpgroup's channel table (wgmma_epilogue.cuh) */
   const long tab = w->out_type != CT_DTYPE_INT32 ? (long)p->wgs * p->bn * 24 : 0;
-  p->smem_bytes = b_bytes + (a_bytes > raw_bytes ? a_bytes : raw_bytes) + tab + 1024;
+  /* out_tma: each warpgroup's int32 tile */
+  const long ost = p->otma ? (long)p->wgs * p->bm * p->bn * 4 : 0;
+  p->smem_bytes = b_bytes + ost + (a_bytes > raw_bytes ? a_bytes : raw_bytes) + tab + 1024;
   p->m_total = g.n * g.out[0] * g.out[1] * g.out[2];
   p->tiles_m = ceil_div(p->m_total, p->bm);
   p->tiles_n = ceil_div(g.k, p->bn);
@@ -135,6 +148,9 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
   if (p.bn > 64 && p.bn >= 2 * g.k)
     return template_fail(why, "block_n %ld for %ld channels: half the tile would be padding", p.bn,
                          g.k);
+  if (p.otma && g.k % 32)
+    return template_fail(why, "out_tma stores rows of %ld channels: K %ld is not a multiple", 32,
+                         (long)g.k);
   if (p.m_total >= 2147483648L || (long)g.n * g.in[0] * g.in[1] >= 2147483648L)
     return template_fail(why, "%ld output pixels and %ld input rows: each must be below 2^31",
                          p.m_total, (long)g.n * g.in[0] * g.in[1]);
@@ -180,6 +196,8 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   instance_opt(inst, "WS_WGS", p.wgs);
   instance_opt(inst, "WS_ABUF", p.abuf);
   instance_opt(inst, "WS_MINB", p.minb);
+  instance_opt(inst, "WS_OTMA", p.otma);
+  instance_opt(inst, "WS_APF", p.apf);
   instance_opt(inst, "CT_THREADS", p.threads);
   instance_opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
   if (inst->n_options >= INSTANCE_MAX_OPTIONS)
@@ -194,6 +212,22 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   inst->arch_specific = 1;
   inst->pdl = 1; /* the kernel waits on griddepcontrol before touching memory */
   instance_conv_args(inst);
+  if (p.otma) {
+    /* the output as (K, pixels) int32, stored in boxes of 32 channels (128
+     * bytes, the swizzle's span) x block_m pixels */
+    tmap_desc *t = &inst->otmap;
+    memset(t, 0, sizeof *t);
+    t->rank = 2;
+    t->elem_bytes = 4;
+    t->swizzle = 128;
+    t->dims[0] = (unsigned long long)w->k;
+    t->dims[1] = (unsigned long long)p.m_total;
+    t->strides[0] = (unsigned long long)w->k * 4;
+    t->box[0] = 32;
+    t->box[1] = (unsigned)p.bm;
+    t->elem_strides[0] = t->elem_strides[1] = 1;
+    inst->args[inst->n_args++] = ARG_OUT_TMAP;
+  }
   return CT_OK;
 }
 
@@ -215,6 +249,8 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
                       p.wgs,
                       p.abuf,
                       p.minb,
+                      1 + p.otma,
+                      1 + p.apf,
                       (double)p.tiles_m * p.bm / (double)p.m_total};
   int n = (int)(sizeof v / sizeof v[0]);
   for (int i = 0; i < n && i < max; i++) out[i] = (float)log2(v[i]);

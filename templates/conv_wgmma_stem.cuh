@@ -29,6 +29,11 @@
  * barrier after the start.
  *
  * The epilogue is wgmma_epilogue.cuh's: int32, or requantized to 8 bits.
+ * With out_tma (WS_OTMA, int32 output, K a multiple of 32) a warpgroup
+ * writes its tile into a staging area of its own, laid out as the
+ * output's tensor map stores a box of 32 channels x block_m pixels, and
+ * one thread stores the boxes by TMA; the area is written again only once
+ * the stores have read it (at the next tile's epilogue, a tile later).
  * Weight zero points and depth_to_space run on the packed templates (the
  * descriptor refuses them).
  */
@@ -49,6 +54,15 @@ static_assert(WS_BN == 64 || WS_BN == 128 || WS_BN == 256, "block_n is 64, 128 o
 static_assert(WS_WGS == 1 || WS_WGS == 2, "warpgroups: 1 or 2 per block");
 static_assert(WS_ABUF == 1 || WS_ABUF == 2, "a_buffers: 1 or 2 per warpgroup");
 static_assert(WS_MINB >= 1 && WS_MINB <= 4, "blocks_per_sm: 1 to 4");
+#ifndef WS_OTMA
+#define WS_OTMA 0
+#endif
+#ifndef WS_APF
+#define WS_APF 0
+#endif
+static_assert(WS_APF == 0 || WS_APF == 1, "a_prefetch: 0 or 1");
+static_assert(WS_OTMA == 0 || (CT_OUT == 0 && CT_KR % 32 == 0),
+              "out_tma: int32 output, K a multiple of 32 (whole 128-byte box rows)");
 static_assert(STEM_C > 0 && (STEM_C + 3) / 4 == CT_C4, "STEM_C must round up to 4 * CT_C4");
 static_assert(CT_DIL_W == 1, "the window row must be contiguous: no dilation along W");
 static_assert(CT_KR % 8 == 0, "the NHWC stores: K must be a multiple of 8");
@@ -74,15 +88,20 @@ static_assert((long)CT_N * CT_OD * CT_OH * CT_OW < 2147483648L &&
 #define JPR (WG_BN / 8)
 #define WG_OSTAGE 0 /* the direct 8-bit stores */
 #define WG_EPI_TILE 0 /* the requantization's form chosen per pair of channel groups */
+#define WG_OTMA WS_OTMA
 #define M_TOTAL ((long)CT_N * CT_OD * CT_OH * CT_OW)
 #define TILES_M ((M_TOTAL + WS_BM - 1) / WS_BM)
 /* shared memory: the weights (a slab of block_n rows x 32 bytes per k32
- * step), then each warpgroup's A buffers (a slab of block_m rows per k32
- * step of a stage), where the weights' raw bytes are first staged */
+ * step), with out_tma each warpgroup's output staging (block_m x block_n
+ * int32, 1024-byte aligned: the weights are multiples of 2 KB), then each
+ * warpgroup's A buffers (a slab of block_m rows per k32 step of a stage),
+ * where the weights' raw bytes are first staged */
 #define SLAB_A (WS_BM * 32)
 #define SLAB_B (WS_BN * 32)
 #define A_BUF (CK * SLAB_A)
 #define B_BYTES (KSTEPS * SLAB_B)
+#define OST_WG (WS_OTMA ? WS_BM * WS_BN * 4 : 0)
+#define OST_BYTES (WS_WGS * OST_WG)
 #define A_BYTES (WS_WGS * WS_ABUF * A_BUF)
 #define RAW_BYTES ((WS_BN * TAPVOL + 16 + 15) / 16 * 16 + 16) /* from a 16-byte chunk; slack */
 #define SCRATCH_BYTES (A_BYTES > RAW_BYTES ? A_BYTES : RAW_BYTES)
@@ -90,11 +109,12 @@ static_assert((long)CT_N * CT_OD * CT_OH * CT_OW < 2147483648L &&
 #include "wgmma_epilogue.cuh"
 
 /* then, 8-bit, each warpgroup's channel table; 1024: to align the slabs */
-#define SMEM_BYTES (B_BYTES + SCRATCH_BYTES + WS_WGS * CHAN_TAB_BYTES + 1024)
+#define SMEM_BYTES (B_BYTES + OST_BYTES + SCRATCH_BYTES + WS_WGS * CHAN_TAB_BYTES + 1024)
 
 static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the warpgroups");
 static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the tile");
 static_assert(MI * WS_BN / 2 <= 128, "accumulators: block_m x block_n / 128 at most 128 per thread");
+static_assert(B_BYTES % 1024 == 0, "the output staging 1024-byte aligned (the swizzle's)");
 
 /* ---- shared memory ------------------------------------------------------- */
 /* A K-major operand slab of one k32 step: 8-row x 16-byte core matrices,
@@ -190,12 +210,20 @@ __device__ __forceinline__ unsigned row_bytes_word(const unsigned char *__restri
   return v;
 }
 
+/* A stage's loaded words and shift, between load_a and store_a. */
+struct a_words {
+  unsigned wv[ROWS_PER_THREAD][NWORDS + 1];
+  int sh;
+};
+
 /* Stage td (the depth tap) of the tile from output pixel m0 into the A
- * buffer at as: thread wtid takes pixel wtid % block_m and its window rows
- * wtid / block_m, + 128 / block_m, ... Every word of those rows is loaded
- * before any is used (one memory latency per stage, not per row); where
- * rows start at word boundaries a word is wholly inside its row or
- * outside it, and one outside (or in a row outside the input) is the pad
+ * buffer at as (build_a: load_a, then store_a; with a_prefetch the kernel
+ * runs load_a for its next tile before this tile's epilogue and store_a
+ * after it, so that the loads' latency passes under the epilogue, at the
+ * cost of the words' registers held through it): thread wtid takes pixel wtid % block_m and its
+ * window rows wtid / block_m, + 128 / block_m, ... Every word of those rows is loaded before any is
+ * used (one memory latency per stage, not per row); where rows start at word boundaries a word is
+ * wholly inside its row or outside it, and one outside (or in a row outside the input) is the pad
  * word, by a predicated load.
  *
  * The stage is most of the kernel's instructions, so its arithmetic is
@@ -203,8 +231,8 @@ __device__ __forceinline__ unsigned row_bytes_word(const unsigned char *__restri
  * 2^31) and each row has one address, base + its row times ROWW, from
  * which every word of the row is an immediate offset: one load, one
  * predicate and one move of the pad word per word. */
-__device__ __forceinline__ void build_a(unsigned as, const unsigned char *__restrict__ data, long m0,
-                                        int td, unsigned pad, int wtid) {
+__device__ __forceinline__ void load_a(a_words &aw, const unsigned char *__restrict__ data, long m0,
+                                       int td, unsigned pad, int wtid) {
   const int p = wtid % WS_BM;
   unsigned m = (unsigned)m0 + (unsigned)p;
   if (m >= (unsigned)M_TOTAL) m = (unsigned)M_TOTAL - 1u; /* a pixel that exists; not stored */
@@ -216,7 +244,8 @@ __device__ __forceinline__ void build_a(unsigned as, const unsigned char *__rest
   const int z = od * CT_STR_D - CT_PAD_D + td * CT_DIL_D;
   const int y0 = oh * CT_STR_H - CT_PAD_H;
   const int o = (ow * CT_STR_W - CT_PAD_W) * C_IN; /* the window row's first byte in its input row */
-  const int oal = ROW_ALIGNED ? o & ~3 : o, sh = 8 * (o - oal); /* o & ~3: down, also below 0 */
+  const int oal = ROW_ALIGNED ? o & ~3 : o;        /* o & ~3: down, also below 0 */
+  aw.sh = 8 * (o - oal);
   const bool zin = (unsigned)z < (unsigned)CT_ID;
   /* input row y0 of depth z (of a depth inside: an address that exists) */
   const unsigned row0 = ((unsigned)n * CT_ID + (unsigned)(zin ? z : 0)) * CT_IH;
@@ -226,7 +255,7 @@ __device__ __forceinline__ void build_a(unsigned as, const unsigned char *__rest
   bool wok[NWORDS];
 #pragma unroll
   for (int q = 0; q < NWORDS; q++) wok[q] = (unsigned)(oal + 4 * q) < (unsigned)ROWW;
-  unsigned wv[ROWS_PER_THREAD][NWORDS + 1];
+  unsigned(&wv)[ROWS_PER_THREAD][NWORDS + 1] = aw.wv;
 #pragma unroll
   for (int j = 0; j < ROWS_PER_THREAD; j++) {
     const int r = wtid / WS_BM + j * (128 / WS_BM), y = y0 + r * CT_DIL_H;
@@ -243,6 +272,13 @@ __device__ __forceinline__ void build_a(unsigned as, const unsigned char *__rest
     }
     wv[j][NWORDS] = 0;
   }
+}
+
+/* The words of load_a into the A buffer at as: nothing waits for the loads
+ * before this. */
+__device__ __forceinline__ void store_a(unsigned as, const a_words &aw, int wtid) {
+  const int p = wtid % WS_BM, sh = aw.sh;
+  const unsigned(&wv)[ROWS_PER_THREAD][NWORDS + 1] = aw.wv;
 #pragma unroll
   for (int j = 0; j < ROWS_PER_THREAD; j++) {
     const int r = wtid / WS_BM + j * (128 / WS_BM);
@@ -266,6 +302,13 @@ __device__ __forceinline__ void build_a(unsigned as, const unsigned char *__rest
   }
 }
 
+__device__ __forceinline__ void build_a(unsigned as, const unsigned char *__restrict__ data,
+                                        long m0, int td, unsigned pad, int wtid) {
+  a_words aw;
+  load_a(aw, data, m0, td, pad, wtid);
+  store_a(as, aw, wtid);
+}
+
 /* acc = (acc if accumulate) + A x B */
 __device__ __forceinline__ void wgmma_ss(int *acc, unsigned long long a, unsigned long long b,
                                          int accumulate) {
@@ -280,14 +323,27 @@ __device__ __forceinline__ void wgmma_ss(int *acc, unsigned long long a, unsigne
 
 /* ---- the kernel ---------------------------------------------------------- */
 extern "C" __global__ void __launch_bounds__(THREADS, WS_MINB)
-    conv_wgmma_stem(const unsigned char *__restrict__ data, const unsigned char *__restrict__ weights,
-                    void *__restrict__ out, const int *__restrict__ params,
-                    const void *__restrict__ residual) {
+    conv_wgmma_stem(const unsigned char *__restrict__ data,
+                    const unsigned char *__restrict__ weights, void *__restrict__ out,
+                    const int *__restrict__ params, const void *__restrict__ residual
+#if WS_OTMA
+                    ,
+                    const __grid_constant__ ct_tmap omap
+#endif
+    ) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const unsigned raw = smem_addr(smem_raw), base = (raw + 1023u) & ~1023u;
   const int tid = threadIdx.x, wg = tid >> 7, wtid = tid & 127;
   const int n0 = blockIdx.y * WS_BN;
-  const unsigned abase = base + B_BYTES; /* the A buffers, first the raw weights */
+  const unsigned abase = base + B_BYTES + OST_BYTES; /* the A buffers, first the raw weights */
+#if WS_OTMA
+  /* the map's descriptor, a kernel parameter, fetched before the wait */
+  if (tid == 0)
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&omap) : "memory");
+  /* this warpgroup's output staging */
+  unsigned char *const ost = smem_raw + (base - raw) + B_BYTES + wg * OST_WG;
+  (void)out, (void)residual;
+#endif
   pdl_wait_then_release(); /* nothing global before: the previous kernel may still run */
 #if CT_ZD
   const unsigned pad = (unsigned)params[CTQ_PAD_WORD] & 0xffu;
@@ -312,6 +368,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, WS_MINB)
   const unsigned ab = abase + wg * (WS_ABUF * A_BUF);
   int acc[MI][WS_BN / 2]; /* a tile's first wgmmas overwrite them (scale_d 0) */
   int buf = 0;
+  a_words nxt; /* a_prefetch: the next tile's first stage, loaded before this tile's epilogue */
+  (void)nxt;
   build_a(ab, data, tile * WS_BM, 0, pad, wtid);
 #pragma unroll 1
   for (;;) {
@@ -331,9 +389,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, WS_MINB)
           wgmma_ss(acc[mi], km_desc(as + k * SLAB_A + mi * 64 * 32), km_desc(bs + k * SLAB_B),
                    k > 0 || td > 0);
       wgmma_commit();
-      /* the next stage: this tile's next depth tap, or the next tile's first */
+      /* the next stage: this tile's next depth tap, or the next tile's first
+       * (a_prefetch: its loads now, its stores after the epilogue) */
       const bool inner = td + 1 < CT_KD;
-      if (WS_ABUF == 2 && (inner || ntile < TILES_M)) {
+      if (WS_APF && !inner && ntile < TILES_M) load_a(nxt, data, ntile * WS_BM, 0, pad, wtid);
+      if (WS_ABUF == 2 && (inner || (!WS_APF && ntile < TILES_M))) {
         /* the other buffer, once the stage before this one has read it
          * (every warp's wgmmas: the barrier) */
         wgmma_wait<1>();
@@ -350,12 +410,34 @@ extern "C" __global__ void __launch_bounds__(THREADS, WS_MINB)
     }
     wgmma_wait<0>();
     acc_fence(acc);
+#if WS_OTMA
+    if (wtid == 0) bulk_wait_all<1>(); /* the last tile's stores have read the staging */
+    wg_bar(wg);
+    tile_stage32(acc, ost, blockIdx.y, params, qh, wtid);
+    fence_proxy_async(); /* this thread's values, seen by the stores */
+    wg_bar(wg);          /* ... and every thread's */
+    if (wtid == 0) {
+#pragma unroll
+      for (int b = 0; b < WS_BN / 32; b++)
+        if (n0 + 32 * b < CT_KR)
+          tma_store2(&omap, n0 + 32 * b, (int)(tile * WS_BM), smem_addr(ost) + b * (WS_BM * 128));
+      bulk_commit();
+    }
+#else
     tile_epilogue(acc, tile * WS_BM, 0, blockIdx.y, 0, params, qh, tab, residual, out, wtid);
+#endif
     if (ntile >= TILES_M) break;
-    if (WS_ABUF == 1) {
+    if (WS_APF) {
+      wg_bar(wg); /* every warp's wgmmas have read the buffers */
+      store_a(ab + (WS_ABUF == 2 ? buf ^ 1 : 0) * A_BUF, nxt, wtid);
+      if (WS_ABUF == 2) buf ^= 1;
+    } else if (WS_ABUF == 1) {
       wg_bar(wg); /* every warp's wgmmas have read the buffer */
       build_a(ab, data, ntile * WS_BM, 0, pad, wtid);
     }
     tile = ntile;
   }
+#if WS_OTMA
+  if (wtid == 0) bulk_wait_all<0>(); /* the stores done before the block's end */
+#endif
 }

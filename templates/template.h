@@ -28,9 +28,9 @@
 #define TEMPLATE_WHY_MAX     160
 
 /* What each kernel argument is; the launcher passes the matching pointer,
- * or for ARG_DATA_TMAP / ARG_WEIGHTS_TMAP a TMA tensor map (CUtensorMap, by
- * value) of the data / weights pointer as the instance's tmap / wtmap
- * describes it. */
+ * or for ARG_DATA_TMAP / ARG_WEIGHTS_TMAP / ARG_OUT_TMAP a TMA tensor map
+ * (CUtensorMap, by value) of the data / weights / output pointer as the
+ * instance's tmap / wtmap / otmap describes it. */
 typedef enum kernel_arg {
   ARG_DATA,
   ARG_WEIGHTS,
@@ -38,7 +38,8 @@ typedef enum kernel_arg {
   ARG_PARAMS,
   ARG_RESIDUAL,
   ARG_DATA_TMAP,
-  ARG_WEIGHTS_TMAP
+  ARG_WEIGHTS_TMAP,
+  ARG_OUT_TMAP
 } kernel_arg;
 
 /* A TMA tensor map: elements of elem_bytes (4: 32-bit words, 1: bytes),
@@ -79,6 +80,7 @@ typedef struct instance {
   int pdl;
   tmap_desc tmap;    /* for an ARG_DATA_TMAP argument */
   tmap_desc wtmap;   /* for an ARG_WEIGHTS_TMAP argument */
+  tmap_desc otmap;   /* for an ARG_OUT_TMAP argument */
 } instance;
 
 typedef struct template_desc {

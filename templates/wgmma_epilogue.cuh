@@ -48,6 +48,14 @@
  * epilogue takes them as corrected: one add less per element, and no
  * offset load per channel pair. The stems (scale_d 0) correct here.
  *
+ * WG_OTMA 1 (int32 output, the stems' out_tma): tile_stage32 writes the
+ * tile into shared memory as the output's tensor map lays out a box, and
+ * the kernel stores the boxes by TMA (tma_store2), where the direct form
+ * takes a 16-byte store per thread and pair of groups: 8 rows of 64 bytes
+ * per warp store, each costing the L1 pipeline as much as a whole line
+ * (on the H200, ncu: the int32 stem's stores were 46% of its L1 data
+ * wavefronts, with the pipeline 70% busy).
+ *
  * The kernel reserves EPI_WG_BYTES per consumer warpgroup, 16-byte
  * aligned: the channel table (CHAN_TAB_BYTES), then the 4 warps' slabs.
  */
@@ -57,6 +65,10 @@
 #ifndef WG_ACC_OFF
 #define WG_ACC_OFF 0
 #endif
+#ifndef WG_OTMA
+#define WG_OTMA 0
+#endif
+static_assert(WG_OTMA == 0 || CT_OUT == 0, "out_tma: the int32 output");
 static_assert(WG_ACC_OFF == 0 || CT_OUT != 0, "WG_ACC_OFF: the offsets come from the 8-bit table");
 
 /* the table's arrays, WG_BN entries each, in int units from its start:
@@ -274,6 +286,38 @@ __device__ __forceinline__ void tile_epilogue8(const int (&acc)[MI][WG_BN / 2], 
   slab_store(slab, m0, row0, warp, tile_n, rank, (unsigned char *)out, lane);
   __syncwarp(); /* read before the next tile writes it */
 #endif
+}
+#endif
+
+#if WG_OTMA
+/* out_tma 1: the tile's corrected int32 values into stage (1024-byte
+ * aligned): WG_BN / 32 boxes of 32 channels (128 bytes) x 64 MI rows, each
+ * 128-byte swizzled as the output's tensor map stores it (16-byte chunk c
+ * of row r at chunk c ^ (r % 8)), so that a warp's 8-byte stores (rows g,
+ * channels 2t, 2t + 1 of a group) hit every bank once per 256 bytes.
+ * Channels past K are written too (the store leaves them out). The caller
+ * fences, meets and has one thread store the boxes. */
+__device__ __forceinline__ void tile_stage32(const int (&acc)[MI][WG_BN / 2], unsigned char *stage,
+                                             int tile_n, const int *__restrict__ params,
+                                             const q_head &qh, int ltid) {
+  const int lane = ltid & 31, g = lane >> 2, t = lane & 3, warp = ltid >> 5;
+#pragma unroll
+  for (int j = 0; j < WG_BN / 8; j++) {
+    const int k = tile_n * WG_BN + j * 8 + 2 * t;
+    const int kk = k < CT_KR ? k : 0; /* params in range; not stored */
+    const q_chan c0 = load_chan(params, qh, kk), c1 = load_chan(params, qh, kk + 1);
+    /* box j / 4; in a row of it, chunk 2 (j % 4) + t / 2, word 2 (t % 2) */
+    unsigned char *const box = stage + (j / 4) * (64 * MI * 128) + 8 * (t & 1);
+    const int chunk = 2 * (j % 4) + (t >> 1);
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const int r = mi * 64 + 16 * warp + 8 * h + g; /* r % 8 == g */
+        *(int2 *)(box + r * 128 + ((chunk ^ g) << 4)) = make_int2(
+            corrected(c0, acc[mi][4 * j + 2 * h], 0), corrected(c1, acc[mi][4 * j + 2 * h + 1], 0));
+      }
+  }
 }
 #endif
 

@@ -2,9 +2,10 @@
  * wgmma_ptx.cuh: the Hopper PTX that the wgmma templates share
  * (conv_wgmma.cuh on the channel-packed layouts, conv_wgmma_nhwc.cuh on
  * channels-last): mbarriers, the bulk tensor copies (TMA, tiled and
- * im2col), and wgmma.mma_async m64nNk32 on int8 in its two forms, A from
- * registers (_rs) and A from a shared-memory descriptor (_ss), B always
- * from a descriptor. Included after quant.cuh and the shape macros.
+ * im2col, and the tiled store from shared memory), and wgmma.mma_async
+ * m64nNk32 on int8 in its two forms, A from registers (_rs) and A from a
+ * shared-memory descriptor (_ss), B always from a descriptor. Included
+ * after quant.cuh and the shape macros.
  */
 #ifndef CT_TEMPLATES_WGMMA_PTX_CUH
 #define CT_TEMPLATES_WGMMA_PTX_CUH
@@ -85,6 +86,30 @@ __device__ __forceinline__ void tma_im2col5(unsigned dst, const ct_tmap *map, in
                "l"((unsigned long long)map), "r"(c), "r"(w), "r"(h), "r"(d), "r"(n), "r"(bar),
                "h"(ow), "h"(oh), "h"(od)
                : "memory");
+}
+
+/* The tiled store of the box at src (shared memory, laid out as the map's
+ * swizzle wants it) to coordinates (c0, c1) of the map's tensor; the parts
+ * of the box outside the tensor are not written. One thread issues it,
+ * after every writer's fence_proxy_async and a barrier; bulk_commit closes
+ * the group of stores issued so far. */
+__device__ __forceinline__ void tma_store2(const ct_tmap *map, int c0, int c1, unsigned src) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+          (unsigned long long)map),
+      "r"(c0), "r"(c1), "r"(src)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+/* Wait until this thread's committed store groups have read their shared
+ * memory (READ 1), or are complete and their writes performed (0). */
+template <int READ> __device__ __forceinline__ void bulk_wait_all() {
+  if (READ)
+    asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+  else
+    asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
 
 /* ---- wgmma ------------------------------------------------------------------ */

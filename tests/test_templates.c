@@ -891,8 +891,10 @@ START_TEST(nhwc_wgmma_stem_stages_a_depth_tap) {
     arch_from_name("sm_90", &a, NULL);
     config c;
     char why[TEMPLATE_WHY_MAX];
-    config_of(&sp, "{\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":2,"
-                           "\"blocks_per_sm\":1}", &c);
+    config_of(&sp,
+              "{\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":2,"
+              "\"blocks_per_sm\":1,\"out_tma\":0,\"a_prefetch\":0}",
+              &c);
     ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
     instance inst;
     ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
@@ -928,6 +930,99 @@ START_TEST(nhwc_wgmma_stem_stages_a_depth_tap) {
     ck_assert_msg(tpl->valid(&big, &sp, &c, &a, why), "%s", why);
     space_free(&sp);
   }
+}
+END_TEST
+
+/* The stems' out_tma (int32 output): the tile stored by TMA from a
+ * staging area per warpgroup, described by the output's tensor map (K x
+ * pixels int32, boxes of 32 channels x block_m pixels, 128-byte swizzle);
+ * not in an 8-bit workload's space, refused where K is not a multiple of
+ * 32. a_prefetch holds the next tile's words through the epilogue: the
+ * register estimate counts them. */
+START_TEST(nhwc_wgmma_stem_out_tma_and_prefetch) {
+  const template_desc *tpl = template_find("conv2d_nhwc_wgmma_stem");
+  ct_workload w;
+  workload_init(&w, CT_OP_CONV2D);
+  w.layout = CT_LAYOUT_NHWC;
+  w.n = 16, w.c = 3, w.k = 64, w.in[0] = w.in[1] = 224;
+  for (int i = 0; i < 2; i++) {
+    w.kernel[i] = 7, w.stride[i] = 2;
+    w.pad_before[i] = w.pad_after[i] = 3;
+  }
+  space sp;
+  ct_err err = {0};
+  ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_ge(space_find(&sp, "out_tma"), 0);
+  ck_assert_int_ge(space_find(&sp, "a_prefetch"), 0);
+  arch a;
+  arch_from_name("sm_90", &a, NULL);
+  a.sm_count = 132;
+  config c;
+  char why[TEMPLATE_WHY_MAX];
+  config_of(&sp,
+            "{\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":1,"
+            "\"blocks_per_sm\":1,\"out_tma\":1,\"a_prefetch\":1}",
+            &c);
+  ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
+  instance inst;
+  ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
+  /* the weights, 2 warpgroups' staging (128 x 64 int32), 2 x 1 buffer, alignment */
+  ck_assert_uint_eq(inst.smem_bytes, 7 * 64 * 32 + 2 * 128 * 64 * 4 + 2 * 7 * 128 * 32 + 1024);
+  ck_assert_int_eq(inst.n_args, 6);
+  ck_assert_int_eq(inst.args[5], ARG_OUT_TMAP);
+  const tmap_desc *t = &inst.otmap;
+  ck_assert_int_eq(t->rank, 2);
+  ck_assert_int_eq(t->elem_bytes, 4);
+  ck_assert_int_eq(t->swizzle, 128);
+  ck_assert_int_eq(t->im2col, 0);
+  ck_assert_uint_eq(t->dims[0], 64);
+  ck_assert_uint_eq(t->dims[1], 16UL * 112 * 112);
+  ck_assert_uint_eq(t->strides[0], 64 * 4);
+  ck_assert_uint_eq(t->box[0], 32);
+  ck_assert_uint_eq(t->box[1], 128);
+  cubin cb;
+  ck_assert_msg(nvrtc_compile(&inst, &a, &cb, &err) == CT_OK, "%s\n%s", err.msg, cb.log);
+  ck_assert_msg(!strstr(cb.log, "C75"), "%s", cb.log);
+  cubin_free(&cb);
+  /* without out_tma: the five pointers, no staging */
+  config_of(&sp,
+            "{\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":1,"
+            "\"blocks_per_sm\":1,\"out_tma\":0,\"a_prefetch\":1}",
+            &c);
+  ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
+  ck_assert_int_eq(inst.n_args, 5);
+  ck_assert_uint_eq(inst.smem_bytes, 7 * 64 * 32 + 2 * 7 * 128 * 32 + 1024);
+  /* a_prefetch's words (7 rows x 7 words) on top of 64 accumulators pass
+   * the 128 registers of two 256-thread blocks per SM; without, they fit */
+  config_of(&sp,
+            "{\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":1,"
+            "\"blocks_per_sm\":2,\"out_tma\":0,\"a_prefetch\":1}",
+            &c);
+  ck_assert(!tpl->valid(&w, &sp, &c, &a, why));
+  ck_assert_msg(strstr(why, "registers") != NULL, "%s", why);
+  config_of(&sp,
+            "{\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":1,"
+            "\"blocks_per_sm\":2,\"out_tma\":0,\"a_prefetch\":0}",
+            &c);
+  ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
+  space_free(&sp);
+  /* K 40: no whole 128-byte rows */
+  w.k = 40;
+  ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
+  config_of(&sp,
+            "{\"block_m\":64,\"block_n\":64,\"warpgroups\":1,\"a_buffers\":1,"
+            "\"blocks_per_sm\":1,\"out_tma\":1,\"a_prefetch\":0}",
+            &c);
+  ck_assert(!tpl->valid(&w, &sp, &c, &a, why));
+  ck_assert_msg(strstr(why, "out_tma") != NULL, "%s", why);
+  space_free(&sp);
+  /* 8-bit output: the int32 stores only */
+  w.k = 64;
+  w.out_type = CT_DTYPE_INT8;
+  ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_lt(space_find(&sp, "out_tma"), 0);
+  ck_assert_int_ge(space_find(&sp, "a_prefetch"), 0);
+  space_free(&sp);
 }
 END_TEST
 
@@ -1136,6 +1231,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, nhwc_out_stage_and_tile_requant_exist_with_8_bit_output_only);
   tcase_add_test(tc, nhwc_mma_stages_window_rows);
   tcase_add_test(tc, nhwc_wgmma_stem_stages_a_depth_tap);
+  tcase_add_test(tc, nhwc_wgmma_stem_out_tma_and_prefetch);
   tcase_add_test(tc, random_valid_configs_compile_conv2d);
   tcase_add_test(tc, random_valid_configs_compile_conv3d);
   tcase_add_test(tc, random_valid_configs_compile_conv2d_mma);
