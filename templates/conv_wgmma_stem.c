@@ -26,9 +26,9 @@
  * Validity, before any compile: exactly sm_90 (sm_90a); accumulators and
  * a register estimate within the registers; shared memory (the weights of
  * every k32 step, the A buffers of a stage: one depth tap's window rows,
- * out_tma's staging) within the opt-in limit; tiles not larger than twice what the layer has;
- * fewer than 2^31 output pixels and input rows (the 32-bit arithmetic of
- * the kernel's stages);
+ * out_tma's staging) within the opt-in limit; tiles not larger than twice
+ * what the layer has; fewer than 2^31 output pixels and input rows (the
+ * 32-bit arithmetic of the kernel's stages);
  * blocks_per_sm blocks fitting an SM's registers, shared memory and
  * threads.
  */

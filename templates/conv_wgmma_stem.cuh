@@ -220,11 +220,12 @@ struct a_words {
  * buffer at as (build_a: load_a, then store_a; with a_prefetch the kernel
  * runs load_a for its next tile before this tile's epilogue and store_a
  * after it, so that the loads' latency passes under the epilogue, at the
- * cost of the words' registers held through it): thread wtid takes pixel wtid % block_m and its
- * window rows wtid / block_m, + 128 / block_m, ... Every word of those rows is loaded before any is
- * used (one memory latency per stage, not per row); where rows start at word boundaries a word is
- * wholly inside its row or outside it, and one outside (or in a row outside the input) is the pad
- * word, by a predicated load.
+ * cost of the words' registers held through it): thread wtid takes pixel
+ * wtid % block_m and its window rows wtid / block_m, + 128 / block_m, ...
+ * Every word of those rows is loaded before any is used (one memory
+ * latency per stage, not per row); where rows start at word boundaries a
+ * word is wholly inside its row or outside it, and one outside (or in a
+ * row outside the input) is the pad word, by a predicated load.
  *
  * The stage is most of the kernel's instructions, so its arithmetic is
  * 32-bit (the pixel and the input row: valid() keeps both counts below
