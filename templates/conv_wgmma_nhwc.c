@@ -311,15 +311,8 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   const int nd = w->op == CT_OP_CONV3D ? 3 : 2;
   tmap_desc *t = &inst->tmap;
   if (atile) {
-    t->rank = 2;
-    t->elem_bytes = 1;
-    t->swizzle = p.bk;
-    t->dims[0] = (unsigned long long)g.c;
-    t->dims[1] = (unsigned long long)p.m_total;
-    t->strides[0] = (unsigned long long)g.c;
-    t->box[0] = (unsigned)p.bk;
-    t->box[1] = (unsigned)p.bm;
-    t->elem_strides[0] = t->elem_strides[1] = 1;
+    tmap_tiled2(t, 1, p.bk, (unsigned long long)g.c, (unsigned long long)p.m_total, (unsigned)p.bk,
+                (unsigned)p.bm);
   } else {
     t->rank = nd + 2;
     t->elem_bytes = 1;

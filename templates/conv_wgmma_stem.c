@@ -219,17 +219,8 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   if (p.otma) {
     /* the output as (K, pixels) int32, stored in boxes of 32 channels (128
      * bytes, the swizzle's span) x block_m pixels */
-    tmap_desc *t = &inst->otmap;
-    memset(t, 0, sizeof *t);
-    t->rank = 2;
-    t->elem_bytes = 4;
-    t->swizzle = 128;
-    t->dims[0] = (unsigned long long)w->k;
-    t->dims[1] = (unsigned long long)p.m_total;
-    t->strides[0] = (unsigned long long)w->k * 4;
-    t->box[0] = 32;
-    t->box[1] = (unsigned)p.bm;
-    t->elem_strides[0] = t->elem_strides[1] = 1;
+    tmap_tiled2(&inst->otmap, 4, 128, (unsigned long long)w->k, (unsigned long long)p.m_total, 32,
+                (unsigned)p.bm);
     inst->args[inst->n_args++] = ARG_OUT_TMAP;
   }
   return CT_OK;

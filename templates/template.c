@@ -151,6 +151,20 @@ void instance_conv_options(instance *inst, const ct_workload *w) {
   }
 }
 
+void tmap_tiled2(tmap_desc *t, int elem_bytes, int swizzle, unsigned long long cols,
+                 unsigned long long rows, unsigned box_cols, unsigned box_rows) {
+  memset(t, 0, sizeof *t);
+  t->rank = 2;
+  t->elem_bytes = elem_bytes;
+  t->swizzle = swizzle;
+  t->dims[0] = cols;
+  t->dims[1] = rows;
+  t->strides[0] = cols * (unsigned long long)elem_bytes;
+  t->box[0] = box_cols;
+  t->box[1] = box_rows;
+  t->elem_strides[0] = t->elem_strides[1] = 1;
+}
+
 void instance_conv_args(instance *inst) {
   static const kernel_arg args[] = {ARG_DATA, ARG_WEIGHTS, ARG_OUT, ARG_PARAMS, ARG_RESIDUAL};
   inst->n_args = (int)(sizeof args / sizeof args[0]);

@@ -128,6 +128,11 @@ void instance_opt(instance *inst, const char *name, long value);
  * five arguments (data, weights, out, params, residual). */
 void instance_conv_options(instance *inst, const ct_workload *w);
 void instance_conv_args(instance *inst);
+/* t as a tiled map of a row-major matrix of rows x cols elements of
+ * elem_bytes (rows contiguous), boxes of box_cols x box_rows, with the
+ * shared-memory swizzle (0, 32, 64, 128 bytes). */
+void tmap_tiled2(tmap_desc *t, int elem_bytes, int swizzle, unsigned long long cols,
+                 unsigned long long rows, unsigned box_cols, unsigned box_rows);
 
 /* Set cfg's choice knob name to value: 0 when the space lacks either (for
  * the descriptors' preferred hooks). */
