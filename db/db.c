@@ -31,6 +31,8 @@
 /* How long a writer waits for another one's transaction: a batch of trials
  * commits in milliseconds, so 10 s only runs out when something hangs. */
 #define DB_BUSY_MS 10000
+/* The pause between tries where SQLite itself does not wait (set_wal). */
+#define DB_RETRY_MS 5
 
 struct db {
   sqlite3 *h;
@@ -665,6 +667,26 @@ done:
   return st;
 }
 
+/* Switch the file to WAL. The switch takes the write lock from inside the
+ * statement's own read transaction, and there SQLite does not call the busy
+ * handler (two readers upgrading would deadlock), so a process that races
+ * another to the switch, or to a migration, gets SQLITE_BUSY at once. Each
+ * try ends its read transaction, so retrying is safe; give up after as long
+ * as the busy handler would wait. */
+static ct_status set_wal(sqlite3 *h, ct_err *err) {
+  int rc, waited_ms = 0;
+  while ((rc = sqlite3_exec(h, "PRAGMA journal_mode = WAL", NULL, NULL, NULL)) == SQLITE_BUSY &&
+         waited_ms < DB_BUSY_MS) {
+    int slept = sqlite3_sleep(DB_RETRY_MS);
+    waited_ms += slept > 0 ? slept : DB_RETRY_MS;
+  }
+  if (rc == SQLITE_OK) return CT_OK;
+  if (rc == SQLITE_BUSY)
+    return ERR_SET(err, CT_ERR_DB, "PRAGMA journal_mode = WAL: %s after %d ms", sqlite3_errmsg(h),
+                   waited_ms);
+  return ERR_SET(err, CT_ERR_DB, "PRAGMA journal_mode = WAL: %s", sqlite3_errmsg(h));
+}
+
 ct_status db_open(const char *path, int readonly, db **out, ct_err *err) {
   ct_status st = CT_OK;
   db *d = NULL;
@@ -702,7 +724,7 @@ ct_status db_open(const char *path, int readonly, db **out, ct_err *err) {
     if (version < DB_SCHEMA_VERSION && (st = migrate(d->h, err)) != CT_OK) goto done;
     /* WAL: readers never block the writer, and a commit is one append. The
      * mode is stored in the file, so later opens find it already set. */
-    SQL_TRY(d->h, err, sqlite3_exec(d->h, "PRAGMA journal_mode = WAL", NULL, NULL, NULL));
+    if ((st = set_wal(d->h, err)) != CT_OK) goto done;
   }
   *out = d;
   d = NULL;

@@ -935,6 +935,18 @@ END_TEST
 
 /* ---- opening: persistence, schema, bad files, readonly ------------------------------------ */
 
+/* The journal mode stored in the file, read by a connection of its own. */
+static void assert_journal_mode(const char *path, const char *mode) {
+  sqlite3 *h = NULL;
+  sqlite3_stmt *s = NULL;
+  ck_assert_int_eq(sqlite3_open(path, &h), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_prepare_v2(h, "PRAGMA journal_mode", -1, &s, NULL), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
+  ck_assert_str_eq((const char *)sqlite3_column_text(s, 0), mode);
+  sqlite3_finalize(s);
+  sqlite3_close(h);
+}
+
 START_TEST(reopen_persists) {
   char dir[512], path[600];
   scratch(dir, sizeof dir);
@@ -970,11 +982,8 @@ START_TEST(reopen_persists) {
   ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
   ck_assert_int_eq(sqlite3_column_int(s, 0), DB_SCHEMA_VERSION);
   sqlite3_finalize(s);
-  ck_assert_int_eq(sqlite3_prepare_v2(h, "PRAGMA journal_mode", -1, &s, NULL), SQLITE_OK);
-  ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
-  ck_assert_str_eq((const char *)sqlite3_column_text(s, 0), "wal");
-  sqlite3_finalize(s);
   sqlite3_close(h);
+  assert_journal_mode(path, "wal");
   trial_free(&t);
 }
 END_TEST
@@ -1265,6 +1274,53 @@ START_TEST(generated_uids_unique) {
 }
 END_TEST
 
+/* A writable open switches a rollback-journal file to WAL even while
+ * another process holds the write lock: SQLite does not wait there by
+ * itself, so db_open must. */
+START_TEST(wal_switch_waits_for_a_writer) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "rollback.db");
+  db *d = open_db(path);
+  db_close(d);
+  sqlite3 *h = NULL;
+  ck_assert_int_eq(sqlite3_open(path, &h), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_exec(h, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(h);
+  assert_journal_mode(path, "delete");
+  int locked[2];
+  ck_assert_int_eq(pipe(locked), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    /* Hold the write lock for 300 ms, then commit; the commit waits for the
+     * parent's read lock of each try like any writer. */
+    close(locked[0]);
+    sqlite3 *c = NULL;
+    if (sqlite3_open(path, &c) != SQLITE_OK || sqlite3_busy_timeout(c, 10000) != SQLITE_OK ||
+        sqlite3_exec(c, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+      _exit(1);
+    if (write(locked[1], "x", 1) != 1) _exit(2);
+    sqlite3_sleep(300);
+    _exit(sqlite3_exec(c, "COMMIT", NULL, NULL, NULL) == SQLITE_OK && sqlite3_close(c) == SQLITE_OK
+              ? 0
+              : 3);
+  }
+  close(locked[1]);
+  char byte;
+  ck_assert_int_eq(read(locked[0], &byte, 1), 1);
+  close(locked[0]);
+  ct_err err = {0};
+  ct_status st = db_open(path, 0, &d, &err);
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(st == CT_OK, "db_open under another's write lock: %s", err.msg);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  db_close(d);
+  assert_journal_mode(path, "wal");
+}
+END_TEST
+
 /* One writer process: wait for the start signal, open, insert the batches
  * with generated uids. Exit 0, or 1 with the error message on fd out. */
 static void writer(const char *path, int go, int out, int id) {
@@ -1384,6 +1440,7 @@ int main(void) {
   tcase_add_test(tc, duplicate_uids_skipped);
   tcase_add_test(tc, generated_uids_unique);
   tcase_add_test(tc, two_concurrent_writers);
+  tcase_add_test(tc, wal_switch_waits_for_a_writer);
   tcase_set_timeout(tc, 30);
   suite_add_tcase(s, tc);
 
