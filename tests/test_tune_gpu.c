@@ -12,7 +12,8 @@
  * channels-last mma template, exact, and a layer no nhwc template runs (C
  * 3 with a dilation along W) is refused with a message naming the layout;
  * the wgmma part is skipped, with a message, when the GPU is not sm_90.
- * A workload's first trial is the nearest tuned workload's best config.
+ * A workload's first trial is the nearest tuned workload's best config,
+ * or with none tuned the template's default.
  * Exits 77 without a GPU.
  */
 #include <check.h>
@@ -269,7 +270,9 @@ END_TEST
 
 /* A workload's first trial is what the dispatch ran for it untuned: the
  * best config of the nearest tuned workload (resolve_nearest), ahead of
- * the template's default and the strategy's draws. */
+ * the template's default and the strategy's draws; with nothing tuned, the
+ * default (resolve_default: this template has no preferred hook, so the
+ * dispatch's scored sample). */
 START_TEST(the_first_trial_is_the_nearest_best) {
   tune_opts o;
   tune_opts_default(&o);
@@ -314,6 +317,16 @@ START_TEST(the_first_trial_is_the_nearest_best) {
       CT_OK);
   ck_assert_int_eq(found, 1);
   ck_assert_str_eq(from, workload_key(&w, wkey, sizeof wkey));
+  ck_assert_msg(tr[0].config_index == space_index(&s, &want), "first trial %s", tr[0].config_json);
+  space_free(&s);
+  trials_free(tr, n);
+  /* w's first trial, when nothing was tuned: the default */
+  ck_assert_ptr_null(tpl->preferred);
+  ck_assert_int_eq(
+      db_trials(d, workload_key(&w, key, sizeof key), NULL, tpl->name, NULL, &tr, &n, &err), CT_OK);
+  ck_assert_int_eq(n, 24);
+  ck_assert_int_eq(template_space(tpl, &w, &s, &err), CT_OK);
+  ck_assert_int_eq(resolve_default(tpl, &w, &s, &a, &want, &err), CT_OK);
   ck_assert_msg(tr[0].config_index == space_index(&s, &want), "first trial %s", tr[0].config_json);
   space_free(&s);
   trials_free(tr, n);

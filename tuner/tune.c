@@ -299,18 +299,19 @@ static ct_status run_task(tuner *t, const char *name, const ct_workload *w,
   if (o->transfer && !strcmp(o->search.kind, "xgb")) seed_transfer(t, se, tpl, key);
   /* the first trials, unless measured before: what the dispatch runs for
    * this workload untuned, the best config of the nearest tuned workload
-   * (resolve.h), then the template's default. A model or a random draw can
-   * miss both: on ResNet-50 b1's l4_3x3_512_s2, 64 trials held no split-K
-   * config, which fills the SMs there; on b16's l4_1x1_2048_512 with 8-bit
-   * output, 64 trials ended at 5.34 us on the H200, where untuned it ran
-   * in 4.36 on the best config of the nearest tuned 8-bit layer
-   * (l4_1x1_1024_512's) */
+   * (resolve.h), then the template's default, the dispatch's own
+   * (resolve_default: the preferred hook, else a scored sample). A model
+   * or a random draw can miss both: on ResNet-50 b1's l4_3x3_512_s2, 64
+   * trials held no split-K config, which fills the SMs there; on b16's
+   * l4_1x1_2048_512 with 8-bit output, 64 trials ended at 5.34 us on the
+   * H200, where untuned it ran in 4.36 on the best config of the nearest
+   * tuned 8-bit layer (l4_1x1_1024_512's) */
   config seed;
   int found = 0;
   if ((st = resolve_nearest(t->db, &t->dbdev, &t->dev.arch, tpl, w, &seed, NULL, 0, &found, err)))
     goto out;
   if (found) search_first(se, &seed);
-  if (tpl->preferred && tpl->preferred(w, &s, &t->dev.arch, &seed)) search_first(se, &seed);
+  if (resolve_default(tpl, w, &s, &t->dev.arch, &seed, NULL) == CT_OK) search_first(se, &seed);
 
   tune_progress p = {.name = name,
                      .template_name = tpl->name,
