@@ -988,20 +988,26 @@ START_TEST(reopen_persists) {
 }
 END_TEST
 
+/* A new database at a fresh path named name (into path), then sql run on
+ * it by a plain SQLite connection. */
+static void altered_db(char *path, size_t size, const char *name, const char *sql) {
+  char dir[512];
+  scratch(dir, sizeof dir);
+  path_in(path, size, dir, name);
+  db_close(open_db(path));
+  sqlite3 *h = NULL;
+  ck_assert_int_eq(sqlite3_open(path, &h), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(h);
+}
+
 /* A schema-1 database (no trials_best index) is refused read-only with a
  * message, and migrated to the current schema by a writable open. */
 START_TEST(older_schema_migrates) {
-  char dir[512], path[600];
-  scratch(dir, sizeof dir);
-  path_in(path, sizeof path, dir, "old.db");
-  db *d = open_db(path);
-  db_close(d);
+  char path[600];
+  altered_db(path, sizeof path, "old.db", "DROP INDEX trials_best; PRAGMA user_version = 1");
+  db *d = NULL;
   sqlite3 *h = NULL;
-  ck_assert_int_eq(sqlite3_open(path, &h), SQLITE_OK);
-  ck_assert_int_eq(
-      sqlite3_exec(h, "DROP INDEX trials_best; PRAGMA user_version = 1", NULL, NULL, NULL),
-      SQLITE_OK);
-  sqlite3_close(h);
   ct_err err = {0};
   ck_assert_int_eq(db_open(path, 1, &d, &err), CT_ERR_DB);
   ck_assert_ptr_nonnull(strstr(err.msg, "older"));
@@ -1278,16 +1284,10 @@ END_TEST
  * another process holds the write lock: SQLite does not wait there by
  * itself, so db_open must. */
 START_TEST(wal_switch_waits_for_a_writer) {
-  char dir[512], path[600];
-  scratch(dir, sizeof dir);
-  path_in(path, sizeof path, dir, "rollback.db");
-  db *d = open_db(path);
-  db_close(d);
-  sqlite3 *h = NULL;
-  ck_assert_int_eq(sqlite3_open(path, &h), SQLITE_OK);
-  ck_assert_int_eq(sqlite3_exec(h, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL), SQLITE_OK);
-  sqlite3_close(h);
+  char path[600];
+  altered_db(path, sizeof path, "rollback.db", "PRAGMA journal_mode = DELETE");
   assert_journal_mode(path, "delete");
+  db *d = NULL;
   int locked[2];
   ck_assert_int_eq(pipe(locked), 0);
   pid_t pid = fork();
