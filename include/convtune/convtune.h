@@ -92,6 +92,15 @@ typedef enum ct_scale_mode { CT_SCALE_TENSOR = 0, CT_SCALE_CHANNEL = 1 } ct_scal
  * (PyTorch's pixel_shuffle). conv3d adds the depth offset outermost. */
 typedef enum ct_d2s_mode { CT_D2S_DCR = 0, CT_D2S_CRD = 1 } ct_d2s_mode;
 
+/* How an 8-bit output is requantized. CT_ROUND_GEMMLOWP: fixed-point
+ * multipliers with gemmlowp's / TFLite's double rounding (the default).
+ * CT_ROUND_ONNX: ONNX Runtime's CPU kernels, in float32: y = zy +
+ * rne(clamp(float(v) * scale, lo - zy, hi - zy)), rne rounding half to
+ * even; with a residual, ONNX's QLinearAdd after the conv's own
+ * QuantizeLinear (ct_quant's mid_* fields). What the ONNX importer picks,
+ * so that a model's outputs equal ONNX Runtime's byte for byte. */
+typedef enum ct_rounding { CT_ROUND_GEMMLOWP = 0, CT_ROUND_ONNX = 1 } ct_rounding;
+
 /* What a convolution does around its int32 accumulators: the parts that
  * change the kernel (and so are part of the workload and its key). The
  * values (zero points, bias, scales, clamp bounds) come at run time in a
@@ -116,6 +125,7 @@ typedef struct ct_epilogue {
   int residual;          /* 8-bit output: a residual tensor, same shape and type as the output */
   int d2s_block;         /* 0: none; 2 or more: depth_to_space block size */
   ct_d2s_mode d2s_mode;  /* with d2s_block */
+  ct_rounding rounding;  /* 8-bit output: the requantization's arithmetic */
 } ct_epilogue;
 
 typedef struct ct_workload {
@@ -242,6 +252,20 @@ typedef struct ct_quant {
   int32_t clamp_max;
   float residual_scale;        /* epi.residual: s_residual / s_out */
   int32_t residual_zero_point; /* epi.residual, within the output type */
+  /* epi.residual with CT_ROUND_ONNX: ONNX's two steps, the conv's own
+   * QuantizeLinear into t, then QLinearAdd of t and the residual r:
+   *   t = clamp(zt + rne(float(v) * scale[k]), mid_clamp_min, mid_clamp_max)
+   *   y = clamp(rne(A * sA + B * sB + f), clamp_min, clamp_max)
+   * evaluated as ONNX Runtime's x86 kernel does (fused multiply-adds, B
+   * first), (A, B) = (t, r), or (r, t) with residual_first (the graph's
+   * Add takes the residual as its first input); sA, sB the float ratios
+   * s_A / s_y, s_B / s_y (mid_scale = s_t / s_y, residual_scale = s_r /
+   * s_y) and f = float(zy) - (sA zA + sB zB). scale[k] then maps v to t. */
+  int32_t mid_zero_point; /* zt, within the output type */
+  int32_t mid_clamp_min;  /* t's clamp (a Relu before the Add), within the type */
+  int32_t mid_clamp_max;
+  float mid_scale;    /* s_t / s_out */
+  int residual_first; /* 1: Add(r, t); 0: Add(t, r) */
 } ct_quant;
 
 /* The fixed-point form of a positive real multiplier, as TFLite's

@@ -1,0 +1,103 @@
+/*
+ * model.h: a CNN read from an ONNX file (protobuf-c over Debian's
+ * onnx.proto): its convolutions in graph order, each as a workload with the
+ * epilogue the graph implies, the values behind that epilogue, and how the
+ * convs connect, so that a model can be listed, tuned as one unit and its
+ * conv stack benchmarked end to end.
+ *
+ * Forms recognised: QDQ (QuantizeLinear / DequantizeLinear around Conv,
+ * the weights through DequantizeLinear), QLinearConv, ConvInteger, and a
+ * float Conv (shapes only: tuned as int8, int32 output unless opts say
+ * otherwise). What follows a conv in the graph is folded into its epilogue
+ * where the engine can do it exactly: bias, the requantization, Relu / Clip
+ * as the clamp, a quantized Add of a residual, DepthToSpace. Quantized
+ * forms get CT_ROUND_ONNX, so that outputs equal ONNX Runtime's.
+ *
+ * Shapes come from value_info where present, else are propagated through
+ * the ops a CNN uses. A conv the engine cannot run (groups > 1, ...) stays
+ * in the list with supported = 0 and the reason: never dropped.
+ *
+ * Errors: a file that cannot be read is CT_ERR_IO; a truncated or
+ * malformed file, an unknown dtype, a shape that cannot be derived,
+ * CT_ERR_PARSE with one line naming the file and the node. Nothing here
+ * prints or exits.
+ */
+#ifndef CT_MODEL_MODEL_H
+#define CT_MODEL_MODEL_H
+
+#include "core/error.h"
+#include "core/wlset.h"
+#include "core/workload.h"
+
+typedef enum model_form {
+  MODEL_FLOAT = 0, /* float Conv: shapes only */
+  MODEL_QDQ = 1,
+  MODEL_QLINEAR = 2,
+  MODEL_CONVINTEGER = 3,
+} model_form;
+
+typedef struct model_opts {
+  int batch;        /* > 0: every graph input's batch; 0: the model's own (a symbolic one is an error) */
+  ct_layout layout; /* the workloads' layout: CT_LAYOUT_NHWC (default), NCHW or NCHW4C */
+  /* A float model's convs: the output type and the epilogue segments
+   * ("bias,qc", as the CLI's --epilogue), applied to each; NULL / INT32:
+   * int8 x int8 -> int32. Ignored for quantized models. */
+  ct_dtype float_out;
+  const char *float_epilogue;
+} model_opts;
+
+void model_opts_default(model_opts *o);
+
+/* One conv node. The values are host memory owned by the model; q points
+ * into them (ct_make_params and ct_reference_qconv take it as it is). */
+typedef struct model_conv {
+  char *name;    /* the node's name, or "<op_type>#<index>" when it has none */
+  char *op_type; /* "Conv", "QLinearConv", "ConvInteger" */
+  ct_workload w; /* in opts.layout, with the epilogue the graph implies */
+  int supported; /* 0: the engine cannot run it; why says so */
+  char *why;     /* NULL when supported */
+  /* The fused ops after the conv, for listing: e.g. "Relu", "Add(residual)",
+   * "DepthToSpace"; "" when none. */
+  char *fused;
+  /* Values (quantized forms; NULL / zero for a float model): */
+  int8_t *weights;             /* plain OIHW / OIDHW int8, K x C x kernel volume */
+  int32_t *bias;               /* K values, or NULL */
+  float *scale;                /* 1 or K values (w.epi.scale) */
+  int32_t *weight_zero_points; /* K values, or NULL */
+  ct_quant q;                  /* the epilogue's values, pointing into the above */
+  /* Graph connections, as indices into model.convs (-1: none): the conv
+   * whose final (fused) output is this conv's data, and with a residual the
+   * conv whose final output is the residual. -1 also when the tensor comes
+   * from an op convtune does not run (pooling, Concat, a graph input):
+   * input_from / residual_from then name that op ("MaxPool /maxpool/...",
+   * "graph input 'x'"). */
+  int input_conv, residual_conv;
+  char *input_from, *residual_from;
+} model_conv;
+
+typedef struct model {
+  char *path;
+  model_form form;
+  int batch; /* the batch every workload has */
+  int n_convs;
+  model_conv *convs; /* in graph (topological) order */
+} model;
+
+/* Read path into a model. Owned: model_free. On failure *out is NULL and
+ * err says why in one line that names the file (and the node, where one is
+ * at fault). */
+ct_status model_load(const char *path, const model_opts *o, model **out, ct_err *err);
+
+/* Free a model; NULL is accepted. */
+void model_free(model *m);
+
+/* The model's unique supported workloads, in order of first occurrence,
+ * as a set named after the file (each item named after its first node),
+ * with counts[i] the number of nodes that run item i. Owned: wlset_free,
+ * free(counts). */
+ct_status model_workloads(const model *m, wlset **out, int **counts, ct_err *err);
+
+/* The form's name: "float", "qdq", "qlinear", "convinteger". */
+const char *model_form_name(model_form f);
+
+#endif
