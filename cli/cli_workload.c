@@ -334,6 +334,8 @@ static ct_status parse_epilogue(const char *list, ct_epilogue *e, ct_err *err) {
       e->scale = CT_SCALE_CHANNEL;
     else if (!strcmp(t, "res"))
       e->residual = 1;
+    else if (!strcmp(t, "onnx"))
+      e->rounding = CT_ROUND_ONNX;
     else if (sscanf(t, "d2s%d%3[a-z]%n", &b, mode, &used) == 2 && t[used] == '\0' &&
              (!strcmp(mode, "dcr") || !strcmp(mode, "crd"))) {
       e->d2s_block = b;
@@ -341,7 +343,7 @@ static ct_status parse_epilogue(const char *list, ct_epilogue *e, ct_err *err) {
     } else
       return ERR_SET(err, CT_ERR_INVALID_ARG,
                      "--epilogue: unknown item '%s'; the items are zd, zw, bias, qc, res, "
-                     "d2sBdcr and d2sBcrd (e.g. d2s4dcr), or none",
+                     "d2sBdcr and d2sBcrd (e.g. d2s4dcr), onnx, or none",
                      t);
   }
   return CT_OK;

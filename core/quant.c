@@ -13,6 +13,11 @@
  * packed window for every layout: a workload with weight zero points runs
  * on the channel-packed templates whatever its layout (the channels-last
  * ones refuse them), and without them R is multiplied by zw = 0.
+ *
+ * CT_ROUND_ONNX: the multipliers are the float scales themselves (their
+ * bits) and the header's onnx block (quant.cuh) holds what ONNX Runtime's
+ * QuantizeLinear and QLinearAdd need, in the form the kernels use; its
+ * fixed part f is computed in one place, onnx_fixed_part.
  */
 #include "core/quant.h"
 
@@ -69,6 +74,52 @@ static ct_status check_range(const char *field, long v, ct_dtype t, ct_err *err)
   return CT_OK;
 }
 
+/* The largest QLinearAdd ratio accepted (onnx rounding): with |A|, |B|,
+ * |zA|, |zB|, |zy| <= 255 and sA, sB below 2^20, |acc| < 255 + 510 (sA +
+ * sB) < 2^30 + 2^29 + 256, within int32: there ORT's x86 float -> int32
+ * conversion, and so its result, is defined (beyond it cvtps2dq gives
+ * INT32_MIN, which a saturating kernel would not). A ratio of scales near a
+ * million is no real model's. */
+#define ONNX_RATIO_MAX 1048576.0f
+
+/* A QLinearAdd ratio that onnx rounding takes: finite, above 0 and below 2^20. */
+static ct_status check_onnx_ratio(const char *field, float v, ct_err *err) {
+  if (!isfinite(v) || v <= 0 || v >= ONNX_RATIO_MAX)
+    return BAD("%s is %g; with onnx rounding it must be finite, above 0 and below 2^20 "
+               "(1048576: QLinearAdd's sum stays within int32)",
+               field, (double)v);
+  return CT_OK;
+}
+
+/* The onnx rounding's values (w->epi.rounding == CT_ROUND_ONNX): scales
+ * any positive finite float (the product is clamped before it is
+ * converted); with a residual the conv's own quantization (mid_*) and the
+ * QLinearAdd ratios. */
+static ct_status check_onnx(const ct_workload *w, const ct_quant *q, ct_err *err) {
+  ct_status st;
+  int n_scales = w->epi.scale == CT_SCALE_CHANNEL ? w->k : 1;
+  for (int k = 0; k < n_scales; k++)
+    if (!isfinite(q->scale[k]) || q->scale[k] <= 0)
+      return BAD("scale[%d] is %g; with onnx rounding it must be finite and above 0", k,
+                 (double)q->scale[k]);
+  if (!w->epi.residual) return CT_OK;
+  if ((st = check_onnx_ratio("residual_scale", q->residual_scale, err)) ||
+      (st = check_onnx_ratio("mid_scale", q->mid_scale, err)) ||
+      (st = check_range("residual_zero_point", q->residual_zero_point, w->out_type, err)) ||
+      (st = check_range("mid_zero_point", q->mid_zero_point, w->out_type, err)) ||
+      (st = check_range("mid_clamp_min", q->mid_clamp_min, w->out_type, err)) ||
+      (st = check_range("mid_clamp_max", q->mid_clamp_max, w->out_type, err)))
+    return st;
+  if (q->mid_clamp_min > q->mid_clamp_max)
+    return BAD("mid_clamp_min (%d) is above mid_clamp_max (%d)", q->mid_clamp_min,
+               q->mid_clamp_max);
+  if (q->residual_first != 0 && q->residual_first != 1)
+    return BAD("residual_first is %d; it must be 0 (Add(conv, residual)) or 1 (Add(residual, "
+               "conv))",
+               q->residual_first);
+  return CT_OK;
+}
+
 ct_status quant_check(const ct_workload *w, const ct_quant *q, ct_err *err) {
   if (!workload_has_params(w)) return CT_OK;
   if (!q)
@@ -91,6 +142,13 @@ ct_status quant_check(const ct_workload *w, const ct_quant *q, ct_err *err) {
   if (!q->scale)
     return BAD("scale is NULL; it needs %d value%s", e->scale == CT_SCALE_CHANNEL ? w->k : 1,
                e->scale == CT_SCALE_CHANNEL && w->k > 1 ? "s" : "");
+  if ((st = check_range("out_zero_point", q->out_zero_point, w->out_type, err)) ||
+      (st = check_range("clamp_min", q->clamp_min, w->out_type, err)) ||
+      (st = check_range("clamp_max", q->clamp_max, w->out_type, err)))
+    return st;
+  if (q->clamp_min > q->clamp_max)
+    return BAD("clamp_min (%d) is above clamp_max (%d)", q->clamp_min, q->clamp_max);
+  if (e->rounding == CT_ROUND_ONNX) return check_onnx(w, q, err);
   int n_scales = e->scale == CT_SCALE_CHANNEL ? w->k : 1;
   for (int k = 0; k < n_scales; k++) {
     int32_t m;
@@ -100,12 +158,6 @@ ct_status quant_check(const ct_workload *w, const ct_quant *q, ct_err *err) {
       return st;
     }
   }
-  if ((st = check_range("out_zero_point", q->out_zero_point, w->out_type, err)) ||
-      (st = check_range("clamp_min", q->clamp_min, w->out_type, err)) ||
-      (st = check_range("clamp_max", q->clamp_max, w->out_type, err)))
-    return st;
-  if (q->clamp_min > q->clamp_max)
-    return BAD("clamp_min (%d) is above clamp_max (%d)", q->clamp_min, q->clamp_max);
   if (e->residual) {
     int32_t m;
     int sh;
@@ -144,13 +196,54 @@ void quant_weight_sums(const ct_workload *w, const int8_t *weights, int32_t *sum
   }
 }
 
-/* The multiplier of channel k (the per-tensor one for every k). */
+/* The multiplier of channel k (the per-tensor one for every k); with onnx
+ * rounding the float scale's bits and shift 0. */
 static void channel_multiplier(const ct_workload *w, const ct_quant *q, int k, int32_t *m,
                                int *sh) {
   *m = 0;
   *sh = 0;
   if (w->out_type == CT_DTYPE_INT32) return;
-  (void)quant_multiplier(q->scale[w->epi.scale == CT_SCALE_CHANNEL ? k : 0], m, sh, NULL);
+  const float scale = q->scale[w->epi.scale == CT_SCALE_CHANNEL ? k : 0];
+  if (w->epi.rounding == CT_ROUND_ONNX)
+    *m = ctq_float_bits(scale);
+  else
+    (void)quant_multiplier(scale, m, sh, NULL);
+}
+
+/* QLinearAdd's fixed part f = float(zy) - (sA zA + sB zB), in float32 as
+ * ONNX Runtime's x86 build computes it once per call: MLAS's qladd writes
+ * the plain expression, and GCC contracted it into fmaf(sA, zA, sB zB), the
+ * A product the fused one (found by the oracle: of the four orders only
+ * this one matched ORT on 60 parameter sets chosen to tell them apart,
+ * every (A, B) pair each). -std=c11 keeps GCC from contracting anything
+ * here, so the fmaf is the only fused operation. */
+static float onnx_fixed_part(float sa, int32_t za, float sb, int32_t zb, int32_t zy) {
+  const float pb = sb * (float)zb;
+  return (float)zy - fmaf(sa, (float)za, pb);
+}
+
+void quant_onnx_block(const ct_workload *w, const ct_quant *q, int32_t *block) {
+  memset(block, 0, CTQO_WORDS * sizeof *block);
+  if (w->out_type == CT_DTYPE_INT32 || w->epi.rounding != CT_ROUND_ONNX) return;
+  if (!w->epi.residual) { /* QuantizeLinear into the output itself */
+    block[CTQO_QZ] = q->out_zero_point;
+    block[CTQO_QLO] = ctq_float_bits((float)(q->clamp_min - q->out_zero_point));
+    block[CTQO_QHI] = ctq_float_bits((float)(q->clamp_max - q->out_zero_point));
+    return;
+  }
+  /* into t, then Add(A, B): A the graph's first input */
+  block[CTQO_QZ] = q->mid_zero_point;
+  block[CTQO_QLO] = ctq_float_bits((float)(q->mid_clamp_min - q->mid_zero_point));
+  block[CTQO_QHI] = ctq_float_bits((float)(q->mid_clamp_max - q->mid_zero_point));
+  const int first = q->residual_first;
+  const float sa = first ? q->residual_scale : q->mid_scale;
+  const float sb = first ? q->mid_scale : q->residual_scale;
+  const int32_t za = first ? q->residual_zero_point : q->mid_zero_point;
+  const int32_t zb = first ? q->mid_zero_point : q->residual_zero_point;
+  block[CTQO_SA] = ctq_float_bits(sa);
+  block[CTQO_SB] = ctq_float_bits(sb);
+  block[CTQO_FIX] = ctq_float_bits(onnx_fixed_part(sa, za, sb, zb, q->out_zero_point));
+  block[CTQO_FIRST] = first;
 }
 
 ct_status quant_params(const ct_workload *w, const ct_quant *q, const int32_t *weight_sums,
@@ -175,7 +268,9 @@ ct_status quant_params(const ct_workload *w, const ct_quant *q, const int32_t *w
     params[CTQ_LO] = q->clamp_min;
     params[CTQ_HI] = q->clamp_max;
     channel_multiplier(w, q, 0, &params[CTQ_MULT], &params[CTQ_SHIFT]);
-    if (e->residual) {
+    if (e->rounding == CT_ROUND_ONNX) {
+      quant_onnx_block(w, q, params + CTQ_ONNX); /* over the shift and the residual's words */
+    } else if (e->residual) {
       (void)quant_multiplier(q->residual_scale, &params[CTQ_RES_MULT], &params[CTQ_RES_SHIFT],
                              NULL);
       params[CTQ_RES_ZP] = q->residual_zero_point;
@@ -212,7 +307,10 @@ ct_status quant_raw(const ct_workload *w, const ct_quant *q, int32_t *raw, ct_er
     raw[1] = q->out_zero_point;
     raw[2] = q->clamp_min;
     raw[3] = q->clamp_max;
-    if (e->residual) {
+    if (e->rounding == CT_ROUND_ONNX) {
+      raw[QRAW_FLAGS] = QRAW_ONNX_FLAG;
+      quant_onnx_block(w, q, raw + QRAW_ONNX);
+    } else if (e->residual) {
       (void)quant_multiplier(q->residual_scale, &raw[4], &raw[5], NULL);
       raw[6] = q->residual_zero_point;
     }
@@ -237,6 +335,31 @@ void quant_store_free(quant_store *s) {
 /* Uniform in [lo, hi]. */
 static int32_t uniform(rng *r, int32_t lo, int32_t hi) {
   return lo + (int32_t)(rng_next(r) % (uint64_t)((int64_t)hi - lo + 1));
+}
+
+/* quant_random's onnx part, drawn after the rest (so that the gemmlowp
+ * values of a seed stay what they were): about half the channels' scales
+ * rounded to a power of two, so that float(v) * scale lands on exact ties
+ * (x.5) often and rounding half to even is exercised; with a residual the
+ * conv's own quantization t (zero point, a Relu half of the time, its
+ * ratio) and the order of the Add. */
+static void onnx_random(const ct_workload *w, rng *r, quant_store *s) {
+  ct_quant *q = &s->q;
+  int n_scales = w->epi.scale == CT_SCALE_CHANNEL ? w->k : 1;
+  for (int i = 0; i < n_scales; i++)
+    if (rng_next(r) % 2) {
+      int e;
+      (void)frexpf(s->scale[i], &e); /* scale in [2^(e-1), 2^e): exact, no libm rounding */
+      s->scale[i] = ldexpf(1.0f, e - 1);
+    }
+  if (!w->epi.residual) return;
+  int lo = type_min(w->out_type), hi = type_max(w->out_type);
+  q->mid_zero_point = uniform(r, lo + (hi - lo) / 4, hi - (hi - lo) / 4);
+  q->mid_clamp_min = lo;
+  q->mid_clamp_max = hi;
+  if (rng_next(r) % 2) q->mid_clamp_min = q->mid_zero_point;
+  q->mid_scale = (float)(0.25 + (double)(rng_next(r) % 1000) / 1000.0);
+  q->residual_first = (int)(rng_next(r) % 2);
 }
 
 ct_status quant_random(const ct_workload *w, uint64_t seed, quant_store *s, ct_err *err) {
@@ -291,5 +414,6 @@ ct_status quant_random(const ct_workload *w, uint64_t seed, quant_store *s, ct_e
     q->residual_scale = (float)(0.25 + (double)(rng_next(&r) % 1000) / 1000.0);
     q->residual_zero_point = uniform(&r, lo, hi);
   }
+  if (e->rounding == CT_ROUND_ONNX) onnx_random(w, &r, s);
   return CT_OK;
 }

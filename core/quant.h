@@ -42,17 +42,31 @@ ct_status quant_params(const ct_workload *w, const ct_quant *q, const int32_t *w
                        int32_t *params, ct_err *err);
 
 /* The raw form for the GPU reference, QRAW_HEADER + 4 x K words:
- * [zx, zy, lo, hi, residual mult, residual shift, residual zp, flags]
- * then bias[K], zw[K], mult[K], shift[K] (zeros where w has none; a
- * per-tensor multiplier repeated). q checked. */
-#define QRAW_HEADER 8
+ * [zx, zy, lo, hi, residual mult, residual shift, residual zp, flags,
+ * the onnx block (CTQO_WORDS, templates/quant.cuh), 0] then bias[K],
+ * zw[K], mult[K], shift[K] (zeros where w has none; a per-tensor
+ * multiplier repeated). flags: QRAW_ONNX_FLAG with onnx rounding, whose
+ * mult is the float scale's bits (shift 0, the residual's words 0). q
+ * checked. */
+#define QRAW_HEADER    16
+#define QRAW_FLAGS     7
+#define QRAW_ONNX      8
+#define QRAW_ONNX_FLAG 1
 size_t quant_raw_words(const ct_workload *w);
 ct_status quant_raw(const ct_workload *w, const ct_quant *q, int32_t *raw, ct_err *err);
 
+/* The onnx block of w and q (CTQO_WORDS words: templates/quant.cuh), as
+ * the params block and the raw form carry it: all zero unless w has onnx
+ * rounding. QLinearAdd's fixed part f is computed here and nowhere else. q
+ * checked. */
+void quant_onnx_block(const ct_workload *w, const ct_quant *q, int32_t *block);
+
 /* Random values for w (reproducible from seed): zero points over their
  * whole ranges, biases up to +-2^20, scales that put the typical output
- * inside the clamp, clamps that are ReLU half of the time. The arrays live
- * in s; s->q points at them. Owned: quant_store_free. */
+ * inside the clamp, clamps that are ReLU half of the time; with onnx
+ * rounding half the scales powers of two (exact ties) and random mid_*
+ * values and Add order. The arrays live in s; s->q points at them. Owned:
+ * quant_store_free. */
 typedef struct quant_store {
   ct_quant q;
   int32_t *zw, *bias;

@@ -10,7 +10,8 @@
  * kernel volume is). Index math is int64. reference_qconv computes the
  * quantized formula as written: inputs become (x - zx) and (w - zw[k]) in
  * int16, then the epilogue (templates/quant.cuh's arithmetic, the one the
- * kernels use) and the depth_to_space remap, element by element. Cost: N*K*C*kvol*OD*OH*OW
+ * kernels use: gemmlowp's fixed point, or with onnx rounding ONNX Runtime's
+ * float32 form) and the depth_to_space remap, element by element. Cost: N*K*C*kvol*OD*OH*OW
  * multiply-adds: a ResNet-50 3x3 layer at batch 1 takes about 0.04 s at -O2,
  * 0.3 s at -O0. The packed and channels-last layouts add one scratch
  * allocation (plain copies of all three tensors) and a pass over each: they
@@ -154,6 +155,9 @@ ct_status reference_qconv(const ct_workload *w, const ct_quant *q, const void *d
   const int32_t zx = raw[0], zy = raw[1], lo = raw[2], hi = raw[3];
   const int32_t *bias = raw + QRAW_HEADER, *zw = bias + w->k, *mult = zw + w->k,
                 *shift = mult + w->k;
+  /* onnx rounding: ONNX Runtime's float32 form, mult the float scales */
+  const int onnx = (raw[QRAW_FLAGS] & QRAW_ONNX_FLAG) != 0;
+  const ctq_onnx ox = ctq_onnx_load(raw + QRAW_ONNX, lo, hi);
 
   geom3 g;
   workload_geom(w, &g);
@@ -223,8 +227,9 @@ ct_status reference_qconv(const ct_workload *w, const ct_quant *q, const void *d
             int32_t r = 0;
             if (w->epi.residual)
               r = w->out_type == CT_DTYPE_UINT8 ? s.res[dst] : (int8_t)s.res[dst];
-            int32_t y = ctq_requant(v, mult[k], shift[k], zy, lo, hi, w->epi.residual, r, raw[4],
-                                    raw[5], raw[6]);
+            int32_t y = onnx ? ctq_requant_onnx(v, ctq_bits_float(mult[k]), &ox, w->epi.residual, r)
+                             : ctq_requant(v, mult[k], shift[k], zy, lo, hi, w->epi.residual, r,
+                                           raw[4], raw[5], raw[6]);
             ((uint8_t *)po)[dst] = (uint8_t)y;
           }
     }

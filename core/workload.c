@@ -255,6 +255,12 @@ static ct_status validate_epilogue(const ct_workload *w, ct_err *err) {
                    "accumulators");
   if (w->out_type == CT_DTYPE_INT32 && e->residual)
     return INVALID("a residual needs an int8 or uint8 output (it is added after the rescale)");
+  if (e->rounding != CT_ROUND_GEMMLOWP && e->rounding != CT_ROUND_ONNX)
+    return INVALID("epilogue rounding must be gemmlowp (%d) or onnx (%d), got %d",
+                   CT_ROUND_GEMMLOWP, CT_ROUND_ONNX, (int)e->rounding);
+  if (w->out_type == CT_DTYPE_INT32 && e->rounding == CT_ROUND_ONNX)
+    return INVALID("rounding onnx needs an int8 or uint8 output; int32 output is the raw "
+                   "accumulators, which nothing rounds");
   if (e->d2s_mode != CT_D2S_DCR && e->d2s_mode != CT_D2S_CRD)
     return INVALID("depth_to_space mode must be dcr (%d) or crd (%d), got %d", CT_D2S_DCR,
                    CT_D2S_CRD, (int)e->d2s_mode);
@@ -402,8 +408,9 @@ char *workload_key(const ct_workload *w, char *buf, size_t size) {
   for (size_t i = 0; i < sizeof segs / sizeof segs[0] && len < size; i++)
     if (segs[i].on) len += snprintf(buf + len, size - len, "%s", segs[i].text);
   if (e->d2s_block && len < size)
-    snprintf(buf + len, size - len, "-d2s%d%s", e->d2s_block,
-             e->d2s_mode == CT_D2S_CRD ? "crd" : "dcr");
+    len += snprintf(buf + len, size - len, "-d2s%d%s", e->d2s_block,
+                    e->d2s_mode == CT_D2S_CRD ? "crd" : "dcr");
+  if (e->rounding == CT_ROUND_ONNX && len < size) snprintf(buf + len, size - len, "-onnx");
   return buf;
 }
 
@@ -456,7 +463,7 @@ static int expect(const char **p, const char *lit) {
 
 #define KEY_FORM                                                                                   \
   "op-layout-dtypes-nN-cC-kK-input-rKERNEL-sSTRIDE-pBEFORE.AFTER-dDILATION[-zd][-zw][-bias][-qc]"  \
-  "[-res][-d2sBMODE]"
+  "[-res][-d2sBMODE][-onnx]"
 
 ct_status workload_from_key(const char *key, ct_workload *out, ct_err *err) {
   if (!key) return ERR_SET(err, CT_ERR_INVALID_ARG, "key is NULL");
@@ -516,6 +523,8 @@ ct_status workload_from_key(const char *key, ct_workload *out, ct_err *err) {
       w.epi.scale = CT_SCALE_CHANNEL;
     else if (expect(&p, "-res"))
       w.epi.residual = 1;
+    else if (expect(&p, "-onnx"))
+      w.epi.rounding = CT_ROUND_ONNX;
     else if (expect(&p, "-d2s")) {
       if (!parse_uint(&p, &w.epi.d2s_block)) goto bad;
       if (expect(&p, "dcr"))
@@ -591,6 +600,8 @@ cJSON *workload_to_json(const ct_workload *w) {
   if (ok && e->d2s_block)
     ok = cJSON_AddNumberToObject(j, "depth_to_space", e->d2s_block) &&
          cJSON_AddStringToObject(j, "d2s_mode", e->d2s_mode == CT_D2S_CRD ? "crd" : "dcr");
+  if (ok && e->rounding == CT_ROUND_ONNX)
+    ok = cJSON_AddStringToObject(j, "rounding", "onnx") != NULL;
   if (!ok) {
     cJSON_Delete(j);
     return NULL;
@@ -704,6 +715,7 @@ static const char *const known_fields[] = {
     "weight_zero_point",
     "depth_to_space",
     "d2s_mode",
+    "rounding",
 };
 
 /* A boolean field: true or false. */
@@ -743,6 +755,11 @@ static ct_status json_epilogue(const cJSON *json, ct_workload *w, ct_err *err) {
     if ((st = json_enum(v, "d2s_mode", modes, 2, &x, err))) return st;
     w->epi.d2s_mode = x ? CT_D2S_CRD : CT_D2S_DCR;
   }
+  static const char *const roundings[] = {"gemmlowp", "onnx"};
+  if ((v = cJSON_GetObjectItemCaseSensitive(json, "rounding"))) {
+    if ((st = json_enum(v, "rounding", roundings, 2, &x, err))) return st;
+    w->epi.rounding = x ? CT_ROUND_ONNX : CT_ROUND_GEMMLOWP;
+  }
   return CT_OK;
 }
 
@@ -757,7 +774,7 @@ ct_status workload_from_json(const cJSON *json, ct_workload *out, ct_err *err) {
                      "unknown field '%s'; the fields are op, layout, data_type, weight_type, "
                      "out_type, n, c, k, d, h, w, kernel, stride, pad, dilation, groups, name, "
                      "data_zero_point, weight_zero_point, bias, scale, residual, depth_to_space, "
-                     "d2s_mode",
+                     "d2s_mode, rounding",
                      f->string);
     for (const cJSON *g = json->child; g != f; g = g->next)
       if (strcmp(g->string, f->string) == 0)

@@ -15,7 +15,8 @@
  *   ncdhw, ncdhw4c or ndhwc), spatial sizes outermost first, then the
  *   epilogue segments that are not the default, in this order: -zd (data
  *   zero point), -zw (weight zero points), -bias, -qc (per-channel scale),
- *   -res (residual), -d2sBdcr / -d2sBcrd (depth_to_space block B).
+ *   -res (residual), -d2sBdcr / -d2sBcrd (depth_to_space block B), -onnx
+ *   (ONNX Runtime's rounding, CT_ROUND_ONNX).
  */
 #ifndef CT_CORE_WORKLOAD_H
 #define CT_CORE_WORKLOAD_H
@@ -52,7 +53,8 @@ int workload_nd(const ct_workload *w);
 /* CT_OK, or CT_ERR_INVALID_WORKLOAD with a message naming the field and the
  * accepted range. Checks every field, output sizes > 0, channels % 4 for the
  * packed layout (NHWC takes any C and K), depth_to_space only with the
- * channel-major layouts (NCHW, NCHW4c), and element counts within int32. */
+ * channel-major layouts (NCHW, NCHW4c), onnx rounding only with an 8-bit
+ * output, and element counts within int32. */
 ct_status workload_validate(const ct_workload *w, ct_err *err);
 
 /* The normalised 3D view of a valid workload. */
@@ -139,8 +141,9 @@ cJSON *workload_to_json(const ct_workload *w);
  * "nhwc", or for conv3d "ncdhw", "ncdhw4c" and "ndhwc"), data_type ("int8"),
  * weight_type ("int8"), out_type ("int32"), name (ignored here), and the
  * epilogue: data_zero_point, weight_zero_point, bias, residual (booleans,
- * false), scale ("tensor" or "channel"), depth_to_space (block, 0) and
- * d2s_mode ("dcr" or "crd"). Sizes per
+ * false), scale ("tensor" or "channel"), depth_to_space (block, 0),
+ * d2s_mode ("dcr" or "crd") and rounding ("gemmlowp" or "onnx"; emitted
+ * only when onnx). Sizes per
  * dimension are a number (all dimensions) or a list of one per dimension;
  * pad may also list 2 x nd values, all befores then all afters, as ONNX
  * does. Unknown fields are rejected, so that a typo is never ignored. */

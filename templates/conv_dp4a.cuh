@@ -23,7 +23,8 @@
  * word), products are of raw values, and with weight zero points each
  * thread also sums the raw data of its positions' windows (one more dp4a
  * per data value, against 0x01010101); the store applies acc + off[k] -
- * zw[k] * xsum, then the rescale, residual and clamp.
+ * zw[k] * xsum, then the rescale, residual and clamp (CT_ONNX: ONNX
+ * Runtime's float form, quant.cuh's ctq_requant_onnx).
  *
  * Every knob and shape is a compile-time macro set by the C descriptor
  * (conv_dp4a.c) with -D; the static_asserts below catch a point that slips
@@ -154,7 +155,7 @@ __device__ constexpr int inner_extent(int ax) {
  * v, rb the residual's byte at the same place (0 without one). */
 __device__ __forceinline__ unsigned requant_lane(const int *__restrict__ params, int k, int v,
                                                  unsigned rb) {
-  return ctq_requant_lane(params, 4 * CT_K4, k, v, rb, CT_QC, CT_OUT == 2, CT_RES);
+  return ctq_requant_lane(params, 4 * CT_K4, k, v, rb, CT_QC, CT_OUT == 2, CT_RES, CT_ONNX);
 }
 #endif
 

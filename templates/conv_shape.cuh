@@ -25,6 +25,10 @@ static_assert(CT_ID == 1 && CT_KD == 1 && CT_OD == 1, "conv2d: the depth axes mu
 /* The epilogue: CT_OUT 0 int32, 1 int8, 2 uint8; CT_KR the real K. */
 static_assert(CT_OUT >= 0 && CT_OUT <= 2, "CT_OUT is 0 (int32), 1 (int8) or 2 (uint8)");
 static_assert(!CT_RES || CT_OUT != 0, "a residual needs an 8-bit output");
+/* CT_ONNX 1: ONNX Runtime's float requantization (quant.cuh ctq_requant_onnx)
+ * instead of gemmlowp's fixed point; the params block's form follows it. */
+static_assert(CT_ONNX == 0 || CT_ONNX == 1, "CT_ONNX is 0 (gemmlowp) or 1 (onnx)");
+static_assert(!CT_ONNX || CT_OUT != 0, "onnx rounding needs an 8-bit output");
 static_assert(CT_KR > 4 * (CT_K4 - 1) && CT_KR <= 4 * CT_K4, "CT_KR must round up to 4 * CT_K4");
 
 #endif

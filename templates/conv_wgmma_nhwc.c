@@ -23,7 +23,8 @@
  * form, fast or general, chosen per pair of channel groups; 1: once per
  * tile and warp, so that the whole epilogue is one straight-line block:
  * faster where a block runs many tiles, but its extra registers can keep
- * the next launch's block off the SM, wgmma_epilogue.cuh).
+ * the next launch's block off the SM, wgmma_epilogue.cuh; gemmlowp
+ * rounding only: onnx rounding has one form).
  *
  * What it runs (supports): layout nhwc / ndhwc, int8 weights, groups 1;
  * C a multiple of 16 (TMA's strides are 16-byte multiples: the stems run
@@ -138,7 +139,9 @@ static ct_status build_space(const ct_workload *w, space *s, ct_err *err) {
   CHOICE("persistent", persistents);
   if (w->out_type != CT_DTYPE_INT32) {
     CHOICE("out_stage", out_stages);
-    CHOICE("tile_requant", tile_requants);
+    /* onnx rounding has one form (wgmma_epilogue.cuh): the knob would only
+     * double the space */
+    if (w->epi.rounding == CT_ROUND_GEMMLOWP) CHOICE("tile_requant", tile_requants);
   }
 #undef CHOICE
   return CT_OK;

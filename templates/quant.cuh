@@ -1,5 +1,6 @@
 /*
- * quant.cuh: the integer arithmetic of the quantized epilogues, written once
+ * quant.cuh: the arithmetic of the quantized epilogues (gemmlowp's integer
+ * one and ONNX Runtime's float32 one), written once
  * in the common subset of C11 and CUDA C++ and compiled by both: the
  * templates (NVRTC, embedded) and the host (core/quant.c, the CPU reference
  * and the tests), so that GPU and CPU agree bit for bit by construction.
@@ -21,6 +22,14 @@
  * so that the kernel computes v = acc + off[k] - zw[k] * xsum, where acc sums
  * raw data x weights with padding (and padded channels) reading zx, and xsum
  * is the window's sum of the raw data.
+ *
+ * CT_ROUND_ONNX (ctq_requant_onnx) requantizes as ONNX Runtime's CPU
+ * kernels do, in float32: the multipliers (CTQ_MULT, the mult array) are
+ * the float scales' bits, the shifts 0, and the header words that only
+ * gemmlowp reads (CTQ_SHIFT and the residual's three) with the spare ones
+ * hold the onnx block (CTQ_ONNX + CTQO_*), so that the layout, and the
+ * gemmlowp kernels' code, stay as they were. A kernel compiled with
+ * CT_ONNX 1 takes this form; the values are folded by core/quant.c.
  */
 #ifndef CT_TEMPLATES_QUANT_CUH
 #define CT_TEMPLATES_QUANT_CUH
@@ -32,12 +41,46 @@ typedef unsigned ctq_u32;
 typedef long long ctq_i64;
 typedef unsigned long long ctq_u64;
 #else
+#include <math.h>
 #include <stdint.h>
+#include <string.h>
 #define CTQ_FN static inline
 typedef int32_t ctq_i32;
 typedef uint32_t ctq_u32;
 typedef int64_t ctq_i64;
 typedef uint64_t ctq_u64;
+#endif
+
+/* float32 arithmetic that rounds the same on both sides: every operation
+ * one IEEE operation rounded to nearest even. In a kernel the intrinsics,
+ * which NVRTC never contracts (a plain a * b + c becomes an FMA, -fmad
+ * being on) nor flushes (no -ftz); on the host C11 float arithmetic
+ * (FLT_EVAL_METHOD 0 on x86-64 and aarch64; -std=c11 turns contraction
+ * off) and math.h's correctly rounded fmaf and rintf, under the default
+ * rounding mode. ctq_f2i takes a value already clamped within int32 (the
+ * callers clamp to the output type first): __float2int_rn would saturate
+ * beyond it, a C conversion is undefined. */
+#ifdef __CUDACC_RTC__
+CTQ_FN float ctq_i2f(ctq_i32 v) { return __int2float_rn(v); }
+CTQ_FN float ctq_fmul(float a, float b) { return __fmul_rn(a, b); }
+CTQ_FN float ctq_fma(float a, float b, float c) { return __fmaf_rn(a, b, c); }
+CTQ_FN ctq_i32 ctq_f2i(float x) { return __float2int_rn(x); }
+CTQ_FN float ctq_bits_float(ctq_i32 b) { return __int_as_float(b); }
+#else
+CTQ_FN float ctq_i2f(ctq_i32 v) { return (float)v; }
+CTQ_FN float ctq_fmul(float a, float b) { return a * b; }
+CTQ_FN float ctq_fma(float a, float b, float c) { return fmaf(a, b, c); }
+CTQ_FN ctq_i32 ctq_f2i(float x) { return (ctq_i32)rintf(x); }
+CTQ_FN float ctq_bits_float(ctq_i32 b) {
+  float f;
+  memcpy(&f, &b, sizeof f);
+  return f;
+}
+CTQ_FN ctq_i32 ctq_float_bits(float f) {
+  ctq_i32 b;
+  memcpy(&b, &f, sizeof b);
+  return b;
+}
 #endif
 
 /* Header words of the params block. */
@@ -50,6 +93,7 @@ typedef uint64_t ctq_u64;
 #define CTQ_RES_MULT  6
 #define CTQ_RES_SHIFT 7
 #define CTQ_RES_ZP    8
+#define CTQ_ONNX      5  /* CT_ROUND_ONNX: its block of CTQO_WORDS words (below) */
 #define CTQ_HEADER    12 /* 48 bytes: the arrays start 16-byte aligned */
 /* The arrays, each Kp words from CTQ_HEADER + i * Kp. */
 #define CTQ_OFF    0
@@ -57,6 +101,18 @@ typedef uint64_t ctq_u64;
 #define CTQ_SHIFTS 2
 #define CTQ_ZW     3
 #define CTQ_ARRAYS 4
+
+/* The onnx block, at CTQ_ONNX in the params header (over CTQ_SHIFT,
+ * CTQ_RES_MULT, CTQ_RES_SHIFT, CTQ_RES_ZP and the 3 spare words) and at
+ * QRAW_ONNX in the raw form (core/quant.h). Floats as their bits. */
+#define CTQO_QZ    0 /* the conv's QuantizeLinear: zero point (zy; zt with a residual) */
+#define CTQO_QLO   1 /* float: its clamp less that zero point, lo - zy (mid_clamp_min - zt) */
+#define CTQO_QHI   2 /* float: hi - zy (mid_clamp_max - zt) */
+#define CTQO_SA    3 /* residual, float: QLinearAdd's first input's ratio s_A / s_y */
+#define CTQO_SB    4 /* float: the second input's, s_B / s_y */
+#define CTQO_FIX   5 /* float: f = zy - (sA zA + sB zB), core/quant.c's onnx_fixed_part */
+#define CTQO_FIRST 6 /* 1: the residual is A (Add(r, t)); 0: it is B (Add(t, r)) */
+#define CTQO_WORDS 7
 
 #define CTQ_INT32_MIN (-2147483647 - 1)
 #define CTQ_INT32_MAX 2147483647
@@ -210,15 +266,87 @@ CTQ_FN ctq_i32 ctq_requant_fast_sat(ctq_fast f, ctq_i32 v, ctq_i32 lo, int out_u
   return y < tmin ? tmin : y > tmax ? tmax : y;
 }
 
+/* ---- CT_ROUND_ONNX: ONNX Runtime's requantization, in float32 -------------
+ * Without a residual, QLinearConv's (MLAS's MlasRequantizeOutput):
+ *   y = zy + rne(clamp(float(v) * scale[k], lo - zy, hi - zy))
+ * float(v) rounded to nearest even (exact up to 2^24), one float multiply,
+ * the clamp in float before the conversion (so that a product of any size
+ * saturates), rne rounding half to even. With a residual, ONNX's two
+ * steps: the same quantizes v into t (zt and the mid clamp), then
+ * QLinearAdd(A, B) as ORT's x86 kernel computes it:
+ *   acc = fma(A, sA, fma(B, sB, f)),   y = clamp(rne(acc), lo, hi)
+ * (A, B) = (t, r), or (r, t) with residual_first; f is folded on the host.
+ * The final clamp comes before the conversion too: rne is monotone and lo,
+ * hi are integers, so rne(clamp(x, lo, hi)) = clamp(rne(x), lo, hi), what
+ * ORT's saturating packs and the Relu after them give (quant_check bounds
+ * the ratios so that acc stays within int32, where x86's conversion is
+ * defined); so ctq_f2i only ever sees a value within the output type. Per
+ * element in a kernel: I2F, FMUL, two FMNMX, F2I, IADD; a residual adds
+ * two I2F, two SEL, two FFMA, two FMNMX and an F2I. The fast fixed-point
+ * forms above are gemmlowp's only. */
+typedef struct ctq_onnx {
+  ctq_i32 qz;        /* CTQO_QZ */
+  float qlo, qhi;    /* CTQO_QLO, CTQO_QHI */
+  float sa, sb, fix; /* residual: CTQO_SA, CTQO_SB, CTQO_FIX */
+  float lo, hi;      /* residual: the output clamp */
+  int first;         /* residual: CTQO_FIRST */
+} ctq_onnx;
+
+/* The onnx block b (CTQO_WORDS words) with the output clamp [lo, hi]. */
+CTQ_FN ctq_onnx ctq_onnx_load(const ctq_i32 *b, ctq_i32 lo, ctq_i32 hi) {
+  ctq_onnx o;
+  o.qz = b[CTQO_QZ];
+  o.qlo = ctq_bits_float(b[CTQO_QLO]);
+  o.qhi = ctq_bits_float(b[CTQO_QHI]);
+  o.sa = ctq_bits_float(b[CTQO_SA]);
+  o.sb = ctq_bits_float(b[CTQO_SB]);
+  o.fix = ctq_bits_float(b[CTQO_FIX]);
+  o.lo = ctq_i2f(lo);
+  o.hi = ctq_i2f(hi);
+  o.first = b[CTQO_FIRST];
+  return o;
+}
+
+/* QuantizeLinear of v: qz + rne(clamp(float(v) * scale, qlo, qhi)). */
+CTQ_FN ctq_i32 ctq_onnx_quantize(ctq_i32 v, float scale, ctq_i32 qz, float qlo, float qhi) {
+  float x = ctq_fmul(ctq_i2f(v), scale);
+  x = fmaxf(x, qlo);
+  x = fminf(x, qhi);
+  return ctq_f2i(x) + qz;
+}
+
+/* QLinearAdd of the conv's t and the residual's r (both within the type). */
+CTQ_FN ctq_i32 ctq_onnx_add(ctq_i32 t, ctq_i32 r, const ctq_onnx *o) {
+  const float ft = ctq_i2f(t), fr = ctq_i2f(r);
+  const float a = o->first ? fr : ft, b = o->first ? ft : fr;
+  float acc = ctq_fma(b, o->sb, o->fix);
+  acc = ctq_fma(a, o->sa, acc);
+  acc = fmaxf(acc, o->lo);
+  acc = fminf(acc, o->hi);
+  return ctq_f2i(acc);
+}
+
+/* The 8-bit output value of v under CT_ROUND_ONNX: scale is channel k's
+ * (or the tensor's) float scale, r the residual's value (has_res). */
+CTQ_FN ctq_i32 ctq_requant_onnx(ctq_i32 v, float scale, const ctq_onnx *o, int has_res, ctq_i32 r) {
+  const ctq_i32 t = ctq_onnx_quantize(v, scale, o->qz, o->qlo, o->qhi);
+  return has_res ? ctq_onnx_add(t, r, o) : t;
+}
+
 /* One 8-bit output lane (the low byte) of channel k's corrected accumulator
  * v from the params block of a workload with kp = K rounded up to 4: the
  * per-channel (qc) or per-tensor multiplier, rb the residual's byte at the
- * same place (has_res), signed unless out_u8. */
-CTQ_FN ctq_u32 ctq_requant_lane(const ctq_i32 *params, int kp, int k, ctq_i32 v, ctq_u32 rb,
-                                int qc, int out_u8, int has_res) {
+ * same place (has_res), signed unless out_u8; onnx: CT_ROUND_ONNX's
+ * arithmetic (a constant in a kernel, so the other form compiles away). */
+CTQ_FN ctq_u32 ctq_requant_lane(const ctq_i32 *params, int kp, int k, ctq_i32 v, ctq_u32 rb, int qc,
+                                int out_u8, int has_res, int onnx) {
   const ctq_i32 m = qc ? params[CTQ_HEADER + CTQ_MULTS * kp + k] : params[CTQ_MULT];
   const int sh = qc ? params[CTQ_HEADER + CTQ_SHIFTS * kp + k] : params[CTQ_SHIFT];
   const ctq_i32 r = out_u8 ? (ctq_i32)rb : (ctq_i32)(signed char)rb;
+  if (onnx) {
+    const ctq_onnx o = ctq_onnx_load(params + CTQ_ONNX, params[CTQ_LO], params[CTQ_HI]);
+    return (ctq_u32)ctq_requant_onnx(v, ctq_bits_float(m), &o, has_res, r) & 0xffu;
+  }
   const ctq_i32 y = ctq_requant(v, m, sh, params[CTQ_OUT_ZP], params[CTQ_LO], params[CTQ_HI],
                                 has_res, r, has_res ? params[CTQ_RES_MULT] : 0,
                                 has_res ? params[CTQ_RES_SHIFT] : 0, has_res ? params[CTQ_RES_ZP] : 0);

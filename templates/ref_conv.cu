@@ -10,8 +10,10 @@
  * (x - zx) * (w - zw[k]) byte by byte (not dp4a, so that a misreading of
  * dp4a in the templates cannot hide in the reference), padded taps skipped
  * (a padded x equals zx), sums modulo 2^32 as the CPU reference does; then
- * bias, the requantization of templates/quant.cuh and the depth_to_space
- * remap. It reads the raw values (core/quant.h's quant_raw: no folding).
+ * bias, the requantization of templates/quant.cuh (gemmlowp's, or ONNX
+ * Runtime's float form with onnx rounding) and the depth_to_space remap.
+ * It reads the raw values (core/quant.h's quant_raw: no folding but
+ * QLinearAdd's fixed part, which is ORT's own).
  * Two layouts, chosen by shape.nhwc:
  *   packed (0): NCDHW4c data, OIDHW4o4i weights, NCDHW4c output, a loop over
  *     (c/4, kd, kh, kw) and the 4 lanes (layouts as conv_dp4a.cuh); it
@@ -50,9 +52,13 @@ struct ref_shape {
   int c;        /* input channels (channels last: unpadded) */
 };
 
-/* The raw words (quant_raw): [zx, zy, lo, hi, rm, rs, rzp, flags], then
- * bias, zw, mult and shift, K each. NULL: all zero (int32 output). */
-#define RAW_HEADER 8
+/* The raw words (quant_raw): [zx, zy, lo, hi, rm, rs, rzp, flags, the onnx
+ * block (CTQO_WORDS), 0], then bias, zw, mult and shift, K each. NULL: all
+ * zero (int32 output). flags bit 0: onnx rounding (ctq_requant_onnx, mult
+ * the float scales' bits). core/quant.h's QRAW_* name the same words. */
+#define RAW_HEADER 16
+#define RAW_FLAGS  7
+#define RAW_ONNX   8
 
 /* Conv output element i, i = (((n * K + k) * OD + od) * OH + oh) * OW + ow
  * (real K): its output value, and its element index in the output (packed
@@ -141,6 +147,10 @@ __device__ int ref_conv_value(const ref_shape &s, const int *data, const int4 *w
   if (s.has_res) {
     const unsigned char rb = ((const unsigned char *)residual)[*e];
     res = s.out_type == 2 ? (int)rb : (int)(signed char)rb;
+  }
+  if (raw[RAW_FLAGS] & 1) {
+    const ctq_onnx o = ctq_onnx_load(raw + RAW_ONNX, raw[2], raw[3]);
+    return ctq_requant_onnx(v, __int_as_float(raw[RAW_HEADER + 2 * s.kr + k]), &o, s.has_res, res);
   }
   return ctq_requant(v, raw[RAW_HEADER + 2 * s.kr + k], raw[RAW_HEADER + 3 * s.kr + k], raw[1],
                      raw[2], raw[3], s.has_res, res, raw[4], raw[5], raw[6]);

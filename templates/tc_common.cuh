@@ -85,12 +85,21 @@ __device__ __forceinline__ void pdl_wait_then_release() {
  * the loads, not the arithmetic, bound an 8-bit epilogue). A channel also
  * carries its requantization precomputed (ctq_fast, quant.cuh): one 64-bit
  * multiply-add and a shift per element where ctq_requant's general form
- * takes several times that. */
+ * takes several times that.
+ *
+ * CT_ONNX 1 (ONNX Runtime's float requantization): the header's onnx
+ * block is read once (q_head.onnx), a channel's mult is its float scale's
+ * bits, and no channel takes the fast forms: fast, sat and every f.ok are
+ * constant 0, so the callers' RQ_FAST and RQ_SAT branches compile away and
+ * RQ_GENERAL runs ctq_requant_onnx. */
 #define KP (4 * CT_K4)
 struct q_head {
   int zp, lo, hi, mult, shift, rmult, rshift, rzp;
   int fast; /* ctq_fast_head: the zero point and clamp admit the fast form */
   int sat;  /* and ctq_sat_head, no residual: RQ_SAT applies (to f.ok channels) */
+#if CT_ONNX
+  ctq_onnx onnx;
+#endif
 };
 struct q_chan {
   int off, zw, mult, shift;
@@ -105,13 +114,17 @@ __device__ __forceinline__ q_head load_head(const int *__restrict__ params) {
   h.hi = params[CTQ_HI];
   h.mult = params[CTQ_MULT];
   h.shift = params[CTQ_SHIFT];
-#if CT_RES
+#if CT_RES && !CT_ONNX
   h.rmult = params[CTQ_RES_MULT];
   h.rshift = params[CTQ_RES_SHIFT];
   h.rzp = params[CTQ_RES_ZP];
 #endif
+#if CT_ONNX
+  h.onnx = ctq_onnx_load(params + CTQ_ONNX, h.lo, h.hi);
+#else
   h.fast = ctq_fast_head(h.zp, h.lo, h.hi);
   h.sat = !CT_RES && h.fast && ctq_sat_head(h.lo, h.hi, CT_OUT == 2);
+#endif
 #endif
   return h;
 }
@@ -123,7 +136,7 @@ __device__ __forceinline__ q_chan load_chan(const int *__restrict__ params, cons
   c.zw = CT_WZP ? params[CTQ_HEADER + CTQ_ZW * KP + k] : 0;
   c.mult = CT_QC ? params[CTQ_HEADER + CTQ_MULTS * KP + k] : h.mult;
   c.shift = CT_QC ? params[CTQ_HEADER + CTQ_SHIFTS * KP + k] : h.shift;
-#if CT_OUT != 0
+#if CT_OUT != 0 && !CT_ONNX
   c.f = ctq_fast_make(c.mult, c.shift, h.zp, h.fast);
 #else
   c.f = ctq_fast{0, 0, 0, 0};
@@ -145,7 +158,7 @@ __device__ __forceinline__ void load_chan2(const int *__restrict__ params, const
                            : make_int2(h.shift, h.shift);
   c0.off = off.x, c0.zw = zw.x, c0.mult = mult.x, c0.shift = shift.x;
   c1.off = off.y, c1.zw = zw.y, c1.mult = mult.y, c1.shift = shift.y;
-#if CT_OUT != 0
+#if CT_OUT != 0 && !CT_ONNX
   c0.f = ctq_fast_make(c0.mult, c0.shift, h.zp, h.fast);
   c1.f = ctq_fast_make(c1.mult, c1.shift, h.zp, h.fast);
 #else
@@ -164,12 +177,16 @@ __device__ __forceinline__ int corrected(const q_chan &c, int v, int xsum) {
 
 /* The 8-bit output value (not yet cut to its byte) of a corrected value, rb
  * the residual's byte; FAST: c.f.ok holds (the caller's branch, taken once
- * for several elements). */
+ * for several elements; never with CT_ONNX). */
 template <bool FAST>
 __device__ __forceinline__ int requant_value(const q_head &h, const q_chan &c, int v, unsigned rb) {
   const int r = CT_OUT == 2 ? (int)rb : (int)(signed char)rb;
+#if CT_ONNX
+  return ctq_requant_onnx(v, __int_as_float(c.mult), &h.onnx, CT_RES, r);
+#else
   if (FAST) return ctq_requant_fast(c.f, v, h.lo, h.hi, CT_RES, r, h.rmult, h.rshift, h.rzp);
   return ctq_requant(v, c.mult, c.shift, h.zp, h.lo, h.hi, CT_RES, r, h.rmult, h.rshift, h.rzp);
+#endif
 }
 
 /* The 8-bit output (low byte) of a corrected value, rb the residual's byte. */
@@ -203,7 +220,7 @@ enum { RQ_GENERAL = 0, RQ_FAST = 1, RQ_SAT = 2 };
 template <int MODE>
 __device__ __forceinline__ unsigned requant2(const q_head &h, const q_chan &c0, const q_chan &c1,
                                              int v0, int v1, unsigned rb2) {
-  if (MODE == RQ_SAT) {
+  if (MODE == RQ_SAT && !CT_ONNX) {
     (void)rb2;
     const int y0 = ctq_fast_value(c0.f, v0), y1 = ctq_fast_value(c1.f, v1);
     return pack_sat2(y0 > h.lo ? y0 : h.lo, y1 > h.lo ? y1 : h.lo);

@@ -135,6 +135,7 @@ void instance_conv_options(instance *inst, const ct_workload *w) {
   instance_opt(inst, "CT_D2S", e->d2s_block);
   instance_opt(inst, "CT_D2S_CRD", e->d2s_mode == CT_D2S_CRD);
   instance_opt(inst, "CT_D2S_3D", w->op == CT_OP_CONV3D);
+  instance_opt(inst, "CT_ONNX", e->rounding == CT_ROUND_ONNX);
   static const char dims[3] = {'D', 'H', 'W'};
   char name[32];
   for (int d = 0; d < 3; d++) {

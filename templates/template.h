@@ -124,7 +124,7 @@ void instance_opt(instance *inst, const char *name, long value);
 /* The options of w's shape (CT_N, CT_C4, CT_K4, per dimension CT_I, CT_K,
  * CT_STR_, CT_PAD_, CT_PADA_, CT_DIL_, CT_O) and epilogue (CT_KR, CT_COUT,
  * CT_DATA_U8, CT_OUT, CT_OFF, CT_ZD, CT_WZP, CT_QC, CT_RES, CT_D2S,
- * CT_D2S_CRD, CT_D2S_3D), which templates/conv_shape.cuh checks; and the
+ * CT_D2S_CRD, CT_D2S_3D, CT_ONNX), which templates/conv_shape.cuh checks; and the
  * five arguments (data, weights, out, params, residual). */
 void instance_conv_options(instance *inst, const ct_workload *w);
 void instance_conv_args(instance *inst);

@@ -40,7 +40,9 @@
  * 130), which can keep the next launch's block (programmatic dependent
  * launch) from sharing the SM: there a one-wave layer pays the launch gap
  * again (l3_3x3_256 6.43 -> 7.28 us; the same under ncu, which launches
- * one at a time). Hence a knob; the stems keep 0.
+ * one at a time). Hence a knob; the stems keep 0. With CT_ONNX (ONNX
+ * Runtime's float requantization, tc_common.cuh) there is one form, and
+ * the descriptors leave the knob out.
  *
  * WG_ACC_OFF 1 (8-bit output, defined by conv_wgmma_nhwc.cuh): the
  * kernel starts each tile's accumulators at the channels' offsets
@@ -151,8 +153,9 @@ __device__ __forceinline__ void chan_tab_pair(const unsigned char *tab, int i, q
   const longlong2 a = *(const longlong2 *)(add + i);
   c0.off = o.x, c0.zw = 0, c0.mult = m.x, c0.shift = s.x;
   c1.off = o.y, c1.zw = 0, c1.mult = m.y, c1.shift = s.y;
-  c0.f.add = a.x, c0.f.m = m.x, c0.f.sh = f.x, c0.f.ok = f.x >= 0;
-  c1.f.add = a.y, c1.f.m = m.y, c1.f.sh = f.y, c1.f.ok = f.y >= 0;
+  /* CT_ONNX: no fast form, known at compile time (the table says -1 too) */
+  c0.f.add = a.x, c0.f.m = m.x, c0.f.sh = f.x, c0.f.ok = !CT_ONNX && f.x >= 0;
+  c1.f.add = a.y, c1.f.m = m.y, c1.f.sh = f.y, c1.f.ok = !CT_ONNX && f.y >= 0;
 }
 
 /* The 8-bit epilogue's values of a pair of groups and two rows (v, rs:
@@ -373,7 +376,7 @@ __device__ __forceinline__ void tile_epilogue(const int (&acc)[MI][WG_BN / 2], l
    * one for all (quant.cuh: the same values, bit for bit, for the fast
    * channels). */
   (void)params;
-  if (!WG_EPI_TILE) {
+  if (!WG_EPI_TILE || CT_ONNX) { /* onnx: the general form, per pair or per tile alike */
     tile_epilogue8<-1>(acc, m0, row0, tile_n, rank, qh, tab, residual, out, ltid);
     return;
   }

@@ -6,10 +6,11 @@
  * Every layer of ResNet-50 (conv2d_nchw4c_dp4a) and ResNet3D-18
  * (conv3d_ncdhw4c_dp4a), and an ESPCN-style subpixel layer (64 -> 48
  * channels, 3x3, depth_to_space 4, both orders; and its 3x form, 64 -> 27),
- * runs with each of six
+ * runs with each of nine
  * epilogues: uint8 data with its zero point, weight zero points, bias,
  * per-tensor and per-channel scales, clamps, a residual, int32 / int8 /
- * uint8 output and depth_to_space. Layouts alternate between plain (the
+ * uint8 output and depth_to_space; three of them with ONNX Runtime's
+ * rounding (CT_ROUND_ONNX), the residual's Add in both orders. Layouts alternate between plain (the
  * library packs, padding the stems' fourth channel with the zero point)
  * and packed. Inputs are random bytes over the full range, values from
  * quant_random (the stems' nonzero data zero point pads their borders),
@@ -36,7 +37,7 @@
 #include "tests/gpu_probe.h"
 
 #define POISON_BYTE 0xA5
-#define N_VARIANTS  6
+#define N_VARIANTS  9
 
 static const char *db_path;
 static const char *sets = "resnet50,resnet3d18,espcn";
@@ -74,12 +75,30 @@ static ct_workload variant(const ct_workload *w, int v) {
     e->data_zero_point = e->weight_zero_point = e->bias = e->residual = 1;
     e->scale = CT_SCALE_CHANNEL;
     break;
-  default: /* depth_to_space 2, CRD, uint8 */
+  case 5: /* depth_to_space 2, CRD, uint8 */
     q.out_type = CT_DTYPE_UINT8;
     e->bias = 1;
     e->scale = CT_SCALE_CHANNEL;
     e->d2s_block = 2;
     e->d2s_mode = CT_D2S_CRD;
+    break;
+  case 6: /* onnx rounding: uint8 data with its zero point, per channel, int8 out */
+    q.data_type = CT_DTYPE_UINT8;
+    q.out_type = CT_DTYPE_INT8;
+    e->data_zero_point = e->bias = 1;
+    e->scale = CT_SCALE_CHANNEL;
+    e->rounding = CT_ROUND_ONNX;
+    break;
+  case 7: /* onnx: a QDQ ResNet block's last conv, int8, per tensor, residual */
+    q.out_type = CT_DTYPE_INT8;
+    e->bias = e->residual = 1;
+    e->rounding = CT_ROUND_ONNX;
+    break;
+  default: /* onnx with everything, uint8 */
+    q.data_type = q.out_type = CT_DTYPE_UINT8;
+    e->data_zero_point = e->weight_zero_point = e->bias = e->residual = 1;
+    e->scale = CT_SCALE_CHANNEL;
+    e->rounding = CT_ROUND_ONNX;
   }
   return q;
 }
@@ -120,6 +139,9 @@ static void run_case(ct_context *ctx, const ct_workload *w, uint64_t seed, const
   quant_store qs;
   ct_err err = {0};
   ck_assert_msg(quant_random(w, seed, &qs, &err) == CT_OK, "%s", err.msg);
+  /* onnx's Add in both orders: by the seed's parity (consecutive seeds of
+   * a layer or a subpixel form) */
+  if (w->epi.rounding == CT_ROUND_ONNX && w->epi.residual) qs.q.residual_first = (int)(seed % 2);
   ck_assert_msg(ct_make_params(ctx, w, &qs.q, weights, params) == CT_OK, "%s: %s", key,
                 ct_errmsg(ctx));
   /* the reference takes the weights in w's layout */

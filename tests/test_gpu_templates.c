@@ -17,6 +17,12 @@
  * fast requantization does not take, a multiplier of 0.75 or 2.5, so that
  * the warps holding them run the general one and the others the fast one),
  * compared byte for byte with reference_qconv.
+ *
+ * Case onnx: every template family with ONNX Runtime's rounding
+ * (CT_ROUND_ONNX), a fifth of the configs: int8 out per channel with a
+ * residual added as Add(t, r), uint8 out per tensor with Add(r, t), int8
+ * per channel, uint8 data and out; values from quant_random (half the
+ * scales powers of two: exact ties), byte for byte with reference_qconv.
  */
 #include <check.h>
 #include <stdio.h>
@@ -35,6 +41,8 @@ static int per_workload = 30;
 static device dev;
 /* 1: run_shape requantizes to 8 bits (four kinds by turns per workload) */
 static int out8;
+/* 1 (with out8): ONNX Runtime's rounding (CT_ROUND_ONNX), its own four kinds */
+static int onnx;
 /* > 0: run_shape takes only configs with at least this many consumer
  * warpgroups (the channels-last wgmma templates' ping-pong with 3 or 4) */
 static int min_warpgroups;
@@ -399,12 +407,20 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
    * scales and no residual (these two take the saturating pack where the
    * clamp's upper end is the type's, RQ_SAT); the same with some scales
    * outside the fast form's range (slow) */
-  const int kind = out8 ? *tried / per_workload % 4 : 0, u8 = kind == 1, slow = kind == 3;
+  const int kind = out8 ? *tried / per_workload % 4 : 0, u8 = kind == 1, slow = kind == 3 && !onnx;
   if (out8) {
     w.out_type = u8 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
     w.epi.bias = 1;
     w.epi.scale = u8 ? CT_SCALE_TENSOR : CT_SCALE_CHANNEL;
     w.epi.residual = kind == 0;
+  }
+  /* onnx, by turns: int8 per channel with a residual, Add(t, r); uint8 per
+   * tensor with a residual, Add(r, t); int8 per channel; uint8 data and
+   * output per channel */
+  if (out8 && onnx) {
+    w.epi.rounding = CT_ROUND_ONNX;
+    w.epi.residual = kind <= 1;
+    if (kind == 3) w.data_type = w.out_type = CT_DTYPE_UINT8;
   }
   ct_err err = {0};
   ck_assert_msg(workload_validate(&w, &err) == CT_OK, "%s: %s", sh->name, err.msg);
@@ -429,6 +445,7 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
      * both, so a tile's warps holding one requantize the general way */
     for (int k = 0; slow && k < w.k; k++)
       if (k % 11 == 5 || k % 13 == 6) qs.scale[k] = k % 11 == 5 ? 0.75f : 2.5f;
+    if (onnx && w.epi.residual) qs.q.residual_first = kind == 1;
     quant_weight_sums(&w, weights, sums);
     ck_assert_msg(quant_params(&w, &qs.q, sums, params, &err) == CT_OK, "%s", err.msg);
     ck_assert_msg(reference_qconv(&w, &qs.q, data, weights, w.epi.residual ? res : NULL, want,
@@ -507,12 +524,15 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
         if (gv != wv && bad++ == 0) first = j;
       }
       if (bad)
-        fprintf(stderr, "FAIL %s [%s%s] %s: %zu of %zu wrong, first at %zu: %d, want %d\n",
-                tpl->name, sh->name,
-                out8 ? (u8     ? ", uint8 out"
-                        : slow ? ", int8 out, slow channels"
-                        : kind ? ", int8 out"
-                               : ", int8 out, residual")
+        fprintf(stderr, "FAIL %s [%s%s%s] %s: %zu of %zu wrong, first at %zu: %d, want %d\n",
+                tpl->name, sh->name, onnx ? ", onnx" : "",
+                out8 ? (onnx && kind == 0   ? ", int8 out, residual Add(t, r)"
+                        : onnx && u8        ? ", uint8 out, residual Add(r, t)"
+                        : onnx && kind == 3 ? ", uint8 data and out"
+                        : u8                ? ", uint8 out"
+                        : slow              ? ", int8 out, slow channels"
+                        : kind              ? ", int8 out"
+                                            : ", int8 out, residual")
                      : "",
                 text, bad, no, first, out8 ? ((uint8_t *)got)[first] : got[first],
                 out8 ? ((uint8_t *)want)[first] : want[first]);
@@ -549,7 +569,9 @@ static void run_template(const char *name, const shape *shapes, int n_shapes, co
   for (int i = 0; i < n_more; i++) exact += run_shape(tpl, &more[i], &r, &tried);
   printf("%s: %d of %d random valid configs exact over %d workloads on %s (%s)%s\n", name, exact,
          tried, n_shapes + n_more, dev.name, dev.arch.name,
-         out8 ? ", 8-bit output (int8 and uint8)" : "");
+         onnx   ? ", 8-bit output with onnx rounding (int8 and uint8, residual both orders)"
+         : out8 ? ", 8-bit output (int8 and uint8)"
+                : "");
   fflush(stdout);
   ck_assert_int_eq(exact, tried);
 }
@@ -569,6 +591,61 @@ static void run_wgmma8(const char *name, const shape *shapes, int n_shapes) {
   run_wgmma(name, shapes, n_shapes);
   out8 = 0;
 }
+
+/* run_template (wgmma: on sm_90 only) with onnx rounding: 8-bit output,
+ * a fifth of the configs per workload (at least 2), the four onnx kinds by
+ * turns over the workloads (every list has at least four). */
+static void run_onnx(const char *name, const shape *shapes, int n_shapes, const shape *more,
+                     int n_more) {
+  const int saved = per_workload;
+  per_workload = per_workload / 5 > 2 ? per_workload / 5 : 2;
+  out8 = onnx = 1;
+  if (strstr(name, "wgmma") && (dev.arch.cc_major != 9 || dev.arch.cc_minor != 0))
+    printf("%s: skipped: wgmma needs sm_90, this is %s\n", name, dev.arch.name);
+  else
+    run_template(name, shapes, n_shapes, more, n_more);
+  out8 = onnx = 0;
+  per_workload = saved;
+}
+
+#define N_OF(a) ((int)(sizeof a / sizeof a[0]))
+
+/* Every template family with onnx rounding, exact against reference_qconv. */
+START_TEST(dp4a_onnx_configs_match_the_reference) {
+  run_onnx("conv2d_nchw4c_dp4a", shapes2d, N_OF(shapes2d), NULL, 0);
+  run_onnx("conv3d_ncdhw4c_dp4a", shapes3d, N_OF(shapes3d), NULL, 0);
+}
+END_TEST
+
+START_TEST(mma_onnx_configs_match_the_reference) {
+  run_onnx("conv2d_nchw4c_mma", shapes2d, N_OF(shapes2d), wide2d, N_OF(wide2d));
+  run_onnx("conv3d_ncdhw4c_mma", shapes3d, N_OF(shapes3d), wide3d, N_OF(wide3d));
+}
+END_TEST
+
+START_TEST(wgmma_onnx_configs_match_the_reference) {
+  run_onnx("conv2d_nchw4c_wgmma", wg2d, N_OF(wg2d), NULL, 0);
+  run_onnx("conv3d_ncdhw4c_wgmma", wg3d, N_OF(wg3d), NULL, 0);
+}
+END_TEST
+
+START_TEST(nhwc_wgmma_onnx_configs_match_the_reference) {
+  run_onnx("conv2d_nhwc_wgmma", nh2d, N_OF(nh2d), NULL, 0);
+  run_onnx("conv3d_ndhwc_wgmma", nh3d, N_OF(nh3d), NULL, 0);
+}
+END_TEST
+
+START_TEST(nhwc_mma_onnx_configs_match_the_reference) {
+  run_onnx("conv2d_nhwc_mma", nm2d, N_OF(nm2d), NULL, 0);
+  run_onnx("conv3d_ndhwc_mma", nm3d, N_OF(nm3d), NULL, 0);
+}
+END_TEST
+
+START_TEST(nhwc_wgmma_stem_onnx_configs_match_the_reference) {
+  run_onnx("conv2d_nhwc_wgmma_stem", nm2d, N_OF(nm2d), NULL, 0);
+  run_onnx("conv3d_ndhwc_wgmma_stem", nm3d, N_OF(nm3d), NULL, 0);
+}
+END_TEST
 
 START_TEST(conv2d_configs_match_the_reference) {
   run_template("conv2d_nchw4c_dp4a", shapes2d, sizeof shapes2d / sizeof shapes2d[0], NULL, 0);
@@ -724,6 +801,16 @@ int main(int argc, char **argv) {
   tcase_add_test(s8, conv2d_nhwc_wgmma_stem_int8_configs_match_the_reference);
   tcase_add_test(s8, conv3d_ndhwc_wgmma_stem_int8_configs_match_the_reference);
   suite_add_tcase(s, s8);
+  /* CK_RUN_CASE=onnx: every template family with onnx rounding */
+  TCase *ox = tcase_create("onnx");
+  tcase_set_timeout(ox, 2400);
+  tcase_add_test(ox, dp4a_onnx_configs_match_the_reference);
+  tcase_add_test(ox, mma_onnx_configs_match_the_reference);
+  tcase_add_test(ox, wgmma_onnx_configs_match_the_reference);
+  tcase_add_test(ox, nhwc_wgmma_onnx_configs_match_the_reference);
+  tcase_add_test(ox, nhwc_mma_onnx_configs_match_the_reference);
+  tcase_add_test(ox, nhwc_wgmma_stem_onnx_configs_match_the_reference);
+  suite_add_tcase(s, ox);
   SRunner *sr = srunner_create(s);
   /* a CUDA context does not survive fork */
   srunner_set_fork_status(sr, CK_NOFORK);

@@ -17,6 +17,7 @@
  * pack.c: the same numbers, element for element.
  */
 #include <check.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -489,6 +490,384 @@ START_TEST(checks_name_the_field) {
 }
 END_TEST
 
+/* ---- onnx rounding ----------------------------------------------------------- */
+
+/* x rounded half to even, written out (x a double holding a float, or any
+ * double: floor and the comparisons are exact). */
+static double rne_slow(double x) {
+  double f = floor(x), d = x - f;
+  if (d > 0.5) return f + 1;
+  if (d < 0.5) return f;
+  return fmod(f, 2.0) == 0.0 ? f : f + 1;
+}
+
+/* float(v) * s as ORT computes it, another way: v is exact as a double, so
+ * one conversion to float rounds it as int -> float does; the product of
+ * two floats is exact in a double (48 bits), so one more conversion rounds
+ * it as a float multiply does. A product beyond 1e30 is returned as it is
+ * (every clamp takes it to its end: no float conversion out of range). */
+static double fmul_slow(int32_t v, float s) {
+  const float fv = (float)(double)v;
+  const double p = (double)fv * (double)s;
+  return fabs(p) > 1e30 ? p : (double)(float)p;
+}
+
+/* ONNX's QuantizeLinear of v as the spec writes it: z + rne(clamp(x, lo - z, hi - z)). */
+static int32_t onnx_quantize_slow(int32_t v, float s, int32_t z, int32_t lo, int32_t hi) {
+  double x = fmul_slow(v, s);
+  if (x < lo - z) x = lo - z;
+  if (x > hi - z) x = hi - z;
+  return z + (int32_t)rne_slow(x);
+}
+
+/* The same in its integer form: clamp(z + rne(x), lo, hi), rne saturated
+ * to int32 as __float2int_rn saturates, the sum exact. The kernels take the
+ * float form (as cheap, and no overflow of z + rne(x) in int32); this shows
+ * the two equal: rne is monotone and lo, hi are integers. */
+static int32_t onnx_quantize_int(int32_t v, float s, int32_t z, int32_t lo, int32_t hi) {
+  double r = rne_slow(fmul_slow(v, s));
+  int64_t q = r >= 2147483647.0 ? INT32_MAX : r <= -2147483648.0 ? INT32_MIN : (int64_t)r;
+  int64_t y = z + q;
+  return (int32_t)(y < lo ? lo : y > hi ? hi : y);
+}
+
+/* QLinearAdd's fixed part as ORT's x86 build computes float(zy) - (sA zA
+ * + sB zB): the A product fused with the sum (the oracle's finding; core/
+ * quant.c's onnx_fixed_part, which tests/test_onnx_oracle holds to ORT). */
+static float onnx_fix_slow(float sa, int32_t za, float sb, int32_t zb, int32_t zy) {
+  return (float)zy - fmaf(sa, (float)za, sb * (float)zb);
+}
+
+/* QLinearAdd(A, B) as ORT's x86 kernel computes it: B's fused
+ * multiply-add first, then A's, rne, the packs' saturation and the Relu as
+ * one clamp (after the rounding here). */
+static int32_t onnx_add_slow(int32_t a, int32_t b, float sa, float sb, float f, int32_t lo,
+                             int32_t hi) {
+  float acc = fmaf((float)b, sb, f);
+  acc = fmaf((float)a, sa, acc);
+  double y = rne_slow(acc);
+  return (int32_t)(y < lo ? lo : y > hi ? hi : y);
+}
+
+/* The whole onnx requantization of v from q's values (channel k), by the
+ * slow forms: t, then the Add with the residual r in the graph's order. */
+static int32_t onnx_slow(const ct_workload *w, const ct_quant *q, int k, int32_t v, int32_t r) {
+  float s = q->scale[w->epi.scale == CT_SCALE_CHANNEL ? k : 0];
+  if (!w->epi.residual)
+    return onnx_quantize_slow(v, s, q->out_zero_point, q->clamp_min, q->clamp_max);
+  int32_t t = onnx_quantize_slow(v, s, q->mid_zero_point, q->mid_clamp_min, q->mid_clamp_max);
+  int first = q->residual_first;
+  float sa = first ? q->residual_scale : q->mid_scale,
+        sb = first ? q->mid_scale : q->residual_scale;
+  int32_t za = first ? q->residual_zero_point : q->mid_zero_point,
+          zb = first ? q->mid_zero_point : q->residual_zero_point;
+  float f = onnx_fix_slow(sa, za, sb, zb, q->out_zero_point);
+  return onnx_add_slow(first ? r : t, first ? t : r, sa, sb, f, q->clamp_min, q->clamp_max);
+}
+
+/* (zero point, lo, hi) of an 8-bit output: int8 and uint8, ReLU and not. */
+static const int32_t onnx_clamps[][3] = {{0, -128, 127}, {-128, -128, 127},  {127, -128, 127},
+                                         {5, 5, 127},    {-3, -20, 60},      {0, 0, 0},
+                                         {0, 0, 255},    {255, 0, 255},      {128, 128, 255},
+                                         {100, 0, 200},  {-128, -128, -128}, {7, -128, 6}};
+#define N_ONNX_CLAMPS ((int)(sizeof onnx_clamps / sizeof onnx_clamps[0]))
+
+/* QuantizeLinear: ctq_onnx_quantize equals the spec's float form and its
+ * integer form on edges (ties at .5 of both signs, |v| > 2^24 where
+ * float(v) rounds, int32's ends, products beyond int32 and float's range,
+ * denormal and huge scales) and 4 million random cases; and known values
+ * that a double product, a truncating or half-away rounding, or a clamp
+ * after the conversion would get wrong. */
+START_TEST(onnx_quantize_equals_the_spec) {
+  const int32_t vs[] = {
+      0,         1,         -1,        2,          -2,        3,         -3,
+      5,         -5,        127,       -128,       255,       -256,      16777215,
+      -16777215, 16777216,  -16777216, 16777217,   -16777217, 16777219,  -16777219,
+      50331647,  -50331647, 1 << 30,   -(1 << 30), INT32_MAX, INT32_MIN, INT32_MAX - 63,
+      12345,     -98765};
+  const float ss[] = {0.5f,     0.25f, 0.125f,   1.0f,       1.5f,        1.0f / 3,
+                      1.0f / 6, 0.1f,  0x1p-25f, 0x1p-24f,   1e-10f,      FLT_TRUE_MIN,
+                      FLT_MIN,  3e9f,  FLT_MAX,  0.0078125f, 0.99999994f, 0.0123f};
+  const int nv = (int)(sizeof vs / sizeof vs[0]), ns = (int)(sizeof ss / sizeof ss[0]);
+  uint32_t r = 0x0dd5eedu;
+  long n_ties_pos = 0, n_ties_neg = 0, n_big = 0;
+  for (long i = 0; i < 4000000 + (long)nv * ns * N_ONNX_CLAMPS; i++) {
+    int32_t v;
+    float s;
+    const int32_t *cl;
+    long e = i - 4000000;
+    if (e >= 0) {
+      v = vs[e / (ns * N_ONNX_CLAMPS)];
+      s = ss[e / N_ONNX_CLAMPS % ns];
+      cl = onnx_clamps[e % N_ONNX_CLAMPS];
+    } else {
+      v = (int32_t)rng_next(&r) >> rng_range(&r, 0, 31);
+      /* a float scale of any mantissa, 2^-40 .. 2^10; or a power of two (ties) */
+      uint32_t bits = (uint32_t)rng_range(&r, 87, 137) << 23 | (rng_next(&r) & 0x7fffff);
+      if (i % 3 == 0) bits &= 0xff800000u;
+      memcpy(&s, &bits, sizeof s);
+      cl = onnx_clamps[rng_range(&r, 0, N_ONNX_CLAMPS - 1)];
+    }
+    const int32_t z = cl[0], lo = cl[1], hi = cl[2];
+    const int32_t got = ctq_onnx_quantize(v, s, z, (float)(lo - z), (float)(hi - z));
+    const int32_t want = onnx_quantize_slow(v, s, z, lo, hi);
+    const int32_t want_int = onnx_quantize_int(v, s, z, lo, hi);
+    if (got != want || want_int != want)
+      ck_abort_msg("v %d scale %a (zy %d, [%d, %d]): ctq_onnx_quantize %d, the spec %d, its "
+                   "integer form %d",
+                   v, (double)s, z, lo, hi, got, want, want_int);
+    const double x = fmul_slow(v, s);
+    if (x - floor(x) == 0.5 && x > lo - z && x < hi - z) {
+      if (x > 0)
+        n_ties_pos++;
+      else
+        n_ties_neg++;
+    }
+    n_big += v > 16777216 || v < -16777216;
+  }
+  ck_assert_int_gt(n_ties_pos, 1000);
+  ck_assert_int_gt(n_ties_neg, 1000);
+  ck_assert_int_gt(n_big, 100000);
+  /* near ties with |v| > 2^24, where float(v) rounds: s = float(x / v)
+   * for x = k + 0.5, so that v s lies within an ulp or so of the tie. Two
+   * wrong forms differ from the spec on some of them (so would a kernel
+   * that computed them): the exact product rounded to float once, and the
+   * product in double */
+  long n_single = 0, n_double = 0;
+  for (int i = 0; i < 1000000; i++) {
+    int32_t v = (int32_t)(rng_next(&r) | 0x01000000u) >> rng_range(&r, 0, 6);
+    if (i % 2) v = -v;
+    double x0 = rng_range(&r, -120, 120) + 0.5;
+    float s = (float)(x0 / v);
+    if (!(s > 0)) continue;
+    const int32_t *cl = onnx_clamps[0];
+    int32_t got = ctq_onnx_quantize(v, s, cl[0], (float)(cl[1] - cl[0]), (float)(cl[2] - cl[0]));
+    int32_t want = onnx_quantize_slow(v, s, cl[0], cl[1], cl[2]);
+    if (got != want)
+      ck_abort_msg("near tie: v %d scale %a: ctq_onnx_quantize %d, the spec %d", v, (double)s, got,
+                   want);
+    n_single += (int32_t)rne_slow((float)((double)v * s)) != want;
+    n_double += (int32_t)rne_slow((double)v * s) != want;
+  }
+  ck_assert_int_gt(n_single, 0);
+  ck_assert_int_gt(n_double, 0);
+  /* half to even, both signs */
+  ck_assert_int_eq(ctq_onnx_quantize(1, 0.5f, 0, -128.0f, 127.0f), 0);
+  ck_assert_int_eq(ctq_onnx_quantize(3, 0.5f, 0, -128.0f, 127.0f), 2);
+  ck_assert_int_eq(ctq_onnx_quantize(5, 0.5f, 0, -128.0f, 127.0f), 2);
+  ck_assert_int_eq(ctq_onnx_quantize(-1, 0.5f, 0, -128.0f, 127.0f), 0);
+  ck_assert_int_eq(ctq_onnx_quantize(-3, 0.5f, 0, -128.0f, 127.0f), -2);
+  ck_assert_int_eq(ctq_onnx_quantize(-5, 0.5f, 3, -131.0f, 124.0f), -2 + 3);
+  ck_assert_int_eq(ctq_onnx_quantize(-6, 0.25f, 0, -128.0f, 127.0f), -2); /* -1.5 */
+  /* float(50331647) is 50331648: 1.5 at 2^-25, which rounds to 2; in exact
+   * (or double) arithmetic it is below 1.5 and would give 1 */
+  ck_assert_int_eq(ctq_onnx_quantize(50331647, 0x1p-25f, 0, -128.0f, 127.0f), 2);
+  /* 3 x float(1/6) = 0.50000001 in double, exactly 0.5 as a float
+   * product: the tie goes to 0; a double product would give 1 */
+  ck_assert_int_eq(ctq_onnx_quantize(3, 1.0f / 6, 0, -128.0f, 127.0f), 0);
+  /* saturation before the conversion, however large the product */
+  ck_assert_int_eq(ctq_onnx_quantize(INT32_MAX, 3e9f, 0, -128.0f, 127.0f), 127);
+  ck_assert_int_eq(ctq_onnx_quantize(INT32_MIN, 3e9f, 0, -128.0f, 127.0f), -128);
+  ck_assert_int_eq(ctq_onnx_quantize(INT32_MAX, FLT_MAX, 128, -128.0f, 127.0f), 255);
+  ck_assert_int_eq(ctq_onnx_quantize(-1, FLT_MAX, 128, -128.0f, 127.0f), 0);
+  ck_assert_int_eq(ctq_onnx_quantize(INT32_MAX, FLT_TRUE_MIN, 7, -135.0f, 120.0f), 7);
+  ck_assert_int_eq(ctq_onnx_quantize(1000, 1.0f, 10, -138.0f, 117.0f), 127);
+}
+END_TEST
+
+/* QLinearAdd: ctq_onnx_add equals the spec's fused multiply-adds on every
+ * (t, r) pair of the type for edge and random ratios and zero points, in
+ * both orders; the order is observable (the two Adds round differently on
+ * some pairs); and the params block's onnx block (quant_onnx_block) carries
+ * what the formula needs. */
+START_TEST(onnx_add_equals_the_spec) {
+  uint32_t rs = 0xadd0u;
+  long n = 0, n_order_differs = 0;
+  for (int cfg = 0; cfg < 48; cfg++) {
+    int u8 = cfg % 2, tmin = u8 ? 0 : -128, tmax = u8 ? 255 : 127;
+    ct_workload w = small2d(CT_DTYPE_INT8, u8 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8);
+    w.epi.residual = 1;
+    w.epi.rounding = CT_ROUND_ONNX;
+    float scale = 0.01f;
+    ct_quant q;
+    quant_init(&q, &w);
+    q.scale = &scale;
+    static const float ratios[][2] = {{0.5f, 0.5f},   {0.25f, 0.75f},   {1.0f, 1.0f},
+                                      {1e-6f, 1e-6f}, {1000.0f, 1e-3f}, {1048575.0f, 0.5f}};
+    if (cfg < 12) {
+      q.mid_scale = ratios[cfg / 2][0];
+      q.residual_scale = ratios[cfg / 2][1];
+    } else {
+      q.mid_scale = (float)(0.05 + (double)(rng_next(&rs) % 20000) / 10000.0);
+      q.residual_scale = (float)(0.05 + (double)(rng_next(&rs) % 20000) / 10000.0);
+    }
+    q.out_zero_point = rng_range(&rs, tmin, tmax);
+    q.mid_zero_point = cfg < 4 ? (u8 ? 128 : 0) : rng_range(&rs, tmin, tmax);
+    q.residual_zero_point = cfg < 4 ? (u8 ? 128 : 0) : rng_range(&rs, tmin, tmax);
+    q.clamp_min = cfg % 3 == 0 ? q.out_zero_point : tmin;
+    q.clamp_max = cfg % 5 == 0 ? rng_range(&rs, q.clamp_min, tmax) : tmax;
+    q.mid_clamp_min = cfg % 4 == 1 ? q.mid_zero_point : tmin;
+    q.mid_clamp_max = tmax;
+    ct_err err = {0};
+    int32_t block[2][CTQO_WORDS];
+    for (int first = 0; first < 2; first++) {
+      q.residual_first = first;
+      ck_assert_msg(quant_check(&w, &q, &err) == CT_OK, "%s", err.msg);
+      quant_onnx_block(&w, &q, block[first]);
+    }
+    ctq_onnx o[2];
+    for (int first = 0; first < 2; first++)
+      o[first] = ctq_onnx_load(block[first], q.clamp_min, q.clamp_max);
+    ck_assert_int_eq(o[0].first, 0);
+    ck_assert_int_eq(o[1].first, 1);
+    ck_assert(o[0].sa == q.mid_scale && o[0].sb == q.residual_scale);
+    ck_assert(o[1].sa == q.residual_scale && o[1].sb == q.mid_scale);
+    ck_assert_int_eq(o[0].qz, q.mid_zero_point);
+    ck_assert(o[0].qlo == (float)(q.mid_clamp_min - q.mid_zero_point));
+    ck_assert(o[0].qhi == (float)(q.mid_clamp_max - q.mid_zero_point));
+    for (int t = tmin; t <= tmax; t++)
+      for (int r = tmin; r <= tmax; r++) {
+        int32_t got[2];
+        for (int first = 0; first < 2; first++) {
+          const ctq_onnx *of = &o[first];
+          got[first] = ctq_onnx_add(t, r, of);
+          int32_t za = first ? q.residual_zero_point : q.mid_zero_point,
+                  zb = first ? q.mid_zero_point : q.residual_zero_point;
+          float f = onnx_fix_slow(of->sa, za, of->sb, zb, q.out_zero_point);
+          if (of->fix != f) ck_abort_msg("f is %a, want %a", (double)of->fix, (double)f);
+          int32_t want = onnx_add_slow(first ? r : t, first ? t : r, of->sa, of->sb, f, q.clamp_min,
+                                       q.clamp_max);
+          if (got[first] != want)
+            ck_abort_msg("Add(%s) t %d r %d (sA %a sB %a f %a, zy %d, [%d, %d]): ctq_onnx_add "
+                         "%d, the spec %d",
+                         first ? "r, t" : "t, r", t, r, (double)of->sa, (double)of->sb, (double)f,
+                         q.out_zero_point, q.clamp_min, q.clamp_max, got[first], want);
+          n++;
+        }
+        n_order_differs += got[0] != got[1];
+      }
+  }
+  ck_assert_int_gt(n, 6000000);
+  ck_assert_int_gt(n_order_differs, 0);
+}
+END_TEST
+
+/* The params block of an onnx workload (quant_params) read the way the
+ * dp4a kernel reads it (ctq_requant_lane with onnx) equals the slow forms
+ * on random values, per tensor and per channel, with and without a
+ * residual, both orders; the multipliers are the scales' bits and a scale
+ * that gemmlowp refuses (at least 2^30) is taken; the raw form carries the
+ * same block. */
+START_TEST(onnx_params_carry_the_formula) {
+  uint32_t rs = 0x0a11u;
+  for (int c = 0; c < 16; c++) {
+    int u8 = c % 2;
+    ct_workload w = small2d(CT_DTYPE_INT8, u8 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8);
+    w.k = 7; /* Kp 8: a padded channel */
+    w.epi.bias = 1;
+    w.epi.rounding = CT_ROUND_ONNX;
+    w.epi.scale = c / 2 % 2 ? CT_SCALE_CHANNEL : CT_SCALE_TENSOR;
+    w.epi.residual = c / 4 % 2;
+    quant_store qs;
+    ct_err err = {0};
+    ck_assert_msg(quant_random(&w, 77u + (uint64_t)c, &qs, &err) == CT_OK, "%s", err.msg);
+    if (c >= 8) qs.q.residual_first = !qs.q.residual_first;
+    if (c == 15) qs.scale[0] = 3e9f;
+    int32_t sums[7] = {0}, *params = xmalloc(quant_params_words(&w) * sizeof *params);
+    int32_t *raw = xmalloc(quant_raw_words(&w) * sizeof *raw);
+    ck_assert_msg(quant_params(&w, &qs.q, sums, params, &err) == CT_OK, "%s", err.msg);
+    ck_assert_msg(quant_raw(&w, &qs.q, raw, &err) == CT_OK, "%s", err.msg);
+    const int kp = 8, qc = w.epi.scale == CT_SCALE_CHANNEL;
+    ck_assert_int_eq(raw[QRAW_FLAGS], QRAW_ONNX_FLAG);
+    ck_assert_mem_eq(raw + QRAW_ONNX, params + CTQ_ONNX, CTQO_WORDS * sizeof *raw);
+    for (int k = 0; k < w.k; k++) {
+      float s = qs.q.scale[qc ? k : 0];
+      int32_t bits;
+      memcpy(&bits, &s, sizeof bits);
+      ck_assert_int_eq(params[CTQ_HEADER + CTQ_MULTS * kp + k], bits);
+      ck_assert_int_eq(params[CTQ_HEADER + CTQ_SHIFTS * kp + k], 0);
+      ck_assert_int_eq(raw[QRAW_HEADER + 2 * w.k + k], bits);
+    }
+    for (int i = 0; i < 200000; i++) {
+      int k = rng_range(&rs, 0, w.k - 1);
+      int32_t v = (int32_t)rng_next(&rs) >> rng_range(&rs, 0, 31);
+      uint32_t rb = rng_next(&rs) & 0xffu;
+      int32_t r = u8 ? (int32_t)rb : (int8_t)rb;
+      uint32_t got = ctq_requant_lane(params, kp, k, v, rb, qc, u8, w.epi.residual, 1);
+      int32_t want = onnx_slow(&w, &qs.q, k, v, r);
+      if (got != ((uint32_t)want & 0xffu))
+        ck_abort_msg("case %d channel %d v %d r %d: the params block gives 0x%02x, the spec %d", c,
+                     k, v, r, got, want);
+    }
+    free(params);
+    free(raw);
+    quant_store_free(&qs);
+  }
+}
+END_TEST
+
+/* quant_check with onnx rounding: any finite positive scale (gemmlowp's
+ * 2^30 bound is not onnx's), the residual's mid_* values and ratios, each
+ * named. */
+START_TEST(onnx_checks_name_the_field) {
+  ct_workload w = small2d(CT_DTYPE_UINT8, CT_DTYPE_UINT8);
+  w.epi.rounding = CT_ROUND_ONNX;
+  w.epi.scale = CT_SCALE_CHANNEL;
+  float scale[8] = {0.01f, 0.01f, 0.01f, 0.01f, 0.01f, 0.01f, 0.01f, 3e9f};
+  ct_quant q;
+  quant_init(&q, &w);
+  q.scale = scale;
+  ck_assert_int_eq(quant_check(&w, &q, NULL), CT_OK);
+  scale[7] = FLT_TRUE_MIN;
+  ck_assert_int_eq(quant_check(&w, &q, NULL), CT_OK);
+  scale[6] = 0.0f;
+  EXPECT_BAD_QUANT(&w, &q, "scale[6] is 0; with onnx rounding it must be finite and above 0");
+  scale[6] = -0.5f;
+  EXPECT_BAD_QUANT(&w, &q, "scale[6]");
+  scale[6] = NAN;
+  EXPECT_BAD_QUANT(&w, &q, "scale[6]");
+  scale[6] = INFINITY;
+  EXPECT_BAD_QUANT(&w, &q, "scale[6]");
+  scale[6] = 0.01f;
+  ct_quant b = q;
+  b.clamp_min = 200, b.clamp_max = 100;
+  EXPECT_BAD_QUANT(&w, &b, "clamp_min (200) is above clamp_max (100)");
+  /* the residual's values: the mid_* ones and the two ratios */
+  w.epi.residual = 1;
+  q.mid_scale = 0.5f;
+  q.mid_clamp_max = 255;
+  ck_assert_int_eq(quant_check(&w, &q, NULL), CT_OK);
+  b = q, b.mid_scale = 0.0f;
+  EXPECT_BAD_QUANT(&w, &b, "mid_scale is 0; with onnx rounding it must be finite, above 0");
+  b = q, b.mid_scale = NAN;
+  EXPECT_BAD_QUANT(&w, &b, "mid_scale");
+  b = q, b.residual_scale = 1048576.0f;
+  EXPECT_BAD_QUANT(&w, &b, "residual_scale is 1.04858e+06; with onnx rounding it must be finite, "
+                           "above 0 and below 2^20");
+  b = q, b.residual_scale = 1048575.0f;
+  ck_assert_int_eq(quant_check(&w, &b, NULL), CT_OK);
+  b = q, b.mid_zero_point = 256;
+  EXPECT_BAD_QUANT(&w, &b, "mid_zero_point is 256; for uint8 it must be 0 to 255");
+  b = q, b.mid_clamp_min = -1;
+  EXPECT_BAD_QUANT(&w, &b, "mid_clamp_min");
+  b = q, b.mid_clamp_max = 300;
+  EXPECT_BAD_QUANT(&w, &b, "mid_clamp_max");
+  b = q, b.mid_clamp_min = 9, b.mid_clamp_max = 8;
+  EXPECT_BAD_QUANT(&w, &b, "mid_clamp_min (9) is above mid_clamp_max (8)");
+  b = q, b.residual_first = 2;
+  EXPECT_BAD_QUANT(&w, &b, "residual_first is 2");
+  b = q, b.residual_zero_point = -1;
+  EXPECT_BAD_QUANT(&w, &b, "residual_zero_point");
+  /* gemmlowp ignores the mid_* values, and keeps its own scale bound */
+  w.epi.rounding = CT_ROUND_GEMMLOWP;
+  b = q, b.mid_scale = NAN, b.mid_clamp_min = 9, b.mid_clamp_max = 8, b.residual_first = 5;
+  scale[7] = 0.01f;
+  ck_assert_int_eq(quant_check(&w, &b, NULL), CT_OK);
+  scale[7] = 3e9f;
+  EXPECT_BAD_QUANT(&w, &b, "scale[7]");
+}
+END_TEST
+
 /* ---- the naive quantized convolution ----------------------------------------- */
 
 typedef struct qcase {
@@ -559,6 +938,15 @@ static int32_t naive_at(const qcase *t, int64_t n, int64_t oc, int64_t z, int64_
         }
   int32_t v = (int32_t)(uint32_t)((uint64_t)acc + (uint64_t)(w->epi.bias ? q->bias[k] : 0));
   if (w->out_type == CT_DTYPE_INT32) return v;
+  if (w->epi.rounding == CT_ROUND_ONNX) {
+    int32_t r = 0;
+    if (w->epi.residual) {
+      int64_t OD = g.out[0] * bd, OH = g.out[1] * b, OW = g.out[2] * b;
+      uint8_t rb = t->res[act_index(l, n, oc, cout, z, y, x, OD, OH, OW)];
+      r = w->out_type == CT_DTYPE_UINT8 ? rb : (int8_t)rb;
+    }
+    return onnx_slow(w, q, (int)k, v, r);
+  }
   int32_t m, sh, rm = 0, rs = 0;
   quant_multiplier(q->scale[w->epi.scale == CT_SCALE_CHANNEL ? k : 0], &m, &sh, NULL);
   int64_t y64 = (int64_t)q->out_zero_point + ctq_rescale(v, m, sh);
@@ -666,12 +1054,13 @@ static ct_workload case_workload(int is3, int c, int k, ct_layout layout) {
 START_TEST(reference_of_each_epilogue) {
   static const ct_dtype outs[3] = {CT_DTYPE_INT32, CT_DTYPE_INT8, CT_DTYPE_UINT8};
   static const ct_layout layouts[3] = {CT_LAYOUT_NCHW, CT_LAYOUT_NCHW4C, CT_LAYOUT_NHWC};
-  int n = 0;
+  int n = 0, n_first[2] = {0, 0};
   for (int is3 = 0; is3 < 2; is3++)
     for (int li = 0; li < 3; li++)
       for (int o = 0; o < 3; o++)
-        for (int variant = 0; variant < 6; variant++) {
+        for (int variant = 0; variant < 9; variant++) {
           int q8 = outs[o] != CT_DTYPE_INT32, packed = layouts[li] == CT_LAYOUT_NCHW4C;
+          if (variant >= 6 && !q8) continue; /* onnx rounding: 8-bit output only */
           ct_workload w = case_workload(is3, packed ? 8 : 5, packed ? 8 : 6, layouts[li]);
           w.out_type = outs[o];
           /* one epilogue feature per variant, then all together */
@@ -694,18 +1083,35 @@ START_TEST(reference_of_each_epilogue) {
             w.epi.residual = q8;
             w.epi.bias = 1;
             break;
-          default:
+          case 5:
             w.data_type = CT_DTYPE_UINT8;
             w.epi.data_zero_point = w.epi.weight_zero_point = w.epi.bias = 1;
             w.epi.residual = q8;
             w.epi.scale = q8 ? CT_SCALE_CHANNEL : CT_SCALE_TENSOR;
+            break;
+          case 6: /* onnx rounding, per channel */
+            w.epi.bias = 1;
+            w.epi.scale = CT_SCALE_CHANNEL;
+            w.epi.rounding = CT_ROUND_ONNX;
+            break;
+          default: /* onnx with everything: the residual's Add in either order (by seed) */
+            w.data_type = CT_DTYPE_UINT8;
+            w.epi.data_zero_point = w.epi.weight_zero_point = w.epi.bias = w.epi.residual = 1;
+            w.epi.scale = variant == 7 ? CT_SCALE_CHANNEL : CT_SCALE_TENSOR;
+            w.epi.rounding = CT_ROUND_ONNX;
           }
           qcase t;
           qcase_make(&t, &w, 1000u + (uint32_t)n++);
+          if (w.epi.residual && w.epi.rounding == CT_ROUND_ONNX) {
+            t.qs.q.residual_first = variant == 8;
+            n_first[variant == 8]++;
+          }
           char key[CT_KEY_MAX];
           check_reference(&t, workload_key(&w, key, sizeof key));
           qcase_free(&t);
         }
+  ck_assert_int_gt(n_first[0], 0);
+  ck_assert_int_gt(n_first[1], 0);
 }
 END_TEST
 
@@ -921,6 +1327,13 @@ static void legalized(const qcase *t, void *out) {
               continue;
             }
             int qc = w->epi.scale == CT_SCALE_CHANNEL;
+            if (w->epi.rounding == CT_ROUND_ONNX) { /* as conv_dp4a.cuh reads the block */
+              uint32_t rb = w->epi.residual ? t->res[dst] : 0;
+              ((uint8_t *)out)[dst] = (uint8_t)ctq_requant_lane(
+                  params, (int)kp, (int)k, v, rb, qc, w->out_type == CT_DTYPE_UINT8,
+                  w->epi.residual, 1);
+              continue;
+            }
             int32_t m = qc ? arr[CTQ_MULTS * kp + k] : params[CTQ_MULT];
             int32_t sh = qc ? arr[CTQ_SHIFTS * kp + k] : params[CTQ_SHIFT];
             int32_t r = 0;
@@ -948,6 +1361,8 @@ START_TEST(legalization_equals_the_formula) {
     w.epi.bias = rng_range(&r, 0, 1);
     w.epi.scale = q8 && rng_range(&r, 0, 1) ? CT_SCALE_CHANNEL : CT_SCALE_TENSOR;
     w.epi.residual = q8 && rng_range(&r, 0, 1);
+    /* onnx rounding on every other 8-bit case (i / 3 odd: int8 and uint8 both) */
+    if (q8 && i / 3 % 2) w.epi.rounding = CT_ROUND_ONNX;
     if (rng_range(&r, 0, 3) == 0) {
       w.epi.d2s_block = 2;
       w.epi.d2s_mode = rng_range(&r, 0, 1) ? CT_D2S_CRD : CT_D2S_DCR;
@@ -1019,6 +1434,10 @@ static Suite *suite(void) {
   tcase_add_test(tc, requant_fast_equals_requant);
   tcase_add_test(tc, requant_fast_sat_equals_requant);
   tcase_add_test(tc, checks_name_the_field);
+  tcase_add_test(tc, onnx_quantize_equals_the_spec);
+  tcase_add_test(tc, onnx_add_equals_the_spec);
+  tcase_add_test(tc, onnx_params_carry_the_formula);
+  tcase_add_test(tc, onnx_checks_name_the_field);
   tcase_add_test(tc, params_fold_bias_and_corrections);
   tcase_add_test(tc, reference_of_each_epilogue);
   tcase_add_test(tc, reference_depth_to_space_both_modes);

@@ -10,10 +10,14 @@
  * NCHW4c / NHWC (NHWC with the odd channel counts NCHW4c cannot take),
  * with int8 inputs over the full [-128, 127] range from a fixed-seed xorshift
  * and the output poisoned, so every element must be written. Rejected
- * workloads and the int32 accumulator extreme have their own tests. Element
- * loops call Check only on a mismatch (each passing ck_assert writes a log).
+ * workloads and the int32 accumulator extreme have their own tests. The
+ * named shapes run once more requantized with onnx rounding (8-bit output,
+ * bias, per-tensor and per-channel scales, a residual in both orders),
+ * against ONNX Runtime's formula written out here. Element loops call
+ * Check only on a mismatch (each passing ck_assert writes a log).
  */
 #include <check.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -299,6 +303,143 @@ START_TEST(random_shapes) {
 }
 END_TEST
 
+/* ---- onnx rounding ------------------------------------------------------------ */
+
+/* x rounded half to even, written out (x a float, or +-inf). */
+static double rne(double x) {
+  double f = floor(x), d = x - f;
+  if (d > 0.5) return f + 1;
+  if (d < 0.5) return f;
+  return fmod(f, 2.0) == 0.0 ? f : f + 1;
+}
+
+/* ONNX Runtime's QuantizeLinear of v: z + rne(float(v) * s), clamped to
+ * [lo, hi]: the clamp after the rounding here (the reference clamps the
+ * float first; they agree because lo and hi are integers). */
+static int32_t onnx_quantize(int32_t v, float s, int32_t z, int32_t lo, int32_t hi) {
+  const float x = (float)v * s;
+  const double y = z + rne(x);
+  return (int32_t)(y < lo ? lo : y > hi ? hi : y);
+}
+
+/* One ct_quant for an onnx workload and its arrays (K scales). */
+typedef struct onnx_values {
+  ct_quant q;
+  float *scale;
+  int32_t *bias;
+} onnx_values;
+
+/* Values that spread the outputs over the type: scales about 40 output
+ * steps per standard deviation of the accumulator (+-128 x +-128 products
+ * over C x kvol taps), half of them powers of two (exact ties), ReLU on
+ * the output and on t by turns, the residual's ratios and zero points. */
+static void onnx_values_make(const ct_workload *w, uint32_t *rng, onnx_values *o) {
+  const shape s = shape_of(w);
+  o->scale = xmalloc((size_t)s.k * sizeof *o->scale);
+  o->bias = xmalloc((size_t)s.k * sizeof *o->bias);
+  const double sd = 5476.0 * sqrt((double)(s.c * s.kd * s.kh * s.kw));
+  for (int64_t k = 0; k < s.k; k++) {
+    o->scale[k] = (float)(40.0 / sd * (0.7 + 0.6 * (rng_next(rng) % 1000) / 1000.0));
+    if (k % 2) o->scale[k] = ldexpf(1.0f, (int)floor(log2((double)o->scale[k])));
+    o->bias[k] = rng_range(rng, -16384, 16384);
+  }
+  const int u8 = w->out_type == CT_DTYPE_UINT8, tmin = u8 ? 0 : -128, tmax = u8 ? 255 : 127;
+  memset(&o->q, 0, sizeof o->q);
+  o->q.bias = o->bias;
+  o->q.scale = o->scale;
+  o->q.out_zero_point = rng_range(rng, tmin + 40, tmax - 40);
+  o->q.clamp_min = rng_range(rng, 0, 1) ? o->q.out_zero_point : tmin;
+  o->q.clamp_max = tmax;
+  o->q.mid_zero_point = rng_range(rng, tmin + 40, tmax - 40);
+  o->q.mid_clamp_min = rng_range(rng, 0, 1) ? o->q.mid_zero_point : tmin;
+  o->q.mid_clamp_max = tmax;
+  o->q.mid_scale = (float)(0.3 + (rng_next(rng) % 1000) / 1000.0);
+  o->q.residual_scale = (float)(0.3 + (rng_next(rng) % 1000) / 1000.0);
+  o->q.residual_zero_point = rng_range(rng, tmin, tmax);
+  o->q.residual_first = rng_range(rng, 0, 1);
+}
+
+/* The output value of accumulator v of channel k with residual value r:
+ * ORT's QLinearConv, or its QuantizeLinear into t and QLinearAdd (the
+ * fixed part as its qladd computes it, B's fused multiply-add first). */
+static int32_t onnx_out(const ct_workload *w, const ct_quant *q, int64_t k, int32_t v, int32_t r) {
+  const float s = q->scale[w->epi.scale == CT_SCALE_CHANNEL ? k : 0];
+  if (!w->epi.residual) return onnx_quantize(v, s, q->out_zero_point, q->clamp_min, q->clamp_max);
+  const int32_t t = onnx_quantize(v, s, q->mid_zero_point, q->mid_clamp_min, q->mid_clamp_max);
+  const int first = q->residual_first;
+  const int32_t a = first ? r : t, b = first ? t : r;
+  const float sa = first ? q->residual_scale : q->mid_scale;
+  const float sb = first ? q->mid_scale : q->residual_scale;
+  const float za = (float)(first ? q->residual_zero_point : q->mid_zero_point);
+  const float zb = (float)(first ? q->mid_zero_point : q->residual_zero_point);
+  const float f = (float)q->out_zero_point - fmaf(sa, za, sb * zb); /* as ORT's x86 build */
+  const float acc = fmaf((float)a, sa, fmaf((float)b, sb, f));
+  const double y = rne(acc);
+  return (int32_t)(y < q->clamp_min ? q->clamp_min : y > q->clamp_max ? q->clamp_max : y);
+}
+
+/* reference_qconv of an onnx workload against the naive convolution and
+ * the onnx formula written above, on every named shape and layout: 8-bit
+ * output of both types, per-tensor and per-channel scales, and a residual
+ * in both orders, by turns. */
+START_TEST(onnx_rounding_named_shapes) {
+  const conv_case *cc = &cases[_i / 3];
+  ct_workload w;
+  workload_of(cc, layouts[_i % 3], &w);
+  w.out_type = _i % 2 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
+  w.epi.bias = 1;
+  w.epi.scale = _i / 2 % 2 ? CT_SCALE_CHANNEL : CT_SCALE_TENSOR;
+  w.epi.residual = _i % 3 != 0;
+  w.epi.rounding = CT_ROUND_ONNX;
+  char key[CT_KEY_MAX], what[CT_KEY_MAX + 64];
+  snprintf(what, sizeof what, "%s, %s", cc->name, workload_key(&w, key, sizeof key));
+  ct_err err;
+  err_clear(&err);
+  ck_assert_msg(workload_validate(&w, &err) == CT_OK, "%s: %s", what, err.msg);
+  uint32_t rng = 0x600d5eedu * (uint32_t)(_i + 1);
+  onnx_values o;
+  onnx_values_make(&w, &rng, &o);
+  if (w.epi.residual) o.q.residual_first = _i / 3 % 2; /* both orders on every layout */
+  shape s = shape_of(&w);
+  int64_t n_data = s.n * s.c * s.d * s.h * s.w, n_weights = s.k * s.c * s.kd * s.kh * s.kw;
+  int64_t n_out = s.n * s.k * s.od * s.oh * s.ow;
+  int8_t *data = xmalloc((size_t)n_data), *weights = xmalloc((size_t)n_weights);
+  uint8_t *res = xmalloc((size_t)n_out), *out = xmalloc((size_t)n_out);
+  for (int64_t i = 0; i < n_data; i++) data[i] = (int8_t)rng_next(&rng);
+  for (int64_t i = 0; i < n_weights; i++) weights[i] = (int8_t)rng_next(&rng);
+  for (int64_t i = 0; i < n_out; i++) res[i] = (uint8_t)rng_next(&rng);
+  memset(out, 0xA5, (size_t)n_out);
+  ct_status st = reference_qconv(&w, &o.q, data, weights, w.epi.residual ? res : NULL, out, &err);
+  ck_assert_msg(st == CT_OK, "%s: reference_qconv returned %s: %s", what, ct_status_name(st),
+                err.msg);
+  int seen[256] = {0}, distinct = 0;
+  for (int64_t n = 0; n < s.n; n++)
+    for (int64_t k = 0; k < s.k; k++)
+      for (int64_t z = 0; z < s.od; z++)
+        for (int64_t y = 0; y < s.oh; y++)
+          for (int64_t x = 0; x < s.ow; x++) {
+            const int64_t e = out_at(&s, n, k, z, y, x);
+            const int32_t v = (int32_t)(naive_at(&s, data, weights, n, k, z, y, x) + o.bias[k]);
+            const int32_t r = w.out_type == CT_DTYPE_UINT8 ? res[e] : (int8_t)res[e];
+            const int32_t want = onnx_out(&w, &o.q, k, v, r);
+            const int32_t got = w.out_type == CT_DTYPE_UINT8 ? out[e] : (int8_t)out[e];
+            if (got != want)
+              ck_abort_msg("%s: out[n %lld][k %lld][%lld][%lld][%lld] is %d, want %d (v %d, r %d)",
+                           what, (long long)n, (long long)k, (long long)z, (long long)y,
+                           (long long)x, got, want, v, r);
+            distinct += !seen[want & 0xff]++;
+          }
+  /* outputs spread over the type, not one clamped value */
+  ck_assert_msg(distinct > 8 || n_out < 40, "%s: the outputs take only %d values", what, distinct);
+  free(data);
+  free(weights);
+  free(res);
+  free(out);
+  free(o.scale);
+  free(o.bias);
+}
+END_TEST
+
 /* ---- rejected workloads and extremes --------------------------------------- */
 
 /* Workloads that workload_validate rejects: reference_conv must say so and
@@ -393,6 +534,7 @@ static Suite *reference_suite(void) {
   /* generous: the random loops run slowly under ASan on a loaded machine */
   tcase_set_timeout(tc, 60);
   tcase_add_loop_test(tc, named_shapes, 0, 3 * N_CASES);
+  tcase_add_loop_test(tc, onnx_rounding_named_shapes, 0, 3 * N_CASES);
   tcase_add_loop_test(tc, random_shapes, 0, RANDOM_LOOPS);
   tcase_add_loop_test(tc, rejects_invalid_workload, 0, 10);
   tcase_add_loop_test(tc, accumulator_extreme, 0, 6);

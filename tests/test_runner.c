@@ -3,7 +3,8 @@
  *
  * (1) The GPU reference kernel (templates/ref_conv.cu) equals the CPU
  * reference exactly on awkward shapes: batch 3, stride 2, padding (also
- * asymmetric), dilation, odd sizes, 1x1, 7x7, 1x7, 3D 3x3x3. (2) A valid
+ * asymmetric), dilation, odd sizes, 1x1, 7x7, 1x7, 3D 3x3x3; quantized
+ * with gemmlowp's and with ONNX Runtime's rounding. (2) A valid
  * config compiled by the builder measures OK with sane times. (3) Planted
  * faults come back as outcomes and the runner goes on: an illegal address
  * (RUNTIME_ERROR, a restart, the task set up again with the same inputs), a
@@ -363,7 +364,7 @@ START_TEST(gpu_reference_equals_cpu_reference) {
   runner_opts o;
   runner_opts_default(&o);
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-    for (int variant = 0; variant < 3; variant++) {
+    for (int variant = 0; variant < 5; variant++) {
       ct_workload w;
       make_workload(&shapes[i], &w);
       w.data_type = CT_DTYPE_UINT8;
@@ -371,17 +372,19 @@ START_TEST(gpu_reference_equals_cpu_reference) {
       w.epi.bias = 1;
       if (variant == 0) { /* int32 with weight zero points */
         w.epi.weight_zero_point = 1;
-      } else if (variant == 1) { /* int8, per channel, residual */
+      } else if (variant == 1 || variant == 3) { /* int8, per channel, residual (3: onnx) */
         w.out_type = CT_DTYPE_INT8;
         w.epi.weight_zero_point = 1;
         w.epi.scale = CT_SCALE_CHANNEL;
         w.epi.residual = 1;
-      } else { /* uint8 in depth_to_space order: block 2, K / 4 (or / 8) channels */
+        if (variant == 3) w.epi.rounding = CT_ROUND_ONNX;
+      } else { /* uint8 in depth_to_space order: block 2, K / 4 (or / 8) channels (4: onnx) */
         int vol = w.op == CT_OP_CONV3D ? 8 : 4;
         if (w.k % vol) continue;
         w.out_type = CT_DTYPE_UINT8;
         w.epi.d2s_block = 2;
         w.epi.d2s_mode = i % 2 ? CT_D2S_CRD : CT_D2S_DCR;
+        if (variant == 4) w.epi.rounding = CT_ROUND_ONNX;
       }
       set_task(r, &w);
       int8_t *data, *weights;
@@ -685,17 +688,18 @@ START_TEST(gpu_reference_nhwc_equals_cpu_reference) {
     size_t n =
         set ? sizeof odd_channels / sizeof odd_channels[0] : sizeof shapes / sizeof shapes[0];
     for (size_t i = 0; i < n; i++)
-      for (int variant = 0; variant < 3; variant++) {
+      for (int variant = 0; variant < 4; variant++) {
         ct_workload w;
         nhwc_workload(&list[i], &w);
         if (variant == 1) { /* uint8 data with a zero point, weight zero points, bias */
           w.data_type = CT_DTYPE_UINT8;
           w.epi.data_zero_point = w.epi.weight_zero_point = w.epi.bias = 1;
-        } else if (variant == 2) { /* int8 out, per channel, residual; uint8 out for odd i */
+        } else if (variant >= 2) { /* int8 out, per channel, residual, uint8 for odd i; 3: onnx */
           w.out_type = i % 2 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
           w.epi.bias = 1;
           w.epi.scale = CT_SCALE_CHANNEL;
           w.epi.residual = 1;
+          if (variant == 3) w.epi.rounding = CT_ROUND_ONNX;
           n_odd_bytes += out_bytes(&w) % 4 != 0;
         }
         nhwc_matches_cpu(r, &w, list[i].name);

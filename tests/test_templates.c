@@ -4,7 +4,9 @@
  * index <-> config <-> JSON round trips of random valid configs, and those
  * configs compiled to sm_90 cubins by NVRTC (no GPU needed), the layers
  * taking every epilogue variant in turn (dtypes, zero points, bias,
- * per-channel scale, residual, depth_to_space in both orders).
+ * per-channel scale, residual, depth_to_space in both orders, onnx
+ * rounding with and without a residual); and the runner's GPU reference
+ * (ref_conv.cu) compiled too.
  *
  * The compile check is the costly part (NVRTC takes 0.1-1 s per config on a
  * CI core). Its count comes from the first argument (CMake passes 300 in the
@@ -713,6 +715,45 @@ START_TEST(nhwc_out_stage_and_tile_requant_exist_with_8_bit_output_only) {
     compiles_without(&inst, &ai, text, "C75");
   }
   space_free(&sp);
+  /* onnx rounding has one requantization form: no tile_requant (the space
+   * half as large), out_stage kept; its default and both stagings compile */
+  w.epi.rounding = CT_ROUND_ONNX;
+  w.epi.residual = 1;
+  ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_ge(space_find(&sp, "out_stage"), 0);
+  ck_assert_int_lt(space_find(&sp, "tile_requant"), 0);
+  ck_assert(tpl->preferred(&w, &sp, &a, &dflt));
+  ck_assert_int_eq(space_get(&sp, &dflt, "out_stage", -1), 1);
+  for (int st = 0; st < 2; st++) {
+    config c = dflt;
+    ck_assert(template_set_choice(&sp, &c, "out_stage", st));
+    char text[256];
+    space_config_str(&sp, &c, text, sizeof text);
+    instance inst;
+    ck_assert_msg(instance_make(tpl, &w, &sp, &c, &a, &inst, &err) == CT_OK, "%s", err.msg);
+    int onnx_opt = 0;
+    for (int i = 0; i < inst.n_options; i++)
+      onnx_opt += strcmp(inst.options[i], "-DCT_ONNX=1") == 0;
+    ck_assert_int_eq(onnx_opt, 1);
+    compiles_without(&inst, &a, text, "C75");
+  }
+  space_free(&sp);
+}
+END_TEST
+
+/* The runner's GPU reference (templates/ref_conv.cu, both roundings in one
+ * kernel) compiles with NVRTC as the runner compiles it. */
+START_TEST(gpu_reference_compiles) {
+  arch a;
+  arch_from_name("sm_90", &a, NULL);
+  const char *src = template_embedded("ref_conv.cu");
+  ck_assert_ptr_nonnull(src);
+  cubin cb;
+  ct_err err = {0};
+  ck_assert_msg(nvrtc_compile_source("ref_conv.cu", src, NULL, 0, &a, &cb, &err) == CT_OK, "%s\n%s",
+                err.msg, cb.log ? cb.log : "");
+  ck_assert_uint_gt(cb.size, 0);
+  cubin_free(&cb);
 }
 END_TEST
 
@@ -1027,8 +1068,9 @@ START_TEST(nhwc_wgmma_stem_out_tma_and_prefetch) {
 END_TEST
 
 /* The i-th epilogue variant of w: raw, then every dtype and epilogue part,
- * depth_to_space in both orders (block 2: every layer's K divides). */
-#define N_VARIANTS 7
+ * depth_to_space in both orders (block 2: every layer's K divides), and
+ * onnx rounding (int8 out per channel; uint8 out with a residual). */
+#define N_VARIANTS 9
 static ct_workload variant(const ct_workload *w, int i) {
   ct_workload v = *w;
   ct_epilogue *e = &v.epi;
@@ -1058,6 +1100,17 @@ static ct_workload variant(const ct_workload *w, int i) {
   case 6:
     e->d2s_block = 2;
     e->d2s_mode = CT_D2S_CRD;
+    break;
+  case 7:
+    v.out_type = CT_DTYPE_INT8;
+    e->bias = 1;
+    e->scale = CT_SCALE_CHANNEL;
+    e->rounding = CT_ROUND_ONNX;
+    break;
+  case 8:
+    v.data_type = v.out_type = CT_DTYPE_UINT8;
+    e->bias = e->residual = 1;
+    e->rounding = CT_ROUND_ONNX;
     break;
   default:
     break;
@@ -1229,6 +1282,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, nhwc_k_slices_group_a_stage);
   tcase_add_test(tc, nhwc_persistent_blocks_loop_over_tiles);
   tcase_add_test(tc, nhwc_out_stage_and_tile_requant_exist_with_8_bit_output_only);
+  tcase_add_test(tc, gpu_reference_compiles);
   tcase_add_test(tc, nhwc_mma_stages_window_rows);
   tcase_add_test(tc, nhwc_wgmma_stem_stages_a_depth_tap);
   tcase_add_test(tc, nhwc_wgmma_stem_out_tma_and_prefetch);

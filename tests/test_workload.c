@@ -120,6 +120,7 @@ static ct_workload random_workload(uint32_t *rng) {
     w.epi.bias = rng_range(rng, 0, 1);
     w.epi.scale = q8 && rng_range(rng, 0, 1) ? CT_SCALE_CHANNEL : CT_SCALE_TENSOR;
     w.epi.residual = q8 && rng_range(rng, 0, 1);
+    if (q8 && rng_range(rng, 0, 2) == 0) w.epi.rounding = CT_ROUND_ONNX;
     if (rng_range(rng, 0, 3) == 0 && w.layout != CT_LAYOUT_NHWC) {
       int b = rng_range(rng, 2, 3), vol = nd == 3 ? b * b * b : b * b;
       w.epi.d2s_block = b;
@@ -614,6 +615,15 @@ START_TEST(validate_rejects_each_field) {
   EXPECT_INVALID(&w, "d2s mode without block", "block size is 0", NULL);
   w = base, w.epi.d2s_block = 2, w.epi.d2s_mode = (ct_d2s_mode)3;
   EXPECT_INVALID(&w, "d2s mode 3", "depth_to_space mode", NULL);
+  /* onnx rounding: 8-bit output only; the enum's values only */
+  w = base, w.out_type = CT_DTYPE_UINT8, w.epi.rounding = CT_ROUND_ONNX;
+  EXPECT_VALID(&w, "onnx rounding, uint8 out");
+  w.epi.weight_zero_point = w.epi.residual = 1, w.epi.scale = CT_SCALE_CHANNEL;
+  EXPECT_VALID(&w, "onnx rounding with weight zero points, a residual, per channel");
+  w = base, w.epi.rounding = CT_ROUND_ONNX;
+  EXPECT_INVALID(&w, "onnx rounding, int32 out", "rounding onnx", "int8 or uint8 output");
+  w = base, w.out_type = CT_DTYPE_INT8, w.epi.rounding = (ct_rounding)2;
+  EXPECT_INVALID(&w, "rounding 2", "rounding", "gemmlowp (0) or onnx (1), got 2");
   /* Values outside the enums. */
   w = base, w.op = (ct_op)4;
   EXPECT_INVALID(&w, "op 4", "op", NULL);
@@ -929,9 +939,21 @@ START_TEST(key_malformed_rejected) {
                  CT_ERR_PARSE, "malformed epilogue", NULL);
   EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i8-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1-d2s2xyz",
                  CT_ERR_PARSE, "malformed epilogue", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i8-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1-ONNX",
+                 CT_ERR_PARSE, "malformed epilogue", "[-d2sBMODE][-onnx]");
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i8-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1-onnx1",
+                 CT_ERR_PARSE, "malformed epilogue", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i8-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1-on",
+                 CT_ERR_PARSE, "malformed epilogue", NULL);
   /* parsed, but not in canonical order */
   EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i8-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1-bias-zd",
                  CT_ERR_PARSE, "canonical", "-zd-bias");
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i8-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1-onnx-res",
+                 CT_ERR_PARSE, "canonical", "-res-onnx");
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i8-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1-onnx-d2s2dcr",
+                 CT_ERR_PARSE, "canonical", "-d2s2dcr-onnx");
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i8-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1-onnx-onnx",
+                 CT_ERR_PARSE, "canonical", "d1x1-onnx'");
   EXPECT_BAD_KEY("conv1d-nchw-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
                  "malformed op", NULL);
   EXPECT_BAD_KEY("Conv2d-nchw-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
@@ -1015,6 +1037,8 @@ START_TEST(key_of_invalid_workload_rejected) {
                  CT_ERR_INVALID_WORKLOAD, "residual", NULL);
   EXPECT_BAD_KEY("conv2d-nchw-i8.i8.i8-n1-c64-k48-56x56-r3x3-s1x1-p1x1.1x1-d1x1-d2s3dcr",
                  CT_ERR_INVALID_WORKLOAD, "multiple of 9", NULL);
+  EXPECT_BAD_KEY("conv2d-nchw-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1-bias-onnx",
+                 CT_ERR_INVALID_WORKLOAD, "rounding onnx", "int8 or uint8 output");
   EXPECT_BAD_KEY("conv2d-nhwc-i8.i8.i8-n1-c64-k48-56x56-r3x3-s1x1-p1x1.1x1-d1x1-d2s2dcr",
                  CT_ERR_INVALID_WORKLOAD, "depth_to_space", "nchw or nchw4c");
   EXPECT_BAD_KEY("conv2d-nchw-i8.i8.i32-n1024-c256-k64-112x112-r1x1-s1x1-p0x0.0x0-d1x1",
@@ -1123,6 +1147,45 @@ START_TEST(epilogue_keys_and_sizes) {
   ck_assert_str_eq(
       workload_key(&w3, key, sizeof key),
       "conv3d-ncdhw-i8.i8.i32-n1-c8-k16-5x5x5-r1x1x1-s1x1x1-p0x0x0.0x0x0-d1x1x1-d2s2dcr");
+  /* onnx rounding: the last segment, in the JSON only when set, kept by
+   * the packed form and the layout rule, and its own workload */
+  w.k = 48;
+  w.epi.d2s_block = 4;
+  w.epi.rounding = CT_ROUND_ONNX;
+  ck_assert_msg(workload_validate(&w, &err) == CT_OK, "%s", err.msg);
+  ck_assert_str_eq(workload_key(&w, key, sizeof key),
+                   "conv2d-nchw-u8.i8.i8-n1-c64-k48-17x17-r3x3-s1x1-p1x1.1x1-d1x1-zd-zw-bias-qc-"
+                   "res-d2s4crd-onnx");
+  ct_workload back;
+  ck_assert_msg(workload_from_key(key, &back, &err) == CT_OK, "%s", err.msg);
+  ck_assert_mem_eq(&back, &w, sizeof w);
+  cJSON *j = workload_to_json(&w);
+  ck_assert_ptr_nonnull(j);
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(j, "rounding")->valuestring, "onnx");
+  memset(&back, 0x5A, sizeof back);
+  ck_assert_msg(workload_from_json(j, &back, &err) == CT_OK, "%s", err.msg);
+  ck_assert_mem_eq(&back, &w, sizeof w);
+  cJSON_Delete(j);
+  workload_packed(&w, &pw);
+  ck_assert_int_eq(pw.epi.rounding, CT_ROUND_ONNX);
+  ck_assert(workload_for_layout(&w, CT_LAYOUT_NCHW4C, &back));
+  ck_assert_mem_eq(&back, &pw, sizeof pw);
+  w.epi.rounding = CT_ROUND_GEMMLOWP;
+  ck_assert_str_eq(workload_key(&w, key, sizeof key),
+                   "conv2d-nchw-u8.i8.i8-n1-c64-k48-17x17-r3x3-s1x1-p1x1.1x1-d1x1-zd-zw-bias-qc-"
+                   "res-d2s4crd");
+  j = workload_to_json(&w);
+  ck_assert_ptr_nonnull(j);
+  ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(j, "rounding"));
+  cJSON_Delete(j);
+  ct_workload nh = conv2d(2, 32, 16, 9, 1, 1, 0);
+  nh.layout = CT_LAYOUT_NHWC;
+  nh.out_type = CT_DTYPE_INT8;
+  nh.epi.rounding = CT_ROUND_ONNX;
+  ck_assert(workload_for_layout(&nh, CT_LAYOUT_NHWC, &back));
+  ck_assert_int_eq(back.epi.rounding, CT_ROUND_ONNX);
+  ck_assert_str_eq(workload_key(&nh, key, sizeof key),
+                   "conv2d-nhwc-i8.i8.i8-n2-c32-k16-9x9-r1x1-s1x1-p0x0.0x0-d1x1-onnx");
   /* the raw workload's key is what it always was, and it needs no params */
   ct_workload raw = conv2d(1, 64, 64, 56, 3, 1, 1);
   ck_assert_str_eq(workload_key(&raw, key, sizeof key),
@@ -1207,6 +1270,19 @@ START_TEST(json_accepted_forms) {
   want.stride[0] = 2;
   want.pad_before[1] = want.pad_after[1] = 3;
   want.dilation[1] = 2;
+  ck_assert_mem_eq(&got, &want, sizeof want);
+
+  /* rounding: "gemmlowp" is the default spelled out, "onnx" the other */
+  PARSE_OK("{\"op\": \"conv2d\", \"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": 1, "
+           "\"out_type\": \"uint8\", \"rounding\": \"gemmlowp\"}",
+           &got);
+  want = conv2d(1, 8, 8, 7, 1, 1, 0);
+  want.out_type = CT_DTYPE_UINT8;
+  ck_assert_mem_eq(&got, &want, sizeof want);
+  PARSE_OK("{\"op\": \"conv2d\", \"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": 1, "
+           "\"out_type\": \"uint8\", \"rounding\": \"onnx\"}",
+           &got);
+  want.epi.rounding = CT_ROUND_ONNX;
   ck_assert_mem_eq(&got, &want, sizeof want);
 
   /* Pad with 2 x nd values: all befores, then all afters (ONNX). */
@@ -1383,6 +1459,12 @@ START_TEST(json_errors_name_the_field) {
   EXPECT_BAD_JSON(W2(", \"layout\": \"nhwc\", \"depth_to_space\": 2"), "depth_to_space",
                   "nchw or nchw4c");
   EXPECT_BAD_JSON(W2(", \"d2s_mode\": \"xyz\""), "'d2s_mode'", "dcr, crd");
+  EXPECT_BAD_JSON(W2(", \"out_type\": \"int8\", \"rounding\": \"ONNX\""), "'rounding'",
+                  "gemmlowp, onnx, got 'ONNX'");
+  EXPECT_BAD_JSON(W2(", \"out_type\": \"int8\", \"rounding\": 1"), "'rounding'", "non-string");
+  EXPECT_BAD_JSON(W2(", \"rounding\": \"onnx\""), "rounding onnx", "int8 or uint8 output");
+  EXPECT_BAD_JSON(W2(", \"out_type\": \"int8\", \"rounding\": \"onnx\", \"rounding\": \"onnx\""),
+                  "'rounding' is given twice", NULL);
   EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": 9}",
                   "output size", NULL);
   EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"n\": 1024, \"c\": 256, \"k\": 8, \"h\": 112, \"w\": 112, "
