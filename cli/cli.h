@@ -31,9 +31,14 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 
 /* Workload selection: flags (--op, --c, --k, --size, --kernel, --stride,
  * --pad, --dilation, --groups, --layout), one positional key or JSON
- * object, --file FILE or --set NAME, and --batch for all of them. */
+ * object, --file FILE, --set NAME or --model FILE (an ONNX model's unique
+ * conv workloads), and --batch for all of them. */
+struct model;
 typedef struct cli_wl {
-  const char *positional, *file, *set;
+  const char *positional, *file, *set, *model;
+  /* --model: how many conv nodes run each workload of the loaded set
+   * (cli_wl_load fills it; owned, freed by cli_wl_free); NULL otherwise */
+  int *counts;
   int batch; /* 0: keep */
   /* --data, --out, --epilogue, --layout: applied to every selected workload */
   const char *data_type, *out_type, *epilogue, *layout;
@@ -55,7 +60,12 @@ int cli_wl_option(cli_wl *s, int opt, const char *arg);
  * object text) is used. Owned result: wlset_free. */
 ct_status cli_wl_load(cli_wl *s, const char *dflt, wlset **out, ct_err *err);
 
-/* Release what cli_wl_option allocated. */
+/* --model FILE as a model, with --batch and --layout, and for a float
+ * model --data, --out and --epilogue (a quantized model's epilogue comes
+ * from its graph: those flags are refused). Owned result: model_free. */
+ct_status cli_wl_model(const cli_wl *s, struct model **out, ct_err *err);
+
+/* Release what cli_wl_option and cli_wl_load allocated. */
 void cli_wl_free(cli_wl *s);
 
 /* What cli_common_option and cli_positional return to let parsing go on. */

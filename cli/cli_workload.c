@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "core/json.h"
+#include "model/model.h"
 
 int cli_fail(const cli_common *cc, const ct_err *err) {
   if (cc && cc->verbose > 0 && err->file)
@@ -101,6 +102,7 @@ enum {
   O_DATA,
   O_OUT,
   O_EPILOGUE,
+  O_MODEL,
 };
 
 const struct option cli_wl_options[] = {
@@ -120,6 +122,7 @@ const struct option cli_wl_options[] = {
     {"data", required_argument, 0, O_DATA},
     {"out", required_argument, 0, O_OUT},
     {"epilogue", required_argument, 0, O_EPILOGUE},
+    {"model", required_argument, 0, O_MODEL},
     {0, 0, 0, 0},
 };
 
@@ -137,14 +140,18 @@ const char cli_wl_help[] =
     "                         one per dimension\n"
     "  --file FILE            a JSON list of named workloads\n"
     "  --set NAME             a shipped set: %s\n"
+    "  --model FILE           an ONNX model's convolutions (QDQ, QLinearConv, ConvInteger\n"
+    "                         or float Conv), each unique workload once, with the epilogue\n"
+    "                         its graph implies; --batch N gives a symbolic batch its size\n"
     "  --batch N              the batch size of every selected workload\n"
     "Quantization, applied to every selected workload:\n"
     "  --data int8|uint8      the data type\n"
     "  --out int32|int8|uint8 the output: raw accumulators, or requantized\n"
     "  --epilogue LIST        comma-separated, the key's segments: zd (data zero point),\n"
     "                         zw (weight zero points), bias, qc (per-channel scale), res\n"
-    "                         (residual), d2sBdcr / d2sBcrd (depth_to_space, block B);\n"
-    "                         'none' clears them\n";
+    "                         (residual), d2sBdcr / d2sBcrd (depth_to_space, block B),\n"
+    "                         onnx (ONNX Runtime's float rounding, 8-bit output); 'none'\n"
+    "                         clears them\n";
 
 /* A strict positive decimal int, or -1. */
 static int parse_int(const char *s, int lo) {
@@ -209,6 +216,9 @@ int cli_wl_option(cli_wl *s, int opt, const char *arg) {
     return 1;
   case O_SET:
     s->set = arg;
+    return 1;
+  case O_MODEL:
+    s->model = arg;
     return 1;
   case O_BATCH:
     if ((s->batch = parse_int(arg, 1)) < 0) flag_error(s, name, arg, "an integer of at least 1");
@@ -296,6 +306,8 @@ int cli_wl_option(cli_wl *s, int opt, const char *arg) {
 void cli_wl_free(cli_wl *s) {
   cJSON_Delete(s->flags);
   s->flags = NULL;
+  free(s->counts);
+  s->counts = NULL;
 }
 
 static int dtype_of(const char *name, ct_dtype *t) {
@@ -405,7 +417,81 @@ static ct_status apply_quant(const cli_wl *s, wlset *set, ct_err *err) {
 
 static ct_status load_selection(cli_wl *s, const char *dflt, wlset **out, ct_err *err);
 
+/* --layout's name for either op ("nhwc" and "ndhwc" alike). */
+static ct_status layout_of(const char *name, ct_layout *out, ct_err *err) {
+  static const ct_layout all[] = {CT_LAYOUT_NCHW, CT_LAYOUT_NCHW4C, CT_LAYOUT_NHWC};
+  for (int l = 0; l < 3; l++)
+    if (!strcmp(name, workload_layout_name(all[l], CT_OP_CONV2D)) ||
+        !strcmp(name, workload_layout_name(all[l], CT_OP_CONV3D))) {
+      *out = all[l];
+      return CT_OK;
+    }
+  return ERR_SET(err, CT_ERR_INVALID_ARG,
+                 "--layout: expected nchw, nchw4c or nhwc (for conv3d also ncdhw, ncdhw4c, "
+                 "ndhwc), got '%s'",
+                 name);
+}
+
+ct_status cli_wl_model(const cli_wl *s, struct model **out, ct_err *err) {
+  *out = NULL;
+  if (s->err) return ERR_SET(err, CT_ERR_INVALID_ARG, "%s", s->err);
+  if (!s->model) return ERR_SET(err, CT_ERR_INVALID_ARG, "no --model given");
+  int others = !!s->positional + !!s->file + !!s->set + !!s->flags;
+  if (others)
+    return ERR_SET(err, CT_ERR_INVALID_ARG,
+                   "give one workload source: --model, a key, a JSON object, workload flags, "
+                   "--file or --set (got --model and %d more)",
+                   others);
+  model_opts o;
+  model_opts_default(&o);
+  o.batch = s->batch;
+  ct_status st;
+  if (s->layout && (st = layout_of(s->layout, &o.layout, err))) return st;
+  if (s->data_type && (!dtype_of(s->data_type, &o.float_data) || o.float_data == CT_DTYPE_INT32))
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "--data: expected int8 or uint8, got '%s'",
+                   s->data_type);
+  if (s->out_type && !dtype_of(s->out_type, &o.float_out))
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "--out: expected int32, int8 or uint8, got '%s'",
+                   s->out_type);
+  o.float_epilogue = s->epilogue;
+  if ((st = model_load(s->model, &o, out, err))) return st;
+  if ((*out)->form != MODEL_FLOAT && (s->data_type || s->out_type || s->epilogue)) {
+    st = ERR_SET(err, CT_ERR_INVALID_ARG,
+                 "--data, --out and --epilogue apply to float models only: %s is a %s model, "
+                 "whose types and epilogues come from its graph",
+                 s->model, model_form_name((*out)->form));
+    model_free(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
+/* --model's unique supported workloads, with their counts in s->counts. */
+static ct_status load_model(cli_wl *s, wlset **out, ct_err *err) {
+  model *m;
+  ct_status st = cli_wl_model(s, &m, err);
+  if (st) return st;
+  free(s->counts);
+  s->counts = NULL;
+  st = model_workloads(m, out, &s->counts, err);
+  if (!st && (*out)->n_items == 0) {
+    int i = 0;
+    while (i < m->n_convs && m->convs[i].supported) i++;
+    if (m->n_convs == 0)
+      st = ERR_SET(err, CT_ERR_UNSUPPORTED, "%s: the model has no convolution", s->model);
+    else
+      st = ERR_SET(err, CT_ERR_UNSUPPORTED,
+                   "%s: none of its %d convolutions can run (node '%s': %s)", s->model, m->n_convs,
+                   m->convs[i].name, m->convs[i].why);
+    wlset_free(*out);
+    *out = NULL;
+  }
+  model_free(m);
+  return st;
+}
+
 ct_status cli_wl_load(cli_wl *s, const char *dflt, wlset **out, ct_err *err) {
+  if (s->model) return load_model(s, out, err);
   ct_status st = load_selection(s, dflt, out, err);
   if (!st && s->layout && (st = apply_layout(s, *out, err))) {
     wlset_free(*out);

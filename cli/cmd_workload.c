@@ -1,6 +1,9 @@
 /*
  * cmd_workload.c: `convtune workload`: print each selected workload's name,
- * key, output shape and operation count, as a table or JSON.
+ * key, output shape and operation count, as a table or JSON; with --model,
+ * the model's conv nodes (workload, fused ops, input, whether convtune runs
+ * it and why not), its unique workloads with how often each occurs, and
+ * the totals.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -8,11 +11,14 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "model/model.h"
 
 static const char usage[] =
     "usage: convtune workload [options] [KEY | '{JSON}']\n"
     "Print each workload's name, canonical key, output shape (in its layout) and\n"
-    "operation count (2 x multiply-adds).\n"
+    "operation count (2 x multiply-adds). With --model m.onnx: the model's conv\n"
+    "nodes (workload, fused ops, input, supported or why not), then its unique\n"
+    "workloads with how often each occurs.\n"
     "\n"
     "Options:\n"
     "  --json                 print JSON instead of a table\n"
@@ -70,6 +76,158 @@ static void print_table(const wlset *s) {
   if (s->n_items > 1) printf("%-*s  %-*s  %-18s %10.3f\n", name_w, "total", key_w, "", "", total);
 }
 
+/* How many of s's workloads differ in their shapes alone (op, sizes,
+ * layout), not in dtypes or epilogue: a block-closing conv with a residual
+ * and a downsample of the same shape are two workloads of one shape. */
+static int count_shapes(const wlset *s) {
+  int n = 0;
+  for (int i = 0; i < s->n_items; i++) {
+    ct_workload a = s->items[i].w;
+    int seen = 0;
+    memset(&a.epi, 0, sizeof a.epi);
+    a.data_type = a.out_type = CT_DTYPE_INT8;
+    for (int j = 0; j < i && !seen; j++) {
+      ct_workload b = s->items[j].w;
+      memset(&b.epi, 0, sizeof b.epi);
+      b.data_type = b.out_type = CT_DTYPE_INT8;
+      char ka[CT_KEY_MAX], kb[CT_KEY_MAX];
+      seen = !strcmp(workload_key(&a, ka, sizeof ka), workload_key(&b, kb, sizeof kb));
+    }
+    n += !seen;
+  }
+  return n;
+}
+
+/* A column's width: the longest of its values and its title. */
+static int width(int w, const char *s) {
+  int n = (int)strlen(s);
+  return n > w ? n : w;
+}
+
+/* What feeds conv c: its input, with its residual after a '+'. */
+static void inputs_of(const model_conv *c, char *buf, size_t size) {
+  snprintf(buf, size, "%s%s%s", c->input_from ? c->input_from : "?", c->residual_from ? " + " : "",
+           c->residual_from ? c->residual_from : "");
+}
+
+static void print_model_table(const model *m, const wlset *s, const int *counts) {
+  char key[CT_KEY_MAX], in[512];
+  int name_w = 4, key_w = 8, fused_w = 5, in_w = 5, n_unsup = 0;
+  for (int i = 0; i < m->n_convs; i++) {
+    const model_conv *c = &m->convs[i];
+    name_w = width(name_w, c->name);
+    key_w = width(key_w, c->supported ? workload_key(&c->w, key, sizeof key) : "-");
+    fused_w = width(fused_w, *c->fused ? c->fused : "-");
+    inputs_of(c, in, sizeof in);
+    in_w = width(in_w, in);
+  }
+  printf("model %s: %s, batch %d\n", m->path, model_form_name(m->form), m->batch);
+  printf("%-*s  %-*s  %-*s  %-*s  %s\n", name_w, "node", key_w, "workload", fused_w, "fused", in_w,
+         "input", "status");
+  for (int i = 0; i < m->n_convs; i++) {
+    const model_conv *c = &m->convs[i];
+    inputs_of(c, in, sizeof in);
+    n_unsup += !c->supported;
+    printf("%-*s  %-*s  %-*s  %-*s  %s%s\n", name_w, c->name, key_w,
+           c->supported ? workload_key(&c->w, key, sizeof key) : "-", fused_w,
+           *c->fused ? c->fused : "-", in_w, in,
+           c->supported ? "ok" : "unsupported: ", c->supported ? "" : c->why);
+  }
+  if (s->n_items) {
+    int item_w = 4;
+    for (int i = 0; i < s->n_items; i++) item_w = width(item_w, s->items[i].name);
+    printf("\nunique workloads\n%5s  %-*s  %s\n", "count", item_w, "name", "workload");
+    for (int i = 0; i < s->n_items; i++)
+      printf("%5d  %-*s  %s\n", counts[i], item_w, s->items[i].name,
+             workload_key(&s->items[i].w, key, sizeof key));
+  }
+  int shapes = count_shapes(s);
+  printf("\n%d conv node%s, %d unique workload%s (%d shape%s), %d unsupported\n", m->n_convs,
+         m->n_convs == 1 ? "" : "s", s->n_items, s->n_items == 1 ? "" : "s", shapes,
+         shapes == 1 ? "" : "s", n_unsup);
+}
+
+static int print_model_json(const model *m, const wlset *s, const int *counts) {
+  char key[CT_KEY_MAX];
+  int n_unsup = 0;
+  cJSON *o = cJSON_CreateObject(), *convs = cJSON_CreateArray(), *wls = cJSON_CreateArray();
+  if (!o || !convs || !wls) {
+    cJSON_Delete(o);
+    cJSON_Delete(convs);
+    cJSON_Delete(wls);
+    fprintf(stderr, "convtune: out of memory\n");
+    return EXIT_FAIL;
+  }
+  cJSON_AddStringToObject(o, "model", m->path);
+  cJSON_AddStringToObject(o, "form", model_form_name(m->form));
+  cJSON_AddNumberToObject(o, "batch", m->batch);
+  cJSON_AddItemToObject(o, "convs", convs);
+  for (int i = 0; i < m->n_convs; i++) {
+    const model_conv *c = &m->convs[i];
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddItemToArray(convs, j);
+    n_unsup += !c->supported;
+    cJSON_AddStringToObject(j, "name", c->name);
+    cJSON_AddStringToObject(j, "op_type", c->op_type);
+    if (c->supported) {
+      cJSON_AddStringToObject(j, "key", workload_key(&c->w, key, sizeof key));
+      cJSON_AddItemToObject(j, "workload", workload_to_json(&c->w));
+    }
+    cJSON_AddStringToObject(j, "fused", c->fused);
+    cJSON_AddBoolToObject(j, "supported", c->supported);
+    if (!c->supported) cJSON_AddStringToObject(j, "why", c->why);
+    cJSON_AddStringToObject(j, "input", c->input_from ? c->input_from : "?");
+    if (c->input_conv >= 0) cJSON_AddNumberToObject(j, "input_conv", c->input_conv);
+    if (c->residual_from) cJSON_AddStringToObject(j, "residual", c->residual_from);
+    if (c->residual_conv >= 0) cJSON_AddNumberToObject(j, "residual_conv", c->residual_conv);
+    /* the graph's tensor names, to match the convs to a run of the graph */
+    cJSON *t = cJSON_AddObjectToObject(j, "tensors");
+    cJSON_AddStringToObject(t, "data", c->data_tensor);
+    cJSON_AddStringToObject(t, "out", c->out_tensor);
+    if (c->residual_tensor) cJSON_AddStringToObject(t, "residual", c->residual_tensor);
+  }
+  cJSON_AddItemToObject(o, "workloads", wls);
+  for (int i = 0; i < s->n_items; i++) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddItemToArray(wls, j);
+    cJSON_AddStringToObject(j, "name", s->items[i].name);
+    cJSON_AddStringToObject(j, "key", workload_key(&s->items[i].w, key, sizeof key));
+    cJSON_AddNumberToObject(j, "count", counts[i]);
+    cJSON_AddItemToObject(j, "workload", workload_to_json(&s->items[i].w));
+  }
+  cJSON_AddNumberToObject(o, "conv_nodes", m->n_convs);
+  cJSON_AddNumberToObject(o, "unique_workloads", s->n_items);
+  cJSON_AddNumberToObject(o, "unique_shapes", count_shapes(s));
+  cJSON_AddNumberToObject(o, "unsupported", n_unsup);
+  char *text = cJSON_Print(o);
+  cJSON_Delete(o);
+  if (!text) {
+    fprintf(stderr, "convtune: out of memory\n");
+    return EXIT_FAIL;
+  }
+  puts(text);
+  free(text);
+  return EXIT_OK;
+}
+
+/* `convtune workload --model FILE`. */
+static int show_model(const cli_common *cc, const cli_wl *sel, int json) {
+  ct_err err = {0};
+  model *m = NULL;
+  wlset *s = NULL;
+  int *counts = NULL, rc = EXIT_OK;
+  if (cli_wl_model(sel, &m, &err) || model_workloads(m, &s, &counts, &err))
+    rc = cli_fail(cc, &err);
+  else if (json)
+    rc = print_model_json(m, s, counts);
+  else
+    print_model_table(m, s, counts);
+  wlset_free(s);
+  free(counts);
+  model_free(m);
+  return rc;
+}
+
 int cmd_workload(int argc, char **argv) {
   enum { O_JSON = 1, O_HELP };
   struct option opts[32] = {{"json", no_argument, 0, O_JSON}, {"help", no_argument, 0, 'h'}};
@@ -99,9 +257,14 @@ int cmd_workload(int argc, char **argv) {
     cli_wl_free(&sel);
     return EXIT_USAGE;
   }
-  if (!sel.positional && !sel.file && !sel.set && !sel.flags) {
+  if (!sel.positional && !sel.file && !sel.set && !sel.flags && !sel.model) {
     cli_wl_free(&sel);
     return cli_usage_error("workload", "no workload given");
+  }
+  if (sel.model) {
+    rc = show_model(&cc, &sel, json);
+    cli_wl_free(&sel);
+    return rc;
   }
   ct_err err = {0};
   wlset *s = NULL;

@@ -17,10 +17,12 @@
  * the ops a CNN uses. A conv the engine cannot run (groups > 1, ...) stays
  * in the list with supported = 0 and the reason: never dropped.
  *
- * Errors: a file that cannot be read is CT_ERR_IO; a truncated or
+ * Errors: a file that does not exist is CT_ERR_NOT_FOUND, as a missing
+ * workload file, one that cannot be read CT_ERR_IO; a truncated or
  * malformed file, an unknown dtype, a shape that cannot be derived,
- * CT_ERR_PARSE with one line naming the file and the node. Nothing here
- * prints or exits.
+ * CT_ERR_PARSE with one line naming the file and the node; a symbolic
+ * batch without opts.batch, CT_ERR_INVALID_ARG. Nothing here prints or
+ * exits.
  */
 #ifndef CT_MODEL_MODEL_H
 #define CT_MODEL_MODEL_H
@@ -37,15 +39,18 @@ typedef enum model_form {
 } model_form;
 
 typedef struct model_opts {
-  int batch;        /* > 0: every graph input's batch; 0: the model's own (a symbolic one is an error) */
+  int batch; /* > 0: every graph input's batch; 0: the model's own (a symbolic one is an error) */
   ct_layout layout; /* the workloads' layout: CT_LAYOUT_NHWC (default), NCHW or NCHW4C */
   /* A float model's convs: the output type and the epilogue segments
    * ("bias,qc", as the CLI's --epilogue), applied to each; NULL / INT32:
    * int8 x int8 -> int32. Ignored for quantized models. */
   ct_dtype float_out;
   const char *float_epilogue;
+  ct_dtype float_data; /* a float model's data type (the CLI's --data): INT8 (default) or UINT8 */
 } model_opts;
 
+/* Defaults: batch 0, layout nhwc, float models int8 x int8 -> int32 without
+ * an epilogue. */
 void model_opts_default(model_opts *o);
 
 /* One conv node. The values are host memory owned by the model; q points
@@ -60,19 +65,25 @@ typedef struct model_conv {
    * "DepthToSpace"; "" when none. */
   char *fused;
   /* Values (quantized forms; NULL / zero for a float model): */
-  int8_t *weights;             /* plain OIHW / OIDHW int8, K x C x kernel volume */
+  int8_t *weights;             /* plain OIHW / OIDHW int8, K x C/groups x kernel volume */
   int32_t *bias;               /* K values, or NULL */
   float *scale;                /* 1 or K values (w.epi.scale) */
-  int32_t *weight_zero_points; /* K values, or NULL */
-  ct_quant q;                  /* the epilogue's values, pointing into the above */
+  int32_t *weight_zero_points; /* K values, or NULL (all zero) */
+  ct_quant q; /* the epilogue's values, pointing into the above (float: quant_init's defaults) */
   /* Graph connections, as indices into model.convs (-1: none): the conv
    * whose final (fused) output is this conv's data, and with a residual the
    * conv whose final output is the residual. -1 also when the tensor comes
    * from an op convtune does not run (pooling, Concat, a graph input):
    * input_from / residual_from then name that op ("MaxPool /maxpool/...",
-   * "graph input 'x'"). */
+   * "graph input 'x'"). input_from is always set (the conv's name when
+   * input_conv >= 0); residual_from is NULL without a residual. */
   int input_conv, residual_conv;
   char *input_from, *residual_from;
+  /* The graph's tensors: the data the conv reads (quantized forms: the
+   * 8-bit tensor before its DequantizeLinear), its final (fused) output,
+   * and its residual (NULL without one). For matching the convs to a run
+   * of the whole graph, e.g. by ONNX Runtime. */
+  char *data_tensor, *out_tensor, *residual_tensor;
 } model_conv;
 
 typedef struct model {
@@ -80,7 +91,10 @@ typedef struct model {
   model_form form;
   int batch; /* the batch every workload has */
   int n_convs;
-  model_conv *convs; /* in graph (topological) order */
+  /* In a topological order of the fused graph: each conv after the convs
+   * whose outputs it reads, as data or residual (a block's closing conv
+   * after its downsample); the file's order where that leaves a choice. */
+  model_conv *convs;
 } model;
 
 /* Read path into a model. Owned: model_free. On failure *out is NULL and

@@ -69,6 +69,32 @@ expect_bad "unknown item 'relu'" workload --set resnet50 --out int8 --epilogue b
 expect_bad "expected int8 or uint8" workload --set resnet50 --data int32
 expect_bad 'a residual needs an int8 or uint8 output' workload --set resnet50 --epilogue res
 expect_bad 'multiple of 25' workload --c 64 --k 48 --size 17x17 --kernel 3 --epilogue d2s5dcr
+# ONNX Runtime's rounding: the key's last segment, 8-bit output only
+expect 0 'r3x3-s1x1-p1x1.1x1-d1x1-bias-res-onnx' workload --c 8 --k 8 --size 8x8 --kernel 3 --pad 1 --out uint8 --epilogue onnx,res,bias
+expect 0 '"rounding":.*"onnx"' workload conv2d-nchw-i8.i8.i8-n1-c8-k8-8x8-r1x1-s1x1-p0x0.0x0-d1x1-onnx --json
+expect_bad 'rounding onnx needs an int8 or uint8 output' workload --c 8 --k 8 --size 8x8 --kernel 3 --epilogue bias,onnx
+
+# ONNX models (tests/data, made by scripts/models/tiny_model.py): the conv
+# nodes with their fused ops and inputs, the unique workloads with counts,
+# the totals; a bad file is named on one line, exit code 2.
+tiny="$src/tests/data/tiny_qdq.onnx"
+expect 0 '^6 conv nodes, 5 unique workloads (5 shapes), 0 unsupported$' workload --model "$tiny" --batch 2
+expect 0 '^b  *conv2d-nhwc-i8.i8.i8-n2-c16-k32-8x8-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-res-onnx  *Add(residual),Relu  *a + ds  *ok$' workload --model "$tiny" --batch 2
+expect 0 '^ds  *conv2d-nhwc-i8.i8.i8-n2-c16-k32-8x8-r1x1-s1x1-p0x0.0x0-d1x1-bias-qc-onnx  *-  *MaxPool pool  *ok$' workload --model "$tiny" --batch 2
+expect 0 '^ *2  c1  *conv2d-nhwc-i8.i8.i8-n2-c32-k32-8x8' workload --model "$tiny" --batch 2
+expect 0 '"unique_workloads":.5' workload --model "$tiny" --batch 2 --json
+expect 0 '"residual":.*"ds"' workload --model "$tiny" --batch 2 --json
+expect 0 'conv2d-nchw-i8.i8.i8-n16-c3-k16-16x16' workload --model "$tiny" --batch 16 --layout nchw
+expect 0 'conv2d-nhwc-u8.i8.i8-n2-c8-k8-15x15-r3x3-s2x2-p1x1.1x1-d1x1-bias' workload --model "$src/tests/data/tiny_float.onnx" --data uint8 --out int8 --epilogue bias
+expect_bad "input 'x' has a symbolic batch ('batch'): give the batch (--batch N)" workload --model "$tiny"
+expect_bad 'apply to float models only' workload --model "$tiny" --batch 1 --out int8
+expect_bad 'give one workload source' workload --model "$tiny" --set resnet50
+expect_bad "--layout: expected nchw" workload --model "$tiny" --batch 1 --layout nhcw
+head -c 1000 "$tiny" >"$tmp/cut.onnx"
+expect_bad "$tmp/cut.onnx: " workload --model "$tmp/cut.onnx" --batch 1
+printf 'not a model' >"$tmp/junk.onnx"
+expect_bad "junk.onnx: not a valid ONNX model" workload --model "$tmp/junk.onnx"
+expect_bad 'none.onnx: cannot open' workload --model "$tmp/none.onnx"
 
 # Malformed input: one line naming the field, exit code 2.
 good='"op":"conv2d","c":64,"h":56,"w":56,"k":64,"kernel":3'
