@@ -32,6 +32,7 @@
 #include <cuda_runtime.h>
 
 #include "bench/bench.h"
+#include "bench/bench_int.h"
 #include "bench/cudnn_side.h"
 #include "core/pack.h"
 #include "core/quant.h"
@@ -178,14 +179,20 @@ char *bench_slug(const char *name, char *buf, size_t size) {
   return buf;
 }
 
-char *bench_results_path(const bench_result *r, const char *dir, char *buf, size_t size) {
-  char dev[128], set[128];
-  bench_slug(r->device, dev, sizeof dev);
-  bench_slug(r->set, set, sizeof set);
+char *bench_results_file(const char *dir, const char *device_name, const char *name, int batch,
+                         const char *suffix, char *buf, size_t size) {
+  char dev[128], nm[128];
+  bench_slug(device_name, dev, sizeof dev);
+  bench_slug(name, nm, sizeof nm);
   snprintf(buf, size, "%s%s%s-%s-b%d%s.json", dir && *dir ? dir : "",
-           dir && *dir && dir[strlen(dir) - 1] != '/' ? "/" : "", dev, set, r->batch,
-           r->layout == CT_LAYOUT_NHWC ? "-nhwc" : "");
+           dir && *dir && dir[strlen(dir) - 1] != '/' ? "/" : "", dev, nm, batch,
+           suffix ? suffix : "");
   return buf;
+}
+
+char *bench_results_path(const bench_result *r, const char *dir, char *buf, size_t size) {
+  return bench_results_file(dir, r->device, r->set, r->batch,
+                            r->layout == CT_LAYOUT_NHWC ? "-nhwc" : "", buf, size);
 }
 
 /* The first line of a command's output, trailing white space removed; 0 when
@@ -234,11 +241,19 @@ static double round_to(double v, double unit) {
   return round(v / unit) * unit;
 }
 
-static void add_time(cJSON *o, const char *name, double us) {
+void bench_json_time(cJSON *o, const char *name, double us) {
   if (bench_has(us))
     cJSON_AddNumberToObject(o, name, round_to(us, 1e-3));
   else
     cJSON_AddNullToObject(o, name);
+}
+
+void bench_json_peaks(cJSON *o, const bench_peaks *p) {
+  cJSON *pk = cJSON_AddObjectToObject(o, "peaks");
+  if (!pk) return;
+  bench_json_time(pk, "dp4a_tops", p->dp4a_tops > 0 ? round_to(p->dp4a_tops, 0.1) : -1);
+  bench_json_time(pk, "mma_int8_tops", p->mma_int8_tops > 0 ? round_to(p->mma_int8_tops, 0.1) : -1);
+  bench_json_time(pk, "copy_tbs", p->copy_tbs > 0 ? round_to(p->copy_tbs, 0.001) : -1);
 }
 
 cJSON *bench_to_json(const bench_result *r) {
@@ -251,13 +266,7 @@ cJSON *bench_to_json(const bench_result *r) {
   cJSON_AddStringToObject(o, "set", r->set);
   cJSON_AddNumberToObject(o, "batch", r->batch);
   cJSON_AddStringToObject(o, "layout", bench_layout_name(r->layout));
-  cJSON *pk = cJSON_AddObjectToObject(o, "peaks");
-  if (pk) {
-    add_time(pk, "dp4a_tops", r->peaks.dp4a_tops > 0 ? round_to(r->peaks.dp4a_tops, 0.1) : -1);
-    add_time(pk, "mma_int8_tops",
-             r->peaks.mma_int8_tops > 0 ? round_to(r->peaks.mma_int8_tops, 0.1) : -1);
-    add_time(pk, "copy_tbs", r->peaks.copy_tbs > 0 ? round_to(r->peaks.copy_tbs, 0.001) : -1);
-  }
+  bench_json_peaks(o, &r->peaks);
   cJSON *layers = cJSON_AddArrayToObject(o, "layers");
   for (int i = 0; layers && i < r->n_layers; i++) {
     const bench_layer *l = &r->layers[i];
@@ -266,7 +275,7 @@ cJSON *bench_to_json(const bench_result *r) {
     cJSON_AddItemToArray(layers, lo);
     cJSON_AddStringToObject(lo, "name", l->name);
     cJSON_AddStringToObject(lo, "key", l->key);
-    for (int f = 0; f < BENCH_N_FIELDS; f++) add_time(lo, bench_field_names[f], l->t[f]);
+    for (int f = 0; f < BENCH_N_FIELDS; f++) bench_json_time(lo, bench_field_names[f], l->t[f]);
     /* beyond the issue's fields: what a reader of the numbers needs */
     cJSON_AddBoolToObject(lo, "padded_to_4_channels", l->padded);
     cJSON_AddStringToObject(lo, "source", l->source);
@@ -282,7 +291,7 @@ cJSON *bench_to_json(const bench_result *r) {
   cJSON *nulls = sum ? cJSON_CreateObject() : NULL;
   for (int f = 0; sum && f < BENCH_N_FIELDS; f++) {
     int n_null;
-    add_time(sum, bench_field_names[f], bench_sum(r, (bench_field)f, &n_null));
+    bench_json_time(sum, bench_field_names[f], bench_sum(r, (bench_field)f, &n_null));
     if (nulls) cJSON_AddNumberToObject(nulls, bench_field_names[f], n_null);
   }
   if (nulls) cJSON_AddItemToObject(sum, "n_null", nulls);
@@ -320,8 +329,14 @@ static int make_parents(const char *path) {
 
 ct_status bench_write_json(const bench_result *r, const char *path, ct_err *err) {
   cJSON *o = bench_to_json(r);
-  char *text = o ? cJSON_Print(o) : NULL;
+  if (!o) return ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory writing %s", path);
+  ct_status st = bench_write_doc(o, path, err);
   cJSON_Delete(o);
+  return st;
+}
+
+ct_status bench_write_doc(const cJSON *o, const char *path, ct_err *err) {
+  char *text = cJSON_Print(o);
   if (!text) return ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory writing %s", path);
   ct_status st = CT_OK;
   FILE *f = NULL;
@@ -339,7 +354,7 @@ done:
 
 /* ---- CSV ---------------------------------------------------------------------- */
 
-static void csv_string(FILE *f, const char *s) {
+void bench_csv_string(FILE *f, const char *s) {
   if (!strpbrk(s, ",\"\n")) {
     fputs(s, f);
     return;
@@ -352,7 +367,7 @@ static void csv_string(FILE *f, const char *s) {
   fputc('"', f);
 }
 
-static void csv_num(FILE *f, double v, const char *fmt) {
+void bench_csv_num(FILE *f, double v, const char *fmt) {
   fputc(',', f);
   if (bench_has(v)) fprintf(f, fmt, v);
 }
@@ -366,40 +381,40 @@ void bench_write_csv(const bench_result *r, FILE *f) {
   for (int i = 0; i < r->n_layers; i++) {
     const bench_layer *l = &r->layers[i];
     double ct = l->t[BENCH_CONVTUNE];
-    csv_string(f, l->name);
+    bench_csv_string(f, l->name);
     fputc(',', f);
-    csv_string(f, l->key);
+    bench_csv_string(f, l->key);
     fprintf(f, ",%d", l->padded);
-    for (int fl = 0; fl < BENCH_N_FIELDS; fl++) csv_num(f, l->t[fl], "%.3f");
-    csv_num(f, bench_has(ct) && ct > 0 ? l->ops / ct / 1e6 : BENCH_NONE, "%.2f");
-    csv_num(f,
-            bench_has(ct) && ct > 0 && bench_has(l->t[BENCH_FLOOR]) ? l->t[BENCH_FLOOR] / ct
-                                                                    : BENCH_NONE,
-            "%.4f");
+    for (int fl = 0; fl < BENCH_N_FIELDS; fl++) bench_csv_num(f, l->t[fl], "%.3f");
+    bench_csv_num(f, bench_has(ct) && ct > 0 ? l->ops / ct / 1e6 : BENCH_NONE, "%.2f");
+    bench_csv_num(f,
+                  bench_has(ct) && ct > 0 && bench_has(l->t[BENCH_FLOOR]) ? l->t[BENCH_FLOOR] / ct
+                                                                          : BENCH_NONE,
+                  "%.4f");
     for (int c = 0; c < BENCH_N_CUDNN; c++) {
       double cu = l->t[BENCH_CUDNN_INT8 + c];
-      csv_num(f, bench_has(ct) && bench_has(cu) && cu > 0 ? ct / cu : BENCH_NONE, "%.4f");
+      bench_csv_num(f, bench_has(ct) && bench_has(cu) && cu > 0 ? ct / cu : BENCH_NONE, "%.4f");
     }
     for (int c = 0; c < BENCH_N_CUDNN; c++) {
       fputc(',', f);
-      csv_string(f, l->algo[c]);
+      bench_csv_string(f, l->algo[c]);
     }
     fputc(',', f);
-    csv_string(f, l->source);
+    bench_csv_string(f, l->source);
     fprintf(f, ",%s\n", bench_layout_name(r->layout));
   }
 }
 
 /* ---- Markdown ------------------------------------------------------------------ */
 
-static void md_time(FILE *f, double us) {
+void bench_md_time(FILE *f, double us) {
   if (bench_has(us))
     fprintf(f, " %.2f |", us);
   else
     fputs(" - |", f);
 }
 
-static void md_ratio(FILE *f, double a, double b) {
+void bench_md_ratio(FILE *f, double a, double b) {
   if (bench_has(a) && bench_has(b) && b > 0)
     fprintf(f, " %.2f |", a / b);
   else
@@ -488,8 +503,8 @@ void bench_write_markdown(const bench_result *r, FILE *f) {
     const bench_layer *l = &r->layers[i];
     double ct = l->t[BENCH_CONVTUNE], fl = l->t[BENCH_FLOOR];
     fprintf(f, "| %s | %s", l->name, l->padded ? "padded to 4 channels |" : "|");
-    md_time(f, fl);
-    md_time(f, ct);
+    bench_md_time(f, fl);
+    bench_md_time(f, ct);
     if (bench_has(ct) && ct > 0)
       fprintf(f, " %.1f |", l->ops / ct / 1e6);
     else
@@ -498,10 +513,10 @@ void bench_write_markdown(const bench_result *r, FILE *f) {
       fprintf(f, " %.0f%% |", 100 * fl / ct);
     else
       fputs(" - |", f);
-    for (size_t c = 2; c < sizeof cols / sizeof cols[0]; c++) md_time(f, l->t[cols[c]]);
-    for (int c = 0; c < BENCH_N_CUDNN; c++) md_ratio(f, ct, l->t[BENCH_CUDNN_INT8 + c]);
-    md_ratio(f, l->t[BENCH_CONVTUNE_I8], l->t[BENCH_CUDNN_INT8]);
-    md_ratio(f, l->t[BENCH_CONVTUNE_I8], l->t[BENCH_CUDNN_FP16]);
+    for (size_t c = 2; c < sizeof cols / sizeof cols[0]; c++) bench_md_time(f, l->t[cols[c]]);
+    for (int c = 0; c < BENCH_N_CUDNN; c++) bench_md_ratio(f, ct, l->t[BENCH_CUDNN_INT8 + c]);
+    bench_md_ratio(f, l->t[BENCH_CONVTUNE_I8], l->t[BENCH_CUDNN_INT8]);
+    bench_md_ratio(f, l->t[BENCH_CONVTUNE_I8], l->t[BENCH_CUDNN_FP16]);
     fprintf(f, " %s |\n", l->source[0] ? l->source : "-");
   }
   /* the sum row: each column over the layers it has; ratios over the layers both have */
@@ -672,13 +687,9 @@ enum { B_DATA, B_PDATA, B_W, B_PW, B_POUT, B_OUT, B_PARAMS, B_POUT8, N_BUFS };
 
 typedef struct run {
   const bench_opts *o;
-  device dev;
-  ct_context *ctx;
-  cudnn_side *cudnn;
-  bench_timer t;
+  bench_env e;
   dbuf buf[N_BUFS];
   rng rng;
-  int n_threads;
 } run;
 
 typedef struct ct_launch {
@@ -702,65 +713,82 @@ static ct_status launch_convtune(void *user, struct CUstream_st *stream, ct_err 
 /* ---- the CPU reference on all cores -------------------------------------------------- */
 
 typedef struct ref_job {
-  geom3 g; /* n = 1, k = this job's channels */
-  const int16_t *data, *weights;
-  int32_t *out;
+  ct_workload w; /* n = 1, k = this job's channels */
+  ct_quant q;    /* its channels' values */
+  const ct_quant *qp;
+  const void *data, *residual;
+  const int8_t *weights;
+  void *out;
+  ct_status st;
+  ct_err err;
 } ref_job;
 
 static void *ref_worker(void *arg) {
   ref_job *j = arg;
-  reference_conv_plain(&j->g, j->data, j->weights, j->out);
+  j->st = reference_qconv(&j->w, j->qp, j->data, j->weights, j->residual, j->out, &j->err);
   return NULL;
 }
 
-/* out [K][out spatial] = conv of one image (plain [C][in spatial]) with plain
- * weights [K][C][kvol], the output channels split over n_threads. */
-static ct_status reference_image(const geom3 *g, const int8_t *image, const int8_t *weights,
-                                 int32_t *out, int n_threads, ct_err *err) {
-  int64_t kvol = g->ker[0] * g->ker[1] * g->ker[2], out_sp = g->out[0] * g->out[1] * g->out[2];
-  int n = n_threads < g->k ? n_threads : (int)g->k;
-  if (n < 1) n = 1;
+/* Each thread takes a run of output channels: their weights, values,
+ * residual and output are contiguous in the plain layouts. */
+ct_status bench_reference_image(const ct_workload *w, const ct_quant *q, const void *data,
+                                const int8_t *weights, const void *residual, void *out,
+                                int n_threads, ct_err *err) {
+  geom3 g;
+  workload_geom(w, &g);
+  int64_t kvol = g.ker[0] * g.ker[1] * g.ker[2], out_sp = g.out[0] * g.out[1] * g.out[2];
+  size_t eb = workload_out_elem_bytes(w);
+  int n = n_threads < w->k ? n_threads : w->k;
+  if (n < 1 || w->epi.d2s_block) n = 1;
   ref_job *jobs = calloc((size_t)n, sizeof *jobs);
   pthread_t *th = calloc((size_t)n, sizeof *th);
   int *started = calloc((size_t)n, sizeof *started);
-  int64_t n_in = g->c * g->in[0] * g->in[1] * g->in[2], n_w = g->k * g->c * kvol;
-  int16_t *x16 = malloc((size_t)n_in * sizeof *x16), *w16 = malloc((size_t)n_w * sizeof *w16);
   ct_status st = CT_OK;
-  if (!jobs || !th || !started || !x16 || !w16) {
+  if (!jobs || !th || !started) {
     st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
     goto done;
   }
-  for (int64_t i = 0; i < n_in; i++) x16[i] = image[i];
-  for (int64_t i = 0; i < n_w; i++) w16[i] = weights[i];
   for (int i = 0; i < n; i++) {
-    int64_t k0 = g->k * i / n, k1 = g->k * (i + 1) / n;
-    jobs[i].g = *g;
-    jobs[i].g.n = 1;
-    jobs[i].g.k = k1 - k0;
-    jobs[i].data = x16;
-    jobs[i].weights = w16 + k0 * g->c * kvol;
-    jobs[i].out = out + k0 * out_sp;
-    started[i] = pthread_create(&th[i], NULL, ref_worker, &jobs[i]) == 0;
-    if (!started[i]) ref_worker(&jobs[i]); /* no thread: do it here */
+    int k0 = (int)((int64_t)w->k * i / n), k1 = (int)((int64_t)w->k * (i + 1) / n);
+    ref_job *j = &jobs[i];
+    j->w = *w;
+    j->w.k = k1 - k0;
+    j->data = data;
+    j->weights = weights + (int64_t)k0 * g.c * kvol;
+    j->residual = residual ? (const uint8_t *)residual + (size_t)k0 * out_sp * eb : NULL;
+    j->out = (uint8_t *)out + (size_t)k0 * out_sp * eb;
+    if (q) {
+      j->q = *q;
+      if (q->weight_zero_points) j->q.weight_zero_points = q->weight_zero_points + k0;
+      if (q->bias) j->q.bias = q->bias + k0;
+      if (q->scale && w->epi.scale == CT_SCALE_CHANNEL) j->q.scale = q->scale + k0;
+      j->qp = &j->q;
+    }
+    started[i] = n > 1 && pthread_create(&th[i], NULL, ref_worker, j) == 0;
+    if (!started[i]) ref_worker(j); /* one job, or no thread: do it here */
   }
   for (int i = 0; i < n; i++)
     if (started[i]) pthread_join(th[i], NULL);
+  for (int i = 0; i < n && !st; i++)
+    if (jobs[i].st) {
+      st = jobs[i].st;
+      if (err) *err = jobs[i].err;
+    }
 done:
   free(jobs);
   free(th);
   free(started);
-  free(x16);
-  free(w16);
   return st;
 }
 
-static void fill_random(rng *r, int8_t *p, size_t n) {
+void bench_fill_random(rng *r, void *p, size_t n) {
+  uint8_t *b = p;
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     uint64_t v = rng_next(r);
-    memcpy(p + i, &v, 8);
+    memcpy(b + i, &v, 8);
   }
-  for (; i < n; i++) p[i] = (int8_t)rng_next(r);
+  for (; i < n; i++) b[i] = (uint8_t)rng_next(r);
 }
 
 #define POISON 0x5A
@@ -788,7 +816,7 @@ static ct_status check_convtune(run *R, bench_layer *l, const ct_workload *w, co
                                 const int8_t *h_data, const int8_t *h_w, int *ok_packed,
                                 int *ok_plain, ct_err *err) {
   ct_status st = CT_OK;
-  cudaStream_t s = (cudaStream_t)R->t.stream;
+  cudaStream_t s = (cudaStream_t)R->e.t.stream;
   geom3 g;
   workload_geom(w, &g);
   int64_t in_sp = g.in[0] * g.in[1] * g.in[2], out_sp = g.out[0] * g.out[1] * g.out[2];
@@ -805,16 +833,19 @@ static ct_status check_convtune(run *R, bench_layer *l, const ct_workload *w, co
   /* both layouts, outputs poisoned first so that an unwritten element shows */
   CUDA_TRY(err, cudaMemsetAsync(R->buf[B_POUT].p, POISON, R->buf[B_POUT].size, s));
   CUDA_TRY(err, cudaMemsetAsync(R->buf[B_OUT].p, POISON, R->buf[B_OUT].size, s));
-  ct_launch packed = {R->ctx, pw, R->buf[B_PDATA].p, R->buf[B_PW].p, R->buf[B_POUT].p, NULL};
-  ct_launch plainl = {R->ctx, w, R->buf[B_DATA].p, R->buf[B_PW].p, R->buf[B_OUT].p, NULL};
-  if ((st = launch_convtune(&packed, R->t.stream, err))) goto done;
-  if ((st = launch_convtune(&plainl, R->t.stream, err))) goto done;
+  ct_launch packed = {R->e.ctx, pw, R->buf[B_PDATA].p, R->buf[B_PW].p, R->buf[B_POUT].p, NULL};
+  ct_launch plainl = {R->e.ctx, w, R->buf[B_DATA].p, R->buf[B_PW].p, R->buf[B_OUT].p, NULL};
+  if ((st = launch_convtune(&packed, R->e.t.stream, err))) goto done;
+  if ((st = launch_convtune(&plainl, R->e.t.stream, err))) goto done;
   CUDA_TRY(err, cudaStreamSynchronize(s));
   int64_t images[2] = {0, g.n - 1};
   int64_t bad_packed = 0, bad_plain = 0;
+  ct_workload img = *w;
+  img.n = 1;
   for (int i = 0; i < (g.n > 1 ? 2 : 1); i++) {
     int64_t b = images[i];
-    if ((st = reference_image(&g, h_data + b * g.c * in_sp, h_w, want, R->n_threads, err)))
+    if ((st = bench_reference_image(&img, NULL, h_data + b * g.c * in_sp, h_w, NULL, want,
+                                    R->e.n_threads, err)))
       goto done;
     if (!bad_packed) {
       CUDA_TRY(err, cudaMemcpy(got, (int32_t *)R->buf[B_POUT].p + b * img_pout,
@@ -842,9 +873,7 @@ done:
 static const char *const source_names[] = {"exact", "same compute capability", "nearest tuned",
                                            "default"};
 
-/* After a side failed: go on when the context is healthy, stop when the
- * error is sticky (an illegal address poisons every later call). */
-static ct_status still_healthy(ct_err *err) {
+ct_status bench_still_healthy(ct_err *err) {
   ct_status st = CT_OK;
   (void)cudaGetLastError();
   CUDA_TRY(err, cudaDeviceSynchronize());
@@ -908,8 +937,8 @@ static ct_status run_convtune_i8(run *R, bench_layer *l, const ct_workload *w, c
   if ((st = quant_random(&wq, R->o->seed + 1, &qs, err))) goto done;
   qs.q.clamp_min = qs.q.out_zero_point; /* ReLU */
   qs.q.clamp_max = 127;
-  if (ct_make_params(R->ctx, &lwq, &qs.q, in->h_weights, params)) {
-    snprintf(note, note_size, "ct_make_params: %.180s", ct_errmsg(R->ctx));
+  if (ct_make_params(R->e.ctx, &lwq, &qs.q, in->h_weights, params)) {
+    snprintf(note, note_size, "ct_make_params: %.180s", ct_errmsg(R->e.ctx));
     goto done;
   }
   if ((st = dbuf_reserve(&R->buf[B_PARAMS], n_params, err)) ||
@@ -917,13 +946,13 @@ static ct_status run_convtune_i8(run *R, bench_layer *l, const ct_workload *w, c
     goto done;
   CUDA_TRY(err, cudaMemcpy(R->buf[B_PARAMS].p, params, n_params, cudaMemcpyHostToDevice));
   CUDA_TRY(err, cudaDeviceSynchronize());
-  cudaStream_t s = (cudaStream_t)R->t.stream;
+  cudaStream_t s = (cudaStream_t)R->e.t.stream;
   CUDA_TRY(err, cudaMemsetAsync(R->buf[B_POUT8].p, POISON, n_lout, s));
-  ct_launch launch = {
-      R->ctx, &lwq, in->d_data, in->d_weights, R->buf[B_POUT8].p, R->buf[B_PARAMS].p};
-  if (launch_convtune(&launch, R->t.stream, &e)) {
+  ct_launch launch = {R->e.ctx,          &lwq, in->d_data, in->d_weights, R->buf[B_POUT8].p,
+                      R->buf[B_PARAMS].p};
+  if (launch_convtune(&launch, R->e.t.stream, &e)) {
     snprintf(note, note_size, "failed: %.200s", e.msg);
-    st = still_healthy(err);
+    st = bench_still_healthy(err);
     goto done;
   }
   CUDA_TRY(err, cudaStreamSynchronize(s));
@@ -932,7 +961,8 @@ static ct_status run_convtune_i8(run *R, bench_layer *l, const ct_workload *w, c
   int64_t images[2] = {0, g.n - 1};
   for (int i = 0; i < (g.n > 1 ? 2 : 1); i++) {
     int64_t b = images[i];
-    if ((st = reference_qconv(&img, &qs.q, h_data + b * g.c * in_sp, h_w, NULL, want, err)))
+    if ((st = bench_reference_image(&img, &qs.q, h_data + b * g.c * in_sp, h_w, NULL, want,
+                                    R->e.n_threads, err)))
       goto done;
     CUDA_TRY(err, cudaMemcpy(got, (uint8_t *)R->buf[B_POUT8].p + b * img_lout, (size_t)img_lout,
                              cudaMemcpyDeviceToHost));
@@ -950,9 +980,9 @@ static ct_status run_convtune_i8(run *R, bench_layer *l, const ct_workload *w, c
       }
   }
   double us;
-  if (bench_time(&R->t, launch_convtune, &launch, 0, &us, &e)) {
+  if (bench_time(&R->e.t, launch_convtune, &launch, 0, &us, &e)) {
     snprintf(note, note_size, "timing: %.200s", e.msg);
-    st = still_healthy(err);
+    st = bench_still_healthy(err);
     goto done;
   }
   l->t[BENCH_CONVTUNE_I8] = us;
@@ -965,14 +995,13 @@ done:
   return st;
 }
 
-/* l->source from ct_explain of w: where convtune's kernel comes from. */
-static void explain_source(run *R, bench_layer *l, const ct_workload *w) {
+void bench_explain_source(ct_context *ctx, const ct_workload *w, char *buf, size_t size) {
   ct_explanation ex;
-  if (ct_explain(R->ctx, w, &ex) != CT_OK) return;
-  int n = snprintf(l->source, sizeof l->source, "%s, %s", source_names[ex.source & 3],
-                   ex.template_name);
-  if (ex.measured_us > 0 && n > 0 && (size_t)n < sizeof l->source)
-    snprintf(l->source + n, sizeof l->source - (size_t)n, " (tuned %.2f us)", ex.measured_us);
+  if (size) buf[0] = '\0';
+  if (ct_explain(ctx, w, &ex) != CT_OK) return;
+  int n = snprintf(buf, size, "%s, %s", source_names[ex.source & 3], ex.template_name);
+  if (ex.measured_us > 0 && n > 0 && (size_t)n < size)
+    snprintf(buf + n, size - (size_t)n, " (tuned %.2f us)", ex.measured_us);
 }
 
 /* convtune's side of layer l in nchw4c: inputs, check, packed and plain
@@ -993,8 +1022,8 @@ static ct_status run_convtune_packed(run *R, bench_layer *l, ct_err *err) {
     st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the inputs of %s", l->name);
     goto done;
   }
-  fill_random(&R->rng, h_data, n_data);
-  fill_random(&R->rng, h_w, n_w);
+  bench_fill_random(&R->rng, h_data, n_data);
+  bench_fill_random(&R->rng, h_w, n_w);
   pack_nc4c(h_data, h_pdata, 1, g.n, g.c, in_sp);
   if ((st = dbuf_reserve(&R->buf[B_DATA], n_data, err)) ||
       (st = dbuf_reserve(&R->buf[B_PDATA], n_pdata, err)) ||
@@ -1009,25 +1038,25 @@ static ct_status run_convtune_packed(run *R, bench_layer *l, ct_err *err) {
   /* A pageable cudaMemcpy returns once the buffer is staged, and the timing
    * stream is non-blocking: wait for the copies before anything reads them. */
   CUDA_TRY(err, cudaDeviceSynchronize());
-  if (ct_pack_weights(R->ctx, &w, R->buf[B_W].p, R->buf[B_PW].p, R->t.stream)) {
-    st = ERR_SET(err, CT_ERR_CUDA, "ct_pack_weights: %s", ct_errmsg(R->ctx));
+  if (ct_pack_weights(R->e.ctx, &w, R->buf[B_W].p, R->buf[B_PW].p, R->e.t.stream)) {
+    st = ERR_SET(err, CT_ERR_CUDA, "ct_pack_weights: %s", ct_errmsg(R->e.ctx));
     goto done;
   }
   /* the first call loads the kernel (outside any timing), and is checked */
   if ((st = check_convtune(R, l, &w, &pw, h_data, h_w, &ok_packed, &ok_plain, err))) goto done;
-  explain_source(R, l, &pw);
+  bench_explain_source(R->e.ctx, &pw, l->source, sizeof l->source);
   if (!ok_packed) goto done;
-  ct_launch packed = {R->ctx, &pw, R->buf[B_PDATA].p, R->buf[B_PW].p, R->buf[B_POUT].p, NULL};
-  ct_launch plain = {R->ctx, &w, R->buf[B_DATA].p, R->buf[B_PW].p, R->buf[B_OUT].p, NULL};
+  ct_launch packed = {R->e.ctx, &pw, R->buf[B_PDATA].p, R->buf[B_PW].p, R->buf[B_POUT].p, NULL};
+  ct_launch plain = {R->e.ctx, &w, R->buf[B_DATA].p, R->buf[B_PW].p, R->buf[B_OUT].p, NULL};
   double t_packed, t_plain;
-  if ((st = bench_time(&R->t, launch_convtune, &packed, 0, &t_packed, err))) goto done;
+  if ((st = bench_time(&R->e.t, launch_convtune, &packed, 0, &t_packed, err))) goto done;
   l->t[BENCH_CONVTUNE] = t_packed;
   if (!ok_plain) goto done;
   /* a plain call that cannot be timed costs the pack column only */
   ct_err e = {0};
-  if (bench_time(&R->t, launch_convtune, &plain, 0, &t_plain, &e)) {
+  if (bench_time(&R->e.t, launch_convtune, &plain, 0, &t_plain, &e)) {
     snprintf(l->note[BENCH_PACK], sizeof l->note[BENCH_PACK], "plain-layout call: %.180s", e.msg);
-    st = still_healthy(err);
+    st = bench_still_healthy(err);
     goto done;
   }
   /* the layout kernels' time; below zero is noise on a layer where they are free */
@@ -1070,15 +1099,15 @@ static ct_status run_convtune_nhwc(run *R, bench_layer *l, ct_err *err) {
     st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the inputs of %s", l->name);
     goto done;
   }
-  fill_random(&R->rng, h_data, n_data);
-  fill_random(&R->rng, h_w, n_w);
+  bench_fill_random(&R->rng, h_data, n_data);
+  bench_fill_random(&R->rng, h_w, n_w);
   ct_explanation ex;
-  if (ct_explain(R->ctx, &nw, &ex) != CT_OK) {
+  if (ct_explain(R->e.ctx, &nw, &ex) != CT_OK) {
     for (int f = BENCH_CONVTUNE; f <= BENCH_CONVTUNE_I8; f++)
-      snprintf(l->note[f], sizeof l->note[f], "not run in nhwc: %.200s", ct_errmsg(R->ctx));
+      snprintf(l->note[f], sizeof l->note[f], "not run in nhwc: %.200s", ct_errmsg(R->e.ctx));
     goto done;
   }
-  explain_source(R, l, &nw);
+  bench_explain_source(R->e.ctx, &nw, l->source, sizeof l->source);
   pack_nhwc(h_data, h_ndata, 1, g.n, g.c, in_sp);
   pack_ohwi(h_w, h_nw, g.k, g.c, kvol);
   if ((st = dbuf_reserve(&R->buf[B_DATA], n_data, err)) ||
@@ -1089,16 +1118,19 @@ static ct_status run_convtune_nhwc(run *R, bench_layer *l, ct_err *err) {
   CUDA_TRY(err, cudaMemcpy(R->buf[B_W].p, h_nw, n_w, cudaMemcpyHostToDevice));
   /* pageable copies return once staged; the timing stream is non-blocking */
   CUDA_TRY(err, cudaDeviceSynchronize());
-  cudaStream_t s = (cudaStream_t)R->t.stream;
+  cudaStream_t s = (cudaStream_t)R->e.t.stream;
   CUDA_TRY(err, cudaMemsetAsync(R->buf[B_OUT].p, POISON, R->buf[B_OUT].size, s));
-  ct_launch call = {R->ctx, &nw, R->buf[B_DATA].p, R->buf[B_W].p, R->buf[B_OUT].p, NULL};
+  ct_launch call = {R->e.ctx, &nw, R->buf[B_DATA].p, R->buf[B_W].p, R->buf[B_OUT].p, NULL};
   /* the first call loads the kernel (outside any timing), and is checked */
-  if ((st = launch_convtune(&call, R->t.stream, err))) goto done;
+  if ((st = launch_convtune(&call, R->e.t.stream, err))) goto done;
   CUDA_TRY(err, cudaStreamSynchronize(s));
   int64_t images[2] = {0, g.n - 1}, bad = 0;
+  ct_workload img = w;
+  img.n = 1;
   for (int i = 0; i < (g.n > 1 ? 2 : 1) && !bad; i++) {
     int64_t b = images[i];
-    if ((st = reference_image(&g, h_data + b * g.c * in_sp, h_w, want, R->n_threads, err)))
+    if ((st = bench_reference_image(&img, NULL, h_data + b * g.c * in_sp, h_w, NULL, want,
+                                    R->e.n_threads, err)))
       goto done;
     CUDA_TRY(err, cudaMemcpy(got, (int32_t *)R->buf[B_OUT].p + b * img_out,
                              (size_t)img_out * sizeof *got, cudaMemcpyDeviceToHost));
@@ -1108,7 +1140,7 @@ static ct_status run_convtune_nhwc(run *R, bench_layer *l, ct_err *err) {
   }
   if (!bad) {
     double us;
-    if ((st = bench_time(&R->t, launch_convtune, &call, 0, &us, err))) goto done;
+    if ((st = bench_time(&R->e.t, launch_convtune, &call, 0, &us, err))) goto done;
     l->t[BENCH_CONVTUNE] = us;
   }
   {
@@ -1133,41 +1165,60 @@ static ct_status run_convtune(run *R, bench_layer *l, ct_err *err) {
                                         : run_convtune_packed(R, l, err);
 }
 
+ct_status bench_cudnn_best(cudnn_side *c, const bench_timer *t, const ct_workload *w,
+                           cudnn_side_kind kind, cudnn_conv **keep, double *us, char *algo,
+                           size_t algo_size, char *note, size_t note_size, ct_err *err) {
+  cudnn_conv *cv = NULL;
+  ct_workload cw = *w;
+  cw.layout = CT_LAYOUT_NCHW; /* the description is cuDNN's; the sizes are what count */
+  *us = BENCH_NONE;
+  algo[0] = note[0] = '\0';
+  if (keep) *keep = NULL;
+  /* int8 NHWC wants C % 4 == 0 (one 32-bit word of channels): the stem is
+   * zero-padded to 4 as for convtune; fp16 takes the real channels */
+  if (kind != CUDNN_SIDE_FP16) {
+    cw.c = (int)pack_round4(cw.c);
+    cw.k = (int)pack_round4(cw.k);
+  }
+  ct_status st = cudnn_conv_open(c, &cw, kind, &cv, note, note_size, err);
+  if (!st && cv) st = cudnn_conv_search(cv, t, us, algo, algo_size, note, note_size, err);
+  if (!st && !bench_has(*us) && kind == CUDNN_SIDE_FP16 && cw.c % 8) {
+    /* no fp16 algorithm for odd channels: pad to 8, the tensor cores' width */
+    char first[224];
+    snprintf(first, sizeof first, "%s", note);
+    cudnn_conv_close(cv);
+    cv = NULL;
+    cw.c = (cw.c + 7) / 8 * 8;
+    st = cudnn_conv_open(c, &cw, kind, &cv, note, note_size, err);
+    if (!st && cv) st = cudnn_conv_search(cv, t, us, algo, algo_size, note, note_size, err);
+    if (!st && bench_has(*us))
+      snprintf(note, note_size, "padded to 8 channels (with %d: %.100s)", w->c, first);
+  }
+  if (!st && keep && bench_has(*us)) {
+    *keep = cv;
+    cv = NULL;
+  }
+  cudnn_conv_close(cv);
+  return st;
+}
+
 static ct_status run_cudnn(run *R, bench_layer *l, ct_err *err) {
   static const cudnn_side_kind kinds[BENCH_N_CUDNN] = {CUDNN_SIDE_INT8, CUDNN_SIDE_INT8X32,
                                                        CUDNN_SIDE_FP16};
   for (int c = 0; c < BENCH_N_CUDNN; c++) {
     bench_field f = (bench_field)(BENCH_CUDNN_INT8 + c);
-    if (!R->cudnn) {
+    if (!R->e.cudnn) {
       snprintf(l->note[f], sizeof l->note[f], "%s",
                cudnn_side_built() ? "cuDNN did not load" : "cuDNN not built in");
       continue;
     }
-    ct_workload cw = l->w;
-    /* int8 NHWC wants C % 4 == 0 (one 32-bit word of channels): the stem is
-     * zero-padded to 4 as for convtune; fp16 takes the real channels */
-    if (kinds[c] != CUDNN_SIDE_FP16) {
-      cw.c = (int)pack_round4(cw.c);
-      cw.k = (int)pack_round4(cw.k);
-    }
     double us = BENCH_NONE;
     ct_err e = {0};
-    ct_status st = cudnn_side_time(R->cudnn, &R->t, &cw, kinds[c], &us, l->algo[c],
-                                   sizeof l->algo[c], l->note[f], sizeof l->note[f], &e);
-    if (st == CT_OK && !bench_has(us) && kinds[c] == CUDNN_SIDE_FP16 && cw.c % 8) {
-      /* no fp16 algorithm for odd channels: pad to 8, the tensor cores' width */
-      char first[224];
-      snprintf(first, sizeof first, "%s", l->note[f]);
-      cw.c = (cw.c + 7) / 8 * 8;
-      st = cudnn_side_time(R->cudnn, &R->t, &cw, kinds[c], &us, l->algo[c], sizeof l->algo[c],
-                           l->note[f], sizeof l->note[f], &e);
-      if (st == CT_OK && bench_has(us))
-        snprintf(l->note[f], sizeof l->note[f], "padded to 8 channels (with %d: %.100s)", l->w.c,
-                 first);
-    }
+    ct_status st = bench_cudnn_best(R->e.cudnn, &R->e.t, &l->w, kinds[c], NULL, &us, l->algo[c],
+                                    sizeof l->algo[c], l->note[f], sizeof l->note[f], &e);
     if (st) {
       snprintf(l->note[f], sizeof l->note[f], "%.150s", e.msg);
-      if ((st = still_healthy(err))) return st;
+      if ((st = bench_still_healthy(err))) return st;
       continue;
     }
     l->t[f] = us;
@@ -1195,11 +1246,67 @@ static void progress(const run *R, const bench_result *r, int i) {
   if (l->note[BENCH_PACK][0]) fprintf(stderr, "[bench] %s: %s\n", l->name, l->note[BENCH_PACK]);
 }
 
+ct_status bench_env_open(const bench_opts *o, bench_env *e, bench_result *r, ct_err *err) {
+  ct_status st = CT_OK;
+  cudaStream_t stream = NULL;
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  memset(e, 0, sizeof *e);
+  r->repeats = o->repeats;
+  r->cudnn_built = cudnn_side_built();
+  /* the GPU first: without one, nothing else is done */
+  if ((st = device_open(o->device, &e->dev, err))) return st;
+  snprintf(r->device, sizeof r->device, "%s", e->dev.name);
+  snprintf(r->arch, sizeof r->arch, "%s", e->dev.arch.name);
+  r->sm_count = e->dev.arch.sm_count;
+  ct_status cs = ct_open(o->db_path, o->device, &e->ctx);
+  if (cs) {
+    st = ERR_SET(err, cs, "%s: %s", o->db_path ? o->db_path : "(no database)", ct_errmsg(e->ctx));
+    goto done;
+  }
+  CUDA_TRY(err, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  e->t.stream = (struct CUstream_st *)stream;
+  CUDA_TRY(err, cudaEventCreate(&e0));
+  e->t.e0 = (struct CUevent_st *)e0;
+  CUDA_TRY(err, cudaEventCreate(&e1));
+  e->t.e1 = (struct CUevent_st *)e1;
+  e->t.repeats = o->repeats;
+  e->t.min_replay_us = o->min_replay_us;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  e->n_threads = cores < 1 ? 1 : cores > 64 ? 64 : (int)cores;
+  if (r->cudnn_built) {
+    ct_err ce = {0};
+    if (cudnn_side_open(e->t.stream, &e->cudnn, &ce) == CT_OK)
+      snprintf(r->cudnn_version, sizeof r->cudnn_version, "%s", cudnn_side_version(e->cudnn));
+    else if (!o->quiet)
+      fprintf(stderr, "[bench] cuDNN: %s\n", ce.msg);
+  }
+
+  if ((st = bench_measure_peaks(&e->dev, e->t.stream, &r->peaks, err))) goto done;
+  if (!o->quiet)
+    fprintf(
+        stderr,
+        "[bench] %s (%s, %d SMs): dp4a %.1f TOPS, int8 mma.sync %.1f TOPS, copy %.2f TB/s%s%s\n",
+        e->dev.name, e->dev.arch.name, e->dev.arch.sm_count, r->peaks.dp4a_tops,
+        r->peaks.mma_int8_tops, r->peaks.copy_tbs, r->cudnn_version[0] ? ", cuDNN " : "",
+        r->cudnn_version);
+done:
+  if (st) bench_env_close(e);
+  return st;
+}
+
+void bench_env_close(bench_env *e) {
+  if (!e) return;
+  cudnn_side_close(e->cudnn);
+  if (e->t.e0) cudaEventDestroy((cudaEvent_t)e->t.e0);
+  if (e->t.e1) cudaEventDestroy((cudaEvent_t)e->t.e1);
+  if (e->t.stream) cudaStreamDestroy((cudaStream_t)e->t.stream);
+  ct_close(e->ctx);
+  memset(e, 0, sizeof *e);
+}
+
 ct_status bench_run(const bench_opts *o, const wlset *s, bench_result *r, ct_err *err) {
   ct_status st = CT_OK;
   run R = {.o = o};
-  cudaStream_t stream = NULL;
-  cudaEvent_t e0 = NULL, e1 = NULL;
   r->layers = NULL;
   r->n_layers = 0;
   r->repeats = o->repeats;
@@ -1209,44 +1316,8 @@ ct_status bench_run(const bench_opts *o, const wlset *s, bench_result *r, ct_err
     return ERR_SET(err, CT_ERR_INVALID_ARG, "bench: layout %d; convtune's side runs nchw4c or nhwc",
                    (int)o->layout);
   snprintf(r->set, sizeof r->set, "%s", s->name);
-
-  /* the GPU first: without one, nothing else is done */
-  if ((st = device_open(o->device, &R.dev, err))) goto done;
-  snprintf(r->device, sizeof r->device, "%s", R.dev.name);
-  snprintf(r->arch, sizeof r->arch, "%s", R.dev.arch.name);
-  r->sm_count = R.dev.arch.sm_count;
-  ct_status cs = ct_open(o->db_path, o->device, &R.ctx);
-  if (cs) {
-    st = ERR_SET(err, cs, "%s: %s", o->db_path ? o->db_path : "(no database)", ct_errmsg(R.ctx));
-    goto done;
-  }
-  CUDA_TRY(err, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  CUDA_TRY(err, cudaEventCreate(&e0));
-  CUDA_TRY(err, cudaEventCreate(&e1));
-  R.t = (bench_timer){.stream = (struct CUstream_st *)stream,
-                      .e0 = (struct CUevent_st *)e0,
-                      .e1 = (struct CUevent_st *)e1,
-                      .repeats = o->repeats,
-                      .min_replay_us = o->min_replay_us};
+  if ((st = bench_env_open(o, &R.e, r, err))) return st;
   rng_seed(&R.rng, o->seed);
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  R.n_threads = cores < 1 ? 1 : cores > 64 ? 64 : (int)cores;
-  if (r->cudnn_built) {
-    ct_err e = {0};
-    if (cudnn_side_open(R.t.stream, &R.cudnn, &e) == CT_OK)
-      snprintf(r->cudnn_version, sizeof r->cudnn_version, "%s", cudnn_side_version(R.cudnn));
-    else if (!o->quiet)
-      fprintf(stderr, "[bench] cuDNN: %s\n", e.msg);
-  }
-
-  if ((st = bench_measure_peaks(&R.dev, R.t.stream, &r->peaks, err))) goto done;
-  if (!o->quiet)
-    fprintf(
-        stderr,
-        "[bench] %s (%s, %d SMs): dp4a %.1f TOPS, int8 mma.sync %.1f TOPS, copy %.2f TB/s%s%s\n",
-        R.dev.name, R.dev.arch.name, R.dev.arch.sm_count, r->peaks.dp4a_tops,
-        r->peaks.mma_int8_tops, r->peaks.copy_tbs, r->cudnn_version[0] ? ", cuDNN " : "",
-        r->cudnn_version);
 
   if (!(r->layers = calloc((size_t)(s->n_items ? s->n_items : 1), sizeof *r->layers))) {
     st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
@@ -1259,7 +1330,7 @@ ct_status bench_run(const bench_opts *o, const wlset *s, bench_result *r, ct_err
     if ((st = run_convtune(&R, l, err))) {
       /* a failing call is this layer's result, unless the context is gone */
       snprintf(l->note[BENCH_CONVTUNE], sizeof l->note[BENCH_CONVTUNE], "failed: %.140s", err->msg);
-      if ((st = still_healthy(err))) goto done;
+      if ((st = bench_still_healthy(err))) goto done;
     }
     if (strstr(l->note[BENCH_CONVTUNE], "WRONG") || strstr(l->note[BENCH_PACK], "WRONG") ||
         strstr(l->note[BENCH_CONVTUNE_I8], "WRONG"))
@@ -1268,12 +1339,8 @@ ct_status bench_run(const bench_opts *o, const wlset *s, bench_result *r, ct_err
     progress(&R, r, i);
   }
 done:
-  cudnn_side_close(R.cudnn);
   for (int i = 0; i < N_BUFS; i++)
     if (R.buf[i].p) cudaFree(R.buf[i].p);
-  if (e0) cudaEventDestroy(e0);
-  if (e1) cudaEventDestroy(e1);
-  if (stream) cudaStreamDestroy(stream);
-  ct_close(R.ctx);
+  bench_env_close(&R.e);
   return st;
 }

@@ -10,6 +10,11 @@
  * Without a GPU: a clear message, exit 1, nothing written. A layer whose
  * output does not match the CPU reference makes the exit status 1 (after
  * everything is written, so that the evidence is kept).
+ *
+ * With --model m.onnx the unit is the model's conv stack, end to end
+ * (bench/model_bench.h): the model is read in the layout convtune runs
+ * (nhwc by default; --layout nchw4c), and the results file is
+ * <dir>/<device>-<model>-b<batch>[-nchw4c].json. --plot does not apply.
  */
 #include <errno.h>
 #include <limits.h>
@@ -18,28 +23,40 @@
 #include <string.h>
 
 #include "bench/bench.h"
+#include "bench/model_bench.h"
 #include "cli/cli.h"
+#include "model/model.h"
 
 static const char usage[] =
     "usage: convtune bench --set NAME --batch N [options]\n"
+    "       convtune bench --model m.onnx --batch N [options]\n"
     "Benchmark the database's best kernels against cuDNN (int8 NHWC, int8x32\n"
     "NCHW_VECT_C, fp16 NHWC on tensor cores) and the GPU's peaks, measured in one\n"
     "run; every side is timed alike (CUDA graph replays, median). Prints a Markdown\n"
     "table; writes the results file bench/results/<device>-<set>-b<batch>.json\n"
     "(-nhwc.json with --layout nhwc).\n"
     "\n"
+    "With --model: the model's conv nodes in graph order, each through libconvtune,\n"
+    "captured as one CUDA graph, each conv reading the real int8 output of the conv\n"
+    "that feeds it (fresh tensors stand for pooling, Concat and the other ops convtune\n"
+    "does not run); per node and in total, against the same chain on cuDNN fp16 and\n"
+    "int8, with the model's roofline floor; every node checked once against the CPU\n"
+    "reference (the first and the last image). Writes\n"
+    "bench/results/<device>-<model>-b<batch>.json (-nchw4c.json with --layout nchw4c).\n"
+    "\n"
     "Options:\n"
     "  --layout nchw4c|nhwc   the layout convtune runs in (default nchw4c, with the cost of\n"
     "                         packing from plain NCHW); nhwc: channels-last tensors on the\n"
     "                         nhwc templates, no pack column; layers no nhwc template runs\n"
-    "                         are left empty with a note\n"
+    "                         are left empty with a note. With --model the default is nhwc\n"
     "  --db PATH              the database of tuned kernels (default convtune.db)\n"
     "  --device N             CUDA device ordinal (default 0)\n"
     "  --repeats N            timed replays per measurement, 1..101 (default 7)\n"
     "  --min-replay-ms MS     launches per graph enough for this long (default 1)\n"
     "  --json FILE            also write the results document to FILE\n"
     "  --csv FILE             write one CSV row per layer to FILE\n"
-    "  --plot FILE.png        write a bar chart per layer, convtune against cuDNN\n"
+    "  --plot FILE.png        write a bar chart per layer, convtune against cuDNN (not with\n"
+    "                         --model)\n"
     "  --results-dir DIR      where the results file goes (default bench/results)\n"
     "  --no-results           do not write the results file\n"
     "  --seed N               seed of the random inputs (default 1)\n"
@@ -50,18 +67,118 @@ static const char usage[] =
     "HEAD` where git works, else \"unknown\".\n"
     "\n";
 
-static int write_csv(const char *path, const bench_result *r) {
+/* Write the CSV of r (a set's bench_result, or with mr a model's). */
+static int write_csv(const char *path, const bench_result *r, const mbench_result *mr) {
   FILE *f = fopen(path, "w");
   if (!f) {
     fprintf(stderr, "convtune bench: %s: %s\n", path, strerror(errno));
     return 0;
   }
-  bench_write_csv(r, f);
+  if (mr)
+    mbench_write_csv(mr, f);
+  else
+    bench_write_csv(r, f);
   if (fclose(f)) {
     fprintf(stderr, "convtune bench: %s: %s\n", path, strerror(errno));
     return 0;
   }
   return 1;
+}
+
+/* The files a run writes besides stdout. */
+typedef struct outputs {
+  const char *json, *csv, *results_dir;
+  int no_results;
+} outputs;
+
+/* --json, the results file and --csv of a set's run (r) or a model's (mr);
+ * the exit code of the first failure, or EXIT_OK. */
+static int write_files(const cli_common *cc, const outputs *out, const bench_result *r,
+                       const mbench_result *mr) {
+  int rc = EXIT_OK;
+  ct_err err = {0};
+  char results[4096];
+  if (mr)
+    mbench_results_path(mr, out->results_dir, results, sizeof results);
+  else
+    bench_results_path(r, out->results_dir, results, sizeof results);
+  const char *paths[2] = {out->json, out->no_results ? NULL : results};
+  for (int i = 0; i < 2; i++) {
+    if (!paths[i]) continue;
+    ct_status st = mr ? mbench_write_json(mr, paths[i], &err) : bench_write_json(r, paths[i], &err);
+    if (st) {
+      int code = cli_fail(cc, &err);
+      if (!rc) rc = code;
+    } else if (cc->verbose >= 0) {
+      fprintf(stderr, "[bench] wrote %s\n", paths[i]);
+    }
+  }
+  if (out->csv) {
+    if (!write_csv(out->csv, r, mr))
+      rc = rc ? rc : EXIT_FAIL;
+    else if (cc->verbose >= 0)
+      fprintf(stderr, "[bench] wrote %s\n", out->csv);
+  }
+  return rc;
+}
+
+/* The command as typed, "convtune bench ...", with the commit and date. */
+static void stamp(bench_result *r, int argc, char **argv) {
+  char *args[256];
+  int n = 0;
+  args[n++] = "convtune";
+  for (int i = 0; i < argc && n < 256; i++) args[n++] = argv[i];
+  bench_result_stamp(r, n, args);
+}
+
+/* The --model run: read the model in layout, benchmark its chain, print
+ * the report, write the files. */
+static int bench_model(const cli_common *cc, const cli_wl *sel, const bench_opts *bo,
+                       const outputs *out, int argc, char **argv) {
+  ct_err err = {0};
+  model *m = NULL;
+  mbench_result r;
+  memset(&r, 0, sizeof r);
+  int rc = EXIT_OK;
+  /* the model in the layout convtune's side runs (bench's own --layout: the
+   * selection's never sees it); for nchw4c read plain, which the benchmark
+   * packs node by node, so that a stem's 3 channels pad to 4 as the
+   * library pads them */
+  cli_wl ms = *sel;
+  ms.layout = bo->layout == CT_LAYOUT_NHWC ? "nhwc" : "nchw";
+  if (cli_wl_model(&ms, &m, &err)) {
+    rc = cli_fail(cc, &err);
+    goto done;
+  }
+  stamp(&r.head, argc, argv);
+  ct_status st = mbench_run(bo, m, &r, &err);
+  if (st == CT_ERR_NO_DEVICE) {
+    fprintf(stderr, "convtune bench: %s\n", err.msg);
+    rc = EXIT_FAIL;
+    goto done;
+  }
+  if (r.n_nodes) {
+    if (st) printf("**Incomplete: the run stopped: %s**\n\n", err.msg);
+    mbench_write_markdown(&r, stdout);
+    fflush(stdout);
+  }
+  if (st) {
+    rc = cli_fail(cc, &err);
+    if (rc == EXIT_USAGE) rc = EXIT_FAIL;
+    goto done;
+  }
+  rc = write_files(cc, out, NULL, &r);
+  if (r.n_wrong || r.n_unchecked) {
+    fprintf(stderr,
+            "convtune bench: %d node(s) gave a wrong answer, %d unchecked: see the check "
+            "column\n",
+            r.n_wrong, r.n_unchecked);
+    rc = EXIT_FAIL;
+  }
+done:
+  mbench_result_free(&r);
+  model_free(m);
+  return rc;
 }
 
 int cmd_bench(int argc, char **argv) {
@@ -99,7 +216,7 @@ int cmd_bench(int argc, char **argv) {
   bench_opts_default(&bo);
   const char *json_path = NULL, *csv_path = NULL, *plot_path = NULL;
   const char *results_dir = "bench/results";
-  int no_results = 0, opt, rc = EXIT_OK;
+  int no_results = 0, opt, rc = EXIT_OK, layout_given = 0;
   long v;
   optind = 1;
   opterr = 0;
@@ -153,6 +270,7 @@ int cmd_bench(int argc, char **argv) {
         cli_usage_error("bench", "--%s", lerr.msg);
         goto usage;
       }
+      layout_given = 1;
       break;
     }
     default: {
@@ -168,9 +286,23 @@ int cmd_bench(int argc, char **argv) {
     cli_wl_free(&sel);
     return EXIT_USAGE;
   }
+  if (sel.model) {
+    if (plot_path) {
+      cli_usage_error("bench", "--plot charts a set's layers; it does not apply to --model");
+      goto usage;
+    }
+    bo.quiet = cc.verbose < 0;
+    if (!layout_given) bo.layout = CT_LAYOUT_NHWC;
+    outputs out = {json_path, csv_path, results_dir, no_results};
+    rc = bench_model(&cc, &sel, &bo, &out, argc, argv);
+    cli_wl_free(&sel);
+    return rc;
+  }
   if (!sel.positional && !sel.file && !sel.set && !sel.flags) {
     char names[256];
-    cli_usage_error("bench", "choose the workloads: --set NAME (%s), --file FILE or a workload",
+    cli_usage_error("bench",
+                    "choose the workloads: --set NAME (%s), --model FILE, --file FILE or a "
+                    "workload",
                     wlset_names(names, sizeof names));
     goto usage;
   }
@@ -189,14 +321,7 @@ int cmd_bench(int argc, char **argv) {
     rc = EXIT_USAGE;
     goto done;
   }
-  {
-    /* the command as typed: "convtune bench ..." */
-    char *args[256];
-    int n = 0;
-    args[n++] = "convtune";
-    for (int i = 0; i < argc && n < 256; i++) args[n++] = argv[i];
-    bench_result_stamp(&r, n, args);
-  }
+  stamp(&r, argc, argv);
   r.batch = sel.batch ? sel.batch : s->items[0].w.n;
   ct_status st = bench_run(&bo, s, &r, &err);
   if (st == CT_ERR_NO_DEVICE) {
@@ -215,31 +340,15 @@ int cmd_bench(int argc, char **argv) {
     if (rc == EXIT_USAGE && st != CT_ERR_NOT_FOUND) rc = EXIT_FAIL;
     goto done;
   }
-  if (json_path) {
-    if (bench_write_json(&r, json_path, &err))
-      rc = cli_fail(&cc, &err);
-    else if (cc.verbose >= 0)
-      fprintf(stderr, "[bench] wrote %s\n", json_path);
-  }
-  if (csv_path) {
-    if (!write_csv(csv_path, &r))
-      rc = EXIT_FAIL;
-    else if (cc.verbose >= 0)
-      fprintf(stderr, "[bench] wrote %s\n", csv_path);
+  {
+    outputs out = {json_path, csv_path, results_dir, no_results};
+    rc = write_files(&cc, &out, &r, NULL);
   }
   if (plot_path) {
     if (plot_write(&r, plot_path, &err))
       rc = cli_fail(&cc, &err);
     else if (cc.verbose >= 0)
       fprintf(stderr, "[bench] wrote %s\n", plot_path);
-  }
-  if (!no_results) {
-    char path[4096];
-    bench_results_path(&r, results_dir, path, sizeof path);
-    if (bench_write_json(&r, path, &err))
-      rc = cli_fail(&cc, &err);
-    else if (cc.verbose >= 0)
-      fprintf(stderr, "[bench] wrote %s\n", path);
   }
   if (r.n_wrong) {
     fprintf(stderr, "convtune bench: %d layer(s) gave a wrong answer: see the notes\n", r.n_wrong);

@@ -1,19 +1,24 @@
 /*
  * cmd_tune.c: `convtune tune`: tune a workload, a file or a set on this
- * machine's GPU into the database. Progress on stderr (a live line on a
- * terminal, one line per batch otherwise); a table of the results on stdout
- * (--json for machines). Without a GPU: a clear message, exit 1, nothing
- * written.
+ * machine's GPU into the database, each workload with its own budget; or a
+ * model (--model, or a set or file --as-model) with one budget that the task
+ * scheduler (tuner/sched.h) shares among its unique workloads. Progress on
+ * stderr (a live line on a terminal, one line per batch, or per round for a
+ * model, otherwise); a table of the results on stdout (--json for machines).
+ * Without a GPU: a clear message, exit 1, nothing written.
  */
 #include <errno.h>
 #include <signal.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/json.h"
+#include "tuner/sched.h"
 #include "tuner/tune.h"
 
 /* The workload tuned when none is given: ResNet-50's first 3x3 layer at batch
@@ -33,7 +38,12 @@ static const char usage[] =
     "  --db PATH              the database (default convtune.db)\n"
     "  --trials N             new trials per workload at most (default 1000)\n"
     "  --early-stopping N     stop after N trials without a better one (default: never)\n"
-    "  --time-budget S        seconds per workload at most (default: none)\n"
+    "  --time-budget T        per workload at most, or for a model the whole run's: seconds\n"
+    "                         (120, 120s), minutes (10m) or hours (1h) (default: none)\n"
+    "  --as-model             tune the set or file as one model (each workload once): the\n"
+    "                         scheduler shares --time-budget among its workloads, as with\n"
+    "                         --model, whose workloads count as often as the graph runs them\n"
+    "  --round-trials N       a model's trials per round (default: from the budget, 16-64)\n"
     "  --tuner KIND           xgb (model-based, default), random, grid, ga\n"
     "  --template NAME        only this template (default: every one that runs the workload);\n"
     "                         in a set or file, the workloads it cannot run are skipped\n"
@@ -88,6 +98,26 @@ static void on_progress(void *user, const tune_progress *p) {
   fflush(stderr);
 }
 
+/* A duration: a number of seconds, or one with the unit s, m or h. */
+static int parse_duration(const char *flag, const char *arg, double *out) {
+  char *end;
+  double v = strtod(arg, &end), unit = 0;
+  if (end != arg && !*end)
+    unit = 1;
+  else if (end != arg && !end[1])
+    unit = *end == 's' ? 1 : *end == 'm' ? 60 : *end == 'h' ? 3600 : 0;
+  v *= unit;
+  if (!unit || !(v > 0) || v > 1e7) {
+    cli_usage_error("tune",
+                    "--%s: expected a positive duration: seconds (120, 120s), minutes (10m) or "
+                    "hours (1h), got '%s'",
+                    flag, arg);
+    return 0;
+  }
+  *out = v;
+  return 1;
+}
+
 static int parse_seconds(const char *flag, const char *arg, double *out) {
   char *end;
   double v = strtod(arg, &end);
@@ -97,6 +127,205 @@ static int parse_seconds(const char *flag, const char *arg, double *out) {
   }
   *out = v;
   return 1;
+}
+
+/* ---- a model: one budget, the scheduler ---------------------------------- */
+
+typedef struct model_ctx {
+  int tty, quiet;
+} model_ctx;
+
+static void fmt_total(double total_us, int n_unknown, char *buf, size_t size) {
+  if (n_unknown)
+    snprintf(buf, size, "total %.2f us + %d unknown", total_us, n_unknown);
+  else
+    snprintf(buf, size, "total %.2f us", total_us);
+}
+
+/* Per batch on a terminal (a live line), per round otherwise. */
+static void on_round(void *user, const sched_progress *p) {
+  const model_ctx *mc = user;
+  if (mc->quiet || (p->batch && !mc->tty)) return;
+  char total[96], elapsed[32], budget[40] = "";
+  fmt_total(p->total_us, p->n_unknown, total, sizeof total);
+  fmt_eta(p->elapsed_s, elapsed, sizeof elapsed);
+  if (p->budget_s > 0) {
+    char b[32];
+    fmt_eta(p->budget_s, b, sizeof b);
+    snprintf(budget, sizeof budget, "/%s", b);
+  }
+  if (p->batch) {
+    const tune_progress *b = p->batch;
+    double best =
+        b->best_us > 0 && (p->best_us == 0 || b->best_us < p->best_us) ? b->best_us : p->best_us;
+    int done = b->done - (b->total - p->round_trials);
+    fprintf(stderr, "\r\033[K[tune] %s%s %s, round %d: %s x%d %d/%d best %.2f us", elapsed, budget,
+            total, p->round, p->name, p->count, done, p->round_trials, best);
+    fflush(stderr);
+    return;
+  }
+  char best[64] = "best -", was[48] = "";
+  if (p->best_us > 0) snprintf(best, sizeof best, "best %.2f us", p->best_us);
+  if (p->prev_best_us > 0 && round(p->best_us * 100) < round(p->prev_best_us * 100))
+    snprintf(was, sizeof was, " (was %.2f)", p->prev_best_us);
+  const char *why = p->warmup ? " warm-up" : p->explore ? " explore" : "";
+  fprintf(stderr, "%s[tune] %s%s %s, round %d%s: %s x%d (%s) %s%s, %d trials\n",
+          mc->tty ? "\r\033[K" : "", elapsed, budget, total, p->round, why, p->name, p->count,
+          p->template_name, best, was, p->n_trials);
+  fflush(stderr);
+}
+
+static const char *end_name(const sched_result *r) {
+  if (r->interrupted) return "interrupted";
+  return r->end == SCHED_BUDGET_SPENT ? "budget" : r->end == SCHED_ALL_DONE ? "done" : "error";
+}
+
+static void print_model(const sched_result *r, const char *model, int verbose) {
+  printf("%-36s %5s %10s %8s %7s %6s %7s  %-24s %s\n", "name", "count", "best us", "TOPS", "trials",
+         "stored", "rounds", "template", "state");
+  for (int i = 0; i < r->n_workloads; i++) {
+    const sched_wl *x = &r->workloads[i];
+    if (!x->supported) {
+      printf("%-36s %5d %10s %8s %7s %6s %7s  %-24s %s\n", x->name, x->count, "-", "-", "-", "-",
+             "-", "-", "unsupported");
+      continue;
+    }
+    char best[32] = "-", t[32] = "-";
+    if (x->best_us > 0) {
+      snprintf(best, sizeof best, "%.2f", x->best_us);
+      snprintf(t, sizeof t, "%.2f", x->best_tops);
+    }
+    printf("%-36s %5d %10s %8s %7d %6d %7d  %-24s %s\n", x->name, x->count, best, t, x->n_trials,
+           x->n_stored, x->rounds, x->template_name[0] ? x->template_name : "-",
+           sched_state_name(x->state));
+    if (verbose > 0 && x->best_config[0]) printf("  best config %s\n", x->best_config);
+  }
+  char total[96], start[96];
+  fmt_total(r->total_us, r->n_unknown, total, sizeof total);
+  fmt_total(r->start_total_us, r->start_unknown, start, sizeof start);
+  printf("\nmodel %s: %s (count x best, %d unique workloads", model, total, r->n_workloads);
+  if (r->n_unsupported) printf(", %d unsupported and left out", r->n_unsupported);
+  printf(")\nstarted from %s; %d trials in %d rounds, %.1f s (%.1f trials/s); ended: %s\n", start,
+         r->n_trials, r->n_rounds, r->wall_s, r->trials_per_s, end_name(r));
+  for (int i = 0; i < r->n_workloads; i++)
+    if (!r->workloads[i].supported && verbose >= 0)
+      fprintf(stderr, "convtune tune: %s is not tuned: %s\n", r->workloads[i].name,
+              r->workloads[i].why);
+}
+
+static cJSON *model_json(const sched_result *r, const char *model) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "model", model);
+  cJSON_AddNumberToObject(o, "total_us", r->total_us);
+  cJSON_AddNumberToObject(o, "unknown", r->n_unknown);
+  cJSON_AddNumberToObject(o, "unsupported", r->n_unsupported);
+  cJSON_AddNumberToObject(o, "start_total_us", r->start_total_us);
+  cJSON_AddNumberToObject(o, "start_unknown", r->start_unknown);
+  cJSON_AddNumberToObject(o, "budget_s", r->budget_s);
+  cJSON_AddNumberToObject(o, "wall_s", r->wall_s);
+  cJSON_AddNumberToObject(o, "trials", r->n_trials);
+  cJSON_AddNumberToObject(o, "rounds", r->n_rounds);
+  cJSON_AddNumberToObject(o, "trials_per_s", r->trials_per_s);
+  cJSON_AddStringToObject(o, "ended", end_name(r));
+  cJSON *ws = cJSON_AddArrayToObject(o, "workloads");
+  for (int i = 0; i < r->n_workloads; i++) {
+    const sched_wl *x = &r->workloads[i];
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddItemToArray(ws, j);
+    cJSON_AddStringToObject(j, "name", x->name);
+    cJSON_AddStringToObject(j, "key", x->key);
+    cJSON_AddNumberToObject(j, "count", x->count);
+    cJSON_AddBoolToObject(j, "supported", x->supported);
+    if (!x->supported) {
+      cJSON_AddStringToObject(j, "why", x->why);
+      continue;
+    }
+    cJSON_AddNumberToObject(j, "best_us", x->best_us);
+    cJSON_AddNumberToObject(j, "best_tops", x->best_tops);
+    if (x->template_name[0])
+      cJSON_AddStringToObject(j, "template", x->template_name);
+    else
+      cJSON_AddNullToObject(j, "template");
+    cJSON_AddItemToObject(j, "best_config",
+                          x->best_config[0] ? cJSON_Parse(x->best_config) : cJSON_CreateNull());
+    cJSON_AddNumberToObject(j, "trials", x->n_trials);
+    cJSON_AddNumberToObject(j, "stored", x->n_stored);
+    cJSON_AddNumberToObject(j, "rounds", x->rounds);
+    cJSON_AddNumberToObject(j, "errors", x->errors);
+    cJSON_AddStringToObject(j, "state", sched_state_name(x->state));
+  }
+  /* the estimated total after each round, to plot and compare */
+  cJSON *cv = cJSON_AddArrayToObject(o, "curve");
+  for (int i = 0; i < r->n_points; i++) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddItemToArray(cv, j);
+    cJSON_AddNumberToObject(j, "elapsed_s", r->curve[i].elapsed_s);
+    cJSON_AddNumberToObject(j, "total_us", r->curve[i].total_us);
+    cJSON_AddNumberToObject(j, "unknown", r->curve[i].n_unknown);
+    cJSON_AddNumberToObject(j, "trials", r->curve[i].n_trials);
+  }
+  return o;
+}
+
+/* Tune s as one model: counts[i] occurrences of item i (NULL: 1 each). */
+static int tune_model(tuner *t, const wlset *s, const char *prefix, const int *counts,
+                      const template_desc *tpl, const sched_opts *so, int json,
+                      const cli_common *cc) {
+  sched_item *items = calloc(s->n_items + 1, sizeof *items);
+  char(*names)[300] = calloc(s->n_items + 1, sizeof *names);
+  if (!items || !names) {
+    free(items);
+    free(names);
+    fprintf(stderr, "convtune tune: out of memory\n");
+    return EXIT_FAIL;
+  }
+  for (int i = 0; i < s->n_items; i++) {
+    if (prefix)
+      snprintf(names[i], sizeof names[i], "%s/%s", prefix, s->items[i].name);
+    else
+      snprintf(names[i], sizeof names[i], "%s", s->items[i].name);
+    items[i] = (sched_item){.name = names[i], .w = s->items[i].w, .count = counts ? counts[i] : 1};
+  }
+  const char *model = prefix ? prefix : s->items[0].name;
+  if (cc->verbose >= 0) {
+    int convs = 0;
+    for (int i = 0; i < s->n_items; i++) convs += items[i].count;
+    char budget[48] = "no budget";
+    if (so->budget_s > 0) {
+      char b[32];
+      fmt_eta(so->budget_s, b, sizeof b);
+      snprintf(budget, sizeof budget, "budget %s", b);
+    }
+    fprintf(stderr, "[tune] model %s: %d workloads (%d occurrences), %s\n", model, s->n_items,
+            convs, budget);
+  }
+  model_ctx mc = {.tty = isatty(2), .quiet = cc->verbose < 0};
+  sched_result *r = NULL;
+  ct_err err = {0};
+  ct_status st = sched_run(t, model, items, s->n_items, tpl, so, on_round, &mc, &r, &err);
+  int rc = EXIT_OK;
+  if (r) {
+    if (json) {
+      cJSON *o = model_json(r, model);
+      char *text = cJSON_Print(o);
+      if (text) puts(text);
+      free(text);
+      cJSON_Delete(o);
+    } else {
+      print_model(r, model, cc->verbose);
+    }
+    if (!st && r->n_unsupported == r->n_workloads) {
+      if (cc->verbose >= 0)
+        fprintf(stderr, "convtune tune: no workload of %s can be tuned%s\n", model,
+                tpl ? " with this template" : "");
+      rc = EXIT_FAIL;
+    }
+  }
+  if (st) rc = cli_fail(cc, &err);
+  sched_result_free(r);
+  free(items);
+  free(names);
+  return rc;
 }
 
 int cmd_tune(int argc, char **argv) {
@@ -111,7 +340,9 @@ int cmd_tune(int argc, char **argv) {
     O_SEED,
     O_TIMEOUT,
     O_NO_TRANSFER,
-    O_JSON
+    O_JSON,
+    O_AS_MODEL,
+    O_ROUND_TRIALS
   };
   struct option opts[48] = {{"db", required_argument, 0, O_DB},
                             {"trials", required_argument, 0, O_TRIALS},
@@ -124,8 +355,10 @@ int cmd_tune(int argc, char **argv) {
                             {"timeout", required_argument, 0, O_TIMEOUT},
                             {"no-transfer", no_argument, 0, O_NO_TRANSFER},
                             {"json", no_argument, 0, O_JSON},
+                            {"as-model", no_argument, 0, O_AS_MODEL},
+                            {"round-trials", required_argument, 0, O_ROUND_TRIALS},
                             {"help", no_argument, 0, 'h'}};
-  int n_opts = 12;
+  int n_opts = 14;
   for (const struct option *o = cli_wl_options; o->name; o++) opts[n_opts++] = *o;
   cli_common cc = {0};
   cli_wl sel = {0};
@@ -134,7 +367,7 @@ int cmd_tune(int argc, char **argv) {
   tune_opts_default(&to);
   to.stop = &stop_requested;
   long v;
-  int json = 0, opt, rc = EXIT_OK;
+  int json = 0, opt, rc = EXIT_OK, as_model = 0, round_trials = 0;
   optind = 1;
   opterr = 0;
   while ((opt = getopt_long(argc, argv, ":hvq", opts, NULL)) != -1) {
@@ -152,7 +385,7 @@ int cmd_tune(int argc, char **argv) {
       to.early_stopping = (int)v;
       break;
     case O_BUDGET:
-      if (!parse_seconds("time-budget", optarg, &to.time_budget_s)) goto usage;
+      if (!parse_duration("time-budget", optarg, &to.time_budget_s)) goto usage;
       break;
     case O_TUNER:
       tuner_kind = optarg;
@@ -176,6 +409,13 @@ int cmd_tune(int argc, char **argv) {
       break;
     case O_JSON:
       json = 1;
+      break;
+    case O_AS_MODEL:
+      as_model = 1;
+      break;
+    case O_ROUND_TRIALS:
+      if (!cli_parse_long("tune", "round-trials", optarg, 1, 100000, &v)) goto usage;
+      round_trials = (int)v;
       break;
     default: {
       int code = cli_common_option("tune", opt, argv, usage, &cc);
@@ -205,6 +445,29 @@ int cmd_tune(int argc, char **argv) {
     cli_usage_error("tune", "--template: no template named '%s'", tpl_name);
     goto usage;
   }
+  /* A model: the scheduler takes the budget, the trial cap and early
+   * stopping per workload over the whole run; its rounds ask the tuner for
+   * trials without limits of its own. */
+  const int model_mode = as_model || sel.model;
+  if (round_trials && !model_mode) {
+    cli_usage_error("tune", "--round-trials: only for a model (--model, or --as-model)");
+    goto usage;
+  }
+  sched_opts so;
+  sched_opts_default(&so);
+  if (model_mode) {
+    so.budget_s = to.time_budget_s;
+    so.max_trials = to.n_trials;
+    so.early_stopping = to.early_stopping;
+    so.round_trials = round_trials;
+    so.seed = seed;
+    so.stop = &stop_requested;
+    /* whole waves of the compile pool (sched.h) */
+    long cores = to.n_builders > 0 ? to.n_builders : sysconf(_SC_NPROCESSORS_ONLN);
+    so.round_multiple = cores < 1 ? 1 : cores > so.max_round ? so.max_round : (int)cores;
+    to.time_budget_s = 0;
+    to.early_stopping = 0;
+  }
 
   ct_err err = {0};
   wlset *s = NULL;
@@ -231,6 +494,11 @@ int cmd_tune(int argc, char **argv) {
   if (cc.verbose >= 0)
     fprintf(stderr, "[tune] %s (%s, %d SMs), database %s, tuner %s\n", dev->name, dev->arch.name,
             dev->arch.sm_count, db_path, kinds[k]);
+  if (model_mode) {
+    rc = tune_model(t, s, sel.set || sel.file || sel.model ? s->name : NULL, sel.counts, tpl, &so,
+                    json, &cc);
+    goto done;
+  }
   progress_ctx pc = {.tty = isatty(2), .quiet = cc.verbose < 0};
   cJSON *out = json ? cJSON_CreateArray() : NULL;
   if (!json)

@@ -152,6 +152,16 @@ fi
 expect_bad '--trials' tune --trials 0
 expect_bad '--tuner' tune --tuner bogus
 expect_bad '--time-budget' tune --time-budget -1
+expect_bad '--time-budget' tune --time-budget 10x
+expect_bad '--time-budget' tune --time-budget 5ms
+expect_bad '--time-budget' tune --time-budget 0m
+expect_bad '--round-trials' tune --round-trials 16
+expect_bad '--round-trials' tune --set resnet50 --as-model --round-trials 0
+if [ ! -e /dev/nvidiactl ]; then
+  # a duration with a unit is accepted: it fails on the GPU, not the flag
+  expect 1 'needs an NVIDIA GPU' tune --set resnet50 --as-model --time-budget 1.5m --db "$tmp/m.db"
+  [ ! -e "$tmp/m.db" ] && ok || bad "tune --as-model wrote a database without a GPU"
+fi
 expect_bad 'groups' tune --c 64 --k 64 --size 56x56 --kernel 3 --groups 2
 
 # the database commands: a missing database is named, nothing is created

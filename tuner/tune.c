@@ -7,7 +7,9 @@
  * compile of a batch. The model learns between batches (its proposals depend
  * on the batch's results). One database transaction per batch: a crash
  * loses at most the batch in flight, and a resumed task never measures a
- * config twice.
+ * config twice. A task is a session (open: resume, transfer, first configs;
+ * run: batches; close): tuner_tune opens, runs and closes each of its
+ * tasks, a scheduler (sched.h) runs a session in rounds.
  */
 #include "tuner/tune.h"
 
@@ -32,6 +34,33 @@ struct tuner {
   db *db;
   char session[40];
   long seq; /* trials recorded in this session: uids */
+  /* The session whose workload the runner holds (NULL: none, or not one a
+   * session set): a session's run sets the runner's task only when another
+   * one had it, and a session that closes clears it. */
+  const tune_session *runner_owner;
+};
+
+/* A task held open across runs (tune.h). */
+struct tune_session {
+  tuner *t;
+  char *name; /* owned */
+  const template_desc *tpl;
+  ct_workload w;
+  char key[CT_KEY_MAX];
+  space s;
+  int has_space;
+  search *se;
+  int batch_cap;
+  /* one batch's configs, instances, trials and costs, reused per batch */
+  config *cfgs;
+  instance *insts;
+  trial *trials;
+  double *costs;
+  cubin best_cb; /* the cubin of the best config measured in this session */
+  uint64_t best_index;
+  tune_progress p;
+  tune_result res; /* summed over the runs */
+  int since_best, exhausted, n_runs, n_transfer;
 };
 
 void tune_opts_default(tune_opts *o) {
@@ -129,15 +158,16 @@ static char *excerpt(const char *text) {
 }
 
 /* Transfer learning: features and costs of other workloads' trials of tpl on
- * this device. Each workload's space is built once. */
-static void seed_transfer(tuner *t, search *se, const template_desc *tpl, const char *key) {
+ * this device. Each workload's space is built once. Returns the rows given
+ * to the strategy. */
+static int seed_transfer(tuner *t, search *se, const template_desc *tpl, const char *key) {
   trial *tr = NULL;
   int n = 0;
-  if (db_trials_other(t->db, key, &t->dbdev, tpl->name, template_version(tpl), 4000, &tr, &n,
-                      NULL) ||
+  if (db_trials_other(t->db, key, &t->dbdev, tpl->name, template_version(tpl), TUNE_TRANSFER_MAX,
+                      &tr, &n, NULL) ||
       n == 0) {
     trials_free(tr, n);
-    return;
+    return 0;
   }
   float *rows = malloc(sizeof *rows * SEARCH_MAX_FEATURES * n);
   double *cost = malloc(sizeof *cost * n);
@@ -182,6 +212,7 @@ static void seed_transfer(tuner *t, search *se, const template_desc *tpl, const 
   free(cost);
   free(group);
   trials_free(tr, n);
+  return n_rows;
 }
 
 /* Resume: feed the task's recorded trials to the strategy. Returns how many,
@@ -265,38 +296,52 @@ done:
   return st;
 }
 
-/* Tune one task: w in tpl's layout (tune_plan), with one template. */
-static ct_status run_task(tuner *t, const char *name, const ct_workload *w,
-                          const template_desc *tpl, tune_progress_fn fn, void *user,
-                          tune_result *res, ct_err *err) {
-  const tune_opts *o = &t->opts;
-  char key[CT_KEY_MAX];
-  workload_key(w, key, sizeof key);
-  memset(res, 0, sizeof *res);
-  snprintf(res->key, sizeof res->key, "%s", key);
-  snprintf(res->template_name, sizeof res->template_name, "%s", tpl->name);
+/* Queue the task's first trials: the best config of the nearest tuned
+ * workload and, with dflt, the template's default (see tune_session_open). */
+static ct_status queue_first(tune_session *ss, int dflt, ct_err *err) {
+  tuner *t = ss->t;
+  config seed;
+  int found = 0;
+  ct_status st =
+      resolve_nearest(t->db, &t->dbdev, &t->dev.arch, ss->tpl, &ss->w, &seed, NULL, 0, &found, err);
+  if (st) return st;
+  if (found) search_first(ss->se, &seed);
+  if (dflt && resolve_default(ss->tpl, &ss->w, &ss->s, &t->dev.arch, &seed, NULL) == CT_OK)
+    search_first(ss->se, &seed);
+  return CT_OK;
+}
 
-  space s;
-  search *se = NULL;
+ct_status tune_session_open(tuner *t, const char *name, const ct_workload *w,
+                            const template_desc *tpl, tune_session **out, ct_err *err) {
+  *out = NULL;
+  const tune_opts *o = &t->opts;
+  tune_session *ss = calloc(1, sizeof *ss);
+  if (!ss) return ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
   ct_status st;
-  int batch_cap = o->search.batch > 0 ? o->search.batch : 64;
-  config *cfgs = calloc(batch_cap, sizeof *cfgs);
-  instance *insts = calloc(batch_cap, sizeof *insts);
-  trial *trials = calloc(batch_cap, sizeof *trials);
-  double *costs = calloc(batch_cap, sizeof *costs);
-  cubin best_cb = {0};
-  uint64_t best_index = 0;
-  if (!cfgs || !insts || !trials || !costs) {
-    free(cfgs), free(insts), free(trials), free(costs);
-    return ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+  ss->t = t;
+  ss->tpl = tpl;
+  ss->w = *w;
+  ss->name = strdup(name ? name : "");
+  workload_key(w, ss->key, sizeof ss->key);
+  snprintf(ss->res.key, sizeof ss->res.key, "%s", ss->key);
+  snprintf(ss->res.template_name, sizeof ss->res.template_name, "%s", tpl->name);
+  ss->batch_cap = o->search.batch > 0 ? o->search.batch : 64;
+  ss->cfgs = calloc(ss->batch_cap, sizeof *ss->cfgs);
+  ss->insts = calloc(ss->batch_cap, sizeof *ss->insts);
+  ss->trials = calloc(ss->batch_cap, sizeof *ss->trials);
+  ss->costs = calloc(ss->batch_cap, sizeof *ss->costs);
+  if (!ss->name || !ss->cfgs || !ss->insts || !ss->trials || !ss->costs) {
+    st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+    goto fail;
   }
-  if ((st = template_space(tpl, w, &s, err))) goto out_nospace;
-  if ((st = search_new(&o->search, tpl, w, &s, &t->dev.arch, &se, err))) goto out;
-  if ((st = runner_set_task(t->r, w, err))) goto out;
+  if ((st = template_space(tpl, w, &ss->s, err))) goto fail;
+  ss->has_space = 1;
+  if ((st = search_new(&o->search, tpl, w, &ss->s, &t->dev.arch, &ss->se, err))) goto fail;
 
   double best_us = 0;
-  res->n_resumed = resume(t, se, tpl, w, &s, &best_us);
-  if (o->transfer && !strcmp(o->search.kind, "xgb")) seed_transfer(t, se, tpl, key);
+  ss->res.n_resumed = resume(t, ss->se, tpl, w, &ss->s, &best_us);
+  if (o->transfer && !strcmp(o->search.kind, "xgb"))
+    ss->n_transfer = seed_transfer(t, ss->se, tpl, ss->key);
   /* the first trials, unless measured before: what the dispatch runs for
    * this workload untuned, the best config of the nearest tuned workload
    * (resolve.h), then the template's default, the dispatch's own
@@ -306,31 +351,84 @@ static ct_status run_task(tuner *t, const char *name, const ct_workload *w,
    * l4_1x1_2048_512 with 8-bit output, 64 trials ended at 5.34 us on the
    * H200, where untuned it ran in 4.36 on the best config of the nearest
    * tuned 8-bit layer (l4_1x1_1024_512's) */
-  config seed;
-  int found = 0;
-  if ((st = resolve_nearest(t->db, &t->dbdev, &t->dev.arch, tpl, w, &seed, NULL, 0, &found, err)))
-    goto out;
-  if (found) search_first(se, &seed);
-  if (resolve_default(tpl, w, &s, &t->dev.arch, &seed, NULL) == CT_OK) search_first(se, &seed);
+  if ((st = queue_first(ss, 1, err))) goto fail;
+  ss->p = (tune_progress){.name = ss->name,
+                          .template_name = tpl->name,
+                          .resumed = ss->res.n_resumed,
+                          .best_us = best_us,
+                          .best_tops = tops(w, best_us)};
+  *out = ss;
+  return CT_OK;
+fail:
+  tune_session_close(ss);
+  return st;
+}
 
-  tune_progress p = {.name = name,
-                     .template_name = tpl->name,
-                     .total = o->n_trials,
-                     .resumed = res->n_resumed,
-                     .best_us = best_us,
-                     .best_tops = tops(w, best_us)};
+void tune_session_close(tune_session *ss) {
+  if (!ss) return;
+  if (ss->t && ss->t->runner_owner == ss) ss->t->runner_owner = NULL;
+  search_free(ss->se);
+  if (ss->has_space) space_free(&ss->s);
+  for (int i = 0; ss->trials && i < ss->batch_cap; i++) trial_free(&ss->trials[i]);
+  cubin_free(&ss->best_cb);
+  free(ss->cfgs);
+  free(ss->insts);
+  free(ss->trials);
+  free(ss->costs);
+  free(ss->name);
+  free(ss);
+}
+
+int tune_session_since_best(const tune_session *ss) {
+  return ss ? ss->since_best : 0;
+}
+
+int tune_session_exhausted(const tune_session *ss) {
+  return ss ? ss->exhausted : 0;
+}
+
+int tune_session_transfer_rows(const tune_session *ss) {
+  return ss ? ss->n_transfer : 0;
+}
+
+ct_status tune_session_run(tune_session *ss, int n_trials, double time_cap_s, tune_progress_fn fn,
+                           void *user, tune_result *out, ct_err *err) {
+  tuner *t = ss->t;
+  const tune_opts *o = &t->opts;
+  const template_desc *tpl = ss->tpl;
+  const ct_workload *w = &ss->w;
+  const space *s = &ss->s;
+  tune_result *res = &ss->res;
+  tune_progress *p = &ss->p;
+  config *cfgs = ss->cfgs;
+  instance *insts = ss->insts;
+  trial *trials = ss->trials;
+  double *costs = ss->costs;
+  ct_status st;
+  if (t->runner_owner != ss) {
+    if ((st = runner_set_task(t->r, w, err))) return st;
+    t->runner_owner = ss;
+  }
+  if (ss->n_runs++ > 0 && (st = queue_first(ss, 0, err))) return st;
+
+  const int start = res->n_trials;
+  const double wall0 = res->wall_s;
+  p->total = start + n_trials;
+  p->finished = 0;
   double t0 = mono_s();
-  int since_best = 0;
-  while (res->n_trials < o->n_trials) {
-    if (o->time_budget_s > 0 && mono_s() - t0 >= o->time_budget_s) break;
+  while (res->n_trials - start < n_trials) {
+    if (time_cap_s > 0 && mono_s() - t0 >= time_cap_s) break;
     if (o->stop && *o->stop) break;
-    if (o->early_stopping > 0 && since_best >= o->early_stopping) {
+    if (o->early_stopping > 0 && ss->since_best >= o->early_stopping) {
       res->stopped_early = 1;
       break;
     }
-    int want = o->n_trials - res->n_trials;
-    int n = search_next(se, cfgs, want < batch_cap ? want : batch_cap);
-    if (n == 0) break; /* nothing left to propose */
+    int want = n_trials - (res->n_trials - start);
+    int n = search_next(ss->se, cfgs, want < ss->batch_cap ? want : ss->batch_cap);
+    if (n == 0) { /* nothing left to propose */
+      ss->exhausted = 1;
+      break;
+    }
 
     /* Submit the batch; configs the descriptor rejects are INVALID trials. */
     int submitted = 0;
@@ -338,20 +436,20 @@ static ct_status run_task(tuner *t, const char *name, const ct_workload *w,
       trial *tr = &trials[i];
       memset(tr, 0, sizeof *tr);
       snprintf(tr->uid, sizeof tr->uid, "%.24s-%ld", t->session, t->seq++);
-      snprintf(tr->workload_key, sizeof tr->workload_key, "%s", key);
+      snprintf(tr->workload_key, sizeof tr->workload_key, "%s", ss->key);
       snprintf(tr->template_name, sizeof tr->template_name, "%s", tpl->name);
       snprintf(tr->template_version, sizeof tr->template_version, "%s", template_version(tpl));
       snprintf(tr->arch, sizeof tr->arch, "%s", t->dev.arch.name);
       snprintf(tr->tuner, sizeof tr->tuner, "%s", o->search.kind);
       snprintf(tr->session, sizeof tr->session, "%s", t->session);
-      tr->tuner_settings = excerpt(search_settings(se));
+      tr->tuner_settings = excerpt(search_settings(ss->se));
       tr->device = t->dbdev;
-      tr->config_index = space_index(&s, &cfgs[i]);
-      cJSON *cj = space_config_to_json(&s, &cfgs[i]);
+      tr->config_index = space_index(s, &cfgs[i]);
+      cJSON *cj = space_config_to_json(s, &cfgs[i]);
       tr->config_json = cj ? cJSON_PrintUnformatted(cj) : NULL;
       cJSON_Delete(cj);
       ct_err e = {0};
-      if (instance_make(tpl, w, &s, &cfgs[i], &t->dev.arch, &insts[i], &e)) {
+      if (instance_make(tpl, w, s, &cfgs[i], &t->dev.arch, &insts[i], &e)) {
         tr->outcome = OUT_INVALID;
         tr->error = excerpt(e.msg);
         tr->timestamp = now_s();
@@ -359,7 +457,7 @@ static ct_status run_task(tuner *t, const char *name, const ct_workload *w,
       }
       tr->options = join_options(&insts[i]);
       tr->outcome = OUT_COUNT; /* pending */
-      if ((st = builder_submit(t->b, &insts[i], i, err))) goto out;
+      if ((st = builder_submit(t->b, &insts[i], i, err))) goto fail;
       submitted++;
     }
     /* Measure each cubin as it arrives. */
@@ -371,7 +469,7 @@ static ct_status run_task(tuner *t, const char *name, const ct_workload *w,
       if (cs != CT_OK && cs != CT_ERR_NVRTC) {
         st = err_set(err, cs, e.file, e.line, "%s", e.msg);
         cubin_free(&cb);
-        goto out;
+        goto fail;
       }
       trial *tr = &trials[tag];
       tr->compile_ms = cb.compile_ms;
@@ -382,7 +480,7 @@ static ct_status run_task(tuner *t, const char *name, const ct_workload *w,
         run_result rr;
         if ((st = runner_measure(t->r, &insts[tag], cb.data, cb.size, &rr, err))) {
           cubin_free(&cb);
-          goto out;
+          goto fail;
         }
         tr->outcome = rr.outcome;
         if (rr.outcome == OUT_OK) {
@@ -393,12 +491,12 @@ static ct_status run_task(tuner *t, const char *name, const ct_workload *w,
             memcpy(tr->samples_us, rr.samples_us, sizeof(double) * rr.n_samples);
           else
             tr->n_samples = 0;
-          if (p.best_us == 0 || rr.median_us < p.best_us) {
+          if (p->best_us == 0 || rr.median_us < p->best_us) {
             /* keep the best cubin for the kernel cache */
-            cubin_free(&best_cb);
-            best_cb = cb;
+            cubin_free(&ss->best_cb);
+            ss->best_cb = cb;
             cb = (cubin){0};
-            best_index = tr->config_index;
+            ss->best_index = tr->config_index;
           }
         } else {
           tr->error = excerpt(rr.error);
@@ -409,49 +507,85 @@ static ct_status run_task(tuner *t, const char *name, const ct_workload *w,
     }
     /* Record the batch, teach the strategy, report. */
     int n_skipped = 0;
-    if ((st = db_insert_trials(t->db, trials, n, &n_skipped, err))) goto out;
+    if ((st = db_insert_trials(t->db, trials, n, &n_skipped, err))) goto fail;
     for (int i = 0; i < n; i++) {
       trial *tr = &trials[i];
       costs[i] = tr->outcome == OUT_OK ? tr->median_us : INFINITY;
       res->by_outcome[tr->outcome]++;
-      p.by_outcome[tr->outcome]++;
+      p->by_outcome[tr->outcome]++;
       res->n_trials++;
-      if (tr->outcome != OUT_OK) p.errors++;
-      if (tr->outcome == OUT_OK && (p.best_us == 0 || tr->median_us < p.best_us)) {
-        p.best_us = tr->median_us;
-        since_best = 0;
+      if (tr->outcome != OUT_OK) p->errors++;
+      if (tr->outcome == OUT_OK && (p->best_us == 0 || tr->median_us < p->best_us)) {
+        p->best_us = tr->median_us;
+        ss->since_best = 0;
       } else {
-        since_best++;
+        ss->since_best++;
       }
       trial_free(tr);
     }
-    search_update(se, cfgs, costs, n);
-    p.done = res->n_trials;
-    p.best_tops = tops(w, p.best_us);
-    p.elapsed_s = mono_s() - t0;
-    p.eta_s = p.done ? p.elapsed_s / p.done * (p.total - p.done) : 0;
-    if (fn) fn(user, &p);
+    search_update(ss->se, cfgs, costs, n);
+    p->done = res->n_trials;
+    p->best_tops = tops(w, p->best_us);
+    p->elapsed_s = wall0 + (mono_s() - t0);
+    p->eta_s = p->done ? p->elapsed_s / p->done * (p->total - p->done) : 0;
+    if (fn) fn(user, p);
   }
-  res->wall_s = mono_s() - t0;
+  res->wall_s = wall0 + (mono_s() - t0);
   res->trials_per_s = res->wall_s > 0 ? res->n_trials / res->wall_s : 0;
-  st = store_best(t, tpl, w, &s, &best_cb, best_index, res, err);
-  p.finished = 1;
-  p.best_us = res->best_us;
-  p.best_tops = res->best_tops;
-  p.elapsed_s = res->wall_s;
-  p.eta_s = 0;
-  if (fn) fn(user, &p);
-out:
-  search_free(se);
-  space_free(&s);
-out_nospace:
-  for (int i = 0; i < batch_cap; i++) trial_free(&trials[i]);
-  cubin_free(&best_cb);
-  free(cfgs);
-  free(insts);
-  free(trials);
-  free(costs);
+  st = store_best(t, tpl, w, s, &ss->best_cb, ss->best_index, res, err);
+  p->finished = 1;
+  p->best_us = res->best_us;
+  p->best_tops = res->best_tops;
+  p->elapsed_s = res->wall_s;
+  p->eta_s = 0;
+  if (fn) fn(user, p);
+  *out = *res;
   return st;
+fail:
+  /* the batch in flight is lost: its trials were not recorded */
+  for (int i = 0; i < ss->batch_cap; i++) trial_free(&trials[i]);
+  *out = *res;
+  return st;
+}
+
+/* Tune one task: w in tpl's layout (tune_plan), with one template. */
+static ct_status run_task(tuner *t, const char *name, const ct_workload *w,
+                          const template_desc *tpl, tune_progress_fn fn, void *user,
+                          tune_result *res, ct_err *err) {
+  memset(res, 0, sizeof *res);
+  tune_session *ss = NULL;
+  ct_status st = tune_session_open(t, name, w, tpl, &ss, err);
+  if (!st) st = tune_session_run(ss, t->opts.n_trials, t->opts.time_budget_s, fn, user, res, err);
+  tune_session_close(ss);
+  return st;
+}
+
+const tune_opts *tuner_opts(const tuner *t) {
+  return &t->opts;
+}
+
+ct_status tuner_stored(tuner *t, const ct_workload *w, const template_desc *tpl, tune_result *res,
+                       ct_err *err) {
+  memset(res, 0, sizeof *res);
+  workload_key(w, res->key, sizeof res->key);
+  snprintf(res->template_name, sizeof res->template_name, "%s", tpl->name);
+  trial *tr = NULL;
+  int n = 0, best = -1;
+  ct_status st =
+      db_trials(t->db, res->key, &t->dbdev, tpl->name, template_version(tpl), &tr, &n, err);
+  if (st) return st;
+  res->n_resumed = n;
+  /* the lowest median among OK trials, as db_best picks (first on a tie) */
+  for (int i = 0; i < n; i++)
+    if (tr[i].outcome == OUT_OK && (best < 0 || tr[i].median_us < tr[best].median_us)) best = i;
+  if (best >= 0) {
+    res->best_us = tr[best].median_us;
+    res->best_tops = tops(w, res->best_us);
+    snprintf(res->best_config, sizeof res->best_config, "%s",
+             tr[best].config_json ? tr[best].config_json : "");
+  }
+  trials_free(tr, n);
+  return CT_OK;
 }
 
 int tune_task_workload(const template_desc *tpl, const ct_workload *w, ct_workload *out,

@@ -110,4 +110,54 @@ ct_status tune_plan(const char *name, const ct_workload *w, const template_desc 
 /* The db_device of a device (for records and queries). */
 void tune_db_device(const device *dev, db_device *out);
 
+/* Transfer learning reads at most this many trials of other workloads. */
+#define TUNE_TRANSFER_MAX 4000
+
+/* The options the tuner was opened with. Borrowed. */
+const tune_opts *tuner_opts(const tuner *t);
+
+/* What the database holds for one task (w in tpl's layout, as tune_plan
+ * gives) on the tuner's device with tpl's current version, as the result of
+ * a run of no trials: key, template, n_resumed (the trials a run resumes
+ * from), best_us, best_tops and best_config (the best OK trial; 0 and ""
+ * when none): the numbers tuner_tune starts from and reports. */
+ct_status tuner_stored(tuner *t, const ct_workload *w, const template_desc *tpl, tune_result *res,
+                       ct_err *err);
+
+/* A task held open across rounds, for a scheduler that shares one budget
+ * among tasks: opening resumes from the database, seeds the model with
+ * other workloads' trials and queues the first trials (as tuner_tune does);
+ * each run continues the same search (its model, its pending proposals),
+ * so that a round costs no more than the same trials in one long run,
+ * besides setting the runner's task up again (allocations and a reference
+ * run: tens of ms on ResNet-50's layers). Sessions of one tuner take turns:
+ * one runs at a time. Owned: tune_session_close. */
+typedef struct tune_session tune_session;
+
+/* Open the task (w in tpl's layout, from tune_plan) named name (copied). */
+ct_status tune_session_open(tuner *t, const char *name, const ct_workload *w,
+                            const template_desc *tpl, tune_session **out, ct_err *err);
+
+/* Run up to n_trials new trials in batches of at most the strategy's batch,
+ * until time_cap_s seconds (0: none; checked between batches, so a batch in
+ * flight ends), the stop flag, early stopping (tune_opts.early_stopping,
+ * counted across the session's runs) or the strategy has nothing left. A
+ * run after the first queues again the best config of the nearest tuned
+ * workload, which other tasks' rounds may have changed. The best config's
+ * cubin is in the kernel cache after each run. *res sums the session's
+ * runs (n_trials, outcomes, wall_s; best_* is the database's best of the
+ * task on this device). Errors are engine errors, never a trial's. */
+ct_status tune_session_run(tune_session *s, int n_trials, double time_cap_s, tune_progress_fn fn,
+                           void *user, tune_result *res, ct_err *err);
+
+/* After a run: trials since the task's best improved (or since it opened,
+ * with no OK trial), whether the strategy had nothing left to propose, and
+ * how many transfer rows the model was seeded with at open. */
+int tune_session_since_best(const tune_session *s);
+int tune_session_exhausted(const tune_session *s);
+int tune_session_transfer_rows(const tune_session *s);
+
+/* Close a session; NULL is accepted. What was measured is in the database. */
+void tune_session_close(tune_session *s);
+
 #endif

@@ -1,0 +1,1250 @@
+/*
+ * model_bench.c: a model's conv stack end to end (see model_bench.h).
+ *
+ * The plan (mbench_plan) is pure: from the model's convs it decides which
+ * run and where each one's data and residual come from. The run
+ * (mbench_run) then, in one process: opens the set benchmark's session
+ * (bench_env_open: dispatch context, stream, cuDNN, the peaks measured
+ * now); prepares each node once (its weights in the run's layout, its
+ * params; a float model gets random weights and values); allocates every
+ * node's output once and the fresh tensors; runs the chain once with the
+ * outputs poisoned and checks every node against the CPU reference on the
+ * node's actual, downloaded inputs (the first and last image, all
+ * elements); times each node alone and the chain as one graph
+ * (bench_time: R copies of the chain in one graph, the median replay / R;
+ * nothing is flushed between nodes: a chain's producer leaves its output
+ * in L2 for its consumer, as in inference). Then, with convtune's buffers
+ * freed, each cuDNN side: every node's fastest algorithm found as the set
+ * benchmark finds it (bench_cudnn_best; a node of the same shape reuses
+ * the search), the chain bound to buffers of its own, wired as convtune's,
+ * and timed the same way.
+ *
+ * Cost: the set benchmark's per unique shape for cuDNN, plus the CPU
+ * reference of two images per node (a ResNet-50 is about 8 GMAC, split
+ * over the cores).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime.h>
+
+#include "bench/bench_int.h"
+#include "bench/model_bench.h"
+#include "core/pack.h"
+#include "core/quant.h"
+#include "gpu/cuda_check.h"
+
+const char *const mbench_field_names[MBENCH_N_FIELDS] = {"floor_us", "convtune_us", "cudnn_fp16_us",
+                                                         "cudnn_int8_us"};
+
+/* What each field's column says, for the Markdown header. */
+static const char *const field_titles[MBENCH_N_FIELDS] = {"floor us", "convtune us",
+                                                          "cuDNN fp16 us", "cuDNN int8 us"};
+
+int mbench_images(int n, int images[2]) {
+  images[0] = 0;
+  images[1] = n > 1 ? n - 1 : 0;
+  return n > 1 ? 2 : 1;
+}
+
+/* ---- the plan ------------------------------------------------------------- */
+
+/* The workload convtune runs for the model's w: nhwc as it is, any other
+ * layout packed. */
+static void run_workload(const ct_workload *w, ct_workload *out) {
+  if (w->layout == CT_LAYOUT_NHWC)
+    *out = *w;
+  else
+    workload_packed(w, out);
+}
+
+/* The key without what every node shares or what says nothing: the op and
+ * layout (the run's), the batch, a unit dilation. */
+static void short_key(const char *key, char *out, size_t size) {
+  size_t n = 0;
+  int field = 0;
+  out[0] = '\0';
+  for (const char *p = key; *p && n + 1 < size; field++) {
+    const char *end = strchr(p, '-');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    int skip = field < 2; /* op, layout */
+    if (len > 1 && p[0] == 'n' && strspn(p + 1, "0123456789") == len - 1) skip = 1;
+    if ((len == 4 && !strncmp(p, "d1x1", 4)) || (len == 6 && !strncmp(p, "d1x1x1", 6))) skip = 1;
+    if (!skip) n += (size_t)snprintf(out + n, size - n, "%s%.*s", n ? "-" : "", (int)len, p);
+    p += len + (end ? 1 : 0);
+  }
+}
+
+/* The data tensor's dimensions in w's layout, as workload_out_dims gives an
+ * output's: NHWC: N, [D,] H, W, C; packed: N, ceil(C/4), [D,] H, W, 4. */
+static int data_dims(const ct_workload *w, int64_t dims[CT_MAX_SPATIAL + 3]) {
+  int nd = workload_nd(w), n = 0;
+  dims[n++] = w->n;
+  if (w->layout == CT_LAYOUT_NCHW4C)
+    dims[n++] = (w->c + 3) / 4;
+  else if (w->layout == CT_LAYOUT_NCHW)
+    dims[n++] = w->c;
+  for (int d = 0; d < nd; d++) dims[n++] = w->in[d];
+  if (w->layout == CT_LAYOUT_NHWC) dims[n++] = w->c;
+  if (w->layout == CT_LAYOUT_NCHW4C) dims[n++] = 4;
+  return n;
+}
+
+static void dims_text(const int64_t *dims, int n, char *buf, size_t size) {
+  size_t len = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n && len + 1 < size; i++)
+    len += (size_t)snprintf(buf + len, size - len, "%s%lld", i ? "x" : "", (long long)dims[i]);
+}
+
+/* Whether producer p's output is exactly the tensor consumer c reads (as
+ * its data, or with residual as its residual); else why not into why. */
+static int feeds(const ct_workload *p, const ct_workload *c, int residual, const char *pname,
+                 char *why, size_t why_size) {
+  int64_t pd[CT_MAX_SPATIAL + 3], cd[CT_MAX_SPATIAL + 3];
+  int np = workload_out_dims(p, pd);
+  int nc = residual ? workload_out_dims(c, cd) : data_dims(c, cd);
+  ct_dtype want = residual ? c->out_type : c->data_type;
+  int cch = residual ? workload_out_channels(c) : c->c;
+  int same = p->layout == c->layout && p->out_type == want && np == nc &&
+             workload_out_channels(p) == cch && !memcmp(pd, cd, (size_t)np * sizeof *pd);
+  if (!same) {
+    char ps[96], cs[96];
+    dims_text(pd, np, ps, sizeof ps);
+    dims_text(cd, nc, cs, sizeof cs);
+    snprintf(why, why_size, "fresh: %.50s writes %.40s %s (%d channels), this conv reads %.40s %s",
+             pname, ps, workload_dtype_name(p->out_type), workload_out_channels(p), cs,
+             workload_dtype_name(want));
+  }
+  return same;
+}
+
+/* Wire one input (data, or residual) of node i: the producer's output
+ * when it can feed it, else fresh with the reason. Returns the producer
+ * used, -1 for fresh. */
+static int wire(const model *m, const mbench_node *nodes, const ct_workload *lw, int i,
+                int residual, char *text, size_t size) {
+  const model_conv *mc = &m->convs[i];
+  int j = residual ? mc->residual_conv : mc->input_conv;
+  const char *from = residual ? mc->residual_from : mc->input_from;
+  if (j < 0) {
+    snprintf(text, size, "fresh: %.200s", from && *from ? from : "an op convtune does not run");
+    return -1;
+  }
+  if (j >= i || j >= m->n_convs) {
+    snprintf(text, size, "fresh: conv #%d does not come before this one", j);
+    return -1;
+  }
+  if (!nodes[j].runs) {
+    snprintf(text, size, "fresh: %.150s is not run", nodes[j].name);
+    return -1;
+  }
+  if (!feeds(&lw[j], &lw[i], residual, nodes[j].name, text, size)) return -1;
+  snprintf(text, size, "conv %.200s", nodes[j].name);
+  return j;
+}
+
+/* The model's name: its file's base name without the extension. */
+static void model_name(const char *path, char *buf, size_t size) {
+  const char *base = path ? strrchr(path, '/') : NULL;
+  base = base ? base + 1 : path && *path ? path : "model";
+  const char *dot = strrchr(base, '.');
+  int len = dot && dot != base ? (int)(dot - base) : (int)strlen(base);
+  snprintf(buf, size, "%.*s", len, base);
+}
+
+ct_status mbench_plan(const model *m, const bench_peaks *p, const char *const *skip,
+                      mbench_result *r, ct_err *err) {
+  ct_status st = CT_OK;
+  mbench_result_free(r);
+  r->n_run = r->n_fresh_inputs = 0;
+  r->all_int32 = 0;
+  model_name(m->path, r->head.set, sizeof r->head.set);
+  snprintf(r->model_path, sizeof r->model_path, "%s", m->path ? m->path : "");
+  snprintf(r->form, sizeof r->form, "%s", model_form_name(m->form));
+  r->head.batch = m->batch;
+  r->head.layout = CT_LAYOUT_NHWC;
+  for (int i = 0; i < m->n_convs; i++)
+    if (m->convs[i].supported) {
+      r->head.layout = m->convs[i].w.layout == CT_LAYOUT_NHWC ? CT_LAYOUT_NHWC : CT_LAYOUT_NCHW4C;
+      break;
+    }
+  r->n_images = mbench_images(m->batch, r->images);
+  for (int f = 0; f < MBENCH_N_FIELDS; f++) {
+    r->chain[f] = BENCH_NONE;
+    r->chain_note[f][0] = '\0';
+  }
+  int n = m->n_convs;
+  ct_workload *lw = calloc((size_t)(n ? n : 1), sizeof *lw);
+  r->nodes = calloc((size_t)(n ? n : 1), sizeof *r->nodes);
+  if (!lw || !r->nodes) {
+    st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+    goto done;
+  }
+  r->n_nodes = n;
+  int n_int32 = 0;
+  for (int i = 0; i < n; i++) {
+    const model_conv *mc = &m->convs[i];
+    mbench_node *nd = &r->nodes[i];
+    snprintf(nd->name, sizeof nd->name, "%s", mc->name ? mc->name : "");
+    snprintf(nd->fused, sizeof nd->fused, "%s", mc->fused ? mc->fused : "");
+    nd->input_conv = nd->residual_conv = -1;
+    for (int f = 0; f < MBENCH_N_FIELDS; f++) nd->t[f] = BENCH_NONE;
+    nd->runs = mc->supported && !(skip && skip[i]);
+    if (!mc->supported)
+      snprintf(nd->why, sizeof nd->why, "%s", mc->why ? mc->why : "not supported");
+    else if (skip && skip[i])
+      snprintf(nd->why, sizeof nd->why, "%s", skip[i]);
+    ct_err e = {0};
+    if (workload_validate(&mc->w, &e)) {
+      if (mc->supported) {
+        st = ERR_SET(err, CT_ERR_INVALID_ARG, "conv %s: %s", nd->name, e.msg);
+        goto done;
+      }
+      snprintf(nd->key, sizeof nd->key, "-");
+      snprintf(nd->short_key, sizeof nd->short_key, "-");
+      continue;
+    }
+    run_workload(&mc->w, &lw[i]);
+    workload_key(&lw[i], nd->key, sizeof nd->key);
+    short_key(nd->key, nd->short_key, sizeof nd->short_key);
+    ct_workload plain = mc->w;
+    plain.layout = CT_LAYOUT_NCHW; /* the real channels */
+    int eb = (int)workload_out_elem_bytes(&plain);
+    nd->ops = (double)workload_ops(&plain);
+    nd->bytes = bench_conv_bytes(&plain, eb);
+    if (plain.epi.residual) nd->bytes += (double)workload_out_elems(&plain) * eb;
+    nd->t[MBENCH_FLOOR] = bench_floor_us(nd->ops, nd->bytes, p);
+  }
+  for (int i = 0; i < n; i++) {
+    mbench_node *nd = &r->nodes[i];
+    if (!nd->runs) continue;
+    r->n_run++;
+    n_int32 += lw[i].out_type == CT_DTYPE_INT32;
+    nd->input_conv = wire(m, r->nodes, lw, i, 0, nd->input, sizeof nd->input);
+    r->n_fresh_inputs += nd->input_conv < 0;
+    if (lw[i].epi.residual) {
+      nd->residual_conv = wire(m, r->nodes, lw, i, 1, nd->residual, sizeof nd->residual);
+      r->n_fresh_inputs += nd->residual_conv < 0;
+    }
+  }
+  r->all_int32 = r->n_run > 0 && n_int32 == r->n_run;
+done:
+  free(lw);
+  if (st) mbench_result_free(r);
+  return st;
+}
+
+/* ---- the check's comparison --------------------------------------------- */
+
+/* The output's spatial sizes after the remap, outermost first; returns nd. */
+static int out_sizes(const ct_workload *w, int64_t sz[CT_MAX_SPATIAL]) {
+  int nd = workload_nd(w);
+  for (int d = 0; d < nd; d++)
+    sz[d] = workload_out_size(w, d) * (w->epi.d2s_block ? w->epi.d2s_block : 1);
+  return nd;
+}
+
+static int64_t element(const ct_workload *w, const void *p, int64_t i) {
+  if (w->out_type == CT_DTYPE_INT32) {
+    int32_t v;
+    memcpy(&v, (const int32_t *)p + i, sizeof v);
+    return v;
+  }
+  return w->out_type == CT_DTYPE_UINT8 ? ((const uint8_t *)p)[i] : ((const int8_t *)p)[i];
+}
+
+int64_t mbench_compare(const ct_workload *w, const void *got, const void *want, int image,
+                       char *note, size_t note_size) {
+  int64_t sz[CT_MAX_SPATIAL];
+  int nd = out_sizes(w, sz);
+  int64_t sp = 1;
+  for (int d = 0; d < nd; d++) sp *= sz[d];
+  int64_t n = workload_out_channels(w) * sp, bad = 0, at = 0;
+  size_t eb = workload_out_elem_bytes(w);
+  for (int64_t i = 0; i < n; i++)
+    if (memcmp((const uint8_t *)got + i * (int64_t)eb, (const uint8_t *)want + i * (int64_t)eb,
+               eb) &&
+        !bad++)
+      at = i;
+  if (!bad) {
+    snprintf(note, note_size, "exact");
+    return 0;
+  }
+  /* the position as (d, y, x) of the remapped output */
+  int64_t pos = at % sp, coord[CT_MAX_SPATIAL];
+  for (int d = nd - 1; d >= 0; d--) {
+    coord[d] = pos % sz[d];
+    pos /= sz[d];
+  }
+  char where[64];
+  if (nd == 3)
+    snprintf(where, sizeof where, "(d, y, x) = (%lld, %lld, %lld)", (long long)coord[0],
+             (long long)coord[1], (long long)coord[2]);
+  else
+    snprintf(where, sizeof where, "(y, x) = (%lld, %lld)", (long long)coord[0],
+             (long long)coord[1]);
+  snprintf(note, note_size,
+           "WRONG: image %d channel %lld at %s gives %lld, not %lld; %lld of %lld elements of "
+           "the image differ",
+           image, (long long)(at / sp), where, (long long)element(w, got, at),
+           (long long)element(w, want, at), (long long)bad, (long long)n);
+  return bad;
+}
+
+/* ---- sums and writers ------------------------------------------------------ */
+
+double mbench_sum(const mbench_result *r, mbench_field f, int *n_null) {
+  double sum = 0;
+  int nulls = 0, n = 0;
+  for (int i = 0; i < r->n_nodes; i++) {
+    const mbench_node *nd = &r->nodes[i];
+    if (!nd->runs) continue;
+    if (bench_has(nd->t[f])) {
+      sum += nd->t[f];
+      n++;
+    } else {
+      nulls++;
+    }
+  }
+  if (n_null) *n_null = nulls;
+  return n && !nulls ? sum : BENCH_NONE;
+}
+
+double mbench_images_per_s(const mbench_result *r, double chain_us) {
+  return bench_has(chain_us) && chain_us > 0 ? r->head.batch / (chain_us * 1e-6) : BENCH_NONE;
+}
+
+char *mbench_results_path(const mbench_result *r, const char *dir, char *buf, size_t size) {
+  return bench_results_file(dir, r->head.device, r->head.set, r->head.batch,
+                            r->head.layout == CT_LAYOUT_NHWC ? "" : "-nchw4c", buf, size);
+}
+
+static const char *check_name(mbench_check c) {
+  return c == MBENCH_EXACT ? "exact" : c == MBENCH_WRONG ? "wrong" : "unchecked";
+}
+
+static double ratio(double a, double b) {
+  return bench_has(a) && bench_has(b) && b > 0 ? a / b : BENCH_NONE;
+}
+
+/* The chain's value of field f: the graph's time, or for the floor the
+ * sum of the nodes' floors. */
+static double chain_value(const mbench_result *r, mbench_field f) {
+  return f == MBENCH_FLOOR ? mbench_sum(r, MBENCH_FLOOR, NULL) : r->chain[f];
+}
+
+static void json_rate(cJSON *o, const char *name, double v, double unit) {
+  if (bench_has(v))
+    cJSON_AddNumberToObject(o, name, round(v / unit) * unit);
+  else
+    cJSON_AddNullToObject(o, name);
+}
+
+cJSON *mbench_to_json(const mbench_result *r) {
+  const bench_result *h = &r->head;
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddStringToObject(o, "device", h->device);
+  cJSON_AddStringToObject(o, "arch", h->arch);
+  cJSON_AddNumberToObject(o, "sm_count", h->sm_count);
+  cJSON_AddStringToObject(o, "commit", h->commit);
+  cJSON_AddStringToObject(o, "command", h->command);
+  cJSON_AddStringToObject(o, "date", h->date);
+  cJSON_AddStringToObject(o, "model", h->set);
+  cJSON_AddStringToObject(o, "model_path", r->model_path);
+  cJSON_AddStringToObject(o, "form", r->form);
+  cJSON_AddNumberToObject(o, "batch", h->batch);
+  cJSON_AddStringToObject(o, "layout", bench_layout_name(h->layout));
+  bench_json_peaks(o, &h->peaks);
+  cJSON_AddStringToObject(o, "peaks_source", "measured in this run (bench/peaks.c)");
+  cJSON_AddNumberToObject(o, "repeats", h->repeats);
+  if (h->cudnn_version[0])
+    cJSON_AddStringToObject(o, "cudnn", h->cudnn_version);
+  else
+    cJSON_AddStringToObject(o, "cudnn", h->cudnn_built ? "not loaded" : "not built in");
+  cJSON *imgs = cJSON_AddArrayToObject(o, "images_checked");
+  for (int i = 0; imgs && i < r->n_images; i++)
+    cJSON_AddItemToArray(imgs, cJSON_CreateNumber(r->images[i]));
+  cJSON_AddBoolToObject(o, "all_exact", r->n_run > 0 && r->n_exact == r->n_run);
+  cJSON_AddNumberToObject(o, "n_nodes", r->n_nodes);
+  cJSON_AddNumberToObject(o, "n_run", r->n_run);
+  cJSON_AddNumberToObject(o, "n_exact", r->n_exact);
+  cJSON_AddNumberToObject(o, "n_wrong", r->n_wrong);
+  cJSON_AddNumberToObject(o, "n_unchecked", r->n_unchecked);
+  cJSON_AddNumberToObject(o, "n_fresh_inputs", r->n_fresh_inputs);
+  cJSON_AddBoolToObject(o, "all_int32", r->all_int32);
+  cJSON *chain = cJSON_AddObjectToObject(o, "chain");
+  cJSON *sum = cJSON_AddObjectToObject(o, "sum_of_nodes");
+  cJSON *ips = cJSON_AddObjectToObject(o, "images_per_s");
+  cJSON *cnotes = cJSON_AddObjectToObject(o, "chain_notes");
+  for (int f = 0; f < MBENCH_N_FIELDS; f++) {
+    if (chain) bench_json_time(chain, mbench_field_names[f], chain_value(r, (mbench_field)f));
+    if (sum) bench_json_time(sum, mbench_field_names[f], mbench_sum(r, (mbench_field)f, NULL));
+    if (ips) json_rate(ips, mbench_field_names[f], mbench_images_per_s(r, chain_value(r, f)), 0.1);
+    if (cnotes && r->chain_note[f][0])
+      cJSON_AddStringToObject(cnotes, mbench_field_names[f], r->chain_note[f]);
+  }
+  json_rate(o, "convtune_over_cudnn_fp16",
+            ratio(r->chain[MBENCH_CONVTUNE], r->chain[MBENCH_CUDNN_FP16]), 1e-4);
+  json_rate(o, "convtune_over_cudnn_int8",
+            ratio(r->chain[MBENCH_CONVTUNE], r->chain[MBENCH_CUDNN_INT8]), 1e-4);
+  json_rate(o, "floor_over_convtune",
+            ratio(chain_value(r, MBENCH_FLOOR), r->chain[MBENCH_CONVTUNE]), 1e-4);
+  cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
+  for (int i = 0; nodes && i < r->n_nodes; i++) {
+    const mbench_node *nd = &r->nodes[i];
+    cJSON *no = cJSON_CreateObject();
+    if (!no) break;
+    cJSON_AddItemToArray(nodes, no);
+    cJSON_AddStringToObject(no, "name", nd->name);
+    cJSON_AddStringToObject(no, "key", nd->key);
+    cJSON_AddStringToObject(no, "fused", nd->fused);
+    cJSON_AddBoolToObject(no, "runs", nd->runs);
+    if (!nd->runs) {
+      cJSON_AddStringToObject(no, "why", nd->why);
+      continue;
+    }
+    cJSON_AddStringToObject(no, "input", nd->input);
+    cJSON_AddNumberToObject(no, "input_conv", nd->input_conv);
+    if (nd->residual[0]) {
+      cJSON_AddStringToObject(no, "residual", nd->residual);
+      cJSON_AddNumberToObject(no, "residual_conv", nd->residual_conv);
+    }
+    cJSON_AddNumberToObject(no, "ops", nd->ops);
+    cJSON_AddNumberToObject(no, "bytes", nd->bytes);
+    for (int f = 0; f < MBENCH_N_FIELDS; f++) bench_json_time(no, mbench_field_names[f], nd->t[f]);
+    cJSON_AddStringToObject(no, "check", check_name(nd->check));
+    cJSON_AddStringToObject(no, "check_note", nd->check_note);
+    cJSON_AddStringToObject(no, "source", nd->source);
+    cJSON *algo = cJSON_AddObjectToObject(no, "cudnn_algo");
+    for (int c = 0; algo && c < 2; c++)
+      if (nd->algo[c][0])
+        cJSON_AddStringToObject(algo, mbench_field_names[MBENCH_CUDNN_FP16 + c], nd->algo[c]);
+    cJSON *notes = cJSON_AddObjectToObject(no, "notes");
+    for (int f = 0; notes && f < MBENCH_N_FIELDS; f++)
+      if (nd->note[f][0]) cJSON_AddStringToObject(notes, mbench_field_names[f], nd->note[f]);
+  }
+  cJSON_AddStringToObject(
+      o, "method",
+      "the conv nodes that run, in graph order, on one stream: chain = median over replays of "
+      "a CUDA graph of R copies of the chain / R, no L2 flush between nodes; a node's time = "
+      "the same for R launches of that node alone; a node whose producer conv runs reads its "
+      "real output, others a fresh random tensor (input says which op it stands for); cuDNN "
+      "sides: each node on the fastest algorithm for its shape (fp16: NHWC, tensor-op math, "
+      "fp16 out, chain outputs scaled by 1 / (rms x sqrt(C x kernel volume)) to stay in range; "
+      "int8: NHWC INT8 config, C and K padded to 4), wired as convtune's chain; a side's "
+      "chain and sum are null unless every node runs on it; floor per node = max(ops / "
+      "int8 mma.sync peak, (int8 data + int8 weights + residual + output bytes) / copy "
+      "bandwidth), the chain's floor their sum; check: every element of the images in "
+      "images_checked against the CPU reference of the node's formula on its actual inputs");
+  return o;
+}
+
+ct_status mbench_write_json(const mbench_result *r, const char *path, ct_err *err) {
+  cJSON *o = mbench_to_json(r);
+  if (!o) return ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory writing %s", path);
+  ct_status st = bench_write_doc(o, path, err);
+  cJSON_Delete(o);
+  return st;
+}
+
+void mbench_write_csv(const mbench_result *r, FILE *f) {
+  fputs("index,name,key,fused,runs,input,residual", f);
+  for (int fl = 0; fl < MBENCH_N_FIELDS; fl++) fprintf(f, ",%s", mbench_field_names[fl]);
+  fputs(",ratio_cudnn_fp16,ratio_cudnn_int8,check,check_note,source,cudnn_fp16_algo,"
+        "cudnn_int8_algo,layout,why\n",
+        f);
+  for (int i = 0; i < r->n_nodes; i++) {
+    const mbench_node *nd = &r->nodes[i];
+    fprintf(f, "%d,", i);
+    bench_csv_string(f, nd->name);
+    fputc(',', f);
+    bench_csv_string(f, nd->key);
+    fputc(',', f);
+    bench_csv_string(f, nd->fused);
+    fprintf(f, ",%d,", nd->runs);
+    bench_csv_string(f, nd->input);
+    fputc(',', f);
+    bench_csv_string(f, nd->residual);
+    for (int fl = 0; fl < MBENCH_N_FIELDS; fl++) bench_csv_num(f, nd->t[fl], "%.3f");
+    bench_csv_num(f, ratio(nd->t[MBENCH_CONVTUNE], nd->t[MBENCH_CUDNN_FP16]), "%.4f");
+    bench_csv_num(f, ratio(nd->t[MBENCH_CONVTUNE], nd->t[MBENCH_CUDNN_INT8]), "%.4f");
+    fprintf(f, ",%s,", nd->runs ? check_name(nd->check) : "");
+    bench_csv_string(f, nd->check_note);
+    fputc(',', f);
+    bench_csv_string(f, nd->source);
+    for (int c = 0; c < 2; c++) {
+      fputc(',', f);
+      bench_csv_string(f, nd->algo[c]);
+    }
+    fprintf(f, ",%s,", bench_layout_name(r->head.layout));
+    bench_csv_string(f, nd->runs ? "" : nd->why);
+    fputc('\n', f);
+  }
+}
+
+/* A Markdown cell's text: '|' would end the cell. */
+static void md_text(FILE *f, const char *s) {
+  fputc(' ', f);
+  for (; *s; s++) {
+    if (*s == '|')
+      fputs("\\|", f);
+    else
+      fputc(*s, f);
+  }
+  fputs(" |", f);
+}
+
+static void md_images(const mbench_result *r, FILE *f) {
+  if (r->n_images > 1)
+    fprintf(f, "images %d and %d", r->images[0], r->images[1]);
+  else
+    fprintf(f, "image %d", r->images[0]);
+}
+
+void mbench_write_markdown(const mbench_result *r, FILE *f) {
+  const bench_result *h = &r->head;
+  const bench_peaks *p = &h->peaks;
+  fprintf(f, "## convtune bench --model: %s, batch %d, layout %s, %s\n\n", h->set, h->batch,
+          bench_layout_name(h->layout), h->device);
+  fprintf(f, "- %s (%s, %d SMs), commit %s, %s\n", h->device, h->arch, h->sm_count, h->commit,
+          h->date);
+  fprintf(f, "- command: `%s`\n", h->command);
+  fprintf(f, "- model: %s (%s), %d conv nodes, %d run, %d skipped\n", r->model_path, r->form,
+          r->n_nodes, r->n_run, r->n_nodes - r->n_run);
+  fprintf(f,
+          "- peaks measured in this run: int8 mma.sync %.1f TOPS, device copy %.2f TB/s (bytes "
+          "read + written), dp4a %.1f TOPS\n",
+          p->mma_int8_tops, p->copy_tbs, p->dp4a_tops);
+  fputs("- chain: the nodes that run, in graph order, on one stream through libconvtune, "
+        "captured as one CUDA graph; the median of the replays, nothing flushed between nodes "
+        "(each producer's output is its consumer's input, as in inference); per node: the "
+        "same for that node alone, replayed back to back\n",
+        f);
+  fprintf(f,
+          "- timing: every side alike, the median of %d replays of a CUDA graph of R copies, "
+          "per copy\n",
+          h->repeats);
+  if (!h->cudnn_built)
+    fputs("- cuDNN sides: cuDNN not built in\n", f);
+  else if (!h->cudnn_version[0])
+    fputs("- cuDNN sides: cuDNN did not load at run time\n", f);
+  else
+    fprintf(f,
+            "- cuDNN %s, legacy API, each node on its shape's fastest algorithm (searched as in "
+            "the set benchmark), wired as convtune's chain, convolutions only (no bias, "
+            "activation or residual): fp16 NHWC (fp32 accumulate, tensor-op math, fp16 out; "
+            "the chain's outputs scaled to stay in range), int8 NHWC (int32 compute, int8 "
+            "out, C and K padded to 4); a side's totals only when it runs every node\n",
+            h->cudnn_version);
+  fputs("- floor per node: max(ops / int8 mma.sync peak, (int8 data + int8 weights [+ int8 "
+        "residual] + output bytes) / copy bandwidth), real channels; the model's floor is "
+        "their sum\n",
+        f);
+  int n_inputs = 0;
+  for (int i = 0; i < r->n_nodes; i++)
+    if (r->nodes[i].runs) n_inputs += 1 + (r->nodes[i].residual[0] != '\0');
+  fprintf(f,
+          "- inputs: %d of the %d node inputs (data and residuals) are fresh random tensors "
+          "of the right shape, standing for the op named in the input column (pooling, "
+          "Concat, a graph input) or for a conv output that cannot feed them; every other "
+          "input is its producer conv's real output\n",
+          r->n_fresh_inputs, n_inputs);
+  if (r->all_int32)
+    fputs("- every conv writes int32 (a float model read without --out int8): no output can "
+          "feed the next conv's 8-bit data, so every input is fresh\n",
+          f);
+  fputs("- check: ", f);
+  md_images(r, f);
+  fprintf(f, " of the batch (an image's output depends only on that image), every element, "
+             "against the CPU reference of the node's formula on its actual (downloaded) "
+             "inputs\n");
+  if (r->n_run && r->n_exact == r->n_run)
+    fprintf(f, "- **every node exact** (%d of %d)\n", r->n_exact, r->n_run);
+  else
+    fprintf(f, "- **not every node exact: %d exact, %d wrong, %d unchecked** (see the table)\n",
+            r->n_exact, r->n_wrong, r->n_unchecked);
+
+  fputs("\n| # | node | workload | fused | input |", f);
+  for (int fl = MBENCH_CONVTUNE; fl < MBENCH_N_FIELDS; fl++) fprintf(f, " %s |", field_titles[fl]);
+  fprintf(f, " %s | convtune/fp16 | check |\n", field_titles[MBENCH_FLOOR]);
+  fputs("| ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n", f);
+  for (int i = 0; i < r->n_nodes; i++) {
+    const mbench_node *nd = &r->nodes[i];
+    if (!nd->runs) continue;
+    fprintf(f, "| %d |", i);
+    md_text(f, nd->name);
+    fprintf(f, " `%s` |", nd->short_key);
+    md_text(f, nd->fused[0] ? nd->fused : "-");
+    char in[480];
+    if (nd->residual[0])
+      snprintf(in, sizeof in, "%s; residual: %s", nd->input, nd->residual);
+    else
+      snprintf(in, sizeof in, "%s", nd->input);
+    md_text(f, in);
+    for (int fl = MBENCH_CONVTUNE; fl < MBENCH_N_FIELDS; fl++) bench_md_time(f, nd->t[fl]);
+    bench_md_time(f, nd->t[MBENCH_FLOOR]);
+    bench_md_ratio(f, nd->t[MBENCH_CONVTUNE], nd->t[MBENCH_CUDNN_FP16]);
+    md_text(f, nd->check == MBENCH_EXACT ? "exact" : nd->check_note);
+    fputc('\n', f);
+  }
+
+  fputs("\n| total | convtune | cuDNN fp16 | cuDNN int8 | floor |\n", f);
+  fputs("| --- | ---: | ---: | ---: | ---: |\n", f);
+  static const mbench_field cols[] = {MBENCH_CONVTUNE, MBENCH_CUDNN_FP16, MBENCH_CUDNN_INT8,
+                                      MBENCH_FLOOR};
+  fputs("| chain, one graph, us |", f);
+  for (int c = 0; c < 4; c++) bench_md_time(f, chain_value(r, cols[c]));
+  fputs("\n| sum of the nodes alone, us |", f);
+  for (int c = 0; c < 4; c++) bench_md_time(f, mbench_sum(r, cols[c], NULL));
+  fputs("\n| images per second (chain) |", f);
+  for (int c = 0; c < 4; c++) {
+    double v = mbench_images_per_s(r, chain_value(r, cols[c]));
+    if (bench_has(v))
+      fprintf(f, " %.0f |", v);
+    else
+      fputs(" - |", f);
+  }
+  fputs("\n| convtune / side (chain) |", f);
+  for (int c = 0; c < 4; c++) bench_md_ratio(f, r->chain[MBENCH_CONVTUNE], chain_value(r, cols[c]));
+  fputs("\n", f);
+  double speed = ratio(r->chain[MBENCH_CUDNN_FP16], r->chain[MBENCH_CONVTUNE]);
+  if (bench_has(speed))
+    fprintf(f, "\nconvtune's chain is %.2fx as fast as cuDNN fp16's (%.1f against %.1f us).\n",
+            speed, r->chain[MBENCH_CONVTUNE], r->chain[MBENCH_CUDNN_FP16]);
+  double floor_share = ratio(chain_value(r, MBENCH_FLOOR), r->chain[MBENCH_CONVTUNE]);
+  if (bench_has(floor_share))
+    fprintf(f, "The floor is %.0f%% of convtune's chain.\n", 100 * floor_share);
+
+  int header = 0;
+  for (int fl = 0; fl < MBENCH_N_FIELDS; fl++) {
+    if (!r->chain_note[fl][0]) continue;
+    if (!header) fputs("\nNotes:\n", f);
+    header = 1;
+    fprintf(f, "- chain, %s: %s\n", mbench_field_names[fl], r->chain_note[fl]);
+  }
+  for (int i = 0; i < r->n_nodes; i++) {
+    const mbench_node *nd = &r->nodes[i];
+    if (!nd->runs) continue;
+    for (int fl = 0; fl < MBENCH_N_FIELDS; fl++) {
+      if (!nd->note[fl][0]) continue;
+      if (!header) fputs("\nNotes:\n", f);
+      header = 1;
+      fprintf(f, "- %s, %s: %s\n", nd->name, mbench_field_names[fl], nd->note[fl]);
+    }
+  }
+  if (r->n_run < r->n_nodes) {
+    fputs("\nSkipped (not run on any side):\n", f);
+    for (int i = 0; i < r->n_nodes; i++)
+      if (!r->nodes[i].runs)
+        fprintf(f, "- %d %s `%s`: %s\n", i, r->nodes[i].name, r->nodes[i].key, r->nodes[i].why);
+  }
+}
+
+void mbench_result_free(mbench_result *r) {
+  if (!r) return;
+  free(r->nodes);
+  r->nodes = NULL;
+  r->n_nodes = 0;
+}
+
+/* ---- the run ------------------------------------------------------------------ */
+
+#define POISON 0x5A
+
+/* One node on convtune's side: what it runs, its weights and values (made
+ * once), and its tensors (made per plan). */
+typedef struct node_rt {
+  ct_context *ctx;
+  ct_workload lw;    /* what runs, in the run's layout */
+  ct_workload pw;    /* the same convolution plain (NCHW data, OIHW weights), one image */
+  int8_t *h_w;       /* pw's plain weights: the model's, zero-padded where packed */
+  quant_store qs;    /* a float model's random values */
+  const ct_quant *q; /* the values used; NULL when the workload needs none */
+  void *d_w, *d_params;
+  void *d_out, *d_fresh, *d_fresh_res;
+  const void *d_data, *d_res;
+  size_t data_bytes, out_bytes;
+  char source[192];
+} node_rt;
+
+typedef struct mrun {
+  const bench_opts *o;
+  const model *m;
+  mbench_result *r;
+  bench_env e;
+  rng rng;
+  node_rt *rt;
+} mrun;
+
+static ct_status launch_node(void *user, struct CUstream_st *stream, ct_err *err) {
+  const node_rt *n = user;
+  ct_status st =
+      n->lw.op == CT_OP_CONV3D
+          ? ct_qconv3d(n->ctx, &n->lw, n->d_data, n->d_w, n->d_params, n->d_res, n->d_out, stream)
+          : ct_qconv2d(n->ctx, &n->lw, n->d_data, n->d_w, n->d_params, n->d_res, n->d_out, stream);
+  if (st) return ERR_SET(err, st, "%s", ct_errmsg(n->ctx));
+  return CT_OK;
+}
+
+/* The whole chain, in order; failed gets the node whose call failed. */
+typedef struct chain {
+  node_rt *rt;
+  const mbench_result *r;
+  int failed;
+} chain;
+
+static ct_status launch_chain(void *user, struct CUstream_st *stream, ct_err *err) {
+  chain *c = user;
+  for (int i = 0; i < c->r->n_nodes; i++) {
+    if (!c->r->nodes[i].runs) continue;
+    ct_status st = launch_node(&c->rt[i], stream, err);
+    if (st) {
+      c->failed = i;
+      return st;
+    }
+  }
+  return CT_OK;
+}
+
+static void node_free(node_rt *n) {
+  free(n->h_w);
+  quant_store_free(&n->qs);
+  if (n->d_w) cudaFree(n->d_w);
+  if (n->d_params) cudaFree(n->d_params);
+  n->h_w = NULL;
+  n->d_w = n->d_params = NULL;
+}
+
+/* Prepare node i once: its workloads, its plain weights (the model's, or
+ * random for a float model), their layout form on the device (OHWI, or
+ * packed by ct_pack_weights), its values and params. What convtune cannot
+ * run is a reason in why (the node is skipped); an error status only when
+ * the GPU fails. */
+static ct_status prep_node(mrun *R, int i, char *why, size_t why_size, ct_err *err) {
+  ct_status st = CT_OK;
+  const model_conv *mc = &R->m->convs[i];
+  node_rt *n = &R->rt[i];
+  ct_context *ctx = R->e.ctx;
+  cudaStream_t s = (cudaStream_t)R->e.t.stream;
+  void *d_plain = NULL, *h_params = NULL;
+  int8_t *h_lw = NULL;
+  n->ctx = ctx;
+  run_workload(&mc->w, &n->lw);
+  n->pw = n->lw;
+  n->pw.layout = CT_LAYOUT_NCHW;
+  n->pw.n = 1;
+  const int nhwc = n->lw.layout == CT_LAYOUT_NHWC;
+  if (n->lw.k != mc->w.k) {
+    /* the values (bias, scales) are the model's K; packed K would read past them */
+    snprintf(why, why_size, "%s pads K %d to %d, past the model's values: run it in nhwc",
+             bench_layout_name(n->lw.layout), mc->w.k, n->lw.k);
+    return CT_OK;
+  }
+  ct_explanation ex;
+  if (ct_explain(ctx, &n->lw, &ex) != CT_OK) {
+    snprintf(why, why_size, "no kernel runs it in layout %s: %.170s",
+             bench_layout_name(n->lw.layout), ct_errmsg(ctx));
+    return CT_OK;
+  }
+  bench_explain_source(ctx, &n->lw, n->source, sizeof n->source);
+  geom3 g;
+  workload_geom(&n->pw, &g);
+  int64_t kvol = g.ker[0] * g.ker[1] * g.ker[2], rc = mc->w.c;
+  size_t n_w = (size_t)(g.k * g.c * kvol);
+  if (!(n->h_w = calloc(n_w ? n_w : 1, 1))) {
+    st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the weights of %s", mc->name);
+    goto done;
+  }
+  /* the model's [K][C][kvol] into [K][C padded][kvol]; a float model's are random */
+  for (int64_t k = 0; k < g.k; k++)
+    for (int64_t c = 0; c < rc; c++) {
+      int8_t *dst = n->h_w + (k * g.c + c) * kvol;
+      if (mc->weights)
+        memcpy(dst, mc->weights + (k * rc + c) * kvol, (size_t)kvol);
+      else
+        bench_fill_random(&R->rng, dst, (size_t)kvol);
+    }
+  if (workload_has_params(&n->lw)) {
+    if (mc->weights) {
+      n->q = &mc->q;
+    } else {
+      /* a float model: plausible values, as the set benchmark's int8 column */
+      if ((st = quant_random(&n->pw, R->o->seed + 7919u * (uint64_t)(i + 1), &n->qs, err)))
+        goto done;
+      n->q = &n->qs.q;
+    }
+  }
+  if (nhwc) {
+    if (!(h_lw = malloc(n_w ? n_w : 1))) {
+      st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the weights of %s", mc->name);
+      goto done;
+    }
+    pack_ohwi(n->h_w, h_lw, g.k, g.c, kvol);
+  }
+  size_t n_params = n->q ? ct_params_bytes(&n->lw) : 0;
+  if (n->q) {
+    if (!(h_params = malloc(n_params))) {
+      st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the params of %s", mc->name);
+      goto done;
+    }
+    /* the weights as ct_make_params takes them: OHWI for nhwc, else plain */
+    if (ct_make_params(ctx, &n->lw, n->q, nhwc ? h_lw : n->h_w, h_params)) {
+      snprintf(why, why_size, "%.220s", ct_errmsg(ctx));
+      goto done;
+    }
+    CUDA_TRY(err, cudaMalloc(&n->d_params, n_params));
+    CUDA_TRY(err, cudaMemcpy(n->d_params, h_params, n_params, cudaMemcpyHostToDevice));
+  }
+  if (nhwc) {
+    CUDA_TRY(err, cudaMalloc(&n->d_w, n_w));
+    CUDA_TRY(err, cudaMemcpy(n->d_w, h_lw, n_w, cudaMemcpyHostToDevice));
+  } else {
+    CUDA_TRY(err, cudaMalloc(&n->d_w, ct_packed_weights_bytes(&n->lw)));
+    CUDA_TRY(err, cudaMalloc(&d_plain, n_w));
+    CUDA_TRY(err, cudaMemcpy(d_plain, n->h_w, n_w, cudaMemcpyHostToDevice));
+    /* a pageable copy returns once staged; the stream is non-blocking */
+    CUDA_TRY(err, cudaDeviceSynchronize());
+    if (ct_pack_weights(ctx, &n->lw, d_plain, n->d_w, R->e.t.stream)) {
+      st = ERR_SET(err, CT_ERR_CUDA, "ct_pack_weights of %s: %s", mc->name, ct_errmsg(ctx));
+      goto done;
+    }
+    CUDA_TRY(err, cudaStreamSynchronize(s));
+  }
+  CUDA_TRY(err, cudaDeviceSynchronize());
+  n->data_bytes = (size_t)workload_data_elems(&n->lw); /* 8-bit data */
+  n->out_bytes = ct_out_bytes(&n->lw);
+done:
+  free(h_lw);
+  free(h_params);
+  if (d_plain) cudaFree(d_plain);
+  return st;
+}
+
+/* A fresh tensor of bytes at *out: random bytes (never a constant), for
+ * packed data the lanes past the model's channels set to the data zero
+ * point, as the library pads a plain tensor. */
+static ct_status fresh(mrun *R, const node_rt *n, int real_c, int is_data, size_t bytes, void **out,
+                       ct_err *err) {
+  ct_status st = CT_OK;
+  uint8_t *h = malloc(bytes ? bytes : 1);
+  if (!h) return ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for a fresh tensor");
+  bench_fill_random(&R->rng, h, bytes);
+  if (is_data && n->lw.layout == CT_LAYOUT_NCHW4C && real_c < n->lw.c) {
+    int64_t sp = (int64_t)bytes / n->lw.n / n->lw.c, c4 = n->lw.c / 4;
+    uint8_t zx = (uint8_t)(n->q && n->lw.epi.data_zero_point ? n->q->data_zero_point : 0);
+    for (size_t e = 0; e < bytes; e++) {
+      int64_t lane = (int64_t)e % 4, chunk = (int64_t)e / 4 / sp % c4;
+      if (chunk * 4 + lane >= real_c) h[e] = zx;
+    }
+  }
+  CUDA_TRY(err, cudaMalloc(out, bytes));
+  CUDA_TRY(err, cudaMemcpy(*out, h, bytes, cudaMemcpyHostToDevice));
+  CUDA_TRY(err, cudaDeviceSynchronize());
+done:
+  free(h);
+  return st;
+}
+
+static void free_tensors(mrun *R) {
+  for (int i = 0; i < R->m->n_convs; i++) {
+    node_rt *n = &R->rt[i];
+    if (n->d_out) cudaFree(n->d_out);
+    if (n->d_fresh) cudaFree(n->d_fresh);
+    if (n->d_fresh_res) cudaFree(n->d_fresh_res);
+    n->d_out = n->d_fresh = n->d_fresh_res = NULL;
+    n->d_data = n->d_res = NULL;
+  }
+}
+
+/* Every node's output once, and its inputs: its producer's output, or a
+ * fresh tensor. */
+static ct_status alloc_tensors(mrun *R, ct_err *err) {
+  ct_status st = CT_OK;
+  const mbench_result *r = R->r;
+  for (int i = 0; i < r->n_nodes; i++)
+    if (r->nodes[i].runs) CUDA_TRY(err, cudaMalloc(&R->rt[i].d_out, R->rt[i].out_bytes));
+  for (int i = 0; i < r->n_nodes; i++) {
+    const mbench_node *nd = &r->nodes[i];
+    node_rt *n = &R->rt[i];
+    if (!nd->runs) continue;
+    if (nd->input_conv >= 0)
+      n->d_data = R->rt[nd->input_conv].d_out;
+    else if ((st = fresh(R, n, R->m->convs[i].w.c, 1, n->data_bytes, &n->d_fresh, err)))
+      goto done;
+    else
+      n->d_data = n->d_fresh;
+    if (!n->lw.epi.residual) continue;
+    if (nd->residual_conv >= 0)
+      n->d_res = R->rt[nd->residual_conv].d_out;
+    else if ((st = fresh(R, n, 0, 0, n->out_bytes, &n->d_fresh_res, err)))
+      goto done;
+    else
+      n->d_res = n->d_fresh_res;
+  }
+done:
+  return st;
+}
+
+/* The chain once, every output poisoned first: the run the check reads.
+ * *failed gets the node whose call failed (-1: something else did). */
+static ct_status run_once(mrun *R, int *failed, ct_err *err) {
+  ct_status st = CT_OK;
+  cudaStream_t s = (cudaStream_t)R->e.t.stream;
+  for (int i = 0; i < R->r->n_nodes; i++)
+    if (R->r->nodes[i].runs)
+      CUDA_TRY(err, cudaMemsetAsync(R->rt[i].d_out, POISON, R->rt[i].out_bytes, s));
+  chain c = {R->rt, R->r, -1};
+  st = launch_chain(&c, R->e.t.stream, err);
+  *failed = c.failed;
+  if (st) goto done;
+  CUDA_TRY(err, cudaStreamSynchronize(s));
+done:
+  return st;
+}
+
+/* An image of a data-like tensor in layout l into plain [c][spatial]. */
+static void to_plain(ct_layout l, const void *src, void *dst, size_t eb, int64_t c, int64_t sp) {
+  if (l == CT_LAYOUT_NHWC)
+    unpack_nhwc(src, dst, eb, 1, c, sp);
+  else
+    unpack_nc4c(src, dst, eb, 1, c, sp);
+}
+
+/* Check node i's output on the checked images against the CPU reference of
+ * its formula on its actual inputs, downloaded. */
+static ct_status check_node(mrun *R, int i, ct_err *err) {
+  ct_status st = CT_OK;
+  node_rt *n = &R->rt[i];
+  mbench_node *nd = &R->r->nodes[i];
+  const ct_workload *pw = &n->pw;
+  geom3 g;
+  workload_geom(pw, &g);
+  int64_t osz[CT_MAX_SPATIAL], out_sp = 1, in_sp = g.in[0] * g.in[1] * g.in[2];
+  for (int d = 0, nd3 = out_sizes(pw, osz); d < nd3; d++) out_sp *= osz[d];
+  int64_t out_c = workload_out_channels(pw);
+  size_t eb = workload_out_elem_bytes(pw), batch = (size_t)n->lw.n;
+  size_t img_data = n->data_bytes / batch, img_out = n->out_bytes / batch;
+  size_t plain_out = (size_t)(out_c * out_sp) * eb;
+  uint8_t *raw = malloc(img_data > img_out ? img_data : img_out);
+  uint8_t *data = malloc((size_t)(g.c * in_sp)), *res = malloc(plain_out);
+  uint8_t *got = malloc(plain_out), *want = malloc(plain_out);
+  if (!raw || !data || !res || !got || !want) {
+    st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the check of %s", nd->name);
+    goto done;
+  }
+  nd->check = MBENCH_EXACT;
+  for (int k = 0; k < R->r->n_images && nd->check == MBENCH_EXACT; k++) {
+    int b = R->r->images[k];
+    CUDA_TRY(err, cudaMemcpy(raw, (const uint8_t *)n->d_data + b * img_data, img_data,
+                             cudaMemcpyDeviceToHost));
+    to_plain(n->lw.layout, raw, data, 1, g.c, in_sp);
+    if (n->d_res) {
+      CUDA_TRY(err, cudaMemcpy(raw, (const uint8_t *)n->d_res + b * img_out, img_out,
+                               cudaMemcpyDeviceToHost));
+      to_plain(n->lw.layout, raw, res, eb, out_c, out_sp);
+    }
+    CUDA_TRY(err, cudaMemcpy(raw, (const uint8_t *)n->d_out + b * img_out, img_out,
+                             cudaMemcpyDeviceToHost));
+    to_plain(n->lw.layout, raw, got, eb, out_c, out_sp);
+    ct_err e = {0};
+    if (bench_reference_image(pw, n->q, data, n->h_w, n->d_res ? res : NULL, want, R->e.n_threads,
+                              &e)) {
+      nd->check = MBENCH_UNCHECKED;
+      snprintf(nd->check_note, sizeof nd->check_note, "the reference failed: %.200s", e.msg);
+      break;
+    }
+    if (mbench_compare(pw, got, want, b, nd->check_note, sizeof nd->check_note))
+      nd->check = MBENCH_WRONG;
+  }
+  if (nd->check == MBENCH_EXACT) {
+    int len = snprintf(nd->check_note, sizeof nd->check_note, "exact (image%s %d",
+                       R->r->n_images > 1 ? "s" : "", R->r->images[0]);
+    if (R->r->n_images > 1 && len > 0)
+      snprintf(nd->check_note + len, sizeof nd->check_note - (size_t)len, ", %d", R->r->images[1]);
+    len = (int)strlen(nd->check_note);
+    snprintf(nd->check_note + len, sizeof nd->check_note - (size_t)len, ")");
+  }
+done:
+  free(raw);
+  free(data);
+  free(res);
+  free(got);
+  free(want);
+  return st;
+}
+
+static void progress(const mrun *R, const char *side, int i, double us, const char *what) {
+  if (R->o->quiet) return;
+  const mbench_node *nd = &R->r->nodes[i];
+  if (bench_has(us))
+    fprintf(stderr, "[bench] %s %d/%d %s: %.2f us%s%s\n", side, i + 1, R->r->n_nodes, nd->name, us,
+            what && *what ? ", " : "", what ? what : "");
+  else
+    fprintf(stderr, "[bench] %s %d/%d %s: -%s%s\n", side, i + 1, R->r->n_nodes, nd->name,
+            what && *what ? ", " : "", what ? what : "");
+}
+
+/* convtune's side: prepare, wire, check, time node by node and as a chain. */
+static ct_status run_convtune(mrun *R, ct_err *err) {
+  ct_status st = CT_OK;
+  const model *m = R->m;
+  mbench_result *r = R->r;
+  int n = m->n_convs;
+  char(*why)[224] = calloc((size_t)(n ? n : 1), sizeof *why);
+  const char **skip = calloc((size_t)(n ? n : 1), sizeof *skip);
+  if (!why || !skip) {
+    st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < n; i++) {
+    if (!m->convs[i].supported) continue;
+    if ((st = prep_node(R, i, why[i], sizeof why[i], err))) goto done;
+    if (why[i][0]) skip[i] = why[i];
+  }
+  /* wire and run once; a node whose call fails is skipped and the rest rewired */
+  for (int attempt = 0;; attempt++) {
+    if ((st = mbench_plan(m, &r->head.peaks, skip, r, err))) goto done;
+    for (int i = 0; i < n; i++)
+      snprintf(r->nodes[i].source, sizeof r->nodes[i].source, "%s", R->rt[i].source);
+    if ((st = alloc_tensors(R, err))) goto done;
+    int failed = -1;
+    ct_err e = {0};
+    if (!(st = run_once(R, &failed, &e))) break;
+    if (failed < 0 || attempt >= n) {
+      *err = e;
+      goto done;
+    }
+    snprintf(why[failed], sizeof why[failed], "failed: %.210s", e.msg);
+    skip[failed] = why[failed];
+    if ((st = bench_still_healthy(err))) goto done;
+    free_tensors(R);
+  }
+  if (!R->o->quiet)
+    fprintf(stderr, "[bench] %s: %d of %d conv nodes run, %d fresh inputs; checking ", r->head.set,
+            r->n_run, r->n_nodes, r->n_fresh_inputs);
+  if (!R->o->quiet) {
+    md_images(r, stderr);
+    fputs(" of each node against the CPU reference\n", stderr);
+  }
+  for (int i = 0; i < n; i++)
+    if (r->nodes[i].runs && (st = check_node(R, i, err))) goto done;
+  for (int i = 0; i < n; i++) {
+    mbench_node *nd = &r->nodes[i];
+    if (!nd->runs) continue;
+    ct_err e = {0};
+    if (bench_time(&R->e.t, launch_node, &R->rt[i], 0, &nd->t[MBENCH_CONVTUNE], &e)) {
+      snprintf(nd->note[MBENCH_CONVTUNE], sizeof nd->note[MBENCH_CONVTUNE], "timing: %.200s",
+               e.msg);
+      if ((st = bench_still_healthy(err))) goto done;
+    }
+    progress(R, "convtune", i, nd->t[MBENCH_CONVTUNE],
+             nd->check == MBENCH_EXACT ? "exact" : nd->check_note);
+  }
+  if (r->n_run) {
+    chain c = {R->rt, r, -1};
+    ct_err e = {0};
+    if (bench_time(&R->e.t, launch_chain, &c, 0, &r->chain[MBENCH_CONVTUNE], &e)) {
+      snprintf(r->chain_note[MBENCH_CONVTUNE], sizeof r->chain_note[MBENCH_CONVTUNE],
+               "timing: %.200s", e.msg);
+      if ((st = bench_still_healthy(err))) goto done;
+    } else if (!R->o->quiet) {
+      fprintf(stderr, "[bench] convtune chain: %.2f us (sum of the nodes %.2f us)\n",
+              r->chain[MBENCH_CONVTUNE], mbench_sum(r, MBENCH_CONVTUNE, NULL));
+    }
+  }
+done:
+  free(why);
+  free(skip);
+  return st;
+}
+
+/* Whether cuDNN producer p's output is consumer c's input (plain sizes). */
+static int cudnn_feeds(const ct_workload *p, const ct_workload *c) {
+  int nd = workload_nd(p);
+  if (workload_nd(c) != nd || p->n != c->n || p->k != c->c) return 0;
+  for (int d = 0; d < nd; d++)
+    if (workload_out_size(p, d) != c->in[d]) return 0;
+  return 1;
+}
+
+typedef struct cudnn_chain {
+  cudnn_conv **cv;
+  int n;
+} cudnn_chain;
+
+static ct_status launch_cudnn_chain(void *user, struct CUstream_st *stream, ct_err *err) {
+  const cudnn_chain *c = user;
+  for (int i = 0; i < c->n; i++) {
+    if (!c->cv[i]) continue;
+    ct_status st = cudnn_conv_launch(c->cv[i], stream, err);
+    if (st) return st;
+  }
+  return CT_OK;
+}
+
+/* One cuDNN side into field f: each node's fastest algorithm (a shape
+ * searched once), then the chain on buffers of its own, wired as
+ * convtune's, when every node runs. */
+static ct_status run_cudnn(mrun *R, cudnn_side_kind kind, mbench_field f, ct_err *err) {
+  ct_status st = CT_OK;
+  mbench_result *r = R->r;
+  const int n = r->n_nodes, ai = f == MBENCH_CUDNN_FP16 ? 0 : 1;
+  const char *side = kind == CUDNN_SIDE_FP16 ? "cuDNN fp16" : "cuDNN int8";
+  if (!R->e.cudnn) {
+    snprintf(r->chain_note[f], sizeof r->chain_note[f], "%s",
+             cudnn_side_built() ? "cuDNN did not load" : "cuDNN not built in");
+    return CT_OK;
+  }
+  cudnn_conv **cv = calloc((size_t)(n ? n : 1), sizeof *cv);
+  char(*keys)[CT_KEY_MAX] = calloc((size_t)(n ? n : 1), sizeof *keys);
+  void **d_x = calloc((size_t)(n ? n : 1), sizeof *d_x);
+  void **d_w = calloc((size_t)(n ? n : 1), sizeof *d_w);
+  void **d_y = calloc((size_t)(n ? n : 1), sizeof *d_y);
+  void *d_ws = NULL;
+  int missing = 0, first_missing = -1;
+  if (!cv || !keys || !d_x || !d_w || !d_y) {
+    st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < n; i++) {
+    mbench_node *nd = &r->nodes[i];
+    if (!nd->runs) continue;
+    /* the convolution alone, real channels: what cuDNN is asked for */
+    ct_workload cw = R->m->convs[i].w;
+    cw.layout = CT_LAYOUT_NCHW;
+    memset(&cw.epi, 0, sizeof cw.epi);
+    cw.data_type = cw.weight_type = CT_DTYPE_INT8;
+    cw.out_type = CT_DTYPE_INT32;
+    workload_key(&cw, keys[i], sizeof keys[i]);
+    int j = 0;
+    while (j < i && !(r->nodes[j].runs && !strcmp(keys[j], keys[i]))) j++;
+    if (j < i) {
+      /* searched already: the same algorithm, and its time */
+      nd->t[f] = r->nodes[j].t[f];
+      snprintf(nd->algo[ai], sizeof nd->algo[ai], "%s", r->nodes[j].algo[ai]);
+      snprintf(nd->note[f], sizeof nd->note[f], "%s", r->nodes[j].note[f]);
+      if (cv[j]) {
+        char why[224];
+        if ((st = cudnn_conv_open(R->e.cudnn, cudnn_conv_workload(cv[j]), kind, &cv[i], why,
+                                  sizeof why, err)))
+          goto done;
+        if (cv[i]) cudnn_conv_use_algo(cv[i], cv[j]);
+      }
+    } else {
+      ct_err e = {0};
+      if (bench_cudnn_best(R->e.cudnn, &R->e.t, &cw, kind, &cv[i], &nd->t[f], nd->algo[ai],
+                           sizeof nd->algo[ai], nd->note[f], sizeof nd->note[f], &e)) {
+        snprintf(nd->note[f], sizeof nd->note[f], "%.200s", e.msg);
+        if ((st = bench_still_healthy(err))) goto done;
+      }
+    }
+    if (!cv[i] && !missing++) first_missing = i;
+    progress(R, side, i, nd->t[f], nd->algo[ai]);
+  }
+  if (missing) {
+    snprintf(r->chain_note[f], sizeof r->chain_note[f],
+             "%s does not run %d of the %d nodes (first %.40s: %.80s): no chain, no total", side,
+             missing, r->n_run, r->nodes[first_missing].name, r->nodes[first_missing].note[f]);
+    goto done;
+  }
+  if (!r->n_run) goto done;
+  size_t ws = 0;
+  for (int i = 0; i < n; i++)
+    if (cv[i] && cudnn_conv_bytes(cv[i], CUDNN_CONV_WS) > ws)
+      ws = cudnn_conv_bytes(cv[i], CUDNN_CONV_WS);
+  if (ws) CUDA_TRY(err, cudaMalloc(&d_ws, ws));
+  for (int i = 0; i < n; i++) {
+    if (!cv[i]) continue;
+    CUDA_TRY(err, cudaMalloc(&d_y[i], cudnn_conv_bytes(cv[i], CUDNN_CONV_Y)));
+    CUDA_TRY(err, cudaMalloc(&d_w[i], cudnn_conv_bytes(cv[i], CUDNN_CONV_W)));
+    if ((st =
+             cudnn_side_fill(R->e.cudnn, d_w[i], cudnn_conv_bytes(cv[i], CUDNN_CONV_W), kind, err)))
+      goto done;
+  }
+  for (int i = 0; i < n; i++) {
+    if (!cv[i]) continue;
+    const ct_workload *w = cudnn_conv_workload(cv[i]);
+    int j = r->nodes[i].input_conv;
+    const void *x = NULL;
+    if (j >= 0 && cv[j] && cudnn_feeds(cudnn_conv_workload(cv[j]), w)) {
+      x = d_y[j];
+    } else {
+      size_t xb = cudnn_conv_bytes(cv[i], CUDNN_CONV_X);
+      CUDA_TRY(err, cudaMalloc(&d_x[i], xb));
+      if ((st = cudnn_side_fill(R->e.cudnn, d_x[i], xb, kind, err))) goto done;
+      x = d_x[i];
+    }
+    /* fp16: an output of the input's scale (rms of the fill), so that a
+     * chain of convolutions neither overflows nor fades to zero; int8
+     * saturates, as a requantized chain clamps */
+    double kvol = (double)w->kernel[0] * w->kernel[1] * (workload_nd(w) == 3 ? w->kernel[2] : 1);
+    double alpha = kind == CUDNN_SIDE_FP16
+                       ? 1.0 / (cudnn_side_fill_rms(kind) * sqrt((double)w->c * kvol))
+                       : 1.0;
+    cudnn_conv_bind(cv[i], x, d_w[i], d_y[i], d_ws, alpha);
+  }
+  {
+    cudnn_chain c = {cv, n};
+    ct_err e = {0};
+    if (bench_time(&R->e.t, launch_cudnn_chain, &c, 0, &r->chain[f], &e)) {
+      snprintf(r->chain_note[f], sizeof r->chain_note[f], "timing: %.200s", e.msg);
+      if ((st = bench_still_healthy(err))) goto done;
+    } else if (!R->o->quiet) {
+      fprintf(stderr, "[bench] %s chain: %.2f us (sum of the nodes %.2f us)\n", side, r->chain[f],
+              mbench_sum(r, f, NULL));
+    }
+  }
+done:
+  for (int i = 0; i < n; i++) {
+    if (cv) cudnn_conv_close(cv[i]);
+    if (d_x && d_x[i]) cudaFree(d_x[i]);
+    if (d_w && d_w[i]) cudaFree(d_w[i]);
+    if (d_y && d_y[i]) cudaFree(d_y[i]);
+  }
+  if (d_ws) cudaFree(d_ws);
+  free(cv);
+  free(keys);
+  free(d_x);
+  free(d_w);
+  free(d_y);
+  return st;
+}
+
+ct_status mbench_run(const bench_opts *o, const model *m, mbench_result *r, ct_err *err) {
+  ct_status st = CT_OK;
+  mrun R = {.o = o, .m = m, .r = r};
+  /* the plan first, on no peaks: a model that cannot be planned stops
+   * here, before the GPU */
+  bench_peaks none = {0};
+  if ((st = mbench_plan(m, &none, NULL, r, err))) return st;
+  if ((st = bench_env_open(o, &R.e, &r->head, err))) return st;
+  rng_seed(&R.rng, o->seed);
+  if (!(R.rt = calloc((size_t)(m->n_convs ? m->n_convs : 1), sizeof *R.rt))) {
+    st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+    goto done;
+  }
+  if ((st = run_convtune(&R, err))) goto done;
+  /* convtune's memory back before cuDNN's chains take theirs */
+  free_tensors(&R);
+  for (int i = 0; i < m->n_convs; i++) node_free(&R.rt[i]);
+  if ((st = run_cudnn(&R, CUDNN_SIDE_FP16, MBENCH_CUDNN_FP16, err))) goto done;
+  if ((st = run_cudnn(&R, CUDNN_SIDE_INT8, MBENCH_CUDNN_INT8, err))) goto done;
+done:
+  r->n_exact = r->n_wrong = r->n_unchecked = 0;
+  for (int i = 0; i < r->n_nodes; i++) {
+    if (!r->nodes[i].runs) continue;
+    r->n_exact += r->nodes[i].check == MBENCH_EXACT;
+    r->n_wrong += r->nodes[i].check == MBENCH_WRONG;
+    r->n_unchecked += r->nodes[i].check == MBENCH_UNCHECKED;
+  }
+  if (R.rt) {
+    free_tensors(&R);
+    for (int i = 0; i < m->n_convs; i++) node_free(&R.rt[i]);
+    free(R.rt);
+  }
+  bench_env_close(&R.e);
+  return st;
+}

@@ -1,0 +1,159 @@
+/*
+ * model_bench.h: `convtune bench --model`: a model's conv stack measured end
+ * to end. Every conv node the engine runs goes, in graph order, through
+ * libconvtune (ct_qconv2d / ct_qconv3d) on one stream, captured into one
+ * CUDA graph; where the graph connects two convs directly (through the ops
+ * fused into the first), the second reads the first's real 8-bit output,
+ * and where a tensor comes from an op convtune does not run (pooling,
+ * Concat, a graph input) or cannot be fed (int32 output into int8 data), it
+ * is a fresh random tensor of the right shape, and the node says which op
+ * it stands for. The same chain runs on cuDNN fp16 NHWC and cuDNN int8 NHWC
+ * (each node on cuDNN's fastest algorithm for its shape), timed the same
+ * way in the same run; every side is also timed node by node. Each node's
+ * output is checked once against the CPU reference on a subset of the
+ * batch's images (mbench_images), every element.
+ *
+ * Times are microseconds, BENCH_NONE when not measured (null in JSON, "-"
+ * in tables). The planning (wiring, floors), the check's comparison and
+ * the writers need no GPU and are tested in tests/test_model_bench.c.
+ */
+#ifndef CT_BENCH_MODEL_BENCH_H
+#define CT_BENCH_MODEL_BENCH_H
+
+#include <stdio.h>
+
+#include <cJSON.h>
+
+#include "bench/bench.h"
+#include "model/model.h"
+
+/* The per-node time fields, in the order of the results file. */
+typedef enum mbench_field {
+  MBENCH_FLOOR = 0,  /* roofline: int8 data, weights (and residual) in, the output type out */
+  MBENCH_CONVTUNE,   /* libconvtune, the run's layout */
+  MBENCH_CUDNN_FP16, /* cuDNN NHWC fp16, tensor-op math, fp16 out */
+  MBENCH_CUDNN_INT8, /* cuDNN NHWC INT8 config, int8 out */
+  MBENCH_N_FIELDS
+} mbench_field;
+
+/* "floor_us", "convtune_us", "cudnn_fp16_us", "cudnn_int8_us". */
+extern const char *const mbench_field_names[MBENCH_N_FIELDS];
+
+typedef enum mbench_check {
+  MBENCH_UNCHECKED = 0, /* not run, or the check could not be made (check_note says why) */
+  MBENCH_EXACT,
+  MBENCH_WRONG
+} mbench_check;
+
+/* One conv node of the model, nodes[i] for model.convs[i]. */
+typedef struct mbench_node {
+  char name[128];
+  char key[CT_KEY_MAX];       /* the workload convtune runs, in the run's layout */
+  char short_key[CT_KEY_MAX]; /* key without op, layout, batch and unit dilation */
+  char fused[64];             /* the model's fused ops ("Relu", "Add(residual)"), "" when none */
+  int runs;                   /* 1: in the chain; 0: skipped, why says why */
+  char why[224];
+  /* The chain as run (indices into nodes, -1: a fresh tensor), and what a
+   * reader needs to know about each: "conv NAME" or "fresh: OP ..." */
+  int input_conv, residual_conv;
+  char input[224];
+  char residual[224]; /* "" when the node has no residual */
+  double ops;         /* 2 x multiply-adds of the real channels */
+  double bytes;       /* int8 data + int8 weights [+ residual] + output, real channels */
+  double t[MBENCH_N_FIELDS];
+  mbench_check check;
+  char check_note[256];            /* "exact (images 0, 15)" or the first mismatch */
+  char source[192];                /* where convtune's kernel comes from (ct_explain) */
+  char algo[2][48];                /* cuDNN's algorithm: fp16, int8 */
+  char note[MBENCH_N_FIELDS][224]; /* why a field is null, or what went wrong */
+} mbench_node;
+
+/* The images of a batch of n that the check covers: the first and the last
+ * (each image's output depends only on that image, so these catch both a
+ * wrong kernel and wrong batch indexing). Returns how many (1 or 2). */
+int mbench_images(int n, int images[2]);
+
+typedef struct mbench_result {
+  /* The run's identity and environment, filled as the set benchmark fills
+   * them: device, arch, sm_count, commit, command, date, set (the model's
+   * name), batch, layout, repeats, peaks, cudnn_built, cudnn_version. Its
+   * layers are not used. */
+  bench_result head;
+  char model_path[512];
+  char form[16]; /* model_form_name */
+  int n_nodes;
+  mbench_node *nodes; /* owned: mbench_result_free */
+  int n_run, n_fresh_inputs;
+  int all_int32; /* every conv writes int32: no output can feed int8 data */
+  int n_images;
+  int images[2]; /* the images checked (mbench_images) */
+  /* The chain of the nodes that run as one CUDA graph, per side (the floor:
+   * the sum of the nodes' floors); BENCH_NONE with the reason in chain_note
+   * where a side does not run every node. */
+  double chain[MBENCH_N_FIELDS];
+  char chain_note[MBENCH_N_FIELDS][224];
+  int n_exact, n_wrong, n_unchecked;
+} mbench_result;
+
+/* ---- CPU parts ------------------------------------------------------------ */
+
+/* Fill r's nodes from m (r->head's layout, batch and model fields are set
+ * too; earlier nodes are freed): names, keys, fused ops, ops, bytes and
+ * floor for peaks p, and the wiring. A node runs when the model supports it
+ * and skip (may be NULL; m->n_convs entries) has no reason for it; its
+ * input is its producer's output when that conv runs, comes earlier in the
+ * order, and writes exactly the tensor the node reads (type, channels,
+ * sizes, layout), else a fresh tensor, and the node says why. The layout
+ * convtune runs is the workloads' own: nhwc, or packed (nchw4c; a plain
+ * nchw model is run packed). CT_ERR_NO_MEMORY, or CT_ERR_INVALID_ARG for a
+ * workload that is not valid. */
+ct_status mbench_plan(const model *m, const bench_peaks *p, const char *const *skip,
+                      mbench_result *r, ct_err *err);
+
+/* Compare one image's output, both plain (NCHW, w's output type and
+ * remapped shape; w plain with n = 1): the number of elements that differ,
+ * and into note "exact" or the first mismatch (channel, position, got,
+ * wanted) and the count, naming image. */
+int64_t mbench_compare(const ct_workload *w, const void *got, const void *want, int image,
+                       char *note, size_t note_size);
+
+/* Sums over the nodes that run: field f's per-node times (BENCH_NONE when
+ * any node that runs lacks it; *n_null, may be NULL, gets how many). */
+double mbench_sum(const mbench_result *r, mbench_field f, int *n_null);
+
+/* Images per second of a chain time for the batch; BENCH_NONE without one. */
+double mbench_images_per_s(const mbench_result *r, double chain_us);
+
+/* dir/<device>-<model>-b<batch>.json (-nchw4c before .json when r's layout
+ * is packed; nhwc is the default). Returns buf. */
+char *mbench_results_path(const mbench_result *r, const char *dir, char *buf, size_t size);
+
+/* The results document. Owned: cJSON_Delete; NULL when out of memory. */
+cJSON *mbench_to_json(const mbench_result *r);
+
+/* Write the results document to path (parent directories created). */
+ct_status mbench_write_json(const mbench_result *r, const char *path, ct_err *err);
+
+/* One row per node, a header first, nulls as empty fields. */
+void mbench_write_csv(const mbench_result *r, FILE *f);
+
+/* The Markdown report: what was measured and how, the per-node table, the
+ * totals (chain and sum of nodes per side, images per second, ratios,
+ * floor), whether every node was exact, and the notes. */
+void mbench_write_markdown(const mbench_result *r, FILE *f);
+
+/* Release the nodes; NULL is accepted. The struct itself is the caller's. */
+void mbench_result_free(mbench_result *r);
+
+/* ---- GPU ------------------------------------------------------------------ */
+
+/* Run the benchmark of m (loaded in the layout convtune is to run: nhwc or
+ * nchw4c) into r with o's database, device, repeats, seed (o->layout is not
+ * used: the model's workloads carry theirs); r's stamp fields are left as
+ * they are (bench_result_stamp on r->head). CT_ERR_NO_DEVICE without a GPU.
+ * A wrong node is reported in its check and r->n_wrong, a node no template
+ * runs is skipped with the reason; an error status only for what stops the
+ * run (the CUDA context lost, out of memory). Progress goes to stderr. */
+ct_status mbench_run(const bench_opts *o, const model *m, mbench_result *r, ct_err *err);
+
+#endif

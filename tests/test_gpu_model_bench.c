@@ -1,0 +1,232 @@
+/*
+ * test_gpu_model_bench.c (label gpu): `convtune bench --model` end to end on
+ * a GPU (mbench_run), on small models built here in memory: a stem from
+ * the graph input (3 channels: the channels-last stem templates), a
+ * stride-2 conv fed by it, a 1x1 conv, a block's last conv with a residual
+ * from an earlier conv, and a conv after a "MaxPool" (a fresh input). Run
+ * channels-last (nhwc), packed (nchw4c: the stem's fourth channel), and as
+ * a float model (no values: random weights and quant values). Each run
+ * must check every node exact on the first and last image, time every
+ * node and the chain (one CUDA graph), and, where cuDNN loads, time the
+ * fp16 chain. The importer's tiny models (tests/data, found through
+ * CT_SOURCE_DIR) run too, and CT_MODEL_BENCH_ONNX names one more model
+ * file (e.g. a ResNet-50 made by scripts/models), each node exact.
+ * Exits 77 without a GPU. The reports go to stdout.
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/model_bench.h"
+#include "core/quant.h"
+#include "core/rng.h"
+#include "tests/gpu_probe.h"
+
+#define N_CONVS 5
+
+typedef struct tiny {
+  model m;
+  model_conv convs[N_CONVS];
+  quant_store qs[N_CONVS];
+} tiny;
+
+static ct_workload conv(int n, int c, int k, int hw, int r, int s, int p, int res,
+                        ct_layout layout) {
+  ct_workload w;
+  workload_init(&w, CT_OP_CONV2D);
+  w.layout = layout;
+  w.n = n, w.c = c, w.k = k;
+  w.in[0] = w.in[1] = hw;
+  w.kernel[0] = w.kernel[1] = r;
+  w.stride[0] = w.stride[1] = s;
+  w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = p;
+  w.out_type = CT_DTYPE_INT8;
+  w.epi.bias = 1;
+  w.epi.scale = CT_SCALE_CHANNEL;
+  w.epi.residual = res;
+  return w;
+}
+
+/* Conv i of t: its workload, wiring and (quantized) values: random weights,
+ * quant_random's values with a ReLU clamp. */
+static void add(tiny *t, int i, const char *name, ct_workload w, int input_conv,
+                const char *input_from, int residual_conv, int quantized) {
+  model_conv *c = &t->convs[i];
+  c->name = (char *)name;
+  c->op_type = (char *)"QLinearConv";
+  c->w = w;
+  c->supported = 1;
+  c->fused = (char *)(w.epi.residual ? "Add(residual),Relu" : "Relu");
+  c->input_conv = input_conv;
+  c->input_from = (char *)input_from;
+  c->residual_conv = residual_conv;
+  c->residual_from = (char *)(residual_conv < 0 ? "graph input 'r'" : NULL);
+  if (!quantized) return;
+  ct_err err = {0};
+  ck_assert_msg(quant_random(&w, 100 + (uint64_t)i, &t->qs[i], &err) == CT_OK, "%s", err.msg);
+  t->qs[i].q.clamp_min = t->qs[i].q.out_zero_point; /* ReLU */
+  size_t nw = (size_t)workload_weight_elems(&w);
+  c->weights = malloc(nw);
+  ck_assert_ptr_nonnull(c->weights);
+  rng r;
+  rng_seed(&r, 7 + (uint64_t)i);
+  for (size_t j = 0; j < nw; j++) c->weights[j] = (int8_t)rng_next(&r);
+  c->bias = t->qs[i].bias;
+  c->scale = t->qs[i].scale;
+  c->q = t->qs[i].q;
+}
+
+static void build(tiny *t, ct_layout layout, int quantized) {
+  memset(t, 0, sizeof *t);
+  const int n = 2;
+  add(t, 0, "stem", conv(n, 3, 16, 16, 3, 1, 1, 0, layout), -1, "graph input 'x'", -1, quantized);
+  add(t, 1, "down", conv(n, 16, 32, 16, 3, 2, 1, 0, layout), 0, NULL, -1, quantized);
+  add(t, 2, "pointwise", conv(n, 32, 32, 8, 1, 1, 0, 0, layout), 1, NULL, -1, quantized);
+  add(t, 3, "block_end", conv(n, 32, 32, 8, 3, 1, 1, 1, layout), 2, NULL, 1, quantized);
+  add(t, 4, "after_pool", conv(n, 32, 64, 4, 1, 1, 0, 0, layout), -1, "MaxPool /pool", -1,
+      quantized);
+  t->m.path = (char *)(quantized ? "tiny_in_memory.onnx" : "tiny_float.onnx");
+  t->m.form = quantized ? MODEL_QDQ : MODEL_FLOAT;
+  t->m.batch = n;
+  t->m.n_convs = N_CONVS;
+  t->m.convs = t->convs;
+}
+
+static void release(tiny *t) {
+  for (int i = 0; i < N_CONVS; i++) {
+    free(t->convs[i].weights);
+    quant_store_free(&t->qs[i]);
+  }
+}
+
+/* Run m and hold the result to the brief: every node exact, timed, the
+ * chain timed on convtune and (where cuDNN loads) on cuDNN fp16. */
+static void run_and_check(const model *m, const char *label, int expect_run) {
+  bench_opts o;
+  bench_opts_default(&o);
+  o.db_path = getenv("CT_DISPATCH_DB"); /* unset: no database, the defaults */
+  o.repeats = 3;
+  o.min_replay_us = 200;
+  o.quiet = getenv("CT_VERBOSE") == NULL;
+  mbench_result r;
+  memset(&r, 0, sizeof r);
+  snprintf(r.head.commit, sizeof r.head.commit, "test");
+  snprintf(r.head.command, sizeof r.head.command, "test_gpu_model_bench %s", label);
+  ct_err err = {0};
+  ct_status st = mbench_run(&o, m, &r, &err);
+  mbench_write_markdown(&r, stdout);
+  fflush(stdout);
+  ck_assert_msg(st == CT_OK, "%s: %s", label, err.msg);
+  if (expect_run >= 0) ck_assert_int_eq(r.n_run, expect_run);
+  ck_assert_int_gt(r.n_run, 0);
+  for (int i = 0; i < r.n_nodes; i++) {
+    const mbench_node *nd = &r.nodes[i];
+    if (!nd->runs) continue;
+    ck_assert_msg(nd->check == MBENCH_EXACT, "%s, %s: %s", label, nd->name, nd->check_note);
+    ck_assert_msg(bench_has(nd->t[MBENCH_CONVTUNE]) && nd->t[MBENCH_CONVTUNE] > 0, "%s, %s: %s",
+                  label, nd->name, nd->note[MBENCH_CONVTUNE]);
+  }
+  ck_assert_int_eq(r.n_exact, r.n_run);
+  ck_assert_int_eq(r.n_wrong, 0);
+  ck_assert_msg(bench_has(r.chain[MBENCH_CONVTUNE]) && r.chain[MBENCH_CONVTUNE] > 0, "%s: %s",
+                label, r.chain_note[MBENCH_CONVTUNE]);
+  if (r.head.cudnn_version[0]) {
+    ck_assert_msg(bench_has(r.chain[MBENCH_CUDNN_FP16]), "%s: cuDNN fp16: %s", label,
+                  r.chain_note[MBENCH_CUDNN_FP16]);
+    /* int8 runs the chain or says why not */
+    ck_assert(bench_has(r.chain[MBENCH_CUDNN_INT8]) || r.chain_note[MBENCH_CUDNN_INT8][0]);
+  }
+  mbench_result_free(&r);
+}
+
+START_TEST(nhwc_chain_exact) {
+  tiny t;
+  build(&t, CT_LAYOUT_NHWC, 1);
+  run_and_check(&t.m, "nhwc", N_CONVS);
+  release(&t);
+}
+END_TEST
+
+START_TEST(wiring_as_planned) {
+  /* the real tensors flow where the graph connects the convs */
+  tiny t;
+  build(&t, CT_LAYOUT_NHWC, 1);
+  mbench_result r;
+  memset(&r, 0, sizeof r);
+  bench_peaks p = {0};
+  ct_err err = {0};
+  ck_assert_int_eq(mbench_plan(&t.m, &p, NULL, &r, &err), CT_OK);
+  ck_assert_int_eq(r.nodes[1].input_conv, 0);
+  ck_assert_int_eq(r.nodes[2].input_conv, 1);
+  ck_assert_int_eq(r.nodes[3].input_conv, 2);
+  ck_assert_int_eq(r.nodes[3].residual_conv, 1);
+  ck_assert_int_eq(r.nodes[4].input_conv, -1);
+  ck_assert_int_eq(r.n_fresh_inputs, 2);
+  mbench_result_free(&r);
+  release(&t);
+}
+END_TEST
+
+START_TEST(nchw4c_chain_exact) {
+  tiny t;
+  build(&t, CT_LAYOUT_NCHW, 1); /* run packed */
+  run_and_check(&t.m, "nchw4c", N_CONVS);
+  release(&t);
+}
+END_TEST
+
+START_TEST(float_model_random_values) {
+  tiny t;
+  build(&t, CT_LAYOUT_NHWC, 0);
+  run_and_check(&t.m, "float", N_CONVS);
+  release(&t);
+}
+END_TEST
+
+/* A model file, at batch 2, every node exact. */
+static void run_file(const char *path) {
+  model_opts mo;
+  model_opts_default(&mo);
+  mo.batch = 2;
+  model *m = NULL;
+  ct_err err = {0};
+  ck_assert_msg(model_load(path, &mo, &m, &err) == CT_OK, "%s", err.msg);
+  run_and_check(m, path, -1);
+  model_free(m);
+}
+
+START_TEST(onnx_files) {
+  /* the importer's tiny models (tests/data), and CT_MODEL_BENCH_ONNX */
+  const char *src = getenv("CT_SOURCE_DIR");
+  static const char *const files[] = {"tests/data/tiny_qdq.onnx", "tests/data/tiny_float.onnx"};
+  for (size_t i = 0; src && i < sizeof files / sizeof files[0]; i++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", src, files[i]);
+    run_file(path);
+  }
+  const char *extra = getenv("CT_MODEL_BENCH_ONNX");
+  if (extra && *extra) run_file(extra);
+}
+END_TEST
+
+int main(void) {
+  int rc = gpu_probe("test_gpu_model_bench");
+  if (rc) return rc;
+  Suite *s = suite_create("gpu_model_bench");
+  TCase *tc = tcase_create("gpu");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, wiring_as_planned);
+  tcase_add_test(tc, nhwc_chain_exact);
+  tcase_add_test(tc, nchw4c_chain_exact);
+  tcase_add_test(tc, float_model_random_values);
+  tcase_add_test(tc, onnx_files);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_set_fork_status(sr, CK_NOFORK);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
