@@ -410,6 +410,11 @@ static ct_status fold_acts(imp *im, const int *acts, int n_acts, const qp *q, in
           h = bound;
       }
     } else { /* DepthToSpace */
+      if (im->o.layout == CT_LAYOUT_NHWC) {
+        /* the channels-last templates have no depth_to_space remap */
+        *ok = 0;
+        break;
+      }
       int64_t block;
       char m[16];
       if ((st = graph_attr_int(im->g, a, "blocksize", 0, &block, err)) ||
@@ -519,6 +524,15 @@ static int match_residual(imp *im, const chain *c, resmatch *rm, ct_err *err, ct
   return ok;
 }
 
+/* A DepthToSpace after the conv in an nhwc model: the channels-last
+ * templates have no depth_to_space remap, so the conv runs without it and
+ * the listing says so. */
+static ct_status d2s_nhwc(chain *c) {
+  snprintf(c->not_fused, sizeof c->not_fused,
+           "DepthToSpace (the nhwc templates have no depth_to_space; --layout nchw fuses it)");
+  return CT_OK;
+}
+
 /* Follow the chain c past what can be fused. phase 0 stops at a residual
  * Add, recording it as the candidate; phase 1 fuses the candidate. */
 static ct_status walk(imp *im, chain *c, int phase, ct_err *err) {
@@ -530,6 +544,7 @@ static ct_status walk(imp *im, chain *c, int phase, ct_err *err) {
     /* DepthToSpace on the quantized tensor */
     if (graph_is(g, u, "DepthToSpace") && graph_in(g, u, 0) == c->v && !c->res &&
         graph_out(g, u, 0) >= 0) {
+      if (im->o.layout == CT_LAYOUT_NHWC) return d2s_nhwc(c);
       if ((st = fold_acts(im, &u, 1, &c->q, &c->lo, &c->hi, &c->d2s, &c->d2s_mode, c->fused, &ok,
                           err)))
         return st;
@@ -547,9 +562,26 @@ static ct_status walk(imp *im, chain *c, int phase, ct_err *err) {
       qp dq, q2;
       int acts[ACTS_MAX], n_acts, qn;
       if ((k = soft_qdq(im, u, &dq, err, &st)) < 0) return st;
-      if (!k || !qp_eq(&dq, &c->q) || !float_run(im, f, !c->d2s && !c->res, acts, &n_acts, &qn))
-        return CT_OK;
+      if (!k || !qp_eq(&dq, &c->q)) return CT_OK;
+      if (!float_run(im, f, !c->d2s && !c->res, acts, &n_acts, &qn)) {
+        /* DequantizeLinear -> DepthToSpace into float consumers (a model's
+         * float output, as an exported pixel shuffle): the remap moves
+         * before the per-tensor DequantizeLinear, which it commutes with,
+         * so the conv writes t remapped and the DequantizeLinear reads it */
+        if (!graph_is(g, u2, "DepthToSpace") || graph_in(g, u2, 0) != f || c->d2s ||
+            graph_out(g, u2, 0) < 0)
+          return CT_OK;
+        if (im->o.layout == CT_LAYOUT_NHWC) return d2s_nhwc(c);
+        if ((st = fold_acts(im, &u2, 1, &c->q, &c->lo, &c->hi, &c->d2s, &c->d2s_mode, c->fused,
+                            &ok, err)))
+          return st;
+        if (!ok || (st = push_node(c, u, err))) return st;
+        return push_node(c, u2, err);
+      }
       if ((k = soft_qdq(im, qn, &q2, err, &st)) < 0) return st;
+      for (int i = 0; i < n_acts; i++)
+        if (graph_is(g, acts[i], "DepthToSpace") && im->o.layout == CT_LAYOUT_NHWC)
+          return d2s_nhwc(c);
       if (k && !qp_eq(&q2, &c->q)) {
         /* ONNX Runtime computes this op in float between two different
          * quantizations: not a clamp of t */
