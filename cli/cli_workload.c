@@ -323,44 +323,6 @@ static int dtype_of(const char *name, ct_dtype *t) {
   return 0;
 }
 
-/* --epilogue's list into e (replacing it). */
-static ct_status parse_epilogue(const char *list, ct_epilogue *e, ct_err *err) {
-  char buf[256];
-  if (strlen(list) >= sizeof buf)
-    return ERR_SET(err, CT_ERR_INVALID_ARG, "--epilogue: the list is too long");
-  strcpy(buf, list);
-  memset(e, 0, sizeof *e);
-  char *save = NULL;
-  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    char mode[8] = "";
-    int b = 0, used = 0;
-    if (!strcmp(t, "none"))
-      memset(e, 0, sizeof *e);
-    else if (!strcmp(t, "zd"))
-      e->data_zero_point = 1;
-    else if (!strcmp(t, "zw"))
-      e->weight_zero_point = 1;
-    else if (!strcmp(t, "bias"))
-      e->bias = 1;
-    else if (!strcmp(t, "qc"))
-      e->scale = CT_SCALE_CHANNEL;
-    else if (!strcmp(t, "res"))
-      e->residual = 1;
-    else if (!strcmp(t, "onnx"))
-      e->rounding = CT_ROUND_ONNX;
-    else if (sscanf(t, "d2s%d%3[a-z]%n", &b, mode, &used) == 2 && t[used] == '\0' &&
-             (!strcmp(mode, "dcr") || !strcmp(mode, "crd"))) {
-      e->d2s_block = b;
-      e->d2s_mode = strcmp(mode, "crd") ? CT_D2S_DCR : CT_D2S_CRD;
-    } else
-      return ERR_SET(err, CT_ERR_INVALID_ARG,
-                     "--epilogue: unknown item '%s'; the items are zd, zw, bias, qc, res, "
-                     "d2sBdcr and d2sBcrd (e.g. d2s4dcr), onnx, or none",
-                     t);
-  }
-  return CT_OK;
-}
-
 /* Apply --layout to every item of set: the same convolution with its
  * tensors in that layout (a name of the item's op: nchw / nchw4c / nhwc,
  * ncdhw / ncdhw4c / ndhwc). */
@@ -401,7 +363,10 @@ static ct_status apply_quant(const cli_wl *s, wlset *set, ct_err *err) {
                    s->out_type);
   ct_epilogue e;
   ct_status st;
-  if (s->epilogue && (st = parse_epilogue(s->epilogue, &e, err))) return st;
+  if (s->epilogue && (st = workload_epilogue_parse(s->epilogue, &e, err))) {
+    err_prefix(err, "--epilogue");
+    return st;
+  }
   for (int i = 0; i < set->n_items; i++) {
     ct_workload *w = &set->items[i].w;
     if (s->data_type) w->data_type = data;

@@ -26,6 +26,19 @@ static const char usage[] =
     "  -h, --help             this text\n"
     "\n";
 
+/* Print doc (NULL: out of memory) as JSON on stdout and free it. */
+static int print_doc(cJSON *doc) {
+  char *text = doc ? cJSON_Print(doc) : NULL;
+  cJSON_Delete(doc);
+  if (!text) {
+    fprintf(stderr, "convtune: out of memory\n");
+    return EXIT_FAIL;
+  }
+  puts(text);
+  free(text);
+  return EXIT_OK;
+}
+
 static int print_json(const wlset *s) {
   cJSON *list = cJSON_CreateArray();
   for (int i = 0; list && i < s->n_items; i++) {
@@ -44,15 +57,7 @@ static int print_json(const wlset *s) {
       cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)dims[d]));
     cJSON_AddNumberToObject(o, "ops", (double)workload_ops(w));
   }
-  char *text = list ? cJSON_Print(list) : NULL;
-  cJSON_Delete(list);
-  if (!text) {
-    fprintf(stderr, "convtune: out of memory\n");
-    return EXIT_FAIL;
-  }
-  puts(text);
-  free(text);
-  return EXIT_OK;
+  return print_doc(list);
 }
 
 static void print_table(const wlset *s) {
@@ -199,15 +204,7 @@ static int print_model_json(const model *m, const wlset *s, const int *counts) {
   cJSON_AddNumberToObject(o, "unique_workloads", s->n_items);
   cJSON_AddNumberToObject(o, "unique_shapes", count_shapes(s));
   cJSON_AddNumberToObject(o, "unsupported", n_unsup);
-  char *text = cJSON_Print(o);
-  cJSON_Delete(o);
-  if (!text) {
-    fprintf(stderr, "convtune: out of memory\n");
-    return EXIT_FAIL;
-  }
-  puts(text);
-  free(text);
-  return EXIT_OK;
+  return print_doc(o);
 }
 
 /* `convtune workload --model FILE`. */

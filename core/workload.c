@@ -860,3 +860,42 @@ ct_status workload_from_json_text(const char *text, ct_workload *out, ct_err *er
   cJSON_Delete(j);
   return st;
 }
+
+ct_status workload_epilogue_parse(const char *list, ct_epilogue *e, ct_err *err) {
+  char buf[256];
+  memset(e, 0, sizeof *e);
+  if (!list) return CT_OK;
+  if (strlen(list) >= sizeof buf)
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "the list is too long (%zu bytes, at most %zu)",
+                   strlen(list), sizeof buf - 1);
+  strcpy(buf, list);
+  char *save = NULL;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    char mode[8] = "";
+    int b = 0, used = 0;
+    if (!strcmp(t, "none"))
+      memset(e, 0, sizeof *e);
+    else if (!strcmp(t, "zd"))
+      e->data_zero_point = 1;
+    else if (!strcmp(t, "zw"))
+      e->weight_zero_point = 1;
+    else if (!strcmp(t, "bias"))
+      e->bias = 1;
+    else if (!strcmp(t, "qc"))
+      e->scale = CT_SCALE_CHANNEL;
+    else if (!strcmp(t, "res"))
+      e->residual = 1;
+    else if (!strcmp(t, "onnx"))
+      e->rounding = CT_ROUND_ONNX;
+    else if (sscanf(t, "d2s%d%3[a-z]%n", &b, mode, &used) == 2 && t[used] == '\0' &&
+             (!strcmp(mode, "dcr") || !strcmp(mode, "crd"))) {
+      e->d2s_block = b;
+      e->d2s_mode = strcmp(mode, "crd") ? CT_D2S_DCR : CT_D2S_CRD;
+    } else
+      return ERR_SET(err, CT_ERR_INVALID_ARG,
+                     "unknown item '%s'; the items are zd, zw, bias, qc, res, d2sBdcr and "
+                     "d2sBcrd (e.g. d2s4dcr), onnx, or none",
+                     t);
+  }
+  return CT_OK;
+}

@@ -149,6 +149,14 @@ cJSON *workload_to_json(const ct_workload *w);
  * does. Unknown fields are rejected, so that a typo is never ignored. */
 ct_status workload_from_json(const cJSON *json, ct_workload *out, ct_err *err);
 
+/* A comma-separated list of the key's epilogue segments ("bias,qc,res",
+ * "zd", "d2s4dcr", "onnx"; "none" clears what came before) into *e, which
+ * it replaces; NULL is the empty list. CT_ERR_INVALID_ARG names an unknown
+ * item and lists the accepted ones; the caller prefixes where the list
+ * came from. Shared by the CLI's --epilogue and the ONNX importer's float
+ * models, so that both accept the same words. */
+ct_status workload_epilogue_parse(const char *list, ct_epilogue *e, ct_err *err);
+
 /* Parse a text that holds one JSON workload object. */
 ct_status workload_from_json_text(const char *text, ct_workload *out, ct_err *err);
 

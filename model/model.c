@@ -1104,45 +1104,6 @@ done:
 
 /* ---- float convs --------------------------------------------------------------- */
 
-/* --epilogue's list (the key's segments) into e. */
-static ct_status parse_epilogue(const char *list, ct_epilogue *e, ct_err *err) {
-  char buf[256];
-  memset(e, 0, sizeof *e);
-  if (!list) return CT_OK;
-  if (strlen(list) >= sizeof buf)
-    return ERR_SET(err, CT_ERR_INVALID_ARG, "the float models' epilogue list is too long");
-  strcpy(buf, list);
-  char *save = NULL;
-  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    char mode[8] = "";
-    int b = 0, used = 0;
-    if (!strcmp(t, "none"))
-      memset(e, 0, sizeof *e);
-    else if (!strcmp(t, "zd"))
-      e->data_zero_point = 1;
-    else if (!strcmp(t, "zw"))
-      e->weight_zero_point = 1;
-    else if (!strcmp(t, "bias"))
-      e->bias = 1;
-    else if (!strcmp(t, "qc"))
-      e->scale = CT_SCALE_CHANNEL;
-    else if (!strcmp(t, "res"))
-      e->residual = 1;
-    else if (!strcmp(t, "onnx"))
-      e->rounding = CT_ROUND_ONNX;
-    else if (sscanf(t, "d2s%d%3[a-z]%n", &b, mode, &used) == 2 && t[used] == '\0' &&
-             (!strcmp(mode, "dcr") || !strcmp(mode, "crd"))) {
-      e->d2s_block = b;
-      e->d2s_mode = strcmp(mode, "crd") ? CT_D2S_DCR : CT_D2S_CRD;
-    } else
-      return ERR_SET(err, CT_ERR_INVALID_ARG,
-                     "epilogue: unknown item '%s'; the items are zd, zw, bias, qc, res, d2sBdcr "
-                     "and d2sBcrd (e.g. d2s4dcr), onnx, or none",
-                     t);
-  }
-  return CT_OK;
-}
-
 /* ---- load ------------------------------------------------------------------------ */
 
 static int conv_form(const graph *g, int n) {
@@ -1314,8 +1275,11 @@ ct_status model_load(const char *path, const model_opts *opts, model **out, ct_e
   if (im.o.batch < 0)
     return ERR_SET(err, CT_ERR_INVALID_ARG, "batch must be 0 or more, got %d", im.o.batch);
   ct_epilogue float_epi;
-  ct_status st = parse_epilogue(im.o.float_epilogue, &float_epi, err);
-  if (st) return st;
+  ct_status st = workload_epilogue_parse(im.o.float_epilogue, &float_epi, err);
+  if (st) {
+    err_prefix(err, "the float models' epilogue");
+    return st;
+  }
   if ((st = graph_open(path, &im.g, err))) return st;
   graph *g = im.g;
   if ((st = graph_shapes(g, im.o.batch, err))) goto fail;

@@ -1361,6 +1361,40 @@ static void expect_bad_json_at(int line, const char *text, ct_status want, const
 #define W2(extra)                                                                                  \
   "{\"op\": \"conv2d\", \"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": 3" extra "}"
 
+/* The epilogue list of --epilogue and the importer's float models. */
+START_TEST(epilogue_list) {
+  ct_epilogue e;
+  ct_err err = {0};
+  ck_assert_int_eq(workload_epilogue_parse("bias,qc,res,onnx", &e, &err), CT_OK);
+  ck_assert(e.bias && e.scale == CT_SCALE_CHANNEL && e.residual && e.rounding == CT_ROUND_ONNX);
+  ck_assert(!e.data_zero_point && !e.weight_zero_point && !e.d2s_block);
+  ck_assert_int_eq(workload_epilogue_parse("zd,zw,d2s4crd", &e, &err), CT_OK);
+  ck_assert(e.data_zero_point && e.weight_zero_point && !e.bias);
+  ck_assert_int_eq(e.d2s_block, 4);
+  ck_assert_int_eq(e.d2s_mode, CT_D2S_CRD);
+  ck_assert_int_eq(workload_epilogue_parse("bias,none,qc", &e, &err), CT_OK);
+  ck_assert(!e.bias && e.scale == CT_SCALE_CHANNEL);
+  ck_assert_int_eq(workload_epilogue_parse(NULL, &e, &err), CT_OK);
+  ck_assert(!e.bias && e.scale == CT_SCALE_TENSOR);
+  static const char *const bad[] = {"relu", "bias,", "d2s4", "d2s4xyz", "d2s4dcrx", "BIAS", ""};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    memset(&err, 0, sizeof err);
+    ct_status st = workload_epilogue_parse(bad[i], &e, &err);
+    if (!*bad[i] || !strcmp(bad[i], "bias,")) { /* empty items are skipped */
+      ck_assert_int_eq(st, CT_OK);
+      continue;
+    }
+    ck_assert_msg(st == CT_ERR_INVALID_ARG, "'%s' accepted", bad[i]);
+    ck_assert_ptr_nonnull(strstr(err.msg, "unknown item"));
+  }
+  char longer[400];
+  memset(longer, 'b', sizeof longer - 1);
+  longer[sizeof longer - 1] = 0;
+  ck_assert_int_eq(workload_epilogue_parse(longer, &e, &err), CT_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "too long"));
+}
+END_TEST
+
 START_TEST(json_syntax_errors) {
   expect_bad_json_at(__LINE__, "{\"op\": \"conv2d\", \"c\": 3,,}", CT_ERR_PARSE, "line 1",
                      "column");
@@ -1521,6 +1555,7 @@ int main(void) {
   tcase_add_test(tc, json_accepted_forms);
   tcase_add_test(tc, json_syntax_errors);
   tcase_add_test(tc, json_errors_name_the_field);
+  tcase_add_test(tc, epilogue_list);
   suite_add_tcase(s, tc);
 
   SRunner *sr = srunner_create(s);
