@@ -260,7 +260,10 @@ typedef struct ct_quant {
    * first), (A, B) = (t, r), or (r, t) with residual_first (the graph's
    * Add takes the residual as its first input); sA, sB the float ratios
    * s_A / s_y, s_B / s_y (mid_scale = s_t / s_y, residual_scale = s_r /
-   * s_y) and f = float(zy) - (sA zA + sB zB). scale[k] then maps v to t. */
+   * s_y) and f = float(zy) - (sA zA + sB zB). scale[k] then maps v to t.
+   * mid_scale and residual_scale must be below 2^20: past about 2^21 the
+   * sum can leave int32, where ONNX Runtime's x86 conversion gives the
+   * type's minimum, which convtune does not copy (ct_make_params refuses). */
   int32_t mid_zero_point; /* zt, within the output type */
   int32_t mid_clamp_min;  /* t's clamp (a Relu before the Add), within the type */
   int32_t mid_clamp_max;
