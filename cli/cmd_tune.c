@@ -67,6 +67,7 @@ static void on_signal(int sig) {
 
 typedef struct progress_ctx {
   int tty, quiet;
+  int fallback_told; /* the cost model's fallback was reported */
 } progress_ctx;
 
 static void fmt_eta(double s, char *buf, size_t size) {
@@ -74,9 +75,18 @@ static void fmt_eta(double s, char *buf, size_t size) {
   snprintf(buf, size, "%ld:%02ld", t / 60, t % 60);
 }
 
+/* Once per run: the cost model failed and the search went random. */
+static void tell_fallback(int tty, int *told, const char *note) {
+  if (!note || *told) return;
+  *told = 1;
+  fprintf(stderr, "%s[tune] the cost model failed, proposing random configs: %s\n",
+          tty ? "\r\033[K" : "", note);
+}
+
 static void on_progress(void *user, const tune_progress *p) {
-  const progress_ctx *pc = user;
+  progress_ctx *pc = user;
   if (pc->quiet) return;
+  tell_fallback(pc->tty, &pc->fallback_told, p->model_fallback);
   char eta[32];
   fmt_eta(p->finished ? p->elapsed_s : p->eta_s, eta, sizeof eta);
   char errors[160] = "";
@@ -133,6 +143,7 @@ static int parse_seconds(const char *flag, const char *arg, double *out) {
 
 typedef struct model_ctx {
   int tty, quiet;
+  int fallback_told; /* the cost model's fallback was reported */
 } model_ctx;
 
 static void fmt_total(double total_us, int n_unknown, char *buf, size_t size) {
@@ -144,8 +155,10 @@ static void fmt_total(double total_us, int n_unknown, char *buf, size_t size) {
 
 /* Per batch on a terminal (a live line), per round otherwise. */
 static void on_round(void *user, const sched_progress *p) {
-  const model_ctx *mc = user;
-  if (mc->quiet || (p->batch && !mc->tty)) return;
+  model_ctx *mc = user;
+  if (mc->quiet) return;
+  if (p->batch) tell_fallback(mc->tty, &mc->fallback_told, p->batch->model_fallback);
+  if (p->batch && !mc->tty) return;
   char total[96], elapsed[32], budget[40] = "";
   fmt_total(p->total_us, p->n_unknown, total, sizeof total);
   fmt_eta(p->elapsed_s, elapsed, sizeof elapsed);
@@ -213,6 +226,15 @@ static void print_model(const sched_result *r, const char *model, int verbose) {
               r->workloads[i].why);
 }
 
+/* "model_fallback": why the cost model fell back to random proposals, or
+ * null when it never did. */
+static void add_fallback(cJSON *o, const char *note) {
+  if (note[0])
+    cJSON_AddStringToObject(o, "model_fallback", note);
+  else
+    cJSON_AddNullToObject(o, "model_fallback");
+}
+
 static cJSON *model_json(const sched_result *r, const char *model) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "model", model);
@@ -227,6 +249,7 @@ static cJSON *model_json(const sched_result *r, const char *model) {
   cJSON_AddNumberToObject(o, "rounds", r->n_rounds);
   cJSON_AddNumberToObject(o, "trials_per_s", r->trials_per_s);
   cJSON_AddStringToObject(o, "ended", end_name(r));
+  add_fallback(o, r->model_fallback);
   cJSON *ws = cJSON_AddArrayToObject(o, "workloads");
   for (int i = 0; i < r->n_workloads; i++) {
     const sched_wl *x = &r->workloads[i];
@@ -253,6 +276,7 @@ static cJSON *model_json(const sched_result *r, const char *model) {
     cJSON_AddNumberToObject(j, "rounds", x->rounds);
     cJSON_AddNumberToObject(j, "errors", x->errors);
     cJSON_AddStringToObject(j, "state", sched_state_name(x->state));
+    add_fallback(j, x->model_fallback);
   }
   /* the estimated total after each round, to plot and compare */
   cJSON *cv = cJSON_AddArrayToObject(o, "curve");
@@ -541,6 +565,7 @@ int cmd_tune(int argc, char **argv) {
       cJSON_AddNumberToObject(o, "wall_s", r.wall_s);
       cJSON_AddNumberToObject(o, "trials_per_s", r.trials_per_s);
       cJSON_AddBoolToObject(o, "stopped_early", r.stopped_early);
+      add_fallback(o, r.model_fallback);
     } else {
       printf("%-28s %-10.10s %10.2f %8.2f %8d %7d %8.1f  %s\n", name, r.template_name, r.best_us,
              r.best_tops, r.n_trials, errors, r.trials_per_s, r.key);

@@ -9,7 +9,8 @@
  * tiny space exactly; every strategy exhausts it and then returns 0; runs are
  * deterministic per seed; xgb and ga beat random on the synthetic function
  * (medians over seeds, margins measured); features have a constant count;
- * bad kinds and options are rejected; settings are JSON; transfer rows help.
+ * bad kinds and options are rejected; settings are JSON; transfer rows help;
+ * an XGBoost failure is reported once and the search goes on at random.
  * Also the tuner's template selection by layout (tuner/tune.c: tune_plan,
  * tune_task_workload), which needs no GPU: nchw goes packed to the nchw4c
  * templates, nchw4c as it is, nhwc as it is to the nhwc templates only, and
@@ -721,6 +722,65 @@ START_TEST(transfer_rows_are_used) {
 }
 END_TEST
 
+/* Issue 33, defect 9: XGBoost really failing (transfer rows holding an
+ * infinite feature, which XGBoost refuses as training data) is reported
+ * once, as the search's fallback note, and the search goes on proposing
+ * valid new configs, at random; a search whose model trains has no note. */
+START_TEST(a_failing_model_is_reported_once) {
+  fixture f;
+  fixture_big(&f);
+  enum { ROWS = 128, ROUNDS = 4, BATCH = 64 };
+  float *x = malloc((size_t)ROWS * SEARCH_MAX_FEATURES * sizeof *x);
+  ck_assert_ptr_nonnull(x);
+  double cost[ROWS];
+  int group[ROWS], nf = 0;
+  rng r;
+  rng_seed(&r, 99);
+  for (int i = 0; i < ROWS; i++) {
+    config c;
+    ck_assert_int_eq(template_sample(f.tpl, &f.w, &f.s, &f.a, &r, 100000, &c, NULL), CT_OK);
+    nf = search_features(f.tpl, &f.w, &f.s, &c, x + (size_t)i * (size_t)nf, SEARCH_MAX_FEATURES);
+    group[i] = 0;
+    cost[i] = synth_cost(&f, &c);
+  }
+  x[(size_t)5 * (size_t)nf + 1] = INFINITY;
+  for (int bad = 0; bad < 2; bad++) {
+    search *se = open_search(&f, "xgb", 3, 1);
+    search_transfer(se, x, cost, group, bad ? ROWS : 0, nf);
+    ck_assert_ptr_null(search_model_fallback(se));
+    char first[CT_ERRMSG_MAX] = "";
+    for (int k = 0; k < ROUNDS; k++) {
+      config c[BATCH];
+      double cc[BATCH];
+      ck_assert_int_eq(search_next(se, c, BATCH), BATCH);
+      for (int i = 0; i < BATCH; i++) {
+        REQUIRE(is_valid(&f, &c[i]));
+        cc[i] = synth_cost(&f, &c[i]);
+      }
+      search_update(se, c, cc, BATCH);
+      const char *note = search_model_fallback(se);
+      if (!bad) {
+        ck_assert_msg(note == NULL, "round %d: %s", k, note);
+        continue;
+      }
+      /* set by the first training (rows are there from the start), then kept
+       * as it was through the failures of the later rounds */
+      ck_assert_ptr_nonnull(note);
+      if (k == 0) snprintf(first, sizeof first, "%s", note);
+      ck_assert_str_eq(note, first);
+    }
+    if (bad) {
+      ck_assert_msg(strncmp(first, "xgboost: XGDMatrixCreateFromMat_omp: ", 37) == 0, "%s", first);
+      ck_assert_msg(strstr(first, "inf") && !strchr(first, '\n'), "%s", first);
+    }
+    search_free(se);
+  }
+  ck_assert_ptr_null(search_model_fallback(NULL));
+  free(x);
+  fixture_close(&f);
+}
+END_TEST
+
 /* ---- template selection by layout (tuner/tune.c) -------------------------------- */
 
 /* A conv2d (or conv3d) of c -> k channels, 3x3 (x3), padding 1, in layout. */
@@ -905,6 +965,7 @@ int main(void) {
   tcase_add_test(tc, settings_are_json);
   tcase_add_test(tc, features_have_a_constant_count);
   tcase_add_test(tc, degenerate_calls_are_harmless);
+  tcase_add_test(tc, a_failing_model_is_reported_once);
   tc = tcase(s, "selection");
   tcase_add_test(tc, task_workload_by_layout);
   tcase_add_test(tc, plan_by_layout);

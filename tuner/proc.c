@@ -83,13 +83,15 @@ ct_status proc_spawn(const char *who, void (*fn)(int fd, void *arg), void *arg, 
     return ERR_SET(err, CT_ERR_IO, "%s: fork: %s", who, strerror(e));
   }
   if (p == 0) {
+    /* Die with the parent, whatever way it goes, first thing: a worker busy
+     * in a compile or a measurement would not see its socket close. The
+     * parent may have died before the prctl: then getppid() is another
+     * process (init or a subreaper) and no signal will come. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(0);
     close(sv[0]);
     close_inherited(sv[1]);
     signal(SIGINT, SIG_IGN);
     signal(SIGTERM, SIG_IGN);
-    /* die with the parent, whatever way it goes (and if it is already gone) */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(0);
     fn(sv[1], arg);
     _exit(0);
   }

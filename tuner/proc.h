@@ -30,7 +30,10 @@ int proc_recv_all(int fd, void *p, size_t n, double deadline);
 
 /* Fork a child running fn(fd, arg) on its end of a new socketpair; fn must
  * not return (it _exits). The parent gets the pid and its end. who names
- * the caller in messages. */
+ * the caller in messages. The child gets SIGKILL when the thread that
+ * forked it ends (PR_SET_PDEATHSIG: the thread, not the process), so call
+ * this from a thread that lives as long as the worker: convtune forks only
+ * from its main thread. */
 ct_status proc_spawn(const char *who, void (*fn)(int fd, void *arg), void *arg, pid_t *pid, int *fd,
                      ct_err *err);
 

@@ -674,6 +674,10 @@ ct_status sched_run(tuner *t, const char *model, const sched_item *items, int n,
     r->ss_trials = tr.n_trials;
     r->ss_errors = errors;
     if (tr.best_us > 0) r->best = tr;
+    if (tr.model_fallback[0] && !x->model_fallback[0])
+      snprintf(x->model_fallback, sizeof x->model_fallback, "%s", tr.model_fallback);
+    if (tr.model_fallback[0] && !res->model_fallback[0])
+      snprintf(res->model_fallback, sizeof res->model_fallback, "%s", tr.model_fallback);
     int stopped = o->stop && *o->stop;
     sched_round rr = {.n_trials = ran,
                       .seconds = mono_s() - r0,

@@ -218,6 +218,7 @@ typedef struct sched_wl {
   char best_config[1024];
   int n_trials, n_stored, rounds, errors; /* summed over its tasks */
   sched_state state;                      /* its tasks' lowest: live while one is */
+  char model_fallback[CT_ERRMSG_MAX];     /* "" or its first task's (tune_result's) */
 } sched_wl;
 
 /* A point of the estimated total's curve (at the start and after each round). */
@@ -242,6 +243,7 @@ typedef struct sched_result {
   int interrupted; /* the stop flag ended it */
   int n_points;
   sched_point *curve;
+  char model_fallback[CT_ERRMSG_MAX]; /* "" or the run's first (tune_result's) */
 } sched_result;
 
 void sched_result_free(sched_result *r);

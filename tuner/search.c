@@ -78,7 +78,8 @@ struct search {
   arch a;
   rng r;
   char settings[320];
-  ct_err err; /* the last failure inside (out of memory, XGBoost) */
+  ct_err err;                   /* the last failure inside (out of memory, XGBoost) */
+  char fallback[CT_ERRMSG_MAX]; /* the cost model's first failure ("" while none) */
   idset visited;
   idset pend_set;                 /* indices in the pending list */
   config first[SEARCH_FIRST_MAX]; /* search_first's configs, handed out first, in order */
@@ -469,10 +470,33 @@ static int ga_breed(search *se) {
 
 /* ---- xgb ----------------------------------------------------------------------------- */
 
+/* Keep the cost model's first failure, from se->err, as the search's
+ * fallback note (search_model_fallback): "xgboost: " and the reason's
+ * first line (XGBoost appends a stack trace). */
+static void note_fallback(search *se) {
+  if (se->fallback[0]) return;
+  const char *m = se->err.msg;
+  if (strncmp(m, "XGBoost: ", 9) == 0) m += 9;
+  int len = (int)strcspn(m, "\n");
+  while (len > 0 && (m[len - 1] == ' ' || m[len - 1] == '\r')) len--;
+  snprintf(se->fallback, sizeof se->fallback, "xgboost: %.*s", len, m);
+}
+
+/* XGBoost's last error without its "[hh:mm:ss] " time stamp. */
+static const char *xgb_last_error(void) {
+  const char *m = XGBGetLastError();
+  const char *e = m && m[0] == '[' ? strstr(m, "] ") : NULL;
+  return e && e - m <= 16 ? e + 2 : m ? m : "";
+}
+
+/* On failure: the function's name (the call's text up to its parenthesis)
+ * and XGBoost's message go to se->err and the fallback note. */
 #define XGB_CHECK(call)                                                                            \
   do {                                                                                             \
     if ((call) != 0) {                                                                             \
-      ERR_SET(&se->err, CT_ERR_INTERNAL, "XGBoost: %s: %s", #call, XGBGetLastError());             \
+      ERR_SET(&se->err, CT_ERR_INTERNAL, "XGBoost: %.*s: %s", (int)strcspn(#call, "("), #call,     \
+              xgb_last_error());                                                                   \
+      note_fallback(se);                                                                           \
       goto cleanup;                                                                                \
     }                                                                                              \
   } while (0)
@@ -502,6 +526,7 @@ static void xgb_train(search *se) {
   BoosterHandle b = NULL;
   if (!x || !y || !groups) {
     oom(se, "training set");
+    note_fallback(se);
     goto cleanup;
   }
   if (se->n_hist > 0) {
@@ -567,6 +592,7 @@ static int xgb_predict(search *se, const config *cfgs, int n, float *score) {
   if (len != (bst_ulong)n) {
     ERR_SET(&se->err, CT_ERR_INTERNAL, "XGBoost: %llu predictions for %d rows",
             (unsigned long long)len, n);
+    note_fallback(se);
     goto cleanup;
   }
   memcpy(score, res, (size_t)n * sizeof *score);
@@ -997,6 +1023,11 @@ void search_transfer(search *se, const float *features, const double *cost_us, c
 /* See search.h; "" for NULL. */
 const char *search_settings(const search *se) {
   return se ? se->settings : "";
+}
+
+/* See search.h. */
+const char *search_model_fallback(const search *se) {
+  return se && se->fallback[0] ? se->fallback : NULL;
 }
 
 /* Append v when there is room. */

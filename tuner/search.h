@@ -71,6 +71,14 @@ void search_transfer(search *se, const float *features, const double *cost_us, c
 /* The settings as compact JSON (static per search, borrowed). */
 const char *search_settings(const search *se);
 
+/* Why the cost model fell back to random proposals: NULL while it never
+ * failed, else the first failure of the run, kept for the rest of it
+ * ("xgboost: " and XGBoost's reason, one line; borrowed, valid until
+ * search_free). It keeps proposing: a failed training keeps the last
+ * model (random new configs while there is none), a failed prediction
+ * drops the model (random new configs until a later training succeeds). */
+const char *search_model_fallback(const search *se);
+
 /* The cost model's features of cfg into out (at most max); returns the
  * count, the same for every config of a space. Knob values (log2 of split
  * factors, the permutation one-hot, choice values) and derived sizes of the

@@ -391,6 +391,15 @@ int tune_session_transfer_rows(const tune_session *ss) {
   return ss ? ss->n_transfer : 0;
 }
 
+/* The search's fallback note (search_model_fallback) into the progress and
+ * the result. */
+static void note_fallback(tune_session *ss) {
+  const char *note = search_model_fallback(ss->se);
+  ss->p.model_fallback = note;
+  if (note && !ss->res.model_fallback[0])
+    snprintf(ss->res.model_fallback, sizeof ss->res.model_fallback, "%s", note);
+}
+
 ct_status tune_session_run(tune_session *ss, int n_trials, double time_cap_s, tune_progress_fn fn,
                            void *user, tune_result *out, ct_err *err) {
   tuner *t = ss->t;
@@ -528,6 +537,7 @@ ct_status tune_session_run(tune_session *ss, int n_trials, double time_cap_s, tu
     p->best_tops = tops(w, p->best_us);
     p->elapsed_s = wall0 + (mono_s() - t0);
     p->eta_s = p->done ? p->elapsed_s / p->done * (p->total - p->done) : 0;
+    note_fallback(ss);
     if (fn) fn(user, p);
   }
   res->wall_s = wall0 + (mono_s() - t0);
@@ -538,12 +548,14 @@ ct_status tune_session_run(tune_session *ss, int n_trials, double time_cap_s, tu
   p->best_tops = res->best_tops;
   p->elapsed_s = res->wall_s;
   p->eta_s = 0;
+  note_fallback(ss);
   if (fn) fn(user, p);
   *out = *res;
   return st;
 fail:
   /* the batch in flight is lost: its trials were not recorded */
   for (int i = 0; i < ss->batch_cap; i++) trial_free(&trials[i]);
+  note_fallback(ss);
   *out = *res;
   return st;
 }
@@ -668,11 +680,15 @@ ct_status tuner_tune(tuner *t, const char *name, const ct_workload *w, const tem
   int n = 0;
   if ((st = tune_plan(name, w, tpl, tasks, &n, err))) return st;
   tune_result best = {0};
+  char note[sizeof best.model_fallback] = "";
   for (int i = 0; i < n; i++) {
     tune_result r;
     if ((st = run_task(t, name, &tasks[i].w, tasks[i].tpl, fn, user, &r, err))) return st;
+    if (!note[0]) memcpy(note, r.model_fallback, sizeof note);
     if (!i || (r.best_us > 0 && (best.best_us == 0 || r.best_us < best.best_us))) best = r;
   }
+  /* the first task's fallback, whichever task holds the best */
+  memcpy(best.model_fallback, note, sizeof note);
   *res = best;
   return CT_OK;
 }

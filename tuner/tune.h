@@ -46,6 +46,9 @@ typedef struct tune_progress {
   int by_outcome[OUT_COUNT];
   double elapsed_s, eta_s;
   int finished;
+  /* NULL, or why the search's cost model fell back to random proposals
+   * (search_model_fallback: its first failure, kept; borrowed) */
+  const char *model_fallback;
 } tune_progress;
 typedef void (*tune_progress_fn)(void *user, const tune_progress *p);
 
@@ -60,6 +63,7 @@ typedef struct tune_result {
   double wall_s;
   double trials_per_s; /* new trials / wall time, compile and measurement included */
   int stopped_early;
+  char model_fallback[CT_ERRMSG_MAX]; /* "" or, as tune_progress's, the cost model's failure */
 } tune_result;
 
 typedef struct tuner tuner;
