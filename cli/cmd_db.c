@@ -2,12 +2,21 @@
  * cmd_db.c: the commands that read or move the database: `query` (the best
  * config of a workload per device), `list` (every tuned workload with its
  * best), `history` (the tuning curve as CSV), `export` and `import` (JSON
- * lines). All but import open the database read-only and never create it.
+ * lines). All but import open the database read-only: they never create,
+ * migrate or convert it. Every argument is checked before the database is
+ * opened, so a usage error changes nothing on disk. export never writes
+ * over the database (by any path to it), and writes its output to a
+ * temporary file beside it, renamed into place only when complete.
  */
+#define _XOPEN_SOURCE 700 /* realpath */
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "db/db.h"
@@ -21,6 +30,9 @@ typedef struct db_args {
   cli_wl sel;
   int n_pos;
   const char *pos[2];
+  int has_wl;    /* a workload was given (query, history, export) */
+  ct_workload w; /* that workload, parsed before the database is opened */
+  FILE *in;      /* import: the file to read, opened before the database */
 } db_args;
 
 static const char *const usages[][2] = {
@@ -32,9 +44,9 @@ static const char *const usages[][2] = {
     {"history", "usage: convtune history [--db PATH] WORKLOAD\n"
                 "Print the tuning curve as CSV: every trial in order with the best so far\n"
                 "(per device and template).\n"},
-    {"export",
-     "usage: convtune export [--db PATH] [--output FILE] [WORKLOAD]\n"
-     "Write every trial (of one workload, when given) as JSON lines (default: stdout).\n"},
+    {"export", "usage: convtune export [--db PATH] [--output FILE] [WORKLOAD]\n"
+               "Write every trial (of one workload, when given) as JSON lines (default: stdout).\n"
+               "FILE is written whole or not at all, and never over the database.\n"},
     {"import",
      "usage: convtune import [--db PATH] FILE\n"
      "Read trials from JSON lines into the database; trials already there are skipped.\n"},
@@ -93,47 +105,141 @@ static int parse_args(int argc, char **argv, db_args *a, int takes_workload) {
   return -1;
 }
 
-/* The key a workload was tuned under: as given, or (for a plain layout) the
- * packed form the dp4a templates tune. */
-static int resolve_key(db_args *a, db *d, char *key, ct_err *err) {
+/* The one workload of query, history and export (optional there) into
+ * a->w, before the database is opened. Returns -1 to go on, else an exit code. */
+static int parse_workload(db_args *a, int required) {
   if (a->n_pos > 1) return cli_usage_error(a->cmd, "unexpected argument '%s'", a->pos[1]);
+  if (!required && !a->n_pos && !a->sel.flags && !a->sel.file && !a->sel.set) return -1;
   if (a->n_pos) a->sel.positional = a->pos[0];
   wlset *s = NULL;
-  if (cli_wl_load(&a->sel, NULL, &s, err)) return cli_fail(&a->cc, err);
+  ct_err err = {0};
+  if (cli_wl_load(&a->sel, NULL, &s, &err)) return cli_fail(&a->cc, &err);
   if (s->n_items != 1) {
     wlset_free(s);
     return cli_usage_error(a->cmd, "give one workload (a key, JSON or flags), not a set");
   }
-  ct_workload w = s->items[0].w;
+  a->w = s->items[0].w;
+  a->has_wl = 1;
   wlset_free(s);
-  workload_key(&w, key, CT_KEY_MAX);
+  return -1;
+}
+
+/* The key a->w was tuned under: as given, or (for a plain layout) the
+ * packed form the dp4a templates tune. */
+static void resolve_key(const db_args *a, db *d, char *key) {
+  workload_key(&a->w, key, CT_KEY_MAX);
   trial *tr = NULL;
   int n = 0;
   /* a plain workload is tuned packed; an nhwc one only as itself */
-  if (w.layout == CT_LAYOUT_NCHW && d &&
+  if (a->w.layout == CT_LAYOUT_NCHW &&
       db_trials(d, key, NULL, NULL, NULL, &tr, &n, NULL) == CT_OK && n == 0) {
     ct_workload packed;
-    workload_packed(&w, &packed);
+    workload_packed(&a->w, &packed);
     workload_key(&packed, key, CT_KEY_MAX);
   }
   trials_free(tr, n);
+}
+
+/* path, made absolute with every symbolic link resolved, into out
+ * (PATH_MAX): the file itself when it exists, else its folder resolved and
+ * its name appended. 0 when neither resolves. */
+static int resolve_path(const char *path, char *out) {
+  if (realpath(path, out)) return 1;
+  char dir[PATH_MAX];
+  const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+  size_t n = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
+  if (n >= sizeof dir || !*name) return 0;
+  memcpy(dir, slash ? path : ".", n);
+  dir[n] = '\0';
+  char real[PATH_MAX];
+  if (!realpath(dir, real)) return 0;
+  return snprintf(out, PATH_MAX, "%s/%s", strcmp(real, "/") ? real : "", name) < PATH_MAX;
+}
+
+/* SQLite's files of a database: the database and what it keeps beside it. */
+static const char *const db_suffixes[] = {"", "-wal", "-shm", "-journal"};
+
+/* Whether writing out would write over the database at db_path or one of
+ * its side files, by any path: the same file (device and inode: a hard link,
+ * a symbolic link, another spelling), or the name SQLite would give a side
+ * file that does not exist yet. */
+static int is_database_file(const char *out, const char *db_path) {
+  struct stat so, sd;
+  char real_out[PATH_MAX], side[PATH_MAX + 16], real_db[PATH_MAX];
+  int have_out = stat(out, &so) == 0, have_real = resolve_path(out, real_out);
+  for (size_t i = 0; i < sizeof db_suffixes / sizeof db_suffixes[0]; i++) {
+    snprintf(side, sizeof side, "%s%s", db_path, db_suffixes[i]);
+    if (have_out && stat(side, &sd) == 0 && so.st_dev == sd.st_dev && so.st_ino == sd.st_ino)
+      return 1;
+    /* by name: the path as given, and with the database's links resolved
+     * (SQLite names side files after the file a link points to) */
+    if (have_real && resolve_path(side, real_db) && !strcmp(real_out, real_db)) return 1;
+    if (have_real && realpath(db_path, real_db)) {
+      snprintf(side, sizeof side, "%s%s", real_db, db_suffixes[i]);
+      if (!strcmp(real_out, side)) return 1;
+    }
+  }
+  return 0;
+}
+
+/* An output file being written: to tmp beside target, renamed over it by
+ * output_close; or, for what is not a regular file (a device, a pipe),
+ * written in place. */
+typedef struct output {
+  FILE *f;
+  char target[PATH_MAX];
+  char tmp[PATH_MAX + 16]; /* "" when written in place */
+} output;
+
+/* Open the temporary file for path (through a symbolic link: its target).
+ * The new file gets the old one's mode, or the default a new file gets. */
+static int output_open(const char *cmd, const char *path, output *o) {
+  struct stat sb;
+  int exists = stat(path, &sb) == 0;
+  if (exists && !S_ISREG(sb.st_mode)) {
+    o->tmp[0] = '\0';
+    snprintf(o->target, sizeof o->target, "%s", path);
+    if (!(o->f = fopen(path, "w"))) goto fail;
+    return -1;
+  }
+  /* rename needs only the folder writable: keep fopen's refusal of a file the user may not write */
+  if ((exists && access(path, W_OK) != 0) || !resolve_path(path, o->target)) goto fail;
+  const char *slash = strrchr(o->target, '/');
+  snprintf(o->tmp, sizeof o->tmp, "%.*s/.%s.XXXXXX", (int)(slash - o->target), o->target,
+           slash + 1);
+  int fd = mkstemp(o->tmp);
+  if (fd < 0) goto fail;
+  mode_t mask = umask(0);
+  umask(mask);
+  if (fchmod(fd, exists ? sb.st_mode & 07777 : 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "w"))) {
+    int e = errno;
+    close(fd);
+    unlink(o->tmp);
+    errno = e;
+    goto fail;
+  }
   return -1;
+fail:
+  fprintf(stderr, "convtune %s: cannot write %s: %s\n", cmd, path, strerror(errno));
+  return EXIT_FAIL;
+}
+
+/* Flush and close o; when ok and everything reached the disk, rename it into
+ * place, else remove it (the old file, if any, stays as it was). Returns
+ * ok && success; on a failure here, err says why. */
+static int output_close(output *o, int ok, ct_err *err) {
+  int e = 0;
+  if (ok && (fflush(o->f) != 0 || (o->tmp[0] && fsync(fileno(o->f)) != 0))) e = errno;
+  if (fclose(o->f) != 0 && ok && !e) e = errno;
+  if (ok && !e && o->tmp[0] && rename(o->tmp, o->target) != 0) e = errno;
+  if (e) ERR_SET(err, CT_ERR_IO, "%s: write failed: %s", o->target, strerror(e));
+  if ((!ok || e) && o->tmp[0]) unlink(o->tmp);
+  return ok && !e;
 }
 
 static int open_db(db_args *a, int readonly, db **d) {
   ct_err err = {0};
   ct_status st = db_open(a->db_path, readonly, d, &err);
-  if (st == CT_ERR_DB && readonly && strstr(err.msg, "is older than")) {
-    /* an older schema: migrate it (the commands that read never write
-     * anything else), then read */
-    if ((st = db_open(a->db_path, 0, d, &err)) == CT_OK) {
-      db_close(*d);
-      if (a->cc.verbose >= 0)
-        fprintf(stderr, "convtune %s: migrated %s to schema %d\n", a->cmd, a->db_path,
-                DB_SCHEMA_VERSION);
-      st = db_open(a->db_path, readonly, d, &err);
-    }
-  }
   if (st == CT_ERR_NOT_FOUND) {
     fprintf(stderr, "convtune %s: no database at %s (tune first, or give --db)\n", a->cmd,
             a->db_path);
@@ -164,8 +270,7 @@ static double tops_of(const char *key, double us) {
 static int cmd_query(db_args *a, db *d) {
   char key[CT_KEY_MAX];
   ct_err err = {0};
-  int rc = resolve_key(a, d, key, &err);
-  if (rc >= 0) return rc;
+  resolve_key(a, d, key);
   trial *tr = NULL;
   int n = 0;
   if (db_trials(d, key, NULL, NULL, NULL, &tr, &n, &err)) return cli_fail(&a->cc, &err);
@@ -236,7 +341,6 @@ static int cmd_list(db_args *a, db *d) {
   ct_err err = {0};
   db_summary *rows = NULL;
   int n = 0;
-  if (a->n_pos) return cli_usage_error(a->cmd, "unexpected argument '%s'", a->pos[0]);
   if (db_list(d, &rows, &n, &err)) return cli_fail(&a->cc, &err);
   cJSON *list = a->json ? cJSON_CreateArray() : NULL;
   if (!a->json)
@@ -276,8 +380,7 @@ static int cmd_list(db_args *a, db *d) {
 static int cmd_history(db_args *a, db *d) {
   char key[CT_KEY_MAX];
   ct_err err = {0};
-  int rc = resolve_key(a, d, key, &err);
-  if (rc >= 0) return rc;
+  resolve_key(a, d, key);
   trial *tr = NULL;
   int n = 0;
   if (db_trials(d, key, NULL, NULL, NULL, &tr, &n, &err)) return cli_fail(&a->cc, &err);
@@ -311,35 +414,31 @@ static int cmd_export(db_args *a, db *d) {
   char key[CT_KEY_MAX];
   ct_err err = {0};
   const char *only = NULL;
-  if (a->n_pos || a->sel.flags || a->sel.file || a->sel.set) {
-    int rc = resolve_key(a, d, key, &err);
-    if (rc >= 0) return rc;
+  if (a->has_wl) {
+    resolve_key(a, d, key);
     only = key;
   }
-  FILE *f = stdout;
-  if (a->output && !(f = fopen(a->output, "w"))) {
-    fprintf(stderr, "convtune export: cannot write %s\n", a->output);
-    return EXIT_FAIL;
+  output o = {.f = stdout};
+  if (a->output) {
+    int rc = output_open(a->cmd, a->output, &o);
+    if (rc >= 0) return rc;
   }
   int n = 0;
-  ct_status st = db_export(d, only, f, &n, &err);
-  if (f != stdout && fclose(f) && !st) st = ERR_SET(&err, CT_ERR_IO, "%s: write error", a->output);
+  ct_status st = db_export(d, only, o.f, &n, &err);
+  if (a->output) {
+    if (!output_close(&o, st == CT_OK, &err)) st = st ? st : CT_ERR_IO;
+  } else if (fflush(stdout) != 0 && !st) {
+    st = ERR_SET(&err, CT_ERR_IO, "stdout: write failed: %s", strerror(errno));
+  }
   if (st) return cli_fail(&a->cc, &err);
   if (a->cc.verbose >= 0) fprintf(stderr, "convtune export: %d trials\n", n);
   return EXIT_OK;
 }
 
 static int cmd_import(db_args *a, db *d) {
-  if (a->n_pos != 1) return cli_usage_error(a->cmd, "give one file to import");
-  FILE *f = strcmp(a->pos[0], "-") ? fopen(a->pos[0], "r") : stdin;
-  if (!f) {
-    fprintf(stderr, "convtune import: cannot open %s\n", a->pos[0]);
-    return EXIT_USAGE;
-  }
   ct_err err = {0};
   int imported = 0, skipped = 0;
-  ct_status st = db_import(d, f, &imported, &skipped, &err);
-  if (f != stdin) fclose(f);
+  ct_status st = db_import(d, a->in, &imported, &skipped, &err);
   if (st) {
     err_prefix(&err, "%s", a->pos[0]);
     return cli_fail(&a->cc, &err);
@@ -356,9 +455,27 @@ int cmd_db(const char *cmd, int argc, char **argv) {
     cli_wl_free(&a.sel);
     return rc;
   }
+  /* Every argument is checked before the database is touched. */
+  if (!strcmp(cmd, "list")) {
+    if (a.n_pos) rc = cli_usage_error(a.cmd, "unexpected argument '%s'", a.pos[0]);
+  } else if (!strcmp(cmd, "import")) {
+    if (a.n_pos != 1) {
+      rc = cli_usage_error(a.cmd, "give one file to import");
+    } else if (!(a.in = strcmp(a.pos[0], "-") ? fopen(a.pos[0], "r") : stdin)) {
+      fprintf(stderr, "convtune import: cannot open %s: %s\n", a.pos[0], strerror(errno));
+      rc = EXIT_USAGE;
+    }
+  } else {
+    rc = parse_workload(&a, strcmp(cmd, "export") != 0);
+    if (rc < 0 && a.output && is_database_file(a.output, a.db_path))
+      rc = cli_usage_error(a.cmd, "--output %s is the database %s (or one of its files)", a.output,
+                           a.db_path);
+  }
   db *d = NULL;
   int readonly = strcmp(cmd, "import") != 0;
-  if ((rc = open_db(&a, readonly, &d)) >= 0) {
+  if (rc < 0) rc = open_db(&a, readonly, &d);
+  if (rc >= 0) {
+    if (a.in && a.in != stdin) fclose(a.in);
     cli_wl_free(&a.sel);
     return rc;
   }
@@ -372,6 +489,7 @@ int cmd_db(const char *cmd, int argc, char **argv) {
     rc = cmd_export(&a, d);
   else
     rc = cmd_import(&a, d);
+  if (a.in && a.in != stdin) fclose(a.in);
   db_close(d);
   cli_wl_free(&a.sel);
   return rc;

@@ -5,10 +5,14 @@
  * Invariants: PRAGMA user_version is the schema version; migrations[v]
  * takes a database from v to v + 1, all steps in one IMMEDIATE transaction,
  * and a version newer than DB_SCHEMA_VERSION is refused before anything is
- * written. Every write is one IMMEDIATE transaction, so concurrent writers
- * queue on the busy timeout instead of failing on a lock upgrade. Every
- * SQLite call goes through SQL_TRY / SQL_STEP. Doubles are printed with the
- * fewest of 15-17 significant digits that read back to the same bits
+ * written, as is another program's SQLite file (checked by its tables before
+ * the switch to WAL). A readonly open creates, migrates and converts
+ * nothing, and removes the empty -wal/-shm SQLite makes for a reader; in a
+ * folder it cannot write it reads the file immutable. Every write is one
+ * IMMEDIATE transaction, so concurrent writers queue on the busy timeout
+ * instead of failing on a lock upgrade. Every SQLite call goes through
+ * SQL_TRY / SQL_STEP. Doubles are printed with the fewest of 15-17
+ * significant digits that read back to the same bits
  * (cJSON's own printer accepts a 15-digit form within an epsilon, which
  * changes about one double in six), and a uint64 config index travels as a
  * decimal string in JSON and as its int64 bit pattern in SQLite.
@@ -37,6 +41,7 @@
 struct db {
   sqlite3 *h;
   int readonly;
+  int tidy;   /* readonly and not immutable: remove an empty -wal and its -shm at close */
   char *path; /* owned copy, for messages */
 };
 
@@ -636,6 +641,48 @@ done:
 typedef ct_status (*migration)(sqlite3 *h, ct_err *err);
 static const migration migrations[DB_SCHEMA_VERSION] = {migrate_0_to_1, migrate_1_to_2};
 
+/* The tables of every schema version >= 1. */
+static const char *const schema_tables[] = {"workloads", "devices", "templates", "trials",
+                                            "kernels"};
+
+/* Whether the file is convtune's (or empty), before anything is written or
+ * the journal mode switched: version 0 must hold no objects, a later version
+ * every table of the schema. Another program's SQLite file is refused
+ * whatever its user_version says. */
+static ct_status check_schema(sqlite3 *h, int version, ct_err *err) {
+  ct_status st = CT_OK;
+  sqlite3_stmt *s = NULL;
+  int rc, n_objects;
+  SQL_TRY(h, err, sqlite3_prepare_v2(h, "SELECT count(*) FROM sqlite_master", -1, &s, NULL));
+  SQL_STEP(h, err, s, rc);
+  n_objects = rc == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
+  sqlite3_finalize(s);
+  s = NULL;
+  if (version == 0) {
+    if (n_objects > 0)
+      st = ERR_SET(err, CT_ERR_DB, "not a convtune database: schema version 0 but %d objects in it",
+                   n_objects);
+    goto done;
+  }
+  SQL_TRY(
+      h, err,
+      sqlite3_prepare_v2(h, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                         -1, &s, NULL));
+  for (size_t i = 0; i < sizeof schema_tables / sizeof schema_tables[0]; i++) {
+    SQL_TRY(h, err, sqlite3_reset(s));
+    SQL_TRY(h, err, sqlite3_bind_text(s, 1, schema_tables[i], -1, SQLITE_STATIC));
+    SQL_STEP(h, err, s, rc);
+    if (rc != SQLITE_ROW || sqlite3_column_int(s, 0) != 1) {
+      st = ERR_SET(err, CT_ERR_DB, "not a convtune database: schema version %d but no table %s",
+                   version, schema_tables[i]);
+      goto done;
+    }
+  }
+done:
+  sqlite3_finalize(s);
+  return st;
+}
+
 static ct_status refuse_newer(int version, ct_err *err) {
   return ERR_SET(err, CT_ERR_DB, "was written by a newer convtune (schema %d, this one knows %d)",
                  version, DB_SCHEMA_VERSION);
@@ -687,6 +734,90 @@ static ct_status set_wal(sqlite3 *h, ct_err *err) {
   return ERR_SET(err, CT_ERR_DB, "PRAGMA journal_mode = WAL: %s", sqlite3_errmsg(h));
 }
 
+/* Whether path + suffix names an existing file. */
+static int side_exists(const char *path, const char *suffix) {
+  char side[4096];
+  struct stat sb;
+  int n = snprintf(side, sizeof side, "%s%s", path, suffix);
+  return n > 0 && (size_t)n < sizeof side && stat(side, &sb) == 0;
+}
+
+/* Whether this process may create files in the folder of path (a read-only
+ * install, or a read-only file system, may not). */
+static int folder_writable(const char *path) {
+  char dir[4096];
+  const char *slash = strrchr(path, '/');
+  if (!slash) return access(".", W_OK) == 0;
+  size_t n = slash == path ? 1 : (size_t)(slash - path);
+  if (n >= sizeof dir) return 1;
+  memcpy(dir, path, n);
+  dir[n] = '\0';
+  return access(dir, W_OK) == 0;
+}
+
+/* "file:PATH?immutable=1" with PATH percent-encoded (a '?', '#' or '%' in
+ * a file name would otherwise end or change the URI). Owned; NULL: no memory. */
+static char *immutable_uri(const char *path) {
+  static const char hex[] = "0123456789abcdef";
+  char *uri = malloc(strlen(path) * 3 + sizeof "file:?immutable=1");
+  if (!uri) return NULL;
+  char *p = uri + sprintf(uri, "file:");
+  for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
+    if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+        strchr("/._-~", *c)) {
+      *p++ = (char)*c;
+    } else {
+      *p++ = '%';
+      *p++ = hex[*c >> 4];
+      *p++ = hex[*c & 15];
+    }
+  }
+  strcpy(p, "?immutable=1");
+  return uri;
+}
+
+/* Open the SQLite handle of a readonly db. A WAL database needs its -wal and
+ * -shm files, and SQLite creates them even for a reader: where the folder
+ * cannot be written and there is no -wal, no WAL writer can exist (a writer
+ * must create -wal), so the file is opened immutable (no locks, no side
+ * files). Elsewhere a plain readonly open, tidied at close. */
+static ct_status open_readonly(db *d, const char *path, ct_err *err) {
+  ct_status st = CT_OK;
+  int had_wal = side_exists(path, "-wal");
+  char *uri = NULL;
+  if (!had_wal && !folder_writable(path)) {
+    if (!(uri = immutable_uri(path))) return ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+    SQL_TRY(d->h, err, sqlite3_open_v2(uri, &d->h, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL));
+  } else {
+    d->tidy = 1;
+    SQL_TRY(d->h, err, sqlite3_open_v2(path, &d->h, SQLITE_OPEN_READONLY, NULL));
+  }
+done:
+  free(uri);
+  return st;
+}
+
+/* After a readonly db is closed: the -wal and -shm that SQLite made for it
+ * (a reader cannot checkpoint, so it never removes them) go away the way
+ * SQLite itself removes them: the last connection to close takes the
+ * exclusive lock, checkpoints and deletes. So, when the -wal is empty, a
+ * writable connection is opened and closed; it writes nothing (an empty
+ * -wal has no frame to checkpoint), and it deletes nothing while another
+ * connection is open, since then it cannot take the lock. A -wal with
+ * frames belongs to a writer and stays. Where the file cannot be written
+ * SQLite opens it readonly and the side files stay. */
+static void tidy_side_files(const char *path) {
+  char wal[4096];
+  struct stat sb;
+  int n = snprintf(wal, sizeof wal, "%s-wal", path);
+  if (n <= 0 || (size_t)n >= sizeof wal || stat(wal, &sb) != 0 || sb.st_size != 0) return;
+  sqlite3 *h = NULL;
+  /* No SQL_TRY: no caller to report to; a failure leaves the files as SQLite has them. */
+  if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK)
+    sqlite3_exec(h, "PRAGMA user_version", NULL, NULL, NULL);
+  sqlite3_close(h);
+}
+
 ct_status db_open(const char *path, int readonly, db **out, ct_err *err) {
   ct_status st = CT_OK;
   db *d = NULL;
@@ -695,28 +826,47 @@ ct_status db_open(const char *path, int readonly, db **out, ct_err *err) {
   if (out) *out = NULL;
   if (!path || !path[0] || !out)
     return ERR_SET(err, CT_ERR_INVALID_ARG, "db_open: NULL or empty path, or NULL out");
-  if (readonly && stat(path, &sb) != 0 && errno == ENOENT)
-    return ERR_SET(err, CT_ERR_NOT_FOUND, "%s: no such database", path);
+  if (readonly && stat(path, &sb) != 0) {
+    if (errno == ENOENT) return ERR_SET(err, CT_ERR_NOT_FOUND, "%s: no such database", path);
+    return ERR_SET(err, CT_ERR_IO, "%s: %s", path, strerror(errno));
+  }
+  /* SQLite reads a 0-byte file as an empty database; only a writer may give it the schema. */
+  if (readonly && S_ISREG(sb.st_mode) && sb.st_size == 0)
+    return ERR_SET(err, CT_ERR_DB,
+                   "%s: empty file, not a convtune database yet: create it with a writing "
+                   "command first (convtune import or tune)",
+                   path);
   d = calloc(1, sizeof *d);
   if (!d || !(d->path = dup_str(path))) {
     st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
     goto done;
   }
   d->readonly = readonly != 0;
-  int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-  SQL_TRY(d->h, err, sqlite3_open_v2(path, &d->h, flags, NULL));
+  if (readonly) {
+    if ((st = open_readonly(d, path, err)) != CT_OK) goto done;
+  } else {
+    SQL_TRY(d->h, err,
+            sqlite3_open_v2(path, &d->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL));
+  }
   SQL_TRY(d->h, err, sqlite3_busy_timeout(d->h, DB_BUSY_MS));
-  /* The first read: a file that is not a database fails here, before anything is written. */
+  /* The first reads: a file that is not a database, or another program's,
+   * fails here, before anything is written or converted. */
   if ((st = user_version(d->h, &version, err)) != CT_OK) goto done;
   if (version > DB_SCHEMA_VERSION) {
     st = refuse_newer(version, err);
     goto done;
   }
+  if ((st = check_schema(d->h, version, err)) != CT_OK) goto done;
   if (readonly && version < DB_SCHEMA_VERSION) {
-    st = ERR_SET(err, CT_ERR_DB,
-                 "database schema %d is older than %d: open it writable once to migrate it "
-                 "(convtune list does)",
-                 version, DB_SCHEMA_VERSION);
+    if (version == 0)
+      st = ERR_SET(err, CT_ERR_DB,
+                   "no convtune schema in it yet: create it with a writing command first "
+                   "(convtune import or tune)");
+    else
+      st = ERR_SET(err, CT_ERR_DB,
+                   "database schema %d is older than %d: a readonly open does not migrate; "
+                   "open it with a writing command first (convtune import or tune)",
+                   version, DB_SCHEMA_VERSION);
     goto done;
   }
   SQL_TRY(d->h, err, sqlite3_exec(d->h, "PRAGMA foreign_keys = ON", NULL, NULL, NULL));
@@ -740,6 +890,7 @@ void db_close(db *d) {
    * so close cannot be refused for a pending one, and there is nothing left
    * to report to. */
   sqlite3_close(d->h);
+  if (d->tidy) tidy_side_files(d->path);
   free(d->path);
   free(d);
 }

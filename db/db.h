@@ -80,8 +80,12 @@ typedef struct db db;
 
 /* Open (create if missing, unless readonly) the database at path, migrating
  * an older schema (not when readonly). CT_ERR_DB with a message for a file
- * that is not a database, is corrupt, or has a newer schema; CT_ERR_NOT_FOUND
- * for a missing file when readonly. Owned: db_close. */
+ * that is not a database or another program's, is corrupt, or has a newer
+ * schema, and when readonly for an empty file or an older schema (a
+ * readonly open creates, migrates and converts nothing, and leaves no
+ * -wal/-shm behind where SQLite allows; a WAL database in a folder this
+ * process cannot write is read as immutable). CT_ERR_NOT_FOUND for a
+ * missing file when readonly. Owned: db_close. */
 ct_status db_open(const char *path, int readonly, db **out, ct_err *err);
 void db_close(db *d);
 

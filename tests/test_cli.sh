@@ -175,5 +175,93 @@ expect 0 'device' list --db "$tmp/new.db"
 expect 1 'no trials of' query --db "$tmp/new.db" conv2d-nchw-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1
 expect 2 'unknown command' frobnicate
 
+# dbsafe (issue 33, defects 1, 2, 5): no command writes over its own
+# database, an output file appears whole or not at all, read-only opens
+# create, migrate and convert nothing, usage errors touch nothing.
+ds=$tmp/dbsafe
+mkdir "$ds"
+K=conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1
+printf '{"format":1,"uid":"ds-1","workload_key":"%s","template_name":"conv2d_nchw4c_dp4a","template_version":"0123456789abcdef","config_index":"7","config":{"a":1},"outcome":"OK","error":null,"median_us":2.5,"samples_us":[2.5,2.6],"compile_ms":10,"options":"-O3","arch":"sm_90","tuner":"random","tuner_settings":null,"session":"s1","timestamp":1700000000,"device":{"name":"NVIDIA H200","cc_major":9,"cc_minor":0,"sm_count":132,"driver_version":13000,"runtime_version":13000,"nvrtc_version":"13.0"}}\n' "$K" >"$ds/a.jsonl"
+# sidecars PATH: whether PATH-wal or PATH-shm exists
+sidecars() { [ -e "$1-wal" ] || [ -e "$1-shm" ]; }
+# journal byte PATH: the file header's write version, 1 rollback, 2 WAL
+journal() { od -An -tu1 -j18 -N1 "$1" | tr -d ' '; }
+expect 0 'imported 1' import --db "$ds/t.db" "$ds/a.jsonl"
+cp "$ds/t.db" "$ds/t.copy"
+ln -s t.db "$ds/sym.db"
+ln "$ds/t.db" "$ds/hard.db"
+mkdir "$ds/sub"
+for out in "$ds/t.db" "$ds/sym.db" "$ds/hard.db" "$ds/sub/../t.db" "$ds/t.db-wal"; do
+  expect 2 'is the database' export --db "$ds/t.db" --output "$out"
+done
+expect 2 'is the database' export --db "$ds/sym.db" --output "$ds/hard.db"
+cmp -s "$ds/t.db" "$ds/t.copy" && ok || bad "export over its own database changed it"
+[ ! -e "$ds/t.db-wal" ] && ok || bad "export --output t.db-wal created it"
+expect 0 'device' list --db "$ds/t.db"
+# a complete export replaces the old file; a failed one leaves it whole
+echo old >"$ds/out.jsonl"
+expect 0 '1 trials' export --db "$ds/t.db" --output "$ds/out.jsonl"
+cmp -s "$ds/out.jsonl" "$ds/a.jsonl" && ok || bad "export --output differs from the import"
+echo old >"$ds/out.jsonl"
+(trap '' XFSZ; ulimit -f 1; "$ct" export --db "$ds/t.db" --output "$ds/out.jsonl") >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && ok || { bad "export past the file size limit did not fail"; cat "$tmp/err"; }
+[ "$(cat "$ds/out.jsonl")" = old ] && ok || bad "a failed export changed the old file"
+# (SQLite's -wal/-shm may stay behind a reader held to a 512-byte file size)
+[ -z "$(ls -A "$ds" | grep -v -e '^t.db' -e '^t.copy$' -e '^sym.db$' -e '^hard.db$' -e '^sub$' -e '^a.jsonl$' -e '^out.jsonl$')" ] \
+  && ok || bad "export left files behind: $(ls -A "$ds")"
+expect 1 'cannot write' export --db "$ds/t.db" --output "$ds/nodir/x.jsonl"
+# the readonly commands leave no -wal/-shm and change nothing
+cp "$ds/t.db" "$ds/t.copy"
+for c in list "query $K" "history $K" "export $K"; do
+  # shellcheck disable=SC2086
+  "$ct" $c --db "$ds/t.db" >/dev/null 2>"$tmp/err" && ok || { bad "$c failed"; cat "$tmp/err"; }
+  ! sidecars "$ds/t.db" && ok || bad "$c left -wal/-shm behind"
+done
+cmp -s "$ds/t.db" "$ds/t.copy" && ok || bad "a readonly command changed the database"
+# a WAL database in a folder the user cannot write (root ignores modes: drop to nobody)
+mkdir "$ds/ro"
+cp "$ds/t.db" "$ds/ro/t.db"
+[ "$(journal "$ds/ro/t.db")" = 2 ] && ok || bad "the test database is not in WAL mode"
+chmod 755 "$tmp" "$ds"
+chmod 555 "$ds/ro"
+as_user=
+[ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null && as_user="setpriv --reuid 65534 --regid 65534 --clear-groups"
+if [ "$(id -u)" -ne 0 ] || [ -n "$as_user" ]; then
+  for c in list "query $K" "history $K" "export $K"; do
+    # shellcheck disable=SC2086
+    $as_user "$ct" $c --db "$ds/ro/t.db" >"$tmp/out" 2>"$tmp/err" && grep -q "H200\|ds-1" "$tmp/out" &&
+      ok || { bad "$c on a read-only folder failed"; cat "$tmp/err"; }
+  done
+  ! sidecars "$ds/ro/t.db" && ok || bad "a read-only folder got -wal/-shm"
+fi
+chmod 755 "$ds/ro"
+# an empty file is neither migrated nor created into a database by a reader
+: >"$ds/empty.db"
+for c in list "query $K" "history $K" "export"; do
+  # shellcheck disable=SC2086
+  expect 1 'empty.*writing command' $c --db "$ds/empty.db"
+done
+[ ! -s "$ds/empty.db" ] && ! sidecars "$ds/empty.db" && ok || bad "a reader migrated an empty file"
+if command -v sqlite3 >/dev/null; then
+  cp "$ds/t.copy" "$ds/old.db"
+  sqlite3 "$ds/old.db" 'DROP INDEX trials_best; PRAGMA user_version = 1; PRAGMA journal_mode = DELETE' >/dev/null
+  cp "$ds/old.db" "$ds/old.copy"
+  expect 1 'old.db.*older.*writing command' list --db "$ds/old.db"
+  cmp -s "$ds/old.db" "$ds/old.copy" && ok || bad "list migrated an older schema"
+  # a foreign SQLite file is refused before it is switched to WAL
+  sqlite3 "$ds/songs.db" 'CREATE TABLE songs (title TEXT); PRAGMA user_version = 2'
+  cp "$ds/songs.db" "$ds/songs.copy"
+  expect 1 'not a convtune database' import --db "$ds/songs.db" "$ds/a.jsonl"
+  cmp -s "$ds/songs.db" "$ds/songs.copy" && ok || bad "import changed a foreign file ($(journal "$ds/songs.db"))"
+fi
+# usage errors create nothing
+(cd "$ds/sub" && "$ct" import >/dev/null 2>&1; echo $? >rc1; "$ct" import missing.jsonl >/dev/null 2>&1; echo $? >rc2)
+[ "$(cat "$ds/sub/rc1") $(cat "$ds/sub/rc2")" = "2 2" ] && ok || bad "import usage errors: exit $(cat "$ds/sub/rc1") $(cat "$ds/sub/rc2")"
+[ ! -e "$ds/sub/convtune.db" ] && ok || bad "import with no or a missing file created convtune.db"
+expect_bad 'missing.jsonl' import --db "$ds/new.db" "$ds/missing.jsonl"
+[ ! -e "$ds/new.db" ] && ok || bad "import of a missing file created the database"
+expect_bad 'bogus' export --db "$ds/none.db" --output "$ds/x.jsonl" bogus
+[ ! -e "$ds/x.jsonl" ] && ok || bad "export with a bad workload created its output"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1102,10 +1102,10 @@ START_TEST(readonly_missing_and_no_writes) {
   ck_assert_ptr_nonnull(strstr(err.msg, path));
   ck_assert(!file_exists(path));
 
-  /* An empty file is schema 0: readonly cannot migrate it. */
+  /* An empty file has no schema yet: readonly does not give it one. */
   spit(path, "");
   ck_assert_int_eq(db_open(path, 1, &d, &err), CT_ERR_DB);
-  ck_assert_msg(strstr(err.msg, "older") && strstr(err.msg, "writable"), "%s", err.msg);
+  ck_assert_msg(strstr(err.msg, "empty") && strstr(err.msg, "writing command"), "%s", err.msg);
 
   d = open_db(path);
   trial t;
@@ -1125,6 +1125,182 @@ START_TEST(readonly_missing_and_no_writes) {
   ck_assert_int_eq(count_trials(d, KEY_A), 1);
   db_close(d);
   trial_free(&t);
+}
+END_TEST
+
+/* The -wal and -shm files beside path: whether either exists. */
+static int has_sidecars(const char *path) {
+  char side[700];
+  snprintf(side, sizeof side, "%s-wal", path);
+  int any = file_exists(side);
+  snprintf(side, sizeof side, "%s-shm", path);
+  return any || file_exists(side);
+}
+
+/* A WAL database with one trial of KEY_A at path, closed (no -wal left). */
+static void one_trial_db(const char *path) {
+  db *d = open_db(path);
+  trial t;
+  make_trial(&t, "ro-1", KEY_A, TPL, VER, &H200, OUT_OK, 2.5, 1);
+  insert(d, &t, 1, 0);
+  db_close(d);
+  trial_free(&t);
+  assert_journal_mode(path, "wal");
+  ck_assert_msg(!has_sidecars(path), "a writable close left -wal/-shm");
+}
+
+/* A readonly open (and its reads) leaves the folder as it found it: no
+ * -wal or -shm behind, the file's bytes unchanged. */
+START_TEST(readonly_open_leaves_no_files) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  one_trial_db(path);
+  long n0 = 0, n1 = 0;
+  char *before = slurp(path, &n0);
+  for (int i = 0; i < 2; i++) {
+    db *d = NULL;
+    ct_err err = {0};
+    ck_assert_msg(db_open(path, 1, &d, &err) == CT_OK, "%s", err.msg);
+    ck_assert_int_eq(count_trials(d, KEY_A), 1);
+    db_close(d);
+    ck_assert_msg(!has_sidecars(path), "readonly open %d left -wal/-shm beside %s", i, path);
+  }
+  char *after = slurp(path, &n1);
+  ck_assert_int_eq(n0, n1);
+  ck_assert_msg(memcmp(before, after, (size_t)n0) == 0, "a readonly open changed the file");
+  free(before);
+  free(after);
+  /* A writer open at the same time keeps its files: only what the readonly
+   * open made alone is removed, and the writer's data stays readable. */
+  db *w = open_db(path);
+  db *r = NULL;
+  ct_err err = {0};
+  ck_assert_msg(db_open(path, 1, &r, &err) == CT_OK, "%s", err.msg);
+  trial t;
+  make_trial(&t, "ro-2", KEY_A, TPL, VER, &H200, OUT_OK, 2.0, 2);
+  insert(w, &t, 1, 0);
+  ck_assert_int_eq(count_trials(r, KEY_A), 2);
+  db_close(r);
+  ck_assert_int_eq(count_trials(w, KEY_A), 2);
+  db_close(w);
+  trial_free(&t);
+  ck_assert(!has_sidecars(path));
+}
+END_TEST
+
+/* Read a WAL database in a folder the reader cannot write (a read-only
+ * install). Root ignores permissions, so as root the reader is a forked
+ * child that drops to nobody (65534) first. Returns the child's exit code:
+ * 0 read 1 trial, 10+ the failing step. */
+static int read_as_other_user(const char *path) {
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(10);
+    db *d = NULL;
+    ct_err err = {0};
+    if (db_open(path, 1, &d, &err) != CT_OK) {
+      fprintf(stderr, "readonly open as uid %d: %s\n", (int)getuid(), err.msg);
+      _exit(11);
+    }
+    trial *t = NULL;
+    int n = 0;
+    if (db_trials(d, KEY_A, NULL, NULL, NULL, &t, &n, &err) != CT_OK || n != 1) {
+      fprintf(stderr, "db_trials as uid %d: n %d: %s\n", (int)getuid(), n, err.msg);
+      _exit(12);
+    }
+    trials_free(t, n);
+    db_close(d);
+    _exit(has_sidecars(path) ? 13 : 0);
+  }
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+}
+
+START_TEST(readonly_folder_is_readable) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  one_trial_db(path);
+  /* nobody must reach the file: the run's folders are mkdtemp's 0700 */
+  ck_assert_int_eq(chmod(getenv("CT_DB_TEST_DIR"), 0755), 0);
+  ck_assert_int_eq(chmod(path, 0644), 0);
+  ck_assert_int_eq(chmod(dir, 0555), 0);
+  int rc = read_as_other_user(path);
+  ck_assert_int_eq(chmod(dir, 0755), 0);
+  ck_assert_msg(rc == 0, "reading a WAL database in a read-only folder: child exited %d", rc);
+  ck_assert(!has_sidecars(path));
+}
+END_TEST
+
+/* Readonly opens never migrate or convert: an empty file and an older
+ * schema are refused with a message naming the file and what to do, and
+ * stay byte for byte as they were. */
+START_TEST(readonly_refuses_empty_and_old_unchanged) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "empty.db");
+  spit(path, "");
+  ct_err err = {0};
+  db *d = (db *)1;
+  ck_assert_int_eq(db_open(path, 1, &d, &err), CT_ERR_DB);
+  ck_assert_ptr_null(d);
+  ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "empty") &&
+                    strstr(err.msg, "writing command"),
+                "%s", err.msg);
+  struct stat sb;
+  ck_assert_int_eq(stat(path, &sb), 0);
+  ck_assert_int_eq(sb.st_size, 0);
+  ck_assert(!has_sidecars(path));
+
+  altered_db(path, sizeof path, "old.db",
+             "DROP INDEX trials_best; PRAGMA user_version = 1; PRAGMA journal_mode = DELETE");
+  long n0 = 0, n1 = 0;
+  char *before = slurp(path, &n0);
+  ck_assert_int_eq(db_open(path, 1, &d, &err), CT_ERR_DB);
+  ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "older") &&
+                    strstr(err.msg, "writing command"),
+                "%s", err.msg);
+  char *after = slurp(path, &n1);
+  ck_assert_int_eq(n0, n1);
+  ck_assert_msg(memcmp(before, after, (size_t)n0) == 0, "a readonly open changed the file");
+  ck_assert(!has_sidecars(path));
+  assert_journal_mode(path, "delete");
+  free(before);
+  free(after);
+}
+END_TEST
+
+/* An SQLite file of another program that happens to carry a schema version
+ * convtune knows is refused by its tables, before it is switched to WAL or
+ * written at all, by readonly and writable opens alike. */
+START_TEST(foreign_file_refused_before_wal) {
+  char dir[512], path[600], want[64];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "songs.db");
+  snprintf(want, sizeof want, "PRAGMA user_version = %d", DB_SCHEMA_VERSION);
+  sql(path, "CREATE TABLE songs (title TEXT); INSERT INTO songs VALUES ('a')");
+  sql(path, want);
+  long n0 = 0, n1 = 0;
+  char *before = slurp(path, &n0);
+  for (int readonly = 1; readonly >= 0; readonly--) {
+    ct_err err = {0};
+    db *d = (db *)1;
+    ck_assert_int_eq(db_open(path, readonly, &d, &err), CT_ERR_DB);
+    ck_assert_ptr_null(d);
+    ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "not a convtune database"), "%s",
+                  err.msg);
+    char *after = slurp(path, &n1);
+    ck_assert_int_eq(n0, n1);
+    ck_assert_msg(memcmp(before, after, (size_t)n0) == 0, "refused file modified (readonly %d)",
+                  readonly);
+    free(after);
+    assert_journal_mode(path, "delete");
+    ck_assert(!has_sidecars(path));
+  }
+  free(before);
 }
 END_TEST
 
@@ -1433,6 +1609,10 @@ int main(void) {
   tcase_add_test(tc, newer_schema_refused_unchanged);
   tcase_add_test(tc, not_a_database_refused);
   tcase_add_test(tc, readonly_missing_and_no_writes);
+  tcase_add_test(tc, readonly_open_leaves_no_files);
+  tcase_add_test(tc, readonly_folder_is_readable);
+  tcase_add_test(tc, readonly_refuses_empty_and_old_unchanged);
+  tcase_add_test(tc, foreign_file_refused_before_wal);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("writes");

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cJSON.h>
@@ -538,6 +539,40 @@ START_TEST(open_arch_explains_by_compute_capability) {
   ck_assert_msg(!memcmp(before, after, (size_t)before_size), "the database file changed");
   free(before);
   free(after);
+}
+END_TEST
+
+/* A deployment installs the database read-only: a WAL database in a folder
+ * the process cannot write is served, and nothing is created beside it.
+ * Root ignores permissions, so as root the reader is a forked child that
+ * drops to nobody (65534) first; it reports by its exit code. */
+START_TEST(open_reads_a_readonly_folder) {
+  fixture f;
+  build_db(&f, 0);
+  ck_assert_int_eq(chmod(getenv("CT_DISPATCH_TEST_DIR"), 0755), 0);
+  ck_assert_int_eq(chmod(f.path, 0644), 0);
+  ck_assert_int_eq(chmod(f.dir, 0555), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(10);
+    ct_context *ctx = NULL;
+    ct_explanation ex;
+    if (ct_open_arch(f.path, "sm_90", &ctx) != CT_OK) {
+      fprintf(stderr, "ct_open_arch as uid %d: %s\n", (int)getuid(), ct_errmsg(ctx));
+      _exit(11);
+    }
+    if (ct_explain(ctx, &f.w1, &ex) != CT_OK || ex.source != CT_SOURCE_SAME_CC) _exit(12);
+    ct_close(ctx);
+    char side[700];
+    snprintf(side, sizeof side, "%s-wal", f.path);
+    _exit(access(side, F_OK) == 0 ? 13 : 0);
+  }
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_int_eq(chmod(f.dir, 0755), 0);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                "serving a read-only folder: child status %d", status);
 }
 END_TEST
 
@@ -1485,6 +1520,7 @@ int main(void) {
   tcase_add_test(tc, no_valid_candidate_is_default);
   tcase_add_test(tc, no_database_is_default);
   tcase_add_test(tc, open_arch_explains_by_compute_capability);
+  tcase_add_test(tc, open_reads_a_readonly_folder);
   tcase_add_test(tc, layouts_resolve_to_their_templates);
   tcase_add_test(tc, records_serve_their_layout);
   tcase_add_test(tc, records_carry_to_other_output_types);
