@@ -133,6 +133,7 @@ const char cli_wl_help[] =
     "  '{JSON}'               a workload object, e.g. "
     "'{\"op\":\"conv2d\",\"c\":64,\"h\":56,\"w\":56,\n"
     "                         \"k\":64,\"kernel\":3,\"pad\":1}'\n"
+    "  '[JSON, ...]'          a list of workload objects, as in a --file\n"
     "  flags                  --c C --k K --size [Dx]HxW --kernel R[xS[xT]] [--stride S]\n"
     "                         [--pad P | --pad BEFORE.AFTER (e.g. 1x1.2x2)] [--dilation D]\n"
     "                         [--layout nchw|nchw4c|nhwc, conv3d: ncdhw|ncdhw4c|ndhwc]\n"
@@ -491,7 +492,10 @@ static ct_status load_selection(cli_wl *s, const char *dflt, wlset **out, ct_err
     if (!dflt) return ERR_SET(err, CT_ERR_INVALID_ARG, "no workload given");
     text = dflt;
   }
-  if (text[strspn(text, " \t\n")] != '{') {
+  /* '{' an object, '[' a list of them (as in a --file); anything else is
+   * a key, which never starts with either */
+  const char first = text[strspn(text, " \t\r\n")];
+  if (first != '{' && first != '[') {
     /* a key: turn it into JSON so that --batch and the set machinery apply */
     ct_workload w;
     if ((st = workload_from_key(text, &w, err))) return st;

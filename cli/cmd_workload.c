@@ -14,7 +14,7 @@
 #include "model/model.h"
 
 static const char usage[] =
-    "usage: convtune workload [options] [KEY | '{JSON}']\n"
+    "usage: convtune workload [options] [KEY | '{JSON}' | '[JSON, ...]']\n"
     "Print each workload's name, canonical key, output shape (in its layout) and\n"
     "operation count (2 x multiply-adds). With --model m.onnx: the model's conv\n"
     "nodes (workload, fused ops, input, supported or why not), then its unique\n"

@@ -288,6 +288,45 @@ static ct_status validate_epilogue(const ct_workload *w, ct_err *err) {
   return CT_OK;
 }
 
+/* The fields' upper bounds (workload.h says why each). Checked after the
+ * element counts, which are computed saturating, so that a workload too big
+ * as a whole is reported as such. */
+static ct_status check_bounds(const ct_workload *w, ct_err *err) {
+  const struct {
+    const char *name;
+    int v, max;
+  } scalars[] = {{"n (batch)", w->n, CT_MAX_BATCH},
+                 {"c (input channels)", w->c, CT_MAX_CHANNELS},
+                 {"k (output channels)", w->k, CT_MAX_CHANNELS}};
+  for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++)
+    if (scalars[i].v > scalars[i].max)
+      return INVALID("%s must be from 1 to %d, got %d", scalars[i].name, scalars[i].max,
+                     scalars[i].v);
+  int nd = workload_nd(w);
+  int64_t padded = mul_sat(w->n, w->c);
+  for (int d = 0; d < nd; d++) {
+    const char *dn = dim_name(w, d);
+    const struct {
+      const char *name;
+      int v, min, max;
+    } dims[] = {{"kernel", w->kernel[d], 1, CT_MAX_KERNEL},
+                {"stride", w->stride[d], 1, CT_MAX_STRIDE},
+                {"dilation", w->dilation[d], 1, CT_MAX_DILATION},
+                {"pad (before)", w->pad_before[d], 0, CT_MAX_PAD},
+                {"pad (after)", w->pad_after[d], 0, CT_MAX_PAD}};
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+      if (dims[i].v > dims[i].max)
+        return INVALID("%s[%s] must be from %d to %d, got %d", dims[i].name, dn, dims[i].min,
+                       dims[i].max, dims[i].v);
+    padded = mul_sat(padded, (int64_t)w->in[d] + w->pad_before[d] + w->pad_after[d]);
+  }
+  if (padded > CT_MAX_PADDED)
+    return INVALID("pad: the padded data (n x c x padded input) has %" PRId64 " elements; at "
+                   "most %" PRId64 " are accepted (the padding is larger than any network's)",
+                   padded, (int64_t)CT_MAX_PADDED);
+  return CT_OK;
+}
+
 int64_t workload_d2s_volume(const ct_workload *w) {
   int64_t v = 1;
   for (int d = 0; d < workload_nd(w); d++) v *= w->epi.d2s_block ? w->epi.d2s_block : 1;
@@ -368,7 +407,7 @@ ct_status workload_validate(const ct_workload *w, ct_err *err) {
   if ((st = check_elems("data", workload_data_elems(w), err))) return st;
   if ((st = check_elems("weights", workload_weight_elems(w), err))) return st;
   if ((st = check_elems("output", workload_out_elems(w), err))) return st;
-  return CT_OK;
+  return check_bounds(w, err);
 }
 
 /* ---- key ------------------------------------------------------------------- */
@@ -615,7 +654,9 @@ static ct_status json_int(const cJSON *v, const char *field, int lo, int hi, int
   double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
   if (!cJSON_IsNumber(v) || x != floor(x) || x < lo || x > hi) {
     char got[64];
-    if (cJSON_IsNumber(v))
+    if (cJSON_IsNumber(v) && x == floor(x) && fabs(x) < 1e18)
+      snprintf(got, sizeof got, "%.0f", x); /* every digit: 2147483648, not 2.14748e+09 */
+    else if (cJSON_IsNumber(v))
       snprintf(got, sizeof got, "%g", x);
     else
       snprintf(got, sizeof got, "%s",
@@ -633,11 +674,11 @@ static ct_status json_int(const cJSON *v, const char *field, int lo, int hi, int
 
 /* A per-dimension field: a number for every dimension, or a list of nd
  * numbers (or, with allow_double, 2 x nd: all befores then all afters). */
-static ct_status json_dims(const cJSON *v, const char *field, int nd, int lo, int allow_double,
-                           int *out, int *out2, ct_err *err) {
+static ct_status json_dims(const cJSON *v, const char *field, int nd, int lo, int hi,
+                           int allow_double, int *out, int *out2, ct_err *err) {
   if (cJSON_IsNumber(v)) {
     int x;
-    ct_status st = json_int(v, field, lo, INT_MAX, &x, err);
+    ct_status st = json_int(v, field, lo, hi, &x, err);
     if (st) return st;
     for (int d = 0; d < nd; d++) out[d] = x;
     if (out2)
@@ -662,7 +703,7 @@ static ct_status json_dims(const cJSON *v, const char *field, int nd, int lo, in
     char name[48];
     snprintf(name, sizeof name, "%s[%d]", field, i);
     int x;
-    ct_status st = json_int(cJSON_GetArrayItem(v, i), name, lo, INT_MAX, &x, err);
+    ct_status st = json_int(cJSON_GetArrayItem(v, i), name, lo, hi, &x, err);
     if (st) return st;
     if (i < nd) {
       out[i] = x;
@@ -810,18 +851,22 @@ ct_status workload_from_json(const cJSON *json, ct_workload *out, ct_err *err) {
     *types[i].t = (ct_dtype)t;
   }
 
+  /* the ranges are workload_validate's, so that a message states one range */
   const struct {
     const char *name;
     int *v;
-    int required;
-  } scalars[] = {{"n", &w.n, 0}, {"c", &w.c, 1}, {"k", &w.k, 1}, {"groups", &w.groups, 0}};
+    int required, max;
+  } scalars[] = {{"n", &w.n, 0, CT_MAX_BATCH},
+                 {"c", &w.c, 1, CT_MAX_CHANNELS},
+                 {"k", &w.k, 1, CT_MAX_CHANNELS},
+                 {"groups", &w.groups, 0, INT_MAX}};
   for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++) {
     if (!(v = cJSON_GetObjectItemCaseSensitive(json, scalars[i].name))) {
       if (scalars[i].required)
         return ERR_SET(err, CT_ERR_INVALID_WORKLOAD, "missing field '%s'", scalars[i].name);
       continue;
     }
-    if ((st = json_int(v, scalars[i].name, 1, INT_MAX, scalars[i].v, err))) return st;
+    if ((st = json_int(v, scalars[i].name, 1, scalars[i].max, scalars[i].v, err))) return st;
   }
   for (int d = 0; d < nd; d++) {
     const char *dn = dim_name(&w, d);
@@ -835,15 +880,15 @@ ct_status workload_from_json(const cJSON *json, ct_workload *out, ct_err *err) {
 
   if (!(v = cJSON_GetObjectItemCaseSensitive(json, "kernel")))
     return ERR_SET(err, CT_ERR_INVALID_WORKLOAD, "missing field 'kernel'");
-  if ((st = json_dims(v, "kernel", nd, 1, 0, w.kernel, NULL, err))) return st;
+  if ((st = json_dims(v, "kernel", nd, 1, CT_MAX_KERNEL, 0, w.kernel, NULL, err))) return st;
   if ((v = cJSON_GetObjectItemCaseSensitive(json, "stride")) &&
-      (st = json_dims(v, "stride", nd, 1, 0, w.stride, NULL, err)))
+      (st = json_dims(v, "stride", nd, 1, CT_MAX_STRIDE, 0, w.stride, NULL, err)))
     return st;
   if ((v = cJSON_GetObjectItemCaseSensitive(json, "dilation")) &&
-      (st = json_dims(v, "dilation", nd, 1, 0, w.dilation, NULL, err)))
+      (st = json_dims(v, "dilation", nd, 1, CT_MAX_DILATION, 0, w.dilation, NULL, err)))
     return st;
   if ((v = cJSON_GetObjectItemCaseSensitive(json, "pad")) &&
-      (st = json_dims(v, "pad", nd, 0, 1, w.pad_before, w.pad_after, err)))
+      (st = json_dims(v, "pad", nd, 0, CT_MAX_PAD, 1, w.pad_before, w.pad_after, err)))
     return st;
 
   if ((st = json_epilogue(json, &w, err))) return st;
@@ -871,8 +916,6 @@ ct_status workload_epilogue_parse(const char *list, ct_epilogue *e, ct_err *err)
   strcpy(buf, list);
   char *save = NULL;
   for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    char mode[8] = "";
-    int b = 0, used = 0;
     if (!strcmp(t, "none"))
       memset(e, 0, sizeof *e);
     else if (!strcmp(t, "zd"))
@@ -887,10 +930,23 @@ ct_status workload_epilogue_parse(const char *list, ct_epilogue *e, ct_err *err)
       e->residual = 1;
     else if (!strcmp(t, "onnx"))
       e->rounding = CT_ROUND_ONNX;
-    else if (sscanf(t, "d2s%d%3[a-z]%n", &b, mode, &used) == 2 && t[used] == '\0' &&
-             (!strcmp(mode, "dcr") || !strcmp(mode, "crd"))) {
-      e->d2s_block = b;
-      e->d2s_mode = strcmp(mode, "crd") ? CT_D2S_DCR : CT_D2S_CRD;
+    else if (!strncmp(t, "d2s", 3) && t[3] >= '0' && t[3] <= '9') {
+      /* digits only (no sign or space, which strtol would take), and a
+       * number past int named as out of range rather than wrapped */
+      char *end;
+      errno = 0;
+      long b = strtol(t + 3, &end, 10);
+      if (strcmp(end, "dcr") && strcmp(end, "crd"))
+        return ERR_SET(err, CT_ERR_INVALID_ARG,
+                       "unknown item '%s'; depth_to_space reads d2sBdcr or d2sBcrd (e.g. d2s4dcr)",
+                       t);
+      if (errno == ERANGE || b < 2 || b > CT_D2S_MAX_BLOCK)
+        return ERR_SET(err, CT_ERR_INVALID_ARG,
+                       "item '%s': the depth_to_space block %.*s is out of range; it must be 2 "
+                       "to %d",
+                       t, (int)(end - (t + 3)), t + 3, CT_D2S_MAX_BLOCK);
+      e->d2s_block = (int)b;
+      e->d2s_mode = strcmp(end, "crd") ? CT_D2S_DCR : CT_D2S_CRD;
     } else
       return ERR_SET(err, CT_ERR_INVALID_ARG,
                      "unknown item '%s'; the items are zd, zw, bias, qc, res, d2sBdcr and "

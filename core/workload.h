@@ -35,6 +35,27 @@
 /* The kernels index every tensor with int32: element counts above this are rejected. */
 #define CT_MAX_ELEMS INT32_MAX
 
+/* Upper bounds of the fields, checked by workload_validate so that no later
+ * arithmetic (the key, the derived sizes, the templates' tile, window and
+ * shared-memory estimates, all int64) can overflow. Each is far above what
+ * real networks use: channels reach about 2^13 (2^16 allows 1x1 convs over
+ * flattened features), batches a few thousand (2^20 leaves a too large batch
+ * to the element counts, which say so), kernels 31 (large-kernel
+ * CNNs; 1D audio front ends reach a few hundred), strides 320 (audio
+ * framing), dilations 512 (WaveNet). With them a per-block window
+ * (tile x stride + kernel x dilation) stays under 2^21 per dimension and
+ * channels x stride x tile under 2^40. Input sizes are bounded by the
+ * element counts (CT_MAX_ELEMS), and the padded data by CT_MAX_PADDED. */
+#define CT_MAX_BATCH    (1 << 20)
+#define CT_MAX_CHANNELS (1 << 16)
+#define CT_MAX_KERNEL   1024 /* per dimension, as the next three */
+#define CT_MAX_STRIDE   1024
+#define CT_MAX_DILATION 1024
+#define CT_MAX_PAD      1024
+/* Elements of the padded data, N x C x (in + pads) per dimension: 2^40, so
+ * that a window estimate over it (x 16 bytes) stays within int64. */
+#define CT_MAX_PADDED (INT64_C(1) << 40)
+
 /* A workload normalised to three spatial dimensions (conv2d: D = 1, kernel
  * depth 1, stride 1, no padding), with the output sizes computed. int64 so
  * that products of sizes do not overflow. */
@@ -54,7 +75,8 @@ int workload_nd(const ct_workload *w);
  * accepted range. Checks every field, output sizes > 0, channels % 4 for the
  * packed layout (NHWC takes any C and K), depth_to_space only with the
  * channel-major layouts (NCHW, NCHW4c), onnx rounding only with an 8-bit
- * output, and element counts within int32. */
+ * output, element counts within int32, and every field within its CT_MAX_*
+ * bound above. */
 ct_status workload_validate(const ct_workload *w, ct_err *err);
 
 /* The normalised 3D view of a valid workload. */

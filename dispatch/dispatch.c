@@ -264,7 +264,12 @@ ct_status ct_open_arch(const char *db_path, const char *arch_name, ct_context **
   if (!ctx) return CT_ERR_NO_MEMORY;
   ct_err err = {0};
   if (!arch_name) return failf(ctx, CT_ERR_INVALID_ARG, "ct_open_arch: architecture is NULL");
-  if (arch_from_name(arch_name, &ctx->arch, &err)) return fail(ctx, &err);
+  if (arch_from_name(arch_name, &ctx->arch, &err)) {
+    /* an unknown name is the caller's argument; CT_ERR_NOT_FOUND would read
+     * as a missing database (the message lists the known names) */
+    err.status = CT_ERR_INVALID_ARG;
+    return fail(ctx, &err);
+  }
   ct_status st = open_db(ctx, db_path);
   if (st) return st;
   /* no device name: records match by compute capability */

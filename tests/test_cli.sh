@@ -74,6 +74,18 @@ expect 0 'r3x3-s1x1-p1x1.1x1-d1x1-bias-res-onnx' workload --c 8 --k 8 --size 8x8
 expect 0 '"rounding":.*"onnx"' workload conv2d-nchw-i8.i8.i8-n1-c8-k8-8x8-r1x1-s1x1-p0x0.0x0-d1x1-onnx --json
 expect_bad 'rounding onnx needs an int8 or uint8 output' workload --c 8 --k 8 --size 8x8 --kernel 3 --epilogue bias,onnx
 
+# issue 33, bounds: every field is bounded wherever it comes from (JSON, key,
+# flags, the space command), the message naming the field and the range; an
+# out-of-range d2s block is named as such; an inline JSON list is a list
+expect_bad "'c' must be an integer from 1 to 65536, got 2147483647" workload '{"op":"conv2d","c":2147483647,"k":1,"h":1,"w":1,"kernel":1}'
+expect_bad "'stride' must be an integer from 1 to 1024, got 1000000000" workload --c 4 --k 4 --size 1x1 --kernel 1 --stride 1000000000 --pad 1000000000 --layout nchw4c
+expect_bad 'dilation\[w\] must be from 1 to 1024, got 2000' workload conv2d-nchw-i8.i8.i32-n1-c4-k4-9x4001-r1x3-s1x1-p0x0.0x0-d1x2000
+expect_bad "'stride' must be an integer from 1 to 1024" space '{"op":"conv2d","layout":"nhwc","c":3,"k":4,"h":1,"w":1,"kernel":1,"stride":1000000000,"pad":1000000000}' --arch sm_90
+expect_bad 'block 99999999999 is out of range; it must be 2 to 16' workload --c 64 --k 64 --size 8x8 --kernel 1 --out int8 --epilogue d2s99999999999dcr
+expect 0 'conv2d-nchw-i8.i8.i32-n1-c4-k8-8x8-r3x3-s1x1-p1x1.1x1-d1x1' workload '[{"name":"first","op":"conv2d","c":4,"k":8,"h":8,"w":8,"kernel":3,"pad":1},{"name":"second","op":"conv2d","c":8,"k":8,"h":8,"w":8,"kernel":1}]'
+expect 0 '^second ' workload ' [{"name":"first","op":"conv2d","c":4,"k":8,"h":8,"w":8,"kernel":3,"pad":1},{"name":"second","op":"conv2d","c":8,"k":8,"h":8,"w":8,"kernel":1}]'
+expect_bad 'line 1' workload '[{"op":"conv2d",'
+
 # ONNX models (tests/data, made by scripts/models/tiny_model.py): the conv
 # nodes with their fused ops and inputs, the unique workloads with counts,
 # the totals; a bad file is named on one line, exit code 2.

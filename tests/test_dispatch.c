@@ -762,10 +762,17 @@ START_TEST(open_rejects_bad_arguments) {
   ck_assert_int_eq(ct_open_arch(NULL, "sm_90", NULL), CT_ERR_INVALID_ARG);
 
   ctx = NULL;
-  ck_assert_int_eq(ct_open_arch(NULL, "sm_999", &ctx), CT_ERR_NOT_FOUND);
+  /* an unknown architecture is a bad argument, not a missing database
+   * (CT_ERR_NOT_FOUND) */
+  ck_assert_int_eq(ct_open_arch(NULL, "sm_999", &ctx), CT_ERR_INVALID_ARG);
   ck_assert_ptr_nonnull(ctx);
   expect_msg(ctx, "sm_999");
   expect_msg(ctx, "sm_90"); /* the known names */
+  expect_msg(ctx, "sm_75");
+  ct_close(ctx);
+  ck_assert_int_eq(ct_open_arch(NULL, "bogus", &ctx), CT_ERR_INVALID_ARG);
+  expect_msg(ctx, "bogus");
+  expect_msg(ctx, "sm_90");
   ct_close(ctx);
   ck_assert_int_eq(ct_open_arch(NULL, NULL, &ctx), CT_ERR_INVALID_ARG);
   expect_msg(ctx, "architecture");

@@ -1203,6 +1203,112 @@ static int cores(void) {
   return n < 1 ? 1 : n > 16 ? 16 : (int)n;
 }
 
+/* The largest workloads workload_validate accepts (every CT_MAX_* bound at
+ * once, where the element counts allow) through every template's host code:
+ * supports, space, valid, instance, describe and preferred. Under the
+ * sanitizer build any overflow in a tile, window or shared-memory estimate
+ * aborts the test (issue 33: stride and pad 1e9 wrapped conv_dp4a.c's
+ * estimate, a dilation near INT_MAX conv_wgmma.c's). */
+static void extremes_through_templates(const ct_workload *w0, const char *what) {
+  int n_spaces = 0, n_valid = 0;
+  static const ct_layout layouts[] = {CT_LAYOUT_NCHW, CT_LAYOUT_NCHW4C, CT_LAYOUT_NHWC};
+  static const ct_dtype outs[] = {CT_DTYPE_INT32, CT_DTYPE_INT8};
+  arch a;
+  ck_assert_int_eq(arch_from_name("sm_90", &a, NULL), CT_OK);
+  a.sm_count = 132; /* a real device's, so that persistent grids are computed too */
+  for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++)
+    for (size_t o = 0; o < sizeof outs / sizeof outs[0]; o++) {
+      ct_workload w = *w0;
+      w.layout = layouts[l];
+      w.out_type = outs[o];
+      ct_err err = {0};
+      if (w.layout == CT_LAYOUT_NCHW4C && (w.c % 4 || w.k % 4)) continue; /* packed needs 4s */
+      ck_assert_msg(workload_validate(&w, &err) == CT_OK, "%s (layout %d): %s", what, (int)w.layout,
+                    err.msg);
+      for (int t = 0; template_all()[t]; t++) {
+        const template_desc *tpl = template_all()[t];
+        char why[TEMPLATE_WHY_MAX];
+        space sp;
+        ct_workload tw;
+        if (!workload_for_layout(&w, tpl->layout, &tw) || !tpl->supports(&tw, why) ||
+            template_space(tpl, &tw, &sp, &err))
+          continue;
+        n_spaces++;
+        rng r;
+        rng_seed(&r, 33);
+        config c;
+        if (tpl->preferred) tpl->preferred(&tw, &sp, &a, &c);
+        for (int i = 0; i < 300; i++) {
+          if (i == 0)
+            space_config(&sp, 0, &c, NULL);
+          else if (i == 1)
+            space_config(&sp, sp.size - 1, &c, NULL);
+          else
+            space_random(&sp, &r, &c);
+          if (!tpl->valid(&tw, &sp, &c, &a, why)) continue;
+          n_valid++;
+          instance inst;
+          ck_assert_msg(instance_make(tpl, &tw, &sp, &c, &a, &inst, &err) == CT_OK, "%s %s: %s",
+                        what, tpl->name, err.msg);
+          float desc[64];
+          if (tpl->describe) tpl->describe(&tw, &sp, &c, desc, 64);
+        }
+        space_free(&sp);
+      }
+    }
+  /* some template takes each (and some config of it is valid), so that the
+   * hooks did run on it */
+  ck_assert_msg(n_spaces > 0, "%s: no template took it", what);
+  fprintf(stderr, "%s: %d spaces, %d valid configs\n", what, n_spaces, n_valid);
+}
+
+START_TEST(largest_accepted_workloads_pass_every_template_without_overflow) {
+  ct_workload w;
+  /* most channels, largest stride, pad and dilation on a 1x1 input */
+  workload_init(&w, CT_OP_CONV2D);
+  w.c = CT_MAX_CHANNELS, w.k = 1 << 12; /* weights 2^30 */
+  for (int d = 0; d < 2; d++) {
+    w.in[d] = 1, w.kernel[d] = 2, w.stride[d] = CT_MAX_STRIDE, w.dilation[d] = CT_MAX_DILATION;
+    w.pad_before[d] = w.pad_after[d] = CT_MAX_PAD;
+  }
+  extremes_through_templates(&w, "most channels");
+  /* the largest kernel and dilation along h, the widest input along w */
+  workload_init(&w, CT_OP_CONV2D);
+  w.c = 4, w.k = 4;
+  w.kernel[0] = CT_MAX_KERNEL, w.dilation[0] = CT_MAX_DILATION, w.stride[0] = CT_MAX_STRIDE;
+  w.in[0] = CT_MAX_DILATION * (CT_MAX_KERNEL - 1) + 1 - 2 * CT_MAX_PAD;
+  w.pad_before[0] = w.pad_after[0] = CT_MAX_PAD;
+  w.in[1] = 64, w.kernel[1] = 3, w.stride[1] = CT_MAX_STRIDE;
+  extremes_through_templates(&w, "largest kernel x dilation");
+  workload_init(&w, CT_OP_CONV2D);
+  w.c = 4, w.k = 4, w.in[0] = 1, w.in[1] = CT_MAX_ELEMS / 4;
+  for (int d = 0; d < 2; d++)
+    w.kernel[d] = 1, w.stride[d] = CT_MAX_STRIDE, w.dilation[d] = CT_MAX_DILATION;
+  w.pad_before[1] = w.pad_after[1] = CT_MAX_PAD;
+  extremes_through_templates(&w, "widest input");
+  /* the largest batch; conv3d with stride and pad at their bounds */
+  workload_init(&w, CT_OP_CONV3D);
+  w.n = CT_MAX_BATCH, w.c = 4, w.k = 4;
+  for (int d = 0; d < 3; d++) w.in[d] = 4, w.kernel[d] = 3, w.pad_before[d] = w.pad_after[d] = 1;
+  extremes_through_templates(&w, "largest batch");
+  workload_init(&w, CT_OP_CONV3D);
+  w.c = 64, w.k = 64;
+  for (int d = 0; d < 3; d++) {
+    w.in[d] = 16, w.kernel[d] = 3, w.stride[d] = CT_MAX_STRIDE, w.dilation[d] = CT_MAX_DILATION;
+    w.pad_before[d] = w.pad_after[d] = CT_MAX_PAD;
+  }
+  extremes_through_templates(&w, "conv3d, stride, pad and dilation at their bounds");
+  /* the channels-last stem shape of the report: c = 3 */
+  workload_init(&w, CT_OP_CONV2D);
+  w.c = 3, w.k = 64;
+  for (int d = 0; d < 2; d++) {
+    w.in[d] = 224, w.kernel[d] = 7, w.stride[d] = CT_MAX_STRIDE;
+    w.pad_before[d] = w.pad_after[d] = CT_MAX_PAD;
+  }
+  extremes_through_templates(&w, "c = 3, stride and pad at their bounds");
+}
+END_TEST
+
 START_TEST(random_valid_configs_compile_conv2d) {
   sample_and_compile(template_find("conv2d_nchw4c_dp4a"), n_compile, cores());
 }
@@ -1286,6 +1392,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, nhwc_mma_stages_window_rows);
   tcase_add_test(tc, nhwc_wgmma_stem_stages_a_depth_tap);
   tcase_add_test(tc, nhwc_wgmma_stem_out_tma_and_prefetch);
+  tcase_add_test(tc, largest_accepted_workloads_pass_every_template_without_overflow);
   tcase_add_test(tc, random_valid_configs_compile_conv2d);
   tcase_add_test(tc, random_valid_configs_compile_conv3d);
   tcase_add_test(tc, random_valid_configs_compile_conv2d_mma);

@@ -1361,6 +1361,77 @@ static void expect_bad_json_at(int line, const char *text, ct_status want, const
 #define W2(extra)                                                                                  \
   "{\"op\": \"conv2d\", \"c\": 8, \"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": 3" extra "}"
 
+/* Issue 33: huge channel counts, pads, strides and dilations passed the
+ * element-count checks and overflowed int later (workload_packed, the
+ * templates' estimates). Each field is bounded, and the message names it
+ * and the accepted range; the key and the JSON go through the same check. */
+START_TEST(validate_bounds_every_field) {
+  char range[64];
+  /* the reports' reproducers */
+  EXPECT_BAD_JSON("{\"op\":\"conv2d\",\"c\":2147483647,\"k\":1,\"h\":1,\"w\":1,\"kernel\":1}",
+                  "'c'", "from 1 to 65536, got 2147483647");
+  EXPECT_BAD_JSON("{\"op\":\"conv2d\",\"c\":4,\"k\":4,\"h\":1,\"w\":1,\"kernel\":2,"
+                  "\"dilation\":2147483647,\"pad\":1073741824}",
+                  "'dilation'", "from 1 to 1024, got 2147483647");
+  EXPECT_BAD_JSON("{\"op\":\"conv2d\",\"layout\":\"nchw4c\",\"c\":4,\"k\":4,\"h\":1,\"w\":1,"
+                  "\"kernel\":1,\"stride\":1000000000,\"pad\":1000000000}",
+                  "'stride'", "from 1 to 1024, got 1000000000");
+  EXPECT_BAD_JSON("{\"op\":\"conv2d\",\"layout\":\"nhwc\",\"c\":3,\"k\":4,\"h\":1,\"w\":1,"
+                  "\"kernel\":1,\"stride\":1000000000,\"pad\":1000000000}",
+                  "'stride'", "from 1 to 1024, got 1000000000");
+  /* each field one over its bound, alone; at the bound it is accepted */
+  struct {
+    const char *name;
+    int max;
+  } cases[] = {{"n (batch)", CT_MAX_BATCH},
+               {"c (input channels)", CT_MAX_CHANNELS},
+               {"k (output channels)", CT_MAX_CHANNELS},
+               {"kernel[w]", CT_MAX_KERNEL},
+               {"stride[w]", CT_MAX_STRIDE},
+               {"dilation[w]", CT_MAX_DILATION},
+               {"pad (before)[w]", CT_MAX_PAD},
+               {"pad (after)[w]", CT_MAX_PAD}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ct_workload w = conv2d(1, 4, 4, 8, 1, 1, 0);
+    w.in[1] = 1 << 20; /* room for the largest dilated kernel */
+    int *f[] = {
+        &w.n,           &w.c, &w.k, &w.kernel[1], &w.stride[1], &w.dilation[1], &w.pad_before[1],
+        &w.pad_after[1]};
+    *f[i] = cases[i].max;
+    if (f[i] == &w.n || f[i] == &w.c || f[i] == &w.k) w.in[1] = 8; /* within the element limit */
+    EXPECT_VALID(&w, cases[i].name);
+    char key[CT_KEY_MAX];
+    ct_workload back;
+    ct_err err = {0};
+    ck_assert_msg(workload_from_key(workload_key(&w, key, sizeof key), &back, &err) == CT_OK,
+                  "%s: %s", key, err.msg);
+    ck_assert_mem_eq(&back, &w, sizeof w);
+    *f[i] = cases[i].max + 1;
+    snprintf(range, sizeof range, "to %d, got %d", cases[i].max, cases[i].max + 1);
+    EXPECT_INVALID(&w, cases[i].name, cases[i].name, range);
+    /* the same through a key */
+    workload_key(&w, key, sizeof key);
+    EXPECT_ERR(workload_from_key(key, &back, &err), CT_ERR_INVALID_WORKLOAD, &err, key,
+               cases[i].name, range);
+  }
+  /* conv3d names its depth */
+  static const int in[3] = {8, 8, 8}, r[3] = {1, 1, 1}, st[3] = {1, 1, 1}, p[3] = {0, 0, 0};
+  ct_workload w = conv3d(1, 4, 4, in, r, st, p);
+  w.stride[0] = CT_MAX_STRIDE + 1;
+  EXPECT_INVALID(&w, "conv3d stride", "stride[d]", "from 1 to 1024");
+  /* the padded data: every pad at its bound on a 3D input */
+  w = conv3d(1, 4, 4, in, r, st, p);
+  for (int d = 0; d < 3; d++) {
+    w.pad_before[d] = w.pad_after[d] = CT_MAX_PAD;
+    w.stride[d] = CT_MAX_STRIDE; /* 3 x 3 x 3 outputs */
+  }
+  w.c = 1 << 8; /* 2^8 x 2056^3 > 2^40 */
+  EXPECT_INVALID(&w, "padded data over 2^40", "pad", "padded data");
+  w.c = 64; /* 2^6 x 2056^3 < 2^40 */
+  EXPECT_VALID(&w, "padded data under 2^40");
+}
+END_TEST
+
 /* The epilogue list of --epilogue and the importer's float models. */
 START_TEST(epilogue_list) {
   ct_epilogue e;
@@ -1387,6 +1458,20 @@ START_TEST(epilogue_list) {
     ck_assert_msg(st == CT_ERR_INVALID_ARG, "'%s' accepted", bad[i]);
     ck_assert_ptr_nonnull(strstr(err.msg, "unknown item"));
   }
+  /* a block number out of int's range is named as such, not wrapped
+   * (issue 33: "d2s99999999999dcr" said "got 1215752191") */
+  memset(&err, 0, sizeof err);
+  ck_assert_int_eq(workload_epilogue_parse("bias,d2s99999999999dcr", &e, &err), CT_ERR_INVALID_ARG);
+  ck_assert_msg(strstr(err.msg, "d2s99999999999dcr") && strstr(err.msg, "out of range") &&
+                    strstr(err.msg, "2 to 16") && !strstr(err.msg, "1215752191"),
+                "%s", err.msg);
+  ck_assert_int_eq(workload_epilogue_parse("d2s17dcr", &e, &err), CT_ERR_INVALID_ARG);
+  ck_assert_msg(strstr(err.msg, "2 to 16") && strstr(err.msg, "17"), "%s", err.msg);
+  ck_assert_int_eq(workload_epilogue_parse("d2s-4dcr", &e, &err), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(workload_epilogue_parse("d2s+4dcr", &e, &err), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(workload_epilogue_parse("d2s 4dcr", &e, &err), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(workload_epilogue_parse("d2s16dcr", &e, &err), CT_OK);
+  ck_assert_int_eq(e.d2s_block, 16);
   char longer[400];
   memset(longer, 'b', sizeof longer - 1);
   longer[sizeof longer - 1] = 0;
@@ -1535,6 +1620,7 @@ int main(void) {
   tcase_add_test(tc, validate_rejects_conv3d_fields);
   tcase_add_test(tc, validate_rejects_over_int32_elements);
   tcase_add_test(tc, validate_rejects_counts_that_overflow_int64);
+  tcase_add_test(tc, validate_bounds_every_field);
   tcase_add_test(tc, validate_accepts_edge_cases);
   tcase_add_test(tc, validate_null_is_invalid_arg);
   suite_add_tcase(s, tc);

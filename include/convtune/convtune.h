@@ -196,7 +196,9 @@ typedef void (*ct_log_fn)(void *user, ct_log_level level, const char *msg);
 CT_API ct_status ct_open(const char *db_path, int device, ct_context **out);
 
 /* A context without a GPU, for a named architecture ("sm_90"): ct_explain
- * tells what that architecture would run; ct_conv* return CT_ERR_NO_DEVICE. */
+ * tells what that architecture would run; ct_conv* return CT_ERR_NO_DEVICE.
+ * Fails as ct_open does, and with CT_ERR_INVALID_ARG for an unknown
+ * architecture (the message lists the known ones). */
 CT_API ct_status ct_open_arch(const char *db_path, const char *arch, ct_context **out);
 
 /* Release the context and every kernel it loaded; NULL is accepted. Work
