@@ -238,10 +238,15 @@ chmod 755 "$tmp" "$ds"
 chmod 555 "$ds/ro"
 as_user=
 [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null && as_user="setpriv --reuid 65534 --regid 65534 --clear-groups"
+# nobody may not reach the build folder (a clone under /root): a copy in $tmp it can
+ct_ro=$ct
+if [ -n "$as_user" ] && ! $as_user "$ct" --version >/dev/null 2>&1; then
+  cp "$ct" "$tmp/convtune-ro" && chmod 755 "$tmp/convtune-ro" && ct_ro=$tmp/convtune-ro
+fi
 if [ "$(id -u)" -ne 0 ] || [ -n "$as_user" ]; then
   for c in list "query $K" "history $K" "export $K"; do
     # shellcheck disable=SC2086
-    $as_user "$ct" $c --db "$ds/ro/t.db" >"$tmp/out" 2>"$tmp/err" && grep -q "H200\|ds-1" "$tmp/out" &&
+    $as_user "$ct_ro" $c --db "$ds/ro/t.db" >"$tmp/out" 2>"$tmp/err" && grep -q "H200\|ds-1" "$tmp/out" &&
       ok || { bad "$c on a read-only folder failed"; cat "$tmp/err"; }
   done
   ! sidecars "$ds/ro/t.db" && ok || bad "a read-only folder got -wal/-shm"
