@@ -194,7 +194,9 @@ static cJSON *parse_dims(const char *s, int lo) {
 
 static void flag_error(cli_wl *s, const char *flag, const char *arg, const char *want) {
   if (s->err) return;
-  snprintf(s->errbuf, sizeof s->errbuf, "--%s: expected %s, got '%s'", flag, want, arg);
+  char quoted[CT_EXCERPT_MAX];
+  snprintf(s->errbuf, sizeof s->errbuf, "--%s: expected %s, got '%s'", flag, want,
+           err_excerpt(quoted, sizeof quoted, arg));
   s->err = s->errbuf;
 }
 
@@ -329,6 +331,7 @@ static int dtype_of(const char *name, ct_dtype *t) {
  * ncdhw / ncdhw4c / ndhwc). */
 static ct_status apply_layout(const cli_wl *s, wlset *set, ct_err *err) {
   static const ct_layout all[] = {CT_LAYOUT_NCHW, CT_LAYOUT_NCHW4C, CT_LAYOUT_NHWC};
+  char layout[CT_EXCERPT_MAX], name[CT_EXCERPT_MAX];
   for (int i = 0; i < set->n_items; i++) {
     ct_workload *w = &set->items[i].w;
     int found = 0;
@@ -339,14 +342,17 @@ static ct_status apply_layout(const cli_wl *s, wlset *set, ct_err *err) {
       }
     if (!found)
       return ERR_SET(err, CT_ERR_INVALID_ARG,
-                     "--layout: '%s' is no layout of %s workload '%s' (%s, %s or %s)", s->layout,
-                     w->op == CT_OP_CONV3D ? "conv3d" : "conv2d", set->items[i].name,
+                     "--layout: '%s' is no layout of %s workload '%s' (%s, %s or %s)",
+                     err_excerpt(layout, sizeof layout, s->layout),
+                     w->op == CT_OP_CONV3D ? "conv3d" : "conv2d",
+                     err_excerpt(name, sizeof name, set->items[i].name),
                      workload_layout_name(CT_LAYOUT_NCHW, w->op),
                      workload_layout_name(CT_LAYOUT_NCHW4C, w->op),
                      workload_layout_name(CT_LAYOUT_NHWC, w->op));
     ct_status st = workload_validate(w, err);
     if (st) {
-      err_prefix(err, "workload '%s' in layout %s", set->items[i].name, s->layout);
+      err_prefix(err, "workload '%s' in layout %s",
+                 err_excerpt(name, sizeof name, set->items[i].name), s->layout);
       return st;
     }
   }
@@ -356,12 +362,13 @@ static ct_status apply_layout(const cli_wl *s, wlset *set, ct_err *err) {
 /* Apply --data, --out and --epilogue to every item of set, each checked. */
 static ct_status apply_quant(const cli_wl *s, wlset *set, ct_err *err) {
   ct_dtype data = CT_DTYPE_INT8, outt = CT_DTYPE_INT32;
+  char quoted[CT_EXCERPT_MAX];
   if (s->data_type && (!dtype_of(s->data_type, &data) || data == CT_DTYPE_INT32))
     return ERR_SET(err, CT_ERR_INVALID_ARG, "--data: expected int8 or uint8, got '%s'",
-                   s->data_type);
+                   err_excerpt(quoted, sizeof quoted, s->data_type));
   if (s->out_type && !dtype_of(s->out_type, &outt))
     return ERR_SET(err, CT_ERR_INVALID_ARG, "--out: expected int32, int8 or uint8, got '%s'",
-                   s->out_type);
+                   err_excerpt(quoted, sizeof quoted, s->out_type));
   ct_epilogue e;
   ct_status st;
   if (s->epilogue && (st = workload_epilogue_parse(s->epilogue, &e, err))) {
@@ -374,7 +381,8 @@ static ct_status apply_quant(const cli_wl *s, wlset *set, ct_err *err) {
     if (s->out_type) w->out_type = outt;
     if (s->epilogue) w->epi = e;
     if ((st = workload_validate(w, err))) {
-      err_prefix(err, "workload '%s' with the quantization flags", set->items[i].name);
+      err_prefix(err, "workload '%s' with the quantization flags",
+                 err_excerpt(quoted, sizeof quoted, set->items[i].name));
       return st;
     }
   }
@@ -392,10 +400,11 @@ static ct_status layout_of(const char *name, ct_layout *out, ct_err *err) {
       *out = all[l];
       return CT_OK;
     }
+  char quoted[CT_EXCERPT_MAX];
   return ERR_SET(err, CT_ERR_INVALID_ARG,
                  "--layout: expected nchw, nchw4c or nhwc (for conv3d also ncdhw, ncdhw4c, "
                  "ndhwc), got '%s'",
-                 name);
+                 err_excerpt(quoted, sizeof quoted, name));
 }
 
 ct_status cli_wl_model(const cli_wl *s, struct model **out, ct_err *err) {
@@ -412,20 +421,21 @@ ct_status cli_wl_model(const cli_wl *s, struct model **out, ct_err *err) {
   model_opts_default(&o);
   o.batch = s->batch;
   ct_status st;
+  char quoted[CT_EXCERPT_MAX];
   if (s->layout && (st = layout_of(s->layout, &o.layout, err))) return st;
   if (s->data_type && (!dtype_of(s->data_type, &o.float_data) || o.float_data == CT_DTYPE_INT32))
     return ERR_SET(err, CT_ERR_INVALID_ARG, "--data: expected int8 or uint8, got '%s'",
-                   s->data_type);
+                   err_excerpt(quoted, sizeof quoted, s->data_type));
   if (s->out_type && !dtype_of(s->out_type, &o.float_out))
     return ERR_SET(err, CT_ERR_INVALID_ARG, "--out: expected int32, int8 or uint8, got '%s'",
-                   s->out_type);
+                   err_excerpt(quoted, sizeof quoted, s->out_type));
   o.float_epilogue = s->epilogue;
   if ((st = model_load(s->model, &o, out, err))) return st;
   if ((*out)->form != MODEL_FLOAT && (s->data_type || s->out_type || s->epilogue)) {
     st = ERR_SET(err, CT_ERR_INVALID_ARG,
                  "--data, --out and --epilogue apply to float models only: %s is a %s model, "
                  "whose types and epilogues come from its graph",
-                 s->model, model_form_name((*out)->form));
+                 err_excerpt(quoted, sizeof quoted, s->model), model_form_name((*out)->form));
     model_free(*out);
     *out = NULL;
   }
@@ -441,14 +451,16 @@ static ct_status load_model(cli_wl *s, wlset **out, ct_err *err) {
   s->counts = NULL;
   st = model_workloads(m, out, &s->counts, err);
   if (!st && (*out)->n_items == 0) {
+    char where[CT_EXCERPT_MAX], node[CT_EXCERPT_MAX];
+    err_excerpt(where, sizeof where, s->model);
     int i = 0;
     while (i < m->n_convs && m->convs[i].supported) i++;
     if (m->n_convs == 0)
-      st = ERR_SET(err, CT_ERR_UNSUPPORTED, "%s: the model has no convolution", s->model);
+      st = ERR_SET(err, CT_ERR_UNSUPPORTED, "%s: the model has no convolution", where);
     else
       st = ERR_SET(err, CT_ERR_UNSUPPORTED,
-                   "%s: none of its %d convolutions can run (node '%s': %s)", s->model, m->n_convs,
-                   m->convs[i].name, m->convs[i].why);
+                   "%s: none of its %d convolutions can run (node '%s': %s)", where, m->n_convs,
+                   err_excerpt(node, sizeof node, m->convs[i].name), m->convs[i].why);
     wlset_free(*out);
     *out = NULL;
   }

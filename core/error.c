@@ -47,6 +47,41 @@ ct_status err_set(ct_err *err, ct_status status, const char *file, int line, con
   return status;
 }
 
+void err_suffix(ct_err *err, const char *fmt, ...) {
+  if (!err || !fmt) return;
+  size_t len = strlen(err->msg);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->msg + len, sizeof err->msg - len, fmt, ap);
+  va_end(ap);
+}
+
+const char *err_excerpt(char *buf, size_t size, const char *text) {
+  if (!buf || size == 0) return buf;
+  if (!text) text = "(null)";
+  size_t len = 0, i = 0;
+  for (; text[i] && i < CT_EXCERPT_BYTES; i++) {
+    unsigned char c = (unsigned char)text[i];
+    char esc[5];
+    if (c == '\'' || c == '\\')
+      snprintf(esc, sizeof esc, "\\%c", c);
+    else if (c < 0x20 || c > 0x7e)
+      snprintf(esc, sizeof esc, "\\x%02x", c);
+    else
+      esc[0] = (char)c, esc[1] = '\0';
+    size_t n = strlen(esc);
+    if (len + n + 1 > size) break; /* a small buf: cut between escapes, never inside one */
+    memcpy(buf + len, esc, n);
+    len += n;
+  }
+  if (text[i] && len + 4 <= size) {
+    memcpy(buf + len, "...", 3);
+    len += 3;
+  }
+  buf[len] = '\0';
+  return buf;
+}
+
 void err_clear(ct_err *err) {
   if (!err) return;
   err->status = CT_OK;

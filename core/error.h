@@ -31,6 +31,23 @@ void err_clear(ct_err *err);
  * file name or a workload's name). NULL or an empty prefix does nothing. */
 void err_prefix(ct_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Append formatted text to the message already on err (for context that
+ * must not push the reason out, such as the input it came from); what does
+ * not fit is cut. NULL err or fmt does nothing. */
+void err_suffix(ct_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Most input bytes a message quotes, and the buffer err_excerpt needs: each
+ * byte may grow to a 4-byte escape, plus "..." and the NUL. */
+#define CT_EXCERPT_BYTES 60
+#define CT_EXCERPT_MAX   (4 * CT_EXCERPT_BYTES + 4)
+/* Write into buf (size bytes, CT_EXCERPT_MAX is always enough) a quotable
+ * excerpt of text: its first CT_EXCERPT_BYTES bytes, then "..." when it is
+ * longer; quotes, backslashes and bytes outside printable ASCII escaped as
+ * \', \\ and \xHH. NULL text gives "(null)". Returns buf. Messages quote user
+ * input (keys, JSON strings, names, file names, flag values) only through
+ * this, so that a long input cannot push the reason out of CT_ERRMSG_MAX. */
+const char *err_excerpt(char *buf, size_t size, const char *text);
+
 #define ERR_SET(err, status, ...) err_set((err), (status), __FILE__, __LINE__, __VA_ARGS__)
 
 #endif

@@ -47,12 +47,14 @@ static char *set_name(const char *origin) {
 static ct_status parse_item(const cJSON *entry, int index, int in_list, int batch, wlset_item *item,
                             ct_err *err) {
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(entry, "name");
-  char label[80];
+  char label[CT_EXCERPT_MAX + 32], quoted[CT_EXCERPT_MAX];
   snprintf(label, sizeof label, "#%d", index + 1);
   if (name && (!cJSON_IsString(name) || !name->valuestring[0]))
     return ERR_SET(err, CT_ERR_INVALID_WORKLOAD,
                    "workload %s: field 'name' must be a non-empty string", label);
-  if (name) snprintf(label, sizeof label, "#%d (%s)", index + 1, name->valuestring);
+  if (name)
+    snprintf(label, sizeof label, "#%d (%s)", index + 1,
+             err_excerpt(quoted, sizeof quoted, name->valuestring));
   ct_status st;
   if (batch > 0 && cJSON_IsObject(entry)) {
     /* Override n on a copy, so that validation sees the real batch. */
@@ -83,6 +85,8 @@ ct_status wlset_parse(const char *text, const char *origin, int batch, wlset **o
   if (!text || !origin || !out) return ERR_SET(err, CT_ERR_INVALID_ARG, "NULL argument");
   if (batch < 0) return ERR_SET(err, CT_ERR_INVALID_ARG, "batch must be at least 1, got %d", batch);
   *out = NULL;
+  char where[CT_EXCERPT_MAX], quoted[CT_EXCERPT_MAX]; /* origin may be a long file name */
+  err_excerpt(where, sizeof where, origin);
   cJSON *root;
   ct_status st = json_parse(text, origin, &root, err);
   if (st) return st;
@@ -90,22 +94,22 @@ ct_status wlset_parse(const char *text, const char *origin, int batch, wlset **o
   int count = cJSON_IsArray(root) ? cJSON_GetArraySize(root) : 1;
   if (!s || !(s->name = set_name(origin)) ||
       !(s->items = calloc(count ? count : 1, sizeof *s->items))) {
-    st = ERR_SET(err, CT_ERR_NO_MEMORY, "%s: out of memory", origin);
+    st = ERR_SET(err, CT_ERR_NO_MEMORY, "%s: out of memory", where);
     goto done;
   }
   if (!cJSON_IsArray(root) && !cJSON_IsObject(root)) {
     st = ERR_SET(err, CT_ERR_PARSE, "%s: a workload file holds a JSON list of workload objects",
-                 origin);
+                 where);
     goto done;
   }
   if (count == 0) {
-    st = ERR_SET(err, CT_ERR_INVALID_WORKLOAD, "%s: the list of workloads is empty", origin);
+    st = ERR_SET(err, CT_ERR_INVALID_WORKLOAD, "%s: the list of workloads is empty", where);
     goto done;
   }
   const cJSON *entry = cJSON_IsArray(root) ? root->child : root;
   for (int i = 0; i < count; i++, entry = entry->next) {
     if ((st = parse_item(entry, i, cJSON_IsArray(root), batch, &s->items[i], err))) {
-      err_prefix(err, "%s", origin);
+      err_prefix(err, "%s", where);
       goto done;
     }
     s->n_items++;
@@ -114,7 +118,7 @@ ct_status wlset_parse(const char *text, const char *origin, int batch, wlset **o
         st = ERR_SET(err, CT_ERR_INVALID_WORKLOAD,
                      "%s: workload #%d: name '%s' is already used by workload #%d; names must "
                      "be unique",
-                     origin, i + 1, s->items[i].name, j + 1);
+                     where, i + 1, err_excerpt(quoted, sizeof quoted, s->items[i].name), j + 1);
         goto done;
       }
     }
@@ -131,10 +135,14 @@ done:
 
 ct_status wlset_load_file(const char *path, int batch, wlset **out, ct_err *err) {
   if (!path || !out) return ERR_SET(err, CT_ERR_INVALID_ARG, "NULL argument");
+  char where[CT_EXCERPT_MAX]; /* a path may be long: quote an excerpt */
   FILE *f = fopen(path, "rb");
-  if (!f)
-    return ERR_SET(err, errno == ENOENT ? CT_ERR_NOT_FOUND : CT_ERR_IO, "%s: cannot open: %s", path,
-                   strerror(errno));
+  if (!f) {
+    int e = errno;
+    return ERR_SET(err, e == ENOENT ? CT_ERR_NOT_FOUND : CT_ERR_IO, "%s: cannot open: %s",
+                   err_excerpt(where, sizeof where, path), strerror(e));
+  }
+  err_excerpt(where, sizeof where, path);
   char *text = NULL;
   size_t len = 0, cap = 0;
   ct_status st = CT_OK;
@@ -143,7 +151,7 @@ ct_status wlset_load_file(const char *path, int batch, wlset **out, ct_err *err)
       cap = cap ? cap * 2 : 8192;
       char *grown = realloc(text, cap);
       if (!grown) {
-        st = ERR_SET(err, CT_ERR_NO_MEMORY, "%s: out of memory reading the file", path);
+        st = ERR_SET(err, CT_ERR_NO_MEMORY, "%s: out of memory reading the file", where);
         goto done;
       }
       text = grown;
@@ -153,12 +161,12 @@ ct_status wlset_load_file(const char *path, int batch, wlset **out, ct_err *err)
     if (got == 0) break;
   }
   if (ferror(f)) {
-    st = ERR_SET(err, CT_ERR_IO, "%s: read error", path);
+    st = ERR_SET(err, CT_ERR_IO, "%s: read error", where);
     goto done;
   }
   text[len] = '\0';
   if (strlen(text) != len) {
-    st = ERR_SET(err, CT_ERR_PARSE, "%s: bad JSON: the file contains a NUL byte", path);
+    st = ERR_SET(err, CT_ERR_PARSE, "%s: bad JSON: the file contains a NUL byte", where);
     goto done;
   }
   st = wlset_parse(text, path, batch, out, err);
@@ -186,8 +194,9 @@ ct_status wlset_load_named(const char *name, int batch, wlset **out, ct_err *err
   const embedded_file *f = embed_find(embedded_sets, file);
   if (!f) {
     char names[256];
-    return ERR_SET(err, CT_ERR_NOT_FOUND, "no workload set named '%s'; the sets are %s", name,
-                   wlset_names(names, sizeof names));
+    char quoted[CT_EXCERPT_MAX];
+    return ERR_SET(err, CT_ERR_NOT_FOUND, "no workload set named '%s'; the sets are %s",
+                   err_excerpt(quoted, sizeof quoted, name), wlset_names(names, sizeof names));
   }
   return wlset_parse(f->data, file, batch, out, err);
 }

@@ -507,6 +507,7 @@ static int expect(const char **p, const char *lit) {
 ct_status workload_from_key(const char *key, ct_workload *out, ct_err *err) {
   if (!key) return ERR_SET(err, CT_ERR_INVALID_ARG, "key is NULL");
   ct_workload w;
+  char quoted[CT_EXCERPT_MAX];
   const char *p = key;
   const char *field = "op";
   if (expect(&p, "conv2d-"))
@@ -578,21 +579,22 @@ ct_status workload_from_key(const char *key, ct_workload *out, ct_err *err) {
 
   ct_status st = workload_validate(&w, err);
   if (st) {
-    err_prefix(err, "key '%s'", key);
+    err_suffix(err, " (in key '%s')", err_excerpt(quoted, sizeof quoted, key));
     return st;
   }
   char canon[CT_KEY_MAX];
   workload_key(&w, canon, sizeof canon);
   if (strcmp(canon, key))
-    return ERR_SET(err, CT_ERR_PARSE, "key '%s' is not canonical; its canonical form is '%s'", key,
-                   canon);
+    return ERR_SET(err, CT_ERR_PARSE, "key is not canonical; its canonical form is '%s' (got '%s')",
+                   canon, err_excerpt(quoted, sizeof quoted, key));
   *out = w;
   return CT_OK;
 bad:
+  /* the reason and the grammar first: the key may be any length */
   return ERR_SET(err, CT_ERR_PARSE,
-                 "key '%s': malformed %s at offset %d; a key reads " KEY_FORM
+                 "malformed %s at offset %d of key '%s'; a key reads " KEY_FORM
                  ", e.g. conv2d-nchw-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1",
-                 key, field, (int)(p - key));
+                 field, (int)(p - key), err_excerpt(quoted, sizeof quoted, key));
 }
 
 /* ---- JSON ------------------------------------------------------------------ */
@@ -726,9 +728,12 @@ static ct_status json_enum(const cJSON *v, const char *field, const char *const 
     }
     len += snprintf(accepted + len, sizeof accepted - len, "%s%s", i ? ", " : "", names[i]);
   }
+  char quoted[CT_EXCERPT_MAX];
   return ERR_SET(err, CT_ERR_INVALID_WORKLOAD, "field '%s' must be one of %s, got %s%s%s", field,
                  accepted, cJSON_IsString(v) ? "'" : "",
-                 cJSON_IsString(v) ? v->valuestring : "a non-string", cJSON_IsString(v) ? "'" : "");
+                 cJSON_IsString(v) ? err_excerpt(quoted, sizeof quoted, v->valuestring)
+                                   : "a non-string",
+                 cJSON_IsString(v) ? "'" : "");
 }
 
 static const char *const known_fields[] = {
@@ -807,6 +812,7 @@ static ct_status json_epilogue(const cJSON *json, ct_workload *w, ct_err *err) {
 ct_status workload_from_json(const cJSON *json, ct_workload *out, ct_err *err) {
   if (!cJSON_IsObject(json))
     return ERR_SET(err, CT_ERR_INVALID_WORKLOAD, "a workload must be a JSON object");
+  char quoted[CT_EXCERPT_MAX];
   for (const cJSON *f = json->child; f; f = f->next) {
     size_t i = 0, n = sizeof known_fields / sizeof known_fields[0];
     while (i < n && strcmp(f->string, known_fields[i])) i++;
@@ -816,10 +822,11 @@ ct_status workload_from_json(const cJSON *json, ct_workload *out, ct_err *err) {
                      "out_type, n, c, k, d, h, w, kernel, stride, pad, dilation, groups, name, "
                      "data_zero_point, weight_zero_point, bias, scale, residual, depth_to_space, "
                      "d2s_mode, rounding",
-                     f->string);
+                     err_excerpt(quoted, sizeof quoted, f->string));
     for (const cJSON *g = json->child; g != f; g = g->next)
       if (strcmp(g->string, f->string) == 0)
-        return ERR_SET(err, CT_ERR_INVALID_WORKLOAD, "field '%s' is given twice", f->string);
+        return ERR_SET(err, CT_ERR_INVALID_WORKLOAD, "field '%s' is given twice",
+                       err_excerpt(quoted, sizeof quoted, f->string));
   }
   static const char *const ops[] = {"conv2d", "conv3d"};
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(json, "op");
@@ -907,7 +914,7 @@ ct_status workload_from_json_text(const char *text, ct_workload *out, ct_err *er
 }
 
 ct_status workload_epilogue_parse(const char *list, ct_epilogue *e, ct_err *err) {
-  char buf[256];
+  char buf[256], quoted[CT_EXCERPT_MAX];
   memset(e, 0, sizeof *e);
   if (!list) return CT_OK;
   if (strlen(list) >= sizeof buf)
@@ -939,19 +946,23 @@ ct_status workload_epilogue_parse(const char *list, ct_epilogue *e, ct_err *err)
       if (strcmp(end, "dcr") && strcmp(end, "crd"))
         return ERR_SET(err, CT_ERR_INVALID_ARG,
                        "unknown item '%s'; depth_to_space reads d2sBdcr or d2sBcrd (e.g. d2s4dcr)",
-                       t);
-      if (errno == ERANGE || b < 2 || b > CT_D2S_MAX_BLOCK)
+                       err_excerpt(quoted, sizeof quoted, t));
+      if (errno == ERANGE || b < 2 || b > CT_D2S_MAX_BLOCK) {
+        char digits[sizeof buf], block[CT_EXCERPT_MAX];
+        snprintf(digits, sizeof digits, "%.*s", (int)(end - (t + 3)), t + 3);
         return ERR_SET(err, CT_ERR_INVALID_ARG,
-                       "item '%s': the depth_to_space block %.*s is out of range; it must be 2 "
-                       "to %d",
-                       t, (int)(end - (t + 3)), t + 3, CT_D2S_MAX_BLOCK);
+                       "the depth_to_space block %s is out of range; it must be 2 to %d (item "
+                       "'%s')",
+                       err_excerpt(block, sizeof block, digits), CT_D2S_MAX_BLOCK,
+                       err_excerpt(quoted, sizeof quoted, t));
+      }
       e->d2s_block = (int)b;
       e->d2s_mode = strcmp(end, "crd") ? CT_D2S_DCR : CT_D2S_CRD;
     } else
       return ERR_SET(err, CT_ERR_INVALID_ARG,
                      "unknown item '%s'; the items are zd, zw, bias, qc, res, d2sBdcr and "
                      "d2sBcrd (e.g. d2s4dcr), onnx, or none",
-                     t);
+                     err_excerpt(quoted, sizeof quoted, t));
   }
   return CT_OK;
 }

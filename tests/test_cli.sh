@@ -132,6 +132,28 @@ expect_bad 'one workload source' workload --set resnet50 --c 64
 expect_bad 'unknown option' workload --bogus
 expect_bad 'no workload given' workload
 
+# Long inputs: the message says its reason first and quotes at most a short
+# excerpt (60 bytes, then ...), escaped (issue 33, defect 7).
+long=$(printf 'x%.0s' $(seq 2000))
+short_err() { # short_err WHAT: the last message is one short line
+  n=$(wc -c <"$tmp/err")
+  [ "$n" -lt 500 ] && ! grep -q 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' "$tmp/err" && ok || { bad "$1: message of $n bytes"; cat "$tmp/err"; }
+}
+expect_bad "malformed dtypes at offset 12 of key 'conv2d-nchw-\\\\x1bxxx.*xxx\\.\\.\\.'; a key reads" workload "conv2d-nchw-$(printf '\033')$long"
+short_err 'long key'
+expect_bad "unknown field 'xxx.*\\.\\.\\.'; the fields are .*d2s_mode, rounding" workload "{$good,\"$long\":1}"
+short_err 'long field'
+expect_bad "name 'xxx.*\\.\\.\\.' is already used by workload #1; names must be unique" workload "[{$good,\"name\":\"$long\"},{$good,\"name\":\"$long\"}]"
+short_err 'long name twice'
+expect_bad "no workload set named 'xxx.*; the sets are c3d" workload --set "$long"
+short_err 'long set name'
+expect_bad "is no layout of conv2d workload" workload --set resnet50 --layout "$long"
+short_err 'long layout'
+expect_bad "expected int8 or uint8, got 'xxx" workload --set resnet50 --data "$long"
+short_err 'long --data'
+expect 1 'cannot open: File name too long' workload --file "$tmp/$long.json"
+short_err 'long file name'
+
 # A malformed file names the entry and the field.
 printf '[{"name":"a","op":"conv2d","c":4,"h":8,"w":8,"k":4,"kernel":3},\n {"name":"b","op":"conv2d","c":0,"h":8,"w":8,"k":4,"kernel":3}]\n' >"$tmp/bad.json"
 expect_bad "workload #2 (b): field 'c'" workload --file "$tmp/bad.json"

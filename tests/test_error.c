@@ -46,6 +46,42 @@ START_TEST(long_messages_are_truncated_not_overflowed) {
   ck_assert_uint_eq(strlen(err.msg), CT_ERRMSG_MAX - 1);
   err_prefix(&err, "%s", big);
   ck_assert_uint_eq(strlen(err.msg), CT_ERRMSG_MAX - 1);
+  err_suffix(&err, "%s", big);
+  ck_assert_uint_eq(strlen(err.msg), CT_ERRMSG_MAX - 1);
+  ERR_SET(&err, CT_ERR_PARSE, "reason");
+  err_suffix(&err, " (in key '%s')", "k");
+  ck_assert_str_eq(err.msg, "reason (in key 'k')");
+  err_suffix(NULL, "x");
+}
+END_TEST
+
+START_TEST(excerpt_is_short_and_escaped) {
+  char buf[CT_EXCERPT_MAX];
+  ck_assert_str_eq(err_excerpt(buf, sizeof buf, "conv2d-nchw"), "conv2d-nchw");
+  ck_assert_str_eq(err_excerpt(buf, sizeof buf, ""), "");
+  ck_assert_str_eq(err_excerpt(buf, sizeof buf, NULL), "(null)");
+  ck_assert_str_eq(err_excerpt(buf, sizeof buf, "a\x1b[31mb'c\\d\n\xff"),
+                   "a\\x1b[31mb\\'c\\\\d\\x0a\\xff");
+  /* exactly CT_EXCERPT_BYTES: whole, no ellipsis; one more: cut, with one */
+  char text[2001];
+  memset(text, 'k', sizeof text - 1);
+  text[CT_EXCERPT_BYTES] = '\0';
+  ck_assert_str_eq(err_excerpt(buf, sizeof buf, text), text);
+  text[CT_EXCERPT_BYTES] = 'k';
+  text[sizeof text - 1] = '\0';
+  err_excerpt(buf, sizeof buf, text);
+  ck_assert_uint_eq(strlen(buf), CT_EXCERPT_BYTES + 3);
+  ck_assert_int_eq(strncmp(buf, text, CT_EXCERPT_BYTES), 0);
+  ck_assert_str_eq(buf + CT_EXCERPT_BYTES, "...");
+  /* the worst case fits CT_EXCERPT_MAX */
+  memset(text, 0x1b, sizeof text - 1);
+  err_excerpt(buf, sizeof buf, text);
+  ck_assert_uint_eq(strlen(buf), 4 * CT_EXCERPT_BYTES + 3);
+  ck_assert_str_eq(buf + 4 * CT_EXCERPT_BYTES, "...");
+  /* a small buffer is cut between escapes, never inside one */
+  char small[7];
+  ck_assert_str_eq(err_excerpt(small, sizeof small, "\x01\x02"), "\\x01");
+  ck_assert_str_eq(err_excerpt(small, sizeof small, "abcdefgh"), "abcdef");
 }
 END_TEST
 
@@ -60,6 +96,7 @@ int main(void) {
   tcase_add_test(tc, status_tables_cover_every_code);
   tcase_add_test(tc, err_set_records_message_and_origin);
   tcase_add_test(tc, long_messages_are_truncated_not_overflowed);
+  tcase_add_test(tc, excerpt_is_short_and_escaped);
   tcase_add_test(tc, version_matches_header);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

@@ -471,6 +471,55 @@ START_TEST(parse_rejects_duplicate_names) {
 }
 END_TEST
 
+/* err's message keeps its reason within CT_ERRMSG_MAX and quotes at most a
+ * short excerpt of a long input: no run of CT_EXCERPT_BYTES + 1 'x' (issue
+ * 33, defect 7). */
+static void expect_short_message_at(int line, const ct_err *err, const char *reason) {
+  ck_assert_msg(strstr(err->msg, reason), "line %d: message '%s' lost its reason '%s'", line,
+                err->msg, reason);
+  ck_assert_msg(strlen(err->msg) < CT_ERRMSG_MAX - 1, "line %d: message cut: '%s'", line, err->msg);
+  char run[CT_EXCERPT_BYTES + 2];
+  memset(run, 'x', sizeof run - 1);
+  run[sizeof run - 1] = '\0';
+  ck_assert_msg(!strstr(err->msg, run), "line %d: message quotes too much: '%s'", line, err->msg);
+}
+#define EXPECT_SHORT_MESSAGE(err, reason) expect_short_message_at(__LINE__, (err), (reason))
+
+START_TEST(long_inputs_keep_the_reason) {
+  enum { LONG = 2000 };
+  char *big = malloc(LONG + 1), *text = malloc(3 * LONG);
+  ck_assert_ptr_nonnull(big);
+  ck_assert_ptr_nonnull(text);
+  memset(big, 'x', LONG);
+  big[LONG] = '\0';
+  wlset *s = NULL;
+  ct_err err = {0};
+  /* a long origin (a file name) and bad JSON */
+  ck_assert_int_eq(wlset_parse("[{", big, 0, &s, &err), CT_ERR_PARSE);
+  EXPECT_SHORT_MESSAGE(&err, "bad JSON: syntax error at line 1");
+  /* a long name given twice */
+  snprintf(text, 3 * LONG, "[" E(", \"name\": \"%s\"") ", " E(", \"name\": \"%s\"") "]", big, big);
+  ck_assert_int_eq(wlset_parse(text, "t.json", 0, &s, &err), CT_ERR_INVALID_WORKLOAD);
+  EXPECT_SHORT_MESSAGE(&err, "is already used by workload #1; names must be unique");
+  ck_assert_msg(strstr(err.msg, "xxx...'"), "no ellipsis: '%s'", err.msg);
+  /* a long name, with an escape byte, on an entry with a bad field */
+  snprintf(text, 3 * LONG, "[" E(", \"name\": \"\\u001b%s\", \"groups\": 2") "]", big);
+  ck_assert_int_eq(wlset_parse(text, "t.json", 0, &s, &err), CT_ERR_INVALID_WORKLOAD);
+  EXPECT_SHORT_MESSAGE(&err, "groups");
+  ck_assert_msg(strstr(err.msg, "#1 (\\x1bxxx"), "name not escaped: '%s'", err.msg);
+  /* a long set name */
+  ck_assert_int_eq(wlset_load_named(big, 1, &s, &err), CT_ERR_NOT_FOUND);
+  EXPECT_SHORT_MESSAGE(&err, "c3d");
+  /* a long file name that does not exist */
+  snprintf(text, 3 * LONG, "/nonexistent/%s", big);
+  ck_assert_int_eq(wlset_load_file(text, 0, &s, &err), CT_ERR_NOT_FOUND);
+  EXPECT_SHORT_MESSAGE(&err, "No such file");
+  ck_assert_ptr_null(s);
+  free(big);
+  free(text);
+}
+END_TEST
+
 START_TEST(parse_rejects_bad_shapes_of_text) {
   EXPECT_BAD_SET("[]", 0, CT_ERR_INVALID_WORKLOAD, "empty", "test.json");
   EXPECT_BAD_SET("[ ]", 4, CT_ERR_INVALID_WORKLOAD, "empty", NULL);
@@ -733,6 +782,7 @@ int main(void) {
   tcase_add_test(tc, parse_list_names_unnamed_entries);
   tcase_add_test(tc, parse_errors_name_entry_and_field);
   tcase_add_test(tc, parse_rejects_duplicate_names);
+  tcase_add_test(tc, long_inputs_keep_the_reason);
   tcase_add_test(tc, parse_rejects_bad_shapes_of_text);
   tcase_add_test(tc, parse_batch_overrides_every_n);
   tcase_add_test(tc, parse_batch_checked_against_int32);

@@ -1006,6 +1006,82 @@ START_TEST(key_malformed_rejected) {
 }
 END_TEST
 
+/* err's message says its reason within CT_ERRMSG_MAX and quotes at most a
+ * short excerpt of a long input (issue 33, defect 7). */
+static void expect_short_message(const ct_err *err, const char *reason) {
+  ck_assert_msg(strstr(err->msg, reason), "message '%s' lost its reason '%s'", err->msg, reason);
+  ck_assert_msg(strlen(err->msg) < CT_ERRMSG_MAX - 1, "message cut: '%s'", err->msg);
+  char run[CT_EXCERPT_BYTES + 2];
+  memset(run, 'x', sizeof run - 1);
+  run[sizeof run - 1] = '\0';
+  ck_assert_msg(!strstr(err->msg, run), "message quotes too much: '%s'", err->msg);
+}
+
+START_TEST(long_key_message_keeps_reason) {
+  char key[2100];
+  ct_workload got;
+  ct_err err = {0};
+  /* a bogus key, 2000 bytes of junk after an escape byte */
+  snprintf(key, sizeof key, "conv2d-nchw-\x1b");
+  size_t len = strlen(key);
+  memset(key + len, 'x', 2000);
+  key[len + 2000] = '\0';
+  ck_assert_int_eq(workload_from_key(key, &got, &err), CT_ERR_PARSE);
+  expect_short_message(&err, "malformed dtypes at offset 12");
+  ck_assert_msg(strstr(err.msg, "conv2d-nchw-\\x1bxxx"), "no escaped excerpt: '%s'", err.msg);
+  ck_assert_msg(strstr(err.msg, "xxx...'"), "no ellipsis: '%s'", err.msg);
+  ck_assert_msg(strstr(err.msg, "[-d2sBMODE][-onnx]"), "no grammar: '%s'", err.msg);
+  /* a long key that parses but is not canonical: -bias 400 times */
+  snprintf(key, sizeof key, "conv2d-nchw-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1");
+  for (int i = 0; i < 400; i++) strcat(key, "-bias");
+  ck_assert_int_eq(workload_from_key(key, &got, &err), CT_ERR_PARSE);
+  expect_short_message(&err, "-d1x1-bias'");
+  ck_assert_msg(strstr(err.msg, "not canonical"), "'%s'", err.msg);
+  ck_assert_msg(!strstr(err.msg, "-bias-bias-bias-bias-bias-bias-bias-bias-bias-bias-bias-bias"),
+                "message quotes too much: '%s'", err.msg);
+  /* a long key whose fields are out of range: n with 2000 leading zeros */
+  snprintf(key, sizeof key, "conv2d-nchw-i8.i8.i32-n");
+  len = strlen(key);
+  memset(key + len, '0', 2000);
+  snprintf(key + len + 2000, sizeof key - len - 2000, "0-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1");
+  ck_assert_int_ne(workload_from_key(key, &got, &err), CT_OK);
+  expect_short_message(&err, "n (batch) must be at least 1");
+  ck_assert_msg(strstr(err.msg, "(in key 'conv2d-nchw-i8.i8.i32-n000"), "'%s'", err.msg);
+}
+END_TEST
+
+START_TEST(long_json_message_keeps_reason) {
+  enum { LONG = 2000 };
+  char *big = malloc(LONG + 1), *text = malloc(2 * LONG);
+  ck_assert_ptr_nonnull(big);
+  ck_assert_ptr_nonnull(text);
+  memset(big, 'x', LONG);
+  big[LONG] = '\0';
+  ct_workload got;
+  ct_err err = {0};
+  const char *good = "\"op\":\"conv2d\",\"c\":64,\"h\":56,\"w\":56,\"k\":64,\"kernel\":3";
+  /* a long unknown field: the list of fields must survive */
+  snprintf(text, 2 * LONG, "{%s,\"%s\":1}", good, big);
+  cJSON *j = cJSON_Parse(text);
+  ck_assert_ptr_nonnull(j);
+  ck_assert_int_eq(workload_from_json(j, &got, &err), CT_ERR_INVALID_WORKLOAD);
+  cJSON_Delete(j);
+  expect_short_message(&err, "d2s_mode, rounding");
+  ck_assert_msg(strstr(err.msg, "unknown field 'xxx"), "'%s'", err.msg);
+  /* a long, escaped enum value */
+  snprintf(text, 2 * LONG, "{%s,\"layout\":\"\\u0007%s\"}", good, big);
+  j = cJSON_Parse(text);
+  ck_assert_ptr_nonnull(j);
+  ck_assert_int_eq(workload_from_json(j, &got, &err), CT_ERR_INVALID_WORKLOAD);
+  cJSON_Delete(j);
+  expect_short_message(&err, "field 'layout' must be one of");
+  ck_assert_msg(strstr(err.msg, "got '\\x07xxx"), "not escaped: '%s'", err.msg);
+  ck_assert_msg(strstr(err.msg, "xxx...'"), "no ellipsis: '%s'", err.msg);
+  free(big);
+  free(text);
+}
+END_TEST
+
 START_TEST(key_not_canonical_says_canonical_form) {
   const char *canon = "conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1";
   EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i32-n016-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1", CT_ERR_PARSE,
@@ -1630,6 +1706,8 @@ int main(void) {
   tcase_add_test(tc, key_round_trip_random);
   tcase_add_test(tc, key_distinct_for_distinct_workloads);
   tcase_add_test(tc, key_malformed_rejected);
+  tcase_add_test(tc, long_key_message_keeps_reason);
+  tcase_add_test(tc, long_json_message_keeps_reason);
   tcase_add_test(tc, key_not_canonical_says_canonical_form);
   tcase_add_test(tc, key_of_invalid_workload_rejected);
   suite_add_tcase(s, tc);
