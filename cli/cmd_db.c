@@ -47,9 +47,10 @@ static const char *const usages[][2] = {
     {"export", "usage: convtune export [--db PATH] [--output FILE] [WORKLOAD]\n"
                "Write every trial (of one workload, when given) as JSON lines (default: stdout).\n"
                "FILE is written whole or not at all, and never over the database.\n"},
-    {"import",
-     "usage: convtune import [--db PATH] FILE\n"
-     "Read trials from JSON lines into the database; trials already there are skipped.\n"},
+    {"import", "usage: convtune import [--db PATH] FILE\n"
+               "Read trials from JSON lines into the database; trials already there are skipped.\n"
+               "A file with two different trials of one uid, or a trial whose template is not\n"
+               "convtune's or not of its workload's op, is refused whole, naming the line.\n"},
 };
 
 static const char *usage_of(const char *cmd) {
@@ -377,6 +378,22 @@ static int cmd_list(db_args *a, db *d) {
   return EXIT_OK;
 }
 
+/* One CSV field, quoted as RFC 4180 says where it must be: a field with a
+ * comma, a quote, CR or LF is put in quotes, its quotes doubled. */
+static void csv_field(const char *s, char end) {
+  if (strpbrk(s, ",\"\r\n")) {
+    putchar('"');
+    for (; *s; s++) {
+      if (*s == '"') putchar('"');
+      putchar(*s);
+    }
+    putchar('"');
+  } else {
+    fputs(s, stdout);
+  }
+  putchar(end);
+}
+
 static int cmd_history(db_args *a, db *d) {
   char key[CT_KEY_MAX];
   ct_err err = {0};
@@ -403,8 +420,11 @@ static int cmd_history(db_args *a, db *d) {
     char med[32] = "", best[32] = "";
     if (tr[i].outcome == OUT_OK) snprintf(med, sizeof med, "%.4f", tr[i].median_us);
     if (rows[g].best) snprintf(best, sizeof best, "%.4f", rows[g].best->median_us);
-    printf("%d,\"%s\",%s,%s,%s,%s,%s\n", rows[g].n, tr[i].device.name, tr[i].template_name,
-           tr[i].tuner, outcome_name(tr[i].outcome), med, best);
+    printf("%d,", rows[g].n);
+    csv_field(tr[i].device.name, ',');
+    csv_field(tr[i].template_name, ',');
+    csv_field(tr[i].tuner, ',');
+    printf("%s,%s,%s\n", outcome_name(tr[i].outcome), med, best);
   }
   trials_free(tr, n);
   return EXIT_OK;
@@ -440,7 +460,8 @@ static int cmd_import(db_args *a, db *d) {
   int imported = 0, skipped = 0;
   ct_status st = db_import(d, a->in, &imported, &skipped, &err);
   if (st) {
-    err_prefix(&err, "%s", a->pos[0]);
+    /* a database failure names the database (db_insert_trials), not FILE */
+    if (st != CT_ERR_DB) err_prefix(&err, "%s", a->pos[0]);
     return cli_fail(&a->cc, &err);
   }
   printf("imported %d trials, skipped %d already present\n", imported, skipped);
@@ -489,6 +510,11 @@ int cmd_db(const char *cmd, int argc, char **argv) {
     rc = cmd_export(&a, d);
   else
     rc = cmd_import(&a, d);
+  char bad[CT_ERRMSG_MAX];
+  int n_bad = db_bad_rows(d, bad, sizeof bad);
+  if (n_bad)
+    fprintf(stderr, "convtune %s: warning: skipped %d malformed trial%s in %s, the first: %s\n",
+            cmd, n_bad, n_bad == 1 ? "" : "s", a.db_path, bad);
   if (a.in && a.in != stdin) fclose(a.in);
   db_close(d);
   cli_wl_free(&a.sel);

@@ -31,6 +31,7 @@
 #include <sqlite3.h>
 
 #include "core/json.h"
+#include "templates/template.h"
 
 /* How long a writer waits for another one's transaction: a batch of trials
  * commits in milliseconds, so 10 s only runs out when something hangs. */
@@ -43,6 +44,8 @@ struct db {
   int readonly;
   int tidy;   /* readonly and not immutable: remove an empty -wal and its -shm at close */
   char *path; /* owned copy, for messages */
+  int n_bad;  /* malformed rows skipped by reads since db_bad_rows */
+  char bad_msg[CT_ERRMSG_MAX]; /* the first of them */
 };
 
 /* On failure: record the call's text and SQLite's own message on err, set
@@ -1132,6 +1135,9 @@ done:
   sqlite3_finalize(q.ins_t);
   sqlite3_finalize(q.ins_trial);
   free(samples);
+  /* A failed write names the database: a caller's own prefix (the file
+   * imported, the workload tuned) would otherwise be taken for the culprit. */
+  if (st == CT_ERR_DB) err_prefix(err, "database %s", d->path);
   return st;
 }
 
@@ -1268,9 +1274,29 @@ done:
   return st;
 }
 
-/* Every row of s (bound) into an owned array. */
-static ct_status collect(sqlite3 *h, sqlite3_stmt *s, trial **out, int *n, ct_err *err) {
+/* Whether row_trial's failure st is a malformed row (written by something
+ * else): counted on d, the first message kept, and the row skipped. */
+static int bad_row(db *d, ct_status st, const ct_err *row_err) {
+  if (st != CT_ERR_DB) return 0;
+  if (d->n_bad++ == 0) snprintf(d->bad_msg, sizeof d->bad_msg, "%s", row_err->msg);
+  return 1;
+}
+
+int db_bad_rows(db *d, char *msg, size_t size) {
+  int n = d ? d->n_bad : 0;
+  if (msg && size) snprintf(msg, size, "%s", n ? d->bad_msg : "");
+  if (d) {
+    d->n_bad = 0;
+    d->bad_msg[0] = '\0';
+  }
+  return n;
+}
+
+/* Every row of s (bound) into an owned array; a malformed row is skipped
+ * (bad_row). */
+static ct_status collect(db *d, sqlite3_stmt *s, trial **out, int *n, ct_err *err) {
   ct_status st = CT_OK;
+  sqlite3 *h = d->h;
   trial *v = NULL;
   int count = 0, cap = 0, rc;
   for (;;) {
@@ -1286,7 +1312,15 @@ static ct_status collect(sqlite3 *h, sqlite3_stmt *s, trial **out, int *n, ct_er
       v = p;
       cap = grown;
     }
-    if ((st = row_trial(s, &v[count], err)) != CT_OK) goto done;
+    ct_err row_err = {0};
+    if ((st = row_trial(s, &v[count], &row_err)) != CT_OK) {
+      if (bad_row(d, st, &row_err)) {
+        st = CT_OK;
+        continue;
+      }
+      if (err) *err = row_err;
+      goto done;
+    }
     count++;
   }
 done:
@@ -1349,7 +1383,7 @@ ct_status db_trials(db *d, const char *workload_key, const db_device *dev,
   SQL_TRY(h, err, sqlite3_prepare_v2(h, SQL_TRIALS, -1, &s, NULL));
   if ((st = bind_filters(h, s, workload_key, dev, template_name, template_version, err)) != CT_OK)
     goto done;
-  st = collect(h, s, out, n, err);
+  st = collect(d, s, out, n, err);
 done:
   sqlite3_finalize(s);
   return st;
@@ -1371,7 +1405,7 @@ ct_status db_trials_other(db *d, const char *workload_key, const db_device *dev,
   if ((st = bind_filters(h, s, workload_key, dev, template_name, template_version, err)) != CT_OK)
     goto done;
   SQL_TRY(h, err, sqlite3_bind_int(s, 7, limit));
-  st = collect(h, s, out, n, err);
+  st = collect(d, s, out, n, err);
 done:
   sqlite3_finalize(s);
   return st;
@@ -1385,12 +1419,12 @@ static const char SQL_LOAD_KERNEL[] =
     "SELECT cubin FROM kernels WHERE template_version = ?1 AND options = ?2 AND arch = ?3";
 
 ct_status db_store_kernel(db *d, const char *template_version, const char *options,
-                          const char *arch, const void *data, size_t size, ct_err *err) {
+                          const char *arch_name, const void *data, size_t size, ct_err *err) {
   ct_status st = CT_OK;
   sqlite3_stmt *s = NULL;
   sqlite3 *h = d ? d->h : NULL;
   int rc;
-  if (!d || !template_version || !options || !arch || !data || size == 0)
+  if (!d || !template_version || !options || !arch_name || !data || size == 0)
     return ERR_SET(err, CT_ERR_INVALID_ARG,
                    "db_store_kernel: NULL database, template version, options, arch or data, or "
                    "an empty cubin");
@@ -1398,7 +1432,7 @@ ct_status db_store_kernel(db *d, const char *template_version, const char *optio
   SQL_TRY(h, err, sqlite3_prepare_v2(h, SQL_STORE_KERNEL, -1, &s, NULL));
   SQL_TRY(h, err, sqlite3_bind_text(s, 1, template_version, -1, SQLITE_STATIC));
   SQL_TRY(h, err, sqlite3_bind_text(s, 2, options, -1, SQLITE_STATIC));
-  SQL_TRY(h, err, sqlite3_bind_text(s, 3, arch, -1, SQLITE_STATIC));
+  SQL_TRY(h, err, sqlite3_bind_text(s, 3, arch_name, -1, SQLITE_STATIC));
   SQL_TRY(h, err, sqlite3_bind_blob64(s, 4, data, (sqlite3_uint64)size, SQLITE_STATIC));
   SQL_STEP(h, err, s, rc);
 done:
@@ -1406,33 +1440,33 @@ done:
   return st;
 }
 
-ct_status db_load_kernel(db *d, const char *template_version, const char *options, const char *arch,
-                         void **data, size_t *size, ct_err *err) {
+ct_status db_load_kernel(db *d, const char *template_version, const char *options,
+                         const char *arch_name, void **data, size_t *size, ct_err *err) {
   ct_status st = CT_OK;
   sqlite3_stmt *s = NULL;
   sqlite3 *h = d ? d->h : NULL;
   int rc;
   if (data) *data = NULL;
   if (size) *size = 0;
-  if (!d || !template_version || !options || !arch || !data || !size)
+  if (!d || !template_version || !options || !arch_name || !data || !size)
     return ERR_SET(err, CT_ERR_INVALID_ARG,
                    "db_load_kernel: NULL database, template version, options, arch or out");
   SQL_TRY(h, err, sqlite3_prepare_v2(h, SQL_LOAD_KERNEL, -1, &s, NULL));
   SQL_TRY(h, err, sqlite3_bind_text(s, 1, template_version, -1, SQLITE_STATIC));
   SQL_TRY(h, err, sqlite3_bind_text(s, 2, options, -1, SQLITE_STATIC));
-  SQL_TRY(h, err, sqlite3_bind_text(s, 3, arch, -1, SQLITE_STATIC));
+  SQL_TRY(h, err, sqlite3_bind_text(s, 3, arch_name, -1, SQLITE_STATIC));
   SQL_STEP(h, err, s, rc);
   if (rc != SQLITE_ROW) {
     st =
         ERR_SET(err, CT_ERR_NOT_FOUND, "no cached kernel for template version %s, %s, options '%s'",
-                template_version, arch, options);
+                template_version, arch_name, options);
     goto done;
   }
   const void *blob = sqlite3_column_blob(s, 0);
   int bytes = sqlite3_column_bytes(s, 0);
   if (!blob || bytes <= 0) {
     st = ERR_SET(err, CT_ERR_DB, "cached kernel for template version %s, %s: empty cubin",
-                 template_version, arch);
+                 template_version, arch_name);
     goto done;
   }
   *data = malloc((size_t)bytes);
@@ -1522,7 +1556,15 @@ ct_status db_export(db *d, const char *workload_key, FILE *f, int *n_written, ct
   for (;;) {
     SQL_STEP(h, err, s, rc);
     if (rc == SQLITE_DONE) break;
-    if ((st = row_trial(s, &t, err)) != CT_OK) goto done;
+    ct_err row_err = {0};
+    if ((st = row_trial(s, &t, &row_err)) != CT_OK) {
+      if (bad_row(d, st, &row_err)) {
+        st = CT_OK;
+        continue;
+      }
+      if (err) *err = row_err;
+      goto done;
+    }
     j = trial_to_json(&t);
     line = j ? cJSON_PrintUnformatted(j) : NULL;
     if (!line) {
@@ -1557,9 +1599,72 @@ static int blank(const char *s) {
   return 1;
 }
 
+/* An imported trial's template must be one convtune knows, of its
+ * workload's op: another would be listed as best for a workload it cannot
+ * run. */
+static ct_status check_template(const trial *t, ct_err *err) {
+  const template_desc *tpl = template_find(t->template_name);
+  if (!tpl)
+    return ERR_SET(err, CT_ERR_PARSE, "template_name: '%s' is no template of convtune",
+                   t->template_name);
+  ct_workload w;
+  ct_status st = workload_from_key(t->workload_key, &w, err);
+  if (st != CT_OK) {
+    err_prefix(err, "workload_key");
+    return st;
+  }
+  if (tpl->op != w.op)
+    return ERR_SET(err, CT_ERR_PARSE, "template_name: '%s' is a %s template, the workload a %s",
+                   t->template_name, workload_op_name(tpl->op), workload_op_name(w.op));
+  return CT_OK;
+}
+
+/* A trial of an import file with its line, sorted by uid to find conflicts. */
+typedef struct import_line {
+  const trial *t;
+  int line;
+} import_line;
+
+static int by_uid_then_line(const void *a, const void *b) {
+  const import_line *x = a, *y = b;
+  int c = strcmp(x->t->uid, y->t->uid);
+  return c ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+/* Whether two trials are the same record (their export lines are equal). */
+static int same_record(const trial *a, const trial *b) {
+  cJSON *ja = trial_to_json(a), *jb = trial_to_json(b);
+  char *ta = ja ? cJSON_PrintUnformatted(ja) : NULL;
+  char *tb = jb ? cJSON_PrintUnformatted(jb) : NULL;
+  int same = ta && tb && !strcmp(ta, tb);
+  free(ta);
+  free(tb);
+  cJSON_Delete(ja);
+  cJSON_Delete(jb);
+  return same;
+}
+
+/* Two different records of one uid in the import (lines[i] is v[i]'s line):
+ * a conflict, refused with both lines. The same record twice is not. */
+static ct_status check_uid_conflicts(const trial *v, const int *lines, int n, ct_err *err) {
+  ct_status st = CT_OK;
+  import_line *order = malloc((size_t)(n ? n : 1) * sizeof *order);
+  if (!order) return ERR_SET(err, CT_ERR_NO_MEMORY, "import: no memory to sort %d uids", n);
+  for (int i = 0; i < n; i++) order[i] = (import_line){.t = &v[i], .line = lines[i]};
+  qsort(order, (size_t)n, sizeof *order, by_uid_then_line);
+  for (int i = 1; i < n && st == CT_OK; i++)
+    if (!strcmp(order[i - 1].t->uid, order[i].t->uid) && !same_record(order[i - 1].t, order[i].t))
+      st = ERR_SET(err, CT_ERR_PARSE,
+                   "line %d: uid '%s' conflicts with line %d: two different trials of one uid",
+                   order[i].line, order[i].t->uid, order[i - 1].line);
+  free(order);
+  return st;
+}
+
 ct_status db_import(db *d, FILE *f, int *n_imported, int *n_skipped, ct_err *err) {
   ct_status st = CT_OK;
   trial *v = NULL;
+  int *lines = NULL;
   int count = 0, cap = 0, skipped = 0, line_no = 0;
   char *line = NULL;
   size_t line_cap = 0;
@@ -1584,13 +1689,24 @@ ct_status db_import(db *d, FILE *f, int *n_imported, int *n_skipped, ct_err *err
         goto done;
       }
       v = p;
+      int *q = realloc(lines, (size_t)grown * sizeof *q);
+      if (!q) {
+        st = ERR_SET(err, CT_ERR_NO_MEMORY, "import: no memory for %d trials", grown);
+        goto done;
+      }
+      lines = q;
       cap = grown;
     }
+    lines[count] = line_no;
     if ((st = trial_from_json(j, &v[count], err)) != CT_OK) {
       err_prefix(err, "%s", origin);
       goto done;
     }
     count++;
+    if ((st = check_template(&v[count - 1], err)) != CT_OK) {
+      err_prefix(err, "%s", origin);
+      goto done;
+    }
     if (!v[count - 1].uid[0]) {
       /* A generated uid would differ on each import: no longer idempotent. */
       st = ERR_SET(err, CT_ERR_PARSE, "%s: uid: empty; an imported trial keeps its uid", origin);
@@ -1603,12 +1719,14 @@ ct_status db_import(db *d, FILE *f, int *n_imported, int *n_skipped, ct_err *err
     st = ERR_SET(err, CT_ERR_IO, "import: read failed after line %d: %s", line_no, strerror(errno));
     goto done;
   }
+  if ((st = check_uid_conflicts(v, lines, count, err)) != CT_OK) goto done;
   if ((st = db_insert_trials(d, v, count, &skipped, err)) != CT_OK) goto done;
   if (n_imported) *n_imported = count - skipped;
   if (n_skipped) *n_skipped = skipped;
 done:
   cJSON_Delete(j);
   free(line);
+  free(lines);
   trials_free(v, count);
   return st;
 }

@@ -117,6 +117,13 @@ ct_status db_trials_other(db *d, const char *workload_key, const db_device *dev,
                           trial **out, int *n, ct_err *err);
 void trials_free(trial *t, int n);
 
+/* Reads (db_trials, db_trials_other, db_export) skip a malformed row (an
+ * unknown outcome, an over-long text, a samples/n_samples mismatch: written
+ * by something other than convtune) rather than fail the whole read. The
+ * number skipped since the last call, the first one's message into msg
+ * (may be NULL); resets the count. */
+int db_bad_rows(db *d, char *msg, size_t size);
+
 /* Kernel cache: the cubin of (template version, options, arch). Store
  * replaces; load returns CT_ERR_NOT_FOUND when absent. Owned *data: free(). */
 ct_status db_store_kernel(db *d, const char *template_version, const char *options,
@@ -136,8 +143,11 @@ typedef struct db_summary {
 ct_status db_list(db *d, db_summary **out, int *n, ct_err *err);
 
 /* Export every trial (of one workload when key is not NULL) as JSON lines to
- * f; import JSON lines from f (idempotent). Import validates each line and
- * reports the line number of the first bad one, importing nothing then. */
+ * f; import JSON lines from f (idempotent). Import validates each line (its
+ * template must be one of convtune's, of the workload's op) and reports the
+ * line number of the first bad one, importing nothing then; two different
+ * trials of one uid in f are a conflict (CT_ERR_PARSE naming both lines),
+ * the same trial twice is not. */
 ct_status db_export(db *d, const char *workload_key, FILE *f, int *n_written, ct_err *err);
 ct_status db_import(db *d, FILE *f, int *n_imported, int *n_skipped, ct_err *err);
 

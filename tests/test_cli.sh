@@ -302,5 +302,42 @@ expect_bad 'missing.jsonl' import --db "$ds/new.db" "$ds/missing.jsonl"
 expect_bad 'bogus' export --db "$ds/none.db" --output "$ds/x.jsonl" bogus
 [ ! -e "$ds/x.jsonl" ] && ok || bad "export with a bad workload created its output"
 
+# dbconc (issue 33, defects 4, 6, 7): history's CSV quotes its fields
+# (RFC 4180): a device named with a quote, a comma and a newline parses back
+dc=$tmp/dbconc
+mkdir "$dc"
+sed 's/"name":"NVIDIA H200"/"name":"NVIDIA \\"H200\\",\\nx"/' "$ds/a.jsonl" >"$dc/q.jsonl"
+expect 0 'imported 1' import --db "$dc/q.db" "$dc/q.jsonl"
+"$ct" history --db "$dc/q.db" "$K" >"$dc/q.csv" 2>"$tmp/err" && ok || bad "history of a quoted device: $(cat "$tmp/err")"
+python3 -c '
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+assert rows[0] == ["trial", "device", "template", "tuner", "outcome", "median_us", "best_us"], rows[0]
+assert rows[1] == ["1", "NVIDIA \"H200\",\nx", "conv2d_nchw4c_dp4a", "random", "OK", "2.5000", "2.5000"], rows[1]
+assert len(rows) == 2, rows
+' "$dc/q.csv" && ok || bad "history CSV does not parse back: $(cat "$dc/q.csv")"
+# two different records of one uid are a conflict, not "already present"
+sed 's/"median_us":2.5/"median_us":2.25/' "$ds/a.jsonl" >"$dc/b.jsonl"
+cat "$ds/a.jsonl" "$dc/b.jsonl" >"$dc/ab.jsonl"
+expect 2 "line 2: uid 'ds-1' conflicts with line 1" import --db "$dc/c.db" "$dc/ab.jsonl"
+# a template that is none of convtune's is refused, naming the line
+sed 's/conv2d_nchw4c_dp4a/conv3d_ncdhw4c_dp4a/' "$ds/a.jsonl" >"$dc/t3.jsonl"
+expect 2 "line 1: template_name: 'conv3d_ncdhw4c_dp4a' is a conv3d template" import --db "$dc/c.db" "$dc/t3.jsonl"
+# a malformed row costs that row, with a warning, not the database
+sed 's/"uid":"ds-1"/"uid":"ds-2"/' "$ds/a.jsonl" >"$dc/2.jsonl"
+expect 0 'imported 1' import --db "$dc/m.db" "$ds/a.jsonl"
+expect 0 'imported 1' import --db "$dc/m.db" "$dc/2.jsonl"
+sqlite3 "$dc/m.db" "UPDATE trials SET outcome = 'FAST' WHERE uid = 'ds-1'" || bad "sqlite3 edit"
+for c in history export query; do
+  "$ct" $c --db "$dc/m.db" "$K" >"$dc/m.out" 2>"$dc/m.err" && ok || bad "$c with a malformed row failed: $(cat "$dc/m.err")"
+  grep -q "warning: skipped 1 malformed trial in .*m.db, the first: trial ds-1: unknown outcome 'FAST'" "$dc/m.err" && ok || bad "$c: no warning: $(cat "$dc/m.err")"
+done
+# a failed write names the database, not the file imported
+expect 0 'imported 1' import --db "$dc/w.db" "$ds/a.jsonl"
+sqlite3 "$dc/w.db" "CREATE TRIGGER no_more BEFORE INSERT ON trials BEGIN SELECT RAISE(ABORT, 'no more trials'); END" || bad "sqlite3 trigger"
+"$ct" import --db "$dc/w.db" "$dc/2.jsonl" >"$dc/w.out" 2>"$dc/w.err"
+[ $? -eq 1 ] && ok || bad "import into a refusing database: exit not 1"
+grep -q "^convtune: database $dc/w.db: .*no more trials" "$dc/w.err" && ! grep -q '2.jsonl' "$dc/w.err" && ok || bad "a failed write does not name the database: $(cat "$dc/w.err")"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -734,7 +734,122 @@ START_TEST(import_bad_line_imports_nothing) {
   snprintf(text, sizeof text, "%s\n", bad);
   expect_bad_import(dir, "d.db", text, "line 1: uid");
   free(bad);
+  /* A template convtune does not know, and one of another op. */
+  bad = edited_line("template_name", "\"conv2d_nchw4c_fast\"");
+  snprintf(text, sizeof text, "%s%s\n", good, bad);
+  expect_bad_import(dir, "e.db", text,
+                    "line 3: template_name: 'conv2d_nchw4c_fast' is no template");
+  free(bad);
+  bad = edited_line("template_name", "\"conv3d_ncdhw4c_dp4a\"");
+  snprintf(text, sizeof text, "%s%s\n", good, bad);
+  expect_bad_import(dir, "f.db", text,
+                    "line 3: template_name: 'conv3d_ncdhw4c_dp4a' is a conv3d template, the "
+                    "workload a conv2d");
+  free(bad);
   free(good);
+}
+END_TEST
+
+/* Two different records of one uid in a file are a conflict, naming both
+ * lines, and nothing is imported; the same record twice is no conflict. */
+START_TEST(import_uid_conflict_refused) {
+  char dir[512], path[600], file[700];
+  scratch(dir, sizeof dir);
+  char *good = good_lines(1);
+  char *one = edited_line("median_us", "1.5"), *other = edited_line("median_us", "2.5");
+  char text[8192];
+  snprintf(text, sizeof text, "%s%s\n%s\n", good, one, other);
+  expect_bad_import(dir, "a.db", text, "line 3: uid 'u' conflicts with line 2");
+  snprintf(text, sizeof text, "%s\n%s%s\n", other, good, one);
+  expect_bad_import(dir, "b.db", text, "line 3: uid 'u' conflicts with line 1");
+
+  snprintf(text, sizeof text, "%s%s\n%s\n", good, one, one);
+  path_in(path, sizeof path, dir, "c.db");
+  snprintf(file, sizeof file, "%s.jsonl", path);
+  spit(file, text);
+  db *d = open_db(path);
+  FILE *f = fopen(file, "r");
+  ct_err err = {0};
+  int imported = -1, skipped = -1;
+  ck_assert_msg(db_import(d, f, &imported, &skipped, &err) == CT_OK, "%s", err.msg);
+  fclose(f);
+  ck_assert_int_eq(imported, 2);
+  ck_assert_int_eq(skipped, 1);
+  db_close(d);
+  free(good);
+  free(one);
+  free(other);
+}
+END_TEST
+
+/* A malformed row (written by something else) costs that row, counted with
+ * its message by db_bad_rows, not the read: db_trials and db_export. */
+START_TEST(malformed_row_costs_the_row) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "m.db");
+  trial t[5];
+  for (int i = 0; i < 5; i++) {
+    char uid[16];
+    snprintf(uid, sizeof uid, "m-%d", i);
+    make_trial(&t[i], uid, KEY_A, TPL, VER, &H200, OUT_OK, 2.0 + i, (uint64_t)i);
+  }
+  db *d = open_db(path);
+  ct_err err = {0};
+  ck_assert_msg(db_insert_trials(d, t, 5, NULL, &err) == CT_OK, "%s", err.msg);
+  db_close(d);
+  sql(path, "UPDATE trials SET outcome = 'FAST' WHERE uid = 'm-1';"
+            "UPDATE trials SET n_samples = n_samples + 1 WHERE uid = 'm-2';"
+            "UPDATE trials SET uid = replace(hex(zeroblob(150)), '0', 'u') WHERE uid = 'm-3';");
+  d = open_db(path);
+  char msg[CT_ERRMSG_MAX];
+  ck_assert_int_eq(db_bad_rows(d, msg, sizeof msg), 0);
+  trial *got = NULL;
+  int n = -1;
+  ck_assert_msg(db_trials(d, KEY_A, NULL, NULL, NULL, &got, &n, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(n, 2);
+  assert_same_trial(&t[0], &got[0]);
+  assert_same_trial(&t[4], &got[1]);
+  trials_free(got, n);
+  ck_assert_int_eq(db_bad_rows(d, msg, sizeof msg), 3);
+  ck_assert_msg(strstr(msg, "trial m-1: unknown outcome 'FAST'") != NULL, "%s", msg);
+  ck_assert_int_eq(db_bad_rows(d, msg, sizeof msg), 0);
+  ck_assert_str_eq(msg, "");
+
+  char out[700];
+  snprintf(out, sizeof out, "%s.jsonl", path);
+  FILE *f = fopen(out, "w");
+  int written = -1;
+  ck_assert_msg(db_export(d, NULL, f, &written, &err) == CT_OK, "%s", err.msg);
+  fclose(f);
+  ck_assert_int_eq(written, 2);
+  ck_assert_int_eq(db_bad_rows(d, NULL, 0), 3);
+  db_close(d);
+  for (int i = 0; i < 5; i++) trial_free(&t[i]);
+}
+END_TEST
+
+/* A failed write names the database, so that a caller's file or workload
+ * is not taken for the culprit. */
+START_TEST(failed_write_names_the_database) {
+  char dir[512], path[600], want[700];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "w.db");
+  trial t;
+  make_trial(&t, "w-1", KEY_A, TPL, VER, &H200, OUT_OK, 2.0, 1);
+  db *d = open_db(path);
+  db_close(d);
+  sql(path,
+      "CREATE TRIGGER no_more BEFORE INSERT ON trials BEGIN SELECT RAISE(ABORT, 'no more'); END");
+  d = open_db(path);
+  ct_err err = {0};
+  ck_assert_int_eq(db_insert_trials(d, &t, 1, NULL, &err), CT_ERR_DB);
+  snprintf(want, sizeof want, "database %s: ", path);
+  ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0, "'%s' does not start '%s'", err.msg,
+                want);
+  ck_assert_msg(strstr(err.msg, "no more") != NULL, "%s", err.msg);
+  db_close(d);
+  trial_free(&t);
 }
 END_TEST
 
@@ -1601,6 +1716,8 @@ int main(void) {
   tcase_add_test(tc, export_import_identical);
   tcase_add_test(tc, import_twice_is_idempotent);
   tcase_add_test(tc, import_bad_line_imports_nothing);
+  tcase_add_test(tc, import_uid_conflict_refused);
+  tcase_add_test(tc, malformed_row_costs_the_row);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("files");
@@ -1617,6 +1734,7 @@ int main(void) {
 
   tc = tcase_create("writes");
   tcase_add_test(tc, failed_insert_rolls_back);
+  tcase_add_test(tc, failed_write_names_the_database);
   tcase_add_test(tc, duplicate_uids_skipped);
   tcase_add_test(tc, generated_uids_unique);
   tcase_add_test(tc, two_concurrent_writers);
