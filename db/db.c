@@ -8,9 +8,11 @@
  * written, as is another program's SQLite file (checked by its tables before
  * the switch to WAL). A readonly open creates, migrates and converts
  * nothing, and removes the empty -wal/-shm SQLite makes for a reader; in a
- * folder it cannot write it reads the file immutable. Every write is one
- * IMMEDIATE transaction, so concurrent writers queue on the busy timeout
- * instead of failing on a lock upgrade. Every SQLite call goes through
+ * folder it cannot write it reads the file immutable. Every write is an
+ * IMMEDIATE transaction holding the lock at most DB_HOLD_MS, then a pause
+ * that lets a waiting writer in; a waiting writer waits as long as the
+ * files show commits, and gives up only after DB_STALL_MS without one (a
+ * hung holder). Every SQLite call goes through
  * SQL_TRY / SQL_STEP. Doubles are printed with the fewest of 15-17
  * significant digits that read back to the same bits
  * (cJSON's own printer accepts a 15-digit form within an epsilon, which
@@ -33,9 +35,16 @@
 #include "core/json.h"
 #include "templates/template.h"
 
-/* How long a writer waits for another one's transaction: a batch of trials
- * commits in milliseconds, so 10 s only runs out when something hangs. */
-#define DB_BUSY_MS 10000
+/* How long a waiting writer lets the holder of the lock go without a
+ * commit: a write transaction holds it at most DB_HOLD_MS, so 10 s only
+ * runs out when the holder hangs. */
+#define DB_STALL_MS 10000
+/* The longest an insert holds the write lock before it commits and pauses
+ * DB_YIELD_US; waiters look every DB_POLL_US, so one of them takes the lock
+ * in the pause. A pause per 100 ms costs a long import about 2%. */
+#define DB_HOLD_MS  100
+#define DB_POLL_US  1000
+#define DB_YIELD_US 2000
 /* The pause between tries where SQLite itself does not wait (set_wal). */
 #define DB_RETRY_MS 5
 
@@ -46,6 +55,11 @@ struct db {
   char *path; /* owned copy, for messages */
   int n_bad;  /* malformed rows skipped by reads since db_bad_rows */
   char bad_msg[CT_ERRMSG_MAX]; /* the first of them */
+  /* busy_wait's state: the files' signature when last seen to change, when,
+   * and whether it gave up. */
+  long long busy_sig[4];
+  double busy_since_ms;
+  int stalled;
 };
 
 /* On failure: record the call's text and SQLite's own message on err, set
@@ -726,7 +740,7 @@ done:
 static ct_status set_wal(sqlite3 *h, ct_err *err) {
   int rc, waited_ms = 0;
   while ((rc = sqlite3_exec(h, "PRAGMA journal_mode = WAL", NULL, NULL, NULL)) == SQLITE_BUSY &&
-         waited_ms < DB_BUSY_MS) {
+         waited_ms < DB_STALL_MS) {
     int slept = sqlite3_sleep(DB_RETRY_MS);
     waited_ms += slept > 0 ? slept : DB_RETRY_MS;
   }
@@ -735,6 +749,60 @@ static ct_status set_wal(sqlite3 *h, ct_err *err) {
     return ERR_SET(err, CT_ERR_DB, "PRAGMA journal_mode = WAL: %s after %d ms", sqlite3_errmsg(h),
                    waited_ms);
   return ERR_SET(err, CT_ERR_DB, "PRAGMA journal_mode = WAL: %s", sqlite3_errmsg(h));
+}
+
+/* usleep is gone from POSIX 2008. */
+static void pause_us(long us) {
+  struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+  nanosleep(&ts, NULL);
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Size and modification time of the database and its -wal: a commit
+ * appends to the -wal (or, rolled back, rewrites the file), so a change
+ * means some writer is getting on. */
+static void files_sig(const char *path, long long sig[4]) {
+  char wal[4096];
+  struct stat sb;
+  memset(sig, 0, 4 * sizeof *sig);
+  if (stat(path, &sb) == 0) {
+    sig[0] = (long long)sb.st_size;
+    sig[1] = (long long)sb.st_mtim.tv_sec * 1000000000ll + sb.st_mtim.tv_nsec;
+  }
+  int n = snprintf(wal, sizeof wal, "%s-wal", path);
+  if (n > 0 && (size_t)n < sizeof wal && stat(wal, &sb) == 0) {
+    sig[2] = (long long)sb.st_size;
+    sig[3] = (long long)sb.st_mtim.tv_sec * 1000000000ll + sb.st_mtim.tv_nsec;
+  }
+}
+
+/* SQLite's busy handler: called while another connection holds the lock
+ * wanted; nonzero to try again. SQLite's own (sqlite3_busy_timeout) gives up
+ * after a fixed time, however many commits the others make meanwhile, so a
+ * writer behind a long import failed. This one waits while the files show
+ * commits, looking every DB_POLL_US, and gives up after DB_STALL_MS of none.
+ * Writers take turns through the pause each makes after a commit
+ * (DB_YIELD_US), not through a queue: SQLite's locks have none. */
+static int busy_wait(void *arg, int n_calls) {
+  db *d = arg;
+  long long sig[4];
+  double now = now_ms();
+  files_sig(d->path, sig);
+  if (n_calls == 0 || memcmp(sig, d->busy_sig, sizeof sig) != 0) {
+    memcpy(d->busy_sig, sig, sizeof sig);
+    d->busy_since_ms = now;
+    d->stalled = 0;
+  } else if (now - d->busy_since_ms >= DB_STALL_MS) {
+    d->stalled = 1;
+    return 0;
+  }
+  pause_us(DB_POLL_US);
+  return 1;
 }
 
 /* Whether path + suffix names an existing file. */
@@ -851,7 +919,7 @@ ct_status db_open(const char *path, int readonly, db **out, ct_err *err) {
     SQL_TRY(d->h, err,
             sqlite3_open_v2(path, &d->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL));
   }
-  SQL_TRY(d->h, err, sqlite3_busy_timeout(d->h, DB_BUSY_MS));
+  SQL_TRY(d->h, err, sqlite3_busy_handler(d->h, busy_wait, d));
   /* The first reads: a file that is not a database, or another program's,
    * fails here, before anything is written or converted. */
   if ((st = user_version(d->h, &version, err)) != CT_OK) goto done;
@@ -1064,15 +1132,24 @@ done:
 ct_status db_insert_trials(db *d, const trial *trials, int n, int *n_skipped, ct_err *err) {
   ct_status st = CT_OK;
   inserter q = {0};
-  int in_tx = 0, skipped = 0, rc;
+  int in_tx = 0, skipped = 0, committed = 0, rc;
   char *samples = NULL;
   int64_t ids[3] = {0, 0, 0}; /* workload, device, template of the previous trial */
   sqlite3 *h = d ? d->h : NULL;
+  ct_workload w;
   if (n_skipped) *n_skipped = 0;
   if (!d || n < 0 || (n > 0 && !trials))
     return ERR_SET(err, CT_ERR_INVALID_ARG, "db_insert_trials: NULL database or trials, or n < 0");
   if (d->readonly) return refuse_readonly(d, "insert trials", err);
   if (n == 0) return CT_OK;
+  d->stalled = 0;
+  /* Every trial is checked before the first insert: a bad one inserts
+   * nothing, whichever batch it would have fallen in. */
+  for (int i = 0; i < n; i++)
+    if ((st = validate_trial(&trials[i], &w, err)) != CT_OK) {
+      err_prefix(err, "trial %d of %d", i, n);
+      return st;
+    }
   SQL_TRY(h, err, sqlite3_prepare_v2(h, SQL_SEL_WORKLOAD, -1, &q.sel_w, NULL));
   SQL_TRY(h, err, sqlite3_prepare_v2(h, SQL_INS_WORKLOAD, -1, &q.ins_w, NULL));
   SQL_TRY(h, err, sqlite3_prepare_v2(h, SQL_SEL_DEVICE, -1, &q.sel_d, NULL));
@@ -1080,49 +1157,55 @@ ct_status db_insert_trials(db *d, const trial *trials, int n, int *n_skipped, ct
   SQL_TRY(h, err, sqlite3_prepare_v2(h, SQL_SEL_TEMPLATE, -1, &q.sel_t, NULL));
   SQL_TRY(h, err, sqlite3_prepare_v2(h, SQL_INS_TEMPLATE, -1, &q.ins_t, NULL));
   SQL_TRY(h, err, sqlite3_prepare_v2(h, SQL_INS_TRIAL, -1, &q.ins_trial, NULL));
-  /* IMMEDIATE: the write lock is taken here, under the busy timeout. A
-   * deferred transaction would take it at the first insert, and SQLite
-   * refuses that upgrade at once (no waiting) when another writer holds it. */
-  SQL_TRY(h, err, sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL));
-  in_tx = 1;
-  for (int i = 0; i < n; i++) {
-    const trial *t = &trials[i];
-    const trial *prev = i > 0 ? &trials[i - 1] : NULL;
-    ct_workload w;
-    char uid[40];
-    /* Checked inside the transaction, as it goes: a bad trial in the middle
-     * rolls back the ones before it, which keeps the all-or-none path the
-     * one that runs. */
-    if ((st = validate_trial(t, &w, err)) != CT_OK) {
-      err_prefix(err, "trial %d of %d", i, n);
-      goto done;
+  /* Batches of at most DB_HOLD_MS each, so that another writer waits at most
+   * that long (busy_wait) rather than for the whole insert. An insert cut
+   * short (killed, disk full) leaves whole batches; records keep their
+   * uids, so inserting the same trials again adds only the rest. */
+  for (int i = 0; i < n;) {
+    if (i > 0) pause_us(DB_YIELD_US); /* a waiting writer takes the lock here */
+    /* IMMEDIATE: the write lock is taken here, under busy_wait. A deferred
+     * transaction would take it at the first insert, and SQLite refuses that
+     * upgrade at once (no waiting) when another writer holds it. */
+    SQL_TRY(h, err, sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL));
+    in_tx = 1;
+    /* Ids are looked up again in each transaction: another writer may have
+     * added the workload, device or template in between. */
+    const trial *prev = NULL;
+    double begun = now_ms();
+    for (; i < n && (prev == NULL || now_ms() - begun < DB_HOLD_MS); i++) {
+      const trial *t = &trials[i];
+      char uid[40];
+      /* A batch is nearly always one task on one device: look ids up on change. */
+      if (!prev || strcmp(prev->workload_key, t->workload_key) != 0)
+        if ((st = workload_from_key(t->workload_key, &w, err)) != CT_OK ||
+            (st = workload_id(h, &q, t->workload_key, &w, &ids[0], err)) != CT_OK)
+          goto done;
+      if (!prev || memcmp(&prev->device, &t->device, sizeof t->device) != 0)
+        if ((st = device_id(h, &q, &t->device, &ids[1], err)) != CT_OK) goto done;
+      if (!prev || strcmp(prev->template_name, t->template_name) != 0 ||
+          strcmp(prev->template_version, t->template_version) != 0)
+        if ((st = template_id(h, &q, t, &ids[2], err)) != CT_OK) goto done;
+      if (t->uid[0])
+        memcpy(uid, t->uid, sizeof uid);
+      else
+        new_uid(uid, (uint64_t)i);
+      samples = samples_text(t->samples_us, t->n_samples);
+      if (!samples) {
+        st = ERR_SET(err, CT_ERR_NO_MEMORY, "trial %d: no memory for %d samples", i, t->n_samples);
+        goto done;
+      }
+      if ((st = bind_trial(h, q.ins_trial, t, uid, ids, samples, err)) != CT_OK) goto done;
+      SQL_STEP(h, err, q.ins_trial, rc);
+      if (sqlite3_changes(h) == 0) skipped++; /* the uid is present: ON CONFLICT DO NOTHING */
+      SQL_TRY(h, err, sqlite3_reset(q.ins_trial));
+      free(samples);
+      samples = NULL;
+      prev = t;
     }
-    /* A batch is nearly always one task on one device: look ids up on change. */
-    if (!prev || strcmp(prev->workload_key, t->workload_key) != 0)
-      if ((st = workload_id(h, &q, t->workload_key, &w, &ids[0], err)) != CT_OK) goto done;
-    if (!prev || memcmp(&prev->device, &t->device, sizeof t->device) != 0)
-      if ((st = device_id(h, &q, &t->device, &ids[1], err)) != CT_OK) goto done;
-    if (!prev || strcmp(prev->template_name, t->template_name) != 0 ||
-        strcmp(prev->template_version, t->template_version) != 0)
-      if ((st = template_id(h, &q, t, &ids[2], err)) != CT_OK) goto done;
-    if (t->uid[0])
-      memcpy(uid, t->uid, sizeof uid);
-    else
-      new_uid(uid, (uint64_t)i);
-    samples = samples_text(t->samples_us, t->n_samples);
-    if (!samples) {
-      st = ERR_SET(err, CT_ERR_NO_MEMORY, "trial %d: no memory for %d samples", i, t->n_samples);
-      goto done;
-    }
-    if ((st = bind_trial(h, q.ins_trial, t, uid, ids, samples, err)) != CT_OK) goto done;
-    SQL_STEP(h, err, q.ins_trial, rc);
-    if (sqlite3_changes(h) == 0) skipped++; /* the uid is present: ON CONFLICT DO NOTHING */
-    SQL_TRY(h, err, sqlite3_reset(q.ins_trial));
-    free(samples);
-    samples = NULL;
+    SQL_TRY(h, err, sqlite3_exec(h, "COMMIT", NULL, NULL, NULL));
+    in_tx = 0;
+    committed = i;
   }
-  SQL_TRY(h, err, sqlite3_exec(h, "COMMIT", NULL, NULL, NULL));
-  in_tx = 0;
   if (n_skipped) *n_skipped = skipped;
 done:
   /* Not SQL_TRY: it would jump back here, and the first error is the one to report. */
@@ -1137,7 +1220,16 @@ done:
   free(samples);
   /* A failed write names the database: a caller's own prefix (the file
    * imported, the workload tuned) would otherwise be taken for the culprit. */
-  if (st == CT_ERR_DB) err_prefix(err, "database %s", d->path);
+  if (st != CT_OK && committed > 0)
+    err_prefix(err,
+               "%d of %d trials committed before the failure; inserting them again adds "
+               "the rest",
+               committed, n);
+  if (st == CT_ERR_DB && d->stalled)
+    err_prefix(err, "database %s: another writer held the lock for %d s without committing",
+               d->path, DB_STALL_MS / 1000);
+  else if (st == CT_ERR_DB)
+    err_prefix(err, "database %s", d->path);
   return st;
 }
 
@@ -1160,7 +1252,7 @@ static const char SQL_BEST[] =
     TRIAL_SELECT " WHERE w.key = ?1 AND t.outcome = 'OK' AND d.cc_major = ?3 AND d.cc_minor = ?4"
                  " AND (?2 IS NULL OR d.name = ?2) AND (?5 IS NULL OR p.name = ?5)"
                  " AND (?6 IS NULL OR p.version = ?6)"
-                 " ORDER BY t.median_us, t.id LIMIT 1";
+                 " ORDER BY t.median_us, t.id";
 static const char SQL_TRIALS[] =
     TRIAL_SELECT " WHERE w.key = ?1" DEVICE_FILTER TEMPLATE_FILTER " ORDER BY t.id";
 static const char SQL_TRIALS_OTHER[] =
@@ -1334,36 +1426,61 @@ done:
   return st;
 }
 
+/* The first row of s (bound) that reads, into out; a malformed one is
+ * skipped (bad_row). *found 0 when none is left. */
+static ct_status first_good(db *d, sqlite3_stmt *s, trial *out, int *found, ct_err *err) {
+  ct_status st = CT_OK;
+  sqlite3 *h = d->h;
+  int rc;
+  *found = 0;
+  for (;;) {
+    SQL_STEP(h, err, s, rc);
+    if (rc == SQLITE_DONE) break;
+    ct_err row_err = {0};
+    if ((st = row_trial(s, out, &row_err)) == CT_OK) {
+      *found = 1;
+      break;
+    }
+    trial_free(out);
+    memset(out, 0, sizeof *out);
+    if (!bad_row(d, st, &row_err)) {
+      if (err) *err = row_err;
+      goto done;
+    }
+    st = CT_OK;
+  }
+done:
+  return st;
+}
+
 ct_status db_best(db *d, const char *workload_key, const db_device *dev, const char *template_name,
                   const char *template_version, trial *out, db_match *match, ct_err *err) {
   ct_status st = CT_OK;
   sqlite3_stmt *s = NULL;
   sqlite3 *h = d ? d->h : NULL;
-  int rc = SQLITE_DONE;
+  int found = 0;
   if (match) *match = DB_MATCH_NONE;
   if (out) memset(out, 0, sizeof *out);
   if (!d || !workload_key || !dev || !out)
-    return ERR_SET(err, CT_ERR_INVALID_ARG, "db_best: NULL database, workload key, device or out");
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "db_best: NULL database, workload key or out");
+  /* In order of median: a malformed best row gives way to the next best. */
   SQL_TRY(h, err, sqlite3_prepare_v2(h, SQL_BEST, -1, &s, NULL));
   if ((st = bind_filters(h, s, workload_key, dev, template_name, template_version, err)) != CT_OK)
     goto done;
-  SQL_STEP(h, err, s, rc);
-  if (rc == SQLITE_ROW) {
+  if ((st = first_good(d, s, out, &found, err)) != CT_OK) goto done;
+  if (found) {
     if (match) *match = DB_MATCH_DEVICE;
   } else {
     /* No trial on this device: any device of the same compute capability. */
     SQL_TRY(h, err, sqlite3_reset(s));
     SQL_TRY(h, err, sqlite3_bind_null(s, 2));
-    SQL_STEP(h, err, s, rc);
-    if (rc == SQLITE_ROW && match) *match = DB_MATCH_CC;
+    if ((st = first_good(d, s, out, &found, err)) != CT_OK) goto done;
+    if (found && match) *match = DB_MATCH_CC;
   }
-  if (rc != SQLITE_ROW) {
+  if (!found)
     st = ERR_SET(err, CT_ERR_NOT_FOUND, "no OK trial of %s on %s or another sm_%d%d device%s%s",
                  workload_key, dev->name, dev->cc_major, dev->cc_minor,
                  template_name ? " with template " : "", template_name ? template_name : "");
-    goto done;
-  }
-  st = row_trial(s, out, err);
 done:
   if (st != CT_OK && match) *match = DB_MATCH_NONE;
   sqlite3_finalize(s);
@@ -1520,10 +1637,19 @@ ct_status db_list(db *d, db_summary **out, int *n, ct_err *err) {
     }
     db_summary *r = &v[count];
     memset(r, 0, sizeof *r);
-    if ((st = col_fixed(s, 0, r->workload_key, sizeof r->workload_key, err)) != CT_OK ||
-        (st = col_fixed(s, 1, r->device, sizeof r->device, err)) != CT_OK ||
-        (st = col_fixed(s, 5, r->template_name, sizeof r->template_name, err)) != CT_OK)
+    ct_err row_err = {0};
+    if ((st = col_fixed(s, 0, r->workload_key, sizeof r->workload_key, &row_err)) != CT_OK ||
+        (st = col_fixed(s, 1, r->device, sizeof r->device, &row_err)) != CT_OK ||
+        (st = col_fixed(s, 5, r->template_name, sizeof r->template_name, &row_err)) != CT_OK) {
+      /* A text that does not fit (written by something else) costs its summary. */
+      err_prefix(&row_err, "workload summary");
+      if (bad_row(d, st, &row_err)) {
+        st = CT_OK;
+        continue;
+      }
+      if (err) *err = row_err;
       goto done;
+    }
     r->n_trials = sqlite3_column_int(s, 2);
     r->n_ok = sqlite3_column_int(s, 3);
     r->best_us = r->n_ok ? sqlite3_column_double(s, 4) : 0;

@@ -89,9 +89,15 @@ typedef struct db db;
 ct_status db_open(const char *path, int readonly, db **out, ct_err *err);
 void db_close(db *d);
 
-/* Insert trials in one transaction (all or none). Workloads, templates and
+/* Insert trials. Every trial is checked first, and one that is invalid
+ * inserts none. They are committed in batches that hold the write lock at
+ * most ~100 ms each, so that other writers wait that long, not for the
+ * whole insert; a failure midway (or a kill) leaves whole batches, and the
+ * message says how many trials were committed. Workloads, templates and
  * devices are added as needed. A trial whose uid exists is skipped (counted
- * in *n_skipped, which may be NULL). */
+ * in *n_skipped, which may be NULL), so inserting again completes a cut
+ * insert. A writer waits for another as long as that one commits, and fails
+ * (CT_ERR_DB, saying so) after 10 s without a commit. */
 ct_status db_insert_trials(db *d, const trial *trials, int n, int *n_skipped, ct_err *err);
 
 /* Where a best trial came from. */
@@ -117,9 +123,10 @@ ct_status db_trials_other(db *d, const char *workload_key, const db_device *dev,
                           trial **out, int *n, ct_err *err);
 void trials_free(trial *t, int n);
 
-/* Reads (db_trials, db_trials_other, db_export) skip a malformed row (an
- * unknown outcome, an over-long text, a samples/n_samples mismatch: written
- * by something other than convtune) rather than fail the whole read. The
+/* Reads (db_best, db_trials, db_trials_other, db_list, db_export) skip a
+ * malformed row (an unknown outcome, an over-long text, a samples/n_samples
+ * mismatch: written by something other than convtune) rather than fail the
+ * whole read; db_best then answers the next best. The
  * number skipped since the last call, the first one's message into msg
  * (may be NULL); resets the count. */
 int db_bad_rows(db *d, char *msg, size_t size);
@@ -145,7 +152,8 @@ ct_status db_list(db *d, db_summary **out, int *n, ct_err *err);
 /* Export every trial (of one workload when key is not NULL) as JSON lines to
  * f; import JSON lines from f (idempotent). Import validates each line (its
  * template must be one of convtune's, of the workload's op) and reports the
- * line number of the first bad one, importing nothing then; two different
+ * line number of the first bad one, importing nothing then (a large import
+ * commits in batches: see db_insert_trials); two different
  * trials of one uid in f are a conflict (CT_ERR_PARSE naming both lines),
  * the same trial twice is not. */
 ct_status db_export(db *d, const char *workload_key, FILE *f, int *n_written, ct_err *err);

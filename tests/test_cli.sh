@@ -332,6 +332,9 @@ for c in history export query; do
   "$ct" $c --db "$dc/m.db" "$K" >"$dc/m.out" 2>"$dc/m.err" && ok || bad "$c with a malformed row failed: $(cat "$dc/m.err")"
   grep -q "warning: skipped 1 malformed trial in .*m.db, the first: trial ds-1: unknown outcome 'FAST'" "$dc/m.err" && ok || bad "$c: no warning: $(cat "$dc/m.err")"
 done
+sqlite3 "$dc/m.db" "UPDATE workloads SET key = key || replace(hex(zeroblob(150)), '0', 'k')" || bad "sqlite3 edit"
+"$ct" list --db "$dc/m.db" >"$dc/m.out" 2>"$dc/m.err" && ok || bad "list with a malformed row failed: $(cat "$dc/m.err")"
+grep -q "warning: skipped 1 malformed trial in .*m.db, the first: workload summary: column key: " "$dc/m.err" && ok || bad "list: no warning: $(cat "$dc/m.err")"
 # a failed write names the database, not the file imported
 expect 0 'imported 1' import --db "$dc/w.db" "$ds/a.jsonl"
 sqlite3 "$dc/w.db" "CREATE TRIGGER no_more BEFORE INSERT ON trials BEGIN SELECT RAISE(ABORT, 'no more trials'); END" || bad "sqlite3 trigger"

@@ -11,6 +11,7 @@
  * Everything is freed: the suite also runs under ASan/LSan.
  */
 #include <check.h>
+#include <signal.h>
 #include <dirent.h>
 #include <math.h>
 #include <stdint.h>
@@ -20,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cJSON.h>
@@ -826,6 +828,48 @@ START_TEST(malformed_row_costs_the_row) {
   ck_assert_int_eq(db_bad_rows(d, NULL, 0), 3);
   db_close(d);
   for (int i = 0; i < 5; i++) trial_free(&t[i]);
+}
+END_TEST
+
+/* db_best and db_list skip a malformed row too: a best trial that cannot be
+ * read gives way to the next best, and a workload whose key does not fit
+ * costs its own summary, not the list. */
+START_TEST(malformed_row_costs_best_and_list_that_row) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "mb.db");
+  trial t[3];
+  make_trial(&t[0], "b-0", KEY_A, TPL, VER, &H200, OUT_OK, 1.0, 0);
+  make_trial(&t[1], "b-1", KEY_A, TPL, VER, &H200, OUT_OK, 3.0, 1);
+  make_trial(&t[2], "b-2", KEY_B, TPL, VER, &H200, OUT_OK, 5.0, 2);
+  db *d = open_db(path);
+  ct_err err = {0};
+  ck_assert_msg(db_insert_trials(d, t, 3, NULL, &err) == CT_OK, "%s", err.msg);
+  db_close(d);
+  sql(path, "UPDATE trials SET n_samples = n_samples + 1 WHERE uid = 'b-0';"
+            "UPDATE workloads SET key = key || replace(hex(zeroblob(150)), '0', 'k')"
+            " WHERE key = '" KEY_B "';");
+  d = open_db(path);
+  trial best = {0};
+  db_match match = DB_MATCH_NONE;
+  ck_assert_msg(db_best(d, KEY_A, &H200, NULL, NULL, &best, &match, &err) == CT_OK, "%s", err.msg);
+  ck_assert_str_eq(best.uid, "b-1");
+  ck_assert_int_eq(match, DB_MATCH_DEVICE);
+  trial_free(&best);
+  char msg[CT_ERRMSG_MAX];
+  ck_assert_int_eq(db_bad_rows(d, msg, sizeof msg), 1);
+  ck_assert_msg(strstr(msg, "trial b-0") != NULL, "%s", msg);
+
+  db_summary *rows = NULL;
+  int n = -1;
+  ck_assert_msg(db_list(d, &rows, &n, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(n, 1);
+  ck_assert_str_eq(rows[0].workload_key, KEY_A);
+  free(rows);
+  ck_assert_int_eq(db_bad_rows(d, msg, sizeof msg), 1);
+  ck_assert_msg(strstr(msg, "workload") != NULL, "%s", msg);
+  db_close(d);
+  for (int i = 0; i < 3; i++) trial_free(&t[i]);
 }
 END_TEST
 
@@ -1682,6 +1726,128 @@ START_TEST(two_concurrent_writers) {
 }
 END_TEST
 
+/* The clock the waits below are measured with, in ms. */
+static double mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Whether some connection holds path's write lock: a BEGIN IMMEDIATE that
+ * does not wait fails busy. */
+static int write_locked(const char *path) {
+  sqlite3 *c = NULL;
+  int busy = 0;
+  if (sqlite3_open(path, &c) == SQLITE_OK) {
+    int rc = sqlite3_exec(c, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    busy = rc == SQLITE_BUSY;
+    if (rc == SQLITE_OK) sqlite3_exec(c, "ROLLBACK", NULL, NULL, NULL);
+  }
+  sqlite3_close(c);
+  return busy;
+}
+
+#define N_LONG_TRIALS 60000
+
+/* A long insert commits in bounded batches and lets a waiting writer in
+ * between them: the short insert finishes while the long one still runs
+ * (before, it waited for the whole of it, and failed after 10 s). */
+START_TEST(long_insert_lets_a_waiting_writer_in) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "long.db");
+  db_close(open_db(path));
+  int done[2];
+  ck_assert_int_eq(pipe(done), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    close(done[0]);
+    /* N_LONG_TRIALS shallow copies of one trial: their uids are generated. */
+    trial one, *many = malloc(N_LONG_TRIALS * sizeof *many);
+    make_trial(&one, "", KEY_A, TPL, VER, &H200, OUT_OK, 1.0, 1);
+    for (int i = 0; many && i < N_LONG_TRIALS; i++) many[i] = one;
+    db *d = NULL;
+    ct_err err = {0};
+    int ok = many && db_open(path, 0, &d, &err) == CT_OK &&
+             db_insert_trials(d, many, N_LONG_TRIALS, NULL, &err) == CT_OK;
+    double end = mono_ms();
+    if (write(done[1], &end, sizeof end) != sizeof end) _exit(2);
+    db_close(d);
+    _exit(ok ? 0 : 1);
+  }
+  close(done[1]);
+  double t0 = mono_ms();
+  while (!write_locked(path) && mono_ms() - t0 < 10000) sqlite3_sleep(1);
+  ck_assert_msg(write_locked(path), "the long insert never took the lock");
+  trial t;
+  make_trial(&t, "short-1", KEY_B, TPL, VER, &H200, OUT_OK, 2.0, 2);
+  db *d = open_db(path);
+  ct_err err = {0};
+  double start = mono_ms();
+  ck_assert_msg(db_insert_trials(d, &t, 1, NULL, &err) == CT_OK, "%s", err.msg);
+  double end = mono_ms(), long_end = 0;
+  ck_assert_int_eq(read(done[0], &long_end, sizeof long_end), (ssize_t)sizeof long_end);
+  close(done[0]);
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the long insert failed");
+  ck_assert_msg(end < long_end, "the short insert waited %.0f ms, until %.0f ms after the long one",
+                end - start, end - long_end);
+  ck_assert_int_eq(count_trials(d, KEY_A), N_LONG_TRIALS);
+  ck_assert_int_eq(count_trials(d, KEY_B), 1);
+  db_close(d);
+  trial_free(&t);
+}
+END_TEST
+
+/* A writer that holds the lock and commits nothing (hung) fails a waiting
+ * one after the stall limit, with a message that names the database and
+ * says why. */
+START_TEST(hung_writer_fails_a_waiting_one_with_a_reason) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "hung.db");
+  db_close(open_db(path));
+  int held[2];
+  ck_assert_int_eq(pipe(held), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    close(held[0]);
+    sqlite3 *c = NULL;
+    if (sqlite3_open(path, &c) != SQLITE_OK ||
+        sqlite3_exec(c, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+      _exit(1);
+    if (write(held[1], "x", 1) != 1) _exit(2);
+    sqlite3_sleep(30000); /* killed before */
+    _exit(0);
+  }
+  close(held[1]);
+  char byte;
+  ck_assert_int_eq(read(held[0], &byte, 1), 1);
+  close(held[0]);
+  trial t;
+  make_trial(&t, "w-1", KEY_A, TPL, VER, &H200, OUT_OK, 2.0, 1);
+  db *d = open_db(path);
+  ct_err err = {0};
+  double start = mono_ms();
+  ct_status st = db_insert_trials(d, &t, 1, NULL, &err);
+  double waited = mono_ms() - start;
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  ck_assert_int_eq(st, CT_ERR_DB);
+  ck_assert_msg(waited >= 9000 && waited < 20000, "gave up after %.0f ms", waited);
+  char want[700];
+  snprintf(want, sizeof want, "database %s: ", path);
+  ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0, "%s", err.msg);
+  ck_assert_msg(strstr(err.msg, "another writer held the lock for 10 s without committing"), "%s",
+                err.msg);
+  db_close(d);
+  trial_free(&t);
+}
+END_TEST
+
 /* ---- main ------------------------------------------------------------------------------ */
 
 int main(void) {
@@ -1718,6 +1884,7 @@ int main(void) {
   tcase_add_test(tc, import_bad_line_imports_nothing);
   tcase_add_test(tc, import_uid_conflict_refused);
   tcase_add_test(tc, malformed_row_costs_the_row);
+  tcase_add_test(tc, malformed_row_costs_best_and_list_that_row);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("files");
@@ -1738,6 +1905,8 @@ int main(void) {
   tcase_add_test(tc, duplicate_uids_skipped);
   tcase_add_test(tc, generated_uids_unique);
   tcase_add_test(tc, two_concurrent_writers);
+  tcase_add_test(tc, long_insert_lets_a_waiting_writer_in);
+  tcase_add_test(tc, hung_writer_fails_a_waiting_one_with_a_reason);
   tcase_add_test(tc, wal_switch_waits_for_a_writer);
   tcase_set_timeout(tc, 30);
   suite_add_tcase(s, tc);
