@@ -23,8 +23,21 @@
  * residual added as Add(t, r), uint8 out per tensor with Add(r, t), int8
  * per channel, uint8 data and out; values from quant_random (half the
  * scales powers of two: exact ties), byte for byte with reference_qconv.
+ *
+ * For runs under compute-sanitizer (bench/issue33_sanitize.sh), where a
+ * kernel runs 10-100 times slower, the environment bounds and varies a run
+ * (unset: the behaviour above): CT_GT_SHAPES=R/M runs only the workloads
+ * whose index in a template's list is R modulo M; CT_GT_SEED=N seeds the
+ * inputs and configs (default 20261122); CT_GT_TRACE=1 prints "launch
+ * <template> [<workload>] <config>" before each launch, so that a
+ * sanitizer's report can be matched to its config. With one config per
+ * workload (argument 1), the configs as on 1 to 3 SMs alternate over the
+ * workloads, not within one (where there would be none). CT_GT_REF=1 adds
+ * case ref: the runner's GPU reference (templates/ref_conv.cu) in this
+ * process, which test_runner checks in a forked worker beside planted faults.
  */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +59,10 @@ static int onnx;
 /* > 0: run_shape takes only configs with at least this many consumer
  * warpgroups (the channels-last wgmma templates' ping-pong with 3 or 4) */
 static int min_warpgroups;
+/* CT_GT_SEED, CT_GT_SHAPES (shapes_rem / shapes_mod), CT_GT_TRACE */
+static uint64_t seed = 20261122;
+static int shapes_rem = 0, shapes_mod = 1;
+static int trace;
 
 static const shape shapes2d[] = {
     {"3x3 s1 p1",
@@ -482,8 +499,10 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
   for (int i = 0; i < per_workload; i++) {
     config c;
     char text[512];
-    few.sm_count = 1 + i / 2 % 3;
-    const arch *ar = i % 2 ? &few : &dev.arch;
+    /* one config per workload: the turns run over the workloads */
+    const int turn = per_workload == 1 ? *tried : i;
+    few.sm_count = 1 + turn / 2 % 3;
+    const arch *ar = turn % 2 ? &few : &dev.arch;
     int draws = 0;
     do
       ck_assert_msg(template_sample(tpl, &w, &sp, ar, r, 1000000, &c, &err) == CT_OK, "%s",
@@ -509,6 +528,10 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
     }
     /* poison: every element must be written */
     ck_assert_int_eq(cudaMemset(d_out, 0xA5, ob), cudaSuccess);
+    if (trace) {
+      printf("launch %s [%s] %s\n", tpl->name, sh->name, text);
+      fflush(stdout);
+    }
     if (kernel_launch(&k, &inst, &(kernel_io){d_data, d_weights, d_out, d_params, d_res}, 0,
                       &err)) {
       fprintf(stderr, "FAIL %s [%s] %s: %s\n", tpl->name, sh->name, text, err.msg);
@@ -563,12 +586,16 @@ static void run_template(const char *name, const shape *shapes, int n_shapes, co
   const template_desc *tpl = template_find(name);
   ck_assert_ptr_nonnull(tpl);
   rng r;
-  rng_seed(&r, 20261122);
-  int tried = 0, exact = 0;
-  for (int i = 0; i < n_shapes; i++) exact += run_shape(tpl, &shapes[i], &r, &tried);
-  for (int i = 0; i < n_more; i++) exact += run_shape(tpl, &more[i], &r, &tried);
+  rng_seed(&r, seed);
+  int tried = 0, exact = 0, n_run = 0;
+  /* index i of the list shapes then more; CT_GT_SHAPES keeps i % M == R */
+  for (int i = 0; i < n_shapes + n_more; i++) {
+    if (i % shapes_mod != shapes_rem) continue;
+    exact += run_shape(tpl, i < n_shapes ? &shapes[i] : &more[i - n_shapes], &r, &tried);
+    n_run++;
+  }
   printf("%s: %d of %d random valid configs exact over %d workloads on %s (%s)%s\n", name, exact,
-         tried, n_shapes + n_more, dev.name, dev.arch.name,
+         tried, n_run, dev.name, dev.arch.name,
          onnx   ? ", 8-bit output with onnx rounding (int8 and uint8, residual both orders)"
          : out8 ? ", 8-bit output (int8 and uint8)"
                 : "");
@@ -745,12 +772,317 @@ START_TEST(conv3d_configs_match_the_reference) {
 }
 END_TEST
 
+/* ---- case ref (CT_GT_REF=1): the runner's GPU reference in this process ----- */
+
+/* The argument of ref_conv: struct ref_shape of templates/ref_conv.cu (31
+ * ints), filled as tuner/runner.c fills it. */
+typedef struct ref_shape {
+  int n, c4, k4;
+  int in[3], ker[3], str[3], pad[3], dil[3], out[3];
+  int kr, cout, d2s, d2s_crd, d2s_3d, out_type, data_u8, has_res;
+  int nhwc, c;
+} ref_shape;
+
+/* runner.c's launch geometry: ref_conv one thread per conv output element,
+ * ref_compare a grid-stride loop over at most 1024 blocks */
+#define REF_BLOCK      256
+#define CMP_BLOCK      256
+#define CMP_MAX_BLOCKS 1024
+
+typedef struct ref_kernels {
+  cudaLibrary_t lib;
+  cudaKernel_t conv, cmp;
+} ref_kernels;
+
+static ref_shape ref_shape_of(const ct_workload *w) {
+  geom3 g;
+  workload_geom(w, &g);
+  ref_shape sh;
+  memset(&sh, 0, sizeof sh);
+  sh.n = (int)g.n;
+  sh.c4 = (int)(g.c / 4);
+  sh.k4 = (int)((g.k + 3) / 4);
+  for (int d = 0; d < 3; d++) {
+    sh.in[d] = (int)g.in[d];
+    sh.ker[d] = (int)g.ker[d];
+    sh.str[d] = (int)g.str[d];
+    sh.pad[d] = (int)g.pb[d];
+    sh.dil[d] = (int)g.dil[d];
+    sh.out[d] = (int)g.out[d];
+  }
+  sh.kr = (int)g.k;
+  sh.cout = workload_out_channels(w);
+  sh.d2s = w->epi.d2s_block;
+  sh.d2s_crd = w->epi.d2s_mode == CT_D2S_CRD;
+  sh.d2s_3d = w->op == CT_OP_CONV3D;
+  sh.out_type = w->out_type == CT_DTYPE_INT32 ? 0 : w->out_type == CT_DTYPE_INT8 ? 1 : 2;
+  sh.data_u8 = w->data_type == CT_DTYPE_UINT8;
+  sh.has_res = w->epi.residual;
+  sh.nhwc = w->layout == CT_LAYOUT_NHWC;
+  sh.c = (int)g.c;
+  return sh;
+}
+
+/* ref_compare over the alloc bytes (whole words) of a and b: the words
+ * that differ and the first of them (0xffffffff: none), in res. */
+static void ref_compare_run(const ref_kernels *rk, const void *a, const void *b, size_t alloc,
+                            unsigned *d_cmp, unsigned res[2], const char *name) {
+  unsigned init[2] = {0, 0xffffffffu};
+  long long n = (long long)(alloc / 4);
+  ck_assert_int_eq(cudaMemcpy(d_cmp, init, sizeof init, cudaMemcpyHostToDevice), cudaSuccess);
+  long long blocks = (n + CMP_BLOCK - 1) / CMP_BLOCK;
+  dim3 grid = {(unsigned)(blocks < CMP_MAX_BLOCKS ? blocks : CMP_MAX_BLOCKS), 1, 1};
+  dim3 block = {CMP_BLOCK, 1, 1};
+  void *args[] = {&a, &b, &n, &d_cmp};
+  if (trace) {
+    printf("launch ref_compare [%s] %lld words\n", name, n);
+    fflush(stdout);
+  }
+  ck_assert_int_eq(cudaLaunchKernel((const void *)rk->cmp, grid, block, args, 0, NULL),
+                   cudaSuccess);
+  ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+  ck_assert_int_eq(cudaMemcpy(res, d_cmp, 2 * sizeof *res, cudaMemcpyDeviceToHost), cudaSuccess);
+}
+
+/* One ref_conv launch on w (random inputs and epilogue values from r) as
+ * the runner makes it, byte for byte against the CPU reference; then
+ * ref_compare of that output with the CPU's (no word differs) and with the
+ * CPU's with one byte changed (that word and only it). Returns 1. */
+static int ref_check(const ref_kernels *rk, const ct_workload *w, const char *name, rng *r) {
+  ct_err err = {0};
+  ck_assert_msg(workload_validate(w, &err) == CT_OK, "%s: %s", name, err.msg);
+  const size_t nd = (size_t)workload_data_elems(w), nw = (size_t)workload_weight_elems(w);
+  const size_t no = (size_t)workload_out_elems(w), ob = no * workload_out_elem_bytes(w);
+  /* as the runner: whole words, the tail zero (ref_compare reads words) */
+  const size_t alloc = (ob + 3) / 4 * 4, nraw = quant_raw_words(w);
+  const int plain = w->out_type == CT_DTYPE_INT32 && w->data_type == CT_DTYPE_INT8 &&
+                    !w->epi.data_zero_point && !w->epi.weight_zero_point && !w->epi.bias;
+  int8_t *data = malloc(nd), *weights = malloc(nw);
+  uint8_t *res = malloc(no), *want = calloc(alloc, 1), *got = malloc(alloc);
+  int32_t *raw = malloc(nraw * sizeof *raw);
+  ck_assert(data && weights && res && want && got && raw);
+  for (size_t i = 0; i < nd; i++) data[i] = (int8_t)rng_next(r);
+  for (size_t i = 0; i < nw; i++) weights[i] = (int8_t)rng_next(r);
+  for (size_t i = 0; i < no; i++) res[i] = (uint8_t)rng_next(r);
+  quant_store qs = {0};
+  ck_assert_msg(quant_random(w, rng_next(r), &qs, &err) == CT_OK, "%s: %s", name, err.msg);
+  ck_assert_msg(quant_raw(w, &qs.q, raw, &err) == CT_OK, "%s: %s", name, err.msg);
+  if (plain)
+    ck_assert_msg(reference_conv(w, data, weights, (int32_t *)want, &err) == CT_OK, "%s: %s", name,
+                  err.msg);
+  else
+    ck_assert_msg(
+        reference_qconv(w, &qs.q, data, weights, w->epi.residual ? res : NULL, want, &err) == CT_OK,
+        "%s: %s", name, err.msg);
+
+  void *d_data = NULL, *d_weights = NULL, *d_ref = NULL, *d_want = NULL, *d_raw = NULL;
+  void *d_res = NULL;
+  unsigned *d_cmp = NULL;
+  ck_assert_int_eq(cudaMalloc(&d_data, nd), cudaSuccess);
+  ck_assert_int_eq(cudaMalloc(&d_weights, nw), cudaSuccess);
+  ck_assert_int_eq(cudaMalloc(&d_ref, alloc), cudaSuccess);
+  ck_assert_int_eq(cudaMalloc(&d_want, alloc), cudaSuccess);
+  ck_assert_int_eq(cudaMalloc(&d_raw, nraw * sizeof *raw), cudaSuccess);
+  ck_assert_int_eq(cudaMalloc((void **)&d_cmp, 2 * sizeof *d_cmp), cudaSuccess);
+  ck_assert_int_eq(cudaMemcpy(d_data, data, nd, cudaMemcpyHostToDevice), cudaSuccess);
+  ck_assert_int_eq(cudaMemcpy(d_weights, weights, nw, cudaMemcpyHostToDevice), cudaSuccess);
+  ck_assert_int_eq(cudaMemcpy(d_raw, raw, nraw * sizeof *raw, cudaMemcpyHostToDevice), cudaSuccess);
+  if (w->epi.residual) {
+    ck_assert_int_eq(cudaMalloc(&d_res, no), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(d_res, res, no, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  /* the runner zeroes the reference first: the padding lanes of a remapped
+   * packed output and the tail of the last word are never written */
+  ck_assert_int_eq(cudaMemset(d_ref, 0, alloc), cudaSuccess);
+  ref_shape sh = ref_shape_of(w);
+  geom3 g;
+  workload_geom(w, &g);
+  const size_t elems = (size_t)(g.n * g.k * g.out[0] * g.out[1] * g.out[2]);
+  dim3 grid = {(unsigned)((elems + REF_BLOCK - 1) / REF_BLOCK), 1, 1};
+  dim3 block = {REF_BLOCK, 1, 1};
+  void *args[] = {&sh, &d_data, &d_weights, &d_ref, &d_raw, &d_res};
+  char key[CT_KEY_MAX];
+  workload_key(w, key, sizeof key);
+  if (trace) {
+    printf("launch ref_conv [%s] %s\n", name, key);
+    fflush(stdout);
+  }
+  ck_assert_int_eq(cudaLaunchKernel((const void *)rk->conv, grid, block, args, 0, NULL),
+                   cudaSuccess);
+  ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+  ck_assert_int_eq(cudaMemcpy(got, d_ref, alloc, cudaMemcpyDeviceToHost), cudaSuccess);
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < ob; i++)
+    if (got[i] != want[i] && bad++ == 0) first = i;
+  ck_assert_msg(bad == 0, "%s (%s): %zu of %zu bytes differ, first at %zu: GPU %d, CPU %d", name,
+                key, bad, ob, first, got[first], want[first]);
+  for (size_t i = ob; i < alloc; i++) ck_assert_msg(got[i] == 0, "%s: the tail was written", key);
+
+  unsigned cmp[2];
+  ck_assert_int_eq(cudaMemcpy(d_want, want, alloc, cudaMemcpyHostToDevice), cudaSuccess);
+  ref_compare_run(rk, d_ref, d_want, alloc, d_cmp, cmp, name);
+  ck_assert_msg(cmp[0] == 0 && cmp[1] == 0xffffffffu, "%s: ref_compare of equal outputs: %u, %u",
+                key, cmp[0], cmp[1]);
+  const size_t j = ob / 2;
+  want[j] ^= 0x5A;
+  ck_assert_int_eq(
+      cudaMemcpy((char *)d_want + j / 4 * 4, want + j / 4 * 4, 4, cudaMemcpyHostToDevice),
+      cudaSuccess);
+  ref_compare_run(rk, d_ref, d_want, alloc, d_cmp, cmp, name);
+  ck_assert_msg(cmp[0] == 1 && cmp[1] == j / 4, "%s: ref_compare, byte %zu changed: %u, first %u",
+                key, j, cmp[0], cmp[1]);
+
+  cudaFree(d_data);
+  cudaFree(d_weights);
+  cudaFree(d_ref);
+  cudaFree(d_want);
+  cudaFree(d_raw);
+  cudaFree(d_res);
+  cudaFree(d_cmp);
+  quant_store_free(&qs);
+  free(data);
+  free(weights);
+  free(res);
+  free(want);
+  free(got);
+  free(raw);
+  return 1;
+}
+
+/* Variant v of sh in layout, test_runner's: 0 int32; 1 uint8 data with its
+ * zero point, weight zero points, bias, int32 out; 2 int8 out (nhwc: uint8
+ * for odd i) per channel with a residual, 3 the same with onnx rounding
+ * (packed: with the zero points and bias of 1); 4 (packed only, K a
+ * multiple of 4, 3D 8) uint8 in depth_to_space order, block 2, onnx for odd
+ * i. Returns 0 where v does not apply. */
+static int ref_variant(const shape *sh, ct_layout layout, int v, int i, ct_workload *w) {
+  shape_workload(sh, w);
+  w->layout = layout;
+  const int nhwc = layout == CT_LAYOUT_NHWC;
+  if (v == 0) return 1;
+  if (v == 4 && (nhwc || sh->k % (sh->op == CT_OP_CONV3D ? 8 : 4))) return 0;
+  if (v == 1 || !nhwc) {
+    w->data_type = CT_DTYPE_UINT8;
+    w->epi.data_zero_point = 1;
+    w->epi.bias = 1;
+    w->epi.weight_zero_point = v != 4;
+  }
+  if (v == 2 || v == 3) {
+    w->out_type = nhwc && i % 2 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
+    w->epi.bias = 1;
+    w->epi.scale = CT_SCALE_CHANNEL;
+    w->epi.residual = 1;
+    if (v == 3) w->epi.rounding = CT_ROUND_ONNX;
+  } else if (v == 4) {
+    w->out_type = CT_DTYPE_UINT8;
+    w->epi.d2s_block = 2;
+    w->epi.d2s_mode = i % 2 ? CT_D2S_CRD : CT_D2S_DCR;
+    if (i % 2) w->epi.rounding = CT_ROUND_ONNX;
+  }
+  return 1;
+}
+
+/* test_runner's channels-last shapes whose K is no multiple of 4: 8-bit
+ * outputs that end inside a word (the tail ref_compare reads) */
+static const shape ref_odd[] = {
+    {"c5k7 3x3 s2 b3", CT_OP_CONV2D, 3, 5, 7, {0, 9, 11}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1},
+     {0, 1, 1}, {0, 1, 1}},
+    {"stem c3k6 7x7", CT_OP_CONV2D, 1, 3, 6, {0, 15, 13}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3},
+     {0, 3, 3}, {0, 1, 1}},
+    {"3d c3k5", CT_OP_CONV3D, 1, 3, 5, {3, 7, 5}, {3, 3, 3}, {1, 2, 1}, {1, 1, 1}, {1, 1, 1},
+     {1, 1, 1}},
+};
+
+/* The GPU reference on the packed shapes (shapes2d, shapes3d) and the
+ * channels-last ones (nm2d, nm3d: 1 to 7 and 40 channels, odd sizes;
+ * ref_odd), every variant that applies; CT_GT_SHAPES and CT_GT_SEED apply. */
+START_TEST(gpu_reference_matches_the_cpu_reference) {
+  ref_kernels rk;
+  memset(&rk, 0, sizeof rk);
+  const char *source = template_embedded("ref_conv.cu");
+  ck_assert_ptr_nonnull(source);
+  cubin c;
+  ct_err err = {0};
+  ck_assert_msg(nvrtc_compile_source("ref_conv.cu", source, NULL, 0, &dev.arch, &c, &err) == CT_OK,
+                "%s", err.msg);
+  ck_assert_int_eq(cudaLibraryLoadData(&rk.lib, c.data, NULL, NULL, 0, NULL, NULL, 0), cudaSuccess);
+  cubin_free(&c);
+  ck_assert_int_eq(cudaLibraryGetKernel(&rk.conv, rk.lib, "ref_conv"), cudaSuccess);
+  ck_assert_int_eq(cudaLibraryGetKernel(&rk.cmp, rk.lib, "ref_compare"), cudaSuccess);
+  struct {
+    const shape *list;
+    int n;
+    ct_layout layout;
+  } sets[] = {{shapes2d, N_OF(shapes2d), CT_LAYOUT_NCHW4C},
+              {shapes3d, N_OF(shapes3d), CT_LAYOUT_NCHW4C},
+              {nm2d, N_OF(nm2d), CT_LAYOUT_NHWC},
+              {nm3d, N_OF(nm3d), CT_LAYOUT_NHWC},
+              {ref_odd, N_OF(ref_odd), CT_LAYOUT_NHWC}};
+  rng r;
+  rng_seed(&r, seed);
+  int n_checked = 0, n_workloads = 0;
+  for (int s = 0; s < N_OF(sets); s++)
+    for (int i = 0; i < sets[s].n; i++) {
+      if (i % shapes_mod != shapes_rem) continue;
+      n_workloads++;
+      for (int v = 0; v < 5; v++) {
+        ct_workload w;
+        if (ref_variant(&sets[s].list[i], sets[s].layout, v, i, &w))
+          n_checked += ref_check(&rk, &w, sets[s].list[i].name, &r);
+      }
+    }
+  printf("ref_conv: %d workload variants exact over %d workloads, ref_compare right on each, "
+         "on %s (%s)\n",
+         n_checked, n_workloads, dev.name, dev.arch.name);
+  fflush(stdout);
+  cudaLibraryUnload(rk.lib);
+}
+END_TEST
+
+/* CT_GT_SEED, CT_GT_SHAPES and CT_GT_TRACE from the environment: 0, or -1
+ * with a message naming the variable and what it accepts. */
+static int read_env(void) {
+  const char *v = getenv("CT_GT_SEED");
+  if (v && v[0]) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (*end || errno || v[0] == '-') {
+      fprintf(stderr, "test_gpu_templates: CT_GT_SEED '%s': accepted an integer in [0, 2^64)\n", v);
+      return -1;
+    }
+    seed = x;
+  }
+  v = getenv("CT_GT_SHAPES");
+  if (v && v[0]) {
+    int rem = -1, mod = 0;
+    char tail;
+    if (sscanf(v, "%d/%d%c", &rem, &mod, &tail) != 2 || mod < 1 || mod > 1000 || rem < 0 ||
+        rem >= mod) {
+      fprintf(stderr,
+              "test_gpu_templates: CT_GT_SHAPES '%s': accepted R/M, 1 <= M <= 1000, "
+              "0 <= R < M\n",
+              v);
+      return -1;
+    }
+    shapes_rem = rem;
+    shapes_mod = mod;
+  }
+  v = getenv("CT_GT_TRACE");
+  trace = v && v[0] && strcmp(v, "0") != 0;
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (read_env()) return EXIT_FAILURE;
   if (device_count() == 0) {
     fprintf(stderr, "test_gpu_templates: skipped: no CUDA device\n");
     return 77;
   }
   if (argc > 1) per_workload = atoi(argv[1]);
+  if (seed != 20261122 || shapes_mod != 1)
+    printf("test_gpu_templates: seed %llu, workloads %d mod %d, %d configs each\n",
+           (unsigned long long)seed, shapes_rem, shapes_mod, per_workload);
   ct_err err = {0};
   if (device_open(0, &dev, &err)) {
     fprintf(stderr, "test_gpu_templates: %s\n", err.msg);
@@ -816,6 +1148,14 @@ int main(int argc, char **argv) {
   tcase_add_test(os, nhwc_mma_onnx_configs_match_the_reference);
   tcase_add_test(os, nhwc_wgmma_stem_onnx_configs_match_the_reference);
   suite_add_tcase(s, os);
+  /* CT_GT_REF=1, for the sanitizer run: CK_RUN_CASE=ref */
+  const char *ref = getenv("CT_GT_REF");
+  if (ref && strcmp(ref, "1") == 0) {
+    TCase *rf = tcase_create("ref");
+    tcase_set_timeout(rf, 1200);
+    tcase_add_test(rf, gpu_reference_matches_the_cpu_reference);
+    suite_add_tcase(s, rf);
+  }
   SRunner *sr = srunner_create(s);
   /* a CUDA context does not survive fork */
   srunner_set_fork_status(sr, CK_NOFORK);
