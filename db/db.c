@@ -229,16 +229,19 @@ static char *samples_text(const double *v, int n) {
 
 /* A finite number from a cJSON number, or from a raw number that trial_to_json wrote. */
 static int json_double(const cJSON *j, double *out) {
+  int ok = 0;
   if (cJSON_IsNumber(j)) {
     *out = j->valuedouble;
-    return isfinite(*out);
-  }
-  if (cJSON_IsRaw(j) && j->valuestring && j->valuestring[0]) {
+    ok = isfinite(*out);
+  } else if (cJSON_IsRaw(j) && j->valuestring && j->valuestring[0]) {
     char *end = NULL;
     *out = strtod(j->valuestring, &end);
-    return *end == '\0' && isfinite(*out);
+    ok = *end == '\0' && isfinite(*out);
   }
-  return 0;
+  /* -0 reads as 0: SQLite's REAL columns drop the sign of a zero, so a
+   * trial that kept it would export differently from how it came in. */
+  if (ok && *out == 0) *out = 0;
+  return ok;
 }
 
 /* The samples of a JSON array into an owned array (NULL when n is 0). */

@@ -577,6 +577,51 @@ static void assert_same_db(db *a, db *b) {
   }
 }
 
+/* A -0 read from JSON is 0: SQLite's REAL columns do not keep the sign of
+ * a zero, so an import that kept it would export something else (found by
+ * tests/fuzz/fuzz_import.c; corpus/fuzz_import/import-negative-zero.jsonl). */
+START_TEST(negative_zero_reads_as_zero) {
+  char dir[512], path[600], out[700];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "z.db");
+  snprintf(out, sizeof out, "%s.jsonl", path);
+  trial t, back;
+  make_trial(&t, "z-1", KEY_A, TPL, VER, &H200, OUT_LAUNCH_ERROR, 0, 1);
+  t.median_us = -0.0;
+  t.compile_ms = -0.0;
+  t.timestamp = -0.0;
+  cJSON *j = trial_to_json(&t);
+  char *text = cJSON_PrintUnformatted(j);
+  ck_assert_msg(strstr(text, "\"compile_ms\":-0") != NULL, "%s", text);
+  cJSON_Delete(j);
+  ct_err err = {0};
+  j = cJSON_Parse(text);
+  ck_assert_msg(trial_from_json(j, &back, &err) == CT_OK, "%s", err.msg);
+  cJSON_Delete(j);
+  free(text);
+  ck_assert(!signbit(back.median_us) && !signbit(back.compile_ms) && !signbit(back.timestamp));
+  db *d = open_db(path);
+  insert(d, &back, 1, 0);
+  FILE *f = fopen(out, "w");
+  int written = 0;
+  ck_assert_msg(db_export(d, NULL, f, &written, &err) == CT_OK, "%s", err.msg);
+  fclose(f);
+  j = trial_to_json(&back);
+  text = cJSON_PrintUnformatted(j);
+  long n = 0;
+  char *exported = slurp(out, &n);
+  ck_assert_int_eq(written, 1);
+  ck_assert_msg(n == (long)strlen(text) + 1 && memcmp(exported, text, strlen(text)) == 0,
+                "imported %s, exported %s", text, exported);
+  free(exported);
+  free(text);
+  cJSON_Delete(j);
+  db_close(d);
+  trial_free(&t);
+  trial_free(&back);
+}
+END_TEST
+
 START_TEST(export_import_identical) {
   char dir[512], pa[600], pb[600], fa[600], fb[600];
   scratch(dir, sizeof dir);
@@ -1880,6 +1925,7 @@ int main(void) {
 
   tc = tcase_create("exchange");
   tcase_add_test(tc, export_import_identical);
+  tcase_add_test(tc, negative_zero_reads_as_zero);
   tcase_add_test(tc, import_twice_is_idempotent);
   tcase_add_test(tc, import_bad_line_imports_nothing);
   tcase_add_test(tc, import_uid_conflict_refused);
