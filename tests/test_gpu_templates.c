@@ -68,6 +68,9 @@ static int trace;
 /* CT_GT_ALL_LANES=1: every consumer thread of conv_wgmma releases a stage
  * (WG_ALL_LANES_RELEASE), for racecheck */
 static int all_lanes;
+/* CT_GT_LINEINFO=1: kernels compiled with -lineinfo (a sanitizer's report
+ * then names the source line) */
+static int lineinfo;
 
 static const shape shapes2d[] = {
     {"3x3 s1 p1",
@@ -526,6 +529,8 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
     kernel k = {0};
     if (instance_make(tpl, &w, &sp, &c, ar, &inst, &err) ||
         (all_lanes && (instance_opt(&inst, "WG_ALL_LANES_RELEASE", 1), 0)) ||
+        (lineinfo && inst.n_options < INSTANCE_MAX_OPTIONS &&
+         (snprintf(inst.options[inst.n_options++], INSTANCE_OPTION_MAX, "-lineinfo"), 0)) ||
         nvrtc_compile(&inst, &dev.arch, &cb, &err) ||
         kernel_load(cb.data, cb.size, &inst, &k, &err)) {
       fprintf(stderr, "FAIL %s [%s] %s: %s\n", tpl->name, sh->name, text, err.msg);
@@ -1078,6 +1083,8 @@ static int read_env(void) {
   trace = v && v[0] && strcmp(v, "0") != 0;
   v = getenv("CT_GT_ALL_LANES");
   all_lanes = v && v[0] && strcmp(v, "0") != 0;
+  v = getenv("CT_GT_LINEINFO");
+  lineinfo = v && v[0] && strcmp(v, "0") != 0;
   return 0;
 }
 
