@@ -11,9 +11,7 @@
 # a tool: test_runner, test_tune_gpu, test_sched_gpu (planted faults, see
 # summary.md). SAN_JOBS (10) jobs at a time, each under `timeout`
 # (SAN_JOB_CAP_S, 360); none starts after SAN_BUDGET_S (540); SAN_TOOLS,
-# SAN_CONFIGS (1) narrow or widen; CT_GT_ALL_LANES=1 passes through to
-# test_gpu_templates (conv_wgmma's stages released by every consumer thread,
-# for racecheck: templates/conv_wgmma.cuh says why). Writes $OUT/summary.md (per tool and case:
+# SAN_CONFIGS (1) narrow or widen. Writes $OUT/summary.md (per tool and case:
 # kernels launched, configs, errors, wall) and $OUT/sanitize-logs.tgz, and
 # prints a short table last.
 set -u
@@ -66,7 +64,6 @@ opts() {
   echo "sanitizer=$CS"
   printf 'budget_s=%s\nslots=%s\ncap_s=%s\ntools=%s\n' "$BUDGET" "$SLOTS" "$CAP" "$TOOLS"
   echo "common=$COMMON"
-  echo "all_lanes=${CT_GT_ALL_LANES:-0}"
   for t in memcheck racecheck synccheck initcheck; do echo "opts_$t=$(opts $t | tr '\n' ' ')"; done
   echo "gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)"
   nproc | sed 's/^/cores=/'

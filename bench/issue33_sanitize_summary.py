@@ -179,9 +179,6 @@ def main():
                   env.get("bin_dir", "?"), env.get("tools", "?"), env.get("slots", "?"),
                   env.get("cap_s", "?"), env.get("budget_s", "?"), env.get("common", ""),
                   env.get("opts_memcheck", "").strip(), env.get("opts_racecheck", "").strip()))
-    if env.get("all_lanes", "0") not in ("", "0"):
-        md.append("With `CT_GT_ALL_LANES=1`: conv_wgmma compiled with WG_ALL_LANES_RELEASE=1 "
-                  "(every consumer thread releases a stage; see templates/conv_wgmma.cuh).\n")
     end = max([int(m.get("start_s", 0)) + int(m.get("wall_ms", 0)) / 1000.0 for m, _, _, _ in jobs
                if "wall_ms" in m] or [0])
     md.append("Wall time from the first job's start to the last one's end: %.0f s.\n" % end)

@@ -35,7 +35,7 @@
  * be a multiple of block_k / 4 (the 3-channel stems run on the mma
  * templates). A stage's full barrier counts the producers' cp.async
  * arrivals and the TMA's bytes; its empty barrier one arrival per consumer
- * warp once its wgmma has read the stage. Consumers keep one wgmma group
+ * thread once its wgmma has read the stage. Consumers keep one wgmma group
  * in flight (two register sets of A fragments alternate).
  *
  * The epilogue is the mma templates' fragment store (tc_common.cuh): a
@@ -62,17 +62,14 @@ static_assert(WG_STAGES >= 2 && WG_STAGES <= 8, "stages: 2 to 8");
 static_assert(WG_TMA == 0 || WG_TMA == 1, "tma is 0 or 1");
 static_assert(WG_SPLITK == 1 || WG_SPLITK == 2 || WG_SPLITK == 4 || WG_SPLITK == 8,
               "split_k: 1, 2, 4 or 8 blocks (a portable cluster)");
-/* A consumer warp releases a stage with one arrival, from lane 0 after
- * __syncwarp: the PTX memory model carries the other lanes' reads into it,
- * but compute-sanitizer's racecheck (2025.3) does not follow that, and
- * reports each later refill as a race (bench/issue33_racecheck_probe.cu
- * shows it on the bare protocol). WG_ALL_LANES_RELEASE=1, never set by the
- * descriptor, makes every consumer thread arrive, so that racecheck can
- * check the rest of the pipeline (bench/issue33_sanitize.sh). */
-#ifndef WG_ALL_LANES_RELEASE
-#define WG_ALL_LANES_RELEASE 0
-#endif
-#define EMPTY_ARRIVALS (WG_ALL_LANES_RELEASE ? 128 * WG_CWG : 4 * WG_CWG)
+/* Every consumer thread arrives on a stage's empty barrier (128 per
+ * consumer warpgroup). One arrival per warp from lane 0 after __syncwarp is
+ * as correct under the PTX memory model, but compute-sanitizer's racecheck
+ * (2025.3) does not carry __syncwarp into the arrival and reports every
+ * refill of the stage as a race (bench/issue33_racecheck_probe.cu, mode
+ * 2); the arrival of every thread measured the same speed (geomean 0.997
+ * over 136 configs on the H200, bench/results/h200-issue33-sanitize). */
+#define EMPTY_ARRIVALS (128 * WG_CWG)
 
 #define TAPS (CT_KD * CT_KH * CT_KW)
 #define P_OUT (CT_OD * CT_OH * CT_OW)
@@ -224,7 +221,7 @@ __device__ __forceinline__ void consume(const unsigned char *smem, unsigned bars
                                         int tw,
                                         int *acc, unsigned (&cur)[KSTEPS][4],
                                         const unsigned (&prev)[KSTEPS][4], int *xacc, int r0,
-                                        int g, int t, int lane) {
+                                        int g, int t) {
   (void)xacc;
   const int s = it % WG_STAGES;
   mbar_wait(bars + 8 * s, (it / WG_STAGES) & 1);
@@ -257,15 +254,7 @@ __device__ __forceinline__ void consume(const unsigned char *smem, unsigned bars
   wgmma_commit();
   wgmma_wait<1>();
   keep(prev);
-  if (it > 0) {
-#if WG_ALL_LANES_RELEASE
-    (void)lane;
-    mbar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
-#else
-    __syncwarp();
-    if (lane == 0) mbar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
-#endif
-  }
+  if (it > 0) mbar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
 }
 
 /* ---- the kernel ---------------------------------------------------------- */
@@ -333,9 +322,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
       for (int l = 0; l < 4; l++) f0[k][l] = f1[k][l] = 0;
 #pragma unroll 1
     for (int it = 0; it < nkt; it += 2) {
-      consume(smem, bars, it, kt0 + it, tw, acc, f0, f1, xacc, r0, g, t, lane);
+      consume(smem, bars, it, kt0 + it, tw, acc, f0, f1, xacc, r0, g, t);
       if (it + 1 < nkt)
-        consume(smem, bars, it + 1, kt0 + it + 1, tw, acc, f1, f0, xacc, r0, g, t, lane);
+        consume(smem, bars, it + 1, kt0 + it + 1, tw, acc, f1, f0, xacc, r0, g, t);
     }
     wgmma_wait<0>();
     keep(f0);

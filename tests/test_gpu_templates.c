@@ -35,8 +35,6 @@
  * workloads, not within one (where there would be none). CT_GT_REF=1 adds
  * case ref: the runner's GPU reference (templates/ref_conv.cu) in this
  * process, which test_runner checks in a forked worker beside planted faults.
- * CT_GT_ALL_LANES=1 compiles conv_wgmma with WG_ALL_LANES_RELEASE (see
- * conv_wgmma.cuh: racecheck does not follow its one-lane stage release).
  */
 #include <check.h>
 #include <errno.h>
@@ -65,9 +63,6 @@ static int min_warpgroups;
 static uint64_t seed = 20261122;
 static int shapes_rem = 0, shapes_mod = 1;
 static int trace;
-/* CT_GT_ALL_LANES=1: every consumer thread of conv_wgmma releases a stage
- * (WG_ALL_LANES_RELEASE), for racecheck */
-static int all_lanes;
 /* CT_GT_LINEINFO=1: kernels compiled with -lineinfo (a sanitizer's report
  * then names the source line) */
 static int lineinfo;
@@ -528,7 +523,6 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
     cubin cb = {0};
     kernel k = {0};
     if (instance_make(tpl, &w, &sp, &c, ar, &inst, &err) ||
-        (all_lanes && (instance_opt(&inst, "WG_ALL_LANES_RELEASE", 1), 0)) ||
         (lineinfo && inst.n_options < INSTANCE_MAX_OPTIONS &&
          (snprintf(inst.options[inst.n_options++], INSTANCE_OPTION_MAX, "-lineinfo"), 0)) ||
         nvrtc_compile(&inst, &dev.arch, &cb, &err) ||
@@ -1081,8 +1075,6 @@ static int read_env(void) {
   }
   v = getenv("CT_GT_TRACE");
   trace = v && v[0] && strcmp(v, "0") != 0;
-  v = getenv("CT_GT_ALL_LANES");
-  all_lanes = v && v[0] && strcmp(v, "0") != 0;
   v = getenv("CT_GT_LINEINFO");
   lineinfo = v && v[0] && strcmp(v, "0") != 0;
   return 0;
