@@ -1171,8 +1171,8 @@ ct_status db_insert_trials(db *d, const trial *trials, int n, int *n_skipped, ct
      * upgrade at once (no waiting) when another writer holds it. */
     SQL_TRY(h, err, sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL));
     in_tx = 1;
-    /* Ids are looked up again in each transaction: another writer may have
-     * added the workload, device or template in between. */
+    /* prev starts again with each transaction, so its first trial's ids are
+     * looked up again: three selects per batch. */
     const trial *prev = NULL;
     double begun = now_ms();
     for (; i < n && (prev == NULL || now_ms() - begun < DB_HOLD_MS); i++) {
