@@ -34,6 +34,7 @@
 #include "bench/bench.h"
 #include "bench/bench_int.h"
 #include "bench/cudnn_side.h"
+#include "core/outfile.h"
 #include "core/pack.h"
 #include "core/quant.h"
 #include "core/reference.h"
@@ -339,15 +340,15 @@ ct_status bench_write_doc(const cJSON *o, const char *path, ct_err *err) {
   char *text = cJSON_Print(o);
   if (!text) return ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory writing %s", path);
   ct_status st = CT_OK;
-  FILE *f = NULL;
-  if (make_parents(path) || !(f = fopen(path, "w"))) {
+  outfile f;
+  /* whole or not at all: a temporary renamed into place (outfile) */
+  if (make_parents(path)) {
     st = ERR_SET(err, CT_ERR_IO, "%s: %s", path, strerror(errno));
-    goto done;
+  } else if ((st = outfile_open(&f, path, "w", err)) == CT_OK) {
+    int ok = fputs(text, f.f) >= 0 && fputc('\n', f.f) >= 0;
+    st = outfile_close(&f, ok, err);
+    if (!ok) st = ERR_SET(err, CT_ERR_IO, "%s: write failed", path);
   }
-  if (fputs(text, f) < 0 || fputc('\n', f) < 0)
-    st = ERR_SET(err, CT_ERR_IO, "%s: write failed", path);
-done:
-  if (f && fclose(f) && !st) st = ERR_SET(err, CT_ERR_IO, "%s: %s", path, strerror(errno));
   free(text);
   return st;
 }

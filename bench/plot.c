@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "bench/bench.h"
+#include "core/outfile.h"
 
 #ifdef CT_HAVE_ZLIB
 #include <zlib.h>
@@ -310,9 +311,13 @@ ct_status plot_write(const bench_result *r, const char *path, ct_err *err) {
   ct_status st = plot_png_encode(im.px, w, h, &png, &size, err);
   free(im.px);
   if (st) return st;
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(png, 1, size, f) != size) st = ERR_SET(err, CT_ERR_IO, "%s: cannot write", path);
-  if (f && fclose(f) && !st) st = ERR_SET(err, CT_ERR_IO, "%s: cannot write", path);
+  /* whole or not at all: a temporary renamed into place (outfile) */
+  outfile f;
+  if ((st = outfile_open(&f, path, "wb", err)) == CT_OK) {
+    int ok = fwrite(png, 1, size, f.f) == size;
+    st = outfile_close(&f, ok, err);
+    if (!ok) st = ERR_SET(err, CT_ERR_IO, "%s: cannot write", path);
+  }
   free(png);
   return st;
 }

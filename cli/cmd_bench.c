@@ -25,6 +25,7 @@
 #include "bench/bench.h"
 #include "bench/model_bench.h"
 #include "cli/cli.h"
+#include "core/outfile.h"
 #include "model/model.h"
 
 static const char usage[] =
@@ -67,21 +68,27 @@ static const char usage[] =
     "HEAD` where git works, else \"unknown\".\n"
     "\n";
 
-/* Write the CSV of r (a set's bench_result, or with mr a model's). */
+/* Write the CSV of r (a set's bench_result, or with mr a model's): whole or
+ * not at all (outfile). */
 static int write_csv(const char *path, const bench_result *r, const mbench_result *mr) {
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    fprintf(stderr, "convtune bench: %s: %s\n", path, strerror(errno));
-    return 0;
+  outfile o;
+  ct_err err = {0};
+  if (outfile_open(&o, path, "w", &err) == CT_OK) {
+    if (mr)
+      mbench_write_csv(mr, o.f);
+    else
+      bench_write_csv(r, o.f);
+    if (outfile_close(&o, 1, &err) == CT_OK) return 1;
   }
-  if (mr)
-    mbench_write_csv(mr, f);
-  else
-    bench_write_csv(r, f);
-  if (fclose(f)) {
-    fprintf(stderr, "convtune bench: %s: %s\n", path, strerror(errno));
-    return 0;
-  }
+  fprintf(stderr, "convtune bench: %s\n", err.msg);
+  return 0;
+}
+
+/* A file flag (--json, --csv, --plot) that names the database or one of
+ * its side files: refused before anything runs. */
+static int refuse_database(const char *flag, const char *path, const char *db_path) {
+  if (!path || !db_path || !outfile_is_database(path, db_path)) return 0;
+  cli_usage_error("bench", "%s %s is the database %s (or one of its files)", flag, path, db_path);
   return 1;
 }
 
@@ -89,6 +96,7 @@ static int write_csv(const char *path, const bench_result *r, const mbench_resul
 typedef struct outputs {
   const char *json, *csv, *results_dir;
   int no_results;
+  const char *db_path; /* never written over */
 } outputs;
 
 /* --json, the results file and --csv of a set's run (r) or a model's (mr);
@@ -105,7 +113,12 @@ static int write_files(const cli_common *cc, const outputs *out, const bench_res
   const char *paths[2] = {out->json, out->no_results ? NULL : results};
   for (int i = 0; i < 2; i++) {
     if (!paths[i]) continue;
-    ct_status st = mr ? mbench_write_json(mr, paths[i], &err) : bench_write_json(r, paths[i], &err);
+    ct_status st = CT_OK;
+    if (out->db_path && outfile_is_database(paths[i], out->db_path))
+      st = ERR_SET(&err, CT_ERR_INVALID_ARG, "%s is the database %s: not written", paths[i],
+                   out->db_path);
+    else
+      st = mr ? mbench_write_json(mr, paths[i], &err) : bench_write_json(r, paths[i], &err);
     if (st) {
       int code = cli_fail(cc, &err);
       if (!rc) rc = code;
@@ -286,6 +299,10 @@ int cmd_bench(int argc, char **argv) {
     cli_wl_free(&sel);
     return EXIT_USAGE;
   }
+  if (refuse_database("--json", json_path, bo.db_path) ||
+      refuse_database("--csv", csv_path, bo.db_path) ||
+      refuse_database("--plot", plot_path, bo.db_path))
+    goto usage;
   if (sel.model) {
     if (plot_path) {
       cli_usage_error("bench", "--plot charts a set's layers; it does not apply to --model");
@@ -293,7 +310,7 @@ int cmd_bench(int argc, char **argv) {
     }
     bo.quiet = cc.verbose < 0;
     if (!layout_given) bo.layout = CT_LAYOUT_NHWC;
-    outputs out = {json_path, csv_path, results_dir, no_results};
+    outputs out = {json_path, csv_path, results_dir, no_results, bo.db_path};
     rc = bench_model(&cc, &sel, &bo, &out, argc, argv);
     cli_wl_free(&sel);
     return rc;
@@ -341,7 +358,7 @@ int cmd_bench(int argc, char **argv) {
     goto done;
   }
   {
-    outputs out = {json_path, csv_path, results_dir, no_results};
+    outputs out = {json_path, csv_path, results_dir, no_results, bo.db_path};
     rc = write_files(&cc, &out, &r, NULL);
   }
   if (plot_path) {

@@ -8,7 +8,6 @@
  * over the database (by any path to it), and writes its output to a
  * temporary file beside it, renamed into place only when complete.
  */
-#define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -19,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/outfile.h"
 #include "db/db.h"
 
 typedef struct db_args {
@@ -139,103 +139,6 @@ static void resolve_key(const db_args *a, db *d, char *key) {
     workload_key(&packed, key, CT_KEY_MAX);
   }
   trials_free(tr, n);
-}
-
-/* path, made absolute with every symbolic link resolved, into out
- * (PATH_MAX): the file itself when it exists, else its folder resolved and
- * its name appended. 0 when neither resolves. */
-static int resolve_path(const char *path, char *out) {
-  if (realpath(path, out)) return 1;
-  char dir[PATH_MAX];
-  const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
-  size_t n = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
-  if (n >= sizeof dir || !*name) return 0;
-  memcpy(dir, slash ? path : ".", n);
-  dir[n] = '\0';
-  char real[PATH_MAX];
-  if (!realpath(dir, real)) return 0;
-  return snprintf(out, PATH_MAX, "%s/%s", strcmp(real, "/") ? real : "", name) < PATH_MAX;
-}
-
-/* SQLite's files of a database: the database and what it keeps beside it. */
-static const char *const db_suffixes[] = {"", "-wal", "-shm", "-journal"};
-
-/* Whether writing out would write over the database at db_path or one of
- * its side files, by any path: the same file (device and inode: a hard link,
- * a symbolic link, another spelling), or the name SQLite would give a side
- * file that does not exist yet. */
-static int is_database_file(const char *out, const char *db_path) {
-  struct stat so, sd;
-  char real_out[PATH_MAX], side[PATH_MAX + 16], real_db[PATH_MAX];
-  int have_out = stat(out, &so) == 0, have_real = resolve_path(out, real_out);
-  for (size_t i = 0; i < sizeof db_suffixes / sizeof db_suffixes[0]; i++) {
-    snprintf(side, sizeof side, "%s%s", db_path, db_suffixes[i]);
-    if (have_out && stat(side, &sd) == 0 && so.st_dev == sd.st_dev && so.st_ino == sd.st_ino)
-      return 1;
-    /* by name: the path as given, and with the database's links resolved
-     * (SQLite names side files after the file a link points to) */
-    if (have_real && resolve_path(side, real_db) && !strcmp(real_out, real_db)) return 1;
-    if (have_real && realpath(db_path, real_db)) {
-      snprintf(side, sizeof side, "%s%s", real_db, db_suffixes[i]);
-      if (!strcmp(real_out, side)) return 1;
-    }
-  }
-  return 0;
-}
-
-/* An output file being written: to tmp beside target, renamed over it by
- * output_close; or, for what is not a regular file (a device, a pipe),
- * written in place. */
-typedef struct output {
-  FILE *f;
-  char target[PATH_MAX];
-  char tmp[PATH_MAX + 16]; /* "" when written in place */
-} output;
-
-/* Open the temporary file for path (through a symbolic link: its target).
- * The new file gets the old one's mode, or the default a new file gets. */
-static int output_open(const char *cmd, const char *path, output *o) {
-  struct stat sb;
-  int exists = stat(path, &sb) == 0;
-  if (exists && !S_ISREG(sb.st_mode)) {
-    o->tmp[0] = '\0';
-    snprintf(o->target, sizeof o->target, "%s", path);
-    if (!(o->f = fopen(path, "w"))) goto fail;
-    return -1;
-  }
-  /* rename needs only the folder writable: keep fopen's refusal of a file the user may not write */
-  if ((exists && access(path, W_OK) != 0) || !resolve_path(path, o->target)) goto fail;
-  const char *slash = strrchr(o->target, '/');
-  snprintf(o->tmp, sizeof o->tmp, "%.*s/.%s.XXXXXX", (int)(slash - o->target), o->target,
-           slash + 1);
-  int fd = mkstemp(o->tmp);
-  if (fd < 0) goto fail;
-  mode_t mask = umask(0);
-  umask(mask);
-  if (fchmod(fd, exists ? sb.st_mode & 07777 : 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "w"))) {
-    int e = errno;
-    close(fd);
-    unlink(o->tmp);
-    errno = e;
-    goto fail;
-  }
-  return -1;
-fail:
-  fprintf(stderr, "convtune %s: cannot write %s: %s\n", cmd, path, strerror(errno));
-  return EXIT_FAIL;
-}
-
-/* Flush and close o; when ok and everything reached the disk, rename it into
- * place, else remove it (the old file, if any, stays as it was). Returns
- * ok && success; on a failure here, err says why. */
-static int output_close(output *o, int ok, ct_err *err) {
-  int e = 0;
-  if (ok && (fflush(o->f) != 0 || (o->tmp[0] && fsync(fileno(o->f)) != 0))) e = errno;
-  if (fclose(o->f) != 0 && ok && !e) e = errno;
-  if (ok && !e && o->tmp[0] && rename(o->tmp, o->target) != 0) e = errno;
-  if (e) ERR_SET(err, CT_ERR_IO, "%s: write failed: %s", o->target, strerror(e));
-  if ((!ok || e) && o->tmp[0]) unlink(o->tmp);
-  return ok && !e;
 }
 
 static int open_db(db_args *a, int readonly, db **d) {
@@ -438,15 +341,16 @@ static int cmd_export(db_args *a, db *d) {
     resolve_key(a, d, key);
     only = key;
   }
-  output o = {.f = stdout};
-  if (a->output) {
-    int rc = output_open(a->cmd, a->output, &o);
-    if (rc >= 0) return rc;
-  }
+  outfile o = {.f = stdout};
+  if (a->output && outfile_open(&o, a->output, "w", &err)) return cli_fail(&a->cc, &err);
   int n = 0;
   ct_status st = db_export(d, only, o.f, &n, &err);
   if (a->output) {
-    if (!output_close(&o, st == CT_OK, &err)) st = st ? st : CT_ERR_IO;
+    ct_err cerr = {0};
+    if (outfile_close(&o, st == CT_OK, &cerr) && !st) {
+      st = CT_ERR_IO;
+      err = cerr;
+    }
   } else if (fflush(stdout) != 0 && !st) {
     st = ERR_SET(&err, CT_ERR_IO, "stdout: write failed: %s", strerror(errno));
   }
@@ -488,7 +392,7 @@ int cmd_db(const char *cmd, int argc, char **argv) {
     }
   } else {
     rc = parse_workload(&a, strcmp(cmd, "export") != 0);
-    if (rc < 0 && a.output && is_database_file(a.output, a.db_path))
+    if (rc < 0 && a.output && outfile_is_database(a.output, a.db_path))
       rc = cli_usage_error(a.cmd, "--output %s is the database %s (or one of its files)", a.output,
                            a.db_path);
   }

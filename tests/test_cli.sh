@@ -229,6 +229,12 @@ for out in "$ds/t.db" "$ds/sym.db" "$ds/hard.db" "$ds/sub/../t.db" "$ds/t.db-wal
   expect 2 'is the database' export --db "$ds/t.db" --output "$out"
 done
 expect 2 'is the database' export --db "$ds/sym.db" --output "$ds/hard.db"
+# bench's files too: refused before anything runs (no GPU needed)
+for flag in --json --csv --plot; do
+  for out in "$ds/t.db" "$ds/sym.db" "$ds/t.db-shm"; do
+    expect 2 "$flag $out is the database" bench --db "$ds/t.db" $flag "$out" "$K"
+  done
+done
 cmp -s "$ds/t.db" "$ds/t.copy" && ok || bad "export over its own database changed it"
 [ ! -e "$ds/t.db-wal" ] && ok || bad "export --output t.db-wal created it"
 expect 0 'device' list --db "$ds/t.db"
