@@ -21,10 +21,17 @@
  *   mode 6: as 4 in clusters, and after the ring the consumers (past a
  *           named barrier of their own) store into its memory, then the
  *           cluster meets (the template's split-K partial sums);
- *   mode 7: as 6 with 2 iterations over 4 stages (a split's share).
- * All are correct by the PTX memory model; the result is checked exactly.
+ *   mode 7: as 6 with 2 iterations over 4 stages (a split's share);
+ *   mode 8: as 4, but the producer signals with a plain mbarrier.arrive
+ *           right after issuing its copies, which need not have landed:
+ *           a real race, the control that racecheck can see one here.
+ * All but mode 8 are correct by the PTX memory model; the result is
+ * checked exactly (mode 8 may still come out exact).
  * A mode with hazards where mode 0 has none shows which construct
- * racecheck does not follow. Build: nvcc -arch=sm_90a -o probe issue33_racecheck_probe.cu
+ * racecheck does not follow. compute-sanitizer before 2025.4 reports the
+ * noinc arrival to its tools as a plain arrive, so it cannot tell mode 0
+ * from mode 8; 2025.4 tells them apart for code compiled by CUDA 13.1 or
+ * later. Build: nvcc -arch=sm_90a -o probe issue33_racecheck_probe.cu
  * Run: compute-sanitizer --tool racecheck ./probe 0 (and 1).
  */
 #include <cuda_runtime.h>
@@ -91,12 +98,14 @@ template <int MODE> __device__ __forceinline__ void body(const int *in, int *out
                      "l"(in + it * WORDS + word), "r"(zero_of(MODE, word, it) ? 0 : 4)
                      : "memory");
       }
-      if (MODE != 1) {
-        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(sa(&bars[s]))
-                     : "memory");
-      } else {
+      if (MODE == 1) {
         asm volatile("cp.async.wait_all;\n" ::: "memory");
         mbar_arrive(sa(&bars[s]));
+      } else if (MODE == 8) { /* the race: the copies may still be in flight */
+        mbar_arrive(sa(&bars[s]));
+      } else {
+        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(sa(&bars[s]))
+                     : "memory");
       }
     }
   } else { /* consumer: reads another thread's words of each stage */
@@ -160,13 +169,16 @@ int main(int argc, char **argv) {
   case 6:
     probe_cl<6><<<BLOCKS, 256>>>(in, out);
     break;
-  default:
+  case 7:
     probe_cl<7><<<BLOCKS, 256>>>(in, out);
+    break;
+  default:
+    probe<8><<<BLOCKS, 256>>>(in, out);
     break;
   }
   cudaError_t e = cudaDeviceSynchronize();
   cudaMemcpy(h_out, out, sizeof h_out, cudaMemcpyDeviceToHost);
-  const int m = mode < 7 ? mode : 7, C = copies_of(m), words = THREADS_P * C;
+  const int m = mode >= 0 && mode < 8 ? mode : 8, C = copies_of(m), words = THREADS_P * C;
   int bad = 0;
   for (int t = 0; t < THREADS_P; t++) {
     int want = 0;
@@ -185,7 +197,8 @@ int main(int argc, char **argv) {
       "8 copies per producer thread and stage",
       "clusters of 4",
       "8 copies, clusters of 4, consumers store into the ring after a named barrier",
-      "as 6, 2 iterations over 4 stages"};
+      "as 6, 2 iterations over 4 stages",
+      "plain mbarrier.arrive before the copies land (a real race)"};
   printf("probe mode %d (%s): %s, %d of %d outputs wrong\n", m, what[m], cudaGetErrorString(e), bad,
          n_out);
   free(h_in);

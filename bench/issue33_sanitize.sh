@@ -14,6 +14,11 @@
 # SAN_CONFIGS (1) narrow or widen. Writes $OUT/summary.md (per tool and case:
 # kernels launched, configs, errors, wall) and $OUT/sanitize-logs.tgz, and
 # prints a short table last.
+# SAN_CS names another compute-sanitizer, SAN_LIB_DIR a folder searched first
+# for libraries (another NVRTC): compute-sanitizer before 2025.4 takes
+# cp.async.mbarrier.arrive(.noinc) for a plain arrive, and full accuracy
+# needs kernels compiled by NVRTC 13.1 or later (its release notes); both
+# versions go into the summary's header.
 set -u
 if [ $# -lt 1 ] || [ ! -d "$1" ]; then
   echo "usage: bash bench/issue33_sanitize.sh BIN_DIR" >&2
@@ -30,9 +35,9 @@ T0=$(date +%s)
 # the logs stay out of $OUT (the device returns at most 8 files): one archive
 L=$(mktemp -d /tmp/issue33-sanitize.XXXXXX)/logs
 mkdir -p "$L" "$OUT"
-export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=${SAN_LIB_DIR:+$SAN_LIB_DIR:}$PWD/.gpu-libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export CT_SOURCE_DIR=$PWD
-CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+CS=${SAN_CS:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
 if [ ! -x "$CS" ]; then
   echo "issue33_sanitize: no compute-sanitizer on PATH or at $CS: nothing ran" | tee "$OUT/summary.md"
   exit 1
@@ -62,6 +67,8 @@ opts() {
   echo "bin_dir=$B"
   echo "start=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "sanitizer=$CS"
+  # the NVRTC the tests load (the same search path as theirs)
+  echo "nvrtc=$(python3 -c 'import ctypes; l = ctypes.CDLL("libnvrtc.so.13"); a, b = ctypes.c_int(), ctypes.c_int(); l.nvrtcVersion(ctypes.byref(a), ctypes.byref(b)); print("%d.%d" % (a.value, b.value))' 2>&1 | tail -1)"
   printf 'budget_s=%s\nslots=%s\ncap_s=%s\ntools=%s\n' "$BUDGET" "$SLOTS" "$CAP" "$TOOLS"
   echo "common=$COMMON"
   for t in memcheck racecheck synccheck initcheck; do echo "opts_$t=$(opts $t | tr '\n' ' ')"; done

@@ -170,9 +170,9 @@ def main():
 
     md = []
     md.append("# compute-sanitizer over the templates (issue 33)\n")
-    md.append("Commit `%s`, %s, GPU: %s, %s cores. %s\n" % (
+    md.append("Commit `%s`, %s, GPU: %s, %s cores. %s Kernels compiled by NVRTC %s.\n" % (
         env.get("commit", "?"), env.get("start", "?"), env.get("gpu", "?"), env.get("cores", "?"),
-        version))
+        version, env.get("nvrtc", "?")))
     md.append("Command: `bash bench/issue33_sanitize.sh %s`; tools %s; %s jobs at a time, each "
               "under `timeout` (at most %s s), none started after %s s. Options of every tool: "
               "`%s`; memcheck `%s`; racecheck `%s`.\n" % (
