@@ -11,7 +11,7 @@
 # a tool: test_runner, test_tune_gpu, test_sched_gpu (planted faults, see
 # summary.md). SAN_JOBS (10) jobs at a time, each under `timeout`
 # (SAN_JOB_CAP_S, 360); none starts after SAN_BUDGET_S (540); SAN_TOOLS,
-# SAN_CONFIGS (1) narrow or widen. Writes $OUT/summary.md (per tool and case:
+# SAN_CONFIGS (1) narrow or widen; SAN_SEED_ADD moves the seeds. Writes $OUT/summary.md (per tool and case:
 # kernels launched, configs, errors, wall) and $OUT/sanitize-logs.tgz, and
 # prints a short table last.
 # SAN_CS names another compute-sanitizer, SAN_LIB_DIR a folder searched first
@@ -79,7 +79,12 @@ opts() {
 # The jobs, one a line: tool|name|binary|environment|arguments. In order of
 # need (memcheck and racecheck of every template first), the longest first
 # within that, so that the slots end together.
-seed_of() { case $1 in memcheck) echo 331 ;; racecheck) echo 332 ;; synccheck) echo 333 ;; *) echo 334 ;; esac; }
+# SAN_SEED_ADD (0) moves every seed: other configs on the same workloads
+seed_of() {
+  local b
+  case $1 in memcheck) b=331 ;; racecheck) b=332 ;; synccheck) b=333 ;; *) b=334 ;; esac
+  echo $((b + ${SAN_SEED_ADD:-0}))
+}
 want() { case " $TOOLS " in *" $1 "*) return 0 ;; esac; return 1; }
 tg() { # tool case R/M: a test_gpu_templates job, SAN_CONFIGS (1) configs per workload
   echo "$1|$2-$3|test_gpu_templates|CK_RUN_CASE=$2 CT_GT_SHAPES=$3 CT_GT_SEED=$(seed_of "$1") CT_GT_TRACE=1|$CONFIGS"
