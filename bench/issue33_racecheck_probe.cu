@@ -4,15 +4,16 @@
  * (tma=0) fills a ring of shared stages with 4-byte cp.async and signals
  * the stage's full barrier with cp.async.mbarrier.arrive.noinc; consumers
  * wait on it, read with ld.shared and release the stage through an empty
- * barrier. racecheck 2025.3 reported hazards between those reads and
- * writes while every output was exact. This kernel is that protocol alone,
- * in modes that differ in one thing each:
+ * barrier. racecheck 2025.3.1 reported hazards between those reads and
+ * writes in one split-K config while every output was exact; 2026.4.0
+ * does not. This kernel is that protocol alone, in modes that differ in
+ * one thing each:
  *   mode 0: the producer signals with cp.async.mbarrier.arrive.noinc, and
  *           every consumer thread arrives on the empty barrier;
  *   mode 1: the producer waits for its copies (cp.async.wait_all), then
  *           arrives (release);
  *   mode 2: as 0, but one lane of each consumer warp arrives on the empty
- *           barrier, after __syncwarp (what the template does);
+ *           barrier, after __syncwarp (what the template did before 0a6f344);
  *   mode 3: as 0, with a zero-filling cp.async (source size 0) for a
  *           quarter of the words (the template's padding);
  *   mode 4: as 0, 8 copies per producer thread and stage (the template's
@@ -28,11 +29,12 @@
  * All but mode 8 are correct by the PTX memory model; the result is
  * checked exactly (mode 8 may still come out exact).
  * A mode with hazards where mode 0 has none shows which construct
- * racecheck does not follow. compute-sanitizer before 2025.4 reports the
- * noinc arrival to its tools as a plain arrive, so it cannot tell mode 0
- * from mode 8; 2025.4 tells them apart for code compiled by CUDA 13.1 or
- * later. Build: nvcc -arch=sm_90a -o probe issue33_racecheck_probe.cu
- * Run: compute-sanitizer --tool racecheck ./probe 0 (and 1).
+ * racecheck does not follow. On the H200, racecheck 2025.3.1 and 2026.4.0
+ * both report modes 2 and 8 and none of 0, 1, 4, 6 and 7 (2025.3.1: nor
+ * 3 and 5), for nvcc 13.0 and 13.1
+ * (bench/results/h200-issue33-sanitize). Build: nvcc -arch=sm_90a -o probe
+ * issue33_racecheck_probe.cu
+ * Run: compute-sanitizer --tool racecheck ./probe MODE.
  */
 #include <cuda_runtime.h>
 #include <stdio.h>
