@@ -41,10 +41,10 @@
 #include "core/rng.h"
 #include "core/wlset.h"
 #include "db/db.h"
-#include "dispatch/resolve.h"
 #include "gpu/device.h"
 #include "gpu/kernel.h"
 #include "gpu/nvrtc.h"
+#include "resolve/resolve.h"
 
 #define N_CALLS    20000
 #define SYNC_EVERY 1000

@@ -1,13 +1,15 @@
 # embed.cmake: turn files into a C table of embedded_file (core/embed.h), so
 # that the library needs no files at run time besides the database.
 # Run as: cmake -DOUT=f.c -DSYMBOL=name -DFILES="a;b" [-DHASH_WITH="h1;h2"] [-DSCAN=1]
-#         -P embed.cmake
+#         [-DINCLUDE="dir1;dir2"] -P embed.cmake
 # Each file is stored as hex bytes plus a terminating NUL, under its base name,
 # with a version hash: the first 16 hex digits of the SHA-256 of its content
 # followed by the content of every HASH_WITH file and, with SCAN, of what the
-# file itself depends on: the headers of its directory it includes (#include
-# "x.cuh", transitively) and, for each header x.cuh, the C descriptor x.c next
-# to it. So a template's version changes with exactly its own code.
+# file itself depends on: the headers it includes (#include "x.cuh",
+# transitively), looked up in its own directory, then in each INCLUDE
+# directory (as NVRTC finds them among the embedded headers: core/quant.cuh),
+# and, for each header x.cuh, the C descriptor x.c in the file's directory.
+# So a template's version changes with exactly its own code.
 # Also emitted: SYMBOL_count, SYMBOL_names[] and SYMBOL_data[] (parallel arrays).
 cmake_policy(SET CMP0057 NEW) # IN_LIST in script mode
 set(common "")
@@ -26,9 +28,15 @@ function(local_deps f out)
     file(STRINGS "${cur}" lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"[^\"]+\"")
     foreach(l IN LISTS lines)
       string(REGEX REPLACE "^[^\"]*\"([^\"]+)\".*$" "\\1" inc "${l}")
-      if(EXISTS "${dir}/${inc}" AND NOT "${dir}/${inc}" IN_LIST deps)
-        list(APPEND deps "${dir}/${inc}")
-        list(APPEND todo "${dir}/${inc}")
+      set(path "")
+      foreach(d IN ITEMS "${dir}" ${INCLUDE})
+        if(NOT path AND EXISTS "${d}/${inc}")
+          set(path "${d}/${inc}")
+        endif()
+      endforeach()
+      if(path AND NOT "${path}" IN_LIST deps)
+        list(APPEND deps "${path}")
+        list(APPEND todo "${path}")
         get_filename_component(stem "${inc}" NAME_WE)
         if(EXISTS "${dir}/${stem}.c" AND NOT "${dir}/${stem}.c" IN_LIST deps)
           list(APPEND deps "${dir}/${stem}.c")

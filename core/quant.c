@@ -1,7 +1,7 @@
 /*
  * quant.c: checking, converting and folding the values of a quantized
  * epilogue (see quant.h; the arithmetic and the params layout are in
- * templates/quant.cuh, shared with the kernels).
+ * core/quant.cuh, shared with the kernels).
  *
  * Folding (the legalization): the kernels accumulate raw data x weights
  * with padding, and the padded channels of a plain workload, reading the
@@ -26,8 +26,8 @@
 #include <string.h>
 
 #include "core/pack.h"
+#include "core/quant.cuh"
 #include "core/rng.h"
-#include "templates/quant.cuh"
 
 ct_status quant_multiplier(double scale, int32_t *multiplier, int *shift, ct_err *err) {
   if (!multiplier || !shift) return ERR_SET(err, CT_ERR_INVALID_ARG, "NULL multiplier or shift");

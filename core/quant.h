@@ -2,7 +2,7 @@
  * quant.h: the values of a quantized epilogue (ct_quant): checking them
  * against a workload, converting float scales to fixed point once, folding
  * them with the weights into the params block that the legalized kernels
- * read (layout and arithmetic: templates/quant.cuh), the raw form the GPU
+ * read (layout and arithmetic: core/quant.cuh), the raw form the GPU
  * reference reads (the formula as written, nothing folded), and random
  * values for the runner and the tests.
  *
@@ -43,7 +43,7 @@ ct_status quant_params(const ct_workload *w, const ct_quant *q, const int32_t *w
 
 /* The raw form for the GPU reference, QRAW_HEADER + 4 x K words:
  * [zx, zy, lo, hi, residual mult, residual shift, residual zp, flags,
- * the onnx block (CTQO_WORDS, templates/quant.cuh), 0] then bias[K],
+ * the onnx block (CTQO_WORDS, core/quant.cuh), 0] then bias[K],
  * zw[K], mult[K], shift[K] (zeros where w has none; a per-tensor
  * multiplier repeated). flags: QRAW_ONNX_FLAG with onnx rounding, whose
  * mult is the float scale's bits (shift 0, the residual's words 0). q
@@ -55,7 +55,7 @@ ct_status quant_params(const ct_workload *w, const ct_quant *q, const int32_t *w
 size_t quant_raw_words(const ct_workload *w);
 ct_status quant_raw(const ct_workload *w, const ct_quant *q, int32_t *raw, ct_err *err);
 
-/* The onnx block of w and q (CTQO_WORDS words: templates/quant.cuh), as
+/* The onnx block of w and q (CTQO_WORDS words: core/quant.cuh), as
  * the params block and the raw form carry it: all zero unless w has onnx
  * rounding. QLinearAdd's fixed part f is computed here and nowhere else. q
  * checked. */

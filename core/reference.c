@@ -9,7 +9,7 @@
  * GPU's dp4a (uint32 arithmetic: no undefined behaviour however large C x
  * kernel volume is). Index math is int64. reference_qconv computes the
  * quantized formula as written: inputs become (x - zx) and (w - zw[k]) in
- * int16, then the epilogue (templates/quant.cuh's arithmetic, the one the
+ * int16, then the epilogue (core/quant.cuh's arithmetic, the one the
  * kernels use: gemmlowp's fixed point, or with onnx rounding ONNX Runtime's
  * float32 form) and the depth_to_space remap, element by element. Cost: N*K*C*kvol*OD*OH*OW
  * multiply-adds: a ResNet-50 3x3 layer at batch 1 takes about 0.04 s at -O2,
@@ -25,8 +25,8 @@
 #include <string.h>
 
 #include "core/pack.h"
+#include "core/quant.cuh"
 #include "core/quant.h"
-#include "templates/quant.cuh"
 
 /* o[i] += w * x[i]: the stride-1 inner loop. restrict because int8_t may
  * alias anything, which would keep the compiler from vectorising; blocks of a

@@ -28,11 +28,11 @@
 #include "core/quant.h"
 #include "core/reference.h"
 #include "db/db.h"
-#include "dispatch/resolve.h"
 #include "gpu/cuda_check.h"
 #include "gpu/device.h"
 #include "gpu/kernel.h"
 #include "gpu/nvrtc.h"
+#include "resolve/resolve.h"
 
 typedef struct entry {
   ct_workload w; /* normalised, the table key */

@@ -9,7 +9,12 @@
  * loses at most the batch in flight, and a resumed task never measures a
  * config twice. A task is a session (open: resume, transfer, first configs;
  * run: batches; close): tuner_tune opens, runs and closes each of its
- * tasks, a scheduler (sched.h) runs a session in rounds.
+ * tasks, a scheduler (sched.h) runs a session in rounds. A run is named
+ * steps: next_batch (stop or propose), compile_batch and measure_batch
+ * (builder and runner), record_batch (the store), learn_batch (the
+ * strategy) and report_batch (progress). Storage is the store's (store.h:
+ * the database by default): the loop reads and writes trials only through
+ * it.
  */
 #include "tuner/tune.h"
 
@@ -21,7 +26,8 @@
 #include <unistd.h>
 
 #include "core/json.h"
-#include "dispatch/resolve.h"
+#include "resolve/resolve.h"
+#include "tuner/store.h"
 
 #define ERROR_EXCERPT_MAX 2000
 
@@ -30,8 +36,7 @@ struct tuner {
   builder *b;
   runner *r;
   device dev;
-  db_device dbdev;
-  db *db;
+  tune_store store; /* the database's (tune_store_db_open) */
   char session[40];
   long seq; /* trials recorded in this session: uids */
   /* The session whose workload the runner holds (NULL: none, or not one a
@@ -86,17 +91,6 @@ static double mono_s(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-void tune_db_device(const device *dev, db_device *out) {
-  memset(out, 0, sizeof *out);
-  snprintf(out->name, sizeof out->name, "%s", dev->name);
-  out->cc_major = dev->arch.cc_major;
-  out->cc_minor = dev->arch.cc_minor;
-  out->sm_count = dev->arch.sm_count;
-  out->driver_version = dev->driver_version;
-  out->runtime_version = dev->runtime_version;
-  snprintf(out->nvrtc_version, sizeof out->nvrtc_version, "%s", nvrtc_version_string());
-}
-
 ct_status tuner_open(const char *db_path, const tune_opts *o, tuner **out, ct_err *err) {
   *out = NULL;
   tuner *t = calloc(1, sizeof *t);
@@ -108,8 +102,7 @@ ct_status tuner_open(const char *db_path, const tune_opts *o, tuner **out, ct_er
    * nothing here does: both fork, only the runner's child touches CUDA. */
   if ((st = runner_start(&o->runner, &t->r, &t->dev, err))) goto fail;
   if ((st = builder_start(o->n_builders, &t->dev.arch, &t->b, err))) goto fail;
-  if ((st = db_open(db_path, 0, &t->db, err))) goto fail;
-  tune_db_device(&t->dev, &t->dbdev);
+  if ((st = tune_store_db_open(db_path, &t->dev, &t->store, err))) goto fail;
   snprintf(t->session, sizeof t->session, "%lx-%x", (unsigned long)time(NULL), (unsigned)getpid());
   *out = t;
   return CT_OK;
@@ -122,7 +115,7 @@ void tuner_close(tuner *t) {
   if (!t) return;
   if (t->b) builder_stop(t->b);
   if (t->r) runner_stop(t->r);
-  if (t->db) db_close(t->db);
+  if (t->store.close) t->store.close(t->store.ctx);
   free(t);
 }
 
@@ -163,9 +156,7 @@ static char *excerpt(const char *text) {
 static int seed_transfer(tuner *t, search *se, const template_desc *tpl, const char *key) {
   trial *tr = NULL;
   int n = 0;
-  if (db_trials_other(t->db, key, &t->dbdev, tpl->name, template_version(tpl), TUNE_TRANSFER_MAX,
-                      &tr, &n, NULL) ||
-      n == 0) {
+  if (t->store.trials_other(t->store.ctx, key, tpl, TUNE_TRANSFER_MAX, &tr, &n, NULL) || n == 0) {
     trials_free(tr, n);
     return 0;
   }
@@ -223,9 +214,7 @@ static int resume(tuner *t, search *se, const template_desc *tpl, const ct_workl
   trial *tr = NULL;
   int n = 0, fed = 0;
   *best_us = 0;
-  if (db_trials(t->db, workload_key(w, key, sizeof key), &t->dbdev, tpl->name,
-                template_version(tpl), &tr, &n, NULL))
-    return 0;
+  if (t->store.trials(t->store.ctx, workload_key(w, key, sizeof key), tpl, &tr, &n, NULL)) return 0;
   for (int i = 0; i < n; i++) {
     cJSON *j = NULL;
     config c;
@@ -247,32 +236,27 @@ static int resume(tuner *t, search *se, const template_desc *tpl, const ct_workl
 
 /* Make sure the kernel cache holds the cubin of the task's best config on
  * this device: from this run's copy when it is the best, else compiled. */
-static ct_status store_best(tuner *t, const template_desc *tpl, const ct_workload *w,
+static ct_status cache_best(tuner *t, const template_desc *tpl, const ct_workload *w,
                             const space *s, const cubin *best_cb, uint64_t best_index,
                             tune_result *res, ct_err *err) {
   char key[CT_KEY_MAX];
   trial best = {0};
-  db_match match;
-  ct_status st = db_best(t->db, workload_key(w, key, sizeof key), &t->dbdev, tpl->name,
-                         template_version(tpl), &best, &match, NULL);
-  if (st || match != DB_MATCH_DEVICE) {
+  int found = 0;
+  ct_status st =
+      t->store.best(t->store.ctx, workload_key(w, key, sizeof key), tpl, &best, &found, NULL);
+  if (st || !found) {
     trial_free(&best);
     return CT_OK; /* nothing OK to store */
   }
   res->best_us = best.median_us;
   res->best_tops = tops(w, best.median_us);
   snprintf(res->best_config, sizeof res->best_config, "%s", best.config_json);
-  void *data = NULL;
-  size_t size = 0;
-  if (db_load_kernel(t->db, best.template_version, best.options, best.arch, &data, &size, NULL) ==
-      CT_OK) {
-    free(data);
+  if (t->store.has_kernel(t->store.ctx, &best)) {
     trial_free(&best);
     return CT_OK;
   }
   if (best_cb && best_cb->data && best_index == best.config_index) {
-    st = db_store_kernel(t->db, best.template_version, best.options, best.arch, best_cb->data,
-                         best_cb->size, err);
+    st = t->store.put_kernel(t->store.ctx, &best, best_cb->data, best_cb->size, err);
     trial_free(&best);
     return st;
   }
@@ -287,8 +271,7 @@ static ct_status store_best(tuner *t, const template_desc *tpl, const ct_workloa
       (st = instance_make(tpl, w, s, &c, &t->dev.arch, &inst, err)) ||
       (st = builder_submit(t->b, &inst, -1, err)) || (st = builder_collect(t->b, &tag, &cb, err)))
     goto done;
-  st =
-      db_store_kernel(t->db, best.template_version, best.options, best.arch, cb.data, cb.size, err);
+  st = t->store.put_kernel(t->store.ctx, &best, cb.data, cb.size, err);
 done:
   cJSON_Delete(j);
   cubin_free(&cb);
@@ -302,8 +285,7 @@ static ct_status queue_first(tune_session *ss, int dflt, ct_err *err) {
   tuner *t = ss->t;
   config seed;
   int found = 0;
-  ct_status st =
-      resolve_nearest(t->db, &t->dbdev, &t->dev.arch, ss->tpl, &ss->w, &seed, NULL, 0, &found, err);
+  ct_status st = t->store.nearest(t->store.ctx, &t->dev.arch, ss->tpl, &ss->w, &seed, &found, err);
   if (st) return st;
   if (found) search_first(ss->se, &seed);
   if (dflt && resolve_default(ss->tpl, &ss->w, &ss->s, &t->dev.arch, &seed, NULL) == CT_OK)
@@ -400,162 +382,210 @@ static void note_fallback(tune_session *ss) {
     snprintf(ss->res.model_fallback, sizeof ss->res.model_fallback, "%s", note);
 }
 
-ct_status tune_session_run(tune_session *ss, int n_trials, double time_cap_s, tune_progress_fn fn,
-                           void *user, tune_result *out, ct_err *err) {
+/* Take the runner (a session sets its task only when another one had it)
+ * and, on every run after the first, queue the nearest tuned workload's
+ * best config again (other tasks' rounds may have changed it). */
+static ct_status run_begin(tune_session *ss, int n_trials, ct_err *err) {
   tuner *t = ss->t;
-  const tune_opts *o = &t->opts;
-  const template_desc *tpl = ss->tpl;
-  const ct_workload *w = &ss->w;
-  const space *s = &ss->s;
-  tune_result *res = &ss->res;
-  tune_progress *p = &ss->p;
-  config *cfgs = ss->cfgs;
-  instance *insts = ss->insts;
-  trial *trials = ss->trials;
-  double *costs = ss->costs;
   ct_status st;
   if (t->runner_owner != ss) {
-    if ((st = runner_set_task(t->r, w, err))) return st;
+    if ((st = runner_set_task(t->r, &ss->w, err))) return st;
     t->runner_owner = ss;
   }
   if (ss->n_runs++ > 0 && (st = queue_first(ss, 0, err))) return st;
+  ss->p.total = ss->res.n_trials + n_trials;
+  ss->p.finished = 0;
+  return CT_OK;
+}
 
-  const int start = res->n_trials;
-  const double wall0 = res->wall_s;
-  p->total = start + n_trials;
-  p->finished = 0;
-  double t0 = mono_s();
-  while (res->n_trials - start < n_trials) {
-    if (time_cap_s > 0 && mono_s() - t0 >= time_cap_s) break;
-    if (o->stop && *o->stop) break;
-    if (o->early_stopping > 0 && ss->since_best >= o->early_stopping) {
-      res->stopped_early = 1;
-      break;
-    }
-    int want = n_trials - (res->n_trials - start);
-    int n = search_next(ss->se, cfgs, want < ss->batch_cap ? want : ss->batch_cap);
-    if (n == 0) { /* nothing left to propose */
-      ss->exhausted = 1;
-      break;
-    }
-
-    /* Submit the batch; configs the descriptor rejects are INVALID trials. */
-    int submitted = 0;
-    for (int i = 0; i < n; i++) {
-      trial *tr = &trials[i];
-      memset(tr, 0, sizeof *tr);
-      snprintf(tr->uid, sizeof tr->uid, "%.24s-%ld", t->session, t->seq++);
-      snprintf(tr->workload_key, sizeof tr->workload_key, "%s", ss->key);
-      snprintf(tr->template_name, sizeof tr->template_name, "%s", tpl->name);
-      snprintf(tr->template_version, sizeof tr->template_version, "%s", template_version(tpl));
-      snprintf(tr->arch, sizeof tr->arch, "%s", t->dev.arch.name);
-      snprintf(tr->tuner, sizeof tr->tuner, "%s", o->search.kind);
-      snprintf(tr->session, sizeof tr->session, "%s", t->session);
-      tr->tuner_settings = excerpt(search_settings(ss->se));
-      tr->device = t->dbdev;
-      tr->config_index = space_index(s, &cfgs[i]);
-      cJSON *cj = space_config_to_json(s, &cfgs[i]);
-      tr->config_json = cj ? cJSON_PrintUnformatted(cj) : NULL;
-      cJSON_Delete(cj);
-      ct_err e = {0};
-      if (instance_make(tpl, w, s, &cfgs[i], &t->dev.arch, &insts[i], &e)) {
-        tr->outcome = OUT_INVALID;
-        tr->error = excerpt(e.msg);
-        tr->timestamp = now_s();
-        continue;
-      }
-      tr->options = join_options(&insts[i]);
-      tr->outcome = OUT_COUNT; /* pending */
-      if ((st = builder_submit(t->b, &insts[i], i, err))) goto fail;
-      submitted++;
-    }
-    /* Measure each cubin as it arrives. */
-    for (int k = 0; k < submitted; k++) {
-      long tag;
-      cubin cb = {0};
-      ct_err e = {0};
-      ct_status cs = builder_collect(t->b, &tag, &cb, &e);
-      if (cs != CT_OK && cs != CT_ERR_NVRTC) {
-        st = err_set(err, cs, e.file, e.line, "%s", e.msg);
-        cubin_free(&cb);
-        goto fail;
-      }
-      trial *tr = &trials[tag];
-      tr->compile_ms = cb.compile_ms;
-      if (cs == CT_ERR_NVRTC) {
-        tr->outcome = OUT_COMPILE_ERROR;
-        tr->error = excerpt(cb.log && cb.log[0] ? cb.log : e.msg);
-      } else {
-        run_result rr;
-        if ((st = runner_measure(t->r, &insts[tag], cb.data, cb.size, &rr, err))) {
-          cubin_free(&cb);
-          goto fail;
-        }
-        tr->outcome = rr.outcome;
-        if (rr.outcome == OUT_OK) {
-          tr->median_us = rr.median_us;
-          tr->n_samples = rr.n_samples;
-          tr->samples_us = malloc(sizeof(double) * (rr.n_samples ? rr.n_samples : 1));
-          if (tr->samples_us)
-            memcpy(tr->samples_us, rr.samples_us, sizeof(double) * rr.n_samples);
-          else
-            tr->n_samples = 0;
-          if (p->best_us == 0 || rr.median_us < p->best_us) {
-            /* keep the best cubin for the kernel cache */
-            cubin_free(&ss->best_cb);
-            ss->best_cb = cb;
-            cb = (cubin){0};
-            ss->best_index = tr->config_index;
-          }
-        } else {
-          tr->error = excerpt(rr.error);
-        }
-      }
-      tr->timestamp = now_s();
-      cubin_free(&cb);
-    }
-    /* Record the batch, teach the strategy, report. */
-    int n_skipped = 0;
-    if ((st = db_insert_trials(t->db, trials, n, &n_skipped, err))) goto fail;
-    for (int i = 0; i < n; i++) {
-      trial *tr = &trials[i];
-      costs[i] = tr->outcome == OUT_OK ? tr->median_us : INFINITY;
-      res->by_outcome[tr->outcome]++;
-      p->by_outcome[tr->outcome]++;
-      res->n_trials++;
-      if (tr->outcome != OUT_OK) p->errors++;
-      if (tr->outcome == OUT_OK && (p->best_us == 0 || tr->median_us < p->best_us)) {
-        p->best_us = tr->median_us;
-        ss->since_best = 0;
-      } else {
-        ss->since_best++;
-      }
-      trial_free(tr);
-    }
-    search_update(ss->se, cfgs, costs, n);
-    p->done = res->n_trials;
-    p->best_tops = tops(w, p->best_us);
-    p->elapsed_s = wall0 + (mono_s() - t0);
-    p->eta_s = p->done ? p->elapsed_s / p->done * (p->total - p->done) : 0;
-    note_fallback(ss);
-    if (fn) fn(user, p);
+/* The next batch's configs into ss->cfgs, at most want of them: their
+ * count, or 0 when the run ends here (time cap, stop flag, early stopping,
+ * or nothing left to propose). */
+static int next_batch(tune_session *ss, int want, double time_cap_s, double t0) {
+  const tune_opts *o = &ss->t->opts;
+  if (want <= 0) return 0;
+  if (time_cap_s > 0 && mono_s() - t0 >= time_cap_s) return 0;
+  if (o->stop && *o->stop) return 0;
+  if (o->early_stopping > 0 && ss->since_best >= o->early_stopping) {
+    ss->res.stopped_early = 1;
+    return 0;
   }
-  res->wall_s = wall0 + (mono_s() - t0);
-  res->trials_per_s = res->wall_s > 0 ? res->n_trials / res->wall_s : 0;
-  st = store_best(t, tpl, w, s, &ss->best_cb, ss->best_index, res, err);
+  int n = search_next(ss->se, ss->cfgs, want < ss->batch_cap ? want : ss->batch_cap);
+  if (n == 0) ss->exhausted = 1; /* nothing left to propose */
+  return n;
+}
+
+/* The record of config i of the batch, as far as it is known before it is
+ * compiled: identity, provenance and config. */
+static void begin_trial(tune_session *ss, int i) {
+  tuner *t = ss->t;
+  trial *tr = &ss->trials[i];
+  memset(tr, 0, sizeof *tr);
+  snprintf(tr->uid, sizeof tr->uid, "%.24s-%ld", t->session, t->seq++);
+  snprintf(tr->workload_key, sizeof tr->workload_key, "%s", ss->key);
+  snprintf(tr->template_name, sizeof tr->template_name, "%s", ss->tpl->name);
+  snprintf(tr->template_version, sizeof tr->template_version, "%s", template_version(ss->tpl));
+  snprintf(tr->arch, sizeof tr->arch, "%s", t->dev.arch.name);
+  snprintf(tr->tuner, sizeof tr->tuner, "%s", t->opts.search.kind);
+  snprintf(tr->session, sizeof tr->session, "%s", t->session);
+  tr->tuner_settings = excerpt(search_settings(ss->se));
+  tr->config_index = space_index(&ss->s, &ss->cfgs[i]);
+  cJSON *cj = space_config_to_json(&ss->s, &ss->cfgs[i]);
+  tr->config_json = cj ? cJSON_PrintUnformatted(cj) : NULL;
+  cJSON_Delete(cj);
+}
+
+/* Submit the batch's n configs to the builder at once; a config the
+ * descriptor rejects is an INVALID trial, never submitted. *submitted: how
+ * many were. */
+static ct_status compile_batch(tune_session *ss, int n, int *submitted, ct_err *err) {
+  tuner *t = ss->t;
+  *submitted = 0;
+  for (int i = 0; i < n; i++) {
+    trial *tr = &ss->trials[i];
+    begin_trial(ss, i);
+    ct_err e = {0};
+    if (instance_make(ss->tpl, &ss->w, &ss->s, &ss->cfgs[i], &t->dev.arch, &ss->insts[i], &e)) {
+      tr->outcome = OUT_INVALID;
+      tr->error = excerpt(e.msg);
+      tr->timestamp = now_s();
+      continue;
+    }
+    tr->options = join_options(&ss->insts[i]);
+    tr->outcome = OUT_COUNT; /* pending */
+    ct_status st = builder_submit(t->b, &ss->insts[i], i, err);
+    if (st) return st;
+    (*submitted)++;
+  }
+  return CT_OK;
+}
+
+/* Measure each of the submitted cubins as it comes back from the builder,
+ * keeping the best one's cubin for the kernel cache. A compile error is the
+ * trial's outcome; only the builder or the runner failing is an error. */
+static ct_status measure_batch(tune_session *ss, int submitted, ct_err *err) {
+  tuner *t = ss->t;
+  for (int k = 0; k < submitted; k++) {
+    long tag;
+    cubin cb = {0};
+    ct_err e = {0};
+    ct_status cs = builder_collect(t->b, &tag, &cb, &e);
+    if (cs != CT_OK && cs != CT_ERR_NVRTC) {
+      cubin_free(&cb);
+      return err_set(err, cs, e.file, e.line, "%s", e.msg);
+    }
+    trial *tr = &ss->trials[tag];
+    tr->compile_ms = cb.compile_ms;
+    if (cs == CT_ERR_NVRTC) {
+      tr->outcome = OUT_COMPILE_ERROR;
+      tr->error = excerpt(cb.log && cb.log[0] ? cb.log : e.msg);
+    } else {
+      run_result rr;
+      ct_status st = runner_measure(t->r, &ss->insts[tag], cb.data, cb.size, &rr, err);
+      if (st) {
+        cubin_free(&cb);
+        return st;
+      }
+      tr->outcome = rr.outcome;
+      if (rr.outcome == OUT_OK) {
+        tr->median_us = rr.median_us;
+        tr->n_samples = rr.n_samples;
+        tr->samples_us = malloc(sizeof(double) * (rr.n_samples ? rr.n_samples : 1));
+        if (tr->samples_us)
+          memcpy(tr->samples_us, rr.samples_us, sizeof(double) * rr.n_samples);
+        else
+          tr->n_samples = 0;
+        if (ss->p.best_us == 0 || rr.median_us < ss->p.best_us) {
+          /* keep the best cubin for the kernel cache */
+          cubin_free(&ss->best_cb);
+          ss->best_cb = cb;
+          cb = (cubin){0};
+          ss->best_index = tr->config_index;
+        }
+      } else {
+        tr->error = excerpt(rr.error);
+      }
+    }
+    tr->timestamp = now_s();
+    cubin_free(&cb);
+  }
+  return CT_OK;
+}
+
+/* Keep the batch's n trials: one transaction in the store. */
+static ct_status record_batch(tune_session *ss, int n, ct_err *err) {
+  return ss->t->store.record(ss->t->store.ctx, ss->trials, n, err);
+}
+
+/* Count the batch's outcomes into the result and the progress, free its
+ * trials and teach the strategy their costs (a failure costs infinity). */
+static void learn_batch(tune_session *ss, int n) {
+  tune_progress *p = &ss->p;
+  for (int i = 0; i < n; i++) {
+    trial *tr = &ss->trials[i];
+    ss->costs[i] = tr->outcome == OUT_OK ? tr->median_us : INFINITY;
+    ss->res.by_outcome[tr->outcome]++;
+    p->by_outcome[tr->outcome]++;
+    ss->res.n_trials++;
+    if (tr->outcome != OUT_OK) p->errors++;
+    if (tr->outcome == OUT_OK && (p->best_us == 0 || tr->median_us < p->best_us)) {
+      p->best_us = tr->median_us;
+      ss->since_best = 0;
+    } else {
+      ss->since_best++;
+    }
+    trial_free(tr);
+  }
+  search_update(ss->se, ss->cfgs, ss->costs, n);
+}
+
+/* Progress after a batch, elapsed_s into the session's runs. */
+static void report_batch(tune_session *ss, double elapsed_s, tune_progress_fn fn, void *user) {
+  tune_progress *p = &ss->p;
+  p->done = ss->res.n_trials;
+  p->best_tops = tops(&ss->w, p->best_us);
+  p->elapsed_s = elapsed_s;
+  p->eta_s = p->done ? p->elapsed_s / p->done * (p->total - p->done) : 0;
+  note_fallback(ss);
+  if (fn) fn(user, p);
+}
+
+/* The run's last progress: finished, with the task's stored best. */
+static void report_end(tune_session *ss, tune_progress_fn fn, void *user) {
+  tune_progress *p = &ss->p;
   p->finished = 1;
-  p->best_us = res->best_us;
-  p->best_tops = res->best_tops;
-  p->elapsed_s = res->wall_s;
+  p->best_us = ss->res.best_us;
+  p->best_tops = ss->res.best_tops;
+  p->elapsed_s = ss->res.wall_s;
   p->eta_s = 0;
   note_fallback(ss);
   if (fn) fn(user, p);
-  *out = *res;
-  return st;
-fail:
-  /* the batch in flight is lost: its trials were not recorded */
-  for (int i = 0; i < ss->batch_cap; i++) trial_free(&trials[i]);
-  note_fallback(ss);
+}
+
+ct_status tune_session_run(tune_session *ss, int n_trials, double time_cap_s, tune_progress_fn fn,
+                           void *user, tune_result *out, ct_err *err) {
+  tune_result *res = &ss->res;
+  ct_status st = run_begin(ss, n_trials, err);
+  if (st) return st;
+  const int start = res->n_trials;
+  const double wall0 = res->wall_s, t0 = mono_s();
+  int n, submitted;
+  while ((n = next_batch(ss, n_trials - (res->n_trials - start), time_cap_s, t0)) > 0) {
+    if ((st = compile_batch(ss, n, &submitted, err)) || (st = measure_batch(ss, submitted, err)) ||
+        (st = record_batch(ss, n, err))) {
+      /* the batch in flight is lost: its trials were not recorded */
+      for (int i = 0; i < ss->batch_cap; i++) trial_free(&ss->trials[i]);
+      note_fallback(ss);
+      *out = *res;
+      return st;
+    }
+    learn_batch(ss, n);
+    report_batch(ss, wall0 + (mono_s() - t0), fn, user);
+  }
+  res->wall_s = wall0 + (mono_s() - t0);
+  res->trials_per_s = res->wall_s > 0 ? res->n_trials / res->wall_s : 0;
+  st = cache_best(ss->t, ss->tpl, &ss->w, &ss->s, &ss->best_cb, ss->best_index, res, err);
+  report_end(ss, fn, user);
   *out = *res;
   return st;
 }
@@ -583,8 +613,7 @@ ct_status tuner_stored(tuner *t, const ct_workload *w, const template_desc *tpl,
   snprintf(res->template_name, sizeof res->template_name, "%s", tpl->name);
   trial *tr = NULL;
   int n = 0, best = -1;
-  ct_status st =
-      db_trials(t->db, res->key, &t->dbdev, tpl->name, template_version(tpl), &tr, &n, err);
+  ct_status st = t->store.trials(t->store.ctx, res->key, tpl, &tr, &n, err);
   if (st) return st;
   res->n_resumed = n;
   /* the lowest median among OK trials, as db_best picks (first on a tie) */

@@ -1,7 +1,7 @@
 /*
- * tune.h: the tuning loop. A tuner holds the database, the builder (NVRTC
- * worker processes), the runner (a GPU worker process) and the device; it
- * tunes one task (workload x template) at a time:
+ * tune.h: the tuning loop. A tuner holds a store (store.h: the database),
+ * the builder (NVRTC worker processes), the runner (a GPU worker process)
+ * and the device; it tunes one task (workload x template) at a time:
  *   resume from the task's trials in the database (never re-measured, the
  *   model starts from them) -> seed the model with other workloads' trials
  *   (transfer) -> repeat: the strategy proposes a batch, the builder compiles
@@ -14,10 +14,10 @@
 #ifndef CT_TUNER_TUNE_H
 #define CT_TUNER_TUNE_H
 
-#include "db/db.h"
 #include "tuner/builder.h"
 #include "tuner/runner.h"
 #include "tuner/search.h"
+#include "tuner/store.h"
 
 typedef struct tune_opts {
   search_opts search;   /* strategy and its settings (kind "xgb") */
@@ -69,8 +69,9 @@ typedef struct tune_result {
 typedef struct tuner tuner;
 
 /* Start the builder and the runner (in that order: both fork before any
- * CUDA use), identify the GPU, then open the database. CT_ERR_NO_DEVICE
- * (nothing created on disk) when there is no GPU. Owned: tuner_close. */
+ * CUDA use), identify the GPU, then open the database as the tuner's store
+ * (tune_store_db_open). CT_ERR_NO_DEVICE (nothing created on disk) when
+ * there is no GPU. Owned: tuner_close. */
 ct_status tuner_open(const char *db_path, const tune_opts *o, tuner **out, ct_err *err);
 void tuner_close(tuner *t);
 
@@ -110,9 +111,6 @@ typedef struct tune_task {
  * the templates of that layout refuse it (e.g. an nhwc stem: C % 16 != 0). */
 ct_status tune_plan(const char *name, const ct_workload *w, const template_desc *tpl,
                     tune_task *tasks, int *n, ct_err *err);
-
-/* The db_device of a device (for records and queries). */
-void tune_db_device(const device *dev, db_device *out);
 
 /* Transfer learning reads at most this many trials of other workloads. */
 #define TUNE_TRANSFER_MAX 4000

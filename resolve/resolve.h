@@ -1,7 +1,9 @@
 /*
  * resolve.h: which config a workload gets, and why: the lookup and fallback
  * order of the dispatch library, separate from loading and launching so
- * that it can be tested without a GPU.
+ * that it can be tested without a GPU. A module of its own below both the
+ * dispatch (which runs what it picks) and the tuner (whose first trial of a
+ * workload is what the dispatch would run for it untuned).
  *
  * Order: (1) the best OK record of this workload on this device, (2) on any
  * device of the same compute capability, (3) the best config of the nearest
@@ -16,8 +18,8 @@
  * version covers the kernel source and its descriptor, so an old record's
  * geometry could be wrong.
  */
-#ifndef CT_DISPATCH_RESOLVE_H
-#define CT_DISPATCH_RESOLVE_H
+#ifndef CT_RESOLVE_RESOLVE_H
+#define CT_RESOLVE_RESOLVE_H
 
 #include "db/db.h"
 #include "templates/template.h"

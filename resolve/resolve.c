@@ -1,11 +1,12 @@
 /*
- * resolve.c: the lookup and fallback order of the dispatch library (see
- * resolve.h). Cost: one indexed query for a tuned workload; for an untuned
- * one, a scan of the database's summary (one row per tuned workload and
- * device) and one query per candidate until one is valid, then the default
- * search (a few thousand validity checks, well under a second).
+ * resolve.c: the lookup and fallback order of the dispatch library and the
+ * tuner's first trials (see resolve.h). Cost: one indexed query for a tuned
+ * workload; for an untuned one, a scan of the database's summary (one row
+ * per tuned workload and device) and one query per candidate until one is
+ * valid, then the default search (a few thousand validity checks, well
+ * under a second).
  */
-#include "dispatch/resolve.h"
+#include "resolve/resolve.h"
 
 #include <math.h>
 #include <stdio.h>
