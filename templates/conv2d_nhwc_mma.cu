@@ -1,10 +1,11 @@
 /*
- * conv2d_nhwc_mma: int8 conv2d of layers with few input channels (the
- * stems) on mma.sync m16n8k32 (sm_80 and later), the reduction over the
- * flattened window rows (KW x C contiguous bytes). Data NHWC, weights
- * OHWI, output NHWC. The body is conv_mma_nhwc.cuh with the depth axes at
- * 1. Knobs (set by templates/conv_mma_nhwc.c as -D macros): tile_w,
- * tile_h, block_n, warp_m16, blocks_per_sm.
+ * conv2d_nhwc_mma: int8 conv2d of layers with few input channels (the stems)
+ * on mma.sync m16n8k32 (sm_80 and later), the reduction over the flattened
+ * window rows (KW x C contiguous bytes). Data NHWC, weights OHWI, output
+ * NHWC. The body is conv_mma_nhwc.cuh with the depth axes at 1. Knobs:
+ * tile_w, tile_h, block_n, warp_m16, blocks_per_sm.
+ * templates/conv_mma_nhwc.c's knob table describes them and sets each as a
+ * -D macro, its name in upper case.
  */
 #define CT_TEMPLATE_CONV3D 0
 #include "conv_mma_nhwc.cuh"

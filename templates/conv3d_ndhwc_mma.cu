@@ -2,9 +2,9 @@
  * conv3d_ndhwc_mma: int8 conv3d of layers with few input channels (the
  * stems) on mma.sync m16n8k32 (sm_80 and later), the reduction over the
  * flattened window rows (KW x C contiguous bytes). Data NDHWC, weights
- * ODHWI, output NDHWC. The body is conv_mma_nhwc.cuh. Knobs (set by
- * templates/conv_mma_nhwc.c as -D macros): tile_w, tile_h, block_n,
- * warp_m16, blocks_per_sm.
+ * ODHWI, output NDHWC. The body is conv_mma_nhwc.cuh. Knobs: tile_w, tile_h,
+ * block_n, warp_m16, blocks_per_sm. templates/conv_mma_nhwc.c's knob table
+ * describes them and sets each as a -D macro, its name in upper case.
  */
 #define CT_TEMPLATE_CONV3D 1
 #include "conv_mma_nhwc.cuh"

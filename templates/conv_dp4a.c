@@ -13,7 +13,6 @@
  *   grid y (K/4 blocks) and z (batch blocks) at most 65535.
  * Cost: valid() is a few hundred integer operations; sampling calls it often.
  */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,12 +30,60 @@
 /* Output axes split four ways, reduction axes two ways. */
 enum { AXN, AXF, AXD, AXY, AXX, N_OUT_AX };
 enum { RC, RD, RY, RX, N_RED_AX };
-static const char *const out_knob[N_OUT_AX] = {"tile_n", "tile_f", "tile_d", "tile_y", "tile_x"};
-static const char *const out_macro[N_OUT_AX] = {"TILE_N", "TILE_F", "TILE_D", "TILE_Y", "TILE_X"};
-static const char *const red_knob[N_RED_AX] = {"tile_rc", "tile_rd", "tile_ry", "tile_rx"};
-static const char *const red_macro[N_RED_AX] = {"TILE_RC", "TILE_RD", "TILE_RY", "TILE_RX"};
 static const int unroll_steps[] = {0, 512, 1500};
 static const int zero_one[] = {0, 1};
+
+/* The split extents: output axes (n, K/4 chunks, d, y, x), reduction axes
+ * (C/4, then the kernel's d, y, x). */
+static geom3 geom(const ct_workload *w) {
+  geom3 g;
+  workload_geom(w, &g);
+  return g;
+}
+static int ext_n(const ct_workload *w) {
+  return (int)geom(w).n;
+}
+static int ext_f(const ct_workload *w) {
+  return (int)(geom(w).k + 3) / 4;
+}
+static int ext_d(const ct_workload *w) {
+  return (int)geom(w).out[0];
+}
+static int ext_y(const ct_workload *w) {
+  return (int)geom(w).out[1];
+}
+static int ext_x(const ct_workload *w) {
+  return (int)geom(w).out[2];
+}
+static int ext_rc(const ct_workload *w) {
+  return (int)geom(w).c / 4;
+}
+static int ext_rd(const ct_workload *w) {
+  return (int)geom(w).ker[0];
+}
+static int ext_ry(const ct_workload *w) {
+  return (int)geom(w).ker[1];
+}
+static int ext_rx(const ct_workload *w) {
+  return (int)geom(w).ker[2];
+}
+/* reorder_inner permutes (rc, ry, rx) in conv2d, (rc, rd, ry, rx) in conv3d */
+static int n_inner(const ct_workload *w) {
+  return w->op == CT_OP_CONV3D ? 4 : 3;
+}
+
+/* Rows in axis order: knobs[a] is output axis a's split, knobs[N_OUT_AX +
+ * a] reduction axis a's (their parts: block, vthread, thread, inner; outer,
+ * inner). */
+static const knob_def knobs[] = {
+    KNOB_SPLIT("tile_n", "BVTI", ext_n),    KNOB_SPLIT("tile_f", "BVTI", ext_f),
+    KNOB_SPLIT_3D("tile_d", "BVTI", ext_d), KNOB_SPLIT("tile_y", "BVTI", ext_y),
+    KNOB_SPLIT("tile_x", "BVTI", ext_x),    KNOB_SPLIT("tile_rc", "OI", ext_rc),
+    KNOB_SPLIT_3D("tile_rd", "OI", ext_rd), KNOB_SPLIT("tile_ry", "OI", ext_ry),
+    KNOB_SPLIT("tile_rx", "OI", ext_rx),    KNOB_REORDER("reorder_inner", n_inner),
+    KNOB("fuse_yx", zero_one, 1),           KNOB("auto_unroll_max_step", unroll_steps, 512),
+    KNOB("unroll_explicit", zero_one, 0),   KNOB_END,
+};
 
 /* A config made concrete: every split (absent knobs are 1s), the loop order
  * and the derived sizes. */
@@ -49,52 +96,16 @@ typedef struct plan {
   long grid[3];
 } plan;
 
-static int supports_op(const ct_workload *w, ct_op op, char *why) {
-  const char *reason = template_conv_refusal(w, op);
-  if (reason && why) snprintf(why, TEMPLATE_WHY_MAX, "%s", reason);
-  return reason == NULL;
-}
-
-static int supports2d(const ct_workload *w, char *why) {
-  return supports_op(w, CT_OP_CONV2D, why);
-}
-
-static int supports3d(const ct_workload *w, char *why) {
-  return supports_op(w, CT_OP_CONV3D, why);
-}
-
-static ct_status build_space(const ct_workload *w, space *s, ct_err *err) {
-  geom3 g;
-  workload_geom(w, &g);
-  int is3 = w->op == CT_OP_CONV3D;
-  ct_status st;
-  const int out_extent[N_OUT_AX] = {(int)g.n, (int)(g.k + 3) / 4, (int)g.out[0], (int)g.out[1],
-                                    (int)g.out[2]};
-  const int red_extent[N_RED_AX] = {(int)g.c / 4, (int)g.ker[0], (int)g.ker[1], (int)g.ker[2]};
-  for (int a = 0; a < N_OUT_AX; a++) {
-    if (a == AXD && !is3) continue;
-    if ((st = space_add_split(s, out_knob[a], out_extent[a], 4, err))) return st;
-  }
-  for (int a = 0; a < N_RED_AX; a++) {
-    if (a == RD && !is3) continue;
-    if ((st = space_add_split(s, red_knob[a], red_extent[a], 2, err))) return st;
-  }
-  if ((st = space_add_reorder(s, "reorder_inner", is3 ? 4 : 3, err))) return st;
-  if ((st = space_add_choice(s, "fuse_yx", zero_one, 2, err))) return st;
-  if ((st = space_add_choice(s, "auto_unroll_max_step", unroll_steps, 3, err))) return st;
-  return space_add_choice(s, "unroll_explicit", zero_one, 2, err);
-}
-
 /* Fill p from cfg; derived sizes included. */
 static void make_plan(const ct_workload *w, const space *s, const config *cfg, plan *p) {
   geom3 g;
   workload_geom(w, &g);
   for (int a = 0; a < N_OUT_AX; a++) {
-    int k = space_find(s, out_knob[a]);
+    int k = space_find(s, knobs[a].name);
     for (int i = 0; i < 4; i++) p->out[a][i] = k >= 0 ? space_value(s, cfg, k)[i] : 1;
   }
   for (int a = 0; a < N_RED_AX; a++) {
-    int k = space_find(s, red_knob[a]);
+    int k = space_find(s, knobs[N_OUT_AX + a].name);
     for (int i = 0; i < 2; i++) p->red[a][i] = k >= 0 ? space_value(s, cfg, k)[i] : 1;
   }
   /* reorder_inner permutes (rc, ry, rx) in conv2d, whose rd has extent 1
@@ -108,9 +119,9 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, p
   } else {
     for (int i = 0; i < 4; i++) p->order[i] = perm[i];
   }
-  p->fuse_yx = space_get(s, cfg, "fuse_yx", 1);
-  p->unroll_max_step = space_get(s, cfg, "auto_unroll_max_step", 512);
-  p->unroll_explicit = space_get(s, cfg, "unroll_explicit", 0);
+  p->fuse_yx = knobs_get(knobs, s, cfg, "fuse_yx");
+  p->unroll_max_step = knobs_get(knobs, s, cfg, "auto_unroll_max_step");
+  p->unroll_explicit = knobs_get(knobs, s, cfg, "unroll_explicit");
 
   p->threads = p->vthreads = p->acc = 1;
   long ext[N_OUT_AX]; /* block extent per axis */
@@ -141,23 +152,20 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
                  char *why) {
   plan p;
   make_plan(w, s, cfg, &p);
-  if (p.threads < 32) return template_fail(why, "%ld threads per block; at least %ld", p.threads, 32);
+  if (p.threads < 32)
+    return template_fail(why, "%ld threads per block; at least %ld", p.threads, 32);
   if (p.threads > a->max_threads_per_block)
-    return template_fail(why, "%ld threads per block; at most %ld", p.threads, a->max_threads_per_block);
+    return template_fail(why, "%ld threads per block; at most %ld", p.threads,
+                         a->max_threads_per_block);
   if (p.vthreads > DP4A_MAX_VTHREADS)
     return template_fail(why, "%ld vthreads; at most %ld", p.vthreads, DP4A_MAX_VTHREADS);
   if (p.acc > DP4A_MAX_ACC)
     return template_fail(why, "%ld accumulators per thread; at most %ld", p.acc, DP4A_MAX_ACC);
-  if (p.regs > a->max_regs_per_thread)
-    return template_fail(why, "at least %ld registers per thread; at most %ld", p.regs,
-                a->max_regs_per_thread);
-  if (p.regs * p.threads > a->regs_per_block)
-    return template_fail(why, "at least %ld registers per block; at most %ld", p.regs * p.threads,
-                a->regs_per_block);
-  if (p.smem_bytes > a->smem_optin_bytes)
-    return template_fail(why, "%ld bytes of shared memory; at most %ld", p.smem_bytes, a->smem_optin_bytes);
-  if (p.grid[1] > 65535) return template_fail(why, "%ld blocks along grid y; at most %ld", p.grid[1], 65535);
-  if (p.grid[2] > 65535) return template_fail(why, "%ld blocks along grid z; at most %ld", p.grid[2], 65535);
+  if (!template_block_fits(a, p.threads, p.regs, p.smem_bytes, why)) return 0;
+  if (p.grid[1] > 65535)
+    return template_fail(why, "%ld blocks along grid y; at most %ld", p.grid[1], 65535);
+  if (p.grid[2] > 65535)
+    return template_fail(why, "%ld blocks along grid z; at most %ld", p.grid[2], 65535);
   if (p.grid[0] > 2147483647L)
     return template_fail(why, "%ld blocks along grid x; at most %ld", p.grid[0], 2147483647L);
   return 1;
@@ -171,25 +179,12 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   inst->n_options = 0;
   char name[32];
   instance_conv_options(inst, w);
-  static const char *const parts4[4] = {"B", "V", "T", "I"};
-  static const char *const parts2[2] = {"O", "I"};
-  for (int ax = 0; ax < N_OUT_AX; ax++)
-    for (int i = 0; i < 4; i++) {
-      snprintf(name, sizeof name, "%s_%s", out_macro[ax], parts4[i]);
-      instance_opt(inst, name, p.out[ax][i]);
-    }
-  for (int ax = 0; ax < N_RED_AX; ax++)
-    for (int i = 0; i < 2; i++) {
-      snprintf(name, sizeof name, "%s_%s", red_macro[ax], parts2[i]);
-      instance_opt(inst, name, p.red[ax][i]);
-    }
+  knobs_options(knobs, s, cfg, inst);
+  /* the loop order, outermost first (reorder_inner's axes mapped) */
   for (int i = 0; i < 4; i++) {
     snprintf(name, sizeof name, "REORDER_%d", i);
     instance_opt(inst, name, p.order[i]);
   }
-  instance_opt(inst, "FUSE_YX", p.fuse_yx);
-  instance_opt(inst, "UNROLL_MAX_STEP", p.unroll_max_step);
-  instance_opt(inst, "UNROLL_EXPLICIT", p.unroll_explicit);
   instance_opt(inst, "CT_THREADS", p.threads);
   instance_opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
   if (inst->n_options >= INSTANCE_MAX_OPTIONS)
@@ -217,32 +212,10 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
                       blocks,
                       (double)blocks * p.threads,
                       p.out[AXX][2] * p.out[AXX][3]};
-  int n = (int)(sizeof v / sizeof v[0]);
-  for (int i = 0; i < n && i < max; i++) out[i] = (float)log2(v[i]);
+  int n = template_features(v, (int)(sizeof v / sizeof v[0]), out, max);
   if (max > n) out[n++] = (float)p.fuse_yx;
-  return n < max ? n : max;
+  return n;
 }
 
-const template_desc tpl_conv2d_nchw4c_dp4a = {
-    .name = "conv2d_nchw4c_dp4a",
-    .source = "conv2d_nchw4c_dp4a.cu",
-    .op = CT_OP_CONV2D,
-    .layout = CT_LAYOUT_NCHW4C,
-    .supports = supports2d,
-    .space = build_space,
-    .valid = valid,
-    .instance = make_instance,
-    .describe = describe,
-};
-
-const template_desc tpl_conv3d_ncdhw4c_dp4a = {
-    .name = "conv3d_ncdhw4c_dp4a",
-    .source = "conv3d_ncdhw4c_dp4a.cu",
-    .op = CT_OP_CONV3D,
-    .layout = CT_LAYOUT_NCHW4C,
-    .supports = supports3d,
-    .space = build_space,
-    .valid = valid,
-    .instance = make_instance,
-    .describe = describe,
-};
+TEMPLATE_PAIR(conv2d_nchw4c_dp4a, conv3d_ncdhw4c_dp4a, CT_LAYOUT_NCHW4C, knobs,
+              template_conv_refusal, valid, make_instance, describe, NULL);

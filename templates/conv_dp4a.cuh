@@ -71,7 +71,7 @@ static_assert(FUSE_YX == 0 || FUSE_YX == 1, "fuse_yx is 0 or 1");
 static_assert(CT_D2S == 0 || CT_COUT * CT_D2S * CT_D2S * (CT_D2S_3D ? CT_D2S : 1) == CT_KR,
               "depth_to_space: K must be C' x b^nd");
 static_assert(UNROLL_EXPLICIT == 0 || UNROLL_EXPLICIT == 1, "unroll_explicit is 0 or 1");
-static_assert(UNROLL_MAX_STEP >= 0, "auto_unroll_max_step is at least 0");
+static_assert(AUTO_UNROLL_MAX_STEP >= 0, "auto_unroll_max_step is at least 0");
 
 /* Threads per block and the block's extent along each output axis. */
 #define THREADS (TILE_N_T * TILE_F_T * TILE_D_T * TILE_Y_T * TILE_X_T)
@@ -100,7 +100,7 @@ static_assert(16 * W_ELEMS + 4 * A_ELEMS == CT_SMEM_BYTES,
               "CT_SMEM_BYTES does not match the shared tiles");
 
 /* Unrolling, as AutoTVM's auto_unroll_max_step / unroll_explicit: a loop
- * nest of at most UNROLL_MAX_STEP steps is unrolled, by this source
+ * nest of at most AUTO_UNROLL_MAX_STEP steps is unrolled, by this source
  * (#pragma unroll) when explicit, else left to the compiler's judgement;
  * longer nests are kept rolled. The register-tile loops are always unrolled:
  * rolled, the accumulators would live in local memory. */
@@ -108,7 +108,7 @@ static_assert(16 * W_ELEMS + 4 * A_ELEMS == CT_SMEM_BYTES,
 #define A_TRIPS ((A_ELEMS + THREADS - 1) / THREADS)
 #define W_TRIPS ((W_ELEMS + THREADS - 1) / THREADS)
 #define CT_PRAGMA(x) _Pragma(#x)
-#if UNROLL_MAX_STEP > 0 && INNER_STEPS <= UNROLL_MAX_STEP
+#if AUTO_UNROLL_MAX_STEP > 0 && INNER_STEPS <= AUTO_UNROLL_MAX_STEP
 #if UNROLL_EXPLICIT
 #define UNROLL_INNER CT_PRAGMA(unroll)
 #else
@@ -117,7 +117,7 @@ static_assert(16 * W_ELEMS + 4 * A_ELEMS == CT_SMEM_BYTES,
 #else
 #define UNROLL_INNER CT_PRAGMA(unroll 1)
 #endif
-#if UNROLL_MAX_STEP > 0 && A_TRIPS + W_TRIPS <= UNROLL_MAX_STEP
+#if AUTO_UNROLL_MAX_STEP > 0 && A_TRIPS + W_TRIPS <= AUTO_UNROLL_MAX_STEP
 #if UNROLL_EXPLICIT
 #define UNROLL_LOAD CT_PRAGMA(unroll)
 #else

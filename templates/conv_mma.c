@@ -19,7 +19,6 @@
  * computes only padding); raster and persistent only where they change the
  * order or the grid (no duplicate points).
  */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,55 +37,44 @@ static const int split_ks[] = {1, 2, 4, 8};
 static const int rasters[] = {1, 4, 16};
 static const int a_vecs[] = {1, 4};
 
+static int a_vec_possible(const ct_workload *w);
+
+static const knob_def knobs[] = {
+    KNOB("block_m", tiles_mn, 128),
+    KNOB("block_n", tiles_mn, 128),
+    KNOB("block_k", block_ks, 64),
+    KNOB("warp_m", warp_ms, 64),
+    KNOB("warp_n", warp_ns, 64),
+    KNOB("stages", stage_counts, 3),
+    KNOB("smem_layout", zero_one, 1),
+    KNOB("split_k", split_ks, 1),
+    KNOB("raster", rasters, 1),
+    KNOB("persistent", zero_one, 0),
+    KNOB("epi_smem", zero_one, 0),
+    KNOB_IF("a_vec", a_vecs, 1, a_vec_possible),
+    KNOB_END,
+};
+
 typedef struct mplan {
   int bm, bn, bk, wm, wn, stages, swizzle, split_k, raster, persist, epi_smem, a_vec;
   long m_total, kwords, kt_total, tiles_m, tiles_n, tiles;
   long warps, threads, acc, regs, smem_bytes, grid_x, resident;
 } mplan;
 
-static int supports_op(const ct_workload *w, ct_op op, char *why) {
+static const char *refusal(const ct_workload *w, ct_op op) {
   const char *reason = template_conv_refusal(w, op);
   if (!reason && w->epi.d2s_block) reason = "depth_to_space runs on the dp4a templates";
-  if (reason && why) snprintf(why, TEMPLATE_WHY_MAX, "%s", reason);
-  return reason == NULL;
-}
-
-static int supports2d(const ct_workload *w, char *why) {
-  return supports_op(w, CT_OP_CONV2D, why);
-}
-
-static int supports3d(const ct_workload *w, char *why) {
-  return supports_op(w, CT_OP_CONV3D, why);
+  return reason;
 }
 
 /* 16-byte data loads: 4 consecutive positions of one channel chunk. */
-static int a_vec_possible(const geom3 *g) {
+static int a_vec_possible(const ct_workload *w) {
+  geom3 gg, *g = &gg;
+  workload_geom(w, g);
   int unit = 1;
   for (int d = 0; d < 3; d++)
     unit = unit && g->ker[d] == 1 && g->str[d] == 1 && g->pb[d] == 0 && g->pa[d] == 0;
   return unit && (g->out[0] * g->out[1] * g->out[2]) % 4 == 0;
-}
-
-static ct_status build_space(const ct_workload *w, space *s, ct_err *err) {
-  geom3 g;
-  workload_geom(w, &g);
-  ct_status st;
-#define CHOICE(name, v) \
-  if ((st = space_add_choice(s, name, v, (int)(sizeof v / sizeof v[0]), err))) return st
-  CHOICE("block_m", tiles_mn);
-  CHOICE("block_n", tiles_mn);
-  CHOICE("block_k", block_ks);
-  CHOICE("warp_m", warp_ms);
-  CHOICE("warp_n", warp_ns);
-  CHOICE("stages", stage_counts);
-  CHOICE("smem_layout", zero_one);
-  CHOICE("split_k", split_ks);
-  CHOICE("raster", rasters);
-  CHOICE("persistent", zero_one);
-  CHOICE("epi_smem", zero_one);
-  if (a_vec_possible(&g)) CHOICE("a_vec", a_vecs);
-#undef CHOICE
-  return CT_OK;
 }
 
 static long ceil_div(long a, long b) {
@@ -97,18 +85,18 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
                       mplan *p) {
   geom3 g;
   workload_geom(w, &g);
-  p->bm = space_get(s, cfg, "block_m", 128);
-  p->bn = space_get(s, cfg, "block_n", 128);
-  p->bk = space_get(s, cfg, "block_k", 64);
-  p->wm = space_get(s, cfg, "warp_m", 64);
-  p->wn = space_get(s, cfg, "warp_n", 64);
-  p->stages = space_get(s, cfg, "stages", 3);
-  p->swizzle = space_get(s, cfg, "smem_layout", 1);
-  p->split_k = space_get(s, cfg, "split_k", 1);
-  p->raster = space_get(s, cfg, "raster", 1);
-  p->persist = space_get(s, cfg, "persistent", 0);
-  p->epi_smem = space_get(s, cfg, "epi_smem", 0);
-  p->a_vec = space_get(s, cfg, "a_vec", 1);
+  p->bm = knobs_get(knobs, s, cfg, "block_m");
+  p->bn = knobs_get(knobs, s, cfg, "block_n");
+  p->bk = knobs_get(knobs, s, cfg, "block_k");
+  p->wm = knobs_get(knobs, s, cfg, "warp_m");
+  p->wn = knobs_get(knobs, s, cfg, "warp_n");
+  p->stages = knobs_get(knobs, s, cfg, "stages");
+  p->swizzle = knobs_get(knobs, s, cfg, "smem_layout");
+  p->split_k = knobs_get(knobs, s, cfg, "split_k");
+  p->raster = knobs_get(knobs, s, cfg, "raster");
+  p->persist = knobs_get(knobs, s, cfg, "persistent");
+  p->epi_smem = knobs_get(knobs, s, cfg, "epi_smem");
+  p->a_vec = knobs_get(knobs, s, cfg, "a_vec");
 
   long positions = g.out[0] * g.out[1] * g.out[2];
   p->m_total = g.n * positions;
@@ -153,47 +141,45 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
   mplan p;
   make_plan(w, s, cfg, a, &p);
   if (a->cc_major < 8)
-    return template_fail(why, "mma.sync.m16n8k32 int8 needs sm_80 or later, not sm_%ld%ld", a->cc_major,
-                a->cc_minor);
+    return template_fail(why, "mma.sync.m16n8k32 int8 needs sm_80 or later, not sm_%ld%ld",
+                         a->cc_major, a->cc_minor);
   if (p.split_k > 1 && a->cc_major < 9)
-    return template_fail(why, "split_k %ld needs thread-block clusters (sm_90); this is sm_%ld", p.split_k,
-                a->cc_major * 10 + a->cc_minor);
+    return template_fail(why, "split_k %ld needs thread-block clusters (sm_90); this is sm_%ld",
+                         p.split_k, a->cc_major * 10 + a->cc_minor);
   if (p.wm > p.bm) return template_fail(why, "warp_m %ld is larger than block_m %ld", p.wm, p.bm);
   if (p.wn > p.bn) return template_fail(why, "warp_n %ld is larger than block_n %ld", p.wn, p.bn);
   if (p.warps > 16) return template_fail(why, "%ld warps per block; at most %ld", p.warps, 16);
   if (p.threads > a->max_threads_per_block)
-    return template_fail(why, "%ld threads per block; at most %ld", p.threads, a->max_threads_per_block);
-  if (p.acc > 128) return template_fail(why, "%ld accumulators per thread; at most %ld", p.acc, 128);
-  if (p.regs > a->max_regs_per_thread)
-    return template_fail(why, "at least %ld registers per thread; at most %ld", p.regs,
-                a->max_regs_per_thread);
-  if (p.regs * p.threads > a->regs_per_block)
-    return template_fail(why, "at least %ld registers per block; at most %ld", p.regs * p.threads,
-                a->regs_per_block);
-  if (p.smem_bytes > a->smem_optin_bytes)
-    return template_fail(why, "%ld bytes of shared memory; at most %ld", p.smem_bytes, a->smem_optin_bytes);
+    return template_fail(why, "%ld threads per block; at most %ld", p.threads,
+                         a->max_threads_per_block);
+  if (p.acc > 128)
+    return template_fail(why, "%ld accumulators per thread; at most %ld", p.acc, 128);
+  if (!template_block_fits(a, p.threads, p.regs, p.smem_bytes, why)) return 0;
   if (p.split_k > p.kt_total)
-    return template_fail(why, "split_k %ld, but the reduction has %ld slices", p.split_k, p.kt_total);
-  if (p.bm > 32 && p.bm >= 2 * p.m_total)
-    return template_fail(why, "block_m %ld for %ld positions: half the tile would be padding", p.bm,
-                p.m_total);
-  if (p.bn > 32 && p.bn >= 2 * 4 * ceil_div(w->k, 4))
-    return template_fail(why, "block_n %ld for %ld channels: half the tile would be padding", p.bn, w->k);
+    return template_fail(why, "split_k %ld, but the reduction has %ld slices", p.split_k,
+                         p.kt_total);
+  if (!template_tile_fits("block_m", p.bm, 32, p.m_total, "positions", why) ||
+      !template_tile_fits("block_n", p.bn, 32, 4 * ceil_div(w->k, 4), "channels (padded to 4)",
+                          why))
+    return 0;
   if (p.raster > 1 && p.tiles_n == 1)
-    return template_fail(why, "raster %ld changes nothing with %ld tile along N", p.raster, p.tiles_n);
+    return template_fail(why, "raster %ld changes nothing with %ld tile along N", p.raster,
+                         p.tiles_n);
   if (p.raster > 4 && p.tiles_m <= 4)
     return template_fail(why, "raster %ld is raster 4 with %ld tiles along M", p.raster, p.tiles_m);
   if (p.raster > 1 && p.tiles_m == 1)
-    return template_fail(why, "raster %ld changes nothing with %ld tile along M", p.raster, p.tiles_m);
+    return template_fail(why, "raster %ld changes nothing with %ld tile along M", p.raster,
+                         p.tiles_m);
   if (p.persist && p.tiles <= p.resident)
-    return template_fail(why, "persistent with %ld tiles for %ld resident blocks: the plain grid", p.tiles,
-                p.resident);
+    return template_fail(why, "persistent with %ld tiles for %ld resident blocks: the plain grid",
+                         p.tiles, p.resident);
   if (p.epi_smem && w->out_type != CT_DTYPE_INT32) {
     geom3 g;
     workload_geom(w, &g);
     if ((g.out[0] * g.out[1] * g.out[2]) % 4)
-      return template_fail(why, "a staged 8-bit epilogue needs positions %% 4 == 0, not %ld (%% %ld)",
-                  g.out[0] * g.out[1] * g.out[2], 4);
+      return template_fail(why,
+                           "a staged 8-bit epilogue needs positions %% 4 == 0, not %ld (%% %ld)",
+                           g.out[0] * g.out[1] * g.out[2], 4);
   }
   if (p.grid_x > 2147483647L)
     return template_fail(why, "%ld blocks along grid x; at most %ld", p.grid_x, 2147483647L);
@@ -207,19 +193,8 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   snprintf(inst->kernel_name, sizeof inst->kernel_name, "conv_mma");
   inst->n_options = 0;
   instance_conv_options(inst, w);
-  instance_opt(inst, "MMA_BM", p.bm);
-  instance_opt(inst, "MMA_BN", p.bn);
-  instance_opt(inst, "MMA_BK", p.bk);
-  instance_opt(inst, "MMA_WM", p.wm);
-  instance_opt(inst, "MMA_WN", p.wn);
-  instance_opt(inst, "MMA_STAGES", p.stages);
-  instance_opt(inst, "MMA_SWIZZLE", p.swizzle);
-  instance_opt(inst, "MMA_SPLITK", p.split_k);
-  instance_opt(inst, "MMA_RASTER", p.raster);
-  instance_opt(inst, "MMA_PERSIST", p.persist);
+  knobs_options(knobs, s, cfg, inst);
   instance_opt(inst, "MMA_GRID", p.grid_x);
-  instance_opt(inst, "MMA_EPI_SMEM", p.epi_smem);
-  instance_opt(inst, "MMA_AVEC", p.a_vec);
   instance_opt(inst, "CT_THREADS", p.threads);
   instance_opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
   if (inst->n_options >= INSTANCE_MAX_OPTIONS)
@@ -240,12 +215,10 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
   arch a = {.sm_count = 132, .smem_per_sm_bytes = 233472, .regs_per_sm = 65536};
   mplan p;
   make_plan(w, s, cfg, &a, &p);
-  const double v[] = {p.threads,    p.acc,     p.regs,      p.smem_bytes + 1,
-                      p.tiles,      p.split_k, p.kt_total, (double)p.tiles * p.split_k,
-                      p.bm,         p.bn,      p.stages};
-  int n = (int)(sizeof v / sizeof v[0]);
-  for (int i = 0; i < n && i < max; i++) out[i] = (float)log2(v[i]);
-  return n < max ? n : max;
+  const double v[] = {p.threads, p.acc,     p.regs,     p.smem_bytes + 1,
+                      p.tiles,   p.split_k, p.kt_total, (double)p.tiles * p.split_k,
+                      p.bm,      p.bn,      p.stages};
+  return template_features(v, (int)(sizeof v / sizeof v[0]), out, max);
 }
 
 /* A default without tuning: the largest square-ish tile that gives every
@@ -267,11 +240,16 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
       for (int iw = 0; iw < 3; iw++)
         for (int iv = 0; iv < 3; iv++)
           for (int is = 0; is < 4; is++) {
-            if (!(template_set_choice(s, &c, "block_m", bms[im]) && template_set_choice(s, &c, "block_n", bns[in]) &&
-                  template_set_choice(s, &c, "block_k", 64) && template_set_choice(s, &c, "warp_m", wms[iw]) &&
-                  template_set_choice(s, &c, "warp_n", wns[iv]) && template_set_choice(s, &c, "stages", 3) &&
-                  template_set_choice(s, &c, "smem_layout", 1) && template_set_choice(s, &c, "split_k", splits[is]) &&
-                  template_set_choice(s, &c, "raster", 1) && template_set_choice(s, &c, "persistent", 0) &&
+            if (!(template_set_choice(s, &c, "block_m", bms[im]) &&
+                  template_set_choice(s, &c, "block_n", bns[in]) &&
+                  template_set_choice(s, &c, "block_k", 64) &&
+                  template_set_choice(s, &c, "warp_m", wms[iw]) &&
+                  template_set_choice(s, &c, "warp_n", wns[iv]) &&
+                  template_set_choice(s, &c, "stages", 3) &&
+                  template_set_choice(s, &c, "smem_layout", 1) &&
+                  template_set_choice(s, &c, "split_k", splits[is]) &&
+                  template_set_choice(s, &c, "raster", 1) &&
+                  template_set_choice(s, &c, "persistent", 0) &&
                   template_set_choice(s, &c, "epi_smem", 0)))
               continue;
             template_set_choice(s, &c, "a_vec", 4);
@@ -297,28 +275,5 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
   return found;
 }
 
-const template_desc tpl_conv2d_nchw4c_mma = {
-    .name = "conv2d_nchw4c_mma",
-    .source = "conv2d_nchw4c_mma.cu",
-    .op = CT_OP_CONV2D,
-    .layout = CT_LAYOUT_NCHW4C,
-    .supports = supports2d,
-    .space = build_space,
-    .valid = valid,
-    .instance = make_instance,
-    .describe = describe,
-    .preferred = preferred,
-};
-
-const template_desc tpl_conv3d_ncdhw4c_mma = {
-    .name = "conv3d_ncdhw4c_mma",
-    .source = "conv3d_ncdhw4c_mma.cu",
-    .op = CT_OP_CONV3D,
-    .layout = CT_LAYOUT_NCHW4C,
-    .supports = supports3d,
-    .space = build_space,
-    .valid = valid,
-    .instance = make_instance,
-    .describe = describe,
-    .preferred = preferred,
-};
+TEMPLATE_PAIR(conv2d_nchw4c_mma, conv3d_ncdhw4c_mma, CT_LAYOUT_NCHW4C, knobs, refusal, valid,
+              make_instance, describe, preferred);

@@ -56,59 +56,59 @@
 
 static_assert(CT_D2S == 0, "depth_to_space runs on the dp4a templates");
 
-static_assert(MMA_BM == 32 || MMA_BM == 64 || MMA_BM == 128 || MMA_BM == 256, "block_m");
-static_assert(MMA_BN == 32 || MMA_BN == 64 || MMA_BN == 128 || MMA_BN == 256, "block_n");
-static_assert(MMA_BK == 32 || MMA_BK == 64 || MMA_BK == 128, "block_k is 32, 64 or 128 bytes");
-static_assert(MMA_WM % 16 == 0 && MMA_BM % MMA_WM == 0, "warp_m: a multiple of 16 dividing block_m");
-static_assert(MMA_WN % 8 == 0 && MMA_BN % MMA_WN == 0, "warp_n: a multiple of 8 dividing block_n");
-static_assert(MMA_STAGES >= 2 && MMA_STAGES <= 8, "stages: 2 to 8");
-static_assert(MMA_SWIZZLE == 0 || MMA_SWIZZLE == 1, "smem_layout is 0 (padded) or 1 (xor)");
-static_assert(MMA_SPLITK >= 1 && MMA_SPLITK <= 8, "split_k: 1 to 8 (a portable cluster)");
-static_assert(MMA_AVEC == 1 || MMA_AVEC == 4, "a_vec: 1 or 4 words");
-static_assert(MMA_EPI_SMEM == 0 || MMA_EPI_SMEM == 1, "epi_smem is 0 or 1");
+static_assert(BLOCK_M == 32 || BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 256, "block_m");
+static_assert(BLOCK_N == 32 || BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 256, "block_n");
+static_assert(BLOCK_K == 32 || BLOCK_K == 64 || BLOCK_K == 128, "block_k is 32, 64 or 128 bytes");
+static_assert(WARP_M % 16 == 0 && BLOCK_M % WARP_M == 0, "warp_m: a multiple of 16 dividing block_m");
+static_assert(WARP_N % 8 == 0 && BLOCK_N % WARP_N == 0, "warp_n: a multiple of 8 dividing block_n");
+static_assert(STAGES >= 2 && STAGES <= 8, "stages: 2 to 8");
+static_assert(SMEM_LAYOUT == 0 || SMEM_LAYOUT == 1, "smem_layout is 0 (padded) or 1 (xor)");
+static_assert(SPLIT_K >= 1 && SPLIT_K <= 8, "split_k: 1 to 8 (a portable cluster)");
+static_assert(A_VEC == 1 || A_VEC == 4, "a_vec: 1 or 4 words");
+static_assert(EPI_SMEM == 0 || EPI_SMEM == 1, "epi_smem is 0 or 1");
 
 #define TAPS (CT_KD * CT_KH * CT_KW)
 #define KWORDS (CT_C4 * TAPS)             /* reduction length in 4-channel words */
 #define P_OUT (CT_OD * CT_OH * CT_OW)     /* output positions per image */
 #define M_TOTAL (CT_N * P_OUT)
 #define I_PLANE (CT_ID * CT_IH * CT_IW)   /* words of one channel chunk of one image */
-#define BKW (MMA_BK / 4)                  /* kwords per stage */
+#define BKW (BLOCK_K / 4)                  /* kwords per stage */
 #define TAP_MAJOR (CT_C4 % BKW == 0)
 #define KT_TOTAL ((KWORDS + BKW - 1) / BKW)
-#define KT_SPLIT ((KT_TOTAL + MMA_SPLITK - 1) / MMA_SPLITK)
-#define TILES_M ((M_TOTAL + MMA_BM - 1) / MMA_BM)
-#define TILES_N ((CT_K4 * 4 + MMA_BN - 1) / MMA_BN)
+#define KT_SPLIT ((KT_TOTAL + SPLIT_K - 1) / SPLIT_K)
+#define TILES_M ((M_TOTAL + BLOCK_M - 1) / BLOCK_M)
+#define TILES_N ((CT_K4 * 4 + BLOCK_N - 1) / BLOCK_N)
 #define TILES (TILES_M * TILES_N)
-#define WARPS_M (MMA_BM / MMA_WM)
-#define WARPS_N (MMA_BN / MMA_WN)
+#define WARPS_M (BLOCK_M / WARP_M)
+#define WARPS_N (BLOCK_N / WARP_N)
 #define THREADS (WARPS_M * WARPS_N * 32)
-#define MI (MMA_WM / 16) /* m16 tiles per warp */
-#define NJ (MMA_WN / 8)  /* n8 tiles per warp */
+#define MI (WARP_M / 16) /* m16 tiles per warp */
+#define NJ (WARP_N / 8)  /* n8 tiles per warp */
 /* A rows: with 4-byte data loads (a_vec 1) a row holds kwords kw and kw + 4
  * of every position, interleaved so that one 16-byte load is a whole
  * fragment (a0..a3); with 16-byte data loads a row is one kword. */
-#define A_PAIRED (MMA_AVEC == 1)
-#define APITCH ((A_PAIRED ? 2 : 1) * MMA_BM + (MMA_SWIZZLE ? 0 : 8))
-#define BPITCH (MMA_BN + (MMA_SWIZZLE ? 0 : 8))
+#define A_PAIRED (A_VEC == 1)
+#define APITCH ((A_PAIRED ? 2 : 1) * BLOCK_M + (SMEM_LAYOUT ? 0 : 8))
+#define BPITCH (BLOCK_N + (SMEM_LAYOUT ? 0 : 8))
 #define A_STAGE ((A_PAIRED ? BKW / 2 : BKW) * APITCH) /* words */
 #define B_STAGE (BKW * BPITCH)
-#define PIPE_WORDS (MMA_STAGES * (A_STAGE + B_STAGE))
+#define PIPE_WORDS (STAGES * (A_STAGE + B_STAGE))
 #define NACC (MI * NJ * 4 + (CT_WZP ? MI * 4 : 0))
-#define SPLIT_WORDS (MMA_SPLITK > 1 ? THREADS * NACC : 0)
-#define EPI_WORDS (MMA_EPI_SMEM ? MMA_BM * MMA_BN : 0)
+#define SPLIT_WORDS (SPLIT_K > 1 ? THREADS * NACC : 0)
+#define EPI_WORDS (EPI_SMEM ? BLOCK_M * BLOCK_N : 0)
 #define MAX2(a, b) ((a) > (b) ? (a) : (b))
 #define SMEM_WORDS MAX2(PIPE_WORDS, MAX2(SPLIT_WORDS, EPI_WORDS))
 
 static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the warp tiling");
 static_assert(THREADS >= 32 && THREADS <= 1024, "threads per block must be 32 to 1024");
 static_assert(4 * SMEM_WORDS == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the tiles");
-static_assert(KT_TOTAL >= MMA_SPLITK, "split_k: more splits than reduction slices");
-static_assert(MMA_AVEC == 1 || (TAPS == 1 && CT_STR_D == 1 && CT_STR_H == 1 && CT_STR_W == 1 &&
+static_assert(KT_TOTAL >= SPLIT_K, "split_k: more splits than reduction slices");
+static_assert(A_VEC == 1 || (TAPS == 1 && CT_STR_D == 1 && CT_STR_H == 1 && CT_STR_W == 1 &&
                                  CT_PAD_D + CT_PAD_H + CT_PAD_W == 0 && P_OUT % 4 == 0),
               "a_vec 4 needs a 1x1 kernel, stride 1, no padding and positions % 4 == 0");
-static_assert(!MMA_EPI_SMEM || CT_OUT == 0 || P_OUT % 4 == 0,
+static_assert(!EPI_SMEM || CT_OUT == 0 || P_OUT % 4 == 0,
               "a staged 8-bit epilogue stores 4 positions per thread: positions % 4 == 0");
-static_assert(MMA_PERSIST == 0 || MMA_GRID >= 1, "persistent: MMA_GRID blocks");
+static_assert(PERSISTENT == 0 || MMA_GRID >= 1, "persistent: MMA_GRID blocks");
 
 
 /* ---- shared memory --------------------------------------------------------- */
@@ -121,24 +121,24 @@ __device__ __forceinline__ int a_idx(int kw, int m) {
 #if A_PAIRED
   const int r = (kw & 3) + 4 * (kw >> 3);
   const int c = (m >> 4) * 32 + (m & 7) * 4 + ((kw >> 2) & 1) * 2 + ((m >> 3) & 1);
-  return r * APITCH + (MMA_SWIZZLE ? (c ^ ((r & 3) << 3)) : c);
+  return r * APITCH + (SMEM_LAYOUT ? (c ^ ((r & 3) << 3)) : c);
 #else
-  return kw * APITCH + (MMA_SWIZZLE ? (m ^ ((kw & 3) << 3)) : m);
+  return kw * APITCH + (SMEM_LAYOUT ? (m ^ ((kw & 3) << 3)) : m);
 #endif
 }
 __device__ __forceinline__ int b_idx(int kw, int n) {
-  return kw * BPITCH + (MMA_SWIZZLE ? (n ^ ((kw & 3) << 3)) : n);
+  return kw * BPITCH + (SMEM_LAYOUT ? (n ^ ((kw & 3) << 3)) : n);
 }
 
 /* ---- A: the data tile --------------------------------------------------- */
 /* A thread loads elements e = tid + j * THREADS of the BKW x A_ROW stage,
  * A_ROW positions (or groups of 4 with a_vec 4) per kword row. Its positions
  * are fixed: one when THREADS >= A_ROW, else MSLOT of them. */
-#define A_ROW (MMA_BM / MMA_AVEC)
+#define A_ROW (BLOCK_M / A_VEC)
 #define A_ELEMS (A_ROW * BKW)
 #define A_ITERS ((A_ELEMS + THREADS - 1) / THREADS)
 #define MSLOT (A_ROW > THREADS ? A_ROW / THREADS : 1)
-#define B_ELEMS ((MMA_BN / 4) * BKW) /* 16-byte chunks: 4 channels x 4 kwords... of one kword */
+#define B_ELEMS ((BLOCK_N / 4) * BKW) /* 16-byte chunks: 4 channels x 4 kwords... of one kword */
 #define B_ITERS ((B_ELEMS + THREADS - 1) / THREADS)
 
 struct a_rows {
@@ -156,7 +156,7 @@ __device__ __forceinline__ int a_kw(int tid, int j) {
 __device__ __forceinline__ void a_rows_init(a_rows &r, int tile_m, int tid) {
 #pragma unroll
   for (int s = 0; s < MSLOT; s++) {
-    const int m = tile_m * MMA_BM + a_slot_m(tid, s) * MMA_AVEC;
+    const int m = tile_m * BLOCK_M + a_slot_m(tid, s) * A_VEC;
     if (m < M_TOTAL) {
       const int n = m / P_OUT, p = m % P_OUT;
       const int ow = p % CT_OW, oh = (p / CT_OW) % CT_OH, od = p / (CT_OW * CT_OH);
@@ -173,7 +173,7 @@ __device__ __forceinline__ void a_rows_init(a_rows &r, int tile_m, int tid) {
 
 __device__ __forceinline__ void load_a(unsigned *As, const int *__restrict__ data, const a_rows &r,
                                        int kt, int tid, int pad_word) {
-#if MMA_AVEC == 4
+#if A_VEC == 4
   /* 1x1, stride 1, no padding: kword = chunk, 4 positions in one 16 bytes */
 #pragma unroll
   for (int j = 0; j < A_ITERS; j++) {
@@ -245,8 +245,8 @@ __device__ __forceinline__ void load_b(unsigned *Bs, const int4 *__restrict__ we
   for (int j = 0; j < B_ITERS; j++) {
     const int e = tid + j * THREADS;
     if (B_ELEMS % THREADS == 0 || e < B_ELEMS) {
-      const int f = (e >> 2) % (MMA_BN / 4), kwl = ((e >> 2) / (MMA_BN / 4)) * 4 + (e & 3);
-      const int k4 = tile_n * (MMA_BN / 4) + f;
+      const int f = (e >> 2) % (BLOCK_N / 4), kwl = ((e >> 2) / (BLOCK_N / 4)) * 4 + (e & 3);
+      const int k4 = tile_n * (BLOCK_N / 4) + f;
 #if TAP_MAJOR
       const bool ok = k4 < CT_K4;
       const long chunk = ((long)k4 * CT_C4 + c0 + kwl) * TAPS + tap;
@@ -263,8 +263,8 @@ __device__ __forceinline__ void load_b(unsigned *Bs, const int4 *__restrict__ we
 /* ---- the kernel ---------------------------------------------------------- */
 #ifndef CT_CUSTOM_ENTRY
 extern "C" __global__ void
-#if MMA_SPLITK > 1
-__cluster_dims__(1, MMA_SPLITK, 1)
+#if SPLIT_K > 1
+__cluster_dims__(1, SPLIT_K, 1)
 #endif
 __launch_bounds__(THREADS) conv_mma(const int *__restrict__ data, const int4 *__restrict__ weights,
                                     void *__restrict__ out, const int *__restrict__ params,
@@ -285,7 +285,7 @@ __launch_bounds__(THREADS) conv_mma(const int *__restrict__ data, const int4 *__
   const int kt1 = kt0 + KT_SPLIT < KT_TOTAL ? kt0 + KT_SPLIT : KT_TOTAL;
   const int nkt = kt1 > kt0 ? kt1 - kt0 : 0;
 
-#if MMA_PERSIST
+#if PERSISTENT
 #pragma unroll 1
   for (int u = blockIdx.x; u < TILES; u += MMA_GRID) {
 #else
@@ -293,9 +293,9 @@ __launch_bounds__(THREADS) conv_mma(const int *__restrict__ data, const int4 *__
     const int u = blockIdx.x;
 #endif
     /* rasterisation: groups of RASTER tiles along M, N across a group */
-    const int width = MMA_RASTER * TILES_N, grp = u / width;
-    const int first_m = grp * MMA_RASTER;
-    const int gsz = TILES_M - first_m < MMA_RASTER ? TILES_M - first_m : MMA_RASTER;
+    const int width = RASTER * TILES_N, grp = u / width;
+    const int first_m = grp * RASTER;
+    const int gsz = TILES_M - first_m < RASTER ? TILES_M - first_m : RASTER;
     const int tile_m = first_m + (u % width) % gsz, tile_n = (u % width) / gsz;
 
     a_rows rows;
@@ -318,34 +318,34 @@ __launch_bounds__(THREADS) conv_mma(const int *__restrict__ data, const int4 *__
 
     __syncthreads(); /* the previous tile is done with shared memory */
 #pragma unroll
-    for (int s = 0; s < MMA_STAGES - 1; s++) {
+    for (int s = 0; s < STAGES - 1; s++) {
       if (s < nkt) {
         load_a(smem + s * A_STAGE, data, rows, kt0 + s, tid, pad_word);
-        load_b(smem + MMA_STAGES * A_STAGE + s * B_STAGE, weights, tile_n, kt0 + s, tid);
+        load_b(smem + STAGES * A_STAGE + s * B_STAGE, weights, tile_n, kt0 + s, tid);
       }
       cp_async_commit();
     }
 #pragma unroll 1
     for (int it = 0; it < nkt; it++) {
-      cp_async_wait<MMA_STAGES - 2>();
+      cp_async_wait<STAGES - 2>();
       __syncthreads(); /* stage it has landed; stage it - 1 is free */
-      const int nx = it + MMA_STAGES - 1;
+      const int nx = it + STAGES - 1;
       if (nx < nkt) {
-        const int sn = nx % MMA_STAGES;
+        const int sn = nx % STAGES;
         load_a(smem + sn * A_STAGE, data, rows, kt0 + nx, tid, pad_word);
-        load_b(smem + MMA_STAGES * A_STAGE + sn * B_STAGE, weights, tile_n, kt0 + nx, tid);
+        load_b(smem + STAGES * A_STAGE + sn * B_STAGE, weights, tile_n, kt0 + nx, tid);
       }
       cp_async_commit();
-      const int sc = it % MMA_STAGES;
+      const int sc = it % STAGES;
       const unsigned *As = smem + sc * A_STAGE;
-      const unsigned *Bs = smem + MMA_STAGES * A_STAGE + sc * B_STAGE;
+      const unsigned *Bs = smem + STAGES * A_STAGE + sc * B_STAGE;
 #pragma unroll
       for (int kk = 0; kk < BKW / 8; kk++) {
         const int kw = kk * 8 + t;
         unsigned af[MI][4], bf[NJ][2];
 #pragma unroll
         for (int i = 0; i < MI; i++) {
-          const int m = wm * MMA_WM + i * 16 + g;
+          const int m = wm * WARP_M + i * 16 + g;
 #if A_PAIRED
           const uint4 q = *(const uint4 *)&As[a_idx(kw, m)];
           af[i][0] = q.x;
@@ -361,7 +361,7 @@ __launch_bounds__(THREADS) conv_mma(const int *__restrict__ data, const int4 *__
         }
 #pragma unroll
         for (int j = 0; j < NJ; j++) {
-          const int n = wn * MMA_WN + j * 8 + g;
+          const int n = wn * WARP_N + j * 8 + g;
           bf[j][0] = Bs[b_idx(kw, n)];
           bf[j][1] = Bs[b_idx(kw + 4, n)];
         }
@@ -378,7 +378,7 @@ __launch_bounds__(THREADS) conv_mma(const int *__restrict__ data, const int4 *__
     cp_async_wait<0>();
     __syncthreads(); /* shared memory is free for the reduction and the epilogue */
 
-#if MMA_SPLITK > 1
+#if SPLIT_K > 1
     {
       /* the cluster's partial sums meet in rank 0's registers */
       unsigned *red = smem;
@@ -398,7 +398,7 @@ __launch_bounds__(THREADS) conv_mma(const int *__restrict__ data, const int4 *__
       const unsigned rank = cluster_rank();
       if (rank == 0) {
 #pragma unroll 1
-        for (unsigned q = 1; q < MMA_SPLITK; q++) {
+        for (unsigned q = 1; q < SPLIT_K; q++) {
           const unsigned base = cluster_map(smem_addr(red), q);
 #pragma unroll
           for (int i = 0; i < MI; i++)
@@ -420,7 +420,7 @@ __launch_bounds__(THREADS) conv_mma(const int *__restrict__ data, const int4 *__
       }
       cluster_sync(); /* the others keep their shared memory until rank 0 has read it */
       if (rank != 0) {
-#if MMA_PERSIST
+#if PERSISTENT
         continue;
 #else
         return;
@@ -429,20 +429,20 @@ __launch_bounds__(THREADS) conv_mma(const int *__restrict__ data, const int4 *__
     }
 #endif
 
-    const int mb = tile_m * MMA_BM + wm * MMA_WM, nb = tile_n * MMA_BN + wn * MMA_WN;
-#if MMA_EPI_SMEM
+    const int mb = tile_m * BLOCK_M + wm * WARP_M, nb = tile_n * BLOCK_N + wn * WARP_N;
+#if EPI_SMEM
     /* stage the corrected int32 tile as [BN/4][BM][4], then 16-byte stores */
     int *stile = (int *)smem;
 #pragma unroll
     for (int j = 0; j < NJ; j++) {
-      const int kl = wn * MMA_WN + j * 8 + 2 * t;
-      const int k = tile_n * MMA_BN + kl < KP ? tile_n * MMA_BN + kl : 0; /* params in range */
+      const int kl = wn * WARP_N + j * 8 + 2 * t;
+      const int k = tile_n * BLOCK_N + kl < KP ? tile_n * BLOCK_N + kl : 0; /* params in range */
       const q_chan c0 = load_chan(params, qh, k), c1 = load_chan(params, qh, k + 1);
 #pragma unroll
       for (int i = 0; i < MI; i++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-          const int ml = wm * MMA_WM + i * 16 + g + 8 * h;
+          const int ml = wm * WARP_M + i * 16 + g + 8 * h;
 #if CT_WZP
           const int xs = xacc[i][2 * h];
 #else
@@ -451,15 +451,15 @@ __launch_bounds__(THREADS) conv_mma(const int *__restrict__ data, const int4 *__
           int2 v;
           v.x = corrected(c0, acc[i][j][2 * h], xs);
           v.y = corrected(c1, acc[i][j][2 * h + 1], xs);
-          *(int2 *)&stile[((kl >> 2) * MMA_BM + ml) * 4 + (kl & 3)] = v;
+          *(int2 *)&stile[((kl >> 2) * BLOCK_M + ml) * 4 + (kl & 3)] = v;
         }
     }
     __syncthreads();
 #if CT_OUT == 0
 #pragma unroll 1
-    for (int e = tid; e < (MMA_BN / 4) * MMA_BM; e += THREADS) {
-      const int ml = e % MMA_BM, f = e / MMA_BM;
-      const int m = tile_m * MMA_BM + ml, k4 = tile_n * (MMA_BN / 4) + f;
+    for (int e = tid; e < (BLOCK_N / 4) * BLOCK_M; e += THREADS) {
+      const int ml = e % BLOCK_M, f = e / BLOCK_M;
+      const int m = tile_m * BLOCK_M + ml, k4 = tile_n * (BLOCK_N / 4) + f;
       if (m < M_TOTAL && k4 < CT_K4) {
         const int n = m / P_OUT, p = m % P_OUT;
         ((int4 *)out)[((long)n * CT_K4 + k4) * P_OUT + p] = ((const int4 *)stile)[e];
@@ -467,9 +467,9 @@ __launch_bounds__(THREADS) conv_mma(const int *__restrict__ data, const int4 *__
     }
 #else
 #pragma unroll 1
-    for (int e = tid; e < (MMA_BN / 4) * (MMA_BM / 4); e += THREADS) {
-      const int ml = (e % (MMA_BM / 4)) * 4, f = e / (MMA_BM / 4);
-      const int m = tile_m * MMA_BM + ml, k4 = tile_n * (MMA_BN / 4) + f;
+    for (int e = tid; e < (BLOCK_N / 4) * (BLOCK_M / 4); e += THREADS) {
+      const int ml = (e % (BLOCK_M / 4)) * 4, f = e / (BLOCK_M / 4);
+      const int m = tile_m * BLOCK_M + ml, k4 = tile_n * (BLOCK_N / 4) + f;
       if (m < M_TOTAL && k4 < CT_K4) {
         const int n = m / P_OUT, p = m % P_OUT;
         const long pos = ((long)n * CT_K4 + k4) * P_OUT + p; /* 4 positions, 16 bytes */
@@ -482,7 +482,7 @@ __launch_bounds__(THREADS) conv_mma(const int *__restrict__ data, const int4 *__
         unsigned words[4];
 #pragma unroll
         for (int q = 0; q < 4; q++) {
-          const int4 v = ((const int4 *)stile)[f * MMA_BM + ml + q];
+          const int4 v = ((const int4 *)stile)[f * BLOCK_M + ml + q];
           const int vs[4] = {v.x, v.y, v.z, v.w};
           unsigned word = 0;
 #pragma unroll

@@ -22,7 +22,6 @@
  * larger than twice what the layer has; blocks_per_sm blocks fitting an
  * SM's registers, shared memory and threads.
  */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,6 +36,15 @@ static const int block_ns[] = {32, 64, 128};
 static const int warp_m16s[] = {1, 2, 4};
 static const int blocks_per_sms[] = {1, 2, 3, 4};
 
+static const knob_def knobs[] = {
+    KNOB("tile_w", tile_ws, 64),
+    KNOB("tile_h", tile_hs, 2),
+    KNOB("block_n", block_ns, 64),
+    KNOB("warp_m16", warp_m16s, 2),
+    KNOB("blocks_per_sm", blocks_per_sms, 2),
+    KNOB_END,
+};
+
 typedef struct splan {
   int tw, th, bn, mi, minb;
   long row_pad, ksteps, in_rows, srows, pstep, nalign, rowb, copyb, w_bytes, in_bytes, wraw;
@@ -48,7 +56,10 @@ static long ceil_div(long a, long b) {
   return (a + b - 1) / b;
 }
 
-static const char *refusal(const ct_workload *w, ct_op op) {
+/* Also the refusal of the wgmma stems (conv_wgmma_stem.c): the same
+ * window rows. */
+const char *nhwc_stem_refusal(const ct_workload *w, ct_op op);
+const char *nhwc_stem_refusal(const ct_workload *w, ct_op op) {
   if (w->op != op) return op == CT_OP_CONV2D ? "it runs conv2d only" : "it runs conv3d only";
   if (w->layout != CT_LAYOUT_NHWC)
     return op == CT_OP_CONV2D ? "it needs layout nhwc" : "it needs layout ndhwc";
@@ -66,44 +77,16 @@ static const char *refusal(const ct_workload *w, ct_op op) {
   return NULL;
 }
 
-static int supports_op(const ct_workload *w, ct_op op, char *why) {
-  const char *reason = refusal(w, op);
-  if (reason && why) snprintf(why, TEMPLATE_WHY_MAX, "%s", reason);
-  return reason == NULL;
-}
-
-static int supports2d(const ct_workload *w, char *why) {
-  return supports_op(w, CT_OP_CONV2D, why);
-}
-
-static int supports3d(const ct_workload *w, char *why) {
-  return supports_op(w, CT_OP_CONV3D, why);
-}
-
-static ct_status build_space(const ct_workload *w, space *s, ct_err *err) {
-  (void)w;
-  ct_status st;
-#define CHOICE(name, v)                                                                            \
-  if ((st = space_add_choice(s, name, v, (int)(sizeof v / sizeof v[0]), err))) return st
-  CHOICE("tile_w", tile_ws);
-  CHOICE("tile_h", tile_hs);
-  CHOICE("block_n", block_ns);
-  CHOICE("warp_m16", warp_m16s);
-  CHOICE("blocks_per_sm", blocks_per_sms);
-#undef CHOICE
-  return CT_OK;
-}
-
 /* The sizes of conv_mma_nhwc.cuh, macro for macro. */
 static void make_plan(const ct_workload *w, const space *s, const config *cfg, const arch *a,
                       splan *p) {
   geom3 g;
   workload_geom(w, &g);
-  p->tw = space_get(s, cfg, "tile_w", 64);
-  p->th = space_get(s, cfg, "tile_h", 2);
-  p->bn = space_get(s, cfg, "block_n", 64);
-  p->mi = space_get(s, cfg, "warp_m16", 2);
-  p->minb = space_get(s, cfg, "blocks_per_sm", 2);
+  p->tw = knobs_get(knobs, s, cfg, "tile_w");
+  p->th = knobs_get(knobs, s, cfg, "tile_h");
+  p->bn = knobs_get(knobs, s, cfg, "block_n");
+  p->mi = knobs_get(knobs, s, cfg, "warp_m16");
+  p->minb = knobs_get(knobs, s, cfg, "blocks_per_sm");
   const long row_bytes = g.ker[2] * g.c;
   p->row_pad = ceil_div(row_bytes, 32) * 32;
   p->ksteps = g.ker[0] * g.ker[1] * (p->row_pad / 32);
@@ -148,36 +131,13 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
   if (p.mblk % p.mi)
     return template_fail(why, "warp_m16 %ld does not divide the tile's %ld m16 blocks", p.mi,
                          p.mblk);
-  if (p.acc > 128)
-    return template_fail(why, "%ld accumulators per thread (warp_m16 %ld x block_n); at most 128",
-                         p.acc, p.mi);
-  if (p.tw > 16 && p.tw >= 2 * g.out[2])
-    return template_fail(why, "tile_w %ld for %ld output columns: half the tile would be padding",
-                         p.tw, g.out[2]);
-  if (p.th > 1 && p.th >= 2 * g.out[1])
-    return template_fail(why, "tile_h %ld for %ld output rows: half the tile would be padding",
-                         p.th, g.out[1]);
-  if (p.bn > 32 && p.bn >= 2 * g.k)
-    return template_fail(why, "block_n %ld for %ld channels: half the tile would be padding", p.bn,
-                         g.k);
-  if (p.threads > a->max_threads_per_block)
-    return template_fail(why, "%ld threads per block; at most %ld", p.threads,
-                         a->max_threads_per_block);
-  long reg_cap = a->regs_per_block / p.threads / 8 * 8;
-  if (p.minb > 1 && a->regs_per_sm / (p.minb * p.threads) / 8 * 8 < reg_cap)
-    reg_cap = a->regs_per_sm / (p.minb * p.threads) / 8 * 8;
-  if (reg_cap > a->max_regs_per_thread) reg_cap = a->max_regs_per_thread;
-  if (p.regs > reg_cap)
-    return template_fail(why, "at least %ld registers per thread; at most %ld", p.regs, reg_cap);
-  if (p.smem_bytes > a->smem_optin_bytes)
-    return template_fail(why, "%ld bytes of shared memory; at most %ld", p.smem_bytes,
-                         a->smem_optin_bytes);
-  /* 1 KB per block is the runtime's */
-  if (p.minb * (p.smem_bytes + 1024) > a->smem_per_sm_bytes)
-    return template_fail(why, "%ld blocks per SM of %ld bytes of shared memory exceed the SM's",
-                         p.minb, p.smem_bytes);
-  if (p.minb * p.threads > 2048)
-    return template_fail(why, "%ld blocks per SM of %ld threads exceed 2048", p.minb, p.threads);
+  if (!template_acc_fits(p.acc, "warp_m16", p.mi, why) ||
+      !template_tile_fits("tile_w", p.tw, 16, g.out[2], "output columns", why) ||
+      !template_tile_fits("tile_h", p.th, 1, g.out[1], "output rows", why) ||
+      !template_tile_fits("block_n", p.bn, 32, g.k, "channels", why) ||
+      !template_blocks_fit(a, p.threads, p.minb, p.smem_bytes, why) ||
+      !template_regs_fit(a, p.threads, p.minb, p.regs, why))
+    return 0;
   if (p.tiles_n > 65535)
     return template_fail(why, "%ld blocks along grid y; at most %ld", p.tiles_n, 65535);
   return 1;
@@ -195,11 +155,7 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   w4.c = (w->c + 3) / 4 * 4;
   instance_conv_options(inst, &w4);
   instance_opt(inst, "STEM_C", w->c);
-  instance_opt(inst, "SM_TW", p.tw);
-  instance_opt(inst, "SM_TH", p.th);
-  instance_opt(inst, "SM_BN", p.bn);
-  instance_opt(inst, "SM_MI", p.mi);
-  instance_opt(inst, "SM_MINB", p.minb);
+  knobs_options(knobs, s, cfg, inst);
   instance_opt(inst, "CT_THREADS", p.threads);
   instance_opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
   if (inst->n_options >= INSTANCE_MAX_OPTIONS)
@@ -239,9 +195,7 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
                       p.minb,
                       p.nalign,
                       (double)p.tiles_m * p.th * p.tw / (double)p.m_total};
-  int n = (int)(sizeof v / sizeof v[0]);
-  for (int i = 0; i < n && i < max; i++) out[i] = (float)log2(v[i]);
-  return n < max ? n : max;
+  return template_features(v, (int)(sizeof v / sizeof v[0]), out, max);
 }
 
 /* A default without tuning: the widest tile_w that wastes at most a
@@ -282,28 +236,5 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
   return found;
 }
 
-const template_desc tpl_conv2d_nhwc_mma = {
-    .name = "conv2d_nhwc_mma",
-    .source = "conv2d_nhwc_mma.cu",
-    .op = CT_OP_CONV2D,
-    .layout = CT_LAYOUT_NHWC,
-    .supports = supports2d,
-    .space = build_space,
-    .valid = valid,
-    .instance = make_instance,
-    .describe = describe,
-    .preferred = preferred,
-};
-
-const template_desc tpl_conv3d_ndhwc_mma = {
-    .name = "conv3d_ndhwc_mma",
-    .source = "conv3d_ndhwc_mma.cu",
-    .op = CT_OP_CONV3D,
-    .layout = CT_LAYOUT_NHWC,
-    .supports = supports3d,
-    .space = build_space,
-    .valid = valid,
-    .instance = make_instance,
-    .describe = describe,
-    .preferred = preferred,
-};
+TEMPLATE_PAIR(conv2d_nhwc_mma, conv3d_ndhwc_mma, CT_LAYOUT_NHWC, knobs, nhwc_stem_refusal, valid,
+              make_instance, describe, preferred);

@@ -39,11 +39,11 @@
 #include "nhwc_store.cuh"
 
 static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: packed templates");
-static_assert(SM_TW == 16 || SM_TW == 32 || SM_TW == 64 || SM_TW == 128, "tile_w: 16 to 128");
-static_assert(SM_TH == 1 || SM_TH == 2 || SM_TH == 4, "tile_h: 1, 2 or 4");
-static_assert(SM_BN == 32 || SM_BN == 64 || SM_BN == 128, "block_n: 32, 64 or 128");
-static_assert(SM_MI == 1 || SM_MI == 2 || SM_MI == 4, "warp_m16: 1, 2 or 4 m16 blocks per warp");
-static_assert(SM_MINB >= 1 && SM_MINB <= 4, "blocks_per_sm: 1 to 4");
+static_assert(TILE_W == 16 || TILE_W == 32 || TILE_W == 64 || TILE_W == 128, "tile_w: 16 to 128");
+static_assert(TILE_H == 1 || TILE_H == 2 || TILE_H == 4, "tile_h: 1, 2 or 4");
+static_assert(BLOCK_N == 32 || BLOCK_N == 64 || BLOCK_N == 128, "block_n: 32, 64 or 128");
+static_assert(WARP_M16 == 1 || WARP_M16 == 2 || WARP_M16 == 4, "warp_m16: 1, 2 or 4 m16 blocks per warp");
+static_assert(BLOCKS_PER_SM >= 1 && BLOCKS_PER_SM <= 4, "blocks_per_sm: 1 to 4");
 static_assert(STEM_C > 0 && (STEM_C + 3) / 4 == CT_C4, "STEM_C must round up to 4 * CT_C4");
 static_assert(CT_DIL_W == 1, "the window row must be contiguous: no dilation along W");
 static_assert(CT_KR % 8 == 0, "the NHWC stores: K must be a multiple of 8");
@@ -54,14 +54,14 @@ static_assert(CT_KR % 8 == 0, "the NHWC stores: K must be a multiple of 8");
 #define RSTEPS (ROW_PAD / 32)
 #define TAPROWS (CT_KD * CT_KH)
 #define KSTEPS (TAPROWS * RSTEPS)                /* k32 steps of the reduction */
-#define IN_ROWS ((SM_TH - 1) * CT_STR_H + (CT_KH - 1) * CT_DIL_H + 1) /* per depth tap */
+#define IN_ROWS ((TILE_H - 1) * CT_STR_H + (CT_KH - 1) * CT_DIL_H + 1) /* per depth tap */
 #define SROWS (CT_KD * IN_ROWS)
 #define PSTEP (CT_STR_W * C_IN) /* bytes between the windows of adjacent output columns */
 #define NALIGN (PSTEP % 4 == 0 ? 1 : PSTEP % 2 == 0 ? 2 : 4)
 #define ASTEP (4 / NALIGN) /* the alignments that occur: multiples of ASTEP */
 /* a staged row: the last column's window, a k32 step past its end read
  * whole, and a word of slack for the shifted copies */
-#define ROWB (((SM_TW - 1) * PSTEP + ROW_PAD + 4 + 15) / 16 * 16)
+#define ROWB (((TILE_W - 1) * PSTEP + ROW_PAD + 4 + 15) / 16 * 16)
 /* a copy: its rows, padded so that copies start 16 banks apart (the odd
  * columns of a warp read the other copy than the even ones) */
 #define COPY_RAW (SROWS * ROWB)
@@ -71,24 +71,24 @@ static_assert(CT_KR % 8 == 0, "the NHWC stores: K must be a multiple of 8");
 #define RAW_WORDS (SROWS * RAWW)
 #define PF ((RAW_WORDS + THREADS - 1) / THREADS) /* raw words per thread */
 #define ROW_ALIGNED ((CT_IW * C_IN) % 4 == 0)    /* rows start at word boundaries */
-#define NT (SM_BN / 8)
-#define W_BYTES (KSTEPS * SM_BN * 32)
-#define MBLK (SM_TH * SM_TW / 16) /* m16 blocks per tile */
-#define WARPS (MBLK / SM_MI)
+#define NT (BLOCK_N / 8)
+#define W_BYTES (KSTEPS * BLOCK_N * 32)
+#define MBLK (TILE_H * TILE_W / 16) /* m16 blocks per tile */
+#define WARPS (MBLK / WARP_M16)
 #define THREADS (32 * WARPS)
 #define TAPVOL (CT_KD * CT_KH * CT_KW * C_IN) /* weight bytes per output channel */
 /* the block's raw weight bytes (first, where the copies go later) */
-#define WRAW_BYTES ((SM_BN * TAPVOL + 3 + 3) / 4 * 4)
+#define WRAW_BYTES ((BLOCK_N * TAPVOL + 3 + 3) / 4 * 4)
 #define SCRATCH_BYTES (IN_BYTES > WRAW_BYTES ? IN_BYTES : WRAW_BYTES)
 #define SMEM_BYTES (W_BYTES + SCRATCH_BYTES + RAW_WORDS * 4)
-#define TILES_W ((CT_OW + SM_TW - 1) / SM_TW)
-#define TILES_H ((CT_OH + SM_TH - 1) / SM_TH)
+#define TILES_W ((CT_OW + TILE_W - 1) / TILE_W)
+#define TILES_H ((CT_OH + TILE_H - 1) / TILE_H)
 #define TILES_M ((long)CT_N * CT_OD * TILES_H * TILES_W)
 
-static_assert(MBLK % SM_MI == 0, "warp_m16 must divide the tile's m16 blocks");
+static_assert(MBLK % WARP_M16 == 0, "warp_m16 must divide the tile's m16 blocks");
 static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the tile");
 static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the tile");
-static_assert(SM_MI * SM_BN / 2 <= 128, "accumulators: warp_m16 x block_n / 2 at most 128");
+static_assert(WARP_M16 * BLOCK_N / 2 <= 128, "accumulators: warp_m16 x block_n / 2 at most 128");
 
 /* ---- staging ----------------------------------------------------------------- */
 /* The raw input of a tile: per staged row (depth tap t, row y), RAWW words
@@ -158,7 +158,7 @@ __device__ __forceinline__ void load_weights(unsigned *wraw, const unsigned char
                                              int n0) {
   const long b0 = (long)n0 * TAPVOL, w0 = b0 / 4;
   const long end = (long)CT_KR * TAPVOL; /* the weights' bytes */
-  const long nb = ((n0 + SM_BN < CT_KR ? n0 + SM_BN : CT_KR) - n0) * (long)TAPVOL + (b0 - 4 * w0);
+  const long nb = ((n0 + BLOCK_N < CT_KR ? n0 + BLOCK_N : CT_KR) - n0) * (long)TAPVOL + (b0 - 4 * w0);
 #pragma unroll 4
   for (int i = threadIdx.x; i < (nb + 3) / 4; i += THREADS) {
     const long o = (w0 + i) * 4;
@@ -212,18 +212,18 @@ __device__ __forceinline__ tile_pos tile_at(long tile) {
 
 /* The input column of the window of a tile's first output column. */
 __device__ __forceinline__ int tile_x0(int tw) {
-  return tw * SM_TW * CT_STR_W - CT_PAD_W;
+  return tw * TILE_W * CT_STR_W - CT_PAD_W;
 }
 
 __device__ __forceinline__ void fetch_tile(unsigned (&pf)[PF], const unsigned char *__restrict__ data,
                                            long tile, unsigned pad) {
   const tile_pos p = tile_at(tile);
   fetch_rows(pf, data, (int)(p.nd / CT_OD), (int)(p.nd % CT_OD) * CT_STR_D - CT_PAD_D,
-             p.th0 * SM_TH * CT_STR_H - CT_PAD_H, tile_x0(p.tw), pad);
+             p.th0 * TILE_H * CT_STR_H - CT_PAD_H, tile_x0(p.tw), pad);
 }
 
 /* ---- the kernel ---------------------------------------------------------- */
-extern "C" __global__ void __launch_bounds__(THREADS, SM_MINB)
+extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     conv_mma_nhwc(const unsigned char *__restrict__ data, const unsigned char *__restrict__ weights,
                   void *__restrict__ out, const int *__restrict__ params,
                   const void *__restrict__ residual) {
@@ -232,7 +232,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, SM_MINB)
   unsigned *sin = (unsigned *)(smem_raw + W_BYTES);
   unsigned *raw = (unsigned *)(smem_raw + W_BYTES + SCRATCH_BYTES);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  const int n0 = blockIdx.y * SM_BN;
+  const int n0 = blockIdx.y * BLOCK_N;
   pdl_wait_then_release(); /* nothing global before: the previous kernel may still run */
 #if CT_ZD
   const unsigned pad = (unsigned)params[CTQ_PAD_WORD] & 0xffu;
@@ -244,13 +244,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, SM_MINB)
   /* this thread's pixels: m16 block mb = warp * MI + i is row mb / (TW /
    * 16) of the tile, columns 16 (mb % (TW / 16)) + g and + 8; each reads
    * the copy of its alignment at its aligned offset */
-  int off[SM_MI][2];
+  int off[WARP_M16][2];
 #pragma unroll
-  for (int i = 0; i < SM_MI; i++) {
-    const int mb = warp * SM_MI + i, th = mb / (SM_TW / 16);
+  for (int i = 0; i < WARP_M16; i++) {
+    const int mb = warp * WARP_M16 + i, th = mb / (TILE_W / 16);
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-      const int j = (mb % (SM_TW / 16)) * 16 + g + 8 * h, al = (j * PSTEP) & 3;
+      const int j = (mb % (TILE_W / 16)) * 16 + g + 8 * h, al = (j * PSTEP) & 3;
       off[i][h] = (al / ASTEP) * COPYB + th * CT_STR_H * ROWB + j * PSTEP - al + 4 * t;
     }
   }
@@ -275,9 +275,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, SM_MINB)
     if (tile + gridDim.x < TILES_M) fetch_tile(pf, data, tile + gridDim.x, pad);
     __syncthreads();
 
-    int acc[SM_MI][NT][4];
+    int acc[WARP_M16][NT][4];
 #pragma unroll
-    for (int i = 0; i < SM_MI; i++)
+    for (int i = 0; i < WARP_M16; i++)
 #pragma unroll
       for (int j = 0; j < NT; j++)
 #pragma unroll
@@ -295,7 +295,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, SM_MINB)
 #pragma unroll
         for (int j = 0; j < NT; j++) b[j] = sw[(ks * NT + j) * 32 + lane];
 #pragma unroll
-        for (int i = 0; i < SM_MI; i++) {
+        for (int i = 0; i < WARP_M16; i++) {
           unsigned a[4];
           const unsigned char *p0 = sinb + off[i][0] + rowoff + rs * 32;
           const unsigned char *p1 = sinb + off[i][1] + rowoff + rs * 32;
@@ -316,9 +316,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, SM_MINB)
      * stores of nhwc_store.cuh for rows g and g + 8. */
     const int odd = t & 1;
 #pragma unroll
-    for (int i = 0; i < SM_MI; i++) {
-      const int mb = warp * SM_MI + i, oh = th0 * SM_TH + mb / (SM_TW / 16);
-      const int owa = tw * SM_TW + (mb % (SM_TW / 16)) * 16 + g, owb = owa + 8;
+    for (int i = 0; i < WARP_M16; i++) {
+      const int mb = warp * WARP_M16 + i, oh = th0 * TILE_H + mb / (TILE_W / 16);
+      const int owa = tw * TILE_W + (mb % (TILE_W / 16)) * 16 + g, owb = owa + 8;
       const long ma = ((long)nd * CT_OH + oh) * CT_OW + owa; /* row a; row b is ma + 8 */
       const bool oka = oh < CT_OH && owa < CT_OW, okb = oh < CT_OH && owb < CT_OW;
       /* row a's output (row b's is 8 pixels on), in elements of the output type */
@@ -363,7 +363,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, SM_MINB)
         /* the stored tile and its first channel: j0 at 2t (even t), j1 at 2(t - 1) (odd t) */
         const int ks = n0 + (2 * jp + odd) * 8 + 2 * (t - odd);
         /* K % 8 == 0: a tile is whole or absent, and all there when block_n divides K */
-        const bool okk = CT_KR % SM_BN == 0 || ks < CT_KR;
+        const bool okk = CT_KR % BLOCK_N == 0 || ks < CT_KR;
 #if CT_OUT == 0
         (void)residual;
         store_pair_nhwc(outa + ks, outa + 8 * CT_KR + ks, v, odd, okk && oka, okk && okb);

@@ -21,7 +21,6 @@
  * split_k dividing block_n / 8 (each rank stores a share of the tile's
  * channels) and giving every split a stage of the reduction.
  */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,59 +38,48 @@ static const int tile_ds[] = {1, 2, 4};
 static const int zero_one[] = {0, 1};
 static const int split_ks[] = {1, 2, 4, 8};
 
+static int tma_possible(const ct_workload *w);
+
+static const knob_def knobs[] = {
+    KNOB("block_n", block_ns, 128),
+    KNOB("block_k", block_ks, 64),
+    KNOB("stages", stage_counts, 4),
+    KNOB("warpgroups", warpgroups, 2),
+    KNOB("tile_h", tile_hs, 8),
+    KNOB_3D("tile_d", tile_ds, 1),
+    KNOB_IF("tma", zero_one, 0, tma_possible),
+    KNOB("split_k", split_ks, 1),
+    KNOB_END,
+};
+
 typedef struct wplan {
   int bn, bk, stages, cwg, th, td, tma, split;
   long bm, rows, tn, tiles_w, tiles_h, tiles_d, tiles_ni, tiles_m, tiles_n;
   long threads, acc, regs, smem_bytes, kt, kt_split;
 } wplan;
 
-static int supports_op(const ct_workload *w, ct_op op, char *why) {
+static const char *refusal(const ct_workload *w, ct_op op) {
   const char *reason = template_conv_refusal(w, op);
   if (!reason && w->epi.d2s_block) reason = "depth_to_space runs on the dp4a templates";
   if (!reason && w->c % 32)
     reason = "the reduction is tap-major in slices of 8 channel words or more: C must be a "
              "multiple of 32 (stems run on the mma templates)";
-  if (reason && why) snprintf(why, TEMPLATE_WHY_MAX, "%s", reason);
-  return reason == NULL;
-}
-
-static int supports2d(const ct_workload *w, char *why) {
-  return supports_op(w, CT_OP_CONV2D, why);
-}
-
-static int supports3d(const ct_workload *w, char *why) {
-  return supports_op(w, CT_OP_CONV3D, why);
+  return reason;
 }
 
 /* Whether a tensor map can describe w's data: rows of 16-byte multiples,
  * unit stride along W (TMA has no traversal stride on its innermost axis),
  * at most 8 along H and D, and no data zero point where TMA's zero fill
  * would be the padding. */
-static int tma_possible(const ct_workload *w, const geom3 *g) {
+static int tma_possible(const ct_workload *w) {
+  geom3 gg, *g = &gg;
+  workload_geom(w, g);
   int pad = 0, ok = g->in[2] % 4 == 0 && g->str[2] == 1;
   for (int d = 0; d < 3; d++) {
     ok = ok && g->str[d] <= 8;
     pad += (int)(g->pb[d] + g->pa[d]);
   }
   return ok && !(w->epi.data_zero_point && pad);
-}
-
-static ct_status build_space(const ct_workload *w, space *s, ct_err *err) {
-  geom3 g;
-  workload_geom(w, &g);
-  ct_status st;
-#define CHOICE(name, v) \
-  if ((st = space_add_choice(s, name, v, (int)(sizeof v / sizeof v[0]), err))) return st
-  CHOICE("block_n", block_ns);
-  CHOICE("block_k", block_ks);
-  CHOICE("stages", stage_counts);
-  CHOICE("warpgroups", warpgroups);
-  CHOICE("tile_h", tile_hs);
-  if (w->op == CT_OP_CONV3D) CHOICE("tile_d", tile_ds);
-  if (tma_possible(w, &g)) CHOICE("tma", zero_one);
-  CHOICE("split_k", split_ks);
-#undef CHOICE
-  return CT_OK;
 }
 
 static long ceil_div(long a, long b) {
@@ -101,14 +89,14 @@ static long ceil_div(long a, long b) {
 static void make_plan(const ct_workload *w, const space *s, const config *cfg, wplan *p) {
   geom3 g;
   workload_geom(w, &g);
-  p->bn = space_get(s, cfg, "block_n", 128);
-  p->bk = space_get(s, cfg, "block_k", 64);
-  p->stages = space_get(s, cfg, "stages", 4);
-  p->cwg = space_get(s, cfg, "warpgroups", 2);
-  p->th = space_get(s, cfg, "tile_h", 8);
-  p->td = space_get(s, cfg, "tile_d", 1);
-  p->tma = space_get(s, cfg, "tma", 0);
-  p->split = space_get(s, cfg, "split_k", 1);
+  p->bn = knobs_get(knobs, s, cfg, "block_n");
+  p->bk = knobs_get(knobs, s, cfg, "block_k");
+  p->stages = knobs_get(knobs, s, cfg, "stages");
+  p->cwg = knobs_get(knobs, s, cfg, "warpgroups");
+  p->th = knobs_get(knobs, s, cfg, "tile_h");
+  p->td = knobs_get(knobs, s, cfg, "tile_d");
+  p->tma = knobs_get(knobs, s, cfg, "tma");
+  p->split = knobs_get(knobs, s, cfg, "split_k");
   p->bm = 64L * p->cwg;
   p->rows = p->bm / 8;
   p->tn = p->rows % ((long)p->th * p->td) == 0 ? p->rows / ((long)p->th * p->td) : 0;
@@ -136,27 +124,18 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
   make_plan(w, s, cfg, &p);
   geom3 g;
   workload_geom(w, &g);
-  if (a->cc_major != 9 || a->cc_minor != 0)
-    return template_fail(why, "wgmma needs sm_90a (compute capability 9.0), not sm_%ld%ld",
-                         a->cc_major, a->cc_minor);
+  if (!template_need_sm90(a, why)) return 0;
   if ((g.c / 4) % (p.bk / 4))
     return template_fail(why, "block_k %ld: C/4 = %ld is not a multiple of block_k / 4", p.bk,
                          g.c / 4);
   if (p.tn == 0)
     return template_fail(why, "tile_h x tile_d = %ld does not divide block_m / 8 = %ld",
                          (long)p.th * p.td, p.rows);
-  if (p.th > 1 && p.th >= 2 * g.out[1])
-    return template_fail(why, "tile_h %ld for %ld output rows: half the tile would be padding",
-                         p.th, g.out[1]);
-  if (p.td > 1 && p.td >= 2 * g.out[0])
-    return template_fail(why, "tile_d %ld for depth %ld: half the tile would be padding", p.td,
-                         g.out[0]);
-  if (p.tn > 1 && p.tn >= 2 * g.n)
-    return template_fail(why, "%ld images per tile for batch %ld: half the tile would be padding",
-                         p.tn, g.n);
-  if (p.bn > 64 && p.bn >= 2 * 4 * ceil_div(g.k, 4))
-    return template_fail(why, "block_n %ld for %ld channels: half the tile would be padding", p.bn,
-                         g.k);
+  if (!template_tile_fits("tile_h", p.th, 1, g.out[1], "output rows", why) ||
+      !template_tile_fits("tile_d", p.td, 1, g.out[0], "output planes", why) ||
+      !template_tile_fits("a tile's images", p.tn, 1, g.n, "images", why) ||
+      !template_tile_fits("block_n", p.bn, 64, 4 * ceil_div(g.k, 4), "channels (padded to 4)", why))
+    return 0;
   if ((p.bn / 8) % p.split)
     return template_fail(why, "split_k %ld does not divide block_n / 8 = %ld", p.split, p.bn / 8);
   if ((p.split - 1) * p.kt_split >= p.kt)
@@ -165,10 +144,7 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
   if (p.threads > a->max_threads_per_block)
     return template_fail(why, "%ld threads per block; at most %ld", p.threads,
                          a->max_threads_per_block);
-  long reg_cap = a->regs_per_block / p.threads / 8 * 8;
-  if (reg_cap > a->max_regs_per_thread) reg_cap = a->max_regs_per_thread;
-  if (p.regs > reg_cap)
-    return template_fail(why, "at least %ld registers per thread; at most %ld", p.regs, reg_cap);
+  if (!template_regs_fit(a, p.threads, 1, p.regs, why)) return 0;
   if (p.smem_bytes > a->smem_optin_bytes)
     return template_fail(why, "%ld bytes of shared memory; at most %ld", p.smem_bytes,
                          a->smem_optin_bytes);
@@ -176,10 +152,9 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
     return template_fail(why, "%ld blocks along grid x; at most %ld", p.tiles_m, 2147483647L);
   if (p.tiles_n > 65535)
     return template_fail(why, "%ld blocks along grid y; at most %ld", p.tiles_n, 65535);
-  if (p.tma && ((long)p.th * g.str[1] > 256 ||
-                (long)p.td * g.str[0] > 256 || p.tn > 256))
-    return template_fail(why, "a TMA box of more than %ld elements along an axis (tile_h %ld)",
-                         256, p.th);
+  if (p.tma && ((long)p.th * g.str[1] > 256 || (long)p.td * g.str[0] > 256 || p.tn > 256))
+    return template_fail(why, "a TMA box of more than %ld elements along an axis (tile_h %ld)", 256,
+                         p.th);
   return 1;
 }
 
@@ -193,14 +168,7 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   snprintf(inst->kernel_name, sizeof inst->kernel_name, "conv_wgmma");
   inst->n_options = 0;
   instance_conv_options(inst, w);
-  instance_opt(inst, "WG_BN", p.bn);
-  instance_opt(inst, "WG_BK", p.bk);
-  instance_opt(inst, "WG_STAGES", p.stages);
-  instance_opt(inst, "WG_CWG", p.cwg);
-  instance_opt(inst, "WG_TH", p.th);
-  instance_opt(inst, "WG_TD", p.td);
-  instance_opt(inst, "WG_TMA", p.tma);
-  instance_opt(inst, "WG_SPLITK", p.split);
+  knobs_options(knobs, s, cfg, inst);
   instance_opt(inst, "CT_THREADS", p.threads);
   instance_opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
   if (inst->n_options >= INSTANCE_MAX_OPTIONS)
@@ -223,11 +191,10 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
     const unsigned long long dims[5] = {(unsigned long long)g.in[2], (unsigned long long)g.c / 4,
                                         (unsigned long long)g.in[1], (unsigned long long)g.in[0],
                                         (unsigned long long)g.n};
-    const unsigned long long strides[4] = {4ULL * plane, 4ULL * g.in[2],
-                                           4ULL * g.in[1] * g.in[2], 4ULL * (g.c / 4) * plane};
-    const unsigned box[5] = {12, (unsigned)(p.bk / 4),
-                             (unsigned)(p.th * g.str[1]), (unsigned)(p.td * g.str[0]),
-                             (unsigned)p.tn};
+    const unsigned long long strides[4] = {4ULL * plane, 4ULL * g.in[2], 4ULL * g.in[1] * g.in[2],
+                                           4ULL * (g.c / 4) * plane};
+    const unsigned box[5] = {12, (unsigned)(p.bk / 4), (unsigned)(p.th * g.str[1]),
+                             (unsigned)(p.td * g.str[0]), (unsigned)p.tn};
     const unsigned estr[5] = {1, 1, (unsigned)g.str[1], (unsigned)g.str[0], 1};
     memcpy(t->dims, dims, sizeof dims);
     memcpy(t->strides, strides, sizeof strides);
@@ -242,13 +209,11 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
 static int describe(const ct_workload *w, const space *s, const config *cfg, float *out, int max) {
   wplan p;
   make_plan(w, s, cfg, &p);
-  const double v[] = {p.threads, p.acc,      p.regs,         p.smem_bytes + 1,
-                      p.tiles_m, p.tiles_n,  p.kt + 1,       (double)p.tiles_m * p.tiles_n * p.split,
-                      p.bm,      p.bn,       p.stages,       p.tn,
+  const double v[] = {p.threads, p.acc,     p.regs,   p.smem_bytes + 1,
+                      p.tiles_m, p.tiles_n, p.kt + 1, (double)p.tiles_m * p.tiles_n * p.split,
+                      p.bm,      p.bn,      p.stages, p.tn,
                       p.split,   p.kt_split};
-  int n = (int)(sizeof v / sizeof v[0]);
-  for (int i = 0; i < n && i < max; i++) out[i] = (float)log2(v[i]);
-  return n < max ? n : max;
+  return template_features(v, (int)(sizeof v / sizeof v[0]), out, max);
 }
 
 /* A default without tuning: two consumer warpgroups, 4 stages of 64
@@ -293,36 +258,9 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
   if (!found) return 0;
   wplan p;
   make_plan(w, s, out, &p);
-  for (int k = 1; k < 4 && 2 * p.tiles_m * p.tiles_n * split_ks[k - 1] <= sms; k++) {
-    c = *out;
-    if (!template_set_choice(s, &c, "split_k", split_ks[k]) || !valid(w, s, &c, a, NULL)) break;
-    *out = c;
-  }
+  template_grow_split(w, s, a, p.tiles_m * p.tiles_n, sms, valid, out);
   return 1;
 }
 
-const template_desc tpl_conv2d_nchw4c_wgmma = {
-    .name = "conv2d_nchw4c_wgmma",
-    .source = "conv2d_nchw4c_wgmma.cu",
-    .op = CT_OP_CONV2D,
-    .layout = CT_LAYOUT_NCHW4C,
-    .supports = supports2d,
-    .space = build_space,
-    .valid = valid,
-    .instance = make_instance,
-    .describe = describe,
-    .preferred = preferred,
-};
-
-const template_desc tpl_conv3d_ncdhw4c_wgmma = {
-    .name = "conv3d_ncdhw4c_wgmma",
-    .source = "conv3d_ncdhw4c_wgmma.cu",
-    .op = CT_OP_CONV3D,
-    .layout = CT_LAYOUT_NCHW4C,
-    .supports = supports3d,
-    .space = build_space,
-    .valid = valid,
-    .instance = make_instance,
-    .describe = describe,
-    .preferred = preferred,
-};
+TEMPLATE_PAIR(conv2d_nchw4c_wgmma, conv3d_ncdhw4c_wgmma, CT_LAYOUT_NCHW4C, knobs, refusal, valid,
+              make_instance, describe, preferred);

@@ -55,12 +55,12 @@
 #include "tc_common.cuh"
 
 static_assert(CT_D2S == 0, "depth_to_space runs on the dp4a templates");
-static_assert(WG_BN == 64 || WG_BN == 128 || WG_BN == 256, "block_n is 64, 128 or 256");
-static_assert(WG_BK == 32 || WG_BK == 64 || WG_BK == 128, "block_k is 32, 64 or 128 bytes");
-static_assert(WG_CWG == 1 || WG_CWG == 2, "warpgroups: 1 or 2 consumer warpgroups");
-static_assert(WG_STAGES >= 2 && WG_STAGES <= 8, "stages: 2 to 8");
-static_assert(WG_TMA == 0 || WG_TMA == 1, "tma is 0 or 1");
-static_assert(WG_SPLITK == 1 || WG_SPLITK == 2 || WG_SPLITK == 4 || WG_SPLITK == 8,
+static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 256, "block_n is 64, 128 or 256");
+static_assert(BLOCK_K == 32 || BLOCK_K == 64 || BLOCK_K == 128, "block_k is 32, 64 or 128 bytes");
+static_assert(WARPGROUPS == 1 || WARPGROUPS == 2, "warpgroups: 1 or 2 consumer warpgroups");
+static_assert(STAGES >= 2 && STAGES <= 8, "stages: 2 to 8");
+static_assert(TMA == 0 || TMA == 1, "tma is 0 or 1");
+static_assert(SPLIT_K == 1 || SPLIT_K == 2 || SPLIT_K == 4 || SPLIT_K == 8,
               "split_k: 1, 2, 4 or 8 blocks (a portable cluster)");
 /* Every consumer thread arrives on a stage's empty barrier (128 per
  * consumer warpgroup). One arrival per warp from lane 0 after __syncwarp is
@@ -69,50 +69,50 @@ static_assert(WG_SPLITK == 1 || WG_SPLITK == 2 || WG_SPLITK == 4 || WG_SPLITK ==
  * refill of the stage as a race (bench/issue33_racecheck_probe.cu, mode
  * 2); the arrival of every thread measured the same speed (geomean 0.997
  * over 136 configs on the H200, bench/results/h200-issue33-sanitize). */
-#define EMPTY_ARRIVALS (128 * WG_CWG)
+#define EMPTY_ARRIVALS (128 * WARPGROUPS)
 
 #define TAPS (CT_KD * CT_KH * CT_KW)
 #define P_OUT (CT_OD * CT_OH * CT_OW)
 #define I_PLANE (CT_ID * CT_IH * CT_IW)
-#define BKW (WG_BK / 4)     /* channel words per stage */
-#define KSTEPS (WG_BK / 32) /* k32 steps per stage */
+#define BKW (BLOCK_K / 4)     /* channel words per stage */
+#define KSTEPS (BLOCK_K / 32) /* k32 steps per stage */
 #define CSLICES (CT_C4 / BKW)
 #define KT (TAPS * CSLICES) /* stages of the reduction */
-#define KT_SPLIT ((KT + WG_SPLITK - 1) / WG_SPLITK) /* stages per split */
-#define BM (64 * WG_CWG)
+#define KT_SPLIT ((KT + SPLIT_K - 1) / SPLIT_K) /* stages per split */
+#define BM (64 * WARPGROUPS)
 #define ROWS (BM / 8)
-#define TN (ROWS / (WG_TH * WG_TD)) /* images per tile */
+#define TN (ROWS / (TILE_H * TILE_D)) /* images per tile */
 #define TILES_W ((CT_OW + 7) / 8)
-#define TILES_H ((CT_OH + WG_TH - 1) / WG_TH)
-#define TILES_D ((CT_OD + WG_TD - 1) / WG_TD)
+#define TILES_H ((CT_OH + TILE_H - 1) / TILE_H)
+#define TILES_D ((CT_OD + TILE_D - 1) / TILE_D)
 #define TILES_NI ((CT_N + TN - 1) / TN)
-#define THREADS (128 * (WG_CWG + 1))
+#define THREADS (128 * (WARPGROUPS + 1))
 /* A row: the 8 positions at word offset off (0-3) of 12 loaded from the
  * 16-byte-aligned column below the tap's first one (TMA's innermost
  * coordinate must be 16-byte aligned) */
 #define AW 12
 #define A_STAGE_BYTES (ROWS * BKW * AW * 4)
-#define B_STAGE_BYTES (WG_BN * WG_BK)
+#define B_STAGE_BYTES (BLOCK_N * BLOCK_K)
 #define STAGE_BYTES (A_STAGE_BYTES + B_STAGE_BYTES)
-#define NACC (WG_BN / 2)
-#define CTHREADS (128 * WG_CWG)
+#define NACC (BLOCK_N / 2)
+#define CTHREADS (128 * WARPGROUPS)
 /* split-K: each block of the cluster leaves its accumulators (and window
  * sums) in shared memory, [value][consumer thread]; rank r reduces and
  * stores the accumulator groups j (8 channels each) with j / JPR == r */
 #define NRED (NACC + (CT_WZP ? 4 : 0))
-#define RED_BYTES (WG_SPLITK > 1 ? CTHREADS * NRED * 4 : 0)
-#define JPR (WG_BN / 8 / WG_SPLITK)
-#define PIPE_BYTES (WG_STAGES * STAGE_BYTES)
+#define RED_BYTES (SPLIT_K > 1 ? CTHREADS * NRED * 4 : 0)
+#define JPR (BLOCK_N / 8 / SPLIT_K)
+#define PIPE_BYTES (STAGES * STAGE_BYTES)
 #define DATA_BYTES (PIPE_BYTES > RED_BYTES ? PIPE_BYTES : RED_BYTES)
-#define SMEM_BYTES (DATA_BYTES + 16 * WG_STAGES)
+#define SMEM_BYTES (DATA_BYTES + 16 * STAGES)
 
 static_assert(CT_C4 % BKW == 0, "the reduction is tap-major: C/4 must be a multiple of block_k/4");
-static_assert(TN >= 1 && TN * WG_TH * WG_TD == ROWS, "tile_h x tile_d must divide block_m / 8");
+static_assert(TN >= 1 && TN * TILE_H * TILE_D == ROWS, "tile_h x tile_d must divide block_m / 8");
 static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the warpgroups");
 static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the stages");
-static_assert((WG_SPLITK - 1) * KT_SPLIT < KT, "split_k: a split without a stage of the reduction");
-static_assert(JPR >= 1 && JPR * 8 * WG_SPLITK == WG_BN, "split_k must divide block_n / 8");
-#if WG_TMA
+static_assert((SPLIT_K - 1) * KT_SPLIT < KT, "split_k: a split without a stage of the reduction");
+static_assert(JPR >= 1 && JPR * 8 * SPLIT_K == BLOCK_N, "split_k must divide block_n / 8");
+#if TMA
 static_assert(CT_IW % 4 == 0, "tma: the rows of the data must be 16-byte multiples (W % 4 == 0)");
 static_assert(CT_STR_W == 1 && CT_STR_H <= 8 && CT_STR_D <= 8,
               "tma: stride 1 along W (no traversal stride on the innermost axis), at most 8");
@@ -128,7 +128,7 @@ static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H +
  * (leading byte offset), the next 8 rows block_k * 8 bytes on (stride). */
 __device__ __forceinline__ unsigned long long b_desc(unsigned addr) {
   return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (unsigned long long)(128 >> 4) << 16 |
-         (unsigned long long)((WG_BK * 8) >> 4) << 32;
+         (unsigned long long)((BLOCK_K * 8) >> 4) << 32;
 }
 
 /* Where kword c of a stage sits along K: within each 8, the even ones are
@@ -139,9 +139,9 @@ __device__ __forceinline__ int k_slot(int c) {
 }
 
 __device__ __forceinline__ void wgmma_step(int *acc, const unsigned *a, unsigned long long b) {
-#if WG_BN == 64
+#if BLOCK_N == 64
   wgmma_rs_n64(acc, a, b);
-#elif WG_BN == 128
+#elif BLOCK_N == 128
   wgmma_rs_n128(acc, a, b);
 #else
   wgmma_rs_n256(acc, a, b);
@@ -164,17 +164,17 @@ __device__ __forceinline__ void produce(unsigned char *smem, unsigned bars, cons
   (void)map, (void)params, (void)data;
 #pragma unroll 1
   for (int it = 0; it < nkt; it++) {
-    const int s = it % WG_STAGES, kt = kt0 + it;
-    const unsigned full = bars + 8 * s, empty = bars + 8 * (WG_STAGES + s);
-    mbar_wait(empty, ((it / WG_STAGES) & 1) ^ 1);
+    const int s = it % STAGES, kt = kt0 + it;
+    const unsigned full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
+    mbar_wait(empty, ((it / STAGES) & 1) ^ 1);
     const int tap = kt / CSLICES, c0 = (kt % CSLICES) * BKW;
     const int rx = tap % CT_KW, ry = (tap / CT_KW) % CT_KH, rd = tap / (CT_KW * CT_KH);
     const int x0 = tw * 8 * CT_STR_W - CT_PAD_W + rx * CT_DIL_W;
-    const int y0 = th * WG_TH * CT_STR_H - CT_PAD_H + ry * CT_DIL_H;
-    const int z0 = td * WG_TD * CT_STR_D - CT_PAD_D + rd * CT_DIL_D;
+    const int y0 = th * TILE_H * CT_STR_H - CT_PAD_H + ry * CT_DIL_H;
+    const int z0 = td * TILE_D * CT_STR_D - CT_PAD_D + rd * CT_DIL_D;
     const int n0 = tn * TN;
     const unsigned as = smem_addr(smem + s * STAGE_BYTES), bs = as + A_STAGE_BYTES;
-#if WG_TMA
+#if TMA
     if (ltid == 0) {
       mbar_expect_tx(full, A_STAGE_BYTES);
       tma_tile5(as, (const ct_tmap *)map, x0 & ~3, c0, y0, z0, n0, full);
@@ -184,7 +184,7 @@ __device__ __forceinline__ void produce(unsigned char *smem, unsigned bars, cons
 #pragma unroll 4
     for (int e = ltid; e < BM * BKW; e += 128) {
       const int w = e & 7, c = (e >> 3) % BKW, r = (e >> 3) / BKW;
-      const int ni = r / (WG_TD * WG_TH), dd = (r / WG_TH) % WG_TD, hh = r % WG_TH;
+      const int ni = r / (TILE_D * TILE_H), dd = (r / TILE_H) % TILE_D, hh = r % TILE_H;
       const int x = x0 + w * CT_STR_W, y = y0 + hh * CT_STR_H, z = z0 + dd * CT_STR_D, n = n0 + ni;
       if ((unsigned)x < (unsigned)CT_IW && (unsigned)y < (unsigned)CT_IH &&
           (unsigned)z < (unsigned)CT_ID && n < CT_N)
@@ -199,13 +199,13 @@ __device__ __forceinline__ void produce(unsigned char *smem, unsigned bars, cons
     /* B: word (n, kword) of the stage at its K-major core-matrix place
      * (k_slot); a warp covers 8 rows x 4 kwords */
 #pragma unroll 4
-    for (int f = ltid; f < WG_BN * BKW; f += 128) {
+    for (int f = ltid; f < BLOCK_N * BKW; f += 128) {
       const int o = f & 3, cl = (f >> 2) & 3, kl = (f >> 4) & 1, rest = f >> 5;
       const int ch = rest % (BKW / 4), kh = rest / (BKW / 4);
-      const int k4 = tile_n * (WG_BN / 4) + kh * 2 + kl;
+      const int k4 = tile_n * (BLOCK_N / 4) + kh * 2 + kl;
       const bool ok = k4 < CT_K4;
       const int slot = k_slot(ch * 4 + cl);
-      cp_async4(bs + kh * (WG_BK * 8) + (slot >> 2) * 128 + (kl * 4 + o) * 16 + (slot & 3) * 4,
+      cp_async4(bs + kh * (BLOCK_K * 8) + (slot >> 2) * 128 + (kl * 4 + o) * 16 + (slot & 3) * 4,
                 weights + (ok ? ((long)(k4 * CT_C4 + c0 + ch * 4 + cl) * TAPS + tap) * 4 + o : 0),
                 ok ? 4 : 0);
     }
@@ -223,10 +223,10 @@ __device__ __forceinline__ void consume(const unsigned char *smem, unsigned bars
                                         const unsigned (&prev)[KSTEPS][4], int *xacc, int r0,
                                         int g, int t) {
   (void)xacc;
-  const int s = it % WG_STAGES;
-  mbar_wait(bars + 8 * s, (it / WG_STAGES) & 1);
+  const int s = it % STAGES;
+  mbar_wait(bars + 8 * s, (it / STAGES) & 1);
   fence_proxy_async();
-#if WG_TMA
+#if TMA
   /* the tap's first column within the 16-byte-aligned box */
   const int rx = (kt / CSLICES) % CT_KW;
   const int off = (tw * 8 - CT_PAD_W + rx * CT_DIL_W) & 3;
@@ -254,19 +254,19 @@ __device__ __forceinline__ void consume(const unsigned char *smem, unsigned bars
   wgmma_commit();
   wgmma_wait<1>();
   keep(prev);
-  if (it > 0) mbar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
+  if (it > 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
 }
 
 /* ---- the kernel ---------------------------------------------------------- */
 #ifndef CT_CUSTOM_ENTRY
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
-#if WG_SPLITK > 1
-    __cluster_dims__(1, 1, WG_SPLITK)
+#if SPLIT_K > 1
+    __cluster_dims__(1, 1, SPLIT_K)
 #endif
     conv_wgmma(const int *__restrict__ data, const int *__restrict__ weights,
                void *__restrict__ out, const int *__restrict__ params,
                const void *__restrict__ residual
-#if WG_TMA
+#if TMA
                ,
                const __grid_constant__ ct_tmap map
 #endif
@@ -276,9 +276,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   const unsigned bars = smem_addr(smem + DATA_BYTES);
   if (tid == 0) {
 #pragma unroll 1
-    for (int s = 0; s < WG_STAGES; s++) {
-      mbar_init(bars + 8 * s, 128 + WG_TMA);
-      mbar_init(bars + 8 * (WG_STAGES + s), EMPTY_ARRIVALS);
+    for (int s = 0; s < STAGES; s++) {
+      mbar_init(bars + 8 * s, 128 + TMA);
+      mbar_init(bars + 8 * (STAGES + s), EMPTY_ARRIVALS);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     fence_proxy_async();
@@ -306,12 +306,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   for (int i = 0; i < NACC; i++) asm volatile("" : "+r"(acc[i])::"memory");
   int xacc[4] = {0, 0, 0, 0};
   if (wg == 0) {
-#if WG_TMA
+#if TMA
     produce(smem, bars, data, weights, params, &map, ltid, tw, th, td, tn, tile_n, kt0, nkt);
 #else
     produce(smem, bars, data, weights, params, NULL, ltid, tw, th, td, tn, tile_n, kt0, nkt);
 #endif
-#if WG_SPLITK == 1
+#if SPLIT_K == 1
     return;
 #endif
   } else {
@@ -333,7 +333,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     for (int i = 0; i < NACC; i++) asm volatile("" : "+r"(acc[i])::"memory");
   }
 
-#if WG_SPLITK > 1
+#if SPLIT_K > 1
   /* The cluster's partial sums meet in distributed shared memory: every
    * block leaves its accumulators in its own pipeline memory (free once
    * all of its consumers are past their last wgmma: every stage has
@@ -354,10 +354,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   cluster_sync();
   if (wg > 0) {
 #pragma unroll 1
-    for (unsigned q = 1; q < WG_SPLITK; q++) {
-      const unsigned base = cluster_map(smem_addr(red), (rank + q) % WG_SPLITK) + 4u * ct;
+    for (unsigned q = 1; q < SPLIT_K; q++) {
+      const unsigned base = cluster_map(smem_addr(red), (rank + q) % SPLIT_K) + 4u * ct;
 #pragma unroll
-      for (int j = 0; j < WG_BN / 8; j++)
+      for (int j = 0; j < BLOCK_N / 8; j++)
         if (j / JPR == (int)rank)
 #pragma unroll
           for (int l = 0; l < 4; l++)
@@ -382,16 +382,16 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
   for (int h = 0; h < 2; h++) {
     const int r = r0 + h;
-    const int ni = r / (WG_TD * WG_TH), dd = (r / WG_TH) % WG_TD, hh = r % WG_TH;
-    const int n = tn * TN + ni, od = td * WG_TD + dd, oh = th * WG_TH + hh, ow = tw * 8 + g;
+    const int ni = r / (TILE_D * TILE_H), dd = (r / TILE_H) % TILE_D, hh = r % TILE_H;
+    const int n = tn * TN + ni, od = td * TILE_D + dd, oh = th * TILE_H + hh, ow = tw * 8 + g;
     ok[h] = n < CT_N && od < CT_OD && oh < CT_OH && ow < CT_OW;
     base[h] = (long)n * CT_K4 * P_OUT + (od * CT_OH + oh) * CT_OW + ow;
   }
   const q_head qh = load_head(params);
 #pragma unroll
-  for (int j = 0; j < WG_BN / 8; j++) {
-    if (WG_SPLITK > 1 && j / JPR != (int)rank) continue; /* another rank's groups */
-    const int kc = tile_n * WG_BN + j * 8 + 2 * t, k4 = kc >> 2;
+  for (int j = 0; j < BLOCK_N / 8; j++) {
+    if (SPLIT_K > 1 && j / JPR != (int)rank) continue; /* another rank's groups */
+    const int kc = tile_n * BLOCK_N + j * 8 + 2 * t, k4 = kc >> 2;
     const int k = k4 < CT_K4 ? kc : 0; /* params in range; not stored */
     const q_chan c0 = load_chan(params, qh, k), c1 = load_chan(params, qh, k + 1);
     const int v00 = corrected(c0, acc[4 * j], xacc[0]);

@@ -46,7 +46,6 @@
  * cooperative only where the tiles outnumber the blocks that fit at once
  * (otherwise it is the plain schedule).
  */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,8 +63,32 @@ static const int rows_per_wgs[] = {64, 128};
 static const int split_ks[] = {1, 2, 4, 8};
 static const int blocks_per_sms[] = {1, 2, 3};
 static const int persistents[] = {0, 1, 2};
-static const int out_stages[] = {0, 1};
-static const int tile_requants[] = {0, 1};
+static const int zero_one[] = {0, 1};
+
+static int out8(const ct_workload *w) {
+  return w->out_type != CT_DTYPE_INT32;
+}
+
+/* onnx rounding has one form (wgmma_epilogue.cuh): the knob would only
+ * double the space */
+static int out8_gemmlowp(const ct_workload *w) {
+  return out8(w) && w->epi.rounding == CT_ROUND_GEMMLOWP;
+}
+
+static const knob_def knobs[] = {
+    KNOB("block_n", block_ns, 128),
+    KNOB("block_k", block_ks, 128),
+    KNOB("k_slices", k_slice_counts, 1),
+    KNOB("stages", stage_counts, 4),
+    KNOB("warpgroups", warpgroups, 2),
+    KNOB("rows_per_wg", rows_per_wgs, 64),
+    KNOB("split_k", split_ks, 1),
+    KNOB("blocks_per_sm", blocks_per_sms, 1),
+    KNOB("persistent", persistents, 0),
+    KNOB_IF("out_stage", zero_one, 0, out8),
+    KNOB_IF("tile_requant", zero_one, 0, out8_gemmlowp),
+    KNOB_END,
+};
 
 typedef struct nplan {
   int bn, bk, ks, stages, cwg, mw, split, minb, persist, ostage, treq;
@@ -110,58 +133,21 @@ static const char *refusal(const ct_workload *w, ct_op op) {
   return NULL;
 }
 
-static int supports_op(const ct_workload *w, ct_op op, char *why) {
-  const char *reason = refusal(w, op);
-  if (reason && why) snprintf(why, TEMPLATE_WHY_MAX, "%s", reason);
-  return reason == NULL;
-}
-
-static int supports2d(const ct_workload *w, char *why) {
-  return supports_op(w, CT_OP_CONV2D, why);
-}
-
-static int supports3d(const ct_workload *w, char *why) {
-  return supports_op(w, CT_OP_CONV3D, why);
-}
-
-static ct_status build_space(const ct_workload *w, space *s, ct_err *err) {
-  ct_status st;
-#define CHOICE(name, v) \
-  if ((st = space_add_choice(s, name, v, (int)(sizeof v / sizeof v[0]), err))) return st
-  CHOICE("block_n", block_ns);
-  CHOICE("block_k", block_ks);
-  CHOICE("k_slices", k_slice_counts);
-  CHOICE("stages", stage_counts);
-  CHOICE("warpgroups", warpgroups);
-  CHOICE("rows_per_wg", rows_per_wgs);
-  CHOICE("split_k", split_ks);
-  CHOICE("blocks_per_sm", blocks_per_sms);
-  CHOICE("persistent", persistents);
-  if (w->out_type != CT_DTYPE_INT32) {
-    CHOICE("out_stage", out_stages);
-    /* onnx rounding has one form (wgmma_epilogue.cuh): the knob would only
-     * double the space */
-    if (w->epi.rounding == CT_ROUND_GEMMLOWP) CHOICE("tile_requant", tile_requants);
-  }
-#undef CHOICE
-  return CT_OK;
-}
-
 static void make_plan(const ct_workload *w, const space *s, const config *cfg, const arch *a,
                       nplan *p) {
   geom3 g;
   workload_geom(w, &g);
-  p->bn = space_get(s, cfg, "block_n", 128);
-  p->bk = space_get(s, cfg, "block_k", 128);
-  p->ks = space_get(s, cfg, "k_slices", 1);
-  p->stages = space_get(s, cfg, "stages", 4);
-  p->cwg = space_get(s, cfg, "warpgroups", 2);
-  p->mw = space_get(s, cfg, "rows_per_wg", 64);
-  p->split = space_get(s, cfg, "split_k", 1);
-  p->minb = space_get(s, cfg, "blocks_per_sm", 1);
-  p->persist = space_get(s, cfg, "persistent", 0);
-  p->ostage = space_get(s, cfg, "out_stage", 0);
-  p->treq = space_get(s, cfg, "tile_requant", 0);
+  p->bn = knobs_get(knobs, s, cfg, "block_n");
+  p->bk = knobs_get(knobs, s, cfg, "block_k");
+  p->ks = knobs_get(knobs, s, cfg, "k_slices");
+  p->stages = knobs_get(knobs, s, cfg, "stages");
+  p->cwg = knobs_get(knobs, s, cfg, "warpgroups");
+  p->mw = knobs_get(knobs, s, cfg, "rows_per_wg");
+  p->split = knobs_get(knobs, s, cfg, "split_k");
+  p->minb = knobs_get(knobs, s, cfg, "blocks_per_sm");
+  p->persist = knobs_get(knobs, s, cfg, "persistent");
+  p->ostage = knobs_get(knobs, s, cfg, "out_stage");
+  p->treq = knobs_get(knobs, s, cfg, "tile_requant");
   p->bm = p->persist == 2 ? p->mw : (long)p->mw * p->cwg; /* ping-pong: a warpgroup's tile */
   p->m_total = g.n * g.out[0] * g.out[1] * g.out[2];
   p->tiles_m = ceil_div(p->m_total, p->bm);
@@ -177,14 +163,12 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   long red = p->split > 1 ? 128L * p->cwg * p->acc * 4 : 0;
   /* 8-bit output: each consumer warpgroup's channel table, with out_stage
    * its 4 warps' slabs of 16 rows per m64 block (wgmma_epilogue.cuh) */
-  const long tab = w->out_type != CT_DTYPE_INT32
-                       ? p->cwg * ((long)p->bn * 24 + (p->ostage ? 4L * 16 * (p->mw / 64) *
-                                                                       (p->bn + 16)
-                                                                 : 0))
-                       : 0;
-  p->smem_bytes =
-      (pipe > red ? pipe : red) + 16L * p->stages + (p->persist == 2 ? 16L * ((p->cwg + 1) / 2) : 0) +
-      tab + 1024;
+  const long tab =
+      w->out_type != CT_DTYPE_INT32
+          ? p->cwg * ((long)p->bn * 24 + (p->ostage ? 4L * 16 * (p->mw / 64) * (p->bn + 16) : 0))
+          : 0;
+  p->smem_bytes = (pipe > red ? pipe : red) + 16L * p->stages +
+                  (p->persist == 2 ? 16L * ((p->cwg + 1) / 2) : 0) + tab + 1024;
   p->slices = g.ker[0] * g.ker[1] * g.ker[2] * ceil_div(g.c, p->bk);
   p->kt = p->slices / p->ks;
   p->kt_split = ceil_div(p->kt, p->split);
@@ -202,26 +186,18 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
   make_plan(w, s, cfg, a, &p);
   geom3 g;
   workload_geom(w, &g);
-  if (a->cc_major != 9 || a->cc_minor != 0)
-    return template_fail(why, "wgmma needs sm_90a (compute capability 9.0), not sm_%ld%ld",
-                         a->cc_major, a->cc_minor);
-  if (p.acc > 128)
-    return template_fail(why, "%ld accumulators per thread (rows_per_wg %ld x block_n); at most 128",
-                         p.acc, p.mw);
-  if (p.bk > 32 && p.bk >= 2 * g.c)
-    return template_fail(why, "block_k %ld for %ld channels: half of each stage would be zeros",
-                         p.bk, g.c);
-  if (p.bm > 64 && p.bm >= 2 * p.m_total)
-    return template_fail(why, "block_m %ld for %ld output pixels: half the tile would be padding",
-                         p.bm, p.m_total);
-  if (p.bn > 64 && p.bn >= 2 * g.k)
-    return template_fail(why, "block_n %ld for %ld channels: half the tile would be padding", p.bn,
-                         g.k);
+  if (!template_need_sm90(a, why)) return 0;
+  if (!template_acc_fits(p.acc, "rows_per_wg", p.mw, why)) return 0;
+  if (!template_tile_fits("block_k", p.bk, 32, g.c, "channels", why) ||
+      !template_tile_fits("block_m", p.bm, 64, p.m_total, "output pixels", why) ||
+      !template_tile_fits("block_n", p.bn, 64, g.k, "channels", why))
+    return 0;
   if (p.slices % p.ks)
     return template_fail(why, "k_slices %ld does not divide the %ld slices of the reduction", p.ks,
                          p.slices);
   if ((p.bn / 8) % (2 * p.split))
-    return template_fail(why, "split_k %ld does not leave each rank pairs of the %ld 8-channel groups",
+    return template_fail(why,
+                         "split_k %ld does not leave each rank pairs of the %ld 8-channel groups",
                          p.split, p.bn / 8);
   if (p.persist && p.split > 1)
     return template_fail(why, "persistent blocks take whole tiles: split_k %ld needs persistent 0",
@@ -233,30 +209,15 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
     return template_fail(why, "%ld consumer warpgroups run ping-pong (persistent 2) only", p.cwg,
                          0);
   if (p.persist == 1 && p.resident > 0 && p.tiles_m * p.tiles_n <= p.resident)
-    return template_fail(why,
-                         "persistent 1 with %ld tiles for %ld resident blocks is the plain schedule",
-                         p.tiles_m * p.tiles_n, p.resident);
+    return template_fail(
+        why, "persistent 1 with %ld tiles for %ld resident blocks is the plain schedule",
+        p.tiles_m * p.tiles_n, p.resident);
   if ((p.split - 1) * p.kt_split >= p.kt)
     return template_fail(why, "split_k %ld over %ld stages of the reduction leaves a split empty",
                          p.split, p.kt);
-  if (p.threads > a->max_threads_per_block)
-    return template_fail(why, "%ld threads per block; at most %ld", p.threads,
-                         a->max_threads_per_block);
-  long reg_cap = a->regs_per_block / p.threads / 8 * 8;
-  if (p.minb > 1 && a->regs_per_sm / (p.minb * p.threads) / 8 * 8 < reg_cap)
-    reg_cap = a->regs_per_sm / (p.minb * p.threads) / 8 * 8;
-  if (reg_cap > a->max_regs_per_thread) reg_cap = a->max_regs_per_thread;
-  if (p.regs > reg_cap)
-    return template_fail(why, "at least %ld registers per thread; at most %ld", p.regs, reg_cap);
-  if (p.smem_bytes > a->smem_optin_bytes)
-    return template_fail(why, "%ld bytes of shared memory; at most %ld", p.smem_bytes,
-                         a->smem_optin_bytes);
-  /* 1 KB per block is the runtime's */
-  if (p.minb * (p.smem_bytes + 1024) > a->smem_per_sm_bytes)
-    return template_fail(why, "%ld blocks per SM of %ld bytes of shared memory exceed the SM's",
-                         p.minb, p.smem_bytes);
-  if (p.minb > 1 && p.minb * p.threads > 2048)
-    return template_fail(why, "%ld blocks per SM of %ld threads exceed 2048", p.minb, p.threads);
+  if (!template_blocks_fit(a, p.threads, p.minb, p.smem_bytes, why) ||
+      !template_regs_fit(a, p.threads, p.minb, p.regs, why))
+    return 0;
   if (p.tiles_m > 2147483647L)
     return template_fail(why, "%ld blocks along grid x; at most %ld", p.tiles_m, 2147483647L);
   if (p.tiles_n > 65535)
@@ -274,17 +235,7 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   snprintf(inst->kernel_name, sizeof inst->kernel_name, "conv_wgmma_nhwc");
   inst->n_options = 0;
   instance_conv_options(inst, w);
-  instance_opt(inst, "WG_BN", p.bn);
-  instance_opt(inst, "WG_BK", p.bk);
-  instance_opt(inst, "WG_KS", p.ks);
-  instance_opt(inst, "WG_STAGES", p.stages);
-  instance_opt(inst, "WG_CWG", p.cwg);
-  instance_opt(inst, "WG_MW", p.mw);
-  instance_opt(inst, "WG_SPLITK", p.split);
-  instance_opt(inst, "WG_MINB", p.minb);
-  instance_opt(inst, "WG_PERSIST", p.persist);
-  instance_opt(inst, "WG_OSTAGE", p.ostage);
-  instance_opt(inst, "WG_EPI_TILE", p.treq);
+  knobs_options(knobs, s, cfg, inst);
   /* a 1x1 layer at stride 1 without padding reads its data as the matrix
    * it is, (C, pixels), by tiled copies: the same bytes as im2col's, a
    * little faster (ResNet-50 b16's 1x1 layers 0-4%, H200) */
@@ -348,7 +299,8 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   u->swizzle = p.bk;
   const unsigned long long wdims[3] = {(unsigned long long)g.c, (unsigned long long)taps,
                                        (unsigned long long)g.k};
-  const unsigned long long wstrides[2] = {(unsigned long long)g.c, (unsigned long long)(g.c * taps)};
+  const unsigned long long wstrides[2] = {(unsigned long long)g.c,
+                                          (unsigned long long)(g.c * taps)};
   const unsigned wbox[3] = {(unsigned)p.bk, 1, (unsigned)p.bn};
   memcpy(u->dims, wdims, sizeof wdims);
   memcpy(u->strides, wstrides, sizeof wstrides);
@@ -362,14 +314,27 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
 static int describe(const ct_workload *w, const space *s, const config *cfg, float *out, int max) {
   nplan p;
   make_plan(w, s, cfg, NULL, &p);
-  const double v[] = {p.threads, p.acc,      p.regs,     p.smem_bytes + 1,
-                      p.tiles_m, p.tiles_n,  p.kt + 1,   (double)p.tiles_m * p.tiles_n * p.split,
-                      p.bm,      p.bn,       p.stages,   p.bk,
-                      p.split,   p.kt_split, (double)p.tiles_m * p.bm / (double)p.m_total,
-                      p.minb,    p.persist + 1, p.ostage + 1, p.ks, p.treq + 1};
-  int n = (int)(sizeof v / sizeof v[0]);
-  for (int i = 0; i < n && i < max; i++) out[i] = (float)log2(v[i]);
-  return n < max ? n : max;
+  const double v[] = {p.threads,
+                      p.acc,
+                      p.regs,
+                      p.smem_bytes + 1,
+                      p.tiles_m,
+                      p.tiles_n,
+                      p.kt + 1,
+                      (double)p.tiles_m * p.tiles_n * p.split,
+                      p.bm,
+                      p.bn,
+                      p.stages,
+                      p.bk,
+                      p.split,
+                      p.kt_split,
+                      (double)p.tiles_m * p.bm / (double)p.m_total,
+                      p.minb,
+                      p.persist + 1,
+                      p.ostage + 1,
+                      p.ks,
+                      p.treq + 1};
+  return template_features(v, (int)(sizeof v / sizeof v[0]), out, max);
 }
 
 /* A default without tuning: two consumer warpgroups of 64 rows, 4 stages
@@ -399,16 +364,15 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
               template_set_choice(s, &c, "blocks_per_sm", 1) &&
               template_set_choice(s, &c, "persistent", 0) &&
               (space_find(s, "out_stage") < 0 || template_set_choice(s, &c, "out_stage", 1)) &&
-              (space_find(s, "tile_requant") < 0 ||
-               template_set_choice(s, &c, "tile_requant", 1))))
+              (space_find(s, "tile_requant") < 0 || template_set_choice(s, &c, "tile_requant", 1))))
           continue;
         if (!valid(w, s, &c, a, NULL)) continue;
         nplan p;
         make_plan(w, s, &c, a, &p);
         /* share of computed pixels that exist, whether the SMs fill, wider block_k */
         double used = (double)p.m_total / ((double)p.tiles_m * p.bm);
-        double score = used * (p.tiles_m * p.tiles_n >= sms ? 2.0 : 1.0) - 0.01 * ib - 0.001 * ik -
-                       0.02 * iw;
+        double score =
+            used * (p.tiles_m * p.tiles_n >= sms ? 2.0 : 1.0) - 0.01 * ib - 0.001 * ik - 0.02 * iw;
         if (!found || score > best) {
           *out = c;
           best = score;
@@ -418,36 +382,9 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
   if (!found) return 0;
   nplan p;
   make_plan(w, s, out, a, &p);
-  for (int k = 1; k < 4 && 2 * p.tiles_m * p.tiles_n * split_ks[k - 1] <= sms; k++) {
-    c = *out;
-    if (!template_set_choice(s, &c, "split_k", split_ks[k]) || !valid(w, s, &c, a, NULL)) break;
-    *out = c;
-  }
+  template_grow_split(w, s, a, p.tiles_m * p.tiles_n, sms, valid, out);
   return 1;
 }
 
-const template_desc tpl_conv2d_nhwc_wgmma = {
-    .name = "conv2d_nhwc_wgmma",
-    .source = "conv2d_nhwc_wgmma.cu",
-    .op = CT_OP_CONV2D,
-    .layout = CT_LAYOUT_NHWC,
-    .supports = supports2d,
-    .space = build_space,
-    .valid = valid,
-    .instance = make_instance,
-    .describe = describe,
-    .preferred = preferred,
-};
-
-const template_desc tpl_conv3d_ndhwc_wgmma = {
-    .name = "conv3d_ndhwc_wgmma",
-    .source = "conv3d_ndhwc_wgmma.cu",
-    .op = CT_OP_CONV3D,
-    .layout = CT_LAYOUT_NHWC,
-    .supports = supports3d,
-    .space = build_space,
-    .valid = valid,
-    .instance = make_instance,
-    .describe = describe,
-    .preferred = preferred,
-};
+TEMPLATE_PAIR(conv2d_nhwc_wgmma, conv3d_ndhwc_wgmma, CT_LAYOUT_NHWC, knobs, refusal, valid,
+              make_instance, describe, preferred);

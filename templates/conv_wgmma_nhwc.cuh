@@ -69,19 +69,19 @@
 #include "wgmma_ptx.cuh"
 
 static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: packed templates");
-static_assert(WG_BN == 64 || WG_BN == 128 || WG_BN == 256, "block_n is 64, 128 or 256");
-static_assert(WG_BK == 32 || WG_BK == 64 || WG_BK == 128, "block_k is 32, 64 or 128 bytes");
-static_assert(WG_CWG >= 1 && WG_CWG <= 4, "warpgroups: 1 to 4 consumer warpgroups");
-static_assert(WG_MW == 64 || WG_MW == 128, "rows_per_wg: 64 or 128");
-static_assert(WG_STAGES >= 2 && WG_STAGES <= 8, "stages: 2 to 8");
-static_assert(WG_KS >= 1 && WG_KS <= 4, "k_slices: 1 to 4 slices of block_k per stage");
-static_assert(WG_MINB >= 1 && WG_MINB <= 3, "blocks_per_sm: 1 to 3");
-static_assert(WG_SPLITK == 1 || WG_SPLITK == 2 || WG_SPLITK == 4 || WG_SPLITK == 8,
+static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 256, "block_n is 64, 128 or 256");
+static_assert(BLOCK_K == 32 || BLOCK_K == 64 || BLOCK_K == 128, "block_k is 32, 64 or 128 bytes");
+static_assert(WARPGROUPS >= 1 && WARPGROUPS <= 4, "warpgroups: 1 to 4 consumer warpgroups");
+static_assert(ROWS_PER_WG == 64 || ROWS_PER_WG == 128, "rows_per_wg: 64 or 128");
+static_assert(STAGES >= 2 && STAGES <= 8, "stages: 2 to 8");
+static_assert(K_SLICES >= 1 && K_SLICES <= 4, "k_slices: 1 to 4 slices of block_k per stage");
+static_assert(BLOCKS_PER_SM >= 1 && BLOCKS_PER_SM <= 3, "blocks_per_sm: 1 to 3");
+static_assert(SPLIT_K == 1 || SPLIT_K == 2 || SPLIT_K == 4 || SPLIT_K == 8,
               "split_k: 1, 2, 4 or 8 blocks (a portable cluster)");
-static_assert(WG_PERSIST >= 0 && WG_PERSIST <= 2, "persistent: 0, 1 (cooperative) or 2 (ping-pong)");
-static_assert(WG_PERSIST == 0 || WG_SPLITK == 1, "persistent blocks take whole tiles: split_k 1");
-static_assert(WG_PERSIST != 2 || WG_CWG >= 2, "ping-pong needs two or more consumer warpgroups");
-static_assert(WG_PERSIST == 2 || WG_CWG <= 2, "three or four consumer warpgroups: ping-pong only");
+static_assert(PERSISTENT >= 0 && PERSISTENT <= 2, "persistent: 0, 1 (cooperative) or 2 (ping-pong)");
+static_assert(PERSISTENT == 0 || SPLIT_K == 1, "persistent blocks take whole tiles: split_k 1");
+static_assert(PERSISTENT != 2 || WARPGROUPS >= 2, "ping-pong needs two or more consumer warpgroups");
+static_assert(PERSISTENT == 2 || WARPGROUPS <= 2, "three or four consumer warpgroups: ping-pong only");
 #ifndef WG_ATILE
 #define WG_ATILE 0
 #endif
@@ -96,69 +96,69 @@ static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H +
 
 #define TAPS (CT_KD * CT_KH * CT_KW)
 #define C_REAL (4 * CT_C4)
-#define CSLICES ((C_REAL + WG_BK - 1) / WG_BK)
+#define CSLICES ((C_REAL + BLOCK_K - 1) / BLOCK_K)
 #define KSLICES (TAPS * CSLICES) /* slices of the reduction: block_k channels of one tap */
-#define KT (KSLICES / WG_KS) /* stages of the reduction */
-#define KT_SPLIT ((KT + WG_SPLITK - 1) / WG_SPLITK)
-#define KSTEPS (WG_BK / 32)
-#define MI (WG_MW / 64) /* m64 wgmmas per consumer warpgroup and k32 step */
-#define PINGPONG (WG_PERSIST == 2)
-#define BM (PINGPONG ? WG_MW : WG_MW * WG_CWG) /* rows of a tile */
+#define KT (KSLICES / K_SLICES) /* stages of the reduction */
+#define KT_SPLIT ((KT + SPLIT_K - 1) / SPLIT_K)
+#define KSTEPS (BLOCK_K / 32)
+#define MI (ROWS_PER_WG / 64) /* m64 wgmmas per consumer warpgroup and k32 step */
+#define PINGPONG (PERSISTENT == 2)
+#define BM (PINGPONG ? ROWS_PER_WG : ROWS_PER_WG * WARPGROUPS) /* rows of a tile */
 #define P_OUT (CT_OD * CT_OH * CT_OW)
 #define M_TOTAL ((long)CT_N * P_OUT)
 #define TILES_M ((M_TOTAL + BM - 1) / BM)
-#define TILES ((long)TILES_M * ((CT_KR + WG_BN - 1) / WG_BN))
+#define TILES ((long)TILES_M * ((CT_KR + BLOCK_N - 1) / BLOCK_N))
 /* the consumer warps that read a stage: in ping-pong one warpgroup's */
-#define EMPTY_ARRIVALS (PINGPONG ? 4 : 4 * WG_CWG)
-#define THREADS (128 * (WG_CWG + 1))
-#define CTHREADS (128 * WG_CWG)
-#define A_SLICE_BYTES (BM * WG_BK) /* multiples of 1024: the swizzle's alignment */
-#define B_SLICE_BYTES (WG_BN * WG_BK)
-#define A_STAGE_BYTES (WG_KS * A_SLICE_BYTES)
-#define B_STAGE_BYTES (WG_KS * B_SLICE_BYTES)
+#define EMPTY_ARRIVALS (PINGPONG ? 4 : 4 * WARPGROUPS)
+#define THREADS (128 * (WARPGROUPS + 1))
+#define CTHREADS (128 * WARPGROUPS)
+#define A_SLICE_BYTES (BM * BLOCK_K) /* multiples of 1024: the swizzle's alignment */
+#define B_SLICE_BYTES (BLOCK_N * BLOCK_K)
+#define A_STAGE_BYTES (K_SLICES * A_SLICE_BYTES)
+#define B_STAGE_BYTES (K_SLICES * B_SLICE_BYTES)
 #define STAGE_BYTES (A_STAGE_BYTES + B_STAGE_BYTES)
-#define NACC (MI * WG_BN / 2)
-#define RED_BYTES (WG_SPLITK > 1 ? CTHREADS * NACC * 4 : 0)
-#define JPR (WG_BN / 8 / WG_SPLITK)
-#define PIPE_BYTES (WG_STAGES * STAGE_BYTES)
+#define NACC (MI * BLOCK_N / 2)
+#define RED_BYTES (SPLIT_K > 1 ? CTHREADS * NACC * 4 : 0)
+#define JPR (BLOCK_N / 8 / SPLIT_K)
+#define PIPE_BYTES (STAGES * STAGE_BYTES)
 #define DATA_BYTES (PIPE_BYTES > RED_BYTES ? PIPE_BYTES : RED_BYTES)
 /* the barriers: full and empty per stage, in ping-pong a turn per
  * consumer warpgroup (rounded up to 16 bytes: the channel tables and
  * slabs after them take 16-byte accesses); 1024 bytes of slack: the
  * swizzled stages start 1024-byte aligned */
-#define BAR_BYTES (16 * WG_STAGES + (PINGPONG ? 16 * ((WG_CWG + 1) / 2) : 0))
+#define BAR_BYTES (16 * STAGES + (PINGPONG ? 16 * ((WARPGROUPS + 1) / 2) : 0))
 
 /* 8-bit output with a per-channel offset: the accumulators start at it */
 #define WG_ACC_OFF (CT_OUT != 0 && CT_OFF)
 #include "wgmma_epilogue.cuh"
 
 /* after the barriers, 8-bit: each consumer warpgroup's channel table and slabs */
-#define SMEM_BYTES (DATA_BYTES + BAR_BYTES + WG_CWG * EPI_WG_BYTES + 1024)
+#define SMEM_BYTES (DATA_BYTES + BAR_BYTES + WARPGROUPS * EPI_WG_BYTES + 1024)
 
 static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the warpgroups");
 static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the stages");
-static_assert(KSLICES % WG_KS == 0, "k_slices must divide the slices of the reduction");
+static_assert(KSLICES % K_SLICES == 0, "k_slices must divide the slices of the reduction");
 static_assert(A_SLICE_BYTES % 1024 == 0 && B_SLICE_BYTES % 1024 == 0,
               "a swizzled slice starts 1024-byte aligned");
-static_assert((WG_SPLITK - 1) * KT_SPLIT < KT, "split_k: a split without a stage of the reduction");
-static_assert(JPR >= 2 && JPR % 2 == 0 && JPR * 8 * WG_SPLITK == WG_BN,
+static_assert((SPLIT_K - 1) * KT_SPLIT < KT, "split_k: a split without a stage of the reduction");
+static_assert(JPR >= 2 && JPR % 2 == 0 && JPR * 8 * SPLIT_K == BLOCK_N,
               "split_k must leave each rank pairs of 8-channel groups (block_n / 8 / split_k even)");
 static_assert((DATA_BYTES + BAR_BYTES) % 16 == 0, "the epilogue's tables and slabs 16-byte aligned");
 static_assert(NACC <= 128, "accumulators: rows_per_wg x block_n / 128 at most 128 per thread");
 
-/* The descriptor of a K-major operand with rows of WG_BK bytes, swizzled
- * over WG_BK bytes: 8-row groups WG_BK * 8 bytes apart (stride byte
+/* The descriptor of a K-major operand with rows of BLOCK_K bytes, swizzled
+ * over BLOCK_K bytes: 8-row groups BLOCK_K * 8 bytes apart (stride byte
  * offset); the leading byte offset is unused with a swizzle. */
 __device__ __forceinline__ unsigned long long sw_desc(unsigned addr) {
-  const unsigned long long layout = WG_BK == 128 ? 1 : WG_BK == 64 ? 2 : 3;
+  const unsigned long long layout = BLOCK_K == 128 ? 1 : BLOCK_K == 64 ? 2 : 3;
   return (unsigned long long)((addr & 0x3FFFFu) >> 4) | 1ull << 16 |
-         (unsigned long long)((WG_BK * 8) >> 4) << 32 | layout << 62;
+         (unsigned long long)((BLOCK_K * 8) >> 4) << 32 | layout << 62;
 }
 
 __device__ __forceinline__ void wgmma_ss(int *acc, unsigned long long a, unsigned long long b) {
-#if WG_BN == 64
+#if BLOCK_N == 64
   wgmma_ss_n64(acc, a, b);
-#elif WG_BN == 128
+#elif BLOCK_N == 128
   wgmma_ss_n128(acc, a, b);
 #else
   wgmma_ss_n256(acc, a, b);
@@ -180,14 +180,14 @@ __device__ __forceinline__ void produce(unsigned stages, unsigned bars, const ct
   (void)z0;
 #pragma unroll 1
   for (int i = 0; i < nkt; i++) {
-    const int it = it0 + i, s = it % WG_STAGES, kt = kt0 + i;
-    const unsigned full = bars + 8 * s, empty = bars + 8 * (WG_STAGES + s);
-    mbar_wait(empty, ((it / WG_STAGES) & 1) ^ 1);
+    const int it = it0 + i, s = it % STAGES, kt = kt0 + i;
+    const unsigned full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
+    mbar_wait(empty, ((it / STAGES) & 1) ^ 1);
     const unsigned as = stages + s * STAGE_BYTES, bs = as + A_STAGE_BYTES;
     mbar_expect_tx(full, STAGE_BYTES);
 #pragma unroll
-    for (int j = 0; j < WG_KS; j++) {
-      const int sl = kt * WG_KS + j, tap = sl / CSLICES, c0 = (sl % CSLICES) * WG_BK;
+    for (int j = 0; j < K_SLICES; j++) {
+      const int sl = kt * K_SLICES + j, tap = sl / CSLICES, c0 = (sl % CSLICES) * BLOCK_K;
       const int rx = tap % CT_KW, ry = (tap / CT_KW) % CT_KH, rd = tap / (CT_KW * CT_KH);
 #if WG_ATILE
       (void)rx, (void)ry, (void)rd, (void)x0, (void)y0, (void)n0;
@@ -201,7 +201,7 @@ __device__ __forceinline__ void produce(unsigned stages, unsigned bars, const ct
       tma_im2col4(as + j * A_SLICE_BYTES, amap, c0, x0, y0, n0, (unsigned short)(rx * CT_DIL_W),
                   (unsigned short)(ry * CT_DIL_H), full);
 #endif
-      tma_tile3(bs + j * B_SLICE_BYTES, wmap, c0, tap, tile_n * WG_BN, full);
+      tma_tile3(bs + j * B_SLICE_BYTES, wmap, c0, tap, tile_n * BLOCK_N, full);
     }
   }
 }
@@ -211,29 +211,29 @@ __device__ __forceinline__ void produce(unsigned stages, unsigned bars, const ct
  * for stage it - 1's and release it (unless it is a tile's first: the
  * previous tile's last is released after its wait for all). */
 __device__ __forceinline__ void consume(unsigned stages, unsigned bars, int it, bool first, int row0,
-                                        int (&acc)[MI][WG_BN / 2], int lane) {
-  const int s = it % WG_STAGES;
-  mbar_wait(bars + 8 * s, (it / WG_STAGES) & 1);
-  const unsigned as = stages + s * STAGE_BYTES + row0 * WG_BK, bs = stages + s * STAGE_BYTES +
+                                        int (&acc)[MI][BLOCK_N / 2], int lane) {
+  const int s = it % STAGES;
+  mbar_wait(bars + 8 * s, (it / STAGES) & 1);
+  const unsigned as = stages + s * STAGE_BYTES + row0 * BLOCK_K, bs = stages + s * STAGE_BYTES +
                                                                     A_STAGE_BYTES;
   wgmma_fence();
 #pragma unroll
-  for (int j = 0; j < WG_KS; j++)
+  for (int j = 0; j < K_SLICES; j++)
 #pragma unroll
     for (int k = 0; k < KSTEPS; k++)
 #pragma unroll
       for (int mi = 0; mi < MI; mi++)
-        wgmma_ss(acc[mi], sw_desc(as + j * A_SLICE_BYTES + mi * 64 * WG_BK + k * 32),
+        wgmma_ss(acc[mi], sw_desc(as + j * A_SLICE_BYTES + mi * 64 * BLOCK_K + k * 32),
                  sw_desc(bs + j * B_SLICE_BYTES + k * 32));
   wgmma_commit();
   wgmma_wait<1>();
   if (!first) {
     __syncwarp();
-    if (lane == 0) mbar_arrive(bars + 8 * (WG_STAGES + (it - 1) % WG_STAGES));
+    if (lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
   }
 }
 
-#if WG_SPLITK > 1
+#if SPLIT_K > 1
 /* 16 bytes of block rank's shared memory at this block's address addr. */
 __device__ __forceinline__ uint4 cluster_load4(unsigned addr) {
   uint4 v;
@@ -248,21 +248,21 @@ __device__ __forceinline__ uint4 cluster_load4(unsigned addr) {
  * groups j (4 words of each m64 block) with j / JPR == R to acc. base:
  * this thread's first 16 bytes of the partial sums, a local address. */
 template <int R>
-__device__ __forceinline__ void split_meet(int (&acc)[MI][WG_BN / 2], unsigned base) {
-  unsigned at[WG_SPLITK - 1];
+__device__ __forceinline__ void split_meet(int (&acc)[MI][BLOCK_N / 2], unsigned base) {
+  unsigned at[SPLIT_K - 1];
 #pragma unroll
-  for (int q = 1; q < WG_SPLITK; q++) at[q - 1] = cluster_map(base, (R + q) % WG_SPLITK);
+  for (int q = 1; q < SPLIT_K; q++) at[q - 1] = cluster_map(base, (R + q) % SPLIT_K);
 #pragma unroll
   for (int mi = 0; mi < MI; mi++)
 #pragma unroll
     for (int jj = 0; jj < JPR; jj++) {
       const int j = R * JPR + jj;
-      uint4 v[WG_SPLITK - 1];
+      uint4 v[SPLIT_K - 1];
 #pragma unroll
-      for (int q = 0; q < WG_SPLITK - 1; q++)
-        v[q] = cluster_load4(at[q] + 16u * (mi * (WG_BN / 8) + j) * CTHREADS);
+      for (int q = 0; q < SPLIT_K - 1; q++)
+        v[q] = cluster_load4(at[q] + 16u * (mi * (BLOCK_N / 8) + j) * CTHREADS);
 #pragma unroll
-      for (int q = 0; q < WG_SPLITK - 1; q++) {
+      for (int q = 0; q < SPLIT_K - 1; q++) {
         acc[mi][4 * j] = (int)((unsigned)acc[mi][4 * j] + v[q].x);
         acc[mi][4 * j + 1] = (int)((unsigned)acc[mi][4 * j + 1] + v[q].y);
         acc[mi][4 * j + 2] = (int)((unsigned)acc[mi][4 * j + 2] + v[q].z);
@@ -279,9 +279,9 @@ __device__ __forceinline__ void cwg_bar(int wg) {
 }
 
 /* ---- the kernel ---------------------------------------------------------- */
-extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
-#if WG_SPLITK > 1
-    __cluster_dims__(1, 1, WG_SPLITK)
+extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
+#if SPLIT_K > 1
+    __cluster_dims__(1, 1, SPLIT_K)
 #endif
     conv_wgmma_nhwc(const signed char *__restrict__ data, const signed char *__restrict__ weights,
                     void *__restrict__ out, const int *__restrict__ params,
@@ -303,26 +303,26 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
     asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&amap) : "memory");
     asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&wmap) : "memory");
 #pragma unroll 1
-    for (int s = 0; s < WG_STAGES; s++) {
+    for (int s = 0; s < STAGES; s++) {
       mbar_init(bars + 8 * s, 1);
-      mbar_init(bars + 8 * (WG_STAGES + s), EMPTY_ARRIVALS);
+      mbar_init(bars + 8 * (STAGES + s), EMPTY_ARRIVALS);
     }
     /* ping-pong: warpgroup w's turn, on which the warps of the warpgroup
      * before it arrive (warpgroup 1's: the last one's) */
 #pragma unroll 1
-    for (int w = 0; PINGPONG && w < WG_CWG; w++) mbar_init(bars + 16 * WG_STAGES + 8 * w, 4);
+    for (int w = 0; PINGPONG && w < WARPGROUPS; w++) mbar_init(bars + 16 * STAGES + 8 * w, 4);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     fence_proxy_async();
   }
   __syncthreads();
   pdl_wait_then_release(); /* nothing global before: the previous kernel may still run */
   const int lane = tid & 31;
-#if WG_PERSIST
+#if PERSISTENT
   /* Persistent: block b takes tiles b, b + grid, ... (M fastest), the
    * producer filling the pipeline for the next tile while the consumers
    * store this one. Cooperative (1): both consumer warpgroups share each
-   * tile's rows. Ping-pong (2): the WG_CWG warpgroups take the block's
-   * tiles in turn (warpgroup w its w-th, (w + WG_CWG)-th, ...), each all
+   * tile's rows. Ping-pong (2): the WARPGROUPS warpgroups take the block's
+   * tiles in turn (warpgroup w its w-th, (w + WARPGROUPS)-th, ...), each all
    * of a tile's rows, so the others' epilogues run under one's wgmmas;
    * the pipeline's slots run through the tiles in order.
    *
@@ -347,12 +347,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
   /* warp-uniform by construction (a shuffle from lane 0), so that ptxas
    * sees no divergence around the wgmmas */
   const int first = PINGPONG ? __shfl_sync(0xffffffffu, wg - 1, 0) : 0;
-  const int step = PINGPONG ? WG_CWG : 1;
-  const int row0 = PINGPONG ? 0 : (wg - 1) * WG_MW;
+  const int step = PINGPONG ? WARPGROUPS : 1;
+  const int row0 = PINGPONG ? 0 : (wg - 1) * ROWS_PER_WG;
   const q_head qh = load_head(params);
   int tab_n = -1; /* the N tile whose channels the table holds */
-  const unsigned my_turn = bars + 16 * WG_STAGES + 8 * first,
-                 next_turn = bars + 16 * WG_STAGES + 8 * ((first + 1) % WG_CWG);
+  const unsigned my_turn = bars + 16 * STAGES + 8 * first,
+                 next_turn = bars + 16 * STAGES + 8 * ((first + 1) % WARPGROUPS);
   (void)my_turn, (void)next_turn;
   /* the turns waited: warpgroup 1's first tile (the block's first) has none */
   int it0 = first * KT, turn = first == 0 ? -1 : 0;
@@ -365,12 +365,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
        * land, or the other warpgroup's run; its accumulators start at
        * their offsets); they change seldom (M runs fastest) */
       cwg_bar(wg); /* every thread is done with the old ones */
-      chan_tab_fill(tab, params, qh, tile_n * WG_BN, ltid);
+      chan_tab_fill(tab, params, qh, tile_n * BLOCK_N, ltid);
       cwg_bar(wg);
       tab_n = tile_n;
     }
     if (PINGPONG && turn >= 0) mbar_wait(my_turn, turn & 1);
-    int acc[MI][WG_BN / 2];
+    int acc[MI][BLOCK_N / 2];
     acc_start(acc, tab, ltid, true);
 #pragma unroll 1
     for (int kk = 0; kk < KT; kk++) consume(stages, bars, it0 + kk, kk == 0, row0, acc, lane);
@@ -381,7 +381,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
     wgmma_wait<0>();
     acc_fence(acc);
     __syncwarp();
-    if (lane == 0) mbar_arrive(bars + 8 * (WG_STAGES + (it0 + KT - 1) % WG_STAGES));
+    if (lane == 0) mbar_arrive(bars + 8 * (STAGES + (it0 + KT - 1) % STAGES));
     tile_epilogue(acc, t % TILES_M * BM, row0, tile_n, 0, params, qh, tab, residual, out, ltid);
   }
 #else
@@ -390,19 +390,19 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
   const q_head qh = load_head(params);
   const int kt0 = blockIdx.z * KT_SPLIT;
   const int nkt = KT - kt0 < KT_SPLIT ? KT - kt0 : KT_SPLIT;
-  const int row0 = (wg - 1) * WG_MW; /* this consumer warpgroup's first row */
+  const int row0 = (wg - 1) * ROWS_PER_WG; /* this consumer warpgroup's first row */
   if (CT_OUT != 0 && wg > 0) {
     /* the tile's channels, read while its stages land (not after) */
-    chan_tab_fill(tab, params, qh, tile_n * WG_BN, ltid);
+    chan_tab_fill(tab, params, qh, tile_n * BLOCK_N, ltid);
     cwg_bar(wg);
   }
   /* every thread's accumulators defined before the branch (or ptxas
    * serializes the wgmmas); split-K: one rank's sum takes the offsets */
-  int acc[MI][WG_BN / 2];
+  int acc[MI][BLOCK_N / 2];
   acc_start(acc, tab, ltid, wg > 0 && blockIdx.z == 0);
   if (wg == 0) {
     if (ltid == 0) produce(stages, bars, &amap, &wmap, m0, tile_n, kt0, nkt, 0);
-#if WG_SPLITK == 1
+#if SPLIT_K == 1
     return;
 #endif
   } else {
@@ -412,7 +412,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
     acc_fence(acc);
   }
 
-#if WG_SPLITK > 1
+#if SPLIT_K > 1
   /* The cluster's partial sums meet in distributed shared memory: each
    * block leaves its accumulators in its pipeline memory, 16 bytes (one
    * group j of 4 words) per thread and group, then rank r adds the others'
@@ -425,8 +425,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
 #pragma unroll
     for (int mi = 0; mi < MI; mi++)
 #pragma unroll
-      for (int j = 0; j < WG_BN / 8; j++)
-        red[(mi * (WG_BN / 8) + j) * CTHREADS + ct] =
+      for (int j = 0; j < BLOCK_N / 8; j++)
+        red[(mi * (BLOCK_N / 8) + j) * CTHREADS + ct] =
             make_int4(acc[mi][4 * j], acc[mi][4 * j + 1], acc[mi][4 * j + 2], acc[mi][4 * j + 3]);
   }
   cluster_sync();
@@ -437,7 +437,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, WG_MINB)
     switch (rank) {
 #define SPLIT_MEET(r) \
   case r:             \
-    if (r < WG_SPLITK) split_meet<r % WG_SPLITK>(acc, base); \
+    if (r < SPLIT_K) split_meet<r % SPLIT_K>(acc, base); \
     break;
       SPLIT_MEET(0) SPLIT_MEET(1) SPLIT_MEET(2) SPLIT_MEET(3)
       SPLIT_MEET(4) SPLIT_MEET(5) SPLIT_MEET(6) SPLIT_MEET(7)

@@ -32,7 +32,6 @@
  * blocks_per_sm blocks fitting an SM's registers, shared memory and
  * threads.
  */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,6 +48,19 @@ static const int blocks_per_sms[] = {1, 2, 3, 4};
 static const int out_tmas[] = {0, 1};
 static const int a_prefetches[] = {0, 1};
 
+/* int32 output only: with 8-bit output a_prefetch lost on the H200
+ * (ResNet-50 b16's stem at its best configs 19.8 -> 20.5 us) */
+static int out32(const ct_workload *w) {
+  return w->out_type == CT_DTYPE_INT32;
+}
+
+static const knob_def knobs[] = {
+    KNOB("block_m", block_ms, 128),           KNOB("block_n", block_ns, 64),
+    KNOB("warpgroups", warpgroups, 2),        KNOB("a_buffers", a_buffers, 2),
+    KNOB("blocks_per_sm", blocks_per_sms, 1), KNOB_IF("a_prefetch", a_prefetches, 0, out32),
+    KNOB_IF("out_tma", out_tmas, 0, out32),   KNOB_END,
+};
+
 typedef struct wsplan {
   int bm, bn, wgs, abuf, minb, otma, apf;
   long row_bytes, rsteps, ck, ksteps, tapvol;
@@ -61,48 +73,20 @@ static long ceil_div(long a, long b) {
 
 /* The layers of the channels-last mma stems, with their reasons (the same
  * window rows: conv_mma_nhwc.c decides for both families). */
-extern const template_desc tpl_conv2d_nhwc_mma;
-extern const template_desc tpl_conv3d_ndhwc_mma;
-
-static int supports2d(const ct_workload *w, char *why) {
-  return tpl_conv2d_nhwc_mma.supports(w, why);
-}
-
-static int supports3d(const ct_workload *w, char *why) {
-  return tpl_conv3d_ndhwc_mma.supports(w, why);
-}
-
-static ct_status build_space(const ct_workload *w, space *s, ct_err *err) {
-  ct_status st;
-#define CHOICE(name, v) \
-  if ((st = space_add_choice(s, name, v, (int)(sizeof v / sizeof v[0]), err))) return st
-  CHOICE("block_m", block_ms);
-  CHOICE("block_n", block_ns);
-  CHOICE("warpgroups", warpgroups);
-  CHOICE("a_buffers", a_buffers);
-  CHOICE("blocks_per_sm", blocks_per_sms);
-  /* int32 output only: with 8-bit output a_prefetch lost on the H200
-   * (ResNet-50 b16's stem at its best configs 19.8 -> 20.5 us) */
-  if (w->out_type == CT_DTYPE_INT32) {
-    CHOICE("a_prefetch", a_prefetches);
-    CHOICE("out_tma", out_tmas);
-  }
-#undef CHOICE
-  return CT_OK;
-}
+const char *nhwc_stem_refusal(const ct_workload *w, ct_op op);
 
 /* The sizes of conv_wgmma_stem.cuh, macro for macro. */
 static void make_plan(const ct_workload *w, const space *s, const config *cfg, const arch *a,
                       wsplan *p) {
   geom3 g;
   workload_geom(w, &g);
-  p->bm = space_get(s, cfg, "block_m", 128);
-  p->bn = space_get(s, cfg, "block_n", 64);
-  p->wgs = space_get(s, cfg, "warpgroups", 2);
-  p->abuf = space_get(s, cfg, "a_buffers", 2);
-  p->minb = space_get(s, cfg, "blocks_per_sm", 1);
-  p->otma = space_get(s, cfg, "out_tma", 0);
-  p->apf = space_get(s, cfg, "a_prefetch", 0);
+  p->bm = knobs_get(knobs, s, cfg, "block_m");
+  p->bn = knobs_get(knobs, s, cfg, "block_n");
+  p->wgs = knobs_get(knobs, s, cfg, "warpgroups");
+  p->abuf = knobs_get(knobs, s, cfg, "a_buffers");
+  p->minb = knobs_get(knobs, s, cfg, "blocks_per_sm");
+  p->otma = knobs_get(knobs, s, cfg, "out_tma");
+  p->apf = knobs_get(knobs, s, cfg, "a_prefetch");
   p->row_bytes = g.ker[2] * g.c;
   p->rsteps = ceil_div(p->row_bytes, 32);
   p->ck = g.ker[1] * p->rsteps;
@@ -140,42 +124,19 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
   make_plan(w, s, cfg, a, &p);
   geom3 g;
   workload_geom(w, &g);
-  if (a->cc_major != 9 || a->cc_minor != 0)
-    return template_fail(why, "wgmma needs sm_90a (compute capability 9.0), not sm_%ld%ld",
-                         a->cc_major, a->cc_minor);
-  if (p.acc > 128)
-    return template_fail(why, "%ld accumulators per thread (block_m %ld x block_n); at most 128",
-                         p.acc, p.bm);
-  if (p.bm > 64 && p.bm >= 2 * p.m_total)
-    return template_fail(why, "block_m %ld for %ld output pixels: half the tile would be padding",
-                         p.bm, p.m_total);
-  if (p.bn > 64 && p.bn >= 2 * g.k)
-    return template_fail(why, "block_n %ld for %ld channels: half the tile would be padding", p.bn,
-                         g.k);
+  if (!template_need_sm90(a, why) || !template_acc_fits(p.acc, "block_m", p.bm, why) ||
+      !template_tile_fits("block_m", p.bm, 64, p.m_total, "output pixels", why) ||
+      !template_tile_fits("block_n", p.bn, 64, g.k, "channels", why))
+    return 0;
   if (p.otma && g.k % 32)
     return template_fail(why, "out_tma stores rows of %ld channels: K %ld is not a multiple", 32,
                          (long)g.k);
   if (p.m_total >= 2147483648L || (long)g.n * g.in[0] * g.in[1] >= 2147483648L)
     return template_fail(why, "%ld output pixels and %ld input rows: each must be below 2^31",
                          p.m_total, (long)g.n * g.in[0] * g.in[1]);
-  if (p.threads > a->max_threads_per_block)
-    return template_fail(why, "%ld threads per block; at most %ld", p.threads,
-                         a->max_threads_per_block);
-  long reg_cap = a->regs_per_block / p.threads / 8 * 8;
-  if (p.minb > 1 && a->regs_per_sm / (p.minb * p.threads) / 8 * 8 < reg_cap)
-    reg_cap = a->regs_per_sm / (p.minb * p.threads) / 8 * 8;
-  if (reg_cap > a->max_regs_per_thread) reg_cap = a->max_regs_per_thread;
-  if (p.regs > reg_cap)
-    return template_fail(why, "at least %ld registers per thread; at most %ld", p.regs, reg_cap);
-  if (p.smem_bytes > a->smem_optin_bytes)
-    return template_fail(why, "%ld bytes of shared memory; at most %ld", p.smem_bytes,
-                         a->smem_optin_bytes);
-  /* 1 KB per block is the runtime's */
-  if (p.minb * (p.smem_bytes + 1024) > a->smem_per_sm_bytes)
-    return template_fail(why, "%ld blocks per SM of %ld bytes of shared memory exceed the SM's",
-                         p.minb, p.smem_bytes);
-  if (p.minb * p.threads > 2048)
-    return template_fail(why, "%ld blocks per SM of %ld threads exceed 2048", p.minb, p.threads);
+  if (!template_blocks_fit(a, p.threads, p.minb, p.smem_bytes, why) ||
+      !template_regs_fit(a, p.threads, p.minb, p.regs, why))
+    return 0;
   if (p.tiles_n > 65535)
     return template_fail(why, "%ld blocks along grid y; at most %ld", p.tiles_n, 65535);
   if (p.grid_x > 2147483647L)
@@ -195,13 +156,7 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   w4.c = (w->c + 3) / 4 * 4;
   instance_conv_options(inst, &w4);
   instance_opt(inst, "STEM_C", w->c);
-  instance_opt(inst, "WS_BM", p.bm);
-  instance_opt(inst, "WS_BN", p.bn);
-  instance_opt(inst, "WS_WGS", p.wgs);
-  instance_opt(inst, "WS_ABUF", p.abuf);
-  instance_opt(inst, "WS_MINB", p.minb);
-  instance_opt(inst, "WS_OTMA", p.otma);
-  instance_opt(inst, "WS_APF", p.apf);
+  knobs_options(knobs, s, cfg, inst);
   instance_opt(inst, "CT_THREADS", p.threads);
   instance_opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
   if (inst->n_options >= INSTANCE_MAX_OPTIONS)
@@ -247,9 +202,7 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
                       1 + p.otma,
                       1 + p.apf,
                       (double)p.tiles_m * p.bm / (double)p.m_total};
-  int n = (int)(sizeof v / sizeof v[0]);
-  for (int i = 0; i < n && i < max; i++) out[i] = (float)log2(v[i]);
-  return n < max ? n : max;
+  return template_features(v, (int)(sizeof v / sizeof v[0]), out, max);
 }
 
 /* A default without tuning: the narrowest block_n that covers K in the
@@ -280,8 +233,8 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
             /* computed channels that exist, 8 warps or more per SM, then the rest */
             const double used = (double)g.k / ((double)p.tiles_n * p.bn);
             const long warps = p.minb * p.threads / 32;
-            const double score = used + (warps >= 8 ? 0.1 : 0.0) + 0.01 * im + 0.005 * iw +
-                                 0.004 * ia + 0.001 * ib;
+            const double score =
+                used + (warps >= 8 ? 0.1 : 0.0) + 0.01 * im + 0.005 * iw + 0.004 * ia + 0.001 * ib;
             if (!found || score > best) {
               *out = c;
               best = score;
@@ -291,28 +244,5 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
   return found;
 }
 
-const template_desc tpl_conv2d_nhwc_wgmma_stem = {
-    .name = "conv2d_nhwc_wgmma_stem",
-    .source = "conv2d_nhwc_wgmma_stem.cu",
-    .op = CT_OP_CONV2D,
-    .layout = CT_LAYOUT_NHWC,
-    .supports = supports2d,
-    .space = build_space,
-    .valid = valid,
-    .instance = make_instance,
-    .describe = describe,
-    .preferred = preferred,
-};
-
-const template_desc tpl_conv3d_ndhwc_wgmma_stem = {
-    .name = "conv3d_ndhwc_wgmma_stem",
-    .source = "conv3d_ndhwc_wgmma_stem.cu",
-    .op = CT_OP_CONV3D,
-    .layout = CT_LAYOUT_NHWC,
-    .supports = supports3d,
-    .space = build_space,
-    .valid = valid,
-    .instance = make_instance,
-    .describe = describe,
-    .preferred = preferred,
-};
+TEMPLATE_PAIR(conv2d_nhwc_wgmma_stem, conv3d_ndhwc_wgmma_stem, CT_LAYOUT_NHWC, knobs,
+              nhwc_stem_refusal, valid, make_instance, describe, preferred);

@@ -29,7 +29,7 @@
  * barrier after the start.
  *
  * The epilogue is wgmma_epilogue.cuh's: int32, or requantized to 8 bits.
- * With out_tma (WS_OTMA, int32 output, K a multiple of 32) a warpgroup
+ * With out_tma (OUT_TMA, int32 output, K a multiple of 32) a warpgroup
  * writes its tile into a staging area of its own, laid out as the
  * output's tensor map stores a box of 32 channels x block_m pixels, and
  * one thread stores the boxes by TMA; the area is written again only once
@@ -49,19 +49,19 @@
 #include "wgmma_ptx.cuh"
 
 static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: packed templates");
-static_assert(WS_BM == 64 || WS_BM == 128, "block_m: 64 or 128 rows per warpgroup");
-static_assert(WS_BN == 64 || WS_BN == 128 || WS_BN == 256, "block_n is 64, 128 or 256");
-static_assert(WS_WGS == 1 || WS_WGS == 2, "warpgroups: 1 or 2 per block");
-static_assert(WS_ABUF == 1 || WS_ABUF == 2, "a_buffers: 1 or 2 per warpgroup");
-static_assert(WS_MINB >= 1 && WS_MINB <= 4, "blocks_per_sm: 1 to 4");
-#ifndef WS_OTMA
-#define WS_OTMA 0
+static_assert(BLOCK_M == 64 || BLOCK_M == 128, "block_m: 64 or 128 rows per warpgroup");
+static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 256, "block_n is 64, 128 or 256");
+static_assert(WARPGROUPS == 1 || WARPGROUPS == 2, "warpgroups: 1 or 2 per block");
+static_assert(A_BUFFERS == 1 || A_BUFFERS == 2, "a_buffers: 1 or 2 per warpgroup");
+static_assert(BLOCKS_PER_SM >= 1 && BLOCKS_PER_SM <= 4, "blocks_per_sm: 1 to 4");
+#ifndef OUT_TMA
+#define OUT_TMA 0
 #endif
-#ifndef WS_APF
-#define WS_APF 0
+#ifndef A_PREFETCH
+#define A_PREFETCH 0
 #endif
-static_assert(WS_APF == 0 || WS_APF == 1, "a_prefetch: 0 or 1");
-static_assert(WS_OTMA == 0 || (CT_OUT == 0 && CT_KR % 32 == 0),
+static_assert(A_PREFETCH == 0 || A_PREFETCH == 1, "a_prefetch: 0 or 1");
+static_assert(OUT_TMA == 0 || (CT_OUT == 0 && CT_KR % 32 == 0),
               "out_tma: int32 output, K a multiple of 32 (whole 128-byte box rows)");
 static_assert(STEM_C > 0 && (STEM_C + 3) / 4 == CT_C4, "STEM_C must round up to 4 * CT_C4");
 static_assert(CT_DIL_W == 1, "the window row must be contiguous: no dilation along W");
@@ -79,41 +79,39 @@ static_assert((long)CT_N * CT_OD * CT_OH * CT_OW < 2147483648L &&
 #define ROWW (CT_IW * C_IN)                  /* bytes of an input row */
 #define ROW_ALIGNED (ROWW % 4 == 0)          /* rows start at word boundaries */
 #define NWORDS ((ROW_BYTES + 6) / 4)         /* words of a window row from the word of its first byte */
-#define ROWS_PER_THREAD ((WS_BM * CT_KH + 127) / 128)
-#define THREADS (128 * WS_WGS)
+#define ROWS_PER_THREAD ((BLOCK_M * CT_KH + 127) / 128)
+#define THREADS (128 * WARPGROUPS)
 /* what wgmma_epilogue.cuh takes */
-#define MI (WS_BM / 64)
-#define WG_BN WS_BN
-#define WG_SPLITK 1
-#define JPR (WG_BN / 8)
-#define WG_OSTAGE 0 /* the direct 8-bit stores */
-#define WG_EPI_TILE 0 /* the requantization's form chosen per pair of channel groups */
-#define WG_OTMA WS_OTMA
+#define MI (BLOCK_M / 64)
+#define SPLIT_K 1
+#define JPR (BLOCK_N / 8)
+#define OUT_STAGE 0 /* the direct 8-bit stores */
+#define TILE_REQUANT 0 /* the requantization's form chosen per pair of channel groups */
 #define M_TOTAL ((long)CT_N * CT_OD * CT_OH * CT_OW)
-#define TILES_M ((M_TOTAL + WS_BM - 1) / WS_BM)
+#define TILES_M ((M_TOTAL + BLOCK_M - 1) / BLOCK_M)
 /* shared memory: the weights (a slab of block_n rows x 32 bytes per k32
  * step), with out_tma each warpgroup's output staging (block_m x block_n
  * int32, 1024-byte aligned: the weights are multiples of 2 KB), then each
  * warpgroup's A buffers (a slab of block_m rows per k32 step of a stage),
  * where the weights' raw bytes are first staged */
-#define SLAB_A (WS_BM * 32)
-#define SLAB_B (WS_BN * 32)
+#define SLAB_A (BLOCK_M * 32)
+#define SLAB_B (BLOCK_N * 32)
 #define A_BUF (CK * SLAB_A)
 #define B_BYTES (KSTEPS * SLAB_B)
-#define OST_WG (WS_OTMA ? WS_BM * WS_BN * 4 : 0)
-#define OST_BYTES (WS_WGS * OST_WG)
-#define A_BYTES (WS_WGS * WS_ABUF * A_BUF)
-#define RAW_BYTES ((WS_BN * TAPVOL + 16 + 15) / 16 * 16 + 16) /* from a 16-byte chunk; slack */
+#define OST_WG (OUT_TMA ? BLOCK_M * BLOCK_N * 4 : 0)
+#define OST_BYTES (WARPGROUPS * OST_WG)
+#define A_BYTES (WARPGROUPS * A_BUFFERS * A_BUF)
+#define RAW_BYTES ((BLOCK_N * TAPVOL + 16 + 15) / 16 * 16 + 16) /* from a 16-byte chunk; slack */
 #define SCRATCH_BYTES (A_BYTES > RAW_BYTES ? A_BYTES : RAW_BYTES)
 
 #include "wgmma_epilogue.cuh"
 
 /* then, 8-bit, each warpgroup's channel table; 1024: to align the slabs */
-#define SMEM_BYTES (B_BYTES + OST_BYTES + SCRATCH_BYTES + WS_WGS * CHAN_TAB_BYTES + 1024)
+#define SMEM_BYTES (B_BYTES + OST_BYTES + SCRATCH_BYTES + WARPGROUPS * CHAN_TAB_BYTES + 1024)
 
 static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the warpgroups");
 static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the tile");
-static_assert(MI * WS_BN / 2 <= 128, "accumulators: block_m x block_n / 128 at most 128 per thread");
+static_assert(MI * BLOCK_N / 2 <= 128, "accumulators: block_m x block_n / 128 at most 128 per thread");
 static_assert(B_BYTES % 1024 == 0, "the output staging 1024-byte aligned (the swizzle's)");
 
 /* ---- shared memory ------------------------------------------------------- */
@@ -148,7 +146,7 @@ __device__ __forceinline__ void load_raw(unsigned char *raw, const unsigned char
                                          int n0) {
   const long b0 = (long)n0 * TAPVOL, c0 = b0 / 16;
   const long end = (long)CT_KR * TAPVOL; /* the weights' bytes */
-  const long nb = ((n0 + WS_BN < CT_KR ? n0 + WS_BN : CT_KR) - n0) * (long)TAPVOL + (b0 - 16 * c0);
+  const long nb = ((n0 + BLOCK_N < CT_KR ? n0 + BLOCK_N : CT_KR) - n0) * (long)TAPVOL + (b0 - 16 * c0);
 #pragma unroll 4
   for (int i = threadIdx.x; i < (nb + 15) / 16; i += THREADS) {
     const long o = (c0 + i) * 16;
@@ -172,8 +170,8 @@ __device__ __forceinline__ void load_raw(unsigned char *raw, const unsigned char
 __device__ __forceinline__ void make_b(unsigned sb, const unsigned char *raw, int n0) {
   const int s0 = (int)((long)n0 * TAPVOL % 16);
 #pragma unroll 4
-  for (int i = threadIdx.x; i < KSTEPS * WS_BN * 8; i += THREADS) {
-    const int q = i & 7, n = (i >> 3) % WS_BN, ks = i / (8 * WS_BN);
+  for (int i = threadIdx.x; i < KSTEPS * BLOCK_N * 8; i += THREADS) {
+    const int q = i & 7, n = (i >> 3) % BLOCK_N, ks = i / (8 * BLOCK_N);
     const int j0 = (ks % RSTEPS) * 32 + 4 * q;
     unsigned v = 0;
     if (n0 + n < CT_KR && j0 < ROW_BYTES) {
@@ -234,7 +232,7 @@ struct a_words {
  * predicate and one move of the pad word per word. */
 __device__ __forceinline__ void load_a(a_words &aw, const unsigned char *__restrict__ data, long m0,
                                        int td, unsigned pad, int wtid) {
-  const int p = wtid % WS_BM;
+  const int p = wtid % BLOCK_M;
   unsigned m = (unsigned)m0 + (unsigned)p;
   if (m >= (unsigned)M_TOTAL) m = (unsigned)M_TOTAL - 1u; /* a pixel that exists; not stored */
   const int ow = (int)(m % CT_OW);
@@ -259,8 +257,8 @@ __device__ __forceinline__ void load_a(a_words &aw, const unsigned char *__restr
   unsigned(&wv)[ROWS_PER_THREAD][NWORDS + 1] = aw.wv;
 #pragma unroll
   for (int j = 0; j < ROWS_PER_THREAD; j++) {
-    const int r = wtid / WS_BM + j * (128 / WS_BM), y = y0 + r * CT_DIL_H;
-    const bool in = (!((WS_BM * CT_KH) % 128) || r < CT_KH) && zin && (unsigned)y < (unsigned)CT_IH;
+    const int r = wtid / BLOCK_M + j * (128 / BLOCK_M), y = y0 + r * CT_DIL_H;
+    const bool in = (!((BLOCK_M * CT_KH) % 128) || r < CT_KH) && zin && (unsigned)y < (unsigned)CT_IH;
     /* the row's byte oal; a row outside reads none of it */
     const unsigned char *row = base + (size_t)(row0 + (in ? (unsigned)y : 0u)) * ROWW;
 #pragma unroll
@@ -278,12 +276,12 @@ __device__ __forceinline__ void load_a(a_words &aw, const unsigned char *__restr
 /* The words of load_a into the A buffer at as: nothing waits for the loads
  * before this. */
 __device__ __forceinline__ void store_a(unsigned as, const a_words &aw, int wtid) {
-  const int p = wtid % WS_BM, sh = aw.sh;
+  const int p = wtid % BLOCK_M, sh = aw.sh;
   const unsigned(&wv)[ROWS_PER_THREAD][NWORDS + 1] = aw.wv;
 #pragma unroll
   for (int j = 0; j < ROWS_PER_THREAD; j++) {
-    const int r = wtid / WS_BM + j * (128 / WS_BM);
-    if ((WS_BM * CT_KH) % 128 && r >= CT_KH) break;
+    const int r = wtid / BLOCK_M + j * (128 / BLOCK_M);
+    if ((BLOCK_M * CT_KH) % 128 && r >= CT_KH) break;
     /* the window row's words from its first byte; past the row, whatever
      * (they meet zero weights), zero past the last word that holds some */
 #pragma unroll
@@ -313,9 +311,9 @@ __device__ __forceinline__ void build_a(unsigned as, const unsigned char *__rest
 /* acc = (acc if accumulate) + A x B */
 __device__ __forceinline__ void wgmma_ss(int *acc, unsigned long long a, unsigned long long b,
                                          int accumulate) {
-#if WS_BN == 64
+#if BLOCK_N == 64
   wgmma_ss_n64(acc, a, b, accumulate);
-#elif WS_BN == 128
+#elif BLOCK_N == 128
   wgmma_ss_n128(acc, a, b, accumulate);
 #else
   wgmma_ss_n256(acc, a, b, accumulate);
@@ -323,11 +321,11 @@ __device__ __forceinline__ void wgmma_ss(int *acc, unsigned long long a, unsigne
 }
 
 /* ---- the kernel ---------------------------------------------------------- */
-extern "C" __global__ void __launch_bounds__(THREADS, WS_MINB)
+extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     conv_wgmma_stem(const unsigned char *__restrict__ data,
                     const unsigned char *__restrict__ weights, void *__restrict__ out,
                     const int *__restrict__ params, const void *__restrict__ residual
-#if WS_OTMA
+#if OUT_TMA
                     ,
                     const __grid_constant__ ct_tmap omap
 #endif
@@ -335,9 +333,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, WS_MINB)
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const unsigned raw = smem_addr(smem_raw), base = (raw + 1023u) & ~1023u;
   const int tid = threadIdx.x, wg = tid >> 7, wtid = tid & 127;
-  const int n0 = blockIdx.y * WS_BN;
+  const int n0 = blockIdx.y * BLOCK_N;
   const unsigned abase = base + B_BYTES + OST_BYTES; /* the A buffers, first the raw weights */
-#if WS_OTMA
+#if OUT_TMA
   /* the map's descriptor, a kernel parameter, fetched before the wait */
   if (tid == 0)
     asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&omap) : "memory");
@@ -363,15 +361,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, WS_MINB)
 
   /* warpgroup wg of block b takes tiles b * warpgroups + wg, then on by
    * every warpgroup of the grid; each tile in KD stages (depth taps) */
-  const long nwg = (long)gridDim.x * WS_WGS;
-  long tile = (long)blockIdx.x * WS_WGS + wg;
+  const long nwg = (long)gridDim.x * WARPGROUPS;
+  long tile = (long)blockIdx.x * WARPGROUPS + wg;
   if (tile >= TILES_M) return;
-  const unsigned ab = abase + wg * (WS_ABUF * A_BUF);
-  int acc[MI][WS_BN / 2]; /* a tile's first wgmmas overwrite them (scale_d 0) */
+  const unsigned ab = abase + wg * (A_BUFFERS * A_BUF);
+  int acc[MI][BLOCK_N / 2]; /* a tile's first wgmmas overwrite them (scale_d 0) */
   int buf = 0;
   a_words nxt; /* a_prefetch: the next tile's first stage, loaded before this tile's epilogue */
   (void)nxt;
-  build_a(ab, data, tile * WS_BM, 0, pad, wtid);
+  build_a(ab, data, tile * BLOCK_M, 0, pad, wtid);
 #pragma unroll 1
   for (;;) {
     /* the tile's stages: nothing but wgmma touches the accumulators in
@@ -393,25 +391,25 @@ extern "C" __global__ void __launch_bounds__(THREADS, WS_MINB)
       /* the next stage: this tile's next depth tap, or the next tile's first
        * (a_prefetch: its loads now, its stores after the epilogue) */
       const bool inner = td + 1 < CT_KD;
-      if (WS_APF && !inner && ntile < TILES_M) load_a(nxt, data, ntile * WS_BM, 0, pad, wtid);
-      if (WS_ABUF == 2 && (inner || (!WS_APF && ntile < TILES_M))) {
+      if (A_PREFETCH && !inner && ntile < TILES_M) load_a(nxt, data, ntile * BLOCK_M, 0, pad, wtid);
+      if (A_BUFFERS == 2 && (inner || (!A_PREFETCH && ntile < TILES_M))) {
         /* the other buffer, once the stage before this one has read it
          * (every warp's wgmmas: the barrier) */
         wgmma_wait<1>();
         wg_bar(wg);
-        build_a(ab + (buf ^ 1) * A_BUF, data, inner ? tile * WS_BM : ntile * WS_BM,
+        build_a(ab + (buf ^ 1) * A_BUF, data, inner ? tile * BLOCK_M : ntile * BLOCK_M,
                 inner ? td + 1 : 0, pad, wtid);
         buf ^= 1;
       }
-      if (WS_ABUF == 1 && inner) {
+      if (A_BUFFERS == 1 && inner) {
         wgmma_wait<0>();
         wg_bar(wg); /* every warp's wgmmas have read the buffer */
-        build_a(ab, data, tile * WS_BM, td + 1, pad, wtid);
+        build_a(ab, data, tile * BLOCK_M, td + 1, pad, wtid);
       }
     }
     wgmma_wait<0>();
     acc_fence(acc);
-#if WS_OTMA
+#if OUT_TMA
     if (wtid == 0) bulk_wait_all<1>(); /* the last tile's stores have read the staging */
     wg_bar(wg);
     tile_stage32(acc, ost, blockIdx.y, params, qh, wtid);
@@ -419,26 +417,26 @@ extern "C" __global__ void __launch_bounds__(THREADS, WS_MINB)
     wg_bar(wg);          /* ... and every thread's */
     if (wtid == 0) {
 #pragma unroll
-      for (int b = 0; b < WS_BN / 32; b++)
+      for (int b = 0; b < BLOCK_N / 32; b++)
         if (n0 + 32 * b < CT_KR)
-          tma_store2(&omap, n0 + 32 * b, (int)(tile * WS_BM), smem_addr(ost) + b * (WS_BM * 128));
+          tma_store2(&omap, n0 + 32 * b, (int)(tile * BLOCK_M), smem_addr(ost) + b * (BLOCK_M * 128));
       bulk_commit();
     }
 #else
-    tile_epilogue(acc, tile * WS_BM, 0, blockIdx.y, 0, params, qh, tab, residual, out, wtid);
+    tile_epilogue(acc, tile * BLOCK_M, 0, blockIdx.y, 0, params, qh, tab, residual, out, wtid);
 #endif
     if (ntile >= TILES_M) break;
-    if (WS_APF) {
+    if (A_PREFETCH) {
       wg_bar(wg); /* every warp's wgmmas have read the buffers */
-      store_a(ab + (WS_ABUF == 2 ? buf ^ 1 : 0) * A_BUF, nxt, wtid);
-      if (WS_ABUF == 2) buf ^= 1;
-    } else if (WS_ABUF == 1) {
+      store_a(ab + (A_BUFFERS == 2 ? buf ^ 1 : 0) * A_BUF, nxt, wtid);
+      if (A_BUFFERS == 2) buf ^= 1;
+    } else if (A_BUFFERS == 1) {
       wg_bar(wg); /* every warp's wgmmas have read the buffer */
-      build_a(ab, data, ntile * WS_BM, 0, pad, wtid);
+      build_a(ab, data, ntile * BLOCK_M, 0, pad, wtid);
     }
     tile = ntile;
   }
-#if WS_OTMA
+#if OUT_TMA
   if (wtid == 0) bulk_wait_all<0>(); /* the stores done before the block's end */
 #endif
 }

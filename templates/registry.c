@@ -19,6 +19,12 @@ extern const template_desc tpl_conv2d_nhwc_wgmma_stem;
 extern const template_desc tpl_conv3d_ndhwc_wgmma_stem;
 extern const template_desc tpl_conv2d_nhwc_mma;
 extern const template_desc tpl_conv3d_ndhwc_mma;
+#ifdef CT_EXTRA_TEMPLATES
+/* Test builds only: -DCT_EXTRA_TEMPLATES=tpl_x appends the descriptor tpl_x
+ * (test_templates_extra: a throwaway template that the registry-driven
+ * tests must pick up with no edit to a test list). */
+extern const template_desc CT_EXTRA_TEMPLATES;
+#endif
 
 /* The tensor-core templates first: where nothing is tuned, the dispatch
  * library's default comes from the first template that has a valid one on
@@ -39,6 +45,9 @@ static const template_desc *const all[] = {&tpl_conv2d_nchw4c_mma,
                                            &tpl_conv3d_ndhwc_wgmma_stem,
                                            &tpl_conv2d_nhwc_mma,
                                            &tpl_conv3d_ndhwc_mma,
+#ifdef CT_EXTRA_TEMPLATES
+                                           &CT_EXTRA_TEMPLATES,
+#endif
                                            NULL};
 
 const template_desc *const *template_all(void) {

@@ -3,10 +3,16 @@
  * every template shares: space building with a support
  * check, instance_make, and sampling of valid configs by rejection (uniform
  * over the valid configs because the draws are uniform over the whole
- * space; the cost is 1 / valid share draws per sample).
+ * space; the cost is 1 / valid share draws per sample). Also what the
+ * families' descriptors share: the knob tables (space, defaults, -D
+ * options; a knob read is a scan of its table, a dozen rows), the support
+ * check and the validity checks that more than one family makes.
  */
 #include "templates/template.h"
 
+#include <assert.h>
+#include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -110,6 +116,149 @@ int template_fail(char *why, const char *fmt, long a, long b) {
   return 0;
 }
 
+int template_supports(const ct_workload *w, ct_op op,
+                      const char *(*refusal)(const ct_workload *w, ct_op op), char *why) {
+  const char *reason = refusal(w, op);
+  if (reason && why) snprintf(why, TEMPLATE_WHY_MAX, "%s", reason);
+  return reason == NULL;
+}
+
+int template_need_sm90(const arch *a, char *why) {
+  if (a->cc_major != 9 || a->cc_minor != 0)
+    return template_fail(why, "wgmma needs sm_90a (compute capability 9.0), not sm_%ld%ld",
+                         a->cc_major, a->cc_minor);
+  return 1;
+}
+
+int template_regs_fit(const arch *a, long threads, long blocks_per_sm, long regs, char *why) {
+  long cap = a->regs_per_block / threads / 8 * 8;
+  if (blocks_per_sm > 1 && a->regs_per_sm / (blocks_per_sm * threads) / 8 * 8 < cap)
+    cap = a->regs_per_sm / (blocks_per_sm * threads) / 8 * 8;
+  if (cap > a->max_regs_per_thread) cap = a->max_regs_per_thread;
+  if (regs > cap)
+    return template_fail(why, "at least %ld registers per thread; at most %ld", regs, cap);
+  return 1;
+}
+
+int template_tile_fits(const char *name, long tile, long floor, long have, const char *unit,
+                       char *why) {
+  if (tile > floor && tile >= 2 * have) {
+    if (why)
+      snprintf(why, TEMPLATE_WHY_MAX, "%s %ld for %ld %s: half the tile would be padding", name,
+               tile, have, unit);
+    return 0;
+  }
+  return 1;
+}
+
+int template_acc_fits(long acc, const char *name, long value, char *why) {
+  if (acc > 128) {
+    if (why)
+      snprintf(why, TEMPLATE_WHY_MAX, "%ld accumulators per thread (%s %ld x block_n); at most 128",
+               acc, name, value);
+    return 0;
+  }
+  return 1;
+}
+
+int template_blocks_fit(const arch *a, long threads, long blocks_per_sm, long smem_bytes,
+                        char *why) {
+  if (threads > a->max_threads_per_block)
+    return template_fail(why, "%ld threads per block; at most %ld", threads,
+                         a->max_threads_per_block);
+  if (smem_bytes > a->smem_optin_bytes)
+    return template_fail(why, "%ld bytes of shared memory; at most %ld", smem_bytes,
+                         a->smem_optin_bytes);
+  /* 1 KB per block is the runtime's */
+  if (blocks_per_sm * (smem_bytes + 1024) > a->smem_per_sm_bytes)
+    return template_fail(why, "%ld blocks per SM of %ld bytes of shared memory exceed the SM's",
+                         blocks_per_sm, smem_bytes);
+  if (blocks_per_sm * threads > 2048)
+    return template_fail(why, "%ld blocks per SM of %ld threads exceed 2048", blocks_per_sm,
+                         threads);
+  return 1;
+}
+
+int template_features(const double *v, int n, float *out, int max) {
+  for (int i = 0; i < n && i < max; i++) out[i] = (float)log2(v[i]);
+  return n < max ? n : max;
+}
+
+void template_grow_split(const ct_workload *w, const space *s, const arch *a, long tiles, long sms,
+                         int (*valid)(const ct_workload *w, const space *s, const config *cfg,
+                                      const arch *a, char *why),
+                         config *out) {
+  static const int split_ks[] = {1, 2, 4, 8};
+  for (int k = 1; k < 4 && 2 * tiles * split_ks[k - 1] <= sms; k++) {
+    config c = *out;
+    if (!template_set_choice(s, &c, "split_k", split_ks[k]) || !valid(w, s, &c, a, NULL)) break;
+    *out = c;
+  }
+}
+
+int template_block_fits(const arch *a, long threads, long regs, long smem_bytes, char *why) {
+  if (regs > a->max_regs_per_thread)
+    return template_fail(why, "at least %ld registers per thread; at most %ld", regs,
+                         a->max_regs_per_thread);
+  if (regs * threads > a->regs_per_block)
+    return template_fail(why, "at least %ld registers per block; at most %ld", regs * threads,
+                         a->regs_per_block);
+  if (smem_bytes > a->smem_optin_bytes)
+    return template_fail(why, "%ld bytes of shared memory; at most %ld", smem_bytes,
+                         a->smem_optin_bytes);
+  return 1;
+}
+
+/* The row of knobs named name. */
+static const knob_def *knob_row(const knob_def *knobs, const char *name) {
+  for (; knobs->name; knobs++)
+    if (strcmp(knobs->name, name) == 0) return knobs;
+  return NULL;
+}
+
+ct_status knobs_space(const knob_def *knobs, const ct_workload *w, space *s, ct_err *err) {
+  ct_status st = CT_OK;
+  for (const knob_def *k = knobs; k->name && !st; k++) {
+    if ((k->only3d && w->op != CT_OP_CONV3D) || (k->when && !k->when(w))) continue;
+    if (k->kind == KNOB_CHOICE)
+      st = space_add_choice(s, k->name, k->values, k->n_values, err);
+    else if (k->kind == KNOB_SPLIT)
+      st = space_add_split(s, k->name, k->extent(w), (int)strlen(k->parts), err);
+    else
+      st = space_add_reorder(s, k->name, k->extent(w), err);
+  }
+  return st;
+}
+
+int knobs_get(const knob_def *knobs, const space *s, const config *cfg, const char *name) {
+  const knob_def *k = knob_row(knobs, name);
+  assert(k && k->kind == KNOB_CHOICE);
+  return space_get(s, cfg, name, k->dflt);
+}
+
+char *knob_macro(const char *name, char *buf, size_t size) {
+  size_t i = 0;
+  for (; name[i] && i + 1 < size; i++) buf[i] = (char)toupper((unsigned char)name[i]);
+  buf[i] = 0;
+  return buf;
+}
+
+void knobs_options(const knob_def *knobs, const space *s, const config *cfg, instance *inst) {
+  char macro[KNOB_NAME_MAX - 2], part[KNOB_NAME_MAX]; /* NAME_P within KNOB_NAME_MAX */
+  for (const knob_def *k = knobs; k->name; k++) {
+    knob_macro(k->name, macro, sizeof macro);
+    if (k->kind == KNOB_CHOICE) {
+      instance_opt(inst, macro, space_get(s, cfg, k->name, k->dflt));
+    } else if (k->kind == KNOB_SPLIT) {
+      const int at = space_find(s, k->name);
+      for (int i = 0; k->parts[i]; i++) {
+        snprintf(part, sizeof part, "%s_%c", macro, k->parts[i]);
+        instance_opt(inst, part, at >= 0 ? space_value(s, cfg, at)[i] : 1);
+      }
+    }
+  }
+}
+
 void instance_opt(instance *inst, const char *name, long value) {
   if (inst->n_options < INSTANCE_MAX_OPTIONS)
     snprintf(inst->options[inst->n_options++], INSTANCE_OPTION_MAX, "-D%s=%ld", name, value);
@@ -126,7 +275,9 @@ void instance_conv_options(instance *inst, const ct_workload *w) {
   instance_opt(inst, "CT_COUT", workload_out_channels(w));
   instance_opt(inst, "CT_DATA_U8", w->data_type == CT_DTYPE_UINT8);
   instance_opt(inst, "CT_OUT",
-               w->out_type == CT_DTYPE_INT32 ? 0 : w->out_type == CT_DTYPE_INT8 ? 1 : 2);
+               w->out_type == CT_DTYPE_INT32  ? 0
+               : w->out_type == CT_DTYPE_INT8 ? 1
+                                              : 2);
   instance_opt(inst, "CT_OFF", e->bias || e->data_zero_point || e->weight_zero_point);
   instance_opt(inst, "CT_ZD", e->data_zero_point);
   instance_opt(inst, "CT_WZP", e->weight_zero_point);

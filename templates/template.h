@@ -6,6 +6,9 @@
  * a C descriptor that builds its knob space for a workload, rejects invalid
  * configs before any compile, and computes the launch geometry. Its version
  * is a hash of the source it compiles (the .cu and every embedded .cuh).
+ * A family (one descriptor, a conv2d and a conv3d template, TEMPLATE_PAIR)
+ * is declared by a knob table: each knob's name, values and default; the
+ * kernel's macro is the name in upper case.
  *
  * An instance is template + workload + config + architecture made concrete:
  * every knob and shape as a -D option, grid, block, dynamic shared memory and
@@ -78,10 +81,61 @@ typedef struct instance {
    * blocks may start, and run their prologue, while the previous kernel on
    * the stream finishes (that kernel lets them once all its blocks run) */
   int pdl;
-  tmap_desc tmap;    /* for an ARG_DATA_TMAP argument */
-  tmap_desc wtmap;   /* for an ARG_WEIGHTS_TMAP argument */
-  tmap_desc otmap;   /* for an ARG_OUT_TMAP argument */
+  tmap_desc tmap;  /* for an ARG_DATA_TMAP argument */
+  tmap_desc wtmap; /* for an ARG_WEIGHTS_TMAP argument */
+  tmap_desc otmap; /* for an ARG_OUT_TMAP argument */
 } instance;
+
+/* One knob of a template family, a row of its knob table. The name is
+ * what tuning databases store and must never change; the kernel's macro is
+ * the name in upper case (block_n -> BLOCK_N), and for a split one macro a
+ * part, NAME_<letter> (tile_f, parts "BVTI" -> TILE_F_B ... TILE_F_I).
+ * The table's order is the space's order: it decides config indices and
+ * sampling, so rows are only ever appended. A table ends with a row whose
+ * name is NULL. */
+typedef struct knob_def {
+  const char *name;
+  knob_kind kind;
+  const int *values; /* choice: the candidates */
+  int n_values;
+  int dflt;          /* choice: the value where w's space has no such knob */
+  const char *parts; /* split: one letter a part; its length is the part count */
+  /* split: the axis extent; reorder: the axis count; NULL for a choice */
+  int (*extent)(const ct_workload *w);
+  /* whether w's space has the knob; NULL: always */
+  int (*when)(const ct_workload *w);
+  int only3d; /* 1: conv3d's template has it, conv2d's never */
+} knob_def;
+
+/* Table rows: a choice knob (values is a static int array), one present
+ * only where when(w), one of conv3d only, a split of extent(w) into
+ * strlen(parts) factors (of conv3d only), a reorder of extent(w) axes. */
+#define KNOB(name, values, dflt)                                                                   \
+  { name, KNOB_CHOICE, values, (int)(sizeof values / sizeof values[0]), dflt, NULL, NULL, NULL, 0 }
+#define KNOB_IF(name, values, dflt, when)                                                          \
+  { name, KNOB_CHOICE, values, (int)(sizeof values / sizeof values[0]), dflt, NULL, NULL, when, 0 }
+#define KNOB_3D(name, values, dflt)                                                                \
+  { name, KNOB_CHOICE, values, (int)(sizeof values / sizeof values[0]), dflt, NULL, NULL, NULL, 1 }
+#define KNOB_SPLIT(name, parts, extent)                                                            \
+  { name, KNOB_SPLIT, NULL, 0, 1, parts, extent, NULL, 0 }
+#define KNOB_SPLIT_3D(name, parts, extent)                                                         \
+  { name, KNOB_SPLIT, NULL, 0, 1, parts, extent, NULL, 1 }
+#define KNOB_REORDER(name, extent)                                                                 \
+  { name, KNOB_REORDER, NULL, 0, 0, NULL, extent, NULL, 0 }
+#define KNOB_END                                                                                   \
+  { NULL, KNOB_CHOICE, NULL, 0, 0, NULL, NULL, NULL, 0 }
+
+/* Add knobs's rows that w has to s, in table order. */
+ct_status knobs_space(const knob_def *knobs, const ct_workload *w, space *s, ct_err *err);
+/* The value of choice knob name in cfg, or its table default where s has
+ * no such knob. name must be a choice row of knobs (asserted). */
+int knobs_get(const knob_def *knobs, const space *s, const config *cfg, const char *name);
+/* Append every choice knob's -DNAME=value (the default where s lacks it)
+ * and every split's -DNAME_<part>=factor (1s where s lacks it). Reorder
+ * knobs map to the kernel's loop order, which their family emits. */
+void knobs_options(const knob_def *knobs, const space *s, const config *cfg, instance *inst);
+/* The macro of a knob (name in upper case) into buf. Returns buf. */
+char *knob_macro(const char *name, char *buf, size_t size);
 
 typedef struct template_desc {
   const char *name;   /* "conv2d_nchw4c_dp4a" */
@@ -106,8 +160,11 @@ typedef struct template_desc {
   int (*describe)(const ct_workload *w, const space *s, const config *cfg, float *out, int max);
   /* Optional (NULL): a good valid config for w on a without tuning, into
    * out; 0 when it has none. Without it the dispatch library's default
-   * scores a sample of valid configs (dispatch/resolve.c). */
+   * scores a sample of valid configs (resolve/resolve.c). */
   int (*preferred)(const ct_workload *w, const space *s, const arch *a, config *out);
+  /* The family's knob table (its space, defaults and -D options), or NULL
+   * for a template whose space hook builds its own. */
+  const knob_def *knobs;
 } template_desc;
 
 /* What the convolution descriptors share (templates/template.c). */
@@ -118,6 +175,79 @@ const char *template_conv_refusal(const ct_workload *w, ct_op op);
 /* Write the reason (fmt with two longs) into why when not NULL; returns 0,
  * for valid() hooks. */
 int template_fail(char *why, const char *fmt, long a, long b);
+/* supports() of a family whose refusal says why it cannot run w as op
+ * (NULL: it can): the reason into why when not NULL; 1 when it can. */
+int template_supports(const ct_workload *w, ct_op op,
+                      const char *(*refusal)(const ct_workload *w, ct_op op), char *why);
+/* The validity checks the families share; each returns 1 when it passes,
+ * else template_fail's 0 with the reason. wgmma: exactly sm_90 (sm_90a). */
+int template_need_sm90(const arch *a, char *why);
+/* regs per thread within what threads-thread blocks get, blocks_per_sm of
+ * them on one SM (the allocation is per warp in units of 8), and 255. */
+int template_regs_fit(const arch *a, long threads, long blocks_per_sm, long regs, char *why);
+/* acc accumulators per thread at most 128 (name value x block_n: the
+ * knob that multiplies them); beyond, a thread spills. */
+int template_acc_fits(long acc, const char *name, long value, char *why);
+/* Blocks of threads threads and smem_bytes of shared memory: within the
+ * block limits, and blocks_per_sm of them within an SM's shared memory (1
+ * KB a block is the runtime's) and 2048 threads. */
+int template_blocks_fit(const arch *a, long threads, long blocks_per_sm, long smem_bytes,
+                        char *why);
+/* The estimate-based families (dp4a, mma): regs per thread within 255
+ * and the block's registers, smem_bytes within the opt-in limit. */
+int template_block_fits(const arch *a, long threads, long regs, long smem_bytes, char *why);
+/* The cost model's features: log2 of the n values v into out, at most
+ * max; returns the count written. */
+int template_features(const double *v, int n, float *out, int max);
+/* For the preferred hooks: raise out's split_k to 2, 4, 8 while tiles
+ * blocks times the split leave more than half of sms SMs idle and the
+ * config stays valid. */
+void template_grow_split(const ct_workload *w, const space *s, const arch *a, long tiles, long sms,
+                         int (*valid)(const ct_workload *w, const space *s, const config *cfg,
+                                      const arch *a, char *why),
+                         config *out);
+/* A tile of tile along an extent of have (unit names it): not when tile is
+ * above floor and at least twice have (half the tile would be padding). */
+int template_tile_fits(const char *name, long tile, long floor, long have, const char *unit,
+                       char *why);
+
+/* Declare a family's pair of templates, tpl_<name2d> (conv2d) and
+ * tpl_<name3d> (conv3d), sources <name>.cu, from its layout, knob table,
+ * refusal (template_supports) and hooks. Defines the static functions
+ * name2d##_supports, name3d##_supports and name2d##_space. */
+#define TEMPLATE_PAIR(name2d, name3d, layout_, knobs_, refusal_, valid_, instance_, describe_,     \
+                      preferred_)                                                                  \
+  static int name2d##_supports(const ct_workload *w, char *why) {                                  \
+    return template_supports(w, CT_OP_CONV2D, refusal_, why);                                      \
+  }                                                                                                \
+  static int name3d##_supports(const ct_workload *w, char *why) {                                  \
+    return template_supports(w, CT_OP_CONV3D, refusal_, why);                                      \
+  }                                                                                                \
+  static ct_status name2d##_space(const ct_workload *w, space *s, ct_err *err) {                   \
+    return knobs_space(knobs_, w, s, err);                                                         \
+  }                                                                                                \
+  const template_desc tpl_##name2d = {.name = #name2d,                                             \
+                                      .source = #name2d ".cu",                                     \
+                                      .op = CT_OP_CONV2D,                                          \
+                                      .layout = layout_,                                           \
+                                      .supports = name2d##_supports,                               \
+                                      .space = name2d##_space,                                     \
+                                      .valid = valid_,                                             \
+                                      .instance = instance_,                                       \
+                                      .describe = describe_,                                       \
+                                      .preferred = preferred_,                                     \
+                                      .knobs = knobs_};                                            \
+  const template_desc tpl_##name3d = {.name = #name3d,                                             \
+                                      .source = #name3d ".cu",                                     \
+                                      .op = CT_OP_CONV3D,                                          \
+                                      .layout = layout_,                                           \
+                                      .supports = name3d##_supports,                               \
+                                      .space = name2d##_space,                                     \
+                                      .valid = valid_,                                             \
+                                      .instance = instance_,                                       \
+                                      .describe = describe_,                                       \
+                                      .preferred = preferred_,                                     \
+                                      .knobs = knobs_}
 /* Append "-DNAME=VALUE" (dropped past INSTANCE_MAX_OPTIONS: instance hooks
  * check n_options at the end). */
 void instance_opt(instance *inst, const char *name, long value);

@@ -5,9 +5,9 @@
  * channels 2t, 2t + 1 of each 8-channel group j in acc[4j .. 4j + 3]) to
  * the NHWC output through nhwc_store.cuh, int32 as they are or
  * requantized to 8 bits (tc_common.cuh). The including kernel defines MI
- * (m64 blocks per warpgroup), WG_BN (the tile's channels), M_TOTAL
- * (output pixels), WG_SPLITK and JPR (split-K: the 8-channel groups per
- * rank; 1 and WG_BN / 8 without), WG_OSTAGE and WG_EPI_TILE (below).
+ * (m64 blocks per warpgroup), BLOCK_N (the tile's channels), M_TOTAL
+ * (output pixels), SPLIT_K and JPR (split-K: the 8-channel groups per
+ * rank; 1 and BLOCK_N / 8 without), OUT_STAGE and TILE_REQUANT (below).
  * Included after nhwc_store.cuh.
  *
  * An 8-bit epilogue reads each channel's values from a table in shared
@@ -18,7 +18,7 @@
  * a thread's channel pair is five conflict-free shared loads, where it
  * took global loads and the fast form's arithmetic per tile.
  *
- * WG_OSTAGE 1 (8-bit output): each warp writes its rows' output bytes
+ * OUT_STAGE 1 (8-bit output): each warp writes its rows' output bytes
  * (16 x MI rows: 16w + g and + 8 of each m64 block) into a slab of shared
  * memory of its own, two bytes per store and no lane trade, then stores
  * the slab to the output as 16-byte chunks (8-byte where K % 16 != 0),
@@ -28,7 +28,7 @@
  * the integer pipes). Rows are padded by 16 bytes, so that the 8 rows of
  * a store land in different banks.
  *
- * WG_EPI_TILE (8-bit output): how a thread picks the requantization's
+ * TILE_REQUANT (8-bit output): how a thread picks the requantization's
  * form (tc_common.cuh's RQ_*: the saturating fast one, the fast one, the
  * general one). 0: per pair of channel groups, from the pair's table
  * entries, a branch each; every pair then waits out its table loads and
@@ -50,7 +50,7 @@
  * epilogue takes them as corrected: one add less per element, and no
  * offset load per channel pair. The stems (scale_d 0) correct here.
  *
- * WG_OTMA 1 (int32 output, the stems' out_tma): tile_stage32 writes the
+ * OUT_TMA 1 (int32 output, the stems' out_tma): tile_stage32 writes the
  * tile into shared memory as the output's tensor map lays out a box, and
  * the kernel stores the boxes by TMA (tma_store2), where the direct form
  * takes a 16-byte store per thread and pair of groups: 8 rows of 64 bytes
@@ -67,40 +67,40 @@
 #ifndef WG_ACC_OFF
 #define WG_ACC_OFF 0
 #endif
-#ifndef WG_OTMA
-#define WG_OTMA 0
+#ifndef OUT_TMA
+#define OUT_TMA 0
 #endif
-static_assert(WG_OTMA == 0 || CT_OUT == 0, "out_tma: the int32 output");
+static_assert(OUT_TMA == 0 || CT_OUT == 0, "out_tma: the int32 output");
 static_assert(WG_ACC_OFF == 0 || CT_OUT != 0, "WG_ACC_OFF: the offsets come from the 8-bit table");
 
-/* the table's arrays, WG_BN entries each, in int units from its start:
+/* the table's arrays, BLOCK_N entries each, in int units from its start:
  * off, mult, shift, the fast form's shift (int), then its addend (int64) */
 enum { TAB_OFF = 0, TAB_MULT = 1, TAB_SHIFT = 2, TAB_FSH = 3, TAB_ADD = 4 };
 #if CT_OUT != 0
-#define CHAN_TAB_BYTES (WG_BN * 24)
+#define CHAN_TAB_BYTES (BLOCK_N * 24)
 #else
 #define CHAN_TAB_BYTES 0
 #endif
-#if CT_OUT != 0 && WG_OSTAGE
-#define OST_ROW (WG_BN + 16)           /* a slab row: the tile's channels and the pad */
+#if CT_OUT != 0 && OUT_STAGE
+#define OST_ROW (BLOCK_N + 16)           /* a slab row: the tile's channels and the pad */
 #define OST_WARP_BYTES (16 * MI * OST_ROW) /* a warp's 16 rows of each m64 block */
 #else
 #define OST_WARP_BYTES 0
 #endif
 #define EPI_WG_BYTES (CHAN_TAB_BYTES + 4 * OST_WARP_BYTES)
-static_assert(WG_OSTAGE == 0 || WG_OSTAGE == 1, "out_stage: 0 or 1");
-static_assert(WG_EPI_TILE == 0 || WG_EPI_TILE == 1, "tile_requant: 0 or 1");
+static_assert(OUT_STAGE == 0 || OUT_STAGE == 1, "out_stage: 0 or 1");
+static_assert(TILE_REQUANT == 0 || TILE_REQUANT == 1, "tile_requant: 0 or 1");
 
-/* The table of channels n0 .. n0 + WG_BN - 1 (those past K read channel 0:
+/* The table of channels n0 .. n0 + BLOCK_N - 1 (those past K read channel 0:
  * in range, never stored), by the 128 threads of a warpgroup (ltid); the
  * caller brackets it with the warpgroup's barrier. */
 __device__ __forceinline__ void chan_tab_fill(unsigned char *tab, const int *__restrict__ params,
                                               const q_head &qh, int n0, int ltid) {
   int *const t = (int *)tab;
-  int *off = t + TAB_OFF * WG_BN, *mult = t + TAB_MULT * WG_BN, *shift = t + TAB_SHIFT * WG_BN;
-  int *fsh = t + TAB_FSH * WG_BN;
-  long long *add = (long long *)(t + TAB_ADD * WG_BN);
-  for (int i = ltid; i < WG_BN; i += 128) {
+  int *off = t + TAB_OFF * BLOCK_N, *mult = t + TAB_MULT * BLOCK_N, *shift = t + TAB_SHIFT * BLOCK_N;
+  int *fsh = t + TAB_FSH * BLOCK_N;
+  long long *add = (long long *)(t + TAB_ADD * BLOCK_N);
+  for (int i = ltid; i < BLOCK_N; i += 128) {
     const q_chan c = load_chan(params, qh, n0 + i < CT_KR ? n0 + i : 0);
     off[i] = c.off, mult[i] = c.mult, shift[i] = c.shift;
     fsh[i] = c.f.ok ? c.f.sh : -1;
@@ -111,25 +111,25 @@ __device__ __forceinline__ void chan_tab_fill(unsigned char *tab, const int *__r
 /* Pin the accumulators: every value is written before what follows (a
  * wgmma.fence, or the epilogue after wgmma_wait), or ptxas serializes
  * wgmmas around them (C7515). */
-__device__ __forceinline__ void acc_fence(int (&acc)[MI][WG_BN / 2]) {
+__device__ __forceinline__ void acc_fence(int (&acc)[MI][BLOCK_N / 2]) {
 #pragma unroll
   for (int mi = 0; mi < MI; mi++)
 #pragma unroll
-    for (int i = 0; i < WG_BN / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
+    for (int i = 0; i < BLOCK_N / 2; i++) asm volatile("" : "+r"(acc[mi][i])::"memory");
 }
 
 /* A tile's accumulators before its first wgmma: zero, or with WG_ACC_OFF
  * (and with_off) each channel's offset (off, from the table: channels 2t,
  * 2t + 1 of each group, t = ltid % 4), so that the epilogue adds nothing
  * (the sum is the same modulo 2^32, as ctq_correct's); then acc_fence. */
-__device__ __forceinline__ void acc_start(int (&acc)[MI][WG_BN / 2], const unsigned char *tab,
+__device__ __forceinline__ void acc_start(int (&acc)[MI][BLOCK_N / 2], const unsigned char *tab,
                                           int ltid, bool with_off) {
   (void)tab, (void)ltid, (void)with_off;
 #pragma unroll
-  for (int j = 0; j < WG_BN / 8; j++) {
+  for (int j = 0; j < BLOCK_N / 8; j++) {
     int2 o = make_int2(0, 0);
     if (WG_ACC_OFF && with_off)
-      o = *(const int2 *)((const int *)tab + TAB_OFF * WG_BN + j * 8 + 2 * (ltid & 3));
+      o = *(const int2 *)((const int *)tab + TAB_OFF * BLOCK_N + j * 8 + 2 * (ltid & 3));
 #pragma unroll
     for (int mi = 0; mi < MI; mi++) {
       acc[mi][4 * j] = o.x, acc[mi][4 * j + 1] = o.y;
@@ -145,9 +145,9 @@ __device__ __forceinline__ void acc_start(int (&acc)[MI][WG_BN / 2], const unsig
 __device__ __forceinline__ void chan_tab_pair(const unsigned char *tab, int i, q_chan &c0,
                                               q_chan &c1) {
   const int *const t = (const int *)tab;
-  const int *off = t + TAB_OFF * WG_BN, *mult = t + TAB_MULT * WG_BN;
-  const int *shift = t + TAB_SHIFT * WG_BN, *fsh = t + TAB_FSH * WG_BN;
-  const long long *add = (const long long *)(t + TAB_ADD * WG_BN);
+  const int *off = t + TAB_OFF * BLOCK_N, *mult = t + TAB_MULT * BLOCK_N;
+  const int *shift = t + TAB_SHIFT * BLOCK_N, *fsh = t + TAB_FSH * BLOCK_N;
+  const long long *add = (const long long *)(t + TAB_ADD * BLOCK_N);
   const int2 o = *(const int2 *)(off + i), m = *(const int2 *)(mult + i);
   const int2 s = *(const int2 *)(shift + i), f = *(const int2 *)(fsh + i);
   const longlong2 a = *(const longlong2 *)(add + i);
@@ -188,7 +188,7 @@ __device__ __forceinline__ void slab_store(const unsigned char *slab, long m0, i
   constexpr int ROWS = 16 * MI;
   static_assert(NC >= 1 && 32 % NC == 0, "slab_store: a row's chunks must divide the warp");
   const int l = lane / NC, c = (int)rank * JPR * 8 + (lane % NC) * CH;
-  const int k = tile_n * WG_BN + c;
+  const int k = tile_n * BLOCK_N + c;
   const long mw = m0 + row0 + 16 * warp;
   const bool okk = k < CT_KR; /* K % CH == 0 or CH == 8: a chunk is whole or absent */
 #pragma unroll
@@ -210,9 +210,9 @@ __device__ __forceinline__ void slab_store(const unsigned char *slab, long m0, i
 #if CT_OUT != 0
 /* The 8-bit epilogue of a tile (tile_epilogue's arguments), every pair of
  * this thread's channels requantized as MODE (requant2's), which the
- * caller picks once per tile (WG_EPI_TILE 1): the pairs' table loads,
+ * caller picks once per tile (TILE_REQUANT 1): the pairs' table loads,
  * arithmetic and stores are one straight-line block that ptxas can
- * interleave. MODE -1 (WG_EPI_TILE 0): each pair picks its own from its
+ * interleave. MODE -1 (TILE_REQUANT 0): each pair picks its own from its
  * table entries, a branch each.
  *
  * The pair loop is outside the m64 blocks, so that a thread's 4 channels
@@ -220,7 +220,7 @@ __device__ __forceinline__ void slab_store(const unsigned char *slab, long m0, i
  * int32 path NVRTC kept every channel of the thread live across the
  * blocks, and with rows_per_wg 128 spilled. */
 template <int MODE>
-__device__ __forceinline__ void tile_epilogue8(const int (&acc)[MI][WG_BN / 2], long m0, int row0,
+__device__ __forceinline__ void tile_epilogue8(const int (&acc)[MI][BLOCK_N / 2], long m0, int row0,
                                                int tile_n, unsigned rank, const q_head &qh,
                                                unsigned char *tab,
                                                const void *__restrict__ residual,
@@ -234,19 +234,19 @@ __device__ __forceinline__ void tile_epilogue8(const int (&acc)[MI][WG_BN / 2], 
   unsigned char *const mine = slab + g * OST_ROW + 2 * t;
 #endif
 #pragma unroll
-  for (int jp = 0; jp < WG_BN / 16; jp++) {
-    if (WG_SPLITK > 1 && (2 * jp) / JPR != (int)rank) continue; /* another rank's groups */
+  for (int jp = 0; jp < BLOCK_N / 16; jp++) {
+    if (SPLIT_K > 1 && (2 * jp) / JPR != (int)rank) continue; /* another rank's groups */
     q_chan c[2][2]; /* [group of the pair][channel 2t, 2t + 1] */
     int k[2];
 #pragma unroll
     for (int q = 0; q < 2; q++) {
-      k[q] = tile_n * WG_BN + (2 * jp + q) * 8 + 2 * t;
+      k[q] = tile_n * BLOCK_N + (2 * jp + q) * 8 + 2 * t;
       chan_tab_pair(tab, (2 * jp + q) * 8 + 2 * t, c[q][0], c[q][1]);
     }
     const bool fast = c[0][0].f.ok && c[0][1].f.ok && c[1][0].f.ok && c[1][1].f.ok;
     (void)fast; /* MODE -1 only */
     /* the stored group and its first channel: j0 at 2t (even t), j1 at 2(t - 1) (odd t) */
-    const int ks = tile_n * WG_BN + (2 * jp + odd) * 8 + 2 * (t - odd);
+    const int ks = tile_n * BLOCK_N + (2 * jp + odd) * 8 + 2 * (t - odd);
     const bool okk = ks < CT_KR; /* K % 8 == 0: a group is whole or absent */
 #pragma unroll
     for (int mi = 0; mi < MI; mi++) {
@@ -292,21 +292,21 @@ __device__ __forceinline__ void tile_epilogue8(const int (&acc)[MI][WG_BN / 2], 
 }
 #endif
 
-#if WG_OTMA
+#if OUT_TMA
 /* out_tma 1: the tile's corrected int32 values into stage (1024-byte
- * aligned): WG_BN / 32 boxes of 32 channels (128 bytes) x 64 MI rows, each
+ * aligned): BLOCK_N / 32 boxes of 32 channels (128 bytes) x 64 MI rows, each
  * 128-byte swizzled as the output's tensor map stores it (16-byte chunk c
  * of row r at chunk c ^ (r % 8)), so that a warp's 8-byte stores (rows g,
  * channels 2t, 2t + 1 of a group) hit every bank once per 256 bytes.
  * Channels past K are written too (the store leaves them out). The caller
  * fences, meets and has one thread store the boxes. */
-__device__ __forceinline__ void tile_stage32(const int (&acc)[MI][WG_BN / 2], unsigned char *stage,
+__device__ __forceinline__ void tile_stage32(const int (&acc)[MI][BLOCK_N / 2], unsigned char *stage,
                                              int tile_n, const int *__restrict__ params,
                                              const q_head &qh, int ltid) {
   const int lane = ltid & 31, g = lane >> 2, t = lane & 3, warp = ltid >> 5;
 #pragma unroll
-  for (int j = 0; j < WG_BN / 8; j++) {
-    const int k = tile_n * WG_BN + j * 8 + 2 * t;
+  for (int j = 0; j < BLOCK_N / 8; j++) {
+    const int k = tile_n * BLOCK_N + j * 8 + 2 * t;
     const int kk = k < CT_KR ? k : 0; /* params in range; not stored */
     const q_chan c0 = load_chan(params, qh, kk), c1 = load_chan(params, qh, kk + 1);
     /* box j / 4; in a row of it, chunk 2 (j % 4) + t / 2, word 2 (t % 2) */
@@ -327,7 +327,7 @@ __device__ __forceinline__ void tile_stage32(const int (&acc)[MI][WG_BN / 2], un
 /* The tile at (m0, tile_n) from this consumer warpgroup's accumulators,
  * its rows from row0; with split_k, rank's groups only; 8-bit: tab holds
  * the channels of tile_n (chan_tab_fill), then the warps' slabs. */
-__device__ __forceinline__ void tile_epilogue(const int (&acc)[MI][WG_BN / 2], long m0, int row0,
+__device__ __forceinline__ void tile_epilogue(const int (&acc)[MI][BLOCK_N / 2], long m0, int row0,
                                               int tile_n, unsigned rank,
                                               const int *__restrict__ params, const q_head &qh,
                                               unsigned char *tab,
@@ -348,12 +348,12 @@ __device__ __forceinline__ void tile_epilogue(const int (&acc)[MI][WG_BN / 2], l
     const long ma = m0 + row0 + mi * 64 + 16 * warp + g, mb = ma + 8;
     const bool oka = ma < M_TOTAL, okb = mb < M_TOTAL;
 #pragma unroll
-    for (int jp = 0; jp < WG_BN / 16; jp++) {
-      if (WG_SPLITK > 1 && (2 * jp) / JPR != (int)rank) continue; /* another rank's groups */
+    for (int jp = 0; jp < BLOCK_N / 16; jp++) {
+      if (SPLIT_K > 1 && (2 * jp) / JPR != (int)rank) continue; /* another rank's groups */
       int v[2][4]; /* [group of the pair][row a ch 0, 1, row b ch 0, 1] */
 #pragma unroll
       for (int q = 0; q < 2; q++) {
-        const int j = 2 * jp + q, k = tile_n * WG_BN + j * 8 + 2 * t;
+        const int j = 2 * jp + q, k = tile_n * BLOCK_N + j * 8 + 2 * t;
         const int kk = k < CT_KR ? k : 0; /* params in range; not stored */
         const q_chan c0 = load_chan(params, qh, kk), c1 = load_chan(params, qh, kk + 1);
         v[q][0] = corrected(c0, acc[mi][4 * j], 0);
@@ -362,7 +362,7 @@ __device__ __forceinline__ void tile_epilogue(const int (&acc)[MI][WG_BN / 2], l
         v[q][3] = corrected(c1, acc[mi][4 * j + 3], 0);
       }
       /* the stored group and its first channel: j0 at 2t (even t), j1 at 2(t - 1) (odd t) */
-      const int ks = tile_n * WG_BN + (2 * jp + odd) * 8 + 2 * (t - odd);
+      const int ks = tile_n * BLOCK_N + (2 * jp + odd) * 8 + 2 * (t - odd);
       const bool okk = ks < CT_KR; /* K % 8 == 0: a group is whole or absent */
       store_pair_nhwc((int *)out + ma * CT_KR + ks, (int *)out + mb * CT_KR + ks, v, odd,
                       okk && oka, okk && okb);
@@ -376,15 +376,15 @@ __device__ __forceinline__ void tile_epilogue(const int (&acc)[MI][WG_BN / 2], l
    * one for all (quant.cuh: the same values, bit for bit, for the fast
    * channels). */
   (void)params;
-  if (!WG_EPI_TILE || CT_ONNX) { /* onnx: the general form, per pair or per tile alike */
+  if (!TILE_REQUANT || CT_ONNX) { /* onnx: the general form, per pair or per tile alike */
     tile_epilogue8<-1>(acc, m0, row0, tile_n, rank, qh, tab, residual, out, ltid);
     return;
   }
-  const int *const fsh = (const int *)tab + TAB_FSH * WG_BN;
+  const int *const fsh = (const int *)tab + TAB_FSH * BLOCK_N;
   bool all_fast = true;
 #pragma unroll
-  for (int j = 0; j < WG_BN / 8; j++) {
-    if (WG_SPLITK > 1 && j / JPR != (int)rank) continue;
+  for (int j = 0; j < BLOCK_N / 8; j++) {
+    if (SPLIT_K > 1 && j / JPR != (int)rank) continue;
     const int2 f = *(const int2 *)(fsh + j * 8 + 2 * t);
     all_fast = all_fast && (f.x | f.y) >= 0;
   }
