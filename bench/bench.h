@@ -13,8 +13,9 @@
  *
  * Times are in microseconds per launch; a time that was not measured (a
  * side that does not run the workload) is BENCH_NONE and is written as
- * null. The CPU parts (roofline, median, the writers, the PNG encoder) need
- * no GPU and are tested in tests/test_bench.c. Only bench/ and cli/ print.
+ * null. The CPU parts (roofline, median, the writers) need no GPU and are
+ * tested in tests/test_bench.c. Only bench/ and cli/ print. Charts are drawn
+ * from the results file by scripts/plot_bench, outside the command.
  */
 #ifndef CT_BENCH_BENCH_H
 #define CT_BENCH_BENCH_H
@@ -158,18 +159,6 @@ void bench_write_csv(const bench_result *r, FILE *f);
 /* The Markdown report: what was measured (the layout in its title), the
  * table with a sum row, notes. */
 void bench_write_markdown(const bench_result *r, FILE *f);
-
-/* ---- the PNG chart (plot.c) ---------------------------------------------- */
-
-/* Encode an 8-bit RGB image (w x h x 3 bytes, rows top to bottom) as a PNG
- * into *out (owned: free) of *size bytes. CT_ERR_NO_MEMORY, or
- * CT_ERR_INVALID_ARG for sizes out of 1..16384. */
-ct_status plot_png_encode(const uint8_t *rgb, int w, int h, uint8_t **out, size_t *size,
-                          ct_err *err);
-
-/* A bar chart per layer (log time axis): convtune int32 out against cuDNN
- * fp16, int8 and int8x32, with each layer's floor; written to path. */
-ct_status plot_write(const bench_result *r, const char *path, ct_err *err);
 
 /* ---- GPU parts -------------------------------------------------------------- */
 

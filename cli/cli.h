@@ -71,10 +71,21 @@ void cli_wl_free(cli_wl *s);
 /* What cli_common_option and cli_positional return to let parsing go on. */
 #define CLI_GO_ON (-1)
 
+/* What cli_getopt returns for a flag it refused (after printing why). */
+#define CLI_OPT_BAD 0x7fff
+
+/* getopt_long over opts (short options "hvq"), refusing what getopt_long
+ * would let through: an abbreviated long option ("--jso" for "--json", or
+ * bench's old "--json FILE" taken as "--json-out"). Every flag is taken
+ * whole or refused: prints the usage error naming it and returns
+ * CLI_OPT_BAD, which cli_common_option turns into EXIT_USAGE. */
+int cli_getopt(const char *cmd, int argc, char **argv, const struct option *opts);
+
 /* The options every command shares, handled in its switch's default: -h
  * (prints usage, then the workload-selection help), -v, -q, and getopt's
- * missing-value (':') and unknown-option cases. Returns CLI_GO_ON, or the
- * exit code to return now (the caller frees what it holds). */
+ * missing-value (':'), unknown-option and CLI_OPT_BAD cases (exit 2, the
+ * flag named). Returns CLI_GO_ON, or the exit code to return now (the
+ * caller frees what it holds). */
 int cli_common_option(const char *cmd, int opt, char **argv, const char *usage, cli_common *cc);
 
 /* After the options: take one positional workload (key or JSON) into sel

@@ -61,9 +61,33 @@ int cli_common_option(const char *cmd, int opt, char **argv, const char *usage, 
     return CLI_GO_ON;
   case ':':
     return cli_usage_error(cmd, "%s needs a value", argv[optind - 1]);
+  case CLI_OPT_BAD:
+    return EXIT_USAGE;
   default:
+    /* an unknown short option in a group (-vx) leaves optind where it was:
+     * name the letter, not the argument before it */
+    if (optopt) return cli_usage_error(cmd, "unknown option '-%c'", optopt);
     return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
   }
+}
+
+int cli_getopt(const char *cmd, int argc, char **argv, const struct option *opts) {
+  int idx = -1;
+  int opt = getopt_long(argc, argv, ":hvq", opts, &idx);
+  if (opt == -1 || idx < 0) return opt;
+  /* the argument as typed: the one before optind, or the one before its
+   * value when the value came as the next argument */
+  const char *typed = argv[optind - 1];
+  if (opts[idx].has_arg != no_argument && optarg == argv[optind - 1] && optind >= 2)
+    typed = argv[optind - 2];
+  size_t len = strcspn(typed + 2, "=");
+  if (strncmp(typed, "--", 2) || len != strlen(opts[idx].name) ||
+      strncmp(typed + 2, opts[idx].name, len)) {
+    cli_usage_error(cmd, "unknown option '%.*s' (flags are spelled in full)", (int)(len + 2),
+                    typed);
+    return CLI_OPT_BAD;
+  }
+  return opt;
 }
 
 int cli_positional(const char *cmd, int argc, char **argv, cli_wl *sel) {

@@ -1,9 +1,13 @@
 /*
  * cmd_bench.c: `convtune bench`: convtune's tuned kernels against cuDNN and
  * the hardware's peaks, for a workload set at a batch size, in one run
- * (bench/bench.h). The Markdown table goes to stdout, progress to stderr;
- * --json, --csv and --plot write files, and the results file
- * <dir>/<device>-<set>-b<batch>[-nhwc].json is written unless --no-results.
+ * (bench/bench.h). The Markdown table goes to stdout (--json: the results
+ * document instead), progress to stderr; --json-out and --csv-out write
+ * files, and the results file <dir>/<device>-<set>-b<batch>[-nhwc].json is
+ * written unless --no-results. Flags named after a format print it
+ * (--json, as everywhere); FORMAT-out FILE writes it to FILE. Charts are
+ * drawn from a results file by scripts/plot_bench (matplotlib), never here:
+ * the command runs no Python.
  * --layout picks the layout convtune's side runs in (nchw4c, or nhwc); it
  * takes the place of the workload flags' --layout, which the benchmark
  * would ignore anyway (every layer is taken as a plain convolution).
@@ -14,7 +18,7 @@
  * With --model m.onnx the unit is the model's conv stack, end to end
  * (bench/model_bench.h): the model is read in the layout convtune runs
  * (nhwc by default; --layout nchw4c), and the results file is
- * <dir>/<device>-<model>-b<batch>[-nchw4c].json. --plot does not apply.
+ * <dir>/<device>-<model>-b<batch>[-nchw4c].json.
  */
 #include <errno.h>
 #include <limits.h>
@@ -34,7 +38,8 @@ static const char usage[] =
     "Benchmark the database's best kernels against cuDNN (int8 NHWC, int8x32\n"
     "NCHW_VECT_C, fp16 NHWC on tensor cores) and the GPU's peaks, measured in one\n"
     "run; every side is timed alike (CUDA graph replays, median). Prints a Markdown\n"
-    "table; writes the results file bench/results/<device>-<set>-b<batch>.json\n"
+    "table (--json: the results document); writes the results file\n"
+    "bench/results/<device>-<set>-b<batch>.json\n"
     "(-nhwc.json with --layout nhwc).\n"
     "\n"
     "With --model: the model's conv nodes in graph order, each through libconvtune,\n"
@@ -54,18 +59,22 @@ static const char usage[] =
     "  --device N             CUDA device ordinal (default 0)\n"
     "  --repeats N            timed replays per measurement, 1..101 (default 7)\n"
     "  --min-replay-ms MS     launches per graph enough for this long (default 1)\n"
-    "  --json FILE            also write the results document to FILE\n"
-    "  --csv FILE             write one CSV row per layer to FILE\n"
-    "  --plot FILE.png        write a bar chart per layer, convtune against cuDNN (not with\n"
-    "                         --model)\n"
+    "  --json                 print the results document (JSON) instead of the table\n"
+    "  --json-out FILE        also write the results document to FILE\n"
+    "  --csv-out FILE         write one CSV row per layer (per node with --model) to FILE\n"
     "  --results-dir DIR      where the results file goes (default bench/results)\n"
     "  --no-results           do not write the results file\n"
     "  --seed N               seed of the random inputs (default 1)\n"
     "  -q, -v                 less or more output\n"
     "  -h, --help             this text\n"
     "\n"
-    "The commit recorded is $CT_COMMIT when set, else `git rev-parse --short\n"
-    "HEAD` where git works, else \"unknown\".\n"
+    "The commit recorded is $CT_COMMIT when set, else git's short hash of HEAD\n"
+    "where git works, else \"unknown\".\n"
+    "\n"
+    "Charts: scripts/plot_bench (in the source tree; Python 3 with matplotlib,\n"
+    "Debian's python3-matplotlib) draws one from any results file, a set's or a\n"
+    "model's, each layer's floor marked at its value, into a PNG beside it:\n"
+    "  scripts/plot_bench bench/results/h200-resnet50-b16.json\n"
     "\n";
 
 /* Write the CSV of r (a set's bench_result, or with mr a model's): whole or
@@ -84,7 +93,7 @@ static int write_csv(const char *path, const bench_result *r, const mbench_resul
   return 0;
 }
 
-/* A file flag (--json, --csv, --plot) that names the database or one of
+/* A file flag (--json-out, --csv-out) that names the database or one of
  * its side files: refused before anything runs. */
 static int refuse_database(const char *flag, const char *path, const char *db_path) {
   if (!path || !db_path || !outfile_is_database(path, db_path)) return 0;
@@ -92,12 +101,25 @@ static int refuse_database(const char *flag, const char *path, const char *db_pa
   return 1;
 }
 
-/* The files a run writes besides stdout. */
+/* The files a run writes besides stdout, and what stdout gets. */
 typedef struct outputs {
-  const char *json, *csv, *results_dir;
+  const char *json, *csv, *results_dir; /* --json-out, --csv-out, --results-dir */
   int no_results;
   const char *db_path; /* never written over */
+  int print_json;      /* --json: the results document on stdout, not the table */
 } outputs;
+
+/* The results document on stdout (--json); NULL: out of memory, said so. */
+static void print_doc(cJSON *doc) {
+  char *text = doc ? cJSON_Print(doc) : NULL;
+  cJSON_Delete(doc);
+  if (text)
+    puts(text);
+  else
+    fprintf(stderr, "convtune bench: out of memory printing the results document\n");
+  free(text);
+  fflush(stdout);
+}
 
 /* --json, the results file and --csv of a set's run (r) or a model's (mr);
  * the exit code of the first failure, or EXIT_OK. */
@@ -170,7 +192,9 @@ static int bench_model(const cli_common *cc, const cli_wl *sel, const bench_opts
     rc = EXIT_FAIL;
     goto done;
   }
-  if (r.n_nodes) {
+  if (r.n_nodes && out->print_json) {
+    print_doc(mbench_to_json(&r));
+  } else if (r.n_nodes) {
     if (st) printf("**Incomplete: the run stopped: %s**\n\n", err.msg);
     mbench_write_markdown(&r, stdout);
     fflush(stdout);
@@ -201,8 +225,8 @@ int cmd_bench(int argc, char **argv) {
     O_REPEATS,
     O_MIN_REPLAY,
     O_JSON,
-    O_CSV,
-    O_PLOT,
+    O_JSON_OUT,
+    O_CSV_OUT,
     O_RESULTS_DIR,
     O_NO_RESULTS,
     O_SEED,
@@ -212,9 +236,9 @@ int cmd_bench(int argc, char **argv) {
                             {"device", required_argument, 0, O_DEVICE},
                             {"repeats", required_argument, 0, O_REPEATS},
                             {"min-replay-ms", required_argument, 0, O_MIN_REPLAY},
-                            {"json", required_argument, 0, O_JSON},
-                            {"csv", required_argument, 0, O_CSV},
-                            {"plot", required_argument, 0, O_PLOT},
+                            {"json", no_argument, 0, O_JSON},
+                            {"json-out", required_argument, 0, O_JSON_OUT},
+                            {"csv-out", required_argument, 0, O_CSV_OUT},
                             {"results-dir", required_argument, 0, O_RESULTS_DIR},
                             {"no-results", no_argument, 0, O_NO_RESULTS},
                             {"seed", required_argument, 0, O_SEED},
@@ -227,13 +251,13 @@ int cmd_bench(int argc, char **argv) {
   cli_wl sel = {0};
   bench_opts bo;
   bench_opts_default(&bo);
-  const char *json_path = NULL, *csv_path = NULL, *plot_path = NULL;
+  const char *json_path = NULL, *csv_path = NULL;
   const char *results_dir = "bench/results";
-  int no_results = 0, opt, rc = EXIT_OK, layout_given = 0;
+  int no_results = 0, opt, rc = EXIT_OK, layout_given = 0, json = 0;
   long v;
   optind = 1;
   opterr = 0;
-  while ((opt = getopt_long(argc, argv, ":hvq", opts, NULL)) != -1) {
+  while ((opt = cli_getopt("bench", argc, argv, opts)) != -1) {
     if (cli_wl_option(&sel, opt, optarg)) continue;
     switch (opt) {
     case O_DB:
@@ -259,13 +283,13 @@ int cmd_bench(int argc, char **argv) {
       break;
     }
     case O_JSON:
+      json = 1;
+      break;
+    case O_JSON_OUT:
       json_path = optarg;
       break;
-    case O_CSV:
+    case O_CSV_OUT:
       csv_path = optarg;
-      break;
-    case O_PLOT:
-      plot_path = optarg;
       break;
     case O_RESULTS_DIR:
       results_dir = optarg;
@@ -299,18 +323,23 @@ int cmd_bench(int argc, char **argv) {
     cli_wl_free(&sel);
     return EXIT_USAGE;
   }
-  if (refuse_database("--json", json_path, bo.db_path) ||
-      refuse_database("--csv", csv_path, bo.db_path) ||
-      refuse_database("--plot", plot_path, bo.db_path))
+  /* the old spelling, --json FILE: say where the file goes now rather than
+   * fail on FILE as a workload */
+  size_t n_pos = sel.positional ? strlen(sel.positional) : 0;
+  if (json && n_pos > 5 && !strcmp(sel.positional + n_pos - 5, ".json")) {
+    cli_usage_error("bench",
+                    "--json prints the results document and takes no file: "
+                    "write '%s' with --json-out FILE",
+                    sel.positional);
+    goto usage;
+  }
+  if (refuse_database("--json-out", json_path, bo.db_path) ||
+      refuse_database("--csv-out", csv_path, bo.db_path))
     goto usage;
   if (sel.model) {
-    if (plot_path) {
-      cli_usage_error("bench", "--plot charts a set's layers; it does not apply to --model");
-      goto usage;
-    }
     bo.quiet = cc.verbose < 0;
     if (!layout_given) bo.layout = CT_LAYOUT_NHWC;
-    outputs out = {json_path, csv_path, results_dir, no_results, bo.db_path};
+    outputs out = {json_path, csv_path, results_dir, no_results, bo.db_path, json};
     rc = bench_model(&cc, &sel, &bo, &out, argc, argv);
     cli_wl_free(&sel);
     return rc;
@@ -347,7 +376,9 @@ int cmd_bench(int argc, char **argv) {
     goto done;
   }
   if (sel.set) snprintf(r.set, sizeof r.set, "%s", sel.set);
-  if (r.n_layers) {
+  if (r.n_layers && json) {
+    print_doc(bench_to_json(&r));
+  } else if (r.n_layers) {
     if (st) printf("**Incomplete: the run stopped at layer %d: %s**\n\n", r.n_layers, err.msg);
     bench_write_markdown(&r, stdout);
     fflush(stdout);
@@ -358,14 +389,8 @@ int cmd_bench(int argc, char **argv) {
     goto done;
   }
   {
-    outputs out = {json_path, csv_path, results_dir, no_results, bo.db_path};
+    outputs out = {json_path, csv_path, results_dir, no_results, bo.db_path, json};
     rc = write_files(&cc, &out, &r, NULL);
-  }
-  if (plot_path) {
-    if (plot_write(&r, plot_path, &err))
-      rc = cli_fail(&cc, &err);
-    else if (cc.verbose >= 0)
-      fprintf(stderr, "[bench] wrote %s\n", plot_path);
   }
   if (r.n_wrong) {
     fprintf(stderr, "convtune bench: %d layer(s) gave a wrong answer: see the notes\n", r.n_wrong);

@@ -1,12 +1,13 @@
 /*
  * cmd_db.c: the commands that read or move the database: `query` (the best
  * config of a workload per device), `list` (every tuned workload with its
- * best), `history` (the tuning curve as CSV), `export` and `import` (JSON
- * lines). All but import open the database read-only: they never create,
- * migrate or convert it. Every argument is checked before the database is
- * opened, so a usage error changes nothing on disk. export never writes
- * over the database (by any path to it), and writes its output to a
- * temporary file beside it, renamed into place only when complete.
+ * best), `history` (the tuning curve as CSV, or JSON), `export` and
+ * `import` (JSON lines). Each takes only its own flags (db_cmds): --json
+ * only where it prints JSON, --output only for export. All but import open
+ * the database read-only: they never create, migrate or convert it. Every argument is checked
+ * before the database is opened, so a usage error changes nothing on disk. export never writes over
+ * the database (by any path to it), and writes its output to a temporary file beside it, renamed
+ * into place only when complete.
  */
 #include <errno.h>
 #include <limits.h>
@@ -35,45 +36,91 @@ typedef struct db_args {
   FILE *in;      /* import: the file to read, opened before the database */
 } db_args;
 
-static const char *const usages[][2] = {
-    {"query", "usage: convtune query [--db PATH] [--json] WORKLOAD\n"
-              "Print the best config of a workload on each device it was tuned on, with its\n"
-              "median time, TOPS and the number of trials.\n"},
-    {"list", "usage: convtune list [--db PATH] [--json]\n"
-             "Print every tuned workload with its best time per device.\n"},
-    {"history", "usage: convtune history [--db PATH] WORKLOAD\n"
-                "Print the tuning curve as CSV: every trial in order with the best so far\n"
-                "(per device and template).\n"},
-    {"export", "usage: convtune export [--db PATH] [--output FILE] [WORKLOAD]\n"
-               "Write every trial (of one workload, when given) as JSON lines (default: stdout).\n"
-               "FILE is written whole or not at all, and never over the database.\n"},
-    {"import", "usage: convtune import [--db PATH] FILE\n"
-               "Read trials from JSON lines into the database; trials already there are skipped.\n"
-               "A file with two different trials of one uid, or a trial whose template is not\n"
-               "convtune's or not of its workload's op, is refused whole, naming the line.\n"},
+/* What each command takes besides -h, -v and -q: a flag that is not its
+ * command's is refused (exit 2), never ignored. */
+enum { TAKES_JSON = 1, TAKES_OUTPUT = 2, TAKES_WORKLOAD = 4 };
+
+static const struct db_cmd {
+  const char *name;
+  int takes;
+  const char *usage;
+} db_cmds[] = {
+    {"query", TAKES_JSON | TAKES_WORKLOAD,
+     "usage: convtune query [options] WORKLOAD\n"
+     "Print the best config of a workload on each device it was tuned on, with its\n"
+     "median time, TOPS and the number of trials.\n"
+     "\n"
+     "Options:\n"
+     "  --db PATH              the database (default convtune.db), opened read-only\n"
+     "  --json                 print JSON\n"
+     "  -v, -q                 more or less output\n"
+     "  -h, --help             this text\n"
+     "\n"},
+    {"list", TAKES_JSON,
+     "usage: convtune list [options]\n"
+     "Print every tuned workload with its best time per device and template.\n"
+     "\n"
+     "Options:\n"
+     "  --db PATH              the database (default convtune.db), opened read-only\n"
+     "  --json                 print JSON\n"
+     "  -v, -q                 more or less output\n"
+     "  -h, --help             this text\n"},
+    {"history", TAKES_JSON | TAKES_WORKLOAD,
+     "usage: convtune history [options] WORKLOAD\n"
+     "Print the tuning curve as CSV: every trial in order with the best so far\n"
+     "(per device and template).\n"
+     "\n"
+     "Options:\n"
+     "  --db PATH              the database (default convtune.db), opened read-only\n"
+     "  --json                 print JSON (a list of the same rows) instead of CSV\n"
+     "  -v, -q                 more or less output\n"
+     "  -h, --help             this text\n"
+     "\n"},
+    {"export", TAKES_OUTPUT | TAKES_WORKLOAD,
+     "usage: convtune export [options] [WORKLOAD]\n"
+     "Write every trial (of one workload, when given) as JSON lines (default: stdout).\n"
+     "\n"
+     "Options:\n"
+     "  --db PATH              the database (default convtune.db), opened read-only\n"
+     "  --output FILE          write to FILE: whole or not at all, never over the database\n"
+     "  -v, -q                 more or less output (-q: no count of trials on stderr)\n"
+     "  -h, --help             this text\n"
+     "\n"},
+    {"import", 0,
+     "usage: convtune import [options] FILE\n"
+     "Read trials from JSON lines (FILE, or - for stdin) into the database; trials\n"
+     "already there are skipped. A file with two different trials of one uid, or a\n"
+     "trial whose template is not convtune's or not of its workload's op, is refused\n"
+     "whole, naming the line.\n"
+     "\n"
+     "Options:\n"
+     "  --db PATH              the database (default convtune.db), created when missing\n"
+     "  -v, -q                 more or less output\n"
+     "  -h, --help             this text\n"},
 };
 
-static const char *usage_of(const char *cmd) {
-  for (size_t i = 0; i < sizeof usages / sizeof usages[0]; i++)
-    if (!strcmp(usages[i][0], cmd)) return usages[i][1];
-  return "";
+static const struct db_cmd *cmd_of(const char *name) {
+  for (size_t i = 0; i < sizeof db_cmds / sizeof db_cmds[0]; i++)
+    if (!strcmp(db_cmds[i].name, name)) return &db_cmds[i];
+  return &db_cmds[0];
 }
 
-/* Parse the common flags; returns -1 to go on, else an exit code. */
-static int parse_args(int argc, char **argv, db_args *a, int takes_workload) {
+/* Parse the flags a->cmd takes; returns -1 to go on, else an exit code. */
+static int parse_args(int argc, char **argv, db_args *a) {
   enum { O_DB = 1, O_JSON, O_OUTPUT };
-  struct option opts[40] = {{"db", required_argument, 0, O_DB},
-                            {"json", no_argument, 0, O_JSON},
-                            {"output", required_argument, 0, O_OUTPUT},
-                            {"help", no_argument, 0, 'h'}};
-  int n_opts = 4, opt;
-  if (takes_workload)
+  const struct db_cmd *c = cmd_of(a->cmd);
+  struct option opts[40] = {{"db", required_argument, 0, O_DB}, {"help", no_argument, 0, 'h'}};
+  int n_opts = 2, opt;
+  if (c->takes & TAKES_JSON) opts[n_opts++] = (struct option){"json", no_argument, 0, O_JSON};
+  if (c->takes & TAKES_OUTPUT)
+    opts[n_opts++] = (struct option){"output", required_argument, 0, O_OUTPUT};
+  if (c->takes & TAKES_WORKLOAD)
     for (const struct option *o = cli_wl_options; o->name; o++) opts[n_opts++] = *o;
   a->db_path = "convtune.db";
   optind = 1;
   opterr = 0;
-  while ((opt = getopt_long(argc, argv, ":hvq", opts, NULL)) != -1) {
-    if (takes_workload && cli_wl_option(&a->sel, opt, optarg)) continue;
+  while ((opt = cli_getopt(a->cmd, argc, argv, opts)) != -1) {
+    if ((c->takes & TAKES_WORKLOAD) && cli_wl_option(&a->sel, opt, optarg)) continue;
     switch (opt) {
     case O_DB:
       a->db_path = optarg;
@@ -85,18 +132,14 @@ static int parse_args(int argc, char **argv, db_args *a, int takes_workload) {
       a->output = optarg;
       break;
     case 'h':
-      fputs(usage_of(a->cmd), stdout);
+      /* with a workload: the usage, then the workload-selection help */
+      if (c->takes & TAKES_WORKLOAD) return cli_common_option(a->cmd, opt, argv, c->usage, &a->cc);
+      fputs(c->usage, stdout);
       return EXIT_OK;
-    case 'v':
-      a->cc.verbose = 1;
-      break;
-    case 'q':
-      a->cc.verbose = -1;
-      break;
-    case ':':
-      return cli_usage_error(a->cmd, "%s needs a value", argv[optind - 1]);
-    default:
-      return cli_usage_error(a->cmd, "unknown option '%s'", argv[optind - 1]);
+    default: {
+      int code = cli_common_option(a->cmd, opt, argv, c->usage, &a->cc);
+      if (code != CLI_GO_ON) return code;
+    }
     }
   }
   while (optind < argc) {
@@ -311,7 +354,8 @@ static int cmd_history(db_args *a, db *d) {
   /* best so far per (device, template): the curve of each tuning */
   best_row rows[64];
   int n_rows = 0;
-  printf("trial,device,template,tuner,outcome,median_us,best_us\n");
+  cJSON *list = a->json ? cJSON_CreateArray() : NULL;
+  if (!a->json) printf("trial,device,template,tuner,outcome,median_us,best_us\n");
   for (int i = 0; i < n; i++) {
     int g = 0;
     while (g < n_rows && !same_group(rows[g].first, &tr[i])) g++;
@@ -320,6 +364,25 @@ static int cmd_history(db_args *a, db *d) {
     rows[g].n++;
     if (tr[i].outcome == OUT_OK && (!rows[g].best || tr[i].median_us < rows[g].best->median_us))
       rows[g].best = &tr[i];
+    if (a->json) {
+      /* the CSV's row; a time that is not there is null */
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddItemToArray(list, o);
+      cJSON_AddNumberToObject(o, "trial", rows[g].n);
+      cJSON_AddStringToObject(o, "device", tr[i].device.name);
+      cJSON_AddStringToObject(o, "template", tr[i].template_name);
+      cJSON_AddStringToObject(o, "tuner", tr[i].tuner);
+      cJSON_AddStringToObject(o, "outcome", outcome_name(tr[i].outcome));
+      if (tr[i].outcome == OUT_OK)
+        cJSON_AddNumberToObject(o, "median_us", tr[i].median_us);
+      else
+        cJSON_AddNullToObject(o, "median_us");
+      if (rows[g].best)
+        cJSON_AddNumberToObject(o, "best_us", rows[g].best->median_us);
+      else
+        cJSON_AddNullToObject(o, "best_us");
+      continue;
+    }
     char med[32] = "", best[32] = "";
     if (tr[i].outcome == OUT_OK) snprintf(med, sizeof med, "%.4f", tr[i].median_us);
     if (rows[g].best) snprintf(best, sizeof best, "%.4f", rows[g].best->median_us);
@@ -328,6 +391,12 @@ static int cmd_history(db_args *a, db *d) {
     csv_field(tr[i].template_name, ',');
     csv_field(tr[i].tuner, ',');
     printf("%s,%s,%s\n", outcome_name(tr[i].outcome), med, best);
+  }
+  if (a->json) {
+    char *text = cJSON_Print(list);
+    if (text) puts(text);
+    free(text);
+    cJSON_Delete(list);
   }
   trials_free(tr, n);
   return EXIT_OK;
@@ -374,8 +443,7 @@ static int cmd_import(db_args *a, db *d) {
 
 int cmd_db(const char *cmd, int argc, char **argv) {
   db_args a = {.cmd = cmd};
-  int takes_workload = strcmp(cmd, "list") && strcmp(cmd, "import");
-  int rc = parse_args(argc, argv, &a, takes_workload);
+  int rc = parse_args(argc, argv, &a);
   if (rc >= 0) {
     cli_wl_free(&a.sel);
     return rc;

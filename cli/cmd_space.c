@@ -27,6 +27,7 @@ static const char usage[] =
     "  --samples N            draws for the valid-share estimate (default 100000)\n"
     "  --json                 print JSON\n"
     "  -v                     list every candidate (default: the first 6 of each knob)\n"
+    "  -q                     no note on stderr when validity falls back to sm_90\n"
     "  -h, --help             this text\n"
     "\n";
 
@@ -134,7 +135,7 @@ int cmd_space(int argc, char **argv) {
   int json = 0, opt, rc = EXIT_OK;
   optind = 1;
   opterr = 0;
-  while ((opt = getopt_long(argc, argv, ":hvq", opts, NULL)) != -1) {
+  while ((opt = cli_getopt("space", argc, argv, opts)) != -1) {
     if (cli_wl_option(&sel, opt, optarg)) continue;
     switch (opt) {
     case O_JSON:

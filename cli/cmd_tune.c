@@ -394,7 +394,7 @@ int cmd_tune(int argc, char **argv) {
   int json = 0, opt, rc = EXIT_OK, as_model = 0, round_trials = 0;
   optind = 1;
   opterr = 0;
-  while ((opt = getopt_long(argc, argv, ":hvq", opts, NULL)) != -1) {
+  while ((opt = cli_getopt("tune", argc, argv, opts)) != -1) {
     if (cli_wl_option(&sel, opt, optarg)) continue;
     switch (opt) {
     case O_DB:
@@ -526,8 +526,8 @@ int cmd_tune(int argc, char **argv) {
   progress_ctx pc = {.tty = isatty(2), .quiet = cc.verbose < 0};
   cJSON *out = json ? cJSON_CreateArray() : NULL;
   if (!json)
-    printf("%-28s %-10s %10s %8s %8s %7s %8s  %s\n", "name", "template", "best us", "TOPS",
-           "trials", "errors", "trial/s", "key");
+    printf("%-28s %-24s %10s %8s %8s %7s %8s  %s\n", "name", "template", "best us", "TOPS",
+           "trials", "errors", "trial/s", "key"); /* 24: the longest template name, whole */
   for (int i = 0; i < s->n_items; i++) {
     char name[300];
     if (sel.set || sel.file)
@@ -567,7 +567,7 @@ int cmd_tune(int argc, char **argv) {
       cJSON_AddBoolToObject(o, "stopped_early", r.stopped_early);
       add_fallback(o, r.model_fallback);
     } else {
-      printf("%-28s %-10.10s %10.2f %8.2f %8d %7d %8.1f  %s\n", name, r.template_name, r.best_us,
+      printf("%-28s %-24s %10.2f %8.2f %8d %7d %8.1f  %s\n", name, r.template_name, r.best_us,
              r.best_tops, r.n_trials, errors, r.trials_per_s, r.key);
       if (r.best_config[0] && cc.verbose >= 0) printf("  best config %s\n", r.best_config);
       fflush(stdout);

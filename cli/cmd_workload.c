@@ -235,7 +235,7 @@ int cmd_workload(int argc, char **argv) {
   int json = 0, opt, rc = EXIT_OK;
   optind = 1;
   opterr = 0;
-  while ((opt = getopt_long(argc, argv, ":hvq", opts, NULL)) != -1) {
+  while ((opt = cli_getopt("workload", argc, argv, opts)) != -1) {
     if (cli_wl_option(&sel, opt, optarg)) continue;
     switch (opt) {
     case O_JSON:

@@ -230,7 +230,7 @@ for out in "$ds/t.db" "$ds/sym.db" "$ds/hard.db" "$ds/sub/../t.db" "$ds/t.db-wal
 done
 expect 2 'is the database' export --db "$ds/sym.db" --output "$ds/hard.db"
 # bench's files too: refused before anything runs (no GPU needed)
-for flag in --json --csv --plot; do
+for flag in --json-out --csv-out; do
   for out in "$ds/t.db" "$ds/sym.db" "$ds/t.db-shm"; do
     expect 2 "$flag $out is the database" bench --db "$ds/t.db" $flag "$out" "$K"
   done
@@ -347,6 +347,86 @@ sqlite3 "$dc/w.db" "CREATE TRIGGER no_more BEFORE INSERT ON trials BEGIN SELECT 
 "$ct" import --db "$dc/w.db" "$dc/2.jsonl" >"$dc/w.out" 2>"$dc/w.err"
 [ $? -eq 1 ] && ok || bad "import into a refusing database: exit not 1"
 grep -q "^convtune: database $dc/w.db: .*no more trials" "$dc/w.err" && ! grep -q '2.jsonl' "$dc/w.err" && ok || bad "a failed write does not name the database: $(cat "$dc/w.err")"
+
+# The front door (issue 34). Every flag a command's --help shows is one it
+# takes, and every flag of any command that its --help does not show is
+# refused (exit 2, the flag named): the help is the whole list, and no flag
+# is ever taken and ignored. A flag is tried before --help, which then
+# returns 0 when the flag was taken; its value is one every flag accepts.
+cmds="workload tune space bench query list history export import"
+flags_of() { # the flags in `convtune $1 --help`, as completion.bash reads them
+  "$ct" "$1" --help | grep -oE '(^|[ ,[])-(-[a-z][a-z0-9-]*|[a-zA-Z]\b)' | sed 's/^[ ,[]//' | sort -u
+}
+: >"$tmp/all_flags"
+for c in $cmds; do
+  flags_of "$c" >"$tmp/flags-$c"
+  cat "$tmp/flags-$c" >>"$tmp/all_flags"
+done
+sort -u "$tmp/all_flags" -o "$tmp/all_flags"
+[ "$(wc -l <"$tmp/all_flags")" -ge 40 ] && ok || bad "only $(wc -l <"$tmp/all_flags") flags in all the --help texts"
+for c in $cmds; do
+  for f in $(cat "$tmp/all_flags"); do
+    v=1
+    [ "$f" = --layout ] && v=nhwc
+    "$ct" "$c" "$f" "$v" --help >/dev/null 2>"$tmp/err"
+    rc=$?
+    if grep -qx -- "$f" "$tmp/flags-$c"; then
+      [ "$rc" -eq 0 ] && ok || { bad "$c --help shows $f, but $c $f $v exited $rc"; cat "$tmp/err"; }
+    else
+      [ "$rc" -eq 2 ] && grep -q -- "unknown option '$f'" "$tmp/err" && ok ||
+        { bad "$c does not show $f, but $c $f $v --help exited $rc"; cat "$tmp/err"; }
+    fi
+  done
+done
+# what each command takes, as its --help must say (the workload flags: --c for all)
+want_flags() { # want_flags CMD FLAG...: each FLAG is in CMD's --help
+  c=$1
+  shift
+  for f in "$@"; do grep -qx -- "$f" "$tmp/flags-$c" && ok || bad "$c --help does not list $f"; done
+}
+wl="--c --k --size --kernel --stride --pad --dilation --groups --layout --op --file --set --model --batch --data --out --epilogue"
+common="-h --help -v -q"
+want_flags workload --json $wl $common
+want_flags tune --db --trials --early-stopping --time-budget --as-model --round-trials --tuner --template --device --seed --timeout --no-transfer --json $wl $common
+want_flags space --template --arch --samples --json $wl $common
+want_flags bench --db --device --repeats --min-replay-ms --json --json-out --csv-out --results-dir --no-results --seed --layout $wl $common
+want_flags query --db --json $wl $common
+want_flags list --db --json $common
+want_flags history --db --json $wl $common
+want_flags export --db --output $wl $common
+want_flags import --db $common
+# the refusals the issue names, one line each, exit 2
+expect_bad "unknown option '--output'" list --output f
+expect_bad "unknown option '--json'" export --json
+expect_bad "unknown option '--json'" import --json x.jsonl
+expect_bad "unknown option '--set'" list --set resnet50
+expect_bad "unknown option '--plot'" bench --plot x.png --set resnet50
+expect_bad "unknown option '--jso' (flags are spelled in full)" list --jso
+expect_bad "unknown option '--csv' (flags are spelled in full)" bench --csv x.csv --set resnet50
+expect_bad "unknown option '--tria' (flags are spelled in full)" tune --tria 5
+expect_bad "unknown option '-x'" workload -vx
+expect_bad "--json prints the results document and takes no file: write 'r.json' with --json-out FILE" bench --json r.json --set resnet50
+# history --json is JSON (it printed CSV before), the CSV's rows
+"$ct" history --db "$ds/t.db" --json "$K" >"$tmp/h.json" 2>"$tmp/err" && ok || bad "history --json: $(cat "$tmp/err")"
+python3 -c '
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert rows == [{"trial": 1, "device": "NVIDIA H200", "template": "conv2d_nchw4c_dp4a", "tuner": "random",
+                 "outcome": "OK", "median_us": 2.5, "best_us": 2.5}], rows
+' "$tmp/h.json" && ok || bad "history --json: $(cat "$tmp/h.json")"
+expect 0 'conv2d_nchw4c_dp4a  *2.50 ' list --db "$ds/t.db"
+# -V, --version, version: the version, the commit, CUDA runtime, driver, NVRTC
+for v in -V --version version; do
+  "$ct" $v >"$tmp/v" 2>"$tmp/err" && ok || bad "convtune $v exited $?: $(cat "$tmp/err")"
+  grep -q '^convtune [0-9][0-9.]*$' "$tmp/v" && grep -q '^commit [0-9a-z]' "$tmp/v" &&
+    grep -q '^CUDA runtime [0-9][0-9.]*$' "$tmp/v" && grep -q '^CUDA driver \(none\|[0-9][0-9.]*\)$' "$tmp/v" &&
+    grep -q '^NVRTC [0-9][0-9.]*$' "$tmp/v" && ok || { bad "convtune $v:"; cat "$tmp/v"; }
+done
+if [ ! -e /dev/nvidiactl ]; then
+  grep -q '^CUDA driver none$' "$tmp/v" && ok || bad "no driver here, but: $(grep driver "$tmp/v")"
+fi
+expect_bad "unexpected argument 'x'" --version x
+expect 0 '-V, --version' --help
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -2,7 +2,8 @@
 # test_install.sh: the installed package as a runtime sees it. Installs the
 # build into a temporary prefix (then moves it, to prove it relocatable),
 # checks the layout, the shared library's soname, dependencies and exported
-# symbols, then builds examples/resnet50.c against the prefix four ways
+# symbols, the convtune command with its man page and bash completion
+# (which it runs: commands, a command's flags, set names), then builds examples/resnet50.c against the prefix four ways
 # (CMake shared and static, pkg-config shared and static) and runs each: it
 # exits 0 with every layer exact on a GPU, 77 with a message without one.
 # Usage: test_install.sh BUILD_DIR SOURCE_DIR. CT_EXAMPLE_FLAGS (the
@@ -91,6 +92,55 @@ else
 fi
 nm "$libdir/libconvtune.a" 2>/dev/null | grep -q ' T ct_conv2d$' && ok ||
   bad "libconvtune.a does not define ct_conv2d"
+
+# ---- the convtune command ----------------------------------------------------
+# bin/convtune runs from the moved prefix without a GPU (-V), names no build
+# or source path in its RUNPATH; the man page (help2man) has every command;
+# the completion file parses and completes.
+ct=$prefix/bin/convtune
+if [ -x "$ct" ]; then
+  ok
+  "$ct" -V >"$tmp/v" 2>&1 && head -n 1 "$tmp/v" | grep -qx "convtune $version" && grep -q '^NVRTC ' "$tmp/v" &&
+    ok || { bad "installed convtune -V"; cat "$tmp/v"; }
+  if objdump -p "$ct" | grep -E 'R(UN)?PATH' | grep -qF -e "$build" -e "$src"; then
+    bad "bin/convtune's RUNPATH names the build or source tree: $(objdump -p "$ct" | grep -E 'R(UN)?PATH')"
+  else
+    ok
+  fi
+else
+  bad "no bin/convtune"
+fi
+man=$prefix/share/man/man1/convtune.1
+if grep -q '^HELP2MAN:FILEPATH=.*NOTFOUND' "$build/CMakeCache.txt" 2>/dev/null; then
+  echo "no man page: help2man was not found when $build was configured"
+  [ ! -e "$man" ] && ok || bad "a man page without help2man"
+elif [ -f "$man" ]; then
+  ok
+  for c in tune workload query list history export import space bench; do
+    grep -q "^\.SS convtune $c\$" "$man" && ok || bad "convtune.1 has no section for $c"
+  done
+  grep -q '^\.SH COMMANDS' "$man" && grep -q 'json\\-out FILE' "$man" && ok || bad "convtune.1: no COMMANDS section with bench's --json-out"
+else
+  bad "no share/man/man1/convtune.1"
+fi
+comp=$prefix/share/bash-completion/completions/convtune
+if [ -f "$comp" ] && command -v bash >/dev/null; then
+  # complete WORD...: what <Tab> offers after `convtune WORD...` (the last word being completed)
+  complete_words() {
+    bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _convtune; printf "%s\n" "${COMPREPLY[@]}"' \
+      sh "$comp" "$ct" "$@"
+  }
+  complete_words "" >"$tmp/c1" && grep -qx tune "$tmp/c1" && grep -qx bench "$tmp/c1" && grep -qx -- --version "$tmp/c1" &&
+    ok || bad "completion of the command: $(tr '\n' ' ' <"$tmp/c1")"
+  complete_words list -- >"$tmp/c2" && grep -qx -- --db "$tmp/c2" && grep -qx -- --json "$tmp/c2" &&
+    ! grep -qx -- --output "$tmp/c2" && ok || bad "completion of list's flags: $(tr '\n' ' ' <"$tmp/c2")"
+  complete_words bench --json >"$tmp/c3" && grep -qx -- --json-out "$tmp/c3" && ok ||
+    bad "completion of bench --json: $(tr '\n' ' ' <"$tmp/c3")"
+  complete_words tune --set res >"$tmp/c4" && grep -qx resnet50 "$tmp/c4" && ! grep -qv '^res' "$tmp/c4" && ok ||
+    bad "completion of --set: $(tr '\n' ' ' <"$tmp/c4")"
+else
+  bad "no share/bash-completion/completions/convtune (or no bash to run it)"
+fi
 
 # ---- pkg-config ---------------------------------------------------------------
 PKG_CONFIG_PATH=$libdir/pkgconfig
