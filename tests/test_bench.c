@@ -3,12 +3,11 @@
  * on known numbers and on ResNet-50 (where the GPU notes quote the sum:
  * 106 us at batch 16 with int32 output, 62 us with int8), the median and
  * sums with nulls, the device-name slug and results path, the JSON, CSV and
- * Markdown writers on synthetic results, the PNG encoder (signature, IHDR,
- * CRCs, IEND, and the IDAT stream decoded back with zlib), the chart, and
- * the peak kernels compiling with NVRTC for sm_90 (no GPU needed). Without
- * a GPU, bench_run must say so and do nothing. The layout of convtune's
- * side (--layout): its names, the nhwc layer's key, and the layout stated
- * by the results path, JSON, CSV and Markdown.
+ * Markdown writers on synthetic results, and the peak kernels compiling
+ * with NVRTC for sm_90 (no GPU needed). Without a GPU, bench_run must say
+ * so and do nothing. The layout of convtune's side (--layout): its names,
+ * the nhwc layer's key, and the layout stated by the results path, JSON,
+ * CSV and Markdown. (Charts: scripts/plot_bench, tests/test_plot_bench.sh.)
  */
 #include <check.h>
 #include <math.h>
@@ -17,13 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifdef CT_HAVE_ZLIB
-#include <zlib.h>
-#endif
-
 #include "bench/bench.h"
 #include "core/arch.h"
 #include "gpu/nvrtc.h"
+#include "tests/util.h"
 
 static const bench_peaks h200 = {130.0, 1267.0, 4.3};
 
@@ -450,55 +446,6 @@ START_TEST(markdown_table) {
 }
 END_TEST
 
-static uint32_t be32(const uint8_t *p) {
-  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-#ifdef CT_HAVE_ZLIB
-/* Walk a PNG: signature, chunks with valid CRCs, IHDR first, IEND last;
- * decode the IDAT data into raw (filter byte + RGB per row). */
-static void check_png(const uint8_t *png, size_t size, int *w, int *h, uint8_t **raw,
-                      size_t *raw_len) {
-  static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-  ck_assert(size > 8 + 25 + 12);
-  ck_assert_mem_eq(png, sig, 8);
-  size_t at = 8;
-  int seen_ihdr = 0, seen_iend = 0;
-  uint8_t *idat = NULL;
-  size_t idat_len = 0;
-  while (at + 12 <= size) {
-    uint32_t len = be32(png + at);
-    ck_assert(at + 12 + len <= size);
-    const uint8_t *type = png + at + 4, *data = png + at + 8;
-    ck_assert_uint_eq(be32(data + len), (uint32_t)crc32(0L, type, 4 + len));
-    if (!memcmp(type, "IHDR", 4)) {
-      ck_assert_int_eq(at, 8);
-      ck_assert_uint_eq(len, 13);
-      *w = (int)be32(data);
-      *h = (int)be32(data + 4);
-      ck_assert_int_eq(data[8], 8);
-      ck_assert_int_eq(data[9], 2);
-      seen_ihdr = 1;
-    } else if (!memcmp(type, "IDAT", 4)) {
-      idat = realloc(idat, idat_len + len);
-      memcpy(idat + idat_len, data, len);
-      idat_len += len;
-    } else if (!memcmp(type, "IEND", 4)) {
-      ck_assert_uint_eq(len, 0);
-      ck_assert_uint_eq(at + 12, size);
-      seen_iend = 1;
-    }
-    at += 12 + len;
-  }
-  ck_assert(seen_ihdr && seen_iend && idat);
-  uLongf n = (uLongf)((1 + 3 * (size_t)*w) * (size_t)*h);
-  *raw = malloc(n);
-  ck_assert_int_eq(uncompress(*raw, &n, idat, (uLong)idat_len), Z_OK);
-  *raw_len = n;
-  free(idat);
-}
-#endif
-
 /* CT_COMMIT names the tree when set, whatever git says. */
 START_TEST(stamp_prefers_ct_commit) {
   bench_result r;
@@ -512,73 +459,6 @@ START_TEST(stamp_prefers_ct_commit) {
   bench_result_stamp(&r, 4, argv);
   ck_assert_str_ne(r.commit, "abc1234");
   ck_assert(strlen(r.commit) > 0);
-}
-END_TEST
-
-START_TEST(png_encoder) {
-  uint8_t rgb[2 * 3 * 3];
-  for (int i = 0; i < (int)sizeof rgb; i++) rgb[i] = (uint8_t)(i * 13 + 1);
-  uint8_t *png = NULL;
-  size_t size = 0;
-  ct_err err = {0};
-  ct_status st = plot_png_encode(rgb, 3, 2, &png, &size, &err);
-#ifdef CT_HAVE_ZLIB
-  ck_assert_int_eq(st, CT_OK);
-  int w = 0, h = 0;
-  uint8_t *raw = NULL;
-  size_t raw_len = 0;
-  check_png(png, size, &w, &h, &raw, &raw_len);
-  ck_assert_int_eq(w, 3);
-  ck_assert_int_eq(h, 2);
-  ck_assert_uint_eq(raw_len, 2 * (1 + 9));
-  for (int y = 0; y < 2; y++) {
-    ck_assert_int_eq(raw[y * 10], 0);
-    ck_assert_mem_eq(raw + y * 10 + 1, rgb + y * 9, 9);
-  }
-  free(raw);
-  free(png);
-  ck_assert_int_eq(plot_png_encode(rgb, 0, 2, &png, &size, &err), CT_ERR_INVALID_ARG);
-#else
-  ck_assert_int_eq(st, CT_ERR_UNSUPPORTED);
-  ck_assert_ptr_nonnull(strstr(err.msg, "not built"));
-#endif
-}
-END_TEST
-
-START_TEST(chart) {
-#ifdef CT_HAVE_ZLIB
-  bench_layer layers[2];
-  bench_result r;
-  synthetic(&r, layers);
-  char path[] = "/tmp/test_bench_chart.XXXXXX";
-  int fd = mkstemp(path);
-  ck_assert_int_ge(fd, 0);
-  close(fd);
-  ct_err err = {0};
-  ck_assert_int_eq(plot_write(&r, path, &err), CT_OK);
-  FILE *f = fopen(path, "rb");
-  ck_assert_ptr_nonnull(f);
-  static uint8_t png[1 << 22];
-  size_t size = fread(png, 1, sizeof png, f);
-  fclose(f);
-  unlink(path);
-  int w = 0, h = 0;
-  uint8_t *raw = NULL;
-  size_t raw_len = 0;
-  check_png(png, size, &w, &h, &raw, &raw_len);
-  ck_assert_int_ge(w, 640);
-  ck_assert_int_ge(h, 400);
-  /* something was drawn in convtune's blue */
-  int blue = 0;
-  for (size_t i = 0; i + 3 <= raw_len; i++)
-    if (raw[i] == 31 && raw[i + 1] == 119 && raw[i + 2] == 180) blue = 1;
-  ck_assert(blue);
-  free(raw);
-  /* an empty result still draws a frame */
-  r.n_layers = 0;
-  ck_assert_int_eq(plot_write(&r, path, &err), CT_OK);
-  unlink(path);
-#endif
 }
 END_TEST
 
@@ -617,10 +497,7 @@ START_TEST(run_without_gpu) {
 }
 END_TEST
 
-static Suite *bench_suite(void) {
-  Suite *s = suite_create("bench");
-  TCase *tc = tcase_create("cpu");
-  tcase_set_timeout(tc, 60);
+static void add_cpu(TCase *tc) {
   tcase_add_test(tc, floor_known_numbers);
   tcase_add_test(tc, layout_names);
   tcase_add_test(tc, nhwc_layer_key);
@@ -632,18 +509,16 @@ static Suite *bench_suite(void) {
   tcase_add_test(tc, csv_with_nulls);
   tcase_add_test(tc, markdown_table);
   tcase_add_test(tc, stamp_prefers_ct_commit);
-  tcase_add_test(tc, png_encoder);
-  tcase_add_test(tc, chart);
   tcase_add_test(tc, peak_kernels_compile);
   tcase_add_test(tc, run_without_gpu);
-  suite_add_tcase(s, tc);
-  return s;
 }
 
+static const test_case suite_cases[] = {
+    {"cpu", 60, add_cpu},
+    {NULL, 0, NULL},
+};
+
 int main(void) {
-  SRunner *sr = srunner_create(bench_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  static const test_suite suite = {"bench", suite_cases, 0, NULL};
+  return test_main(&suite);
 }

@@ -26,6 +26,7 @@
 #include "core/rng.h"
 #include "tuner/builder.h"
 #include "tuner/proc.h"
+#include "tests/util.h"
 
 #define N_GOOD  12
 #define BAD_TAG 999
@@ -381,18 +382,19 @@ START_TEST(bad_arguments_are_rejected) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("builder");
-  TCase *tc = tcase_create("builder");
-  tcase_set_timeout(tc, 120);
+static void add_builder(TCase *tc) {
   tcase_add_test(tc, compiles_reports_and_caches);
   tcase_add_test(tc, a_dead_worker_is_replaced_and_its_job_reported);
   tcase_add_test(tc, bad_arguments_are_rejected);
   tcase_add_test(tc, workers_die_with_their_parent);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+static const test_case suite_cases[] = {
+    {"builder", 120, add_builder},
+    {NULL, 0, NULL},
+};
+
+int main(void) {
+  static const test_suite suite = {"builder", suite_cases, 0, NULL};
+  return test_main(&suite);
 }

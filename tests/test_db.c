@@ -1,13 +1,13 @@
 /*
- * test_db.c: the database (db/db.c): insert <-> best, trial <-> JSON,
+ * test_db.c: the database (db/): insert <-> best, trial <-> JSON,
  * export <-> import, the trial queries used by resume and transfer learning,
  * the kernel cache, summaries, the schema version guard, bad files,
  * readonly opens, all-or-none batches and two processes writing at once.
  *
  * Trials are compared field by field, doubles by their bits, so "exact"
- * means exact. main() makes one mkdtemp folder, hands it to the tests in
- * CT_DB_TEST_DIR (each test makes its own folder inside it) and removes it
- * after the run, failures included. Loops call Check only on a mismatch.
+ * means exact. test_main (tests/util.h) makes one mkdtemp folder for
+ * the run; each test makes its own inside it (scratch), and it goes after
+ * the run, failures included. Loops call Check only on a mismatch.
  * Everything is freed: the suite also runs under ASan/LSan.
  */
 #include <check.h>
@@ -28,7 +28,7 @@
 #include <sqlite3.h>
 
 #include "db/db.h"
-#include "tests/tmpdir.h"
+#include "tests/util.h"
 
 #define KEY_A "conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1"
 #define KEY_B "conv2d-nchw-i8.i8.i32-n1-c3-k64-224x224-r7x7-s2x2-p3x3.3x3-d1x1"
@@ -47,20 +47,6 @@ static const db_device L40S = {"NVIDIA L40S", 8, 9, 142, 13000, 13000, "13.0"};
 #define N_WRITER_TRIALS  20
 
 /* ---- helpers ----------------------------------------------------------------- */
-
-static char *xstrdup(const char *s) {
-  char *p = strdup(s);
-  ck_assert_ptr_nonnull(p);
-  return p;
-}
-
-/* A fresh folder for one test inside the run's folder; its path into dir. */
-static void scratch(char *dir, size_t size) {
-  const char *root = getenv("CT_DB_TEST_DIR");
-  ck_assert_ptr_nonnull(root);
-  snprintf(dir, size, "%s/t.XXXXXX", root);
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-}
 
 static void path_in(char *out, size_t size, const char *dir, const char *name) {
   snprintf(out, size, "%s/%s", dir, name);
@@ -357,17 +343,8 @@ END_TEST
 
 /* ---- trial <-> JSON ------------------------------------------------------------------ */
 
-/* A local xorshift64 so that the doubles are the same on every run. */
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  return *s = x;
-}
-
 /* A finite double >= 0 from random bits: every exponent, subnormals included. */
-static double random_double(uint64_t *s) {
+static double random_double(rng *s) {
   for (;;) {
     uint64_t bits = rng_next(s) & ~(1ull << 63);
     double v;
@@ -418,7 +395,8 @@ START_TEST(json_round_trip_exact) {
 
   /* Random doubles in every timed field: cJSON's own printer loses about
    * one in six of these. */
-  uint64_t s = 0x9e3779b97f4a7c15ull;
+  rng s; /* seeded: the doubles are the same on every run */
+  rng_seed(&s, 0x9e3779b97f4a7c15ull);
   free(t.samples_us);
   t.n_samples = 1000;
   t.samples_us = malloc((size_t)t.n_samples * sizeof *t.samples_us);
@@ -1429,7 +1407,7 @@ START_TEST(readonly_folder_is_readable) {
   path_in(path, sizeof path, dir, "a.db");
   one_trial_db(path);
   /* nobody must reach the file: the run's folders are mkdtemp's 0700 */
-  ck_assert_int_eq(chmod(getenv("CT_DB_TEST_DIR"), 0755), 0);
+  ck_assert_int_eq(chmod(test_root(), 0755), 0);
   ck_assert_int_eq(chmod(path, 0644), 0);
   ck_assert_int_eq(chmod(dir, 0555), 0);
   int rc = read_as_other_user(path);
@@ -1895,24 +1873,13 @@ END_TEST
 
 /* ---- main ------------------------------------------------------------------------------ */
 
-int main(void) {
-  const char *tmp = getenv("TMPDIR");
-  char root[512];
-  snprintf(root, sizeof root, "%s/test_db.XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-  if (!mkdtemp(root)) {
-    perror("mkdtemp");
-    return EXIT_FAILURE;
-  }
-  setenv("CT_DB_TEST_DIR", root, 1);
-
-  Suite *s = suite_create("db");
-  TCase *tc = tcase_create("records");
+static void add_records(TCase *tc) {
   tcase_add_test(tc, outcome_names_round_trip);
   tcase_add_test(tc, json_round_trip_exact);
   tcase_add_test(tc, json_rejects_name_the_field);
-  suite_add_tcase(s, tc);
+}
 
-  tc = tcase_create("queries");
+static void add_queries(TCase *tc) {
   tcase_add_test(tc, insert_best_round_trip);
   tcase_add_test(tc, best_lowest_ok_ignores_failures);
   tcase_add_test(tc, best_falls_back_to_same_cc);
@@ -1921,9 +1888,9 @@ int main(void) {
   tcase_add_test(tc, trials_other_excludes_the_workload);
   tcase_add_test(tc, kernel_cache_store_load_replace);
   tcase_add_test(tc, list_summaries);
-  suite_add_tcase(s, tc);
+}
 
-  tc = tcase_create("exchange");
+static void add_exchange(TCase *tc) {
   tcase_add_test(tc, export_import_identical);
   tcase_add_test(tc, negative_zero_reads_as_zero);
   tcase_add_test(tc, import_twice_is_idempotent);
@@ -1931,9 +1898,9 @@ int main(void) {
   tcase_add_test(tc, import_uid_conflict_refused);
   tcase_add_test(tc, malformed_row_costs_the_row);
   tcase_add_test(tc, malformed_row_costs_best_and_list_that_row);
-  suite_add_tcase(s, tc);
+}
 
-  tc = tcase_create("files");
+static void add_files(TCase *tc) {
   tcase_add_test(tc, reopen_persists);
   tcase_add_test(tc, older_schema_migrates);
   tcase_add_test(tc, newer_schema_refused_unchanged);
@@ -1943,9 +1910,9 @@ int main(void) {
   tcase_add_test(tc, readonly_folder_is_readable);
   tcase_add_test(tc, readonly_refuses_empty_and_old_unchanged);
   tcase_add_test(tc, foreign_file_refused_before_wal);
-  suite_add_tcase(s, tc);
+}
 
-  tc = tcase_create("writes");
+static void add_writes(TCase *tc) {
   tcase_add_test(tc, failed_insert_rolls_back);
   tcase_add_test(tc, failed_write_names_the_database);
   tcase_add_test(tc, duplicate_uids_skipped);
@@ -1954,13 +1921,14 @@ int main(void) {
   tcase_add_test(tc, long_insert_lets_a_waiting_writer_in);
   tcase_add_test(tc, hung_writer_fails_a_waiting_one_with_a_reason);
   tcase_add_test(tc, wal_switch_waits_for_a_writer);
-  tcase_set_timeout(tc, 30);
-  suite_add_tcase(s, tc);
+}
 
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  remove_tree(root);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+static const test_case suite_cases[] = {
+    {"records", -1, add_records}, {"queries", -1, add_queries}, {"exchange", -1, add_exchange},
+    {"files", -1, add_files},     {"writes", 30, add_writes},   {NULL, 0, NULL},
+};
+
+int main(void) {
+  static const test_suite suite = {"db", suite_cases, 0, NULL};
+  return test_main(&suite);
 }

@@ -1,5 +1,5 @@
 /*
- * test_dispatch.c: the dispatch library without a GPU (dispatch/resolve.c,
+ * test_dispatch.c: the dispatch library without a GPU (resolve/resolve.c,
  * dispatch/dispatch.c): the lookup and fallback order on databases made
  * here, the heuristic default, the workload distance, every bad-argument
  * path of the public calls, silence, and concurrent ct_explain.
@@ -7,9 +7,9 @@
  * Databases are built with db_insert_trials from real configs: sampled in
  * the current template's space of the packed workload, valid on sm_80,
  * sm_89 and sm_90, stored as the tuner stores them (JSON of the config,
- * options joined by spaces). main() makes one mkdtemp folder, hands it to
- * the tests in CT_DISPATCH_TEST_DIR (each test makes its own folder inside
- * it) and removes it after the run. Loops call Check only on a mismatch.
+ * options joined by spaces). test_main (tests/util.h) makes one
+ * mkdtemp folder for the run; each test makes its own inside it (scratch),
+ * and it goes after the run. Loops call Check only on a mismatch.
  * Everything is freed: the suite also runs under ASan/LSan.
  */
 #include <check.h>
@@ -32,8 +32,8 @@
 #include "core/pack.h"
 #include "core/wlset.h"
 #include "db/db.h"
-#include "dispatch/resolve.h"
-#include "tests/tmpdir.h"
+#include "resolve/resolve.h"
+#include "tests/util.h"
 
 #define TPL2D   "conv2d_nchw4c_dp4a"
 #define MMA2D   "conv2d_nchw4c_mma" /* registered first: the default's template on sm_80+ */
@@ -85,14 +85,6 @@ static void packed_key(const ct_workload *w, char key[CT_KEY_MAX]) {
   ct_workload pw;
   workload_packed(w, &pw);
   workload_key(&pw, key, CT_KEY_MAX);
-}
-
-/* A fresh folder for one test inside the run's folder; its path into dir. */
-static void scratch(char *dir, size_t size) {
-  const char *root = getenv("CT_DISPATCH_TEST_DIR");
-  ck_assert_ptr_nonnull(root);
-  snprintf(dir, size, "%s/t.XXXXXX", root);
-  ck_assert_ptr_nonnull(mkdtemp(dir));
 }
 
 /* The whole file, owned (free); NULL when it does not exist. */
@@ -549,7 +541,7 @@ END_TEST
 START_TEST(open_reads_a_readonly_folder) {
   fixture f;
   build_db(&f, 0);
-  ck_assert_int_eq(chmod(getenv("CT_DISPATCH_TEST_DIR"), 0755), 0);
+  ck_assert_int_eq(chmod(test_root(), 0755), 0);
   ck_assert_int_eq(chmod(f.path, 0644), 0);
   ck_assert_int_eq(chmod(f.dir, 0555), 0);
   pid_t pid = fork();
@@ -1124,10 +1116,7 @@ static void put_nhwc_config(db *d, const char *uid, const template_desc *t, cons
  * nchw or nchw4c twin, and a faster nchw4c record never serves nhwc. */
 START_TEST(records_serve_their_layout) {
   const template_desc *t = registered(CT_LAYOUT_NHWC, CT_OP_CONV2D);
-  if (!t) {
-    fprintf(stderr, "test_dispatch: records_serve_their_layout skipped: no nhwc template\n");
-    return;
-  }
+  ck_assert_ptr_nonnull(t);
   char dir[512], path[600], nhwc_json[1024], key[CT_KEY_MAX];
   scratch(dir, sizeof dir);
   snprintf(path, sizeof path, "%s/layouts.db", dir);
@@ -1506,18 +1495,7 @@ END_TEST
 
 /* ---- main ------------------------------------------------------------------------------ */
 
-int main(void) {
-  const char *tmp = getenv("TMPDIR");
-  char root[512];
-  snprintf(root, sizeof root, "%s/test_dispatch.XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-  if (!mkdtemp(root)) {
-    perror("mkdtemp");
-    return EXIT_FAILURE;
-  }
-  setenv("CT_DISPATCH_TEST_DIR", root, 1);
-
-  Suite *s = suite_create("dispatch");
-  TCase *tc = tcase_create("lookup");
+static void add_lookup(TCase *tc) {
   tcase_add_test(tc, exact_then_same_cc_then_neither);
   tcase_add_test(tc, old_template_version_ignored);
   tcase_add_test(tc, the_fastest_template_serves_a_workload);
@@ -1532,35 +1510,36 @@ int main(void) {
   tcase_add_test(tc, records_serve_their_layout);
   tcase_add_test(tc, records_carry_to_other_output_types);
   tcase_add_test(tc, nhwc_weights_are_not_packed);
-  tcase_set_timeout(tc, 120);
-  suite_add_tcase(s, tc);
+}
 
-  tc = tcase_create("default");
+static void add_default(TCase *tc) {
   tcase_add_test(tc, default_deterministic_valid_for_resnet50);
   tcase_add_test(tc, default_valid_for_resnet3d18);
   tcase_add_test(tc, distance_properties);
-  tcase_set_timeout(tc, 300);
-  suite_add_tcase(s, tc);
+}
 
-  tc = tcase_create("errors");
+static void add_errors(TCase *tc) {
   tcase_add_test(tc, open_rejects_bad_databases_unchanged);
   tcase_add_test(tc, open_rejects_bad_arguments);
   tcase_add_test(tc, conv_rejects_bad_arguments);
   tcase_add_test(tc, explain_and_helpers_reject_bad_arguments);
   tcase_add_test(tc, strerror_of_every_status);
   tcase_add_test(tc, library_prints_nothing);
-  tcase_set_timeout(tc, 120);
-  suite_add_tcase(s, tc);
+}
 
-  tc = tcase_create("threads");
+static void add_threads(TCase *tc) {
   tcase_add_test(tc, concurrent_explain_matches_serial);
-  tcase_set_timeout(tc, 300);
-  suite_add_tcase(s, tc);
+}
 
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  remove_tree(root);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+static const test_case suite_cases[] = {
+    {"lookup", 120, add_lookup},
+    {"default", 300, add_default},
+    {"errors", 120, add_errors},
+    {"threads", 300, add_threads},
+    {NULL, 0, NULL},
+};
+
+int main(void) {
+  static const test_suite suite = {"dispatch", suite_cases, 0, NULL};
+  return test_main(&suite);
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "tests/util.h"
 
 START_TEST(status_tables_cover_every_code) {
 #define CHECK_ONE(name, value, msg)                                                                \
@@ -90,18 +91,20 @@ START_TEST(version_matches_header) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("error");
-  TCase *tc = tcase_create("error");
+static void add_error(TCase *tc) {
   tcase_add_test(tc, status_tables_cover_every_code);
   tcase_add_test(tc, err_set_records_message_and_origin);
   tcase_add_test(tc, long_messages_are_truncated_not_overflowed);
   tcase_add_test(tc, excerpt_is_short_and_escaped);
   tcase_add_test(tc, version_matches_header);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+static const test_case suite_cases[] = {
+    {"error", -1, add_error},
+    {NULL, 0, NULL},
+};
+
+int main(void) {
+  static const test_suite suite = {"error", suite_cases, 0, NULL};
+  return test_main(&suite);
 }

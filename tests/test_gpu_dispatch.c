@@ -45,6 +45,7 @@
 #include "core/wlset.h"
 #include "templates/template.h"
 #include "tests/gpu_probe.h"
+#include "tests/util.h"
 
 #define POISON_BYTE 0xA5
 
@@ -69,12 +70,6 @@ static const char *source_name(ct_source s) {
     return "default";
   }
   return "?";
-}
-
-static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  ck_assert_ptr_nonnull(p);
-  return p;
 }
 
 static void fill_random(rng *r, int8_t *p, size_t n) {
@@ -292,34 +287,16 @@ typedef struct shape {
   int n, c, k, in[3], ker[3], str[3], pb[3], pa[3], dil[3];
 } shape;
 
+/* clang-format off */
 static const shape awkward[] = {
     {"c5k7-dil-asym", CT_OP_CONV2D, 2, 5, 7, {13, 11}, {3, 5}, {1, 2}, {0, 1}, {2, 3}, {1, 2}},
     {"stem-b3-odd", CT_OP_CONV2D, 3, 3, 6, {15, 9}, {7, 7}, {2, 2}, {3, 3}, {3, 3}, {1, 1}},
     {"1x1-s2", CT_OP_CONV2D, 1, 8, 12, {9, 9}, {1, 1}, {2, 2}, {0, 0}, {0, 0}, {1, 1}},
     {"1x7", CT_OP_CONV2D, 1, 4, 8, {12, 10}, {1, 7}, {1, 1}, {0, 3}, {0, 3}, {1, 1}},
-    {"3d-b2-c5",
-     CT_OP_CONV3D,
-     2,
-     5,
-     6,
-     {5, 9, 7},
-     {3, 3, 3},
-     {1, 2, 2},
-     {1, 1, 1},
-     {1, 1, 1},
-     {1, 1, 1}},
-    {"3d-3x1x1",
-     CT_OP_CONV3D,
-     1,
-     3,
-     4,
-     {4, 8, 8},
-     {3, 1, 1},
-     {1, 1, 1},
-     {1, 0, 0},
-     {1, 0, 0},
-     {1, 1, 1}},
+    {"3d-b2-c5", CT_OP_CONV3D, 2, 5, 6, {5, 9, 7}, {3, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    {"3d-3x1x1", CT_OP_CONV3D, 1, 3, 4, {4, 8, 8}, {3, 1, 1}, {1, 1, 1}, {1, 0, 0}, {1, 0, 0}, {1, 1, 1}},
 };
+/* clang-format on */
 
 static ct_workload from_shape(const shape *s) {
   ct_workload w;
@@ -487,6 +464,7 @@ static int run_all_nhwc(ct_context *ctx, const char *set_name, const ct_workload
   return failures;
 }
 
+/* clang-format off */
 static const shape nhwc_awkward[] = {
     {"c64-b2", CT_OP_CONV2D, 2, 64, 64, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
     {"c16k24-s2-asym", CT_OP_CONV2D, 1, 16, 24, {13, 11}, {3, 3}, {2, 2}, {1, 0}, {1, 1}, {1, 1}},
@@ -494,24 +472,14 @@ static const shape nhwc_awkward[] = {
     {"1x7-dil", CT_OP_CONV2D, 1, 48, 8, {12, 16}, {1, 7}, {1, 1}, {0, 6}, {0, 6}, {1, 2}},
     {"stem-c3", CT_OP_CONV2D, 1, 3, 64, {32, 32}, {7, 7}, {2, 2}, {3, 3}, {3, 3}, {1, 1}},
     {"c3-dilw-refused", CT_OP_CONV2D, 1, 3, 16, {20, 20}, {3, 3}, {1, 1}, {1, 2}, {1, 2}, {1, 2}},
-    {"3d-c32-b2",
-     CT_OP_CONV3D,
-     2,
-     32,
-     64,
-     {4, 8, 6},
-     {3, 3, 3},
-     {1, 2, 1},
-     {1, 1, 1},
-     {1, 1, 1},
-     {1, 1, 1}},
+    {"3d-c32-b2", CT_OP_CONV3D, 2, 32, 64, {4, 8, 6}, {3, 3, 3}, {1, 2, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
 };
+/* clang-format on */
 
 START_TEST(nhwc_exact_or_refused) {
   char why[160];
   if (!nhwc_runs_here(why, sizeof why)) {
-    printf("nhwc: skipped: %s\n", why);
-    return;
+    TEST_SKIP("%s", why);
   }
   enum { N = sizeof nhwc_awkward / sizeof nhwc_awkward[0] };
   ct_workload ws[N];
@@ -557,8 +525,7 @@ END_TEST
 START_TEST(nhwc_layers_in_a_row_exact) {
   char why[160];
   if (!nhwc_runs_here(why, sizeof why)) {
-    printf("nhwc chain: skipped: %s\n", why);
-    return;
+    TEST_SKIP("%s", why);
   }
   enum { L = 3, REPS = 3 };
   ct_workload w[L];
@@ -759,21 +726,13 @@ static void dev_case_free(dev_case *d) {
 /* A fresh context, so that both threads make their first calls (the table
  * inserts) at the same moment: X in both threads, Y in one, Z in the other. */
 START_TEST(two_threads_two_streams_exact) {
+  /* clang-format off */
   static const shape xs[3] = {
       {"x", CT_OP_CONV2D, 2, 16, 32, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
       {"y", CT_OP_CONV2D, 1, 6, 10, {9, 7}, {1, 3}, {2, 1}, {0, 1}, {0, 1}, {1, 1}},
-      {"z",
-       CT_OP_CONV3D,
-       1,
-       8,
-       16,
-       {4, 10, 10},
-       {3, 3, 3},
-       {1, 2, 2},
-       {1, 1, 1},
-       {1, 1, 1},
-       {1, 1, 1}},
+      {"z", CT_OP_CONV3D, 1, 8, 16, {4, 10, 10}, {3, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
   };
+  /* clang-format on */
   host_case h[3];
   dev_case d[3];
   for (int i = 0; i < 3; i++) {
@@ -821,7 +780,7 @@ START_TEST(calls_captured_in_a_graph_exact) {
   host_case_make(&h, &w, 4242);
   char why[160];
   const int nhwc = nhwc_runs_here(why, sizeof why);
-  if (!nhwc) printf("graph: nhwc layer skipped: %s\n", why);
+  if (!nhwc) test_skip("graph's nhwc layer", "%s", why);
   ct_workload q; /* nhwc, int8 out with bias and per-channel scales */
   workload_init(&q, CT_OP_CONV2D);
   q.layout = CT_LAYOUT_NHWC;
@@ -921,8 +880,10 @@ START_TEST(calls_captured_in_a_graph_exact) {
       size_t qbad = 0, qfirst = 0;
       for (size_t j = 0; j < qy_n; j++)
         if (qgot[j] != qref[j] && !qbad++) qfirst = j;
-      ck_assert_msg(qbad == 0, "replay %d, nhwc int8: %zu of %zu bytes differ, first at %zu: %d, "
-                    "want %d", rep, qbad, qy_n, qfirst, qgot[qfirst], qref[qfirst]);
+      ck_assert_msg(qbad == 0,
+                    "replay %d, nhwc int8: %zu of %zu bytes differ, first at %zu: %d, "
+                    "want %d",
+                    rep, qbad, qy_n, qfirst, qgot[qfirst], qref[qfirst]);
     }
   }
   printf("graph: %zu nodes captured from %d calls (each its workload's first), 2 replays exact\n",
@@ -950,9 +911,28 @@ START_TEST(calls_captured_in_a_graph_exact) {
 }
 END_TEST
 
+static void add_layers(TCase *tc) {
+  /* the CPU reference of a set takes a while at larger batches */
+  tcase_add_test(tc, awkward_shapes_exact);
+  tcase_add_test(tc, resnet50_every_layer_exact);
+  tcase_add_test(tc, resnet3d18_every_layer_exact);
+  tcase_add_test(tc, two_threads_two_streams_exact);
+  tcase_add_test(tc, nhwc_exact_or_refused);
+  tcase_add_test(tc, nhwc_layers_in_a_row_exact);
+}
+
+/* CK_RUN_CASE=graph runs it alone */
+static void add_graph(TCase *tc) {
+  tcase_add_test(tc, calls_captured_in_a_graph_exact);
+}
+
+static const test_case suite_cases[] = {
+    {"layers", 0, add_layers},
+    {"graph", 0, add_graph},
+    {NULL, 0, NULL},
+};
+
 int main(void) {
-  int rc = gpu_probe("test_gpu_dispatch");
-  if (rc) return rc;
   const char *p = getenv("CT_DISPATCH_DB");
   db_path = p && p[0] ? p : NULL;
   const char *b = getenv("CT_DISPATCH_BATCH");
@@ -968,25 +948,6 @@ int main(void) {
   printf("database: %s, batch %d\n", db_path ? db_path : "none (every workload: the default)",
          batch);
 
-  Suite *s = suite_create("gpu_dispatch");
-  TCase *tc = tcase_create("layers");
-  tcase_set_timeout(tc, 0); /* the CPU reference of a set takes a while at larger batches */
-  tcase_add_test(tc, awkward_shapes_exact);
-  tcase_add_test(tc, resnet50_every_layer_exact);
-  tcase_add_test(tc, resnet3d18_every_layer_exact);
-  tcase_add_test(tc, two_threads_two_streams_exact);
-  tcase_add_test(tc, nhwc_exact_or_refused);
-  tcase_add_test(tc, nhwc_layers_in_a_row_exact);
-  suite_add_tcase(s, tc);
-  /* CK_RUN_CASE=graph runs it alone */
-  TCase *gr = tcase_create("graph");
-  tcase_set_timeout(gr, 0);
-  tcase_add_test(gr, calls_captured_in_a_graph_exact);
-  suite_add_tcase(s, gr);
-  SRunner *sr = srunner_create(s);
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  static const test_suite suite = {"gpu_dispatch", suite_cases, 1, gpu_probe};
+  return test_main(&suite);
 }

@@ -25,6 +25,7 @@
 #include "gpu/device.h"
 #include "gpu/kernel.h"
 #include "gpu/nvrtc.h"
+#include "tests/util.h"
 
 #define POISON ((int32_t)0x7EADBEEF)
 
@@ -348,25 +349,27 @@ START_TEST(compile_error_is_a_status_with_its_log) {
 }
 END_TEST
 
-int main(void) {
-  if (device_count() == 0) {
-    fprintf(stderr, "test_gpu_kernel: skipped: no CUDA device\n");
-    return 77;
-  }
-  Suite *s = suite_create("gpu_kernel");
-  TCase *tc = tcase_create("gpu_kernel");
-  tcase_set_timeout(tc, 120);
+static void add_gpu_kernel(TCase *tc) {
   tcase_add_test(tc, device_reports_sane_limits);
   tcase_add_test(tc, dp4a_kernel_matches_host);
   tcase_add_test(tc, opt_in_shared_memory_is_usable);
   tcase_add_test(tc, failures_are_statuses_and_the_context_survives);
   tcase_add_test(tc, compile_error_is_a_status_with_its_log);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  /* A CUDA context does not survive fork(): run every test in this process. */
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+static const test_case suite_cases[] = {
+    {"gpu_kernel", 120, add_gpu_kernel},
+    {NULL, 0, NULL},
+};
+
+/* test_main's probe: a CUDA device. */
+static int have_gpu(char *why, size_t size) {
+  if (device_count() > 0) return 1;
+  snprintf(why, size, "no CUDA device");
+  return 0;
+}
+
+int main(void) {
+  static const test_suite suite = {"gpu_kernel", suite_cases, 1, have_gpu};
+  return test_main(&suite);
 }

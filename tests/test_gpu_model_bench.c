@@ -23,6 +23,7 @@
 #include "core/quant.h"
 #include "core/rng.h"
 #include "tests/gpu_probe.h"
+#include "tests/util.h"
 
 #define N_CONVS 5
 
@@ -211,22 +212,20 @@ START_TEST(onnx_files) {
 }
 END_TEST
 
-int main(void) {
-  int rc = gpu_probe("test_gpu_model_bench");
-  if (rc) return rc;
-  Suite *s = suite_create("gpu_model_bench");
-  TCase *tc = tcase_create("gpu");
-  tcase_set_timeout(tc, 600);
+static void add_gpu(TCase *tc) {
   tcase_add_test(tc, wiring_as_planned);
   tcase_add_test(tc, nhwc_chain_exact);
   tcase_add_test(tc, nchw4c_chain_exact);
   tcase_add_test(tc, float_model_random_values);
   tcase_add_test(tc, onnx_files);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+static const test_case suite_cases[] = {
+    {"gpu", 600, add_gpu},
+    {NULL, 0, NULL},
+};
+
+int main(void) {
+  static const test_suite suite = {"gpu_model_bench", suite_cases, 1, gpu_probe};
+  return test_main(&suite);
 }

@@ -35,6 +35,7 @@
 #include "core/rng.h"
 #include "core/wlset.h"
 #include "tests/gpu_probe.h"
+#include "tests/util.h"
 
 #define POISON_BYTE 0xA5
 #define N_VARIANTS  9
@@ -264,26 +265,24 @@ START_TEST(espcn_subpixel_every_epilogue) {
 }
 END_TEST
 
+static void add_quant(TCase *tc) {
+  tcase_add_test(tc, espcn_subpixel_every_epilogue);
+  tcase_add_test(tc, resnet50_every_layer_every_epilogue);
+  tcase_add_test(tc, resnet3d18_every_layer_every_epilogue);
+}
+
+static const test_case suite_cases[] = {
+    {"quant", 0, add_quant},
+    {NULL, 0, NULL},
+};
+
 int main(void) {
-  int rc = gpu_probe("test_gpu_quant");
-  if (rc) return rc;
   const char *p = getenv("CT_DISPATCH_DB");
   db_path = p && p[0] ? p : NULL;
   p = getenv("CT_QUANT_SETS");
   if (p && p[0]) sets = p;
   printf("database: %s; sets: %s\n", db_path ? db_path : "none (every workload: the default)",
          sets);
-  Suite *s = suite_create("gpu_quant");
-  TCase *tc = tcase_create("quant");
-  tcase_set_timeout(tc, 0);
-  tcase_add_test(tc, espcn_subpixel_every_epilogue);
-  tcase_add_test(tc, resnet50_every_layer_every_epilogue);
-  tcase_add_test(tc, resnet3d18_every_layer_every_epilogue);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  static const test_suite suite = {"gpu_quant", suite_cases, 1, gpu_probe};
+  return test_main(&suite);
 }

@@ -48,7 +48,9 @@
 #include "gpu/device.h"
 #include "gpu/kernel.h"
 #include "gpu/nvrtc.h"
+#include "templates/template.h"
 #include "tests/shapes.h"
+#include "tests/util.h"
 
 static int per_workload = 30;
 static device dev;
@@ -67,250 +69,84 @@ static int trace;
  * then names the source line) */
 static int lineinfo;
 
+/* clang-format off */
 static const shape shapes2d[] = {
-    {"3x3 s1 p1",
-     CT_OP_CONV2D,
-     1,
-     16,
-     16,
-     {0, 14, 14},
-     {0, 3, 3},
-     {0, 1, 1},
-     {0, 1, 1},
-     {0, 1, 1},
-     {0, 1, 1}},
-    {"3x3 s2 b3 odd",
-     CT_OP_CONV2D,
-     3,
-     8,
-     12,
-     {0, 15, 13},
-     {0, 3, 3},
-     {0, 2, 2},
-     {0, 1, 1},
-     {0, 1, 1},
-     {0, 1, 1}},
-    {"7x7 s2 p3 stem",
-     CT_OP_CONV2D,
-     1,
-     4,
-     16,
-     {0, 23, 23},
-     {0, 7, 7},
-     {0, 2, 2},
-     {0, 3, 3},
-     {0, 3, 3},
-     {0, 1, 1}},
-    {"1x1",
-     CT_OP_CONV2D,
-     1,
-     32,
-     32,
-     {0, 7, 7},
-     {0, 1, 1},
-     {0, 1, 1},
-     {0, 0, 0},
-     {0, 0, 0},
-     {0, 1, 1}},
-    {"1x1 s2 b3",
-     CT_OP_CONV2D,
-     3,
-     16,
-     8,
-     {0, 14, 14},
-     {0, 1, 1},
-     {0, 2, 2},
-     {0, 0, 0},
-     {0, 0, 0},
-     {0, 1, 1}},
-    {"1x7",
-     CT_OP_CONV2D,
-     1,
-     8,
-     16,
-     {0, 9, 11},
-     {0, 1, 7},
-     {0, 1, 1},
-     {0, 0, 3},
-     {0, 0, 3},
-     {0, 1, 1}},
-    {"7x1 b3",
-     CT_OP_CONV2D,
-     3,
-     8,
-     8,
-     {0, 11, 9},
-     {0, 7, 1},
-     {0, 1, 1},
-     {0, 3, 0},
-     {0, 3, 0},
-     {0, 1, 1}},
-    {"3x3 dil2 asym pad",
-     CT_OP_CONV2D,
-     1,
-     8,
-     8,
-     {0, 10, 12},
-     {0, 3, 3},
-     {0, 1, 2},
-     {0, 1, 2},
-     {0, 2, 0},
-     {0, 2, 2}},
+    {"3x3 s1 p1", CT_OP_CONV2D, 1, 16, 16, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"3x3 s2 b3 odd", CT_OP_CONV2D, 3, 8, 12, {0, 15, 13}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"7x7 s2 p3 stem", CT_OP_CONV2D, 1, 4, 16, {0, 23, 23}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
+    {"1x1", CT_OP_CONV2D, 1, 32, 32, {0, 7, 7}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
+    {"1x1 s2 b3", CT_OP_CONV2D, 3, 16, 8, {0, 14, 14}, {0, 1, 1}, {0, 2, 2}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
+    {"1x7", CT_OP_CONV2D, 1, 8, 16, {0, 9, 11}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3}, {0, 0, 3}, {0, 1, 1}},
+    {"7x1 b3", CT_OP_CONV2D, 3, 8, 8, {0, 11, 9}, {0, 7, 1}, {0, 1, 1}, {0, 3, 0}, {0, 3, 0}, {0, 1, 1}},
+    {"3x3 dil2 asym pad", CT_OP_CONV2D, 1, 8, 8, {0, 10, 12}, {0, 3, 3}, {0, 1, 2}, {0, 1, 2}, {0, 2, 0}, {0, 2, 2}},
 };
+/* clang-format on */
 
+/* clang-format off */
 static const shape shapes3d[] = {
-    {"3x3x3 s1 p1",
-     CT_OP_CONV3D,
-     1,
-     8,
-     8,
-     {4, 8, 8},
-     {3, 3, 3},
-     {1, 1, 1},
-     {1, 1, 1},
-     {1, 1, 1},
-     {1, 1, 1}},
-    {"3x3x3 s2 b3 odd",
-     CT_OP_CONV3D,
-     3,
-     4,
-     8,
-     {5, 7, 6},
-     {3, 3, 3},
-     {2, 2, 2},
-     {1, 1, 1},
-     {1, 1, 1},
-     {1, 1, 1}},
-    {"1x1x1",
-     CT_OP_CONV3D,
-     1,
-     16,
-     16,
-     {3, 6, 6},
-     {1, 1, 1},
-     {1, 1, 1},
-     {0, 0, 0},
-     {0, 0, 0},
-     {1, 1, 1}},
-    {"1x1x1 s2 b2",
-     CT_OP_CONV3D,
-     2,
-     8,
-     8,
-     {4, 6, 6},
-     {1, 1, 1},
-     {2, 2, 2},
-     {0, 0, 0},
-     {0, 0, 0},
-     {1, 1, 1}},
-    {"3x1x1",
-     CT_OP_CONV3D,
-     1,
-     8,
-     12,
-     {6, 5, 5},
-     {3, 1, 1},
-     {1, 1, 1},
-     {1, 0, 0},
-     {1, 0, 0},
-     {1, 1, 1}},
-    {"(3,7,7) stem",
-     CT_OP_CONV3D,
-     1,
-     4,
-     8,
-     {4, 10, 10},
-     {3, 7, 7},
-     {1, 2, 2},
-     {1, 3, 3},
-     {1, 3, 3},
-     {1, 1, 1}},
-    {"3x3x3 dil2 asym",
-     CT_OP_CONV3D,
-     1,
-     4,
-     4,
-     {5, 6, 7},
-     {3, 3, 3},
-     {1, 2, 1},
-     {2, 1, 0},
-     {0, 1, 2},
-     {2, 1, 2}},
+    {"3x3x3 s1 p1", CT_OP_CONV3D, 1, 8, 8, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    {"3x3x3 s2 b3 odd", CT_OP_CONV3D, 3, 4, 8, {5, 7, 6}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    {"1x1x1", CT_OP_CONV3D, 1, 16, 16, {3, 6, 6}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}},
+    {"1x1x1 s2 b2", CT_OP_CONV3D, 2, 8, 8, {4, 6, 6}, {1, 1, 1}, {2, 2, 2}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}},
+    {"3x1x1", CT_OP_CONV3D, 1, 8, 12, {6, 5, 5}, {3, 1, 1}, {1, 1, 1}, {1, 0, 0}, {1, 0, 0}, {1, 1, 1}},
+    {"(3,7,7) stem", CT_OP_CONV3D, 1, 4, 8, {4, 10, 10}, {3, 7, 7}, {1, 2, 2}, {1, 3, 3}, {1, 3, 3}, {1, 1, 1}},
+    {"3x3x3 dil2 asym", CT_OP_CONV3D, 1, 4, 4, {5, 6, 7}, {3, 3, 3}, {1, 2, 1}, {2, 1, 0}, {0, 1, 2}, {2, 1, 2}},
 };
+/* clang-format on */
 
 /* Wider layers for the tensor-core templates: C/4 a multiple of 8 or 16
  * (the tap-major reduction), K not a multiple of the block tile, positions
  * not a multiple of it, 16-byte data loads (1x1, stride 1), batch 3. */
+/* clang-format off */
 static const shape wide2d[] = {
-    {"3x3 c64 k96 b2", CT_OP_CONV2D, 2, 64, 96, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1},
-     {0, 1, 1}, {0, 1, 1}},
-    {"3x3 s2 c64 k40 b3 odd", CT_OP_CONV2D, 3, 64, 40, {0, 15, 13}, {0, 3, 3}, {0, 2, 2},
-     {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"1x1 c128 k72 b3", CT_OP_CONV2D, 3, 128, 72, {0, 12, 12}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0},
-     {0, 0, 0}, {0, 1, 1}},
-    {"1x1 s2 c256 k64", CT_OP_CONV2D, 1, 256, 64, {0, 14, 14}, {0, 1, 1}, {0, 2, 2}, {0, 0, 0},
-     {0, 0, 0}, {0, 1, 1}},
-    {"1x7 c32 k36", CT_OP_CONV2D, 1, 32, 36, {0, 9, 11}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3},
-     {0, 0, 3}, {0, 1, 1}},
-    {"7x7 s2 c4 k64 stem b3", CT_OP_CONV2D, 3, 4, 64, {0, 29, 27}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3},
-     {0, 3, 3}, {0, 1, 1}},
-    {"3x3 c512 k512 7x7", CT_OP_CONV2D, 1, 512, 512, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1},
-     {0, 1, 1}, {0, 1, 1}},
+    {"3x3 c64 k96 b2", CT_OP_CONV2D, 2, 64, 96, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"3x3 s2 c64 k40 b3 odd", CT_OP_CONV2D, 3, 64, 40, {0, 15, 13}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"1x1 c128 k72 b3", CT_OP_CONV2D, 3, 128, 72, {0, 12, 12}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
+    {"1x1 s2 c256 k64", CT_OP_CONV2D, 1, 256, 64, {0, 14, 14}, {0, 1, 1}, {0, 2, 2}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
+    {"1x7 c32 k36", CT_OP_CONV2D, 1, 32, 36, {0, 9, 11}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3}, {0, 0, 3}, {0, 1, 1}},
+    {"7x7 s2 c4 k64 stem b3", CT_OP_CONV2D, 3, 4, 64, {0, 29, 27}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
+    {"3x3 c512 k512 7x7", CT_OP_CONV2D, 1, 512, 512, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
 };
+/* clang-format on */
+/* clang-format off */
 static const shape wide3d[] = {
-    {"3x3x3 c64 k64 b2", CT_OP_CONV3D, 2, 64, 64, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1},
-     {1, 1, 1}, {1, 1, 1}},
-    {"3x3x3 s2 c32 k72 odd", CT_OP_CONV3D, 1, 32, 72, {5, 9, 7}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1},
-     {1, 1, 1}, {1, 1, 1}},
-    {"1x1x1 c128 k32 b3", CT_OP_CONV3D, 3, 128, 32, {2, 6, 6}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0},
-     {0, 0, 0}, {1, 1, 1}},
-    {"(3,7,7) s(1,2,2) c4 k64 stem", CT_OP_CONV3D, 1, 4, 64, {4, 18, 18}, {3, 7, 7}, {1, 2, 2},
-     {1, 3, 3}, {1, 3, 3}, {1, 1, 1}},
+    {"3x3x3 c64 k64 b2", CT_OP_CONV3D, 2, 64, 64, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    {"3x3x3 s2 c32 k72 odd", CT_OP_CONV3D, 1, 32, 72, {5, 9, 7}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    {"1x1x1 c128 k32 b3", CT_OP_CONV3D, 3, 128, 32, {2, 6, 6}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}},
+    {"(3,7,7) s(1,2,2) c4 k64 stem", CT_OP_CONV3D, 1, 4, 64, {4, 18, 18}, {3, 7, 7}, {1, 2, 2}, {1, 3, 3}, {1, 3, 3}, {1, 1, 1}},
 };
+/* clang-format on */
 
 /* Layers for the wgmma templates (C % 32 == 0): the data loaded by TMA
  * (W % 4 == 0 and unit stride along W: stride 2 along H and D, padding on
  * one axis, asymmetric padding and dilation, several images per tile, a
  * partial last tile along W) and by cp.async (odd sizes, 7x7 and 14x14
  * maps, stride 2 along W). */
+/* clang-format off */
 static const shape wg2d[] = {
-    {"3x3 c64 k96 b2 14x14", CT_OP_CONV2D, 2, 64, 96, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1},
-     {0, 1, 1}, {0, 1, 1}},
-    {"3x3 s2 c64 k40 b3 odd", CT_OP_CONV2D, 3, 64, 40, {0, 15, 13}, {0, 3, 3}, {0, 2, 2},
-     {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"1x1 c128 k72 b3 12x12", CT_OP_CONV2D, 3, 128, 72, {0, 12, 12}, {0, 1, 1}, {0, 1, 1},
-     {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
-    {"3x3 c32 k48 b3 16x20", CT_OP_CONV2D, 3, 32, 48, {0, 16, 20}, {0, 3, 3}, {0, 1, 1},
-     {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"3x3 s2 c64 k64 b2 17x24", CT_OP_CONV2D, 2, 64, 64, {0, 17, 24}, {0, 3, 3}, {0, 2, 2},
-     {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"1x7 c32 k36 9x12", CT_OP_CONV2D, 1, 32, 36, {0, 9, 12}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3},
-     {0, 0, 3}, {0, 1, 1}},
-    {"7x1 c32 k40 b3 12x8", CT_OP_CONV2D, 3, 32, 40, {0, 12, 8}, {0, 7, 1}, {0, 1, 1}, {0, 3, 0},
-     {0, 3, 0}, {0, 1, 1}},
-    {"3x3 dil2 asym c32 k32 10x12", CT_OP_CONV2D, 1, 32, 32, {0, 10, 12}, {0, 3, 3}, {0, 2, 1},
-     {0, 1, 2}, {0, 2, 0}, {0, 2, 2}},
-    {"3x3 s(2,1) c32 k32 b2 10x16", CT_OP_CONV2D, 2, 32, 32, {0, 10, 16}, {0, 3, 3}, {0, 2, 1},
-     {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"1x1 c64 k256 b5 8x8", CT_OP_CONV2D, 5, 64, 256, {0, 8, 8}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0},
-     {0, 0, 0}, {0, 1, 1}},
-    {"3x3 c512 k512 7x7", CT_OP_CONV2D, 1, 512, 512, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1},
-     {0, 1, 1}, {0, 1, 1}},
+    {"3x3 c64 k96 b2 14x14", CT_OP_CONV2D, 2, 64, 96, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"3x3 s2 c64 k40 b3 odd", CT_OP_CONV2D, 3, 64, 40, {0, 15, 13}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"1x1 c128 k72 b3 12x12", CT_OP_CONV2D, 3, 128, 72, {0, 12, 12}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
+    {"3x3 c32 k48 b3 16x20", CT_OP_CONV2D, 3, 32, 48, {0, 16, 20}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"3x3 s2 c64 k64 b2 17x24", CT_OP_CONV2D, 2, 64, 64, {0, 17, 24}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"1x7 c32 k36 9x12", CT_OP_CONV2D, 1, 32, 36, {0, 9, 12}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3}, {0, 0, 3}, {0, 1, 1}},
+    {"7x1 c32 k40 b3 12x8", CT_OP_CONV2D, 3, 32, 40, {0, 12, 8}, {0, 7, 1}, {0, 1, 1}, {0, 3, 0}, {0, 3, 0}, {0, 1, 1}},
+    {"3x3 dil2 asym c32 k32 10x12", CT_OP_CONV2D, 1, 32, 32, {0, 10, 12}, {0, 3, 3}, {0, 2, 1}, {0, 1, 2}, {0, 2, 0}, {0, 2, 2}},
+    {"3x3 s(2,1) c32 k32 b2 10x16", CT_OP_CONV2D, 2, 32, 32, {0, 10, 16}, {0, 3, 3}, {0, 2, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"1x1 c64 k256 b5 8x8", CT_OP_CONV2D, 5, 64, 256, {0, 8, 8}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
+    {"3x3 c512 k512 7x7", CT_OP_CONV2D, 1, 512, 512, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
 };
+/* clang-format on */
+/* clang-format off */
 static const shape wg3d[] = {
-    {"3x3x3 c64 k64 b2", CT_OP_CONV3D, 2, 64, 64, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1},
-     {1, 1, 1}, {1, 1, 1}},
-    {"3x3x3 s2 c32 k72 odd", CT_OP_CONV3D, 1, 32, 72, {5, 9, 7}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1},
-     {1, 1, 1}, {1, 1, 1}},
-    {"1x1x1 c128 k32 b3", CT_OP_CONV3D, 3, 128, 32, {2, 6, 6}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0},
-     {0, 0, 0}, {1, 1, 1}},
-    {"3x3x3 c32 k40 b3 5x6x8", CT_OP_CONV3D, 3, 32, 40, {5, 6, 8}, {3, 3, 3}, {1, 1, 1},
-     {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
-    {"3x3x3 s(2,2,1) c64 k64 b2 6x10x12", CT_OP_CONV3D, 2, 64, 64, {6, 10, 12}, {3, 3, 3}, {2, 2, 1},
-     {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
-    {"3x1x1 c32 k32 6x5x8", CT_OP_CONV3D, 1, 32, 32, {6, 5, 8}, {3, 1, 1}, {1, 1, 1}, {1, 0, 0},
-     {1, 0, 0}, {1, 1, 1}},
+    {"3x3x3 c64 k64 b2", CT_OP_CONV3D, 2, 64, 64, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    {"3x3x3 s2 c32 k72 odd", CT_OP_CONV3D, 1, 32, 72, {5, 9, 7}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    {"1x1x1 c128 k32 b3", CT_OP_CONV3D, 3, 128, 32, {2, 6, 6}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}},
+    {"3x3x3 c32 k40 b3 5x6x8", CT_OP_CONV3D, 3, 32, 40, {5, 6, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    {"3x3x3 s(2,2,1) c64 k64 b2 6x10x12", CT_OP_CONV3D, 2, 64, 64, {6, 10, 12}, {3, 3, 3}, {2, 2, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    {"3x1x1 c32 k32 6x5x8", CT_OP_CONV3D, 1, 32, 32, {6, 5, 8}, {3, 1, 1}, {1, 1, 1}, {1, 0, 0}, {1, 0, 0}, {1, 1, 1}},
 };
+/* clang-format on */
 
 /* The channels-last wgmma templates (C % 16, K % 8): im2col copies across
  * rows and images (batch 3, odd sizes, 7x7 maps), stride 2 (also 1x1),
@@ -318,45 +154,32 @@ static const shape wg3d[] = {
  * (48, and 16 under a 32-byte block_k: slices past C read zeros), K not a
  * multiple of block_n, a K of 8; 1x1 at stride 1, whose data is read as a
  * (C, pixels) matrix by tiled copies (the last tile past the pixels). */
+/* clang-format off */
 static const shape nh2d[] = {
-    {"3x3 c64 k96 b2 14x14", CT_OP_CONV2D, 2, 64, 96, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1},
-     {0, 1, 1}, {0, 1, 1}},
-    {"3x3 s2 c64 k40 b3 odd", CT_OP_CONV2D, 3, 64, 40, {0, 15, 13}, {0, 3, 3}, {0, 2, 2},
-     {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"1x1 s2 c128 k72 b3 13x12", CT_OP_CONV2D, 3, 128, 72, {0, 13, 12}, {0, 1, 1}, {0, 2, 2},
-     {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
-    {"3x3 c48 k48 b3 9x11", CT_OP_CONV2D, 3, 48, 48, {0, 9, 11}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1},
-     {0, 1, 1}, {0, 1, 1}},
-    {"3x3 c16 k8 b2 10x10", CT_OP_CONV2D, 2, 16, 8, {0, 10, 10}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1},
-     {0, 1, 1}, {0, 1, 1}},
-    {"1x7 c32 k40 9x12", CT_OP_CONV2D, 1, 32, 40, {0, 9, 12}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3},
-     {0, 0, 3}, {0, 1, 1}},
-    {"7x1 c32 k40 b3 12x8", CT_OP_CONV2D, 3, 32, 40, {0, 12, 8}, {0, 7, 1}, {0, 1, 1}, {0, 3, 0},
-     {0, 3, 0}, {0, 1, 1}},
-    {"3x3 dil2 asym c32 k32 10x12", CT_OP_CONV2D, 1, 32, 32, {0, 10, 12}, {0, 3, 3}, {0, 2, 1},
-     {0, 1, 2}, {0, 2, 0}, {0, 2, 2}},
-    {"7x7 s2 c16 k64 b2 23x21", CT_OP_CONV2D, 2, 16, 64, {0, 23, 21}, {0, 7, 7}, {0, 2, 2},
-     {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
-    {"1x1 c64 k256 b5 8x8", CT_OP_CONV2D, 5, 64, 256, {0, 8, 8}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0},
-     {0, 0, 0}, {0, 1, 1}},
-    {"3x3 c512 k512 7x7", CT_OP_CONV2D, 1, 512, 512, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1},
-     {0, 1, 1}, {0, 1, 1}},
+    {"3x3 c64 k96 b2 14x14", CT_OP_CONV2D, 2, 64, 96, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"3x3 s2 c64 k40 b3 odd", CT_OP_CONV2D, 3, 64, 40, {0, 15, 13}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"1x1 s2 c128 k72 b3 13x12", CT_OP_CONV2D, 3, 128, 72, {0, 13, 12}, {0, 1, 1}, {0, 2, 2}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
+    {"3x3 c48 k48 b3 9x11", CT_OP_CONV2D, 3, 48, 48, {0, 9, 11}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"3x3 c16 k8 b2 10x10", CT_OP_CONV2D, 2, 16, 8, {0, 10, 10}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"1x7 c32 k40 9x12", CT_OP_CONV2D, 1, 32, 40, {0, 9, 12}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3}, {0, 0, 3}, {0, 1, 1}},
+    {"7x1 c32 k40 b3 12x8", CT_OP_CONV2D, 3, 32, 40, {0, 12, 8}, {0, 7, 1}, {0, 1, 1}, {0, 3, 0}, {0, 3, 0}, {0, 1, 1}},
+    {"3x3 dil2 asym c32 k32 10x12", CT_OP_CONV2D, 1, 32, 32, {0, 10, 12}, {0, 3, 3}, {0, 2, 1}, {0, 1, 2}, {0, 2, 0}, {0, 2, 2}},
+    {"7x7 s2 c16 k64 b2 23x21", CT_OP_CONV2D, 2, 16, 64, {0, 23, 21}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
+    {"1x1 c64 k256 b5 8x8", CT_OP_CONV2D, 5, 64, 256, {0, 8, 8}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
+    {"3x3 c512 k512 7x7", CT_OP_CONV2D, 1, 512, 512, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
 };
+/* clang-format on */
+/* clang-format off */
 static const shape nh3d[] = {
-    {"3x3x3 c64 k64 b2", CT_OP_CONV3D, 2, 64, 64, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1},
-     {1, 1, 1}, {1, 1, 1}},
-    {"3x3x3 s2 c32 k72 odd", CT_OP_CONV3D, 1, 32, 72, {5, 9, 7}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1},
-     {1, 1, 1}, {1, 1, 1}},
-    {"1x1x1 s2 c128 k32 b3", CT_OP_CONV3D, 3, 128, 32, {3, 7, 6}, {1, 1, 1}, {2, 2, 2}, {0, 0, 0},
-     {0, 0, 0}, {1, 1, 1}},
-    {"3x3x3 c48 k40 b3 5x6x8", CT_OP_CONV3D, 3, 48, 40, {5, 6, 8}, {3, 3, 3}, {1, 1, 1},
-     {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
-    {"3x1x1 c32 k32 6x5x8", CT_OP_CONV3D, 1, 32, 32, {6, 5, 8}, {3, 1, 1}, {1, 1, 1}, {1, 0, 0},
-     {1, 0, 0}, {1, 1, 1}},
+    {"3x3x3 c64 k64 b2", CT_OP_CONV3D, 2, 64, 64, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    {"3x3x3 s2 c32 k72 odd", CT_OP_CONV3D, 1, 32, 72, {5, 9, 7}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    {"1x1x1 s2 c128 k32 b3", CT_OP_CONV3D, 3, 128, 32, {3, 7, 6}, {1, 1, 1}, {2, 2, 2}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}},
+    {"3x3x3 c48 k40 b3 5x6x8", CT_OP_CONV3D, 3, 48, 40, {5, 6, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    {"3x1x1 c32 k32 6x5x8", CT_OP_CONV3D, 1, 32, 32, {6, 5, 8}, {3, 1, 1}, {1, 1, 1}, {1, 0, 0}, {1, 0, 0}, {1, 1, 1}},
     /* 1x1x1 at stride 1: the data read as a (C, pixels) matrix, 315 pixels */
-    {"1x1x1 c64 k40 b3 3x5x7", CT_OP_CONV3D, 3, 64, 40, {3, 5, 7}, {1, 1, 1}, {1, 1, 1},
-     {0, 0, 0}, {0, 0, 0}, {1, 1, 1}},
+    {"1x1x1 c64 k40 b3 3x5x7", CT_OP_CONV3D, 3, 64, 40, {3, 5, 7}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}},
 };
+/* clang-format on */
 
 /* The channels-last mma templates (C not a multiple of 16, K % 8): the
  * stems (7x7 stride 2, (3,7,7) stride (1,2,2)) at batch 2 and 3 on odd
@@ -365,56 +188,40 @@ static const shape nh3d[] = {
  * 2, C 6 at stride 3), dilation along H and D, asymmetric padding, 1x1,
  * 1x7 and 7x1, K not a multiple of block_n, stride 2 at 1, 2 and 4 channels (an
  * even kernel, odd and asymmetric padding; in 3D along D too). */
+/* clang-format off */
 static const shape nm2d[] = {
-    {"7x7 s2 c3 k64 b3 29x27 stem", CT_OP_CONV2D, 3, 3, 64, {0, 29, 27}, {0, 7, 7}, {0, 2, 2},
-     {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
-    {"3x3 c3 k8 b2 9x10", CT_OP_CONV2D, 2, 3, 8, {0, 9, 10}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1},
-     {0, 1, 1}, {0, 1, 1}},
-    {"1x1 c5 k24 b3 7x9", CT_OP_CONV2D, 3, 5, 24, {0, 7, 9}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0},
-     {0, 0, 0}, {0, 1, 1}},
-    {"3x3 s(1,3) c6 k32 asym 11x40", CT_OP_CONV2D, 1, 6, 32, {0, 11, 40}, {0, 3, 3}, {0, 1, 3},
-     {0, 2, 0}, {0, 0, 2}, {0, 1, 1}},
-    {"1x7 c7 k40 b2 6x33", CT_OP_CONV2D, 2, 7, 40, {0, 6, 33}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3},
-     {0, 0, 3}, {0, 1, 1}},
-    {"7x1 dil(2,1) c3 k16 b3 20x17", CT_OP_CONV2D, 3, 3, 16, {0, 20, 17}, {0, 7, 1}, {0, 1, 1},
-     {0, 3, 0}, {0, 3, 0}, {0, 2, 1}},
-    {"3x3 c40 k136 b2 12x13", CT_OP_CONV2D, 2, 40, 136, {0, 12, 13}, {0, 3, 3}, {0, 1, 1},
-     {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"5x5 s2 c3 k128 70x66", CT_OP_CONV2D, 1, 3, 128, {0, 70, 66}, {0, 5, 5}, {0, 2, 2}, {0, 2, 2},
-     {0, 2, 2}, {0, 1, 1}},
+    {"7x7 s2 c3 k64 b3 29x27 stem", CT_OP_CONV2D, 3, 3, 64, {0, 29, 27}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
+    {"3x3 c3 k8 b2 9x10", CT_OP_CONV2D, 2, 3, 8, {0, 9, 10}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"1x1 c5 k24 b3 7x9", CT_OP_CONV2D, 3, 5, 24, {0, 7, 9}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
+    {"3x3 s(1,3) c6 k32 asym 11x40", CT_OP_CONV2D, 1, 6, 32, {0, 11, 40}, {0, 3, 3}, {0, 1, 3}, {0, 2, 0}, {0, 0, 2}, {0, 1, 1}},
+    {"1x7 c7 k40 b2 6x33", CT_OP_CONV2D, 2, 7, 40, {0, 6, 33}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3}, {0, 0, 3}, {0, 1, 1}},
+    {"7x1 dil(2,1) c3 k16 b3 20x17", CT_OP_CONV2D, 3, 3, 16, {0, 20, 17}, {0, 7, 1}, {0, 1, 1}, {0, 3, 0}, {0, 3, 0}, {0, 2, 1}},
+    {"3x3 c40 k136 b2 12x13", CT_OP_CONV2D, 2, 40, 136, {0, 12, 13}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"5x5 s2 c3 k128 70x66", CT_OP_CONV2D, 1, 3, 128, {0, 70, 66}, {0, 5, 5}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}, {0, 1, 1}},
     /* input rows of whole words (W x C % 4 == 0: the stems' word loads)
      * on stem-like layers: a 96-byte row, and a 60-byte one on a map so
      * narrow that a 128-pixel tile spans 14 output rows and images */
-    {"7x7 s2 c3 k64 b3 29x32 stem", CT_OP_CONV2D, 3, 3, 64, {0, 29, 32}, {0, 7, 7}, {0, 2, 2},
-     {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
-    {"7x7 s2 c3 k24 b3 15x20", CT_OP_CONV2D, 3, 3, 24, {0, 15, 20}, {0, 7, 7}, {0, 2, 2},
-     {0, 3, 3}, {0, 2, 2}, {0, 1, 1}},
+    {"7x7 s2 c3 k64 b3 29x32 stem", CT_OP_CONV2D, 3, 3, 64, {0, 29, 32}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
+    {"7x7 s2 c3 k24 b3 15x20", CT_OP_CONV2D, 3, 3, 24, {0, 15, 20}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}},
     /* stride 2 at 1, 2 and 4 channels, even and odd padding and kernels */
-    {"3x3 s2 c1 k16 b2 17x19", CT_OP_CONV2D, 2, 1, 16, {0, 17, 19}, {0, 3, 3}, {0, 2, 2},
-     {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"4x4 s2 c2 k32 asym 12x24", CT_OP_CONV2D, 1, 2, 32, {0, 12, 24}, {0, 4, 4}, {0, 2, 2},
-     {0, 1, 2}, {0, 2, 1}, {0, 1, 1}},
-    {"3x3 s2 c4 k24 b3 9x8", CT_OP_CONV2D, 3, 4, 24, {0, 9, 8}, {0, 3, 3}, {0, 2, 2}, {0, 0, 0},
-     {0, 0, 0}, {0, 1, 1}},
+    {"3x3 s2 c1 k16 b2 17x19", CT_OP_CONV2D, 2, 1, 16, {0, 17, 19}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"4x4 s2 c2 k32 asym 12x24", CT_OP_CONV2D, 1, 2, 32, {0, 12, 24}, {0, 4, 4}, {0, 2, 2}, {0, 1, 2}, {0, 2, 1}, {0, 1, 1}},
+    {"3x3 s2 c4 k24 b3 9x8", CT_OP_CONV2D, 3, 4, 24, {0, 9, 8}, {0, 3, 3}, {0, 2, 2}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
 };
+/* clang-format on */
+/* clang-format off */
 static const shape nm3d[] = {
-    {"(3,7,7) s(1,2,2) c3 k64 b2 stem 4x18x19", CT_OP_CONV3D, 2, 3, 64, {4, 18, 19}, {3, 7, 7},
-     {1, 2, 2}, {1, 3, 3}, {1, 3, 3}, {1, 1, 1}},
-    {"3x3x3 c5 k16 b3 odd 5x7x9", CT_OP_CONV3D, 3, 5, 16, {5, 7, 9}, {3, 3, 3}, {1, 1, 1},
-     {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
-    {"1x1x1 s2 c3 k24 5x6x7", CT_OP_CONV3D, 1, 3, 24, {5, 6, 7}, {1, 1, 1}, {2, 2, 2}, {0, 0, 0},
-     {0, 0, 0}, {1, 1, 1}},
-    {"3x3x3 dil(2,2,1) s(2,1,2) c3 k8 7x9x10", CT_OP_CONV3D, 1, 3, 8, {7, 9, 10}, {3, 3, 3},
-     {2, 1, 2}, {2, 2, 1}, {2, 2, 1}, {2, 2, 1}},
+    {"(3,7,7) s(1,2,2) c3 k64 b2 stem 4x18x19", CT_OP_CONV3D, 2, 3, 64, {4, 18, 19}, {3, 7, 7}, {1, 2, 2}, {1, 3, 3}, {1, 3, 3}, {1, 1, 1}},
+    {"3x3x3 c5 k16 b3 odd 5x7x9", CT_OP_CONV3D, 3, 5, 16, {5, 7, 9}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    {"1x1x1 s2 c3 k24 5x6x7", CT_OP_CONV3D, 1, 3, 24, {5, 6, 7}, {1, 1, 1}, {2, 2, 2}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}},
+    {"3x3x3 dil(2,2,1) s(2,1,2) c3 k8 7x9x10", CT_OP_CONV3D, 1, 3, 8, {7, 9, 10}, {3, 3, 3}, {2, 1, 2}, {2, 2, 1}, {2, 2, 1}, {2, 2, 1}},
     /* input rows of whole words (W x C % 4 == 0), the second with
      * dilation along D and H */
-    {"(3,7,7) s(1,2,2) c3 k64 b2 stem 5x16x32", CT_OP_CONV3D, 2, 3, 64, {5, 16, 32}, {3, 7, 7},
-     {1, 2, 2}, {1, 3, 3}, {1, 3, 3}, {1, 1, 1}},
-    {"3x3x3 dil(2,2,1) c4 k16 b2 6x9x7", CT_OP_CONV3D, 2, 4, 16, {6, 9, 7}, {3, 3, 3},
-     {1, 1, 1}, {2, 2, 1}, {2, 2, 1}, {2, 2, 1}},
-    {"(2,5,5) s2 c2 k16 asym 6x11x14", CT_OP_CONV3D, 1, 2, 16, {6, 11, 14}, {2, 5, 5},
-     {2, 2, 2}, {0, 2, 2}, {1, 2, 2}, {1, 1, 1}},
+    {"(3,7,7) s(1,2,2) c3 k64 b2 stem 5x16x32", CT_OP_CONV3D, 2, 3, 64, {5, 16, 32}, {3, 7, 7}, {1, 2, 2}, {1, 3, 3}, {1, 3, 3}, {1, 1, 1}},
+    {"3x3x3 dil(2,2,1) c4 k16 b2 6x9x7", CT_OP_CONV3D, 2, 4, 16, {6, 9, 7}, {3, 3, 3}, {1, 1, 1}, {2, 2, 1}, {2, 2, 1}, {2, 2, 1}},
+    {"(2,5,5) s2 c2 k16 asym 6x11x14", CT_OP_CONV3D, 1, 2, 16, {6, 11, 14}, {2, 5, 5}, {2, 2, 2}, {0, 2, 2}, {1, 2, 2}, {1, 1, 1}},
 };
+/* clang-format on */
 
 /* Run per_workload random valid configs of tpl on sh; returns the number
  * that were exact, and counts the configs tried in *tried. */
@@ -468,9 +275,9 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
     if (onnx && w.epi.residual) qs.q.residual_first = kind == 1;
     quant_weight_sums(&w, weights, sums);
     ck_assert_msg(quant_params(&w, &qs.q, sums, params, &err) == CT_OK, "%s", err.msg);
-    ck_assert_msg(reference_qconv(&w, &qs.q, data, weights, w.epi.residual ? res : NULL, want,
-                                  &err) == CT_OK,
-                  "%s: %s", sh->name, err.msg);
+    ck_assert_msg(
+        reference_qconv(&w, &qs.q, data, weights, w.epi.residual ? res : NULL, want, &err) == CT_OK,
+        "%s: %s", sh->name, err.msg);
     free(sums);
   } else {
     ck_assert_int_eq(reference_conv(&w, data, weights, want, &err), CT_OK);
@@ -511,8 +318,8 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
       ck_assert_msg(template_sample(tpl, &w, &sp, ar, r, 1000000, &c, &err) == CT_OK, "%s",
                     err.msg);
     while (space_get(&sp, &c, "warpgroups", 0) < min_warpgroups && ++draws < 100000);
-    ck_assert_msg(draws < 100000, "%s [%s]: no valid config with %d or more warpgroups",
-                  tpl->name, sh->name, min_warpgroups);
+    ck_assert_msg(draws < 100000, "%s [%s]: no valid config with %d or more warpgroups", tpl->name,
+                  sh->name, min_warpgroups);
     space_config_str(&sp, &c, text, sizeof text);
     if (ar == &few) {
       const size_t len = strlen(text);
@@ -608,10 +415,11 @@ static void run_template(const char *name, const shape *shapes, int n_shapes, co
   ck_assert_int_eq(exact, tried);
 }
 
-/* run_template for a wgmma template: skipped (with a message) off sm_90. */
+/* run_template for a wgmma template: skipped (a SKIP line, counted) off
+ * sm_90. */
 static void run_wgmma(const char *name, const shape *shapes, int n_shapes) {
   if (dev.arch.cc_major != 9 || dev.arch.cc_minor != 0) {
-    printf("%s: skipped: wgmma needs sm_90, this is %s\n", name, dev.arch.name);
+    test_skip(name, "wgmma needs sm_90, this is %s", dev.arch.name);
     return;
   }
   run_template(name, shapes, n_shapes, NULL, 0);
@@ -633,7 +441,7 @@ static void run_onnx(const char *name, const shape *shapes, int n_shapes, const 
   per_workload = per_workload / 5 > 2 ? per_workload / 5 : 2;
   out8 = onnx = 1;
   if (strstr(name, "wgmma") && (dev.arch.cc_major != 9 || dev.arch.cc_minor != 0))
-    printf("%s: skipped: wgmma needs sm_90, this is %s\n", name, dev.arch.name);
+    test_skip(name, "wgmma needs sm_90, this is %s", dev.arch.name);
   else
     run_template(name, shapes, n_shapes, more, n_more);
   out8 = onnx = 0;
@@ -642,138 +450,118 @@ static void run_onnx(const char *name, const shape *shapes, int n_shapes, const 
 
 #define N_OF(a) ((int)(sizeof a / sizeof a[0]))
 
-/* Every template family with onnx rounding, exact against reference_qconv. */
-START_TEST(dp4a_onnx_configs_match_the_reference) {
-  run_onnx("conv2d_nchw4c_dp4a", shapes2d, N_OF(shapes2d), NULL, 0);
-  run_onnx("conv3d_ncdhw4c_dp4a", shapes3d, N_OF(shapes3d), NULL, 0);
+/* ---- the registry's templates, case by case ----------------------------------
+ *
+ * Each case below runs the registered templates (template_all) that its
+ * kind takes, so that a template added to the registry is run here with no
+ * edit to this file. A template's kind comes from its descriptor: its
+ * layout and op, and the instruction family its name carries (wgmma: sm_90
+ * only, else a counted SKIP; stem: the channels-last templates of C % 16
+ * != 0); its shapes from the same. */
+typedef struct kind {
+  int packed, wgmma, stem, mma;
+} kind;
+
+static kind kind_of(const template_desc *t) {
+  kind k;
+  k.packed = t->layout == CT_LAYOUT_NCHW4C;
+  k.wgmma = strstr(t->name, "wgmma") != NULL;
+  k.stem = strstr(t->name, "stem") != NULL;
+  k.mma = !k.wgmma && strstr(t->name, "mma") != NULL;
+  return k;
+}
+
+/* Whether case c runs t. */
+static int in_case(const template_desc *t, const char *c) {
+  kind k = kind_of(t);
+  int nhwc_wgmma = !k.packed && k.wgmma && !k.stem, stem_wgmma = !k.packed && k.wgmma && k.stem;
+  if (!strcmp(c, "gpu_templates")) return k.packed && !k.wgmma;
+  if (!strcmp(c, "wgmma")) return k.packed && k.wgmma;
+  if (!strcmp(c, "nhwc")) return !k.packed && !stem_wgmma;
+  if (!strcmp(c, "nhwc8") || !strcmp(c, "pingpong")) return nhwc_wgmma;
+  if (!strcmp(c, "stem") || !strcmp(c, "stem8")) return stem_wgmma;
+  if (!strcmp(c, "onnx")) return k.packed || nhwc_wgmma;
+  if (!strcmp(c, "onnx_stem")) return !k.packed && !nhwc_wgmma;
+  return 0;
+}
+
+/* The templates of case c: their count, and the i-th (registry order). */
+static int case_count(const char *c) {
+  int n = 0;
+  for (const template_desc *const *t = template_all(); *t; t++) n += in_case(*t, c);
+  return n;
+}
+
+static const template_desc *case_template(const char *c, int i) {
+  for (const template_desc *const *t = template_all(); *t; t++)
+    if (in_case(*t, c) && i-- == 0) return *t;
+  ck_abort_msg("case %s has no template %d", c, i);
+  return NULL;
+}
+
+/* The shapes t runs: the packed lists (the mma ones also the wider
+ * layers), the wgmma ones', the channels-last wgmma ones', or the stems'. */
+typedef struct shapes_of_t {
+  const shape *list, *more;
+  int n, n_more;
+} shapes_of_t;
+
+static shapes_of_t shapes_of(const template_desc *t) {
+  kind k = kind_of(t);
+  int d3 = t->op == CT_OP_CONV3D;
+  shapes_of_t r = {NULL, NULL, 0, 0};
+  if (k.packed && k.wgmma)
+    r.list = d3 ? wg3d : wg2d, r.n = d3 ? N_OF(wg3d) : N_OF(wg2d);
+  else if (k.packed) {
+    r.list = d3 ? shapes3d : shapes2d, r.n = d3 ? N_OF(shapes3d) : N_OF(shapes2d);
+    if (k.mma) r.more = d3 ? wide3d : wide2d, r.n_more = d3 ? N_OF(wide3d) : N_OF(wide2d);
+  } else if (k.wgmma && !k.stem)
+    r.list = d3 ? nh3d : nh2d, r.n = d3 ? N_OF(nh3d) : N_OF(nh2d);
+  else
+    r.list = d3 ? nm3d : nm2d, r.n = d3 ? N_OF(nm3d) : N_OF(nm2d);
+  return r;
+}
+
+/* Cases gpu_templates, wgmma, nhwc, stem: random configs of each template
+ * on its shapes, int32 output, exact. */
+START_TEST(registered_configs_match_the_reference) {
+  const template_desc *t = case_template(tcase_name(), _i);
+  shapes_of_t sh = shapes_of(t);
+  if (kind_of(t).wgmma)
+    run_wgmma(t->name, sh.list, sh.n);
+  else
+    run_template(t->name, sh.list, sh.n, sh.more, sh.n_more);
 }
 END_TEST
 
-START_TEST(mma_onnx_configs_match_the_reference) {
-  run_onnx("conv2d_nchw4c_mma", shapes2d, N_OF(shapes2d), wide2d, N_OF(wide2d));
-  run_onnx("conv3d_ncdhw4c_mma", shapes3d, N_OF(shapes3d), wide3d, N_OF(wide3d));
+/* Cases nhwc8, stem8: the same with 8-bit output (the requantizing
+ * epilogues, both out_stage forms). */
+START_TEST(registered_int8_configs_match_the_reference) {
+  const template_desc *t = case_template(tcase_name(), _i);
+  shapes_of_t sh = shapes_of(t);
+  run_wgmma8(t->name, sh.list, sh.n);
 }
 END_TEST
 
-START_TEST(wgmma_onnx_configs_match_the_reference) {
-  run_onnx("conv2d_nchw4c_wgmma", wg2d, N_OF(wg2d), NULL, 0);
-  run_onnx("conv3d_ncdhw4c_wgmma", wg3d, N_OF(wg3d), NULL, 0);
-}
-END_TEST
-
-START_TEST(nhwc_wgmma_onnx_configs_match_the_reference) {
-  run_onnx("conv2d_nhwc_wgmma", nh2d, N_OF(nh2d), NULL, 0);
-  run_onnx("conv3d_ndhwc_wgmma", nh3d, N_OF(nh3d), NULL, 0);
-}
-END_TEST
-
-START_TEST(nhwc_mma_onnx_configs_match_the_reference) {
-  run_onnx("conv2d_nhwc_mma", nm2d, N_OF(nm2d), NULL, 0);
-  run_onnx("conv3d_ndhwc_mma", nm3d, N_OF(nm3d), NULL, 0);
-}
-END_TEST
-
-START_TEST(nhwc_wgmma_stem_onnx_configs_match_the_reference) {
-  run_onnx("conv2d_nhwc_wgmma_stem", nm2d, N_OF(nm2d), NULL, 0);
-  run_onnx("conv3d_ndhwc_wgmma_stem", nm3d, N_OF(nm3d), NULL, 0);
-}
-END_TEST
-
-START_TEST(conv2d_configs_match_the_reference) {
-  run_template("conv2d_nchw4c_dp4a", shapes2d, sizeof shapes2d / sizeof shapes2d[0], NULL, 0);
-}
-END_TEST
-
-START_TEST(conv2d_mma_configs_match_the_reference) {
-  run_template("conv2d_nchw4c_mma", shapes2d, sizeof shapes2d / sizeof shapes2d[0], wide2d,
-               sizeof wide2d / sizeof wide2d[0]);
-}
-END_TEST
-
-START_TEST(conv3d_mma_configs_match_the_reference) {
-  run_template("conv3d_ncdhw4c_mma", shapes3d, sizeof shapes3d / sizeof shapes3d[0], wide3d,
-               sizeof wide3d / sizeof wide3d[0]);
-}
-END_TEST
-
-START_TEST(conv2d_wgmma_configs_match_the_reference) {
-  run_wgmma("conv2d_nchw4c_wgmma", wg2d, sizeof wg2d / sizeof wg2d[0]);
-}
-END_TEST
-
-START_TEST(conv3d_wgmma_configs_match_the_reference) {
-  run_wgmma("conv3d_ncdhw4c_wgmma", wg3d, sizeof wg3d / sizeof wg3d[0]);
-}
-END_TEST
-
-START_TEST(conv2d_nhwc_wgmma_configs_match_the_reference) {
-  run_wgmma("conv2d_nhwc_wgmma", nh2d, sizeof nh2d / sizeof nh2d[0]);
-}
-END_TEST
-
-START_TEST(conv3d_ndhwc_wgmma_configs_match_the_reference) {
-  run_wgmma("conv3d_ndhwc_wgmma", nh3d, sizeof nh3d / sizeof nh3d[0]);
-}
-END_TEST
-
-/* The same with 8-bit output: the requantizing epilogues, both out_stage forms. */
-START_TEST(conv2d_nhwc_wgmma_int8_configs_match_the_reference) {
-  run_wgmma8("conv2d_nhwc_wgmma", nh2d, sizeof nh2d / sizeof nh2d[0]);
-}
-END_TEST
-
-START_TEST(conv3d_ndhwc_wgmma_int8_configs_match_the_reference) {
-  run_wgmma8("conv3d_ndhwc_wgmma", nh3d, sizeof nh3d / sizeof nh3d[0]);
-}
-END_TEST
-
-/* Ping-pong with three and four consumer warpgroups taking the tiles in
+/* Case pingpong: three and four consumer warpgroups taking the tiles in
  * turn, int32 and 8-bit output; half the configs as on 1 to 3 SMs, so
  * that every warpgroup runs several tiles and their counts differ. */
-START_TEST(nhwc_wgmma_pingpong_of_3_and_4_warpgroups_match_the_reference) {
+START_TEST(registered_pingpong_of_3_and_4_warpgroups_match_the_reference) {
+  const template_desc *t = case_template(tcase_name(), _i);
+  shapes_of_t sh = shapes_of(t);
   min_warpgroups = 3;
-  run_wgmma("conv2d_nhwc_wgmma", nh2d, sizeof nh2d / sizeof nh2d[0]);
-  run_wgmma("conv3d_ndhwc_wgmma", nh3d, sizeof nh3d / sizeof nh3d[0]);
-  run_wgmma8("conv2d_nhwc_wgmma", nh2d, sizeof nh2d / sizeof nh2d[0]);
-  run_wgmma8("conv3d_ndhwc_wgmma", nh3d, sizeof nh3d / sizeof nh3d[0]);
+  run_wgmma(t->name, sh.list, sh.n);
+  run_wgmma8(t->name, sh.list, sh.n);
   min_warpgroups = 0;
 }
 END_TEST
 
-START_TEST(conv2d_nhwc_mma_configs_match_the_reference) {
-  run_template("conv2d_nhwc_mma", nm2d, sizeof nm2d / sizeof nm2d[0], NULL, 0);
-}
-END_TEST
-
-START_TEST(conv3d_ndhwc_mma_configs_match_the_reference) {
-  run_template("conv3d_ndhwc_mma", nm3d, sizeof nm3d / sizeof nm3d[0], NULL, 0);
-}
-END_TEST
-
-/* The channels-last wgmma stem templates on the mma ones' workloads. */
-START_TEST(conv2d_nhwc_wgmma_stem_configs_match_the_reference) {
-  run_wgmma("conv2d_nhwc_wgmma_stem", nm2d, sizeof nm2d / sizeof nm2d[0]);
-}
-END_TEST
-
-START_TEST(conv3d_ndhwc_wgmma_stem_configs_match_the_reference) {
-  run_wgmma("conv3d_ndhwc_wgmma_stem", nm3d, sizeof nm3d / sizeof nm3d[0]);
-}
-END_TEST
-
-/* The same with 8-bit output: the requantizing epilogue. */
-START_TEST(conv2d_nhwc_wgmma_stem_int8_configs_match_the_reference) {
-  run_wgmma8("conv2d_nhwc_wgmma_stem", nm2d, sizeof nm2d / sizeof nm2d[0]);
-}
-END_TEST
-
-START_TEST(conv3d_ndhwc_wgmma_stem_int8_configs_match_the_reference) {
-  run_wgmma8("conv3d_ndhwc_wgmma_stem", nm3d, sizeof nm3d / sizeof nm3d[0]);
-}
-END_TEST
-
-START_TEST(conv3d_configs_match_the_reference) {
-  run_template("conv3d_ncdhw4c_dp4a", shapes3d, sizeof shapes3d / sizeof shapes3d[0], NULL, 0);
+/* Cases onnx, onnx_stem: every template with onnx rounding, exact against
+ * reference_qconv. */
+START_TEST(registered_onnx_configs_match_the_reference) {
+  const template_desc *t = case_template(tcase_name(), _i);
+  shapes_of_t sh = shapes_of(t);
+  run_onnx(t->name, sh.list, sh.n, sh.more, sh.n_more);
 }
 END_TEST
 
@@ -989,14 +777,13 @@ static int ref_variant(const shape *sh, ct_layout layout, int v, int i, ct_workl
 
 /* test_runner's channels-last shapes whose K is no multiple of 4: 8-bit
  * outputs that end inside a word (the tail ref_compare reads) */
+/* clang-format off */
 static const shape ref_odd[] = {
-    {"c5k7 3x3 s2 b3", CT_OP_CONV2D, 3, 5, 7, {0, 9, 11}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1},
-     {0, 1, 1}, {0, 1, 1}},
-    {"stem c3k6 7x7", CT_OP_CONV2D, 1, 3, 6, {0, 15, 13}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3},
-     {0, 3, 3}, {0, 1, 1}},
-    {"3d c3k5", CT_OP_CONV3D, 1, 3, 5, {3, 7, 5}, {3, 3, 3}, {1, 2, 1}, {1, 1, 1}, {1, 1, 1},
-     {1, 1, 1}},
+    {"c5k7 3x3 s2 b3", CT_OP_CONV2D, 3, 5, 7, {0, 9, 11}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"stem c3k6 7x7", CT_OP_CONV2D, 1, 3, 6, {0, 15, 13}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
+    {"3d c3k5", CT_OP_CONV3D, 1, 3, 5, {3, 7, 5}, {3, 3, 3}, {1, 2, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
 };
+/* clang-format on */
 
 /* The GPU reference on the packed shapes (shapes2d, shapes3d) and the
  * channels-last ones (nm2d, nm3d: 1 to 7 and 40 channels, odd sizes;
@@ -1080,94 +867,63 @@ static int read_env(void) {
   return 0;
 }
 
+/* The registry-driven cases (CK_RUN_CASE=name runs one alone): each
+ * loops over the templates of its kind (in_case). */
+#define REGISTRY_CASE(name, test)                                                                  \
+  static void add_##name(TCase *tc) {                                                              \
+    tcase_add_loop_test(tc, test, 0, case_count(#name));                                           \
+  }
+REGISTRY_CASE(gpu_templates, registered_configs_match_the_reference)
+REGISTRY_CASE(wgmma, registered_configs_match_the_reference)
+REGISTRY_CASE(nhwc, registered_configs_match_the_reference)
+REGISTRY_CASE(nhwc8, registered_int8_configs_match_the_reference)
+REGISTRY_CASE(pingpong, registered_pingpong_of_3_and_4_warpgroups_match_the_reference)
+REGISTRY_CASE(stem, registered_configs_match_the_reference)
+REGISTRY_CASE(stem8, registered_int8_configs_match_the_reference)
+/* onnx_stem apart from onnx: the whole onnx case runs past 200 s on the H200 */
+REGISTRY_CASE(onnx, registered_onnx_configs_match_the_reference)
+REGISTRY_CASE(onnx_stem, registered_onnx_configs_match_the_reference)
+
+/* CT_GT_REF=1, for the sanitizer run: CK_RUN_CASE=ref (otherwise empty) */
+static void add_ref(TCase *tc) {
+  const char *ref = getenv("CT_GT_REF");
+  if (ref && strcmp(ref, "1") == 0) tcase_add_test(tc, gpu_reference_matches_the_cpu_reference);
+}
+
+static const test_case suite_cases[] = {
+    {"gpu_templates", 1200, add_gpu_templates},
+    {"wgmma", 1200, add_wgmma},
+    {"nhwc", 1200, add_nhwc},
+    {"nhwc8", 1200, add_nhwc8},
+    {"pingpong", 1200, add_pingpong},
+    {"stem", 1200, add_stem},
+    {"stem8", 1200, add_stem8},
+    {"onnx", 2400, add_onnx},
+    {"onnx_stem", 2400, add_onnx_stem},
+    {"ref", 1200, add_ref},
+    {NULL, 0, NULL},
+};
+
+/* test_main's probe: a CUDA device, opened as dev for every case. */
+static int have_gpu(char *why, size_t size) {
+  if (device_count() == 0) {
+    snprintf(why, size, "no CUDA device");
+    return 0;
+  }
+  ct_err err = {0};
+  if (device_open(0, &dev, &err)) {
+    snprintf(why, size, "%s", err.msg);
+    return -1;
+  }
+  return 1;
+}
+
 int main(int argc, char **argv) {
   if (read_env()) return EXIT_FAILURE;
-  if (device_count() == 0) {
-    fprintf(stderr, "test_gpu_templates: skipped: no CUDA device\n");
-    return 77;
-  }
   if (argc > 1) per_workload = atoi(argv[1]);
   if (seed != 20261122 || shapes_mod != 1)
     printf("test_gpu_templates: seed %llu, workloads %d mod %d, %d configs each\n",
            (unsigned long long)seed, shapes_rem, shapes_mod, per_workload);
-  ct_err err = {0};
-  if (device_open(0, &dev, &err)) {
-    fprintf(stderr, "test_gpu_templates: %s\n", err.msg);
-    return 1;
-  }
-  Suite *s = suite_create("gpu_templates");
-  TCase *tc = tcase_create("gpu_templates");
-  tcase_set_timeout(tc, 1200);
-  tcase_add_test(tc, conv2d_configs_match_the_reference);
-  tcase_add_test(tc, conv3d_configs_match_the_reference);
-  tcase_add_test(tc, conv2d_mma_configs_match_the_reference);
-  tcase_add_test(tc, conv3d_mma_configs_match_the_reference);
-  suite_add_tcase(s, tc);
-  /* its own case: CK_RUN_CASE=wgmma runs it alone */
-  TCase *wg = tcase_create("wgmma");
-  tcase_set_timeout(wg, 1200);
-  tcase_add_test(wg, conv2d_wgmma_configs_match_the_reference);
-  tcase_add_test(wg, conv3d_wgmma_configs_match_the_reference);
-  suite_add_tcase(s, wg);
-  /* CK_RUN_CASE=nhwc: the channels-last templates alone */
-  TCase *nh = tcase_create("nhwc");
-  tcase_set_timeout(nh, 1200);
-  tcase_add_test(nh, conv2d_nhwc_wgmma_configs_match_the_reference);
-  tcase_add_test(nh, conv3d_ndhwc_wgmma_configs_match_the_reference);
-  tcase_add_test(nh, conv2d_nhwc_mma_configs_match_the_reference);
-  tcase_add_test(nh, conv3d_ndhwc_mma_configs_match_the_reference);
-  suite_add_tcase(s, nh);
-  /* CK_RUN_CASE=nhwc8: the channels-last wgmma templates with 8-bit output */
-  TCase *n8 = tcase_create("nhwc8");
-  tcase_set_timeout(n8, 1200);
-  tcase_add_test(n8, conv2d_nhwc_wgmma_int8_configs_match_the_reference);
-  tcase_add_test(n8, conv3d_ndhwc_wgmma_int8_configs_match_the_reference);
-  suite_add_tcase(s, n8);
-  /* CK_RUN_CASE=pingpong: ping-pong of 3 and 4 consumer warpgroups */
-  TCase *pp = tcase_create("pingpong");
-  tcase_set_timeout(pp, 1200);
-  tcase_add_test(pp, nhwc_wgmma_pingpong_of_3_and_4_warpgroups_match_the_reference);
-  suite_add_tcase(s, pp);
-  /* CK_RUN_CASE=stem: the channels-last wgmma stem templates alone */
-  TCase *st = tcase_create("stem");
-  tcase_set_timeout(st, 1200);
-  tcase_add_test(st, conv2d_nhwc_wgmma_stem_configs_match_the_reference);
-  tcase_add_test(st, conv3d_ndhwc_wgmma_stem_configs_match_the_reference);
-  suite_add_tcase(s, st);
-  /* CK_RUN_CASE=stem8: the stem templates with 8-bit output */
-  TCase *s8 = tcase_create("stem8");
-  tcase_set_timeout(s8, 1200);
-  tcase_add_test(s8, conv2d_nhwc_wgmma_stem_int8_configs_match_the_reference);
-  tcase_add_test(s8, conv3d_ndhwc_wgmma_stem_int8_configs_match_the_reference);
-  suite_add_tcase(s, s8);
-  /* CK_RUN_CASE=onnx: every template family with onnx rounding */
-  TCase *ox = tcase_create("onnx");
-  tcase_set_timeout(ox, 2400);
-  tcase_add_test(ox, dp4a_onnx_configs_match_the_reference);
-  tcase_add_test(ox, mma_onnx_configs_match_the_reference);
-  tcase_add_test(ox, wgmma_onnx_configs_match_the_reference);
-  tcase_add_test(ox, nhwc_wgmma_onnx_configs_match_the_reference);
-  suite_add_tcase(s, ox);
-  /* CK_RUN_CASE=onnx_stem: the stems' templates (C % 16 != 0) with onnx
-   * rounding, apart: the whole onnx case runs past 200 s on the H200 */
-  TCase *os = tcase_create("onnx_stem");
-  tcase_set_timeout(os, 2400);
-  tcase_add_test(os, nhwc_mma_onnx_configs_match_the_reference);
-  tcase_add_test(os, nhwc_wgmma_stem_onnx_configs_match_the_reference);
-  suite_add_tcase(s, os);
-  /* CT_GT_REF=1, for the sanitizer run: CK_RUN_CASE=ref */
-  const char *ref = getenv("CT_GT_REF");
-  if (ref && strcmp(ref, "1") == 0) {
-    TCase *rf = tcase_create("ref");
-    tcase_set_timeout(rf, 1200);
-    tcase_add_test(rf, gpu_reference_matches_the_cpu_reference);
-    suite_add_tcase(s, rf);
-  }
-  SRunner *sr = srunner_create(s);
-  /* a CUDA context does not survive fork */
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  static const test_suite suite = {"gpu_templates", suite_cases, 1, have_gpu};
+  return test_main(&suite);
 }

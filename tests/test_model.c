@@ -18,7 +18,7 @@
 
 #include "model/graph.h"
 #include "model/model.h"
-#include "tmpdir.h"
+#include "tests/util.h"
 
 /* ---- a model builder ------------------------------------------------------ */
 
@@ -35,7 +35,7 @@ typedef struct mb {
   Onnx__ValueInfoProto *inputs[8], *outputs[8], *vinfo[LIST_MAX];
   void *arena[ARENA_MAX];
   int n_arena;
-  char dir[64];
+  char dir[512];
 } mb;
 
 static void *mb_alloc(mb *b, size_t size) {
@@ -83,8 +83,7 @@ static void mb_init(mb *b) {
   b->g.input = b->inputs;
   b->g.output = b->outputs;
   b->g.value_info = b->vinfo;
-  strcpy(b->dir, "/tmp/ct_model_XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(b->dir));
+  scratch(b->dir, sizeof b->dir);
 }
 
 static void mb_free(mb *b) {
@@ -1673,51 +1672,52 @@ START_TEST(tiny_committed) {
 }
 END_TEST
 
-static Suite *model_suite(void) {
-  Suite *s = suite_create("model");
-  TCase *t = tcase_create("forms");
-  tcase_add_test(t, qdq_int8_per_tensor);
-  tcase_add_loop_test(t, qdq_uint8_per_channel, 0, 2);
-  tcase_add_test(t, qdq_uint8_weights_symmetric);
-  tcase_add_test(t, qdq_conv3d);
-  tcase_add_test(t, qlinear_conv_add);
-  tcase_add_loop_test(t, conv_integer, 0, 2);
-  tcase_add_test(t, float_conv_auto_pad);
-  suite_add_tcase(s, t);
-  t = tcase_create("fusion");
-  tcase_add_test(t, relu_and_clip);
-  tcase_add_loop_test(t, residual_add, 0, 2);
-  tcase_add_test(t, residual_broadcast_not_fused);
-  tcase_add_loop_test(t, resnet_block_downsample, 0, 2);
-  tcase_add_loop_test(t, depth_to_space, 0, 3);
-  tcase_add_test(t, tiny_committed);
-  suite_add_tcase(s, t);
-  t = tcase_create("graph");
-  tcase_add_test(t, shape_propagation);
-  tcase_add_test(t, shape_more);
-  tcase_add_test(t, batch);
-  tcase_add_test(t, shape_unknown);
-  tcase_add_test(t, unsupported_listed);
-  tcase_add_test(t, unique_workloads);
-  tcase_add_loop_test(t, external_data, 0, 5);
-  suite_add_tcase(s, t);
-  t = tcase_create("hostile");
-  tcase_set_timeout(t, 60);
-  tcase_add_test(t, truncated_prefixes);
-  tcase_add_test(t, mutated_bytes);
-  tcase_add_test(t, garbage);
-  tcase_add_loop_test(t, unknown_dtype, 0, 2);
-  tcase_add_loop_test(t, bad_sizes, 0, 5);
-  tcase_add_test(t, deep_nesting);
-  tcase_add_test(t, bad_graphs);
-  suite_add_tcase(s, t);
-  return s;
+static void add_forms(TCase *tc) {
+  tcase_add_test(tc, qdq_int8_per_tensor);
+  tcase_add_loop_test(tc, qdq_uint8_per_channel, 0, 2);
+  tcase_add_test(tc, qdq_uint8_weights_symmetric);
+  tcase_add_test(tc, qdq_conv3d);
+  tcase_add_test(tc, qlinear_conv_add);
+  tcase_add_loop_test(tc, conv_integer, 0, 2);
+  tcase_add_test(tc, float_conv_auto_pad);
 }
 
+static void add_fusion(TCase *tc) {
+  tcase_add_test(tc, relu_and_clip);
+  tcase_add_loop_test(tc, residual_add, 0, 2);
+  tcase_add_test(tc, residual_broadcast_not_fused);
+  tcase_add_loop_test(tc, resnet_block_downsample, 0, 2);
+  tcase_add_loop_test(tc, depth_to_space, 0, 3);
+  tcase_add_test(tc, tiny_committed);
+}
+
+static void add_graph(TCase *tc) {
+  tcase_add_test(tc, shape_propagation);
+  tcase_add_test(tc, shape_more);
+  tcase_add_test(tc, batch);
+  tcase_add_test(tc, shape_unknown);
+  tcase_add_test(tc, unsupported_listed);
+  tcase_add_test(tc, unique_workloads);
+  tcase_add_loop_test(tc, external_data, 0, 5);
+}
+
+static void add_hostile(TCase *tc) {
+  tcase_add_test(tc, truncated_prefixes);
+  tcase_add_test(tc, mutated_bytes);
+  tcase_add_test(tc, garbage);
+  tcase_add_loop_test(tc, unknown_dtype, 0, 2);
+  tcase_add_loop_test(tc, bad_sizes, 0, 5);
+  tcase_add_test(tc, deep_nesting);
+  tcase_add_test(tc, bad_graphs);
+}
+
+static const test_case suite_cases[] = {
+    {"forms", -1, add_forms}, {"fusion", -1, add_fusion},
+    {"graph", -1, add_graph}, {"hostile", 60, add_hostile},
+    {NULL, 0, NULL},
+};
+
 int main(void) {
-  SRunner *r = srunner_create(model_suite());
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  static const test_suite suite = {"model", suite_cases, 0, NULL};
+  return test_main(&suite);
 }

@@ -23,6 +23,7 @@
 #include "core/quant.h"
 #include "core/reference.h"
 #include "core/rng.h"
+#include "tests/util.h"
 
 static const bench_peaks h200 = {130.0, 1267.0, 4.3};
 
@@ -531,11 +532,11 @@ START_TEST(json_document) {
   cJSON_Delete(o);
 
   /* written and read back */
-  char dir[] = "/tmp/ct_model_bench_XXXXXX";
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-  char path[512];
+  char dir[400];
+  scratch(dir, sizeof dir);
+  char path[600];
   mbench_results_path(&r, dir, path, sizeof path);
-  char want[512];
+  char want[600];
   snprintf(want, sizeof want, "%s/h200-tiny-qdq-b16.json", dir);
   ck_assert_str_eq(path, want);
   ct_err err = {0};
@@ -735,10 +736,7 @@ START_TEST(run_without_gpu) {
 }
 END_TEST
 
-static Suite *model_bench_suite(void) {
-  Suite *s = suite_create("model_bench");
-  TCase *tc = tcase_create("cpu");
-  tcase_set_timeout(tc, 60);
+static void add_cpu(TCase *tc) {
   tcase_add_test(tc, images_first_and_last);
   tcase_add_test(tc, plan_wiring);
   tcase_add_test(tc, plan_rejects_invalid_supported);
@@ -753,14 +751,14 @@ static Suite *model_bench_suite(void) {
   tcase_add_test(tc, csv_rows);
   tcase_add_test(tc, plan_of_a_model_file);
   tcase_add_test(tc, run_without_gpu);
-  suite_add_tcase(s, tc);
-  return s;
 }
 
+static const test_case suite_cases[] = {
+    {"cpu", 60, add_cpu},
+    {NULL, 0, NULL},
+};
+
 int main(void) {
-  SRunner *sr = srunner_create(model_bench_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  static const test_suite suite = {"model_bench", suite_cases, 0, NULL};
+  return test_main(&suite);
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "gpu/nvrtc.h"
+#include "tests/util.h"
 
 /* N reaches the source as -DN=...: without it the source does not compile. */
 static const char kernel_source[] =
@@ -223,10 +224,7 @@ START_TEST(version_is_major_dot_minor) {
 }
 END_TEST
 
-static Suite *nvrtc_suite(void) {
-  Suite *s = suite_create("nvrtc");
-  TCase *tc = tcase_create("nvrtc");
-  tcase_set_timeout(tc, 120);
+static void add_nvrtc(TCase *tc) {
   tcase_add_test(tc, compiles_to_an_elf_cubin);
   tcase_add_test(tc, compiles_for_other_architectures);
   tcase_add_test(tc, missing_option_is_a_compile_error_with_its_log);
@@ -237,14 +235,14 @@ static Suite *nvrtc_suite(void) {
   tcase_add_test(tc, bad_arguments_are_rejected);
   tcase_add_test(tc, templates_compile_with_their_embedded_headers);
   tcase_add_test(tc, version_is_major_dot_minor);
-  suite_add_tcase(s, tc);
-  return s;
 }
 
+static const test_case suite_cases[] = {
+    {"nvrtc", 120, add_nvrtc},
+    {NULL, 0, NULL},
+};
+
 int main(void) {
-  SRunner *sr = srunner_create(nvrtc_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  static const test_suite suite = {"nvrtc", suite_cases, 0, NULL};
+  return test_main(&suite);
 }

@@ -18,23 +18,9 @@
 #include <string.h>
 
 #include "core/pack.h"
+#include "tests/util.h"
 
 #define POISON 0x5A
-
-/* A local xorshift32 so the inputs are the same on every run and platform. */
-static uint32_t rng_next(uint32_t *s) {
-  uint32_t x = *s;
-  x ^= x << 13;
-  x ^= x >> 17;
-  x ^= x << 5;
-  return *s = x;
-}
-
-static void *xmalloc(size_t bytes) {
-  void *p = malloc(bytes ? bytes : 1);
-  ck_assert_ptr_nonnull(p);
-  return p;
-}
 
 /* Channel counts around the packing width, and spatial extents. */
 static const int64_t chans[] = {1, 2, 3, 4, 5, 6, 7, 8, 12, 13};
@@ -57,13 +43,13 @@ END_TEST
 
 /* Data, int8 or int32 by elem: pack (checked element by element against the
  * NCHW4c formula), then unpack (checked against the original). */
-static void data_round_trip(size_t elem, int64_t n, int64_t c, int64_t s, uint32_t *rng) {
+static void data_round_trip(size_t elem, int64_t n, int64_t c, int64_t s, rng *gen) {
   int64_t cp = (c + 3) / 4 * 4; /* channels after padding, written out on purpose */
   int64_t plain = n * c * s, packed = n * cp * s;
   unsigned char *src = xmalloc((size_t)plain * elem);
   unsigned char *dst = xmalloc((size_t)packed * elem);
   unsigned char *back = xmalloc((size_t)plain * elem);
-  for (int64_t i = 0; i < plain * (int64_t)elem; i++) src[i] = (unsigned char)rng_next(rng);
+  for (int64_t i = 0; i < plain * (int64_t)elem; i++) src[i] = (unsigned char)rng_next(gen);
   memset(dst, POISON, (size_t)packed * elem);
   memset(back, POISON, (size_t)plain * elem);
 
@@ -92,31 +78,33 @@ static void data_round_trip(size_t elem, int64_t n, int64_t c, int64_t s, uint32
 }
 
 START_TEST(data_int8_round_trip) {
-  uint32_t rng = 0x1234567u;
+  rng gen;
+  rng_seed(&gen, 0x1234567u);
   for (int64_t n = 1; n <= 2; n++)
     for (size_t ci = 0; ci < N_CHANS; ci++)
       for (size_t si = 0; si < N_SPATIALS; si++)
-        data_round_trip(1, n, chans[ci], spatials[si], &rng);
+        data_round_trip(1, n, chans[ci], spatials[si], &gen);
 }
 END_TEST
 
 START_TEST(data_int32_round_trip) {
-  uint32_t rng = 0x89abcdefu;
+  rng gen;
+  rng_seed(&gen, 0x89abcdefu);
   for (int64_t n = 1; n <= 3; n++)
     for (size_t ci = 0; ci < N_CHANS; ci++)
       for (size_t si = 0; si < N_SPATIALS; si++)
-        data_round_trip(4, n, chans[ci], spatials[si], &rng);
+        data_round_trip(4, n, chans[ci], spatials[si], &gen);
 }
 END_TEST
 
 /* Weights: pack (checked against the OIHW4o4i formula), then unpack. */
-static void weight_round_trip(int64_t k, int64_t c, int64_t s, uint32_t *rng) {
+static void weight_round_trip(int64_t k, int64_t c, int64_t s, rng *gen) {
   int64_t kp = (k + 3) / 4 * 4, cp = (c + 3) / 4 * 4;
   int64_t plain = k * c * s, packed = kp * cp * s;
   int8_t *src = xmalloc((size_t)plain);
   int8_t *dst = xmalloc((size_t)packed);
   int8_t *back = xmalloc((size_t)plain);
-  for (int64_t i = 0; i < plain; i++) src[i] = (int8_t)(rng_next(rng) & 0xff);
+  for (int64_t i = 0; i < plain; i++) src[i] = (int8_t)(rng_next(gen) & 0xff);
   memset(dst, POISON, (size_t)packed);
   memset(back, POISON, (size_t)plain);
 
@@ -141,11 +129,12 @@ static void weight_round_trip(int64_t k, int64_t c, int64_t s, uint32_t *rng) {
 }
 
 START_TEST(weights_round_trip) {
-  uint32_t rng = 0x5eed5eedu;
+  rng gen;
+  rng_seed(&gen, 0x5eed5eedu);
   for (size_t ki = 0; ki < N_CHANS; ki++)
     for (size_t ci = 0; ci < N_CHANS; ci++)
       for (size_t si = 0; si < N_SPATIALS; si++)
-        weight_round_trip(chans[ki], chans[ci], spatials[si], &rng);
+        weight_round_trip(chans[ki], chans[ci], spatials[si], &gen);
 }
 END_TEST
 
@@ -259,11 +248,11 @@ static const int64_t nhwc_spatials[] = {1, 3, 7, 9, 31, 32, 49, 70};
 #define N_NHWC_SPATIALS (sizeof nhwc_spatials / sizeof nhwc_spatials[0])
 
 /* Data [n][c][s] -> NHWC [n][s][c], checked byte by byte, then back. */
-static void nhwc_round_trip(size_t elem, int64_t n, int64_t c, int64_t s, uint32_t *rng) {
+static void nhwc_round_trip(size_t elem, int64_t n, int64_t c, int64_t s, rng *gen) {
   int64_t count = n * c * s;
   size_t bytes = (size_t)count * elem;
   unsigned char *src = xmalloc(bytes), *dst = xmalloc(bytes), *back = xmalloc(bytes);
-  for (size_t i = 0; i < bytes; i++) src[i] = (unsigned char)rng_next(rng);
+  for (size_t i = 0; i < bytes; i++) src[i] = (unsigned char)rng_next(gen);
   memset(dst, POISON, bytes);
   memset(back, POISON, bytes);
 
@@ -290,20 +279,21 @@ static void nhwc_round_trip(size_t elem, int64_t n, int64_t c, int64_t s, uint32
 /* Loop index _i: element size 1, 4 (the fast paths) or 2 (the general one). */
 START_TEST(nhwc_round_trip_all_sizes) {
   static const size_t elems[] = {1, 4, 2};
-  uint32_t rng = 0x0badcafeu + (uint32_t)_i;
+  rng gen;
+  rng_seed(&gen, 0x0badcafeu + (uint32_t)_i);
   for (int64_t n = 1; n <= 3; n += 2)
     for (size_t ci = 0; ci < N_NHWC_CHANS; ci++)
       for (size_t si = 0; si < N_NHWC_SPATIALS; si++)
-        nhwc_round_trip(elems[_i], n, nhwc_chans[ci], nhwc_spatials[si], &rng);
+        nhwc_round_trip(elems[_i], n, nhwc_chans[ci], nhwc_spatials[si], &gen);
 }
 END_TEST
 
 /* Weights OIHW [k][c][s] -> OHWI [k][s][c], checked element by element, then back. */
-static void ohwi_round_trip(int64_t k, int64_t c, int64_t s, uint32_t *rng) {
+static void ohwi_round_trip(int64_t k, int64_t c, int64_t s, rng *gen) {
   int64_t count = k * c * s;
   int8_t *src = xmalloc((size_t)count), *dst = xmalloc((size_t)count);
   int8_t *back = xmalloc((size_t)count);
-  for (int64_t i = 0; i < count; i++) src[i] = (int8_t)(rng_next(rng) & 0xff);
+  for (int64_t i = 0; i < count; i++) src[i] = (int8_t)(rng_next(gen) & 0xff);
   memset(dst, POISON, (size_t)count);
   memset(back, POISON, (size_t)count);
 
@@ -327,11 +317,12 @@ static void ohwi_round_trip(int64_t k, int64_t c, int64_t s, uint32_t *rng) {
 START_TEST(ohwi_round_trip_all_sizes) {
   static const int64_t ks[] = {1, 3, 5, 8, 33};
   static const int64_t kvols[] = {1, 7, 9, 27, 49};
-  uint32_t rng = 0x7e577e57u;
+  rng gen;
+  rng_seed(&gen, 0x7e577e57u);
   for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
     for (size_t ci = 0; ci < N_NHWC_CHANS; ci++)
       for (size_t si = 0; si < sizeof kvols / sizeof kvols[0]; si++)
-        ohwi_round_trip(ks[ki], nhwc_chans[ci], kvols[si], &rng);
+        ohwi_round_trip(ks[ki], nhwc_chans[ci], kvols[si], &gen);
 }
 END_TEST
 
@@ -366,9 +357,7 @@ START_TEST(nhwc_by_hand) {
 }
 END_TEST
 
-static Suite *pack_suite(void) {
-  Suite *s = suite_create("pack");
-  TCase *tc = tcase_create("core");
+static void add_core(TCase *tc) {
   tcase_add_test(tc, round4);
   tcase_add_test(tc, data_int8_round_trip);
   tcase_add_test(tc, data_int32_round_trip);
@@ -380,14 +369,14 @@ static Suite *pack_suite(void) {
   tcase_add_loop_test(tc, nhwc_round_trip_all_sizes, 0, 3);
   tcase_add_test(tc, ohwi_round_trip_all_sizes);
   tcase_add_test(tc, nhwc_by_hand);
-  suite_add_tcase(s, tc);
-  return s;
 }
 
+static const test_case suite_cases[] = {
+    {"core", -1, add_core},
+    {NULL, 0, NULL},
+};
+
 int main(void) {
-  SRunner *sr = srunner_create(pack_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  static const test_suite suite = {"pack", suite_cases, 0, NULL};
+  return test_main(&suite);
 }

@@ -1,6 +1,6 @@
 /*
  * test_quant.c: the quantized epilogues on the CPU: the fixed-point
- * arithmetic (templates/quant.cuh) and the kernels' precomputed form of it
+ * arithmetic (core/quant.cuh) and the kernels' precomputed form of it
  * (ctq_fast, equal to ctq_requant on 25 million cases, edges and rounding
  * ties included), the multiplier conversion and the value checks
  * (core/quant.c), the reference of every epilogue (reference_qconv)
@@ -25,28 +25,11 @@
 #include <string.h>
 
 #include "core/pack.h"
+#include "core/quant.cuh"
 #include "core/quant.h"
 #include "core/reference.h"
 #include "core/workload.h"
-#include "templates/quant.cuh"
-
-static uint32_t rng_next(uint32_t *s) {
-  uint32_t x = *s;
-  x ^= x << 13;
-  x ^= x >> 17;
-  x ^= x << 5;
-  return *s = x;
-}
-
-static int rng_range(uint32_t *s, int lo, int hi) {
-  return lo + (int)(rng_next(s) % (uint32_t)(hi - lo + 1));
-}
-
-static void *xmalloc(size_t bytes) {
-  void *p = malloc(bytes ? bytes : 1);
-  ck_assert_ptr_nonnull(p);
-  return p;
-}
+#include "tests/util.h"
 
 /* ---- fixed point ------------------------------------------------------------ */
 
@@ -70,7 +53,8 @@ static int32_t rdbpot_slow(int32_t x, int e) {
 }
 
 START_TEST(fixed_point_matches_slow_forms) {
-  uint32_t r = 7;
+  rng r;
+  rng_seed(&r, 7);
   const int32_t edges[] = {0,     1,         -1,        2,       -2,         3,
                            -3,    INT32_MAX, INT32_MIN, 1 << 30, -(1 << 30), (1 << 30) + 1,
                            12345, -12345};
@@ -203,8 +187,8 @@ static void rq_check(rq_stats *s, fast_fn fn, const rq *c) {
     s->n_fast++;
     got = fn(f, c->x, c->lo, c->hi, c->has_res, c->r, c->rm, c->rshift, c->rzp);
   } else {
-    got = ctq_requant(c->x, c->m, c->shift, c->zy, c->lo, c->hi, c->has_res, c->r, c->rm,
-                      c->rshift, c->rzp);
+    got = ctq_requant(c->x, c->m, c->shift, c->zy, c->lo, c->hi, c->has_res, c->r, c->rm, c->rshift,
+                      c->rzp);
   }
   if (got != want && s->n_bad++ == 0) {
     s->first_bad = *c;
@@ -217,7 +201,7 @@ static void rq_check(rq_stats *s, fast_fn fn, const rq *c) {
  * zy), ReLU6-like narrow ranges (6 / scale steps above zy), one-value
  * ranges; now and then values the fast form refuses (zy beyond 256, lo >
  * hi), which must then fall to ctq_requant. */
-static void rq_clamp(uint32_t *r, rq *c) {
+static void rq_clamp(rng *r, rq *c) {
   int u8 = rng_range(r, 0, 1), tmin = u8 ? 0 : -128, tmax = u8 ? 255 : 127;
   c->zy = rng_range(r, tmin, tmax);
   c->lo = tmin, c->hi = tmax;
@@ -251,7 +235,7 @@ static void rq_clamp(uint32_t *r, rq *c) {
   }
 }
 
-static void rq_residual(uint32_t *r, rq *c) {
+static void rq_residual(rng *r, rq *c) {
   c->has_res = rng_range(r, 0, 7) == 0;
   c->r = rng_range(r, -128, 255);
   c->rzp = rng_range(r, -128, 255);
@@ -261,16 +245,31 @@ static void rq_residual(uint32_t *r, rq *c) {
 }
 
 /* x: the ends, small values, powers of two and their neighbours */
-static const int32_t rq_x_edges[] = {0,          1,          -1,        2,          -2,
-                                     3,          -3,         12345,     -12345,     1 << 15,
-                                     -(1 << 15), 1 << 23,    1 << 30,   -(1 << 30), (1 << 30) - 1,
-                                     -(1 << 30) + 1, INT32_MAX, INT32_MIN, INT32_MAX - 1,
+static const int32_t rq_x_edges[] = {0,
+                                     1,
+                                     -1,
+                                     2,
+                                     -2,
+                                     3,
+                                     -3,
+                                     12345,
+                                     -12345,
+                                     1 << 15,
+                                     -(1 << 15),
+                                     1 << 23,
+                                     1 << 30,
+                                     -(1 << 30),
+                                     (1 << 30) - 1,
+                                     -(1 << 30) + 1,
+                                     INT32_MAX,
+                                     INT32_MIN,
+                                     INT32_MAX - 1,
                                      INT32_MIN + 1};
 /* m: 0, tiny, 2^30 (0.5), 2^31 - 1 (1 - 2^-31), and what the fast form
  * refuses (INT32_MIN, negative) */
-static const int32_t rq_m_edges[] = {0,          1,         2,          3,         1 << 29,
-                                     1 << 30,    (1 << 30) + 1, 1518500250, INT32_MAX - 1,
-                                     INT32_MAX,  INT32_MIN, -1,         -(1 << 30)};
+static const int32_t rq_m_edges[] = {
+    0,         1,         2,  3,         1 << 29, 1 << 30, (1 << 30) + 1, 1518500250, INT32_MAX - 1,
+    INT32_MAX, INT32_MIN, -1, -(1 << 30)};
 
 /* Every case family, through fn: edges crossed (x, m, every shift from -31
  * to 30, each with random clamps), the rounding ties of rdbpot for each e
@@ -278,7 +277,8 @@ static const int32_t rq_m_edges[] = {0,          1,         2,          3,      
  * and of srdhm (x m = 2^30 mod 2^31), then n_random uniform cases with
  * random or usual multipliers. */
 static void rq_run(rq_stats *s, fast_fn fn, int64_t n_random) {
-  uint32_t r = 0x5eed;
+  rng r;
+  rng_seed(&r, 0x5eed);
   int nx = (int)(sizeof rq_x_edges / sizeof rq_x_edges[0]);
   int nm = (int)(sizeof rq_m_edges / sizeof rq_m_edges[0]);
   rq c;
@@ -404,8 +404,8 @@ START_TEST(requant_fast_sat_equals_requant) {
   if (s.n_bad)
     ck_abort_msg("%lld of %lld fast cases differ; first: x %d m %d shift %d zy %d lo %d hi %d "
                  "res %d: ctq_requant %d, kernel's %d",
-                 (long long)s.n_bad, (long long)s.n_fast, b->x, b->m, b->shift, b->zy, b->lo,
-                 b->hi, b->has_res, s.want, s.got);
+                 (long long)s.n_bad, (long long)s.n_fast, b->x, b->m, b->shift, b->zy, b->lo, b->hi,
+                 b->has_res, s.want, s.got);
   ck_assert_int_gt(n_sat, s.n / 5);
   rq_stats w;
   memset(&w, 0, sizeof w);
@@ -589,7 +589,8 @@ START_TEST(onnx_quantize_equals_the_spec) {
                       1.0f / 6, 0.1f,  0x1p-25f, 0x1p-24f,   1e-10f,      FLT_TRUE_MIN,
                       FLT_MIN,  3e9f,  FLT_MAX,  0.0078125f, 0.99999994f, 0.0123f};
   const int nv = (int)(sizeof vs / sizeof vs[0]), ns = (int)(sizeof ss / sizeof ss[0]);
-  uint32_t r = 0x0dd5eedu;
+  rng r;
+  rng_seed(&r, 0x0dd5eedu);
   long n_ties_pos = 0, n_ties_neg = 0, n_big = 0;
   for (long i = 0; i < 4000000 + (long)nv * ns * N_ONNX_CLAMPS; i++) {
     int32_t v;
@@ -681,7 +682,8 @@ END_TEST
  * some pairs); and the params block's onnx block (quant_onnx_block) carries
  * what the formula needs. */
 START_TEST(onnx_add_equals_the_spec) {
-  uint32_t rs = 0xadd0u;
+  rng rs;
+  rng_seed(&rs, 0xadd0u);
   long n = 0, n_order_differs = 0;
   for (int cfg = 0; cfg < 48; cfg++) {
     int u8 = cfg % 2, tmin = u8 ? 0 : -128, tmax = u8 ? 255 : 127;
@@ -759,7 +761,8 @@ END_TEST
  * that gemmlowp refuses (at least 2^30) is taken; the raw form carries the
  * same block. */
 START_TEST(onnx_params_carry_the_formula) {
-  uint32_t rs = 0x0a11u;
+  rng rs;
+  rng_seed(&rs, 0x0a11u);
   for (int c = 0; c < 16; c++) {
     int u8 = c % 2;
     ct_workload w = small2d(CT_DTYPE_INT8, u8 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8);
@@ -842,8 +845,9 @@ START_TEST(onnx_checks_name_the_field) {
   b = q, b.mid_scale = NAN;
   EXPECT_BAD_QUANT(&w, &b, "mid_scale");
   b = q, b.residual_scale = 1048576.0f;
-  EXPECT_BAD_QUANT(&w, &b, "residual_scale is 1.04858e+06; with onnx rounding it must be finite, "
-                           "above 0 and below 2^20");
+  EXPECT_BAD_QUANT(&w, &b,
+                   "residual_scale is 1.04858e+06; with onnx rounding it must be finite, "
+                   "above 0 and below 2^20");
   b = q, b.residual_scale = 1048575.0f;
   ck_assert_int_eq(quant_check(&w, &b, NULL), CT_OK);
   b = q, b.mid_zero_point = 256;
@@ -960,7 +964,7 @@ static int32_t naive_at(const qcase *t, int64_t n, int64_t oc, int64_t z, int64_
   return (int32_t)(y64 < q->clamp_min ? q->clamp_min : y64 > q->clamp_max ? q->clamp_max : y64);
 }
 
-static void fill(uint32_t *r, void *p, size_t n) {
+static void fill(rng *r, void *p, size_t n) {
   for (size_t i = 0; i < n; i++) ((uint8_t *)p)[i] = (uint8_t)rng_next(r);
 }
 
@@ -976,7 +980,8 @@ static void qcase_make(qcase *t, const ct_workload *w, uint32_t seed) {
   t->data = xmalloc(t->n_data);
   t->weights = xmalloc(t->n_weights);
   t->res = xmalloc(t->n_out);
-  uint32_t r = seed | 1;
+  rng r;
+  rng_seed(&r, seed | 1);
   fill(&r, t->data, t->n_data);
   fill(&r, t->weights, t->n_weights);
   fill(&r, t->res, t->n_out);
@@ -1149,7 +1154,7 @@ END_TEST
 
 /* A random conv (2D or 3D, stride up to 2, padding, dilation, odd channel
  * counts) with a random epilogue (no depth_to_space: NHWC has none), plain. */
-static ct_workload random_plain_case(uint32_t *r, int i) {
+static ct_workload random_plain_case(rng *r, int i) {
   int is3 = i % 2;
   ct_workload w;
   workload_init(&w, is3 ? CT_OP_CONV3D : CT_OP_CONV2D);
@@ -1184,7 +1189,8 @@ static ct_workload random_plain_case(uint32_t *r, int i) {
  * and the params block of the NHWC twin (its weight sums from OHWI weights)
  * equals the plain one word for word. */
 START_TEST(nhwc_reference_equals_plain_converted) {
-  uint32_t r = 0x5eedu;
+  rng r;
+  rng_seed(&r, 0x5eedu);
   int n_zw = 0, n_res = 0, n_qc = 0, n_dil = 0, n_s2 = 0;
   for (int i = 0; i < 96; i++) {
     ct_workload w = random_plain_case(&r, i), nw = w;
@@ -1329,9 +1335,9 @@ static void legalized(const qcase *t, void *out) {
             int qc = w->epi.scale == CT_SCALE_CHANNEL;
             if (w->epi.rounding == CT_ROUND_ONNX) { /* as conv_dp4a.cuh reads the block */
               uint32_t rb = w->epi.residual ? t->res[dst] : 0;
-              ((uint8_t *)out)[dst] = (uint8_t)ctq_requant_lane(
-                  params, (int)kp, (int)k, v, rb, qc, w->out_type == CT_DTYPE_UINT8,
-                  w->epi.residual, 1);
+              ((uint8_t *)out)[dst] =
+                  (uint8_t)ctq_requant_lane(params, (int)kp, (int)k, v, rb, qc,
+                                            w->out_type == CT_DTYPE_UINT8, w->epi.residual, 1);
               continue;
             }
             int32_t m = qc ? arr[CTQ_MULTS * kp + k] : params[CTQ_MULT];
@@ -1348,7 +1354,8 @@ static void legalized(const qcase *t, void *out) {
 }
 
 START_TEST(legalization_equals_the_formula) {
-  uint32_t r = 2024;
+  rng r;
+  rng_seed(&r, 2024);
   for (int i = 0; i < 60; i++) {
     int is3 = rng_range(&r, 0, 3) == 0;
     ct_workload w = case_workload(is3, rng_range(&r, 1, 9), rng_range(&r, 1, 10), CT_LAYOUT_NCHW);
@@ -1426,10 +1433,7 @@ START_TEST(params_fold_bias_and_corrections) {
 }
 END_TEST
 
-static Suite *suite(void) {
-  Suite *s = suite_create("quant");
-  TCase *tc = tcase_create("quant");
-  tcase_set_timeout(tc, 120);
+static void add_quant(TCase *tc) {
   tcase_add_test(tc, fixed_point_matches_slow_forms);
   tcase_add_test(tc, requant_fast_equals_requant);
   tcase_add_test(tc, requant_fast_sat_equals_requant);
@@ -1443,14 +1447,14 @@ static Suite *suite(void) {
   tcase_add_test(tc, reference_depth_to_space_both_modes);
   tcase_add_test(tc, nhwc_reference_equals_plain_converted);
   tcase_add_test(tc, legalization_equals_the_formula);
-  suite_add_tcase(s, tc);
-  return s;
 }
 
+static const test_case suite_cases[] = {
+    {"quant", 120, add_quant},
+    {NULL, 0, NULL},
+};
+
 int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  static const test_suite suite = {"quant", suite_cases, 0, NULL};
+  return test_main(&suite);
 }

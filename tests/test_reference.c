@@ -8,7 +8,7 @@
  * never by pack.c or geom3. Equality is exact. Named awkward shapes and ~290
  * random small ones run in all six combinations of conv2d / conv3d x NCHW /
  * NCHW4c / NHWC (NHWC with the odd channel counts NCHW4c cannot take),
- * with int8 inputs over the full [-128, 127] range from a fixed-seed xorshift
+ * with int8 inputs over the full [-128, 127] range from core's fixed-seed RNG
  * and the output poisoned, so every element must be written. Rejected
  * workloads and the int32 accumulator extreme have their own tests. The
  * named shapes run once more requantized with onnx rounding (8-bit output,
@@ -25,27 +25,9 @@
 
 #include "core/reference.h"
 #include "core/workload.h"
+#include "tests/util.h"
 
 #define POISON ((int32_t)0x7EADBEEF)
-
-static uint32_t rng_next(uint32_t *s) {
-  uint32_t x = *s;
-  x ^= x << 13;
-  x ^= x >> 17;
-  x ^= x << 5;
-  return *s = x;
-}
-
-/* Uniform in [lo, hi]; the small modulo bias does not matter here. */
-static int rng_range(uint32_t *s, int lo, int hi) {
-  return lo + (int)(rng_next(s) % (uint32_t)(hi - lo + 1));
-}
-
-static void *xmalloc(size_t bytes) {
-  void *p = malloc(bytes ? bytes : 1);
-  ck_assert_ptr_nonnull(p);
-  return p;
-}
 
 /* ---- the naive direct convolution ------------------------------------------ */
 
@@ -155,9 +137,10 @@ static void check_against_naive(const ct_workload *w, uint32_t seed, const char 
 
   int8_t *data = xmalloc((size_t)n_data), *weights = xmalloc((size_t)n_weights);
   int32_t *out = xmalloc((size_t)n_out * sizeof *out);
-  uint32_t rng = seed ? seed : 1;
-  for (int64_t i = 0; i < n_data; i++) data[i] = (int8_t)((int)(rng_next(&rng) & 0xff) - 128);
-  for (int64_t i = 0; i < n_weights; i++) weights[i] = (int8_t)((int)(rng_next(&rng) & 0xff) - 128);
+  rng gen;
+  rng_seed(&gen, seed ? seed : 1);
+  for (int64_t i = 0; i < n_data; i++) data[i] = (int8_t)((int)(rng_next(&gen) & 0xff) - 128);
+  for (int64_t i = 0; i < n_weights; i++) weights[i] = (int8_t)((int)(rng_next(&gen) & 0xff) - 128);
   for (int64_t i = 0; i < n_out; i++) out[i] = POISON;
 
   ct_status st = reference_conv(w, data, weights, out, &err);
@@ -270,35 +253,36 @@ END_TEST
 /* A random valid workload; op and layout come from j so that the six
  * combinations are covered equally. Padding goes up to 3 on either side,
  * sometimes beyond the kernel, so whole output rows can fall in padding. */
-static void random_workload(uint32_t *rng, int j, ct_workload *w) {
+static void random_workload(rng *gen, int j, ct_workload *w) {
   ct_op op = j % 2 ? CT_OP_CONV3D : CT_OP_CONV2D;
   workload_init(w, op);
   w->layout = layouts[(j / 2) % 3];
   int packed = w->layout == CT_LAYOUT_NCHW4C;
-  w->n = rng_range(rng, 1, 3);
-  w->c = packed ? 4 * rng_range(rng, 1, 3) : rng_range(rng, 1, 9);
-  w->k = packed ? 4 * rng_range(rng, 1, 3) : rng_range(rng, 1, 9);
+  w->n = rng_range(gen, 1, 3);
+  w->c = packed ? 4 * rng_range(gen, 1, 3) : rng_range(gen, 1, 9);
+  w->k = packed ? 4 * rng_range(gen, 1, 3) : rng_range(gen, 1, 9);
   int nd = workload_nd(w);
   for (int d = 0; d < nd; d++) {
-    w->kernel[d] = rng_range(rng, 1, nd == 3 ? 4 : 7);
-    w->stride[d] = rng_range(rng, 1, 3);
-    w->dilation[d] = rng_range(rng, 0, 3) < 2 ? 1 : rng_range(rng, 2, 3);
-    w->pad_before[d] = rng_range(rng, 0, 3);
-    w->pad_after[d] = rng_range(rng, 0, 3);
+    w->kernel[d] = rng_range(gen, 1, nd == 3 ? 4 : 7);
+    w->stride[d] = rng_range(gen, 1, 3);
+    w->dilation[d] = rng_range(gen, 0, 3) < 2 ? 1 : rng_range(gen, 2, 3);
+    w->pad_before[d] = rng_range(gen, 0, 3);
+    w->pad_after[d] = rng_range(gen, 0, 3);
     int extent = w->dilation[d] * (w->kernel[d] - 1) + 1;
     int least = extent - w->pad_before[d] - w->pad_after[d];
-    w->in[d] = (least > 1 ? least : 1) + rng_range(rng, 0, nd == 3 ? 5 : 9);
+    w->in[d] = (least > 1 ? least : 1) + rng_range(gen, 0, nd == 3 ? 5 : 9);
   }
 }
 
 START_TEST(random_shapes) {
-  uint32_t rng = 0xc0ffee00u + (uint32_t)_i;
+  rng gen;
+  rng_seed(&gen, 0xc0ffee00u + (uint32_t)_i);
   for (int j = 0; j < RANDOM_PER_LOOP; j++) {
     ct_workload w;
-    random_workload(&rng, j, &w);
+    random_workload(&gen, j, &w);
     char key[CT_KEY_MAX], what[CT_KEY_MAX + 32];
     snprintf(what, sizeof what, "random %d/%d %s", _i, j, workload_key(&w, key, sizeof key));
-    check_against_naive(&w, rng_next(&rng), what);
+    check_against_naive(&w, rng_next(&gen), what);
   }
 }
 END_TEST
@@ -333,30 +317,30 @@ typedef struct onnx_values {
  * steps per standard deviation of the accumulator (+-128 x +-128 products
  * over C x kvol taps), half of them powers of two (exact ties), ReLU on
  * the output and on t by turns, the residual's ratios and zero points. */
-static void onnx_values_make(const ct_workload *w, uint32_t *rng, onnx_values *o) {
+static void onnx_values_make(const ct_workload *w, rng *gen, onnx_values *o) {
   const shape s = shape_of(w);
   o->scale = xmalloc((size_t)s.k * sizeof *o->scale);
   o->bias = xmalloc((size_t)s.k * sizeof *o->bias);
   const double sd = 5476.0 * sqrt((double)(s.c * s.kd * s.kh * s.kw));
   for (int64_t k = 0; k < s.k; k++) {
-    o->scale[k] = (float)(40.0 / sd * (0.7 + 0.6 * (rng_next(rng) % 1000) / 1000.0));
+    o->scale[k] = (float)(40.0 / sd * (0.7 + 0.6 * (rng_next(gen) % 1000) / 1000.0));
     if (k % 2) o->scale[k] = ldexpf(1.0f, (int)floor(log2((double)o->scale[k])));
-    o->bias[k] = rng_range(rng, -16384, 16384);
+    o->bias[k] = rng_range(gen, -16384, 16384);
   }
   const int u8 = w->out_type == CT_DTYPE_UINT8, tmin = u8 ? 0 : -128, tmax = u8 ? 255 : 127;
   memset(&o->q, 0, sizeof o->q);
   o->q.bias = o->bias;
   o->q.scale = o->scale;
-  o->q.out_zero_point = rng_range(rng, tmin + 40, tmax - 40);
-  o->q.clamp_min = rng_range(rng, 0, 1) ? o->q.out_zero_point : tmin;
+  o->q.out_zero_point = rng_range(gen, tmin + 40, tmax - 40);
+  o->q.clamp_min = rng_range(gen, 0, 1) ? o->q.out_zero_point : tmin;
   o->q.clamp_max = tmax;
-  o->q.mid_zero_point = rng_range(rng, tmin + 40, tmax - 40);
-  o->q.mid_clamp_min = rng_range(rng, 0, 1) ? o->q.mid_zero_point : tmin;
+  o->q.mid_zero_point = rng_range(gen, tmin + 40, tmax - 40);
+  o->q.mid_clamp_min = rng_range(gen, 0, 1) ? o->q.mid_zero_point : tmin;
   o->q.mid_clamp_max = tmax;
-  o->q.mid_scale = (float)(0.3 + (rng_next(rng) % 1000) / 1000.0);
-  o->q.residual_scale = (float)(0.3 + (rng_next(rng) % 1000) / 1000.0);
-  o->q.residual_zero_point = rng_range(rng, tmin, tmax);
-  o->q.residual_first = rng_range(rng, 0, 1);
+  o->q.mid_scale = (float)(0.3 + (rng_next(gen) % 1000) / 1000.0);
+  o->q.residual_scale = (float)(0.3 + (rng_next(gen) % 1000) / 1000.0);
+  o->q.residual_zero_point = rng_range(gen, tmin, tmax);
+  o->q.residual_first = rng_range(gen, 0, 1);
 }
 
 /* The output value of accumulator v of channel k with residual value r:
@@ -396,18 +380,19 @@ START_TEST(onnx_rounding_named_shapes) {
   ct_err err;
   err_clear(&err);
   ck_assert_msg(workload_validate(&w, &err) == CT_OK, "%s: %s", what, err.msg);
-  uint32_t rng = 0x600d5eedu * (uint32_t)(_i + 1);
+  rng gen;
+  rng_seed(&gen, 0x600d5eedu * (uint32_t)(_i + 1));
   onnx_values o;
-  onnx_values_make(&w, &rng, &o);
+  onnx_values_make(&w, &gen, &o);
   if (w.epi.residual) o.q.residual_first = _i / 3 % 2; /* both orders on every layout */
   shape s = shape_of(&w);
   int64_t n_data = s.n * s.c * s.d * s.h * s.w, n_weights = s.k * s.c * s.kd * s.kh * s.kw;
   int64_t n_out = s.n * s.k * s.od * s.oh * s.ow;
   int8_t *data = xmalloc((size_t)n_data), *weights = xmalloc((size_t)n_weights);
   uint8_t *res = xmalloc((size_t)n_out), *out = xmalloc((size_t)n_out);
-  for (int64_t i = 0; i < n_data; i++) data[i] = (int8_t)rng_next(&rng);
-  for (int64_t i = 0; i < n_weights; i++) weights[i] = (int8_t)rng_next(&rng);
-  for (int64_t i = 0; i < n_out; i++) res[i] = (uint8_t)rng_next(&rng);
+  for (int64_t i = 0; i < n_data; i++) data[i] = (int8_t)rng_next(&gen);
+  for (int64_t i = 0; i < n_weights; i++) weights[i] = (int8_t)rng_next(&gen);
+  for (int64_t i = 0; i < n_out; i++) res[i] = (uint8_t)rng_next(&gen);
   memset(out, 0xA5, (size_t)n_out);
   ct_status st = reference_qconv(&w, &o.q, data, weights, w.epi.residual ? res : NULL, out, &err);
   ck_assert_msg(st == CT_OK, "%s: reference_qconv returned %s: %s", what, ct_status_name(st),
@@ -528,24 +513,21 @@ START_TEST(accumulator_extreme) {
 }
 END_TEST
 
-static Suite *reference_suite(void) {
-  Suite *s = suite_create("reference");
-  TCase *tc = tcase_create("core");
+static void add_core(TCase *tc) {
   /* generous: the random loops run slowly under ASan on a loaded machine */
-  tcase_set_timeout(tc, 60);
   tcase_add_loop_test(tc, named_shapes, 0, 3 * N_CASES);
   tcase_add_loop_test(tc, onnx_rounding_named_shapes, 0, 3 * N_CASES);
   tcase_add_loop_test(tc, random_shapes, 0, RANDOM_LOOPS);
   tcase_add_loop_test(tc, rejects_invalid_workload, 0, 10);
   tcase_add_loop_test(tc, accumulator_extreme, 0, 6);
-  suite_add_tcase(s, tc);
-  return s;
 }
 
+static const test_case suite_cases[] = {
+    {"core", 60, add_core},
+    {NULL, 0, NULL},
+};
+
 int main(void) {
-  SRunner *sr = srunner_create(reference_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  static const test_suite suite = {"reference", suite_cases, 0, NULL};
+  return test_main(&suite);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "core/rng.h"
+#include "tests/util.h"
 
 /* A passing ck_assert records a mark point (a write to the runner): too slow
  * for loops of 100000 checks, so hot loops use this instead. */
@@ -110,19 +111,21 @@ START_TEST(double_in_unit_interval) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("rng");
-  TCase *tc = tcase_create("rng");
+static void add_rng(TCase *tc) {
   tcase_add_test(tc, same_seed_same_sequence);
   tcase_add_test(tc, seeding_is_splitmix64);
   tcase_add_test(tc, different_seeds_differ);
   tcase_add_test(tc, below_stays_below);
   tcase_add_test(tc, below_is_roughly_uniform);
   tcase_add_test(tc, double_in_unit_interval);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+static const test_case suite_cases[] = {
+    {"rng", -1, add_rng},
+    {NULL, 0, NULL},
+};
+
+int main(void) {
+  static const test_suite suite = {"rng", suite_cases, 0, NULL};
+  return test_main(&suite);
 }

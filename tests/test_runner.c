@@ -41,100 +41,23 @@
 #include "tests/shapes.h"
 #include "tuner/builder.h"
 #include "tuner/runner.h"
+#include "tests/util.h"
 
 /* The device, as the probe in main found it. */
 static device dev;
 
+/* clang-format off */
 static const shape shapes[] = {
-    {"3x3 s1 p1",
-     CT_OP_CONV2D,
-     1,
-     16,
-     16,
-     {0, 14, 14},
-     {0, 3, 3},
-     {0, 1, 1},
-     {0, 1, 1},
-     {0, 1, 1},
-     {0, 1, 1}},
-    {"3x3 s2 b3 odd",
-     CT_OP_CONV2D,
-     3,
-     8,
-     12,
-     {0, 15, 13},
-     {0, 3, 3},
-     {0, 2, 2},
-     {0, 1, 1},
-     {0, 1, 1},
-     {0, 1, 1}},
-    {"7x7 s2 p3 stem",
-     CT_OP_CONV2D,
-     1,
-     4,
-     16,
-     {0, 23, 23},
-     {0, 7, 7},
-     {0, 2, 2},
-     {0, 3, 3},
-     {0, 3, 3},
-     {0, 1, 1}},
-    {"1x7",
-     CT_OP_CONV2D,
-     1,
-     8,
-     16,
-     {0, 9, 11},
-     {0, 1, 7},
-     {0, 1, 1},
-     {0, 0, 3},
-     {0, 0, 3},
-     {0, 1, 1}},
-    {"1x1 s2 b3",
-     CT_OP_CONV2D,
-     3,
-     16,
-     8,
-     {0, 14, 14},
-     {0, 1, 1},
-     {0, 2, 2},
-     {0, 0, 0},
-     {0, 0, 0},
-     {0, 1, 1}},
-    {"3x3 dil2 asym pad",
-     CT_OP_CONV2D,
-     1,
-     8,
-     8,
-     {0, 10, 12},
-     {0, 3, 3},
-     {0, 1, 2},
-     {0, 1, 2},
-     {0, 2, 0},
-     {0, 2, 2}},
-    {"3x3x3 s1 p1",
-     CT_OP_CONV3D,
-     1,
-     8,
-     8,
-     {4, 8, 8},
-     {3, 3, 3},
-     {1, 1, 1},
-     {1, 1, 1},
-     {1, 1, 1},
-     {1, 1, 1}},
-    {"3x3x3 s2 b3 odd",
-     CT_OP_CONV3D,
-     3,
-     4,
-     8,
-     {5, 7, 6},
-     {3, 3, 3},
-     {2, 2, 2},
-     {1, 1, 1},
-     {1, 1, 1},
-     {1, 1, 1}},
+    {"3x3 s1 p1", CT_OP_CONV2D, 1, 16, 16, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"3x3 s2 b3 odd", CT_OP_CONV2D, 3, 8, 12, {0, 15, 13}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"7x7 s2 p3 stem", CT_OP_CONV2D, 1, 4, 16, {0, 23, 23}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
+    {"1x7", CT_OP_CONV2D, 1, 8, 16, {0, 9, 11}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3}, {0, 0, 3}, {0, 1, 1}},
+    {"1x1 s2 b3", CT_OP_CONV2D, 3, 16, 8, {0, 14, 14}, {0, 1, 1}, {0, 2, 2}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
+    {"3x3 dil2 asym pad", CT_OP_CONV2D, 1, 8, 8, {0, 10, 12}, {0, 3, 3}, {0, 1, 2}, {0, 1, 2}, {0, 2, 0}, {0, 2, 2}},
+    {"3x3x3 s1 p1", CT_OP_CONV3D, 1, 8, 8, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    {"3x3x3 s2 b3 odd", CT_OP_CONV3D, 3, 4, 8, {5, 7, 6}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
 };
+/* clang-format on */
 
 static void make_workload(const shape *sh, ct_workload *w) {
   shape_workload(sh, w);
@@ -601,41 +524,13 @@ END_TEST
 
 /* The shapes, and a few with channels that are no multiple of 4 (which the
  * packed layout would pad), in nhwc. */
+/* clang-format off */
 static const shape odd_channels[] = {
-    {"c5k7 3x3 s2 b3",
-     CT_OP_CONV2D,
-     3,
-     5,
-     7,
-     {0, 9, 11},
-     {0, 3, 3},
-     {0, 2, 2},
-     {0, 1, 1},
-     {0, 1, 1},
-     {0, 1, 1}},
-    {"stem c3k6 7x7",
-     CT_OP_CONV2D,
-     1,
-     3,
-     6,
-     {0, 15, 13},
-     {0, 7, 7},
-     {0, 2, 2},
-     {0, 3, 3},
-     {0, 3, 3},
-     {0, 1, 1}},
-    {"3d c3k5",
-     CT_OP_CONV3D,
-     1,
-     3,
-     5,
-     {3, 7, 5},
-     {3, 3, 3},
-     {1, 2, 1},
-     {1, 1, 1},
-     {1, 1, 1},
-     {1, 1, 1}},
+    {"c5k7 3x3 s2 b3", CT_OP_CONV2D, 3, 5, 7, {0, 9, 11}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"stem c3k6 7x7", CT_OP_CONV2D, 1, 3, 6, {0, 15, 13}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
+    {"3d c3k5", CT_OP_CONV3D, 1, 3, 5, {3, 7, 5}, {3, 3, 3}, {1, 2, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
 };
+/* clang-format on */
 
 /* Bytes of w's output. */
 static size_t out_bytes(const ct_workload *w) {
@@ -756,33 +651,14 @@ END_TEST
  * task (int32, and int8 with bias and per-channel scales). */
 START_TEST(nhwc_templates_measure_ok) {
   static const char *const names[] = {"conv2d_nhwc_wgmma", "conv3d_ndhwc_wgmma"};
+  /* clang-format off */
   static const shape nhwc_shapes[] = {
-      {"3x3 c64 k64 b2",
-       CT_OP_CONV2D,
-       2,
-       64,
-       64,
-       {0, 14, 14},
-       {0, 3, 3},
-       {0, 1, 1},
-       {0, 1, 1},
-       {0, 1, 1},
-       {0, 1, 1}},
-      {"3x3x3 c32 k64",
-       CT_OP_CONV3D,
-       1,
-       32,
-       64,
-       {4, 8, 8},
-       {3, 3, 3},
-       {1, 1, 1},
-       {1, 1, 1},
-       {1, 1, 1},
-       {1, 1, 1}},
+      {"3x3 c64 k64 b2", CT_OP_CONV2D, 2, 64, 64, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      {"3x3x3 c32 k64", CT_OP_CONV3D, 1, 32, 64, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
   };
+  /* clang-format on */
   if (dev.arch.cc_major != 9 || dev.arch.cc_minor != 0) {
-    printf("nhwc templates: skipped: they run on sm_90 only, this is %s\n", dev.arch.name);
-    return;
+    TEST_SKIP("the nhwc templates run on sm_90 only, this is %s", dev.arch.name);
   }
   builder *b = NULL;
   ct_err err = {0};
@@ -792,10 +668,7 @@ START_TEST(nhwc_templates_measure_ok) {
   runner *r = start(&o);
   for (int i = 0; i < 2; i++) {
     const template_desc *tpl = template_find(names[i]);
-    if (!tpl) {
-      printf("%s: skipped: not registered\n", names[i]);
-      continue;
-    }
+    ck_assert_msg(tpl != NULL, "%s is not registered", names[i]);
     ck_assert_int_eq(tpl->layout, CT_LAYOUT_NHWC);
     for (int q = 0; q < 2; q++) {
       ct_workload w;
@@ -845,22 +718,7 @@ START_TEST(bad_options_are_rejected) {
 }
 END_TEST
 
-int main(void) {
-  ct_err err = {0};
-  runner *probe = NULL;
-  ct_status st = runner_start(NULL, &probe, &dev, &err);
-  if (st == CT_ERR_NO_DEVICE || (st != CT_OK && access("/dev/nvidiactl", F_OK) != 0)) {
-    fprintf(stderr, "test_runner: skipped: no CUDA device (%s)\n", err.msg);
-    return 77;
-  }
-  if (st != CT_OK) {
-    fprintf(stderr, "test_runner: runner_start: %s\n", err.msg);
-    return EXIT_FAILURE;
-  }
-  runner_stop(probe);
-  Suite *s = suite_create("runner");
-  TCase *tc = tcase_create("runner");
-  tcase_set_timeout(tc, 300);
+static void add_runner(TCase *tc) {
   tcase_add_test(tc, bad_options_are_rejected);
   tcase_add_test(tc, gpu_reference_equals_cpu_reference);
   tcase_add_test(tc, a_valid_config_measures_ok);
@@ -868,13 +726,32 @@ int main(void) {
   tcase_add_test(tc, gpu_reference_nhwc_equals_cpu_reference);
   tcase_add_test(tc, nhwc_wrong_answers_and_layouts);
   tcase_add_test(tc, nhwc_templates_measure_ok);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  /* No fork per test: the runner forks its own worker, and a CUDA context
-   * (none is made in this process) would not survive Check's fork anyway. */
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+static const test_case suite_cases[] = {
+    {"runner", 300, add_runner},
+    {NULL, 0, NULL},
+};
+
+/* test_main's probe: a runner started and stopped (its worker makes the
+ * CUDA context, so this process never does). */
+static int have_gpu(char *why, size_t size) {
+  ct_err err = {0};
+  runner *probe = NULL;
+  ct_status st = runner_start(NULL, &probe, &dev, &err);
+  if (st == CT_ERR_NO_DEVICE || (st != CT_OK && access("/dev/nvidiactl", F_OK) != 0)) {
+    snprintf(why, size, "no CUDA device (%s)", err.msg);
+    return 0;
+  }
+  if (st != CT_OK) {
+    snprintf(why, size, "runner_start: %s", err.msg);
+    return -1;
+  }
+  runner_stop(probe);
+  return 1;
+}
+
+int main(void) {
+  static const test_suite suite = {"runner", suite_cases, 1, have_gpu};
+  return test_main(&suite);
 }

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "tuner/sched.h"
+#include "tests/util.h"
 
 /* ---- synthetic tasks ------------------------------------------------------- */
 
@@ -549,9 +550,7 @@ START_TEST(bad_options_and_tasks_are_rejected) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("sched");
-  TCase *tc = tcase_create("policy");
+static void add_policy(TCase *tc) {
   tcase_add_test(tc, warm_up_goes_in_order);
   tcase_add_test(tc, a_stored_best_needs_no_warm_up);
   tcase_add_test(tc, a_heavy_improving_workload_gets_more_rounds);
@@ -567,10 +566,14 @@ int main(void) {
   tcase_add_test(tc, round_sizes_without_a_budget_and_fixed);
   tcase_add_test(tc, eps_draws_depend_on_the_seed_only);
   tcase_add_test(tc, bad_options_and_tasks_are_rejected);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+static const test_case suite_cases[] = {
+    {"policy", -1, add_policy},
+    {NULL, 0, NULL},
+};
+
+int main(void) {
+  static const test_suite suite = {"sched", suite_cases, 0, NULL};
+  return test_main(&suite);
 }

@@ -17,8 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tests/tmpdir.h"
 #include "tuner/sched.h"
+#include "tests/tuner_probe.h"
+#include "tests/util.h"
 
 static char db_path[256];
 
@@ -142,35 +143,23 @@ START_TEST(two_workloads_share_a_budget_and_resume) {
 }
 END_TEST
 
-int main(void) {
-  char dir[] = "/tmp/ct_sched_gpu_XXXXXX";
-  if (!mkdtemp(dir)) return 1;
-  snprintf(db_path, sizeof db_path, "%s/s.db", dir);
-  /* Probe for a GPU the way the tuner does (in its worker), so that this
-   * process never initialises CUDA. */
-  tune_opts o;
-  tune_opts_default(&o);
-  tuner *t = NULL;
-  ct_err err = {0};
-  char probe[300];
-  snprintf(probe, sizeof probe, "%s/probe.db", dir);
-  ct_status st = tuner_open(probe, &o, &t, &err);
-  tuner_close(t);
-  if (st == CT_ERR_NO_DEVICE) {
-    fprintf(stderr, "test_sched_gpu: skipped: %s\n", err.msg);
-    remove_tree(dir);
-    return 77;
-  }
-  Suite *s = suite_create("sched_gpu");
-  TCase *tc = tcase_create("sched_gpu");
-  tcase_set_timeout(tc, 300);
+static void add_sched_gpu(TCase *tc) {
   tcase_add_test(tc, two_workloads_share_a_budget_and_resume);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  remove_tree(dir);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+static const test_case suite_cases[] = {
+    {"sched_gpu", 300, add_sched_gpu},
+    {NULL, 0, NULL},
+};
+
+/* test_main's probe (tests/tuner_probe.h), the databases in the run's
+ * scratch folder. */
+static int have_gpu(char *why, size_t size) {
+  snprintf(db_path, sizeof db_path, "%s/s.db", test_root());
+  return tuner_probe(why, size);
+}
+
+int main(void) {
+  static const test_suite suite = {"sched_gpu", suite_cases, 1, have_gpu};
+  return test_main(&suite);
 }

@@ -31,6 +31,7 @@
 
 #include "tuner/search.h"
 #include "tuner/tune.h"
+#include "tests/util.h"
 
 /* A passing ck_assert records a mark point: too slow for hot loops. */
 #define REQUIRE(cond)                                                                              \
@@ -949,16 +950,7 @@ START_TEST(plan_refuses_with_reasons) {
 END_TEST
 
 /* One case per concern, so that CK_RUN_CASE can pick the slow ones. */
-static TCase *tcase(Suite *s, const char *name) {
-  TCase *tc = tcase_create(name);
-  tcase_set_timeout(tc, 600); /* the sanitizer build is several times slower */
-  suite_add_tcase(s, tc);
-  return tc;
-}
-
-int main(void) {
-  Suite *s = suite_create("search");
-  TCase *tc = tcase(s, "api");
+static void add_api(TCase *tc) {
   tcase_add_test(tc, defaults_are_autotvms);
   tcase_add_test(tc, unknown_kind_is_rejected_with_the_list);
   tcase_add_test(tc, bad_options_name_the_field);
@@ -966,26 +958,43 @@ int main(void) {
   tcase_add_test(tc, features_have_a_constant_count);
   tcase_add_test(tc, degenerate_calls_are_harmless);
   tcase_add_test(tc, a_failing_model_is_reported_once);
-  tc = tcase(s, "selection");
+}
+
+static void add_selection(TCase *tc) {
   tcase_add_test(tc, task_workload_by_layout);
   tcase_add_test(tc, plan_by_layout);
   tcase_add_test(tc, plan_refuses_with_reasons);
-  tc = tcase(s, "proposals");
+}
+
+static void add_proposals(TCase *tc) {
   tcase_add_loop_test(tc, proposals_are_valid_and_new, 0, N_KINDS);
   tcase_add_loop_test(tc, proposals_without_feedback_are_new, 0, N_KINDS);
   tcase_add_loop_test(tc, resumed_configs_are_never_proposed, 0, N_KINDS);
   tcase_add_loop_test(tc, same_seed_same_proposals, 0, N_KINDS);
   tcase_add_loop_test(tc, a_first_config_comes_first_once, 0, N_KINDS);
   tcase_add_loop_test(tc, first_configs_come_in_order, 0, N_KINDS);
-  tc = tcase(s, "exhaustion");
+}
+
+static void add_exhaustion(TCase *tc) {
   tcase_add_test(tc, grid_walks_every_valid_config_in_order);
   tcase_add_loop_test(tc, every_strategy_exhausts_the_tiny_space, 0, N_KINDS);
-  tc = tcase(s, "quality");
+}
+
+static void add_quality(TCase *tc) {
   tcase_add_test(tc, models_beat_random);
   tcase_add_test(tc, transfer_rows_are_used);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+static const test_case suite_cases[] = {
+    {"api", 600, add_api},
+    {"selection", 600, add_selection},
+    {"proposals", 600, add_proposals},
+    {"exhaustion", 600, add_exhaustion},
+    {"quality", 600, add_quality},
+    {NULL, 0, NULL},
+};
+
+int main(void) {
+  static const test_suite suite = {"search", suite_cases, 0, NULL};
+  return test_main(&suite);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "space/space.h"
+#include "tests/util.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
 
@@ -815,10 +816,7 @@ START_TEST(config_str) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("space");
-  TCase *tc = tcase_create("space");
-  tcase_set_timeout(tc, 60);
+static void add_space(TCase *tc) {
   tcase_add_test(tc, split_counts);
   tcase_add_test(tc, split_matches_brute_force);
   tcase_add_test(tc, split_of_12_into_2);
@@ -840,10 +838,14 @@ int main(void) {
   tcase_add_test(tc, neighbor_of_a_single_point);
   tcase_add_test(tc, get_and_value);
   tcase_add_test(tc, config_str);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+static const test_case suite_cases[] = {
+    {"space", 60, add_space},
+    {NULL, 0, NULL},
+};
+
+int main(void) {
+  static const test_suite suite = {"space", suite_cases, 0, NULL};
+  return test_main(&suite);
 }

@@ -23,9 +23,10 @@
 #include <unistd.h>
 
 #include "core/json.h"
-#include "dispatch/resolve.h"
-#include "tests/tmpdir.h"
+#include "resolve/resolve.h"
 #include "tuner/tune.h"
+#include "tests/tuner_probe.h"
+#include "tests/util.h"
 
 static const int fault_values[] = {0, 1, 2, 3, 4, 5};
 static const outcome expected[] = {
@@ -228,10 +229,11 @@ START_TEST(nhwc_is_tuned_as_it_is) {
                 err.msg);
   const template_desc *tpl = template_find("conv2d_nhwc_wgmma");
   const arch *a = &tuner_device(t)->arch;
-  if (!tpl || a->cc_major != 9 || a->cc_minor != 0) {
-    printf("nhwc tuning: skipped: %s\n",
-           !tpl ? "conv2d_nhwc_wgmma is not registered" : "the nhwc templates run on sm_90 only");
+  ck_assert_ptr_nonnull(tpl);
+  if (a->cc_major != 9 || a->cc_minor != 0) {
     tuner_close(t);
+    test_skip("nhwc tuning (the stems ran)", "the nhwc templates run on sm_90 only, this is %s",
+              a->name);
     return;
   }
   ct_workload w;
@@ -334,38 +336,27 @@ START_TEST(the_first_trial_is_the_nearest_best) {
 }
 END_TEST
 
-int main(void) {
-  char dir[] = "/tmp/ct_tune_gpu_XXXXXX";
-  if (!mkdtemp(dir)) return 1;
-  snprintf(db_path, sizeof db_path, "%s/t.db", dir);
-  snprintf(near_path, sizeof near_path, "%s/near.db", dir);
-  /* Probe for a GPU the way the tuner does (in its worker), so that this
-   * process never initialises CUDA. */
-  tune_opts o;
-  tune_opts_default(&o);
-  tuner *t = NULL;
-  ct_err err = {0};
-  char probe[300];
-  snprintf(probe, sizeof probe, "%s/probe.db", dir);
-  ct_status st = tuner_open(probe, &o, &t, &err);
-  tuner_close(t);
-  if (st == CT_ERR_NO_DEVICE) {
-    fprintf(stderr, "test_tune_gpu: skipped: %s\n", err.msg);
-    return 77;
-  }
-  Suite *s = suite_create("tune_gpu");
-  TCase *tc = tcase_create("tune_gpu");
-  tcase_set_timeout(tc, 600);
+static void add_tune_gpu(TCase *tc) {
   tcase_add_test(tc, planted_faults_are_recorded_and_tuning_completes);
   tcase_add_test(tc, resume_never_measures_a_config_twice);
   tcase_add_test(tc, nhwc_is_tuned_as_it_is);
   tcase_add_test(tc, the_first_trial_is_the_nearest_best);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  remove_tree(dir);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+static const test_case suite_cases[] = {
+    {"tune_gpu", 600, add_tune_gpu},
+    {NULL, 0, NULL},
+};
+
+/* test_main's probe (tests/tuner_probe.h), the databases in the run's
+ * scratch folder. */
+static int have_gpu(char *why, size_t size) {
+  snprintf(db_path, sizeof db_path, "%s/t.db", test_root());
+  snprintf(near_path, sizeof near_path, "%s/near.db", test_root());
+  return tuner_probe(why, size);
+}
+
+int main(void) {
+  static const test_suite suite = {"tune_gpu", suite_cases, 1, have_gpu};
+  return test_main(&suite);
 }

@@ -7,7 +7,7 @@
  * scripts/workloads), and the shipped files, loaded by path from the source
  * tree (CT_SOURCE_DIR, set by ctest), must give the same keys as the embedded
  * copies. Parse errors must name the origin, the entry (index and name) and
- * the field. File tests write into a fresh mkdtemp directory under $TMPDIR
+ * the field. File tests write into a fresh scratch folder (tests/util.h) under $TMPDIR
  * (or /tmp) and remove it. Every set is freed: the suite also runs under
  * ASan/LSan.
  */
@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/wlset.h"
+#include "tests/util.h"
 
 /* Assert that st is want and that err's message holds needle (and needle2
  * when not NULL). what names the case in the failure message. */
@@ -595,14 +596,6 @@ END_TEST
 
 /* ---- files ----------------------------------------------------------------- */
 
-/* A fresh directory for one test's files: $TMPDIR or /tmp. */
-static void make_tmpdir(char *dir, size_t size) {
-  const char *base = getenv("TMPDIR");
-  if (!base || !*base) base = "/tmp";
-  snprintf(dir, size, "%s/ct_test_wlset_XXXXXX", base);
-  ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp %s failed", dir);
-}
-
 /* Write size bytes of data to dir/name; the path goes to path. */
 static void write_file(const char *dir, const char *name, const char *data, size_t size, char *path,
                        size_t path_size) {
@@ -615,7 +608,7 @@ static void write_file(const char *dir, const char *name, const char *data, size
 
 START_TEST(load_file_good_and_bad) {
   char dir[512], path[1024];
-  make_tmpdir(dir, sizeof dir);
+  scratch(dir, sizeof dir);
   const char *good = "[\n  " E(", \"name\": \"a\"") ",\n  " EK(8, 12, ", \"name\": \"b\"") "\n]\n";
   write_file(dir, "mine.json", good, strlen(good), path, sizeof path);
   wlset *s = NULL;
@@ -713,7 +706,7 @@ START_TEST(load_file_larger_than_read_buffer) {
   len += (size_t)snprintf(text + len, cap - len, "\n]\n");
   ck_assert_uint_gt(len, 64 * 1024);
   char dir[512], path[1024];
-  make_tmpdir(dir, sizeof dir);
+  scratch(dir, sizeof dir);
   write_file(dir, "big.json", text, len, path, sizeof path);
   free(text);
   wlset *s = NULL;
@@ -765,9 +758,7 @@ START_TEST(shipped_files_match_embedded) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("wlset");
-  TCase *tc = tcase_create("embedded");
+static void add_embedded(TCase *tc) {
   tcase_add_test(tc, resnet50_embedded);
   tcase_add_test(tc, resnet18_embedded);
   tcase_add_test(tc, resnet3d18_embedded);
@@ -775,9 +766,9 @@ int main(void) {
   tcase_add_test(tc, batch_zero_keeps_entry_n);
   tcase_add_test(tc, unknown_set_not_found);
   tcase_add_test(tc, names_lists_every_set);
-  suite_add_tcase(s, tc);
+}
 
-  tc = tcase_create("parse");
+static void add_parse(TCase *tc) {
   tcase_add_test(tc, parse_single_object_is_set_of_one);
   tcase_add_test(tc, parse_list_names_unnamed_entries);
   tcase_add_test(tc, parse_errors_name_entry_and_field);
@@ -786,18 +777,23 @@ int main(void) {
   tcase_add_test(tc, parse_rejects_bad_shapes_of_text);
   tcase_add_test(tc, parse_batch_overrides_every_n);
   tcase_add_test(tc, parse_batch_checked_against_int32);
-  suite_add_tcase(s, tc);
+}
 
-  tc = tcase_create("file");
+static void add_file(TCase *tc) {
   tcase_add_test(tc, load_file_good_and_bad);
   tcase_add_test(tc, load_file_from_mkstemp);
   tcase_add_test(tc, load_file_larger_than_read_buffer);
   tcase_add_test(tc, shipped_files_match_embedded);
-  suite_add_tcase(s, tc);
+}
 
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+static const test_case suite_cases[] = {
+    {"embedded", -1, add_embedded},
+    {"parse", -1, add_parse},
+    {"file", -1, add_file},
+    {NULL, 0, NULL},
+};
+
+int main(void) {
+  static const test_suite suite = {"wlset", suite_cases, 0, NULL};
+  return test_main(&suite);
 }

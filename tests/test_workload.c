@@ -6,7 +6,7 @@
  * the ResNet3D-18 stem, stride 2 with padding, dilation, asymmetric padding),
  * never against workload.c's own formula. Every rejection asserts both the
  * status and that the message names the field. Key and JSON are round-tripped
- * for a few hundred random valid workloads from a fixed-seed xorshift (conv2d
+ * for a few hundred random valid workloads from core's fixed-seed RNG (conv2d
  * and conv3d, all three layouts, asymmetric pads, dilation, strides); loops call
  * Check only on a mismatch, since each passing ck_assert writes to its log.
  * Every cJSON tree and printed string is freed: the suite also runs under
@@ -21,28 +21,9 @@
 #include <cJSON.h>
 
 #include "core/workload.h"
+#include "tests/util.h"
 
 #define N_RANDOM 400
-
-/* A local xorshift32 so the inputs are the same on every run and platform. */
-static uint32_t rng_next(uint32_t *s) {
-  uint32_t x = *s;
-  x ^= x << 13;
-  x ^= x >> 17;
-  x ^= x << 5;
-  return *s = x;
-}
-
-/* Uniform in [lo, hi]; the small modulo bias does not matter here. */
-static int rng_range(uint32_t *s, int lo, int hi) {
-  return lo + (int)(rng_next(s) % (uint32_t)(hi - lo + 1));
-}
-
-static void *xmalloc(size_t bytes) {
-  void *p = malloc(bytes ? bytes : 1);
-  ck_assert_ptr_nonnull(p);
-  return p;
-}
 
 /* A conv2d with square sizes and symmetric padding. */
 static ct_workload conv2d(int n, int c, int k, int hw, int r, int s, int p) {
@@ -88,44 +69,44 @@ static ct_workload stem3d(int n) {
  * dilation mostly 1, independent pads before and after, and input sizes from
  * the smallest that gives one output upwards. Sizes stay small enough that
  * every element count is far below int32. */
-static ct_workload random_workload(uint32_t *rng) {
+static ct_workload random_workload(rng *gen) {
   ct_workload w;
-  workload_init(&w, rng_range(rng, 0, 1) ? CT_OP_CONV3D : CT_OP_CONV2D);
+  workload_init(&w, rng_range(gen, 0, 1) ? CT_OP_CONV3D : CT_OP_CONV2D);
   int nd = workload_nd(&w);
   static const ct_layout layouts[3] = {CT_LAYOUT_NCHW, CT_LAYOUT_NCHW4C, CT_LAYOUT_NHWC};
-  w.layout = layouts[rng_range(rng, 0, 2)];
+  w.layout = layouts[rng_range(gen, 0, 2)];
   int mult = w.layout == CT_LAYOUT_NCHW4C ? 4 : 1;
-  w.n = rng_range(rng, 1, 4) == 4 ? rng_range(rng, 1, 64) : 1;
-  w.c = mult * rng_range(rng, 1, 40);
-  w.k = mult * rng_range(rng, 1, 40);
+  w.n = rng_range(gen, 1, 4) == 4 ? rng_range(gen, 1, 64) : 1;
+  w.c = mult * rng_range(gen, 1, 40);
+  w.k = mult * rng_range(gen, 1, 40);
   for (int d = 0; d < nd; d++) {
-    w.kernel[d] = rng_range(rng, 1, 7);
-    w.stride[d] = rng_range(rng, 1, 3);
-    w.dilation[d] = rng_range(rng, 0, 3) ? 1 : rng_range(rng, 2, 3);
-    w.pad_before[d] = rng_range(rng, 0, 4);
-    w.pad_after[d] = rng_range(rng, 0, 4);
+    w.kernel[d] = rng_range(gen, 1, 7);
+    w.stride[d] = rng_range(gen, 1, 3);
+    w.dilation[d] = rng_range(gen, 0, 3) ? 1 : rng_range(gen, 2, 3);
+    w.pad_before[d] = rng_range(gen, 0, 4);
+    w.pad_after[d] = rng_range(gen, 0, 4);
     int extent = w.dilation[d] * (w.kernel[d] - 1) + 1;
     int min_in = extent - w.pad_before[d] - w.pad_after[d];
     if (min_in < 1) min_in = 1;
-    w.in[d] = min_in + rng_range(rng, 0, nd == 3 ? 10 : 60);
+    w.in[d] = min_in + rng_range(gen, 0, nd == 3 ? 10 : 60);
   }
   /* half of them quantized: dtypes and every epilogue field */
-  if (rng_range(rng, 0, 1)) {
-    w.data_type = rng_range(rng, 0, 1) ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
+  if (rng_range(gen, 0, 1)) {
+    w.data_type = rng_range(gen, 0, 1) ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
     static const ct_dtype outs[3] = {CT_DTYPE_INT32, CT_DTYPE_INT8, CT_DTYPE_UINT8};
-    w.out_type = outs[rng_range(rng, 0, 2)];
+    w.out_type = outs[rng_range(gen, 0, 2)];
     int q8 = w.out_type != CT_DTYPE_INT32;
-    w.epi.data_zero_point = rng_range(rng, 0, 1);
-    w.epi.weight_zero_point = rng_range(rng, 0, 1);
-    w.epi.bias = rng_range(rng, 0, 1);
-    w.epi.scale = q8 && rng_range(rng, 0, 1) ? CT_SCALE_CHANNEL : CT_SCALE_TENSOR;
-    w.epi.residual = q8 && rng_range(rng, 0, 1);
-    if (q8 && rng_range(rng, 0, 2) == 0) w.epi.rounding = CT_ROUND_ONNX;
-    if (rng_range(rng, 0, 3) == 0 && w.layout != CT_LAYOUT_NHWC) {
-      int b = rng_range(rng, 2, 3), vol = nd == 3 ? b * b * b : b * b;
+    w.epi.data_zero_point = rng_range(gen, 0, 1);
+    w.epi.weight_zero_point = rng_range(gen, 0, 1);
+    w.epi.bias = rng_range(gen, 0, 1);
+    w.epi.scale = q8 && rng_range(gen, 0, 1) ? CT_SCALE_CHANNEL : CT_SCALE_TENSOR;
+    w.epi.residual = q8 && rng_range(gen, 0, 1);
+    if (q8 && rng_range(gen, 0, 2) == 0) w.epi.rounding = CT_ROUND_ONNX;
+    if (rng_range(gen, 0, 3) == 0 && w.layout != CT_LAYOUT_NHWC) {
+      int b = rng_range(gen, 2, 3), vol = nd == 3 ? b * b * b : b * b;
       w.epi.d2s_block = b;
-      w.epi.d2s_mode = rng_range(rng, 0, 1) ? CT_D2S_CRD : CT_D2S_DCR;
-      w.k = vol * rng_range(rng, 1, 4);
+      w.epi.d2s_mode = rng_range(gen, 0, 1) ? CT_D2S_CRD : CT_D2S_DCR;
+      w.k = vol * rng_range(gen, 1, 4);
     }
   }
   return w;
@@ -134,9 +115,10 @@ static ct_workload random_workload(uint32_t *rng) {
 /* N_RANDOM random workloads, each checked valid. Owned: free(). */
 static ct_workload *random_workloads(uint32_t seed) {
   ct_workload *ws = xmalloc(N_RANDOM * sizeof *ws);
-  uint32_t rng = seed;
+  rng gen;
+  rng_seed(&gen, seed);
   for (int i = 0; i < N_RANDOM; i++) {
-    ws[i] = random_workload(&rng);
+    ws[i] = random_workload(&gen);
     ct_err err = {0};
     if (workload_validate(&ws[i], &err) != CT_OK) {
       char key[CT_KEY_MAX];
@@ -1678,9 +1660,7 @@ START_TEST(json_errors_name_the_field) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("workload");
-  TCase *tc = tcase_create("model");
+static void add_model(TCase *tc) {
   tcase_add_test(tc, init_sets_defaults);
   tcase_add_test(tc, nd_and_names);
   tcase_add_test(tc, out_size_hand_computed);
@@ -1689,9 +1669,9 @@ int main(void) {
   tcase_add_test(tc, geom_conv2d_is_d1_conv3d);
   tcase_add_test(tc, geom_conv3d_copies_every_dimension);
   tcase_add_test(tc, out_shape_strings);
-  suite_add_tcase(s, tc);
+}
 
-  tc = tcase_create("validate");
+static void add_validate(TCase *tc) {
   tcase_add_test(tc, validate_rejects_each_field);
   tcase_add_test(tc, validate_rejects_conv3d_fields);
   tcase_add_test(tc, validate_rejects_over_int32_elements);
@@ -1699,9 +1679,9 @@ int main(void) {
   tcase_add_test(tc, validate_bounds_every_field);
   tcase_add_test(tc, validate_accepts_edge_cases);
   tcase_add_test(tc, validate_null_is_invalid_arg);
-  suite_add_tcase(s, tc);
+}
 
-  tc = tcase_create("key");
+static void add_key(TCase *tc) {
   tcase_add_test(tc, key_exact_strings);
   tcase_add_test(tc, key_round_trip_random);
   tcase_add_test(tc, key_distinct_for_distinct_workloads);
@@ -1710,9 +1690,9 @@ int main(void) {
   tcase_add_test(tc, long_json_message_keeps_reason);
   tcase_add_test(tc, key_not_canonical_says_canonical_form);
   tcase_add_test(tc, key_of_invalid_workload_rejected);
-  suite_add_tcase(s, tc);
+}
 
-  tc = tcase_create("json");
+static void add_json(TCase *tc) {
   tcase_add_test(tc, json_canonical_form);
   tcase_add_test(tc, epilogue_keys_and_sizes);
   tcase_add_test(tc, json_round_trip_random);
@@ -1720,11 +1700,15 @@ int main(void) {
   tcase_add_test(tc, json_syntax_errors);
   tcase_add_test(tc, json_errors_name_the_field);
   tcase_add_test(tc, epilogue_list);
-  suite_add_tcase(s, tc);
+}
 
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+static const test_case suite_cases[] = {
+    {"model", -1, add_model}, {"validate", -1, add_validate},
+    {"key", -1, add_key},     {"json", -1, add_json},
+    {NULL, 0, NULL},
+};
+
+int main(void) {
+  static const test_suite suite = {"workload", suite_cases, 0, NULL};
+  return test_main(&suite);
 }
