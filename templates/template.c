@@ -230,10 +230,19 @@ ct_status knobs_space(const knob_def *knobs, const ct_workload *w, space *s, ct_
   return st;
 }
 
+/* One search of the space when the knob is in it (valid() reads every knob
+ * of a config and sampling calls it millions of times: the table is read
+ * only for an absent knob's default). */
 int knobs_get(const knob_def *knobs, const space *s, const config *cfg, const char *name) {
+  const int at = space_find(s, name);
+#ifndef NDEBUG
+  const knob_def *row = knob_row(knobs, name);
+  assert(row && row->kind == KNOB_CHOICE);
+#endif
+  if (at >= 0) return space_value(s, cfg, at)[0];
   const knob_def *k = knob_row(knobs, name);
-  assert(k && k->kind == KNOB_CHOICE);
-  return space_get(s, cfg, name, k->dflt);
+  assert(k);
+  return k->dflt;
 }
 
 char *knob_macro(const char *name, char *buf, size_t size) {
