@@ -5,13 +5,7 @@
 set -u
 ct=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$src/tests/common.sh"
 
 # expect RC PATTERN ARGS...: exit code RC, and stdout+stderr matching PATTERN
 expect() {
@@ -428,5 +422,4 @@ fi
 expect_bad "unexpected argument 'x'" --version x
 expect 0 '-V, --version' --help
 
-echo "cli: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish cli

@@ -13,18 +13,7 @@ build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
 flags=${CT_EXAMPLE_FLAGS:-}
 cc=${CC:-cc}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-finish() {
-  echo "install: $pass passed, $fail failed"
-  [ "$fail" -eq 0 ]
-  exit
-}
+. "$src/tests/common.sh"
 # check DESCRIPTION COMMAND...: run COMMAND quietly; on failure show its output
 check() {
   what=$1
@@ -42,7 +31,7 @@ check() {
 if ! cmake --install "$build" --prefix "$tmp/staged" >"$tmp/log" 2>&1; then
   bad "cmake --install $build"
   cat "$tmp/log"
-  finish
+  finish install
 fi
 ok
 mv "$tmp/staged" "$tmp/prefix"
@@ -53,7 +42,7 @@ so=$(find "$prefix" -name libconvtune.so.0 | head -n 1)
 if [ -z "$so" ]; then
   bad "no libconvtune.so.0 under the prefix"
   find "$prefix"
-  finish
+  finish install
 fi
 libdir=$(dirname "$so")
 echo "lib dir: ${libdir#"$prefix"/}"
@@ -208,4 +197,4 @@ for kind in cmake-shared cmake-static pc-shared pc-static; do
     cat "$tmp/out" "$tmp/err"
   fi
 done
-finish
+finish install
