@@ -3,16 +3,18 @@
 # SCAN) follows exactly its own code: a change to one family's header or
 # descriptor changes that family's versions and no other, a change to a
 # header two families include changes both, and the shared template.h
-# changes every one. Runs embed.cmake on a copy of templates/.
+# changes every one; so does core/quant.cuh (found through INCLUDE) for every
+# kernel that includes it. Runs embed.cmake on a copy of templates/ and core/.
 set -eu
 SRC=$1
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 cp -r "$SRC/templates" "$T/templates"
+cp -r "$SRC/core" "$T/core"
 versions() { # prints "name version" per template source
   files=$(ls "$T"/templates/*.cu | tr '\n' ';')
   cmake -DOUT="$T/e.c" -DSYMBOL=x "-DFILES=$files" \
-    "-DHASH_WITH=$T/templates/template.h;$T/templates/template.c" -DSCAN=1 \
+    "-DHASH_WITH=$T/templates/template.h;$T/templates/template.c" -DSCAN=1 "-DINCLUDE=$T/core" \
     -P "$SRC/cmake/embed.cmake"
   grep -o '"[a-z0-9_]*\.cu", (const char \*)f[0-9]*, [0-9]*, "[0-9a-f]*"' "$T/e.c" |
     awk '{print $1, $NF}' | tr -d '",'
@@ -53,6 +55,8 @@ expect conv_mma_nhwc.cuh "$nm"
 expect conv_mma_nhwc.c "$nm"
 expect nhwc_store.cuh "conv2d_nhwc_mma.cu conv2d_nhwc_wgmma.cu conv2d_nhwc_wgmma_stem.cu conv3d_ndhwc_mma.cu conv3d_ndhwc_wgmma.cu conv3d_ndhwc_wgmma_stem.cu "
 expect tc_common.cuh "conv2d_nchw4c_mma.cu conv2d_nchw4c_wgmma.cu conv2d_nhwc_mma.cu conv2d_nhwc_wgmma.cu conv2d_nhwc_wgmma_stem.cu conv3d_ncdhw4c_mma.cu conv3d_ncdhw4c_wgmma.cu conv3d_ndhwc_mma.cu conv3d_ndhwc_wgmma.cu conv3d_ndhwc_wgmma_stem.cu "
+# the fixed-point arithmetic lives in core/ and every kernel but pack.cu includes it
+expect ../core/quant.cuh "conv2d_nchw4c_dp4a.cu conv2d_nchw4c_mma.cu conv2d_nchw4c_wgmma.cu conv2d_nhwc_mma.cu conv2d_nhwc_wgmma.cu conv2d_nhwc_wgmma_stem.cu conv3d_ncdhw4c_dp4a.cu conv3d_ncdhw4c_mma.cu conv3d_ncdhw4c_wgmma.cu conv3d_ndhwc_mma.cu conv3d_ndhwc_wgmma.cu conv3d_ndhwc_wgmma_stem.cu fault_dp4a.cu ref_conv.cu "
 # the registry lists the templates: adding one retires no other's records
 expect registry.c ""
 n=$(versions | wc -l)
