@@ -485,6 +485,9 @@ static int in_case(const template_desc *t, const char *c) {
   return 0;
 }
 
+/* The registry case whose tests run now (set by its fixture). */
+static const char *running_case = "";
+
 /* The templates of case c: their count, and the i-th (registry order). */
 static int case_count(const char *c) {
   int n = 0;
@@ -525,7 +528,7 @@ static shapes_of_t shapes_of(const template_desc *t) {
 /* Cases gpu_templates, wgmma, nhwc, stem: random configs of each template
  * on its shapes, int32 output, exact. */
 START_TEST(registered_configs_match_the_reference) {
-  const template_desc *t = case_template(tcase_name(), _i);
+  const template_desc *t = case_template(running_case, _i);
   shapes_of_t sh = shapes_of(t);
   if (kind_of(t).wgmma)
     run_wgmma(t->name, sh.list, sh.n);
@@ -537,7 +540,7 @@ END_TEST
 /* Cases nhwc8, stem8: the same with 8-bit output (the requantizing
  * epilogues, both out_stage forms). */
 START_TEST(registered_int8_configs_match_the_reference) {
-  const template_desc *t = case_template(tcase_name(), _i);
+  const template_desc *t = case_template(running_case, _i);
   shapes_of_t sh = shapes_of(t);
   run_wgmma8(t->name, sh.list, sh.n);
 }
@@ -547,7 +550,7 @@ END_TEST
  * turn, int32 and 8-bit output; half the configs as on 1 to 3 SMs, so
  * that every warpgroup runs several tiles and their counts differ. */
 START_TEST(registered_pingpong_of_3_and_4_warpgroups_match_the_reference) {
-  const template_desc *t = case_template(tcase_name(), _i);
+  const template_desc *t = case_template(running_case, _i);
   shapes_of_t sh = shapes_of(t);
   min_warpgroups = 3;
   run_wgmma(t->name, sh.list, sh.n);
@@ -559,7 +562,7 @@ END_TEST
 /* Cases onnx, onnx_stem: every template with onnx rounding, exact against
  * reference_qconv. */
 START_TEST(registered_onnx_configs_match_the_reference) {
-  const template_desc *t = case_template(tcase_name(), _i);
+  const template_desc *t = case_template(running_case, _i);
   shapes_of_t sh = shapes_of(t);
   run_onnx(t->name, sh.list, sh.n, sh.more, sh.n_more);
 }
@@ -868,9 +871,15 @@ static int read_env(void) {
 }
 
 /* The registry-driven cases (CK_RUN_CASE=name runs one alone): each
- * loops over the templates of its kind (in_case). */
+ * loops over the templates of its kind (in_case); its fixture names the
+ * case for the test body (Check's tcase_name() is the test's name, which
+ * several cases share). */
 #define REGISTRY_CASE(name, test)                                                                  \
+  static void enter_##name(void) {                                                                 \
+    running_case = #name;                                                                          \
+  }                                                                                                \
   static void add_##name(TCase *tc) {                                                              \
+    tcase_add_checked_fixture(tc, enter_##name, NULL);                                             \
     tcase_add_loop_test(tc, test, 0, case_count(#name));                                           \
   }
 REGISTRY_CASE(gpu_templates, registered_configs_match_the_reference)
