@@ -11,12 +11,7 @@ if ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
   echo "skipped: no matplotlib for /usr/bin/python3 (apt-get install python3-matplotlib)"
   exit 77
 fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$src/tests/common.sh"
 
 # is_png FILE: the PNG signature, then an IHDR of a non-empty image
 is_png() {
@@ -51,5 +46,4 @@ printf '{"layers": [{"name": "a", "floor_us": "fast"}]}' >"$tmp/field.json"
 expect_bad "row 1 (a): 'floor_us' must be a time" "$tmp/field.json"
 expect_bad 'cannot open' "$tmp/missing.json"
 
-echo "plot_bench: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish plot_bench
