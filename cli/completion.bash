@@ -8,7 +8,7 @@
 # Cost: one `convtune ... --help` per <Tab>, a few milliseconds.
 
 _convtune() {
-  local cur prev ct cmd
+  local cur prev ct cmd words=
   cur=${COMP_WORDS[COMP_CWORD]}
   prev=${COMP_WORDS[COMP_CWORD - 1]}
   ct=${COMP_WORDS[0]}
@@ -32,32 +32,18 @@ _convtune() {
     ;;
   --set)
     # "--set NAME  a shipped set: c3d, resnet18, ..." in the --help text
-    local sets
-    sets=$("$ct" "$cmd" --help 2>/dev/null | sed -n 's/.*--set NAME *a shipped set: //p' | tr -d ,)
-    mapfile -t COMPREPLY < <(compgen -W "$sets" -- "$cur")
-    return
+    words=$("$ct" "$cmd" --help 2>/dev/null | sed -n 's/.*--set NAME *a shipped set: //p' | tr -d ,)
     ;;
-  --layout)
-    mapfile -t COMPREPLY < <(compgen -W "nchw nchw4c nhwc ncdhw ncdhw4c ndhwc" -- "$cur")
-    return
-    ;;
-  --tuner)
-    mapfile -t COMPREPLY < <(compgen -W "xgb random grid ga" -- "$cur")
-    return
-    ;;
-  --op)
-    mapfile -t COMPREPLY < <(compgen -W "conv2d conv3d" -- "$cur")
-    return
-    ;;
-  --data)
-    mapfile -t COMPREPLY < <(compgen -W "int8 uint8" -- "$cur")
-    return
-    ;;
-  --out)
-    mapfile -t COMPREPLY < <(compgen -W "int32 int8 uint8" -- "$cur")
-    return
-    ;;
+  --layout) words="nchw nchw4c nhwc ncdhw ncdhw4c ndhwc" ;;
+  --tuner) words="xgb random grid ga" ;;
+  --op) words="conv2d conv3d" ;;
+  --data) words="int8 uint8" ;;
+  --out) words="int32 int8 uint8" ;;
   esac
+  if [ -n "$words" ]; then
+    mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")
+    return
+  fi
   if [[ $cur == -* ]]; then
     local flags
     # a flag: after a space, comma or '[' (not "(-v lists all)" or "-nhwc.json")
