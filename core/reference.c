@@ -63,13 +63,17 @@ void reference_conv_plain(const geom3 *g, const int16_t *data, const int16_t *we
   /* int32 and uint32 may alias: the sums are kept unsigned so that they wrap. */
   uint32_t *acc = (uint32_t *)out;
 
+  /* groups: output channel k reads the cpg input channels of its group */
+  const int64_t groups = g->g > 1 ? g->g : 1, cpg = g->c / groups, kpg = g->k / groups;
+
   memset(out, 0, (size_t)(g->n * g->k * out_plane) * sizeof *out);
   for (int64_t n = 0; n < g->n; n++)
     for (int64_t k = 0; k < g->k; k++) {
       uint32_t *oplane = acc + (n * g->k + k) * out_plane;
-      for (int64_t c = 0; c < g->c; c++) {
-        const int16_t *iplane = data + (n * g->c + c) * in_plane;
-        const int16_t *wk = weights + (k * g->c + c) * kvol;
+      const int64_t c0 = k / kpg * cpg;
+      for (int64_t c = 0; c < cpg; c++) {
+        const int16_t *iplane = data + (n * g->c + c0 + c) * in_plane;
+        const int16_t *wk = weights + (k * cpg + c) * kvol;
         for (int64_t kd = 0; kd < KD; kd++)
           for (int64_t kh = 0; kh < KH; kh++)
             for (int64_t kw = 0; kw < KW; kw++) {
@@ -165,7 +169,8 @@ ct_status reference_qconv(const ct_workload *w, const ct_quant *q, const void *d
   const int converted = w->layout != CT_LAYOUT_NCHW;
   const int64_t in_sp = g.in[0] * g.in[1] * g.in[2], out_sp = g.out[0] * g.out[1] * g.out[2];
   const int64_t kvol = g.ker[0] * g.ker[1] * g.ker[2];
-  const int64_t n_data = g.n * g.c * in_sp, n_weights = g.k * g.c * kvol,
+  const int64_t cpg = workload_cpg(w); /* the weights' input channels */
+  const int64_t n_data = g.n * g.c * in_sp, n_weights = g.k * cpg * kvol,
                 n_out = g.n * g.k * out_sp;
   const size_t eb = workload_out_elem_bytes(w);
   scratch s = {0};
@@ -192,10 +197,10 @@ ct_status reference_qconv(const ct_workload *w, const ct_quant *q, const void *d
     s.x[i] = (int16_t)((w->data_type == CT_DTYPE_UINT8 ? (int)xb[i] : (int)(int8_t)xb[i]) - zx);
   const int8_t *wb = weights;
   if (converted) {
-    weights_to_plain(w->layout, weights, (int8_t *)s.tmp, g.k, g.c, kvol);
+    weights_to_plain(w->layout, weights, (int8_t *)s.tmp, g.k, cpg, kvol);
     wb = (const int8_t *)s.tmp;
   }
-  for (int64_t i = 0; i < n_weights; i++) s.w[i] = (int16_t)(wb[i] - zw[i / (g.c * kvol)]);
+  for (int64_t i = 0; i < n_weights; i++) s.w[i] = (int16_t)(wb[i] - zw[i / (cpg * kvol)]);
   reference_conv_plain(&g, s.x, s.w, s.acc);
 
   /* The remapped output: C' channels, each spatial size b times larger

@@ -35,8 +35,9 @@ ct_status reference_qconv(const ct_workload *w, const ct_quant *q, const void *d
                           const int8_t *weights, const void *residual, void *out, ct_err *err);
 
 /* The plain-layout kernel behind both, on the normalised geometry: data
- * [N][C][D][H][W] and weights [K][C][KD][KH][KW] as int16 (zero points
- * already taken off), out [N][K][OD][OH][OW], sums modulo 2^32. */
+ * [N][C][D][H][W] and weights [K][C/G][KD][KH][KW] as int16 (zero points
+ * already taken off; G = g->g groups, output channel k reading input
+ * channels k / (K/G) x C/G onwards), out [N][K][OD][OH][OW], sums modulo 2^32. */
 void reference_conv_plain(const geom3 *g, const int16_t *data, const int16_t *weights,
                           int32_t *out);
 

@@ -143,7 +143,10 @@ int64_t workload_data_elems(const ct_workload *w) {
 int64_t workload_weight_elems(const ct_workload *w) {
   /* packed weights always hold whole chunks of 4 output channels */
   int64_t k = w->layout == CT_LAYOUT_NCHW4C && w->k > 0 ? (w->k + 3) / 4 * 4 : w->k;
-  return mul_sat(mul_sat(k, w->c), spatial_prod(w->kernel, workload_nd(w)));
+  int64_t cpg = workload_cpg(w);
+  /* and whole chunks of 4 of a group's input channels (depthwise: 1 of 4 used) */
+  if (w->layout == CT_LAYOUT_NCHW4C && w->groups > 1) cpg = (cpg + 3) / 4 * 4;
+  return mul_sat(mul_sat(k, cpg), spatial_prod(w->kernel, workload_nd(w)));
 }
 
 int64_t workload_out_elems(const ct_workload *w) {
@@ -157,7 +160,12 @@ int64_t workload_out_elems(const ct_workload *w) {
 
 int64_t workload_ops(const ct_workload *w) {
   int64_t conv_out = mul_sat(mul_sat(w->n, w->k), out_pixels(w));
-  return mul_sat(2, mul_sat(mul_sat(conv_out, w->c), spatial_prod(w->kernel, workload_nd(w))));
+  return mul_sat(
+      2, mul_sat(mul_sat(conv_out, workload_cpg(w)), spatial_prod(w->kernel, workload_nd(w))));
+}
+
+int64_t workload_cpg(const ct_workload *w) {
+  return w->groups > 1 ? w->c / w->groups : w->c;
 }
 
 void workload_geom(const ct_workload *w, geom3 *g) {
@@ -165,6 +173,7 @@ void workload_geom(const ct_workload *w, geom3 *g) {
   g->n = w->n;
   g->c = w->c;
   g->k = w->k;
+  g->g = w->groups > 1 ? w->groups : 1;
   for (int d = 0; d < 3; d++) {
     g->in[d] = g->ker[d] = g->str[d] = g->dil[d] = g->out[d] = 1;
     g->pb[d] = g->pa[d] = 0;
@@ -183,6 +192,9 @@ void workload_geom(const ct_workload *w, geom3 *g) {
 void workload_packed(const ct_workload *w, ct_workload *out) {
   *out = *w;
   out->layout = CT_LAYOUT_NCHW4C;
+  /* a grouped conv's channels cannot be padded without moving the groups:
+   * it packs only when C and K are multiples of 4 (workload_for_layout) */
+  if (w->groups > 1) return;
   out->c = (w->c + 3) / 4 * 4;
   /* depth_to_space maps real channels: K stays, the kernel pads the output */
   if (!w->epi.d2s_block) out->k = (w->k + 3) / 4 * 4;
@@ -193,7 +205,8 @@ int workload_for_layout(const ct_workload *w, ct_layout layout, ct_workload *out
     *out = *w;
     return 1;
   }
-  if (layout == CT_LAYOUT_NCHW4C && w->layout == CT_LAYOUT_NCHW) {
+  if (layout == CT_LAYOUT_NCHW4C && w->layout == CT_LAYOUT_NCHW &&
+      (w->groups <= 1 || (w->c % 4 == 0 && w->k % 4 == 0 && !w->epi.d2s_block))) {
     const ct_workload plain = *w; /* out may be w */
     workload_packed(&plain, out);
     return 1;
@@ -368,10 +381,12 @@ ct_status workload_validate(const ct_workload *w, ct_err *err) {
   if (w->n < 1) return INVALID("n (batch) must be at least 1, got %d", w->n);
   if (w->c < 1) return INVALID("c (input channels) must be at least 1, got %d", w->c);
   if (w->k < 1) return INVALID("k (output channels) must be at least 1, got %d", w->k);
-  if (w->groups != 1)
-    return INVALID("groups must be 1 (grouped and depthwise convolution are not supported), "
-                   "got %d",
-                   w->groups);
+  if (w->groups < 1 || w->groups > CT_MAX_CHANNELS)
+    return INVALID("groups must be between 1 and %d, got %d", CT_MAX_CHANNELS, w->groups);
+  if (w->c % w->groups || w->k % w->groups)
+    return INVALID("groups (%d) must divide both c (%d input channels) and k (%d output "
+                   "channels); depthwise is groups = c",
+                   w->groups, w->c, w->k);
   int nd = workload_nd(w);
   for (int d = 0; d < nd; d++) {
     const char *dn = dim_name(w, d);
@@ -403,6 +418,10 @@ ct_status workload_validate(const ct_workload *w, ct_err *err) {
      * channels are padded to 4 by the kernel itself. */
     if (w->k % 4 && !w->epi.d2s_block)
       return INVALID("k (output channels) must be a multiple of 4 for layout %s, got %d", ln, w->k);
+    /* a group's channels are not padded: a packed word must not straddle
+     * two groups' outputs differently from the plain layout's */
+    if (w->groups > 1 && w->epi.d2s_block)
+      return INVALID("groups > 1 with depth_to_space is not supported in layout %s", ln);
   }
   if ((st = check_elems("data", workload_data_elems(w), err))) return st;
   if ((st = check_elems("weights", workload_weight_elems(w), err))) return st;
@@ -449,7 +468,9 @@ char *workload_key(const ct_workload *w, char *buf, size_t size) {
   if (e->d2s_block && len < size)
     len += snprintf(buf + len, size - len, "-d2s%d%s", e->d2s_block,
                     e->d2s_mode == CT_D2S_CRD ? "crd" : "dcr");
-  if (e->rounding == CT_ROUND_ONNX && len < size) snprintf(buf + len, size - len, "-onnx");
+  if (e->rounding == CT_ROUND_ONNX && len < size) len += snprintf(buf + len, size - len, "-onnx");
+  /* appended after the epilogue (keys only grow at the end) */
+  if (w->groups > 1 && len < size) snprintf(buf + len, size - len, "-g%d", w->groups);
   return buf;
 }
 
@@ -502,7 +523,7 @@ static int expect(const char **p, const char *lit) {
 
 #define KEY_FORM                                                                                   \
   "op-layout-dtypes-nN-cC-kK-input-rKERNEL-sSTRIDE-pBEFORE.AFTER-dDILATION[-zd][-zw][-bias][-qc]"  \
-  "[-res][-d2sBMODE][-onnx]"
+  "[-res][-d2sBMODE][-onnx][-gG]"
 
 ct_status workload_from_key(const char *key, ct_workload *out, ct_err *err) {
   if (!key) return ERR_SET(err, CT_ERR_INVALID_ARG, "key is NULL");
@@ -565,7 +586,9 @@ ct_status workload_from_key(const char *key, ct_workload *out, ct_err *err) {
       w.epi.residual = 1;
     else if (expect(&p, "-onnx"))
       w.epi.rounding = CT_ROUND_ONNX;
-    else if (expect(&p, "-d2s")) {
+    else if (expect(&p, "-g")) {
+      if (!parse_uint(&p, &w.groups)) goto bad;
+    } else if (expect(&p, "-d2s")) {
       if (!parse_uint(&p, &w.epi.d2s_block)) goto bad;
       if (expect(&p, "dcr"))
         w.epi.d2s_mode = CT_D2S_DCR;

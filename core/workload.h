@@ -16,7 +16,7 @@
  *   epilogue segments that are not the default, in this order: -zd (data
  *   zero point), -zw (weight zero points), -bias, -qc (per-channel scale),
  *   -res (residual), -d2sBdcr / -d2sBcrd (depth_to_space block B), -onnx
- *   (ONNX Runtime's rounding, CT_ROUND_ONNX).
+ *   (ONNX Runtime's rounding, CT_ROUND_ONNX); last -gG (groups G, when > 1).
  */
 #ifndef CT_CORE_WORKLOAD_H
 #define CT_CORE_WORKLOAD_H
@@ -61,6 +61,7 @@
  * that products of sizes do not overflow. */
 typedef struct geom3 {
   int64_t n, c, k;
+  int64_t g; /* groups: output channel k reads input channels [k / (K/g) x C/g, + C/g) */
   int64_t in[3], ker[3], str[3], pb[3], pa[3], dil[3], out[3];
 } geom3;
 
@@ -86,14 +87,19 @@ void workload_geom(const ct_workload *w, geom3 *g);
  * a workload that workload_validate would reject. */
 int64_t workload_out_size(const ct_workload *w, int dim);
 
-/* Operation count: 2 (multiply and add) x N x K x output pixels x C x kernel volume. */
+/* Operation count: 2 (multiply and add) x N x K x output pixels x C/groups x kernel volume. */
 int64_t workload_ops(const ct_workload *w);
+
+/* Input channels per group, C / groups: what each output channel reads, and
+ * the weights' second dimension. */
+int64_t workload_cpg(const ct_workload *w);
 
 /* Element counts of data, weights and output in the workload's layout,
  * saturated at INT64_MAX (as is workload_ops). Packed weights hold whole
  * chunks of 4 output channels; the output is the remapped one with
  * depth_to_space, its channels rounded up to 4 when packed. NCHW and NHWC
- * hold the same (unpadded) counts, in another order. */
+ * hold the same (unpadded) counts, in another order. Weights hold C/groups
+ * input channels (packed and grouped: rounded up to 4). */
 int64_t workload_data_elems(const ct_workload *w);
 int64_t workload_weight_elems(const ct_workload *w);
 int64_t workload_out_elems(const ct_workload *w);

@@ -685,7 +685,9 @@ ct_status ct_pack_weights(ct_context *ctx, const ct_workload *w, const void *wei
   workload_packed(w, &pw);
   geom3 g;
   workload_geom(&pw, &g);
-  int k = w->k, c = w->c, k4 = (int)(g.k + 3) / 4, c4 = (int)g.c / 4;
+  /* grouped: the weights' input channels are a group's, rounded up to 4 */
+  int k = w->k, c = (int)workload_cpg(w), k4 = (int)(g.k + 3) / 4;
+  int c4 = w->groups > 1 ? (c + 3) / 4 : (int)g.c / 4;
   int kvol = (int)(g.ker[0] * g.ker[1] * g.ker[2]);
   void *args[] = {(void *)&weights, &packed, &k, &c, &k4, &c4, &kvol};
   if ((st = launch_pack(ctx, K_PACK_WEIGHTS, (long long)k4 * c4 * kvol, args, (cudaStream_t)stream,

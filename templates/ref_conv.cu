@@ -36,7 +36,7 @@
 
 /* The normalised 3D shape (conv2d: depth 1), spatial arrays (d, h, w),
  * then the epilogue and the layout. Laid out as runner.c's ref_shape: 31
- * ints; a shape written without the last two is packed. */
+ * ints, then groups (32). */
 struct ref_shape {
   int n, c4, k4; /* c4, k4: channel chunks of 4 (packed layout) */
   int in[3], ker[3], str[3], pad[3], dil[3], out[3];
@@ -50,6 +50,7 @@ struct ref_shape {
   int has_res;  /* 1: a residual */
   int nhwc;     /* 1: channels last (NDHWC, ODHWI), 0: packed */
   int c;        /* input channels (channels last: unpadded) */
+  int groups;   /* groups G (0 or 1: none); output channel k reads C/G channels from k / (K/G) x C/G */
 };
 
 /* The raw words (quant_raw): [zx, zy, lo, hi, rm, rs, rzp, flags, the onnx
@@ -77,6 +78,9 @@ __device__ int ref_conv_value(const ref_shape &s, const int *data, const int4 *w
   const int zx = raw ? raw[0] : 0;
   const int zw = raw ? raw[RAW_HEADER + s.kr + k] : 0;
   unsigned acc = 0u;
+  /* groups: k's input channels [c0, c0 + cpg); the weights hold cpg of them */
+  const int groups = s.groups > 1 ? s.groups : 1;
+  const int cpg = s.c / groups, c0 = k / (s.kr / groups) * cpg;
   if (s.nhwc) {
     const unsigned char *x8 = (const unsigned char *)data;
     const signed char *w8 = (const signed char *)weights;
@@ -89,10 +93,10 @@ __device__ int ref_conv_value(const ref_shape &s, const int *data, const int4 *w
         for (int kw = 0; kw < s.ker[2]; kw++) {
           const int iw = ow * s.str[2] - s.pad[2] + kw * s.dil[2];
           if (iw < 0 || iw >= s.in[2]) continue;
-          const long long xp = (((n * s.in[0] + id) * s.in[1] + ih) * s.in[2] + iw) * s.c;
+          const long long xp = (((n * s.in[0] + id) * s.in[1] + ih) * s.in[2] + iw) * s.c + c0;
           const long long wp =
-              ((((long long)k * s.ker[0] + kd) * s.ker[1] + kh) * s.ker[2] + kw) * s.c;
-          for (int c = 0; c < s.c; c++) {
+              ((((long long)k * s.ker[0] + kd) * s.ker[1] + kh) * s.ker[2] + kw) * cpg;
+          for (int c = 0; c < cpg; c++) {
             const int xb = x8[xp + c];
             const int x = s.data_u8 ? xb : (int)(signed char)xb;
             acc += (unsigned)((x - zx) * ((int)w8[wp + c] - zw));
@@ -100,6 +104,37 @@ __device__ int ref_conv_value(const ref_shape &s, const int *data, const int4 *w
         }
       }
     }
+  } else if (groups > 1) {
+    /* packed and grouped: byte by byte, since a group's channels need not
+     * start on a word (depthwise: one channel of a word); weights
+     * [K/4][ceil(cpg/4)][kvol] int4, lane k % 4, byte ci % 4 */
+    const unsigned char *x8 = (const unsigned char *)data;
+    const int cpg4 = (cpg + 3) / 4;
+    for (int ci = 0; ci < cpg; ci++)
+      for (int kd = 0; kd < s.ker[0]; kd++) {
+        const int id = od * s.str[0] - s.pad[0] + kd * s.dil[0];
+        if (id < 0 || id >= s.in[0]) continue;
+        for (int kh = 0; kh < s.ker[1]; kh++) {
+          const int ih = oh * s.str[1] - s.pad[1] + kh * s.dil[1];
+          if (ih < 0 || ih >= s.in[1]) continue;
+          for (int kw = 0; kw < s.ker[2]; kw++) {
+            const int iw = ow * s.str[2] - s.pad[2] + kw * s.dil[2];
+            if (iw < 0 || iw >= s.in[2]) continue;
+            const int ch = c0 + ci;
+            const int xb =
+                x8[((((n * s.c4 + ch / 4) * s.in[0] + id) * s.in[1] + ih) * s.in[2] + iw) * 4 +
+                   ch % 4];
+            const int4 w4 =
+                weights[((((long long)(k / 4) * cpg4 + ci / 4) * s.ker[0] + kd) * s.ker[1] + kh) *
+                            s.ker[2] +
+                        kw];
+            const int lanes[4] = {w4.x, w4.y, w4.z, w4.w};
+            const int x = s.data_u8 ? xb : (int)(signed char)xb;
+            const int y = (signed char)(lanes[k % 4] >> (8 * (ci % 4)));
+            acc += (unsigned)((x - zx) * (y - zw));
+          }
+        }
+      }
   } else {
     for (int c = 0; c < s.c4; c++)
       for (int kd = 0; kd < s.ker[0]; kd++) {

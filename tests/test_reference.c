@@ -6,15 +6,14 @@
  * test of the input coordinate, and every tensor indexed by its layout's
  * formula written out here (NCHW / OIHW, NCHW4c / OIHW4o4i and NHWC / OHWI),
  * never by pack.c or geom3. Equality is exact. Named awkward shapes and ~290
- * random small ones run in all six combinations of conv2d / conv3d x NCHW /
- * NCHW4c / NHWC (NHWC with the odd channel counts NCHW4c cannot take),
- * with int8 inputs over the full [-128, 127] range from core's fixed-seed RNG
- * and the output poisoned, so every element must be written. Rejected
- * workloads and the int32 accumulator extreme have their own tests. The
- * named shapes run once more requantized with onnx rounding (8-bit output,
- * bias, per-tensor and per-channel scales, a residual in both orders),
- * against ONNX Runtime's formula written out here. Element loops call
- * Check only on a mismatch (each passing ck_assert writes a log).
+ * random small ones (and as many grouped and depthwise ones) run in all six combinations of conv2d
+ * / conv3d x NCHW / NCHW4c / NHWC (NHWC with the odd channel counts NCHW4c cannot take), with int8
+ * inputs over the full [-128, 127] range from core's fixed-seed RNG and the output poisoned, so
+ * every element must be written. Rejected workloads and the int32 accumulator extreme have their
+ * own tests. The named shapes run once more requantized with onnx rounding (8-bit output, bias,
+ * per-tensor and per-channel scales, a residual in both orders), against ONNX Runtime's formula
+ * written out here. Element loops call Check only on a mismatch (each passing ck_assert writes a
+ * log).
  */
 #include <check.h>
 #include <math.h>
@@ -35,6 +34,7 @@
  * than taken from workload_geom, so the test does not trust the code it checks. */
 typedef struct shape {
   int64_t n, c, k, d, h, w, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, od, oh, ow;
+  int64_t g, cpg; /* groups, and input channels per group (the weights' C) */
   ct_layout layout;
 } shape;
 
@@ -44,6 +44,8 @@ static int64_t out_size(int in, int pb, int pa, int dil, int ker, int str) {
 
 static shape shape_of(const ct_workload *w) {
   shape s = {.n = w->n, .c = w->c, .k = w->k, .layout = w->layout};
+  s.g = w->groups;
+  s.cpg = w->c / w->groups;
   s.d = s.kd = s.sd = s.dd = s.od = 1;
   s.pd = 0;
   int o = 0; /* index of H in w's arrays */
@@ -83,12 +85,21 @@ static int64_t data_at(const shape *s, int64_t n, int64_t c, int64_t z, int64_t 
 }
 
 /* Weights OIDHW: [k][c][kd][kh][kw]; OIDHW4o4i: [k/4][c/4][kd][kh][kw][k%4][c%4];
- * ODHWI: [k][kd][kh][kw][c]. */
+ * ODHWI: [k][kd][kh][kw][c]; c counting a group's channels (cpg; packed:
+ * rounded up to 4). */
 static int64_t weight_at(const shape *s, int64_t k, int64_t c, int64_t z, int64_t y, int64_t x) {
-  if (s->layout == CT_LAYOUT_NHWC) return (((k * s->kd + z) * s->kh + y) * s->kw + x) * s->c + c;
-  if (s->layout == CT_LAYOUT_NCHW) return (((k * s->c + c) * s->kd + z) * s->kh + y) * s->kw + x;
-  return (((((k / 4) * (s->c / 4) + c / 4) * s->kd + z) * s->kh + y) * s->kw + x) * 16 +
-         (k % 4) * 4 + c % 4;
+  const int64_t ci = s->cpg, c4 = (ci + 3) / 4;
+  if (s->layout == CT_LAYOUT_NHWC) return (((k * s->kd + z) * s->kh + y) * s->kw + x) * ci + c;
+  if (s->layout == CT_LAYOUT_NCHW) return (((k * ci + c) * s->kd + z) * s->kh + y) * s->kw + x;
+  return (((((k / 4) * c4 + c / 4) * s->kd + z) * s->kh + y) * s->kw + x) * 16 + (k % 4) * 4 +
+         c % 4;
+}
+
+/* Elements of the weights: k x cpg x kernel (packed: k and cpg rounded up to 4). */
+static int64_t weight_elems(const shape *s) {
+  const int64_t kv = s->kd * s->kh * s->kw;
+  if (s->layout == CT_LAYOUT_NCHW4C) return (s->k + 3) / 4 * 4 * ((s->cpg + 3) / 4 * 4) * kv;
+  return s->k * s->cpg * kv;
 }
 
 /* Output NKDHW: [n][k][od][oh][ow]; NKDHW4k: [n][k/4][od][oh][ow][k%4];
@@ -103,7 +114,8 @@ static int64_t out_at(const shape *s, int64_t n, int64_t k, int64_t z, int64_t y
 static int64_t naive_at(const shape *s, const int8_t *data, const int8_t *weights, int64_t n,
                         int64_t k, int64_t oz, int64_t oy, int64_t ox) {
   int64_t acc = 0;
-  for (int64_t c = 0; c < s->c; c++)
+  const int64_t c0 = k / (s->k / s->g) * s->cpg; /* k's group's first channel */
+  for (int64_t c = 0; c < s->cpg; c++)
     for (int64_t kz = 0; kz < s->kd; kz++)
       for (int64_t ky = 0; ky < s->kh; ky++)
         for (int64_t kx = 0; kx < s->kw; kx++) {
@@ -111,7 +123,8 @@ static int64_t naive_at(const shape *s, const int8_t *data, const int8_t *weight
           int64_t y = oy * s->sh - s->ph + ky * s->dh;
           int64_t x = ox * s->sw - s->pw + kx * s->dw;
           if (z < 0 || z >= s->d || y < 0 || y >= s->h || x < 0 || x >= s->w) continue;
-          acc += (int64_t)data[data_at(s, n, c, z, y, x)] * weights[weight_at(s, k, c, kz, ky, kx)];
+          acc += (int64_t)data[data_at(s, n, c0 + c, z, y, x)] *
+                 weights[weight_at(s, k, c, kz, ky, kx)];
         }
   return acc;
 }
@@ -129,7 +142,7 @@ static void check_against_naive(const ct_workload *w, uint32_t seed, const char 
   err_clear(&err);
   ck_assert_msg(workload_validate(w, &err) == CT_OK, "%s: workload rejected: %s", what, err.msg);
   shape s = shape_of(w);
-  int64_t n_data = s.n * s.c * s.d * s.h * s.w, n_weights = s.k * s.c * s.kd * s.kh * s.kw;
+  int64_t n_data = s.n * s.c * s.d * s.h * s.w, n_weights = weight_elems(&s);
   int64_t n_out = s.n * s.k * s.od * s.oh * s.ow;
   ck_assert_int_eq(workload_data_elems(w), n_data);
   ck_assert_int_eq(workload_weight_elems(w), n_weights);
@@ -287,6 +300,27 @@ START_TEST(random_shapes) {
 }
 END_TEST
 
+/* Grouped and depthwise: random_workload's shapes with G groups of 1-3
+ * input and 1-3 output channels each (1 input channel: depthwise with a
+ * channel multiplier); packed, G a multiple of 4 so that C and K are. */
+START_TEST(grouped_shapes) {
+  rng gen;
+  rng_seed(&gen, 0x9a0u + (uint32_t)_i);
+  for (int j = 0; j < RANDOM_PER_LOOP; j++) {
+    ct_workload w;
+    random_workload(&gen, j, &w);
+    int groups = w.layout == CT_LAYOUT_NCHW4C ? 4 * rng_range(&gen, 1, 3) : rng_range(&gen, 2, 9);
+    int cpg = rng_range(&gen, 0, 2) ? 1 : rng_range(&gen, 2, 3);
+    w.groups = groups;
+    w.c = groups * cpg;
+    w.k = groups * rng_range(&gen, 1, 3);
+    char key[CT_KEY_MAX], what[CT_KEY_MAX + 32];
+    snprintf(what, sizeof what, "grouped %d/%d %s", _i, j, workload_key(&w, key, sizeof key));
+    check_against_naive(&w, rng_next(&gen), what);
+  }
+}
+END_TEST
+
 /* ---- onnx rounding ------------------------------------------------------------ */
 
 /* x rounded half to even, written out (x a float, or +-inf). */
@@ -386,7 +420,7 @@ START_TEST(onnx_rounding_named_shapes) {
   onnx_values_make(&w, &gen, &o);
   if (w.epi.residual) o.q.residual_first = _i / 3 % 2; /* both orders on every layout */
   shape s = shape_of(&w);
-  int64_t n_data = s.n * s.c * s.d * s.h * s.w, n_weights = s.k * s.c * s.kd * s.kh * s.kw;
+  int64_t n_data = s.n * s.c * s.d * s.h * s.w, n_weights = weight_elems(&s);
   int64_t n_out = s.n * s.k * s.od * s.oh * s.ow;
   int8_t *data = xmalloc((size_t)n_data), *weights = xmalloc((size_t)n_weights);
   uint8_t *res = xmalloc((size_t)n_out), *out = xmalloc((size_t)n_out);
@@ -518,6 +552,7 @@ static void add_core(TCase *tc) {
   tcase_add_loop_test(tc, named_shapes, 0, 3 * N_CASES);
   tcase_add_loop_test(tc, onnx_rounding_named_shapes, 0, 3 * N_CASES);
   tcase_add_loop_test(tc, random_shapes, 0, RANDOM_LOOPS);
+  tcase_add_loop_test(tc, grouped_shapes, 0, RANDOM_LOOPS);
   tcase_add_loop_test(tc, rejects_invalid_workload, 0, 10);
   tcase_add_loop_test(tc, accumulator_extreme, 0, 6);
 }

@@ -606,6 +606,44 @@ START_TEST(gpu_reference_nhwc_equals_cpu_reference) {
 }
 END_TEST
 
+/* Grouped and depthwise (issue 35): the GPU reference against the CPU's in
+ * both layouts, int32 and requantized with every epilogue field. */
+START_TEST(gpu_reference_grouped_equals_cpu_reference) {
+  /* clang-format off */
+  static const struct { shape sh; int groups; } grouped[] = {
+    {{"dw 3x3 c8", CT_OP_CONV2D, 2, 8, 8, {0, 9, 11}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}}, 8},
+    {{"dw x2 5x5 s2", CT_OP_CONV2D, 1, 8, 16, {0, 13, 12}, {0, 5, 5}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}, {0, 1, 1}}, 8},
+    {{"g4 cpg4 s2", CT_OP_CONV2D, 3, 16, 16, {0, 10, 9}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}}, 4},
+    {{"g2 cpg6 dil2", CT_OP_CONV2D, 1, 12, 8, {0, 9, 9}, {0, 3, 3}, {0, 1, 1}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}}, 2},
+    {{"dw 3d c8", CT_OP_CONV3D, 1, 8, 8, {4, 7, 6}, {3, 3, 3}, {1, 2, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}}, 8},
+  };
+  /* clang-format on */
+  runner *r = start(NULL);
+  for (size_t i = 0; i < sizeof grouped / sizeof grouped[0]; i++)
+    for (int nhwc = 0; nhwc < 2; nhwc++)
+      for (int variant = 0; variant < 3; variant++) {
+        ct_workload w;
+        shape_workload(&grouped[i].sh, &w);
+        w.groups = grouped[i].groups;
+        if (nhwc) w.layout = CT_LAYOUT_NHWC;
+        if (variant == 1) { /* uint8 data with a zero point, weight zero points, bias */
+          w.data_type = CT_DTYPE_UINT8;
+          w.epi.data_zero_point = w.epi.weight_zero_point = w.epi.bias = 1;
+        } else if (variant == 2) { /* int8 out, per channel, residual, onnx rounding */
+          w.out_type = CT_DTYPE_INT8;
+          w.epi.bias = w.epi.residual = 1;
+          w.epi.scale = CT_SCALE_CHANNEL;
+          w.epi.rounding = CT_ROUND_ONNX;
+        }
+        ct_err err = {0};
+        ck_assert_msg(workload_validate(&w, &err) == CT_OK, "%s: %s", grouped[i].sh.name, err.msg);
+        nhwc_matches_cpu(r, &w, grouped[i].sh.name);
+      }
+  ck_assert_int_eq(runner_restarts(r), 0);
+  runner_stop(r);
+}
+END_TEST
+
 /* An 8-bit nhwc output of odd size left unwritten: a wrong answer located
  * in the output; a template of another layout: refused before the worker. */
 START_TEST(nhwc_wrong_answers_and_layouts) {
@@ -724,6 +762,7 @@ static void add_runner(TCase *tc) {
   tcase_add_test(tc, a_valid_config_measures_ok);
   tcase_add_test(tc, planted_faults_are_outcomes);
   tcase_add_test(tc, gpu_reference_nhwc_equals_cpu_reference);
+  tcase_add_test(tc, gpu_reference_grouped_equals_cpu_reference);
   tcase_add_test(tc, nhwc_wrong_answers_and_layouts);
   tcase_add_test(tc, nhwc_templates_measure_ok);
 }

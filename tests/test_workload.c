@@ -571,10 +571,18 @@ START_TEST(validate_rejects_each_field) {
   EXPECT_VALID(&w, "nhwc with every epilogue but d2s");
   w = base, w.layout = CT_LAYOUT_NHWC, w.epi.residual = 1;
   EXPECT_INVALID(&w, "residual with int32 output nhwc", "residual", "int8");
-  w = base, w.groups = 2;
-  EXPECT_INVALID(&w, "groups = 2", "groups", NULL);
   w = base, w.groups = 0;
   EXPECT_INVALID(&w, "groups = 0", "groups", NULL);
+  w = base, w.c = 6, w.k = 8, w.groups = 4;
+  EXPECT_INVALID(&w, "groups 4 of c 6", "groups (4) must divide", "depthwise");
+  w = base, w.c = 8, w.k = 6, w.groups = 4;
+  EXPECT_INVALID(&w, "groups 4 of k 6", "groups (4) must divide", NULL);
+  w = base, w.c = 8, w.k = 16, w.groups = 8;
+  EXPECT_VALID(&w, "depthwise with multiplier 2");
+  w = base, w.layout = CT_LAYOUT_NHWC, w.c = 6, w.k = 9, w.groups = 3;
+  EXPECT_VALID(&w, "grouped nhwc, odd channels");
+  w = base, w.layout = CT_LAYOUT_NCHW4C, w.c = 8, w.k = 8, w.groups = 8;
+  EXPECT_VALID(&w, "depthwise nchw4c");
   /* Types that are not supported. */
   w = base, w.data_type = CT_DTYPE_INT32;
   EXPECT_INVALID(&w, "int32 data", "data_type", "uint8");
@@ -741,6 +749,68 @@ START_TEST(validate_null_is_invalid_arg) {
 END_TEST
 
 /* ---- key ------------------------------------------------------------------- */
+
+/* Groups (issue 35): the trailing -gG segment, what the weights and the ops
+ * count, and which layouts serve a grouped workload. */
+START_TEST(key_groups) {
+  char key[CT_KEY_MAX];
+  ct_workload w = conv2d(32, 144, 144, 56, 3, 1, 1), back;
+  w.layout = CT_LAYOUT_NHWC;
+  w.groups = 144;
+  w.out_type = CT_DTYPE_INT8;
+  w.epi.bias = 1;
+  w.epi.rounding = CT_ROUND_ONNX;
+  ck_assert_str_eq(
+      workload_key(&w, key, sizeof key),
+      "conv2d-nhwc-i8.i8.i8-n32-c144-k144-56x56-r3x3-s1x1-p1x1.1x1-d1x1-bias-onnx-g144");
+  ct_err err;
+  err_clear(&err);
+  ck_assert_int_eq(workload_from_key(key, &back, &err), CT_OK);
+  ck_assert_int_eq(back.groups, 144);
+  ck_assert_mem_eq(&back, &w, sizeof w);
+  ck_assert_int_eq(workload_weight_elems(&w), 144 * 1 * 9);
+  ck_assert_int_eq(workload_ops(&w), (int64_t)2 * 32 * 144 * 56 * 56 * 9);
+  ck_assert_int_eq(workload_cpg(&w), 1);
+  /* -g1 is not canonical, nor -g before the epilogue */
+  ck_assert_int_eq(
+      workload_from_key("conv2d-nchw-i8.i8.i32-n1-c8-k8-7x7-r3x3-s1x1-p1x1.1x1-d1x1-g1", &back,
+                        &err),
+      CT_ERR_PARSE);
+  ck_assert_ptr_nonnull(strstr(err.msg, "d1x1'"));
+  ck_assert_int_eq(
+      workload_from_key("conv2d-nhwc-i8.i8.i8-n1-c8-k8-7x7-r3x3-s1x1-p1x1.1x1-d1x1-g8-bias", &back,
+                        &err),
+      CT_ERR_PARSE);
+  ck_assert_ptr_nonnull(strstr(err.msg, "-bias-g8"));
+  ck_assert_int_eq(
+      workload_from_key("conv2d-nchw-i8.i8.i32-n1-c8-k8-7x7-r3x3-s1x1-p1x1.1x1-d1x1-g3", &back,
+                        &err),
+      CT_ERR_INVALID_WORKLOAD);
+  /* ResNeXt's 4 channels a group, packed: weights K x 4 x 9 */
+  w = conv2d(1, 128, 128, 56, 3, 1, 1);
+  w.groups = 32;
+  w.layout = CT_LAYOUT_NCHW4C;
+  ck_assert_int_eq(workload_weight_elems(&w), 128 * 4 * 9);
+  /* packed depthwise: a group's one channel is a chunk of 4 */
+  w.groups = 128;
+  ck_assert_int_eq(workload_weight_elems(&w), 128 * 4 * 9);
+  /* plain NCHW is packed only when C and K are multiples of 4 */
+  ct_workload pw;
+  w.layout = CT_LAYOUT_NCHW;
+  ck_assert_int_eq(workload_for_layout(&w, CT_LAYOUT_NCHW4C, &pw), 1);
+  ck_assert_int_eq(pw.c, 128);
+  ck_assert_int_eq(pw.groups, 128);
+  w = conv2d(1, 6, 6, 9, 3, 1, 1);
+  w.groups = 6;
+  ck_assert_int_eq(workload_for_layout(&w, CT_LAYOUT_NCHW4C, &pw), 0);
+  ck_assert_int_eq(workload_for_layout(&w, CT_LAYOUT_NHWC, &pw), 0);
+  /* JSON keeps it */
+  cJSON *j = workload_to_json(&w);
+  ck_assert_int_eq(workload_from_json(j, &back, &err), CT_OK);
+  ck_assert_int_eq(back.groups, 6);
+  cJSON_Delete(j);
+}
+END_TEST
 
 START_TEST(key_exact_strings) {
   char key[CT_KEY_MAX];
@@ -1627,7 +1697,7 @@ START_TEST(json_errors_name_the_field) {
   EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"layout\": \"nchw4c\", \"c\": 6, \"k\": 8, \"h\": 7, "
                   "\"w\": 7, \"kernel\": 3}",
                   "c (input channels)", "multiple of 4");
-  EXPECT_BAD_JSON(W2(", \"groups\": 2"), "groups", NULL);
+  EXPECT_BAD_JSON(W2(", \"groups\": 3"), "groups (3) must divide", NULL);
   EXPECT_BAD_JSON(W2(", \"data_type\": \"int32\""), "data_type", NULL);
   EXPECT_BAD_JSON(W2(", \"residual\": true"), "residual", "int8");
   EXPECT_BAD_JSON(W2(", \"bias\": 1"), "'bias'", "true or false");
@@ -1683,6 +1753,7 @@ static void add_validate(TCase *tc) {
 
 static void add_key(TCase *tc) {
   tcase_add_test(tc, key_exact_strings);
+  tcase_add_test(tc, key_groups);
   tcase_add_test(tc, key_round_trip_random);
   tcase_add_test(tc, key_distinct_for_distinct_workloads);
   tcase_add_test(tc, key_malformed_rejected);

@@ -102,7 +102,7 @@ typedef struct ref_shape {
   int n, c4, k4;
   int in[3], ker[3], str[3], pad[3], dil[3], out[3];
   int kr, cout, d2s, d2s_crd, d2s_3d, out_type, data_u8, has_res;
-  int nhwc, c;
+  int nhwc, c, groups;
 } ref_shape;
 
 struct runner {
@@ -283,6 +283,7 @@ static ct_status task_set(wstate *s, const ct_workload *w, ct_err *err) {
   sh.has_res = w->epi.residual;
   sh.nhwc = w->layout == CT_LAYOUT_NHWC;
   sh.c = (int)g.c;
+  sh.groups = (int)g.g;
   s->shape = sh;
   s->data_bytes = (size_t)workload_data_elems(w);
   s->weight_bytes = (size_t)workload_weight_elems(w);

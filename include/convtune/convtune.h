@@ -137,7 +137,7 @@ typedef struct ct_workload {
   int n;                /* batch */
   int c;                /* input channels */
   int k;                /* output channels of the convolution (before depth_to_space) */
-  int groups;           /* 1: grouped convolution is not supported */
+  int groups;           /* G, dividing c and k (1: dense; c: depthwise); weights K x C/G x kernel */
   int in[CT_MAX_SPATIAL];
   int kernel[CT_MAX_SPATIAL];
   int stride[CT_MAX_SPATIAL];
