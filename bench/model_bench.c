@@ -752,8 +752,10 @@ static ct_status prep_node(mrun *R, int i, char *why, size_t why_size, ct_err *e
   bench_explain_source(ctx, &n->lw, n->source, sizeof n->source);
   geom3 g;
   workload_geom(&n->pw, &g);
-  int64_t kvol = g.ker[0] * g.ker[1] * g.ker[2], rc = mc->w.c;
-  size_t n_w = (size_t)(g.k * g.c * kvol);
+  /* the weights' input channels: a group's (C/G) */
+  int64_t kvol = g.ker[0] * g.ker[1] * g.ker[2], rc = workload_cpg(&mc->w);
+  int64_t wc = workload_cpg(&n->pw);
+  size_t n_w = (size_t)(g.k * wc * kvol);
   if (!(n->h_w = calloc(n_w ? n_w : 1, 1))) {
     st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the weights of %s", mc->name);
     goto done;
@@ -761,7 +763,7 @@ static ct_status prep_node(mrun *R, int i, char *why, size_t why_size, ct_err *e
   /* the model's [K][C][kvol] into [K][C padded][kvol]; a float model's are random */
   for (int64_t k = 0; k < g.k; k++)
     for (int64_t c = 0; c < rc; c++) {
-      int8_t *dst = n->h_w + (k * g.c + c) * kvol;
+      int8_t *dst = n->h_w + (k * wc + c) * kvol;
       if (mc->weights)
         memcpy(dst, mc->weights + (k * rc + c) * kvol, (size_t)kvol);
       else
@@ -782,7 +784,7 @@ static ct_status prep_node(mrun *R, int i, char *why, size_t why_size, ct_err *e
       st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the weights of %s", mc->name);
       goto done;
     }
-    pack_ohwi(n->h_w, h_lw, g.k, g.c, kvol);
+    pack_ohwi(n->h_w, h_lw, g.k, wc, kvol);
   }
   size_t n_params = n->q ? ct_params_bytes(&n->lw) : 0;
   if (n->q) {
@@ -1182,7 +1184,7 @@ static ct_status run_cudnn(mrun *R, cudnn_side_kind kind, mbench_field f, ct_err
      * saturates, as a requantized chain clamps */
     double kvol = (double)w->kernel[0] * w->kernel[1] * (workload_nd(w) == 3 ? w->kernel[2] : 1);
     double alpha = kind == CUDNN_SIDE_FP16
-                       ? 1.0 / (cudnn_side_fill_rms(kind) * sqrt((double)w->c * kvol))
+                       ? 1.0 / (cudnn_side_fill_rms(kind) * sqrt((double)workload_cpg(w) * kvol))
                        : 1.0;
     cudnn_conv_bind(cv[i], x, d_w[i], d_y[i], d_ws, alpha);
   }

@@ -32,6 +32,9 @@ double resolve_distance(const ct_workload *a, const ct_workload *b) {
   }
   d += fabs(log2((double)a->n / b->n)) + fabs(log2((double)a->c / b->c)) +
        fabs(log2((double)a->k / b->k));
+  /* groups: channels per group, the shape of each group's reduction (a
+   * dense layer is one group of all C) */
+  d += 2.0 * fabs(log2((double)workload_cpg(a) / workload_cpg(b)));
   /* Another epilogue on the same shape: the same loops, a different store;
    * nearer than any change of shape, farther than the same epilogue. */
   d += 0.25 * (a->data_type != b->data_type) + 0.25 * (a->out_type != b->out_type) +

@@ -18,6 +18,11 @@
  * the warps holding them run the general one and the others the fast one),
  * compared byte for byte with reference_qconv.
  *
+ * Cases grouped, grouped8 and grouped_onnx: the grouped templates (packed
+ * and channels-last) and the channels-last mma ones on grouped and
+ * depthwise layers, and the mma ones also on K not a multiple of 8; int32,
+ * the four 8-bit kinds, and onnx rounding.
+ *
  * Cases onnx and onnx_stem: every template family with ONNX Runtime's rounding
  * (CT_ROUND_ONNX), a fifth of the configs: int8 out per channel with a
  * residual added as Add(t, r), uint8 out per tensor with Add(r, t), int8
@@ -71,26 +76,26 @@ static int lineinfo;
 
 /* clang-format off */
 static const shape shapes2d[] = {
-    {"3x3 s1 p1", CT_OP_CONV2D, 1, 16, 16, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"3x3 s2 b3 odd", CT_OP_CONV2D, 3, 8, 12, {0, 15, 13}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"7x7 s2 p3 stem", CT_OP_CONV2D, 1, 4, 16, {0, 23, 23}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
-    {"1x1", CT_OP_CONV2D, 1, 32, 32, {0, 7, 7}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
-    {"1x1 s2 b3", CT_OP_CONV2D, 3, 16, 8, {0, 14, 14}, {0, 1, 1}, {0, 2, 2}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
-    {"1x7", CT_OP_CONV2D, 1, 8, 16, {0, 9, 11}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3}, {0, 0, 3}, {0, 1, 1}},
-    {"7x1 b3", CT_OP_CONV2D, 3, 8, 8, {0, 11, 9}, {0, 7, 1}, {0, 1, 1}, {0, 3, 0}, {0, 3, 0}, {0, 1, 1}},
-    {"3x3 dil2 asym pad", CT_OP_CONV2D, 1, 8, 8, {0, 10, 12}, {0, 3, 3}, {0, 1, 2}, {0, 1, 2}, {0, 2, 0}, {0, 2, 2}},
+    {"3x3 s1 p1", CT_OP_CONV2D, 1, 16, 16, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"3x3 s2 b3 odd", CT_OP_CONV2D, 3, 8, 12, {0, 15, 13}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"7x7 s2 p3 stem", CT_OP_CONV2D, 1, 4, 16, {0, 23, 23}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}, 1},
+    {"1x1", CT_OP_CONV2D, 1, 32, 32, {0, 7, 7}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 1},
+    {"1x1 s2 b3", CT_OP_CONV2D, 3, 16, 8, {0, 14, 14}, {0, 1, 1}, {0, 2, 2}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 1},
+    {"1x7", CT_OP_CONV2D, 1, 8, 16, {0, 9, 11}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3}, {0, 0, 3}, {0, 1, 1}, 1},
+    {"7x1 b3", CT_OP_CONV2D, 3, 8, 8, {0, 11, 9}, {0, 7, 1}, {0, 1, 1}, {0, 3, 0}, {0, 3, 0}, {0, 1, 1}, 1},
+    {"3x3 dil2 asym pad", CT_OP_CONV2D, 1, 8, 8, {0, 10, 12}, {0, 3, 3}, {0, 1, 2}, {0, 1, 2}, {0, 2, 0}, {0, 2, 2}, 1},
 };
 /* clang-format on */
 
 /* clang-format off */
 static const shape shapes3d[] = {
-    {"3x3x3 s1 p1", CT_OP_CONV3D, 1, 8, 8, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
-    {"3x3x3 s2 b3 odd", CT_OP_CONV3D, 3, 4, 8, {5, 7, 6}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
-    {"1x1x1", CT_OP_CONV3D, 1, 16, 16, {3, 6, 6}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}},
-    {"1x1x1 s2 b2", CT_OP_CONV3D, 2, 8, 8, {4, 6, 6}, {1, 1, 1}, {2, 2, 2}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}},
-    {"3x1x1", CT_OP_CONV3D, 1, 8, 12, {6, 5, 5}, {3, 1, 1}, {1, 1, 1}, {1, 0, 0}, {1, 0, 0}, {1, 1, 1}},
-    {"(3,7,7) stem", CT_OP_CONV3D, 1, 4, 8, {4, 10, 10}, {3, 7, 7}, {1, 2, 2}, {1, 3, 3}, {1, 3, 3}, {1, 1, 1}},
-    {"3x3x3 dil2 asym", CT_OP_CONV3D, 1, 4, 4, {5, 6, 7}, {3, 3, 3}, {1, 2, 1}, {2, 1, 0}, {0, 1, 2}, {2, 1, 2}},
+    {"3x3x3 s1 p1", CT_OP_CONV3D, 1, 8, 8, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1},
+    {"3x3x3 s2 b3 odd", CT_OP_CONV3D, 3, 4, 8, {5, 7, 6}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1},
+    {"1x1x1", CT_OP_CONV3D, 1, 16, 16, {3, 6, 6}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, 1},
+    {"1x1x1 s2 b2", CT_OP_CONV3D, 2, 8, 8, {4, 6, 6}, {1, 1, 1}, {2, 2, 2}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, 1},
+    {"3x1x1", CT_OP_CONV3D, 1, 8, 12, {6, 5, 5}, {3, 1, 1}, {1, 1, 1}, {1, 0, 0}, {1, 0, 0}, {1, 1, 1}, 1},
+    {"(3,7,7) stem", CT_OP_CONV3D, 1, 4, 8, {4, 10, 10}, {3, 7, 7}, {1, 2, 2}, {1, 3, 3}, {1, 3, 3}, {1, 1, 1}, 1},
+    {"3x3x3 dil2 asym", CT_OP_CONV3D, 1, 4, 4, {5, 6, 7}, {3, 3, 3}, {1, 2, 1}, {2, 1, 0}, {0, 1, 2}, {2, 1, 2}, 1},
 };
 /* clang-format on */
 
@@ -99,21 +104,21 @@ static const shape shapes3d[] = {
  * not a multiple of it, 16-byte data loads (1x1, stride 1), batch 3. */
 /* clang-format off */
 static const shape wide2d[] = {
-    {"3x3 c64 k96 b2", CT_OP_CONV2D, 2, 64, 96, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"3x3 s2 c64 k40 b3 odd", CT_OP_CONV2D, 3, 64, 40, {0, 15, 13}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"1x1 c128 k72 b3", CT_OP_CONV2D, 3, 128, 72, {0, 12, 12}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
-    {"1x1 s2 c256 k64", CT_OP_CONV2D, 1, 256, 64, {0, 14, 14}, {0, 1, 1}, {0, 2, 2}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
-    {"1x7 c32 k36", CT_OP_CONV2D, 1, 32, 36, {0, 9, 11}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3}, {0, 0, 3}, {0, 1, 1}},
-    {"7x7 s2 c4 k64 stem b3", CT_OP_CONV2D, 3, 4, 64, {0, 29, 27}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
-    {"3x3 c512 k512 7x7", CT_OP_CONV2D, 1, 512, 512, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"3x3 c64 k96 b2", CT_OP_CONV2D, 2, 64, 96, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"3x3 s2 c64 k40 b3 odd", CT_OP_CONV2D, 3, 64, 40, {0, 15, 13}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"1x1 c128 k72 b3", CT_OP_CONV2D, 3, 128, 72, {0, 12, 12}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 1},
+    {"1x1 s2 c256 k64", CT_OP_CONV2D, 1, 256, 64, {0, 14, 14}, {0, 1, 1}, {0, 2, 2}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 1},
+    {"1x7 c32 k36", CT_OP_CONV2D, 1, 32, 36, {0, 9, 11}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3}, {0, 0, 3}, {0, 1, 1}, 1},
+    {"7x7 s2 c4 k64 stem b3", CT_OP_CONV2D, 3, 4, 64, {0, 29, 27}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}, 1},
+    {"3x3 c512 k512 7x7", CT_OP_CONV2D, 1, 512, 512, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
 };
 /* clang-format on */
 /* clang-format off */
 static const shape wide3d[] = {
-    {"3x3x3 c64 k64 b2", CT_OP_CONV3D, 2, 64, 64, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
-    {"3x3x3 s2 c32 k72 odd", CT_OP_CONV3D, 1, 32, 72, {5, 9, 7}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
-    {"1x1x1 c128 k32 b3", CT_OP_CONV3D, 3, 128, 32, {2, 6, 6}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}},
-    {"(3,7,7) s(1,2,2) c4 k64 stem", CT_OP_CONV3D, 1, 4, 64, {4, 18, 18}, {3, 7, 7}, {1, 2, 2}, {1, 3, 3}, {1, 3, 3}, {1, 1, 1}},
+    {"3x3x3 c64 k64 b2", CT_OP_CONV3D, 2, 64, 64, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1},
+    {"3x3x3 s2 c32 k72 odd", CT_OP_CONV3D, 1, 32, 72, {5, 9, 7}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1},
+    {"1x1x1 c128 k32 b3", CT_OP_CONV3D, 3, 128, 32, {2, 6, 6}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, 1},
+    {"(3,7,7) s(1,2,2) c4 k64 stem", CT_OP_CONV3D, 1, 4, 64, {4, 18, 18}, {3, 7, 7}, {1, 2, 2}, {1, 3, 3}, {1, 3, 3}, {1, 1, 1}, 1},
 };
 /* clang-format on */
 
@@ -124,27 +129,27 @@ static const shape wide3d[] = {
  * maps, stride 2 along W). */
 /* clang-format off */
 static const shape wg2d[] = {
-    {"3x3 c64 k96 b2 14x14", CT_OP_CONV2D, 2, 64, 96, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"3x3 s2 c64 k40 b3 odd", CT_OP_CONV2D, 3, 64, 40, {0, 15, 13}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"1x1 c128 k72 b3 12x12", CT_OP_CONV2D, 3, 128, 72, {0, 12, 12}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
-    {"3x3 c32 k48 b3 16x20", CT_OP_CONV2D, 3, 32, 48, {0, 16, 20}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"3x3 s2 c64 k64 b2 17x24", CT_OP_CONV2D, 2, 64, 64, {0, 17, 24}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"1x7 c32 k36 9x12", CT_OP_CONV2D, 1, 32, 36, {0, 9, 12}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3}, {0, 0, 3}, {0, 1, 1}},
-    {"7x1 c32 k40 b3 12x8", CT_OP_CONV2D, 3, 32, 40, {0, 12, 8}, {0, 7, 1}, {0, 1, 1}, {0, 3, 0}, {0, 3, 0}, {0, 1, 1}},
-    {"3x3 dil2 asym c32 k32 10x12", CT_OP_CONV2D, 1, 32, 32, {0, 10, 12}, {0, 3, 3}, {0, 2, 1}, {0, 1, 2}, {0, 2, 0}, {0, 2, 2}},
-    {"3x3 s(2,1) c32 k32 b2 10x16", CT_OP_CONV2D, 2, 32, 32, {0, 10, 16}, {0, 3, 3}, {0, 2, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"1x1 c64 k256 b5 8x8", CT_OP_CONV2D, 5, 64, 256, {0, 8, 8}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
-    {"3x3 c512 k512 7x7", CT_OP_CONV2D, 1, 512, 512, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"3x3 c64 k96 b2 14x14", CT_OP_CONV2D, 2, 64, 96, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"3x3 s2 c64 k40 b3 odd", CT_OP_CONV2D, 3, 64, 40, {0, 15, 13}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"1x1 c128 k72 b3 12x12", CT_OP_CONV2D, 3, 128, 72, {0, 12, 12}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 1},
+    {"3x3 c32 k48 b3 16x20", CT_OP_CONV2D, 3, 32, 48, {0, 16, 20}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"3x3 s2 c64 k64 b2 17x24", CT_OP_CONV2D, 2, 64, 64, {0, 17, 24}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"1x7 c32 k36 9x12", CT_OP_CONV2D, 1, 32, 36, {0, 9, 12}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3}, {0, 0, 3}, {0, 1, 1}, 1},
+    {"7x1 c32 k40 b3 12x8", CT_OP_CONV2D, 3, 32, 40, {0, 12, 8}, {0, 7, 1}, {0, 1, 1}, {0, 3, 0}, {0, 3, 0}, {0, 1, 1}, 1},
+    {"3x3 dil2 asym c32 k32 10x12", CT_OP_CONV2D, 1, 32, 32, {0, 10, 12}, {0, 3, 3}, {0, 2, 1}, {0, 1, 2}, {0, 2, 0}, {0, 2, 2}, 1},
+    {"3x3 s(2,1) c32 k32 b2 10x16", CT_OP_CONV2D, 2, 32, 32, {0, 10, 16}, {0, 3, 3}, {0, 2, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"1x1 c64 k256 b5 8x8", CT_OP_CONV2D, 5, 64, 256, {0, 8, 8}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 1},
+    {"3x3 c512 k512 7x7", CT_OP_CONV2D, 1, 512, 512, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
 };
 /* clang-format on */
 /* clang-format off */
 static const shape wg3d[] = {
-    {"3x3x3 c64 k64 b2", CT_OP_CONV3D, 2, 64, 64, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
-    {"3x3x3 s2 c32 k72 odd", CT_OP_CONV3D, 1, 32, 72, {5, 9, 7}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
-    {"1x1x1 c128 k32 b3", CT_OP_CONV3D, 3, 128, 32, {2, 6, 6}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}},
-    {"3x3x3 c32 k40 b3 5x6x8", CT_OP_CONV3D, 3, 32, 40, {5, 6, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
-    {"3x3x3 s(2,2,1) c64 k64 b2 6x10x12", CT_OP_CONV3D, 2, 64, 64, {6, 10, 12}, {3, 3, 3}, {2, 2, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
-    {"3x1x1 c32 k32 6x5x8", CT_OP_CONV3D, 1, 32, 32, {6, 5, 8}, {3, 1, 1}, {1, 1, 1}, {1, 0, 0}, {1, 0, 0}, {1, 1, 1}},
+    {"3x3x3 c64 k64 b2", CT_OP_CONV3D, 2, 64, 64, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1},
+    {"3x3x3 s2 c32 k72 odd", CT_OP_CONV3D, 1, 32, 72, {5, 9, 7}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1},
+    {"1x1x1 c128 k32 b3", CT_OP_CONV3D, 3, 128, 32, {2, 6, 6}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, 1},
+    {"3x3x3 c32 k40 b3 5x6x8", CT_OP_CONV3D, 3, 32, 40, {5, 6, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1},
+    {"3x3x3 s(2,2,1) c64 k64 b2 6x10x12", CT_OP_CONV3D, 2, 64, 64, {6, 10, 12}, {3, 3, 3}, {2, 2, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1},
+    {"3x1x1 c32 k32 6x5x8", CT_OP_CONV3D, 1, 32, 32, {6, 5, 8}, {3, 1, 1}, {1, 1, 1}, {1, 0, 0}, {1, 0, 0}, {1, 1, 1}, 1},
 };
 /* clang-format on */
 
@@ -156,28 +161,28 @@ static const shape wg3d[] = {
  * (C, pixels) matrix by tiled copies (the last tile past the pixels). */
 /* clang-format off */
 static const shape nh2d[] = {
-    {"3x3 c64 k96 b2 14x14", CT_OP_CONV2D, 2, 64, 96, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"3x3 s2 c64 k40 b3 odd", CT_OP_CONV2D, 3, 64, 40, {0, 15, 13}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"1x1 s2 c128 k72 b3 13x12", CT_OP_CONV2D, 3, 128, 72, {0, 13, 12}, {0, 1, 1}, {0, 2, 2}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
-    {"3x3 c48 k48 b3 9x11", CT_OP_CONV2D, 3, 48, 48, {0, 9, 11}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"3x3 c16 k8 b2 10x10", CT_OP_CONV2D, 2, 16, 8, {0, 10, 10}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"1x7 c32 k40 9x12", CT_OP_CONV2D, 1, 32, 40, {0, 9, 12}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3}, {0, 0, 3}, {0, 1, 1}},
-    {"7x1 c32 k40 b3 12x8", CT_OP_CONV2D, 3, 32, 40, {0, 12, 8}, {0, 7, 1}, {0, 1, 1}, {0, 3, 0}, {0, 3, 0}, {0, 1, 1}},
-    {"3x3 dil2 asym c32 k32 10x12", CT_OP_CONV2D, 1, 32, 32, {0, 10, 12}, {0, 3, 3}, {0, 2, 1}, {0, 1, 2}, {0, 2, 0}, {0, 2, 2}},
-    {"7x7 s2 c16 k64 b2 23x21", CT_OP_CONV2D, 2, 16, 64, {0, 23, 21}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
-    {"1x1 c64 k256 b5 8x8", CT_OP_CONV2D, 5, 64, 256, {0, 8, 8}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
-    {"3x3 c512 k512 7x7", CT_OP_CONV2D, 1, 512, 512, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+    {"3x3 c64 k96 b2 14x14", CT_OP_CONV2D, 2, 64, 96, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"3x3 s2 c64 k40 b3 odd", CT_OP_CONV2D, 3, 64, 40, {0, 15, 13}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"1x1 s2 c128 k72 b3 13x12", CT_OP_CONV2D, 3, 128, 72, {0, 13, 12}, {0, 1, 1}, {0, 2, 2}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 1},
+    {"3x3 c48 k48 b3 9x11", CT_OP_CONV2D, 3, 48, 48, {0, 9, 11}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"3x3 c16 k8 b2 10x10", CT_OP_CONV2D, 2, 16, 8, {0, 10, 10}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"1x7 c32 k40 9x12", CT_OP_CONV2D, 1, 32, 40, {0, 9, 12}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3}, {0, 0, 3}, {0, 1, 1}, 1},
+    {"7x1 c32 k40 b3 12x8", CT_OP_CONV2D, 3, 32, 40, {0, 12, 8}, {0, 7, 1}, {0, 1, 1}, {0, 3, 0}, {0, 3, 0}, {0, 1, 1}, 1},
+    {"3x3 dil2 asym c32 k32 10x12", CT_OP_CONV2D, 1, 32, 32, {0, 10, 12}, {0, 3, 3}, {0, 2, 1}, {0, 1, 2}, {0, 2, 0}, {0, 2, 2}, 1},
+    {"7x7 s2 c16 k64 b2 23x21", CT_OP_CONV2D, 2, 16, 64, {0, 23, 21}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}, 1},
+    {"1x1 c64 k256 b5 8x8", CT_OP_CONV2D, 5, 64, 256, {0, 8, 8}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 1},
+    {"3x3 c512 k512 7x7", CT_OP_CONV2D, 1, 512, 512, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
 };
 /* clang-format on */
 /* clang-format off */
 static const shape nh3d[] = {
-    {"3x3x3 c64 k64 b2", CT_OP_CONV3D, 2, 64, 64, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
-    {"3x3x3 s2 c32 k72 odd", CT_OP_CONV3D, 1, 32, 72, {5, 9, 7}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
-    {"1x1x1 s2 c128 k32 b3", CT_OP_CONV3D, 3, 128, 32, {3, 7, 6}, {1, 1, 1}, {2, 2, 2}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}},
-    {"3x3x3 c48 k40 b3 5x6x8", CT_OP_CONV3D, 3, 48, 40, {5, 6, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
-    {"3x1x1 c32 k32 6x5x8", CT_OP_CONV3D, 1, 32, 32, {6, 5, 8}, {3, 1, 1}, {1, 1, 1}, {1, 0, 0}, {1, 0, 0}, {1, 1, 1}},
+    {"3x3x3 c64 k64 b2", CT_OP_CONV3D, 2, 64, 64, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1},
+    {"3x3x3 s2 c32 k72 odd", CT_OP_CONV3D, 1, 32, 72, {5, 9, 7}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1},
+    {"1x1x1 s2 c128 k32 b3", CT_OP_CONV3D, 3, 128, 32, {3, 7, 6}, {1, 1, 1}, {2, 2, 2}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, 1},
+    {"3x3x3 c48 k40 b3 5x6x8", CT_OP_CONV3D, 3, 48, 40, {5, 6, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1},
+    {"3x1x1 c32 k32 6x5x8", CT_OP_CONV3D, 1, 32, 32, {6, 5, 8}, {3, 1, 1}, {1, 1, 1}, {1, 0, 0}, {1, 0, 0}, {1, 1, 1}, 1},
     /* 1x1x1 at stride 1: the data read as a (C, pixels) matrix, 315 pixels */
-    {"1x1x1 c64 k40 b3 3x5x7", CT_OP_CONV3D, 3, 64, 40, {3, 5, 7}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}},
+    {"1x1x1 c64 k40 b3 3x5x7", CT_OP_CONV3D, 3, 64, 40, {3, 5, 7}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, 1},
 };
 /* clang-format on */
 
@@ -190,36 +195,79 @@ static const shape nh3d[] = {
  * even kernel, odd and asymmetric padding; in 3D along D too). */
 /* clang-format off */
 static const shape nm2d[] = {
-    {"7x7 s2 c3 k64 b3 29x27 stem", CT_OP_CONV2D, 3, 3, 64, {0, 29, 27}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
-    {"3x3 c3 k8 b2 9x10", CT_OP_CONV2D, 2, 3, 8, {0, 9, 10}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"1x1 c5 k24 b3 7x9", CT_OP_CONV2D, 3, 5, 24, {0, 7, 9}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
-    {"3x3 s(1,3) c6 k32 asym 11x40", CT_OP_CONV2D, 1, 6, 32, {0, 11, 40}, {0, 3, 3}, {0, 1, 3}, {0, 2, 0}, {0, 0, 2}, {0, 1, 1}},
-    {"1x7 c7 k40 b2 6x33", CT_OP_CONV2D, 2, 7, 40, {0, 6, 33}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3}, {0, 0, 3}, {0, 1, 1}},
-    {"7x1 dil(2,1) c3 k16 b3 20x17", CT_OP_CONV2D, 3, 3, 16, {0, 20, 17}, {0, 7, 1}, {0, 1, 1}, {0, 3, 0}, {0, 3, 0}, {0, 2, 1}},
-    {"3x3 c40 k136 b2 12x13", CT_OP_CONV2D, 2, 40, 136, {0, 12, 13}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"5x5 s2 c3 k128 70x66", CT_OP_CONV2D, 1, 3, 128, {0, 70, 66}, {0, 5, 5}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}, {0, 1, 1}},
+    {"7x7 s2 c3 k64 b3 29x27 stem", CT_OP_CONV2D, 3, 3, 64, {0, 29, 27}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}, 1},
+    {"3x3 c3 k8 b2 9x10", CT_OP_CONV2D, 2, 3, 8, {0, 9, 10}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"1x1 c5 k24 b3 7x9", CT_OP_CONV2D, 3, 5, 24, {0, 7, 9}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 1},
+    {"3x3 s(1,3) c6 k32 asym 11x40", CT_OP_CONV2D, 1, 6, 32, {0, 11, 40}, {0, 3, 3}, {0, 1, 3}, {0, 2, 0}, {0, 0, 2}, {0, 1, 1}, 1},
+    {"1x7 c7 k40 b2 6x33", CT_OP_CONV2D, 2, 7, 40, {0, 6, 33}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3}, {0, 0, 3}, {0, 1, 1}, 1},
+    {"7x1 dil(2,1) c3 k16 b3 20x17", CT_OP_CONV2D, 3, 3, 16, {0, 20, 17}, {0, 7, 1}, {0, 1, 1}, {0, 3, 0}, {0, 3, 0}, {0, 2, 1}, 1},
+    {"3x3 c40 k136 b2 12x13", CT_OP_CONV2D, 2, 40, 136, {0, 12, 13}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"5x5 s2 c3 k128 70x66", CT_OP_CONV2D, 1, 3, 128, {0, 70, 66}, {0, 5, 5}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}, {0, 1, 1}, 1},
     /* input rows of whole words (W x C % 4 == 0: the stems' word loads)
      * on stem-like layers: a 96-byte row, and a 60-byte one on a map so
      * narrow that a 128-pixel tile spans 14 output rows and images */
-    {"7x7 s2 c3 k64 b3 29x32 stem", CT_OP_CONV2D, 3, 3, 64, {0, 29, 32}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
-    {"7x7 s2 c3 k24 b3 15x20", CT_OP_CONV2D, 3, 3, 24, {0, 15, 20}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}},
+    {"7x7 s2 c3 k64 b3 29x32 stem", CT_OP_CONV2D, 3, 3, 64, {0, 29, 32}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}, 1},
+    {"7x7 s2 c3 k24 b3 15x20", CT_OP_CONV2D, 3, 3, 24, {0, 15, 20}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, 1},
     /* stride 2 at 1, 2 and 4 channels, even and odd padding and kernels */
-    {"3x3 s2 c1 k16 b2 17x19", CT_OP_CONV2D, 2, 1, 16, {0, 17, 19}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"4x4 s2 c2 k32 asym 12x24", CT_OP_CONV2D, 1, 2, 32, {0, 12, 24}, {0, 4, 4}, {0, 2, 2}, {0, 1, 2}, {0, 2, 1}, {0, 1, 1}},
-    {"3x3 s2 c4 k24 b3 9x8", CT_OP_CONV2D, 3, 4, 24, {0, 9, 8}, {0, 3, 3}, {0, 2, 2}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
+    {"3x3 s2 c1 k16 b2 17x19", CT_OP_CONV2D, 2, 1, 16, {0, 17, 19}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"4x4 s2 c2 k32 asym 12x24", CT_OP_CONV2D, 1, 2, 32, {0, 12, 24}, {0, 4, 4}, {0, 2, 2}, {0, 1, 2}, {0, 2, 1}, {0, 1, 1}, 1},
+    {"3x3 s2 c4 k24 b3 9x8", CT_OP_CONV2D, 3, 4, 24, {0, 9, 8}, {0, 3, 3}, {0, 2, 2}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 1},
 };
 /* clang-format on */
 /* clang-format off */
 static const shape nm3d[] = {
-    {"(3,7,7) s(1,2,2) c3 k64 b2 stem 4x18x19", CT_OP_CONV3D, 2, 3, 64, {4, 18, 19}, {3, 7, 7}, {1, 2, 2}, {1, 3, 3}, {1, 3, 3}, {1, 1, 1}},
-    {"3x3x3 c5 k16 b3 odd 5x7x9", CT_OP_CONV3D, 3, 5, 16, {5, 7, 9}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
-    {"1x1x1 s2 c3 k24 5x6x7", CT_OP_CONV3D, 1, 3, 24, {5, 6, 7}, {1, 1, 1}, {2, 2, 2}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}},
-    {"3x3x3 dil(2,2,1) s(2,1,2) c3 k8 7x9x10", CT_OP_CONV3D, 1, 3, 8, {7, 9, 10}, {3, 3, 3}, {2, 1, 2}, {2, 2, 1}, {2, 2, 1}, {2, 2, 1}},
+    {"(3,7,7) s(1,2,2) c3 k64 b2 stem 4x18x19", CT_OP_CONV3D, 2, 3, 64, {4, 18, 19}, {3, 7, 7}, {1, 2, 2}, {1, 3, 3}, {1, 3, 3}, {1, 1, 1}, 1},
+    {"3x3x3 c5 k16 b3 odd 5x7x9", CT_OP_CONV3D, 3, 5, 16, {5, 7, 9}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1},
+    {"1x1x1 s2 c3 k24 5x6x7", CT_OP_CONV3D, 1, 3, 24, {5, 6, 7}, {1, 1, 1}, {2, 2, 2}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, 1},
+    {"3x3x3 dil(2,2,1) s(2,1,2) c3 k8 7x9x10", CT_OP_CONV3D, 1, 3, 8, {7, 9, 10}, {3, 3, 3}, {2, 1, 2}, {2, 2, 1}, {2, 2, 1}, {2, 2, 1}, 1},
     /* input rows of whole words (W x C % 4 == 0), the second with
      * dilation along D and H */
-    {"(3,7,7) s(1,2,2) c3 k64 b2 stem 5x16x32", CT_OP_CONV3D, 2, 3, 64, {5, 16, 32}, {3, 7, 7}, {1, 2, 2}, {1, 3, 3}, {1, 3, 3}, {1, 1, 1}},
-    {"3x3x3 dil(2,2,1) c4 k16 b2 6x9x7", CT_OP_CONV3D, 2, 4, 16, {6, 9, 7}, {3, 3, 3}, {1, 1, 1}, {2, 2, 1}, {2, 2, 1}, {2, 2, 1}},
-    {"(2,5,5) s2 c2 k16 asym 6x11x14", CT_OP_CONV3D, 1, 2, 16, {6, 11, 14}, {2, 5, 5}, {2, 2, 2}, {0, 2, 2}, {1, 2, 2}, {1, 1, 1}},
+    {"(3,7,7) s(1,2,2) c3 k64 b2 stem 5x16x32", CT_OP_CONV3D, 2, 3, 64, {5, 16, 32}, {3, 7, 7}, {1, 2, 2}, {1, 3, 3}, {1, 3, 3}, {1, 1, 1}, 1},
+    {"3x3x3 dil(2,2,1) c4 k16 b2 6x9x7", CT_OP_CONV3D, 2, 4, 16, {6, 9, 7}, {3, 3, 3}, {1, 1, 1}, {2, 2, 1}, {2, 2, 1}, {2, 2, 1}, 1},
+    {"(2,5,5) s2 c2 k16 asym 6x11x14", CT_OP_CONV3D, 1, 2, 16, {6, 11, 14}, {2, 5, 5}, {2, 2, 2}, {0, 2, 2}, {1, 2, 2}, {1, 1, 1}, 1},
+};
+/* clang-format on */
+
+/* Grouped and depthwise (issue 35), run by the grouped templates and the
+ * channels-last mma ones: depthwise 3x3 and 5x5 at stride 1 and 2 with
+ * channel multipliers 1 and 2, MobileNet-like channel counts that are not
+ * multiples of 16 (24, 40), ResNeXt's 4, 8 and 16 channels per group, few
+ * groups of many channels, dilation with asymmetric padding; C and K
+ * multiples of 4 so that the packed templates run them too. */
+/* clang-format off */
+static const shape gr2d[] = {
+    {"dw 3x3 c32 b2 14x13", CT_OP_CONV2D, 2, 32, 32, {0, 14, 13}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 32},
+    {"dw 3x3 s2 c24 b3 15x17", CT_OP_CONV2D, 3, 24, 24, {0, 15, 17}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 24},
+    {"dw x2 5x5 s2 c16 k32 13x12", CT_OP_CONV2D, 1, 16, 32, {0, 13, 12}, {0, 5, 5}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}, {0, 1, 1}, 16},
+    {"dw 5x5 c40 b2 9x9", CT_OP_CONV2D, 2, 40, 40, {0, 9, 9}, {0, 5, 5}, {0, 1, 1}, {0, 2, 2}, {0, 2, 2}, {0, 1, 1}, 40},
+    {"g32 cpg4 3x3 c128 b2 8x8", CT_OP_CONV2D, 2, 128, 128, {0, 8, 8}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 32},
+    {"g32 cpg8 3x3 s2 c256 9x9", CT_OP_CONV2D, 1, 256, 256, {0, 9, 9}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 32},
+    {"g32 cpg16 3x3 c512 b2 7x7", CT_OP_CONV2D, 2, 512, 512, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 32},
+    {"g4 cpg32 3x3 c128 k64 6x6", CT_OP_CONV2D, 1, 128, 64, {0, 6, 6}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 4},
+    {"g2 3x3 dil2 asym c8 k12 10x12", CT_OP_CONV2D, 1, 8, 12, {0, 10, 12}, {0, 3, 3}, {0, 1, 2}, {0, 2, 1}, {0, 2, 0}, {0, 2, 2}, 2},
+};
+static const shape gr3d[] = {
+    {"dw 3x3x3 c32 b2 4x8x8", CT_OP_CONV3D, 2, 32, 32, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 32},
+    {"dw 3x3x3 s2 c24 5x9x7", CT_OP_CONV3D, 1, 24, 24, {5, 9, 7}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 24},
+    {"g8 cpg8 3x3x3 c64 b2 4x6x6", CT_OP_CONV3D, 2, 64, 64, {4, 6, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 8},
+    {"dw x2 3x3x3 s(1,2,2) c16 k32 3x7x9", CT_OP_CONV3D, 1, 16, 32, {3, 7, 9}, {3, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 16},
+};
+/* channels-last only (C or K not a multiple of 4), and the layers whose K
+ * is not a multiple of 8 (issue 35's odd 5x5 stride-2 layer, C 12, K 20,
+ * and its 3D counterpart) */
+static const shape grn2d[] = {
+    {"g3 cpg2 c6 k9 b2 9x10", CT_OP_CONV2D, 2, 6, 9, {0, 9, 10}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 3},
+    {"dw x3 3x3 s2 c5 k15 7x7", CT_OP_CONV2D, 1, 5, 15, {0, 7, 7}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 5},
+};
+static const shape oddk2d[] = {
+    {"5x5 s2 c12 k20 b3 17x17", CT_OP_CONV2D, 3, 12, 20, {0, 17, 17}, {0, 5, 5}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}, {0, 1, 1}, 1},
+    {"3x3 c16 k20 b2 9x9", CT_OP_CONV2D, 2, 16, 20, {0, 9, 9}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"1x1 c24 k12 b3 8x7", CT_OP_CONV2D, 3, 24, 12, {0, 8, 7}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 1},
+    {"3x3 c5 k7 b2 9x9", CT_OP_CONV2D, 2, 5, 7, {0, 9, 9}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+};
+static const shape oddk3d[] = {
+    {"(3,5,5) s2 c12 k20 b3 5x17x17", CT_OP_CONV3D, 3, 12, 20, {5, 17, 17}, {3, 5, 5}, {2, 2, 2}, {1, 2, 2}, {1, 2, 2}, {1, 1, 1}, 1},
+    {"3x3x3 c16 k12 4x6x6", CT_OP_CONV3D, 1, 16, 12, {4, 6, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1},
 };
 /* clang-format on */
 
@@ -459,7 +507,7 @@ static void run_onnx(const char *name, const shape *shapes, int n_shapes, const 
  * only, else a counted SKIP; stem: the channels-last templates of C % 16
  * != 0); its shapes from the same. */
 typedef struct kind {
-  int packed, wgmma, stem, mma;
+  int packed, wgmma, stem, mma, grouped;
 } kind;
 
 static kind kind_of(const template_desc *t) {
@@ -468,6 +516,7 @@ static kind kind_of(const template_desc *t) {
   k.wgmma = strstr(t->name, "wgmma") != NULL;
   k.stem = strstr(t->name, "stem") != NULL;
   k.mma = !k.wgmma && strstr(t->name, "mma") != NULL;
+  k.grouped = strstr(t->name, "grouped") != NULL;
   return k;
 }
 
@@ -475,6 +524,10 @@ static kind kind_of(const template_desc *t) {
 static int in_case(const template_desc *t, const char *c) {
   kind k = kind_of(t);
   int nhwc_wgmma = !k.packed && k.wgmma && !k.stem, stem_wgmma = !k.packed && k.wgmma && k.stem;
+  /* grouped, grouped8, grouped_onnx: the grouped templates and the
+   * channels-last mma ones on the grouped and odd-K shapes */
+  if (!strncmp(c, "grouped", 7)) return k.grouped || (!k.packed && k.mma);
+  if (k.grouped) return 0;
   if (!strcmp(c, "gpu_templates")) return k.packed && !k.wgmma;
   if (!strcmp(c, "wgmma")) return k.packed && k.wgmma;
   if (!strcmp(c, "nhwc")) return !k.packed && !stem_wgmma;
@@ -525,6 +578,33 @@ static shapes_of_t shapes_of(const template_desc *t) {
   return r;
 }
 
+/* The grouped cases' shapes of t: the grouped lists; channels-last also the
+ * odd channel counts, and for the mma templates the odd K. */
+static shapes_of_t grouped_shapes_of(const template_desc *t) {
+  kind k = kind_of(t);
+  int d3 = t->op == CT_OP_CONV3D;
+  shapes_of_t r = {d3 ? gr3d : gr2d, NULL, d3 ? N_OF(gr3d) : N_OF(gr2d), 0};
+  if (k.packed) return r;
+  if (!d3 && k.grouped) r.more = grn2d, r.n_more = N_OF(grn2d);
+  if (k.mma) r.more = d3 ? oddk3d : oddk2d, r.n_more = d3 ? N_OF(oddk3d) : N_OF(oddk2d);
+  return r;
+}
+
+/* Cases grouped, grouped8 and grouped_onnx: int32, 8-bit (the four kinds)
+ * and onnx rounding. */
+START_TEST(registered_grouped_configs_match_the_reference) {
+  const template_desc *t = case_template(running_case, _i);
+  shapes_of_t sh = grouped_shapes_of(t);
+  if (!strcmp(running_case, "grouped_onnx")) {
+    run_onnx(t->name, sh.list, sh.n, sh.more, sh.n_more);
+    return;
+  }
+  out8 = !strcmp(running_case, "grouped8");
+  run_template(t->name, sh.list, sh.n, sh.more, sh.n_more);
+  out8 = 0;
+}
+END_TEST
+
 /* Cases gpu_templates, wgmma, nhwc, stem: random configs of each template
  * on its shapes, int32 output, exact. */
 START_TEST(registered_configs_match_the_reference) {
@@ -570,13 +650,13 @@ END_TEST
 
 /* ---- case ref (CT_GT_REF=1): the runner's GPU reference in this process ----- */
 
-/* The argument of ref_conv: struct ref_shape of templates/ref_conv.cu (31
+/* The argument of ref_conv: struct ref_shape of templates/ref_conv.cu (32
  * ints), filled as tuner/runner.c fills it. */
 typedef struct ref_shape {
   int n, c4, k4;
   int in[3], ker[3], str[3], pad[3], dil[3], out[3];
   int kr, cout, d2s, d2s_crd, d2s_3d, out_type, data_u8, has_res;
-  int nhwc, c;
+  int nhwc, c, groups;
 } ref_shape;
 
 /* runner.c's launch geometry: ref_conv one thread per conv output element,
@@ -616,6 +696,7 @@ static ref_shape ref_shape_of(const ct_workload *w) {
   sh.has_res = w->epi.residual;
   sh.nhwc = w->layout == CT_LAYOUT_NHWC;
   sh.c = (int)g.c;
+  sh.groups = (int)g.g;
   return sh;
 }
 
@@ -782,9 +863,9 @@ static int ref_variant(const shape *sh, ct_layout layout, int v, int i, ct_workl
  * outputs that end inside a word (the tail ref_compare reads) */
 /* clang-format off */
 static const shape ref_odd[] = {
-    {"c5k7 3x3 s2 b3", CT_OP_CONV2D, 3, 5, 7, {0, 9, 11}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"stem c3k6 7x7", CT_OP_CONV2D, 1, 3, 6, {0, 15, 13}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
-    {"3d c3k5", CT_OP_CONV3D, 1, 3, 5, {3, 7, 5}, {3, 3, 3}, {1, 2, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    {"c5k7 3x3 s2 b3", CT_OP_CONV2D, 3, 5, 7, {0, 9, 11}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"stem c3k6 7x7", CT_OP_CONV2D, 1, 3, 6, {0, 15, 13}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}, 1},
+    {"3d c3k5", CT_OP_CONV3D, 1, 3, 5, {3, 7, 5}, {3, 3, 3}, {1, 2, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1},
 };
 /* clang-format on */
 
@@ -892,6 +973,9 @@ REGISTRY_CASE(stem8, registered_int8_configs_match_the_reference)
 /* onnx_stem apart from onnx: the whole onnx case runs past 200 s on the H200 */
 REGISTRY_CASE(onnx, registered_onnx_configs_match_the_reference)
 REGISTRY_CASE(onnx_stem, registered_onnx_configs_match_the_reference)
+REGISTRY_CASE(grouped, registered_grouped_configs_match_the_reference)
+REGISTRY_CASE(grouped8, registered_grouped_configs_match_the_reference)
+REGISTRY_CASE(grouped_onnx, registered_grouped_configs_match_the_reference)
 
 /* CT_GT_REF=1, for the sanitizer run: CK_RUN_CASE=ref (otherwise empty) */
 static void add_ref(TCase *tc) {
@@ -909,6 +993,9 @@ static const test_case suite_cases[] = {
     {"stem8", 1200, add_stem8},
     {"onnx", 2400, add_onnx},
     {"onnx_stem", 2400, add_onnx_stem},
+    {"grouped", 1200, add_grouped},
+    {"grouped8", 1200, add_grouped8},
+    {"grouped_onnx", 1200, add_grouped_onnx},
     {"ref", 1200, add_ref},
     {NULL, 0, NULL},
 };

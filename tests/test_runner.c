@@ -48,14 +48,14 @@ static device dev;
 
 /* clang-format off */
 static const shape shapes[] = {
-    {"3x3 s1 p1", CT_OP_CONV2D, 1, 16, 16, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"3x3 s2 b3 odd", CT_OP_CONV2D, 3, 8, 12, {0, 15, 13}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"7x7 s2 p3 stem", CT_OP_CONV2D, 1, 4, 16, {0, 23, 23}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
-    {"1x7", CT_OP_CONV2D, 1, 8, 16, {0, 9, 11}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3}, {0, 0, 3}, {0, 1, 1}},
-    {"1x1 s2 b3", CT_OP_CONV2D, 3, 16, 8, {0, 14, 14}, {0, 1, 1}, {0, 2, 2}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}},
-    {"3x3 dil2 asym pad", CT_OP_CONV2D, 1, 8, 8, {0, 10, 12}, {0, 3, 3}, {0, 1, 2}, {0, 1, 2}, {0, 2, 0}, {0, 2, 2}},
-    {"3x3x3 s1 p1", CT_OP_CONV3D, 1, 8, 8, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
-    {"3x3x3 s2 b3 odd", CT_OP_CONV3D, 3, 4, 8, {5, 7, 6}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    {"3x3 s1 p1", CT_OP_CONV2D, 1, 16, 16, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"3x3 s2 b3 odd", CT_OP_CONV2D, 3, 8, 12, {0, 15, 13}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"7x7 s2 p3 stem", CT_OP_CONV2D, 1, 4, 16, {0, 23, 23}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}, 1},
+    {"1x7", CT_OP_CONV2D, 1, 8, 16, {0, 9, 11}, {0, 1, 7}, {0, 1, 1}, {0, 0, 3}, {0, 0, 3}, {0, 1, 1}, 1},
+    {"1x1 s2 b3", CT_OP_CONV2D, 3, 16, 8, {0, 14, 14}, {0, 1, 1}, {0, 2, 2}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 1},
+    {"3x3 dil2 asym pad", CT_OP_CONV2D, 1, 8, 8, {0, 10, 12}, {0, 3, 3}, {0, 1, 2}, {0, 1, 2}, {0, 2, 0}, {0, 2, 2}, 1},
+    {"3x3x3 s1 p1", CT_OP_CONV3D, 1, 8, 8, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1},
+    {"3x3x3 s2 b3 odd", CT_OP_CONV3D, 3, 4, 8, {5, 7, 6}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1},
 };
 /* clang-format on */
 
@@ -526,9 +526,9 @@ END_TEST
  * packed layout would pad), in nhwc. */
 /* clang-format off */
 static const shape odd_channels[] = {
-    {"c5k7 3x3 s2 b3", CT_OP_CONV2D, 3, 5, 7, {0, 9, 11}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-    {"stem c3k6 7x7", CT_OP_CONV2D, 1, 3, 6, {0, 15, 13}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}},
-    {"3d c3k5", CT_OP_CONV3D, 1, 3, 5, {3, 7, 5}, {3, 3, 3}, {1, 2, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    {"c5k7 3x3 s2 b3", CT_OP_CONV2D, 3, 5, 7, {0, 9, 11}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"stem c3k6 7x7", CT_OP_CONV2D, 1, 3, 6, {0, 15, 13}, {0, 7, 7}, {0, 2, 2}, {0, 3, 3}, {0, 3, 3}, {0, 1, 1}, 1},
+    {"3d c3k5", CT_OP_CONV3D, 1, 3, 5, {3, 7, 5}, {3, 3, 3}, {1, 2, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1},
 };
 /* clang-format on */
 
@@ -610,12 +610,12 @@ END_TEST
  * both layouts, int32 and requantized with every epilogue field. */
 START_TEST(gpu_reference_grouped_equals_cpu_reference) {
   /* clang-format off */
-  static const struct { shape sh; int groups; } grouped[] = {
-    {{"dw 3x3 c8", CT_OP_CONV2D, 2, 8, 8, {0, 9, 11}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}}, 8},
-    {{"dw x2 5x5 s2", CT_OP_CONV2D, 1, 8, 16, {0, 13, 12}, {0, 5, 5}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}, {0, 1, 1}}, 8},
-    {{"g4 cpg4 s2", CT_OP_CONV2D, 3, 16, 16, {0, 10, 9}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}}, 4},
-    {{"g2 cpg6 dil2", CT_OP_CONV2D, 1, 12, 8, {0, 9, 9}, {0, 3, 3}, {0, 1, 1}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}}, 2},
-    {{"dw 3d c8", CT_OP_CONV3D, 1, 8, 8, {4, 7, 6}, {3, 3, 3}, {1, 2, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}}, 8},
+  static const shape grouped[] = {
+    {"dw 3x3 c8", CT_OP_CONV2D, 2, 8, 8, {0, 9, 11}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 8},
+    {"dw x2 5x5 s2", CT_OP_CONV2D, 1, 8, 16, {0, 13, 12}, {0, 5, 5}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}, {0, 1, 1}, 8},
+    {"g4 cpg4 s2", CT_OP_CONV2D, 3, 16, 16, {0, 10, 9}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 4},
+    {"g2 cpg6 dil2", CT_OP_CONV2D, 1, 12, 8, {0, 9, 9}, {0, 3, 3}, {0, 1, 1}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}, 2},
+    {"dw 3d c8", CT_OP_CONV3D, 1, 8, 8, {4, 7, 6}, {3, 3, 3}, {1, 2, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 8},
   };
   /* clang-format on */
   runner *r = start(NULL);
@@ -623,8 +623,7 @@ START_TEST(gpu_reference_grouped_equals_cpu_reference) {
     for (int nhwc = 0; nhwc < 2; nhwc++)
       for (int variant = 0; variant < 3; variant++) {
         ct_workload w;
-        shape_workload(&grouped[i].sh, &w);
-        w.groups = grouped[i].groups;
+        shape_workload(&grouped[i], &w);
         if (nhwc) w.layout = CT_LAYOUT_NHWC;
         if (variant == 1) { /* uint8 data with a zero point, weight zero points, bias */
           w.data_type = CT_DTYPE_UINT8;
@@ -636,8 +635,8 @@ START_TEST(gpu_reference_grouped_equals_cpu_reference) {
           w.epi.rounding = CT_ROUND_ONNX;
         }
         ct_err err = {0};
-        ck_assert_msg(workload_validate(&w, &err) == CT_OK, "%s: %s", grouped[i].sh.name, err.msg);
-        nhwc_matches_cpu(r, &w, grouped[i].sh.name);
+        ck_assert_msg(workload_validate(&w, &err) == CT_OK, "%s: %s", grouped[i].name, err.msg);
+        nhwc_matches_cpu(r, &w, grouped[i].name);
       }
   ck_assert_int_eq(runner_restarts(r), 0);
   runner_stop(r);
@@ -691,8 +690,8 @@ START_TEST(nhwc_templates_measure_ok) {
   static const char *const names[] = {"conv2d_nhwc_wgmma", "conv3d_ndhwc_wgmma"};
   /* clang-format off */
   static const shape nhwc_shapes[] = {
-      {"3x3 c64 k64 b2", CT_OP_CONV2D, 2, 64, 64, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
-      {"3x3x3 c32 k64", CT_OP_CONV3D, 1, 32, 64, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+      {"3x3 c64 k64 b2", CT_OP_CONV2D, 2, 64, 64, {0, 14, 14}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+      {"3x3x3 c32 k64", CT_OP_CONV3D, 1, 32, 64, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1},
   };
   /* clang-format on */
   if (dev.arch.cc_major != 9 || dev.arch.cc_minor != 0) {
