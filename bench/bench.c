@@ -67,8 +67,22 @@ double bench_floor_us(double ops, double bytes, const bench_peaks *p) {
 double bench_conv_bytes(const ct_workload *w, int out_elem_bytes) {
   ct_workload plain = *w;
   plain.layout = CT_LAYOUT_NCHW; /* real channels, no padding lanes */
+  /* the weights of a grouped conv are K x C/G x kernel volume (workload_weight_elems) */
   return (double)workload_data_elems(&plain) + (double)workload_weight_elems(&plain) +
          (double)workload_out_elems(&plain) * out_elem_bytes;
+}
+
+/* The floor of l with int8 in and out (the int8-output column's): what the
+ * issue judges memory-bound layers (depthwise) against. Derived from l's
+ * workload and the run's peaks, so that the layer struct and the results
+ * files' existing fields stay as they are. */
+static double floor_i8_us(const bench_layer *l, const bench_peaks *p) {
+  return bench_floor_us(l->ops, bench_conv_bytes(&l->w, 1), p);
+}
+
+/* floor / measured: the share of the floor reached; BENCH_NONE without both. */
+static double share_of(double floor_us, double us) {
+  return bench_has(floor_us) && bench_has(us) && us > 0 ? floor_us / us : BENCH_NONE;
 }
 
 ct_status bench_layout_from_name(const char *name, ct_layout *out, ct_err *err) {
@@ -277,6 +291,14 @@ cJSON *bench_to_json(const bench_result *r) {
     cJSON_AddStringToObject(lo, "name", l->name);
     cJSON_AddStringToObject(lo, "key", l->key);
     for (int f = 0; f < BENCH_N_FIELDS; f++) bench_json_time(lo, bench_field_names[f], l->t[f]);
+    /* the int8-in-and-out floor and the shares of the floors reached
+     * (floor / measured, null when not measured) */
+    double fl8 = floor_i8_us(l, &r->peaks), sh = share_of(l->t[BENCH_FLOOR], l->t[BENCH_CONVTUNE]),
+           sh8 = share_of(fl8, l->t[BENCH_CONVTUNE_I8]);
+    bench_json_time(lo, "floor_i8_us", fl8);
+    bench_json_time(lo, "share_of_floor", sh); /* to 3 decimals, as the times */
+    bench_json_time(lo, "share_of_floor_i8", sh8);
+    cJSON_AddNumberToObject(lo, "groups", l->w.groups);
     /* beyond the issue's fields: what a reader of the numbers needs */
     cJSON_AddBoolToObject(lo, "padded_to_4_channels", l->padded);
     cJSON_AddStringToObject(lo, "source", l->source);
@@ -304,7 +326,10 @@ cJSON *bench_to_json(const bench_result *r) {
   cJSON_AddStringToObject(
       o, "method",
       "per launch: median over replays of a CUDA graph of R launches / R; floor = max(ops / "
-      "mma_int8 peak, (int8 data + int8 weights + int32 output bytes) / copy bandwidth); copy "
+      "mma_int8 peak, (int8 data + int8 weights + int32 output bytes) / copy bandwidth); "
+      "floor_i8_us the same with an int8 output; share_of_floor = floor_us / convtune_us, "
+      "share_of_floor_i8 = floor_i8_us / convtune_i8_us; ops and weights of a grouped layer "
+      "count C/groups input channels per output channel; copy "
       "bandwidth counts bytes read + bytes written; pack_us = plain-layout call - packed call "
       "(packs data and unpacks the output), null in layout nhwc (no conversion: the tensors "
       "are used as they are); convtune's columns run the layout named in 'layout'");
@@ -442,6 +467,10 @@ void bench_write_markdown(const bench_result *r, FILE *f) {
         "bandwidth); TOPS and % of floor are convtune's; ratios are convtune time / cuDNN time "
         "(below 1: convtune is faster)\n",
         f);
+  fputs("- floor (int8 in and out): the same with an int8 output; int8 out % of floor is that "
+        "floor / convtune's int8-output time (a memory-bound layer is judged by it); a grouped "
+        "layer's ops and weights count C/groups input channels per output channel\n",
+        f);
   if (nhwc)
     fputs("- layout nhwc: convtune runs channels-last (NHWC data, OHWI weights, NHWC output, "
           "unpadded) on its nhwc templates (the stems, C % 16 != 0, on the channels-last mma "
@@ -490,15 +519,15 @@ void bench_write_markdown(const bench_result *r, FILE *f) {
   static const bench_field cols[] = {BENCH_FLOOR,     BENCH_CONVTUNE,   BENCH_CONVTUNE_I8,
                                      BENCH_PACK,      BENCH_CUDNN_INT8, BENCH_CUDNN_INT8X32,
                                      BENCH_CUDNN_FP16};
-  fprintf(f, " %s | %s | TOPS | %% of floor |", field_titles[BENCH_FLOOR],
-          field_titles[BENCH_CONVTUNE]);
+  fprintf(f, " %s | %s | TOPS | %% of floor | floor us (int8 in and out) | int8 out %% of floor |",
+          field_titles[BENCH_FLOOR], field_titles[BENCH_CONVTUNE]);
   for (size_t c = 2; c < sizeof cols / sizeof cols[0]; c++)
     fprintf(f, " %s |", field_titles[cols[c]]);
   fputs(" convtune/int8 | convtune/int8x32 | convtune/fp16 | convtune int8 out/cuDNN int8 | "
         "convtune int8 out/fp16 | convtune's kernel |\n",
         f);
   fputs("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-        "| ---: | ---: | ---: | --- |\n",
+        "| ---: | ---: | ---: | ---: | ---: | --- |\n",
         f);
   for (int i = 0; i < r->n_layers; i++) {
     const bench_layer *l = &r->layers[i];
@@ -512,6 +541,12 @@ void bench_write_markdown(const bench_result *r, FILE *f) {
       fputs(" - |", f);
     if (bench_has(ct) && ct > 0 && bench_has(fl))
       fprintf(f, " %.0f%% |", 100 * fl / ct);
+    else
+      fputs(" - |", f);
+    double fl8 = floor_i8_us(l, p), sh8 = share_of(fl8, l->t[BENCH_CONVTUNE_I8]);
+    bench_md_time(f, fl8);
+    if (bench_has(sh8))
+      fprintf(f, " %.0f%% |", 100 * sh8);
     else
       fputs(" - |", f);
     for (size_t c = 2; c < sizeof cols / sizeof cols[0]; c++) bench_md_time(f, l->t[cols[c]]);
@@ -542,6 +577,23 @@ void bench_write_markdown(const bench_result *r, FILE *f) {
         fprintf(f, " %.1f | %.0f%% |", ops / sc / 1e6, 100 * sf / sc);
       else
         fputs(" - | - |", f);
+      /* the int8 floor over every layer, its share over those with an int8 time */
+      double f8 = 0, f8i = 0, t8 = 0;
+      int n8 = 0;
+      for (int i = 0; i < r->n_layers; i++) {
+        double v = floor_i8_us(&r->layers[i], p);
+        if (!bench_has(v)) continue;
+        f8 += v;
+        if (!bench_has(r->layers[i].t[BENCH_CONVTUNE_I8])) continue;
+        f8i += v;
+        t8 += r->layers[i].t[BENCH_CONVTUNE_I8];
+        n8++;
+      }
+      bench_md_time(f, f8 > 0 ? f8 : BENCH_NONE);
+      if (n8 && t8 > 0)
+        fprintf(f, " %.0f%%%s |", 100 * f8i / t8, n8 < r->n_layers ? "*" : "");
+      else
+        fputs(" - |", f);
     }
   }
   static const bench_field ratios[][2] = {{BENCH_CONVTUNE, BENCH_CUDNN_INT8},
@@ -731,7 +783,10 @@ static void *ref_worker(void *arg) {
 }
 
 /* Each thread takes a run of output channels: their weights, values,
- * residual and output are contiguous in the plain layouts. */
+ * residual and output are contiguous in the plain layouts. A grouped conv
+ * is split at group boundaries (a job is then a grouped conv of its own
+ * groups over their input channels, which are contiguous too), so that
+ * every job's output channel reads the same inputs as in the whole one. */
 ct_status bench_reference_image(const ct_workload *w, const ct_quant *q, const void *data,
                                 const int8_t *weights, const void *residual, void *out,
                                 int n_threads, ct_err *err) {
@@ -739,7 +794,11 @@ ct_status bench_reference_image(const ct_workload *w, const ct_quant *q, const v
   workload_geom(w, &g);
   int64_t kvol = g.ker[0] * g.ker[1] * g.ker[2], out_sp = g.out[0] * g.out[1] * g.out[2];
   size_t eb = workload_out_elem_bytes(w);
-  int n = n_threads < w->k ? n_threads : w->k;
+  /* units of the split: output channels, or whole groups */
+  int n_units = w->groups > 1 ? w->groups : w->k;
+  int64_t unit_k = w->k / n_units, unit_c = w->groups > 1 ? g.c / w->groups : 0;
+  int64_t in_sp = g.in[0] * g.in[1] * g.in[2];
+  int n = n_threads < n_units ? n_threads : n_units;
   if (n < 1 || w->epi.d2s_block) n = 1;
   ref_job *jobs = calloc((size_t)n, sizeof *jobs);
   pthread_t *th = calloc((size_t)n, sizeof *th);
@@ -750,12 +809,18 @@ ct_status bench_reference_image(const ct_workload *w, const ct_quant *q, const v
     goto done;
   }
   for (int i = 0; i < n; i++) {
-    int k0 = (int)((int64_t)w->k * i / n), k1 = (int)((int64_t)w->k * (i + 1) / n);
+    int u0 = (int)((int64_t)n_units * i / n), u1 = (int)((int64_t)n_units * (i + 1) / n);
+    int k0 = (int)(u0 * unit_k);
     ref_job *j = &jobs[i];
     j->w = *w;
-    j->w.k = k1 - k0;
+    j->w.k = (int)((u1 - u0) * unit_k);
     j->data = data;
-    j->weights = weights + (int64_t)k0 * g.c * kvol;
+    if (w->groups > 1) {
+      j->w.groups = u1 - u0;
+      j->w.c = (int)((u1 - u0) * unit_c);
+      j->data = (const uint8_t *)data + (size_t)(u0 * unit_c * in_sp); /* int8 data */
+    }
+    j->weights = weights + (int64_t)k0 * workload_cpg(w) * kvol;
     j->residual = residual ? (const uint8_t *)residual + (size_t)k0 * out_sp * eb : NULL;
     j->out = (uint8_t *)out + (size_t)k0 * out_sp * eb;
     if (q) {
@@ -1110,7 +1175,7 @@ static ct_status run_convtune_nhwc(run *R, bench_layer *l, ct_err *err) {
   }
   bench_explain_source(R->e.ctx, &nw, l->source, sizeof l->source);
   pack_nhwc(h_data, h_ndata, 1, g.n, g.c, in_sp);
-  pack_ohwi(h_w, h_nw, g.k, g.c, kvol);
+  pack_ohwi(h_w, h_nw, g.k, workload_cpg(&w), kvol); /* [K][kvol][C/G] */
   if ((st = dbuf_reserve(&R->buf[B_DATA], n_data, err)) ||
       (st = dbuf_reserve(&R->buf[B_W], n_w, err)) ||
       (st = dbuf_reserve(&R->buf[B_OUT], n_out * sizeof(int32_t), err)))
@@ -1176,14 +1241,16 @@ ct_status bench_cudnn_best(cudnn_side *c, const bench_timer *t, const ct_workloa
   algo[0] = note[0] = '\0';
   if (keep) *keep = NULL;
   /* int8 NHWC wants C % 4 == 0 (one 32-bit word of channels): the stem is
-   * zero-padded to 4 as for convtune; fp16 takes the real channels */
-  if (kind != CUDNN_SIDE_FP16) {
+   * zero-padded to 4 as for convtune; fp16 takes the real channels. A
+   * grouped conv is never padded: extra channels would move the groups
+   * (cuDNN then answers for the real channels, or says why not). */
+  if (kind != CUDNN_SIDE_FP16 && w->groups <= 1) {
     cw.c = (int)pack_round4(cw.c);
     cw.k = (int)pack_round4(cw.k);
   }
   ct_status st = cudnn_conv_open(c, &cw, kind, &cv, note, note_size, err);
   if (!st && cv) st = cudnn_conv_search(cv, t, us, algo, algo_size, note, note_size, err);
-  if (!st && !bench_has(*us) && kind == CUDNN_SIDE_FP16 && cw.c % 8) {
+  if (!st && !bench_has(*us) && kind == CUDNN_SIDE_FP16 && cw.c % 8 && w->groups <= 1) {
     /* no fp16 algorithm for odd channels: pad to 8, the tensor cores' width */
     char first[224];
     snprintf(first, sizeof first, "%s", note);
@@ -1241,6 +1308,9 @@ static void progress(const run *R, const bench_result *r, int i) {
     else
       n += (size_t)snprintf(buf + n, sizeof buf - n, ", %s -", short_names[f]);
   }
+  double sh8 = share_of(floor_i8_us(l, &r->peaks), l->t[BENCH_CONVTUNE_I8]);
+  if (bench_has(sh8) && n < sizeof buf)
+    snprintf(buf + n, sizeof buf - n, ", int8 out %.0f%% of floor", 100 * sh8);
   fprintf(stderr, "%s\n", buf);
   if (l->note[BENCH_CONVTUNE][0])
     fprintf(stderr, "[bench] %s: %s\n", l->name, l->note[BENCH_CONVTUNE]);

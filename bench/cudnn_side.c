@@ -11,6 +11,10 @@
  * full: it cannot win. Inputs are random (int8 bytes; fp16 values in
  * [-1, 1]), buffers grow and are reused across layers. cuDNN keeps no int8
  * conv3d: it answers NOT_SUPPORTED for every algorithm, which is reported.
+ * A grouped conv is one descriptor with cudnnSetConvolutionGroupCount and
+ * K x C/G filters; an algorithm or config that refuses groups (int8 with
+ * few channels per group, typically) answers NOT_SUPPORTED the same way,
+ * and the column says so with cuDNN's status.
  * A searched conv (cudnn_conv) keeps its descriptors and the winning
  * algorithm and math, so that a model's chain launches exactly what was
  * timed, on tensors bound later.
@@ -187,10 +191,7 @@ ct_status cudnn_conv_open(cudnn_side *c, const ct_workload *w, cudnn_side_kind k
   *out = NULL;
   why[0] = '\0';
   int nd = workload_nd(w), nb = nd + 2;
-  if (w->groups != 1) {
-    snprintf(why, why_size, "groups %d: not benchmarked", w->groups);
-    return CT_OK;
-  }
+  const int groups = w->groups > 1 ? w->groups : 1;
   for (int d = 0; d < nd; d++)
     if (w->pad_before[d] != w->pad_after[d]) {
       snprintf(why, why_size, "cuDNN pads symmetrically; this workload does not");
@@ -219,7 +220,8 @@ ct_status cudnn_conv_open(cudnn_side *c, const ct_workload *w, cudnn_side_kind k
   size_t esize = kind == CUDNN_SIDE_FP16 ? 2 : 1;
   int xdims[5], wdims[5], ydims[5], pad[3], str[3], dil[3];
   xdims[0] = w->n;
-  xdims[1] = wdims[1] = w->c;
+  xdims[1] = w->c;
+  wdims[1] = w->c / groups; /* a grouped filter holds C/G input channels */
   wdims[0] = w->k;
   for (int d = 0; d < nd; d++) {
     xdims[2 + d] = w->in[d];
@@ -236,6 +238,7 @@ ct_status cudnn_conv_open(cudnn_side *c, const ct_workload *w, cudnn_side_kind k
   CUDNN_TRY(cudnnSetFilterNdDescriptor(f->wd, dt, fmt, nb, wdims));
   CUDNN_TRY(
       cudnnSetConvolutionNdDescriptor(f->cd, nd, pad, str, dil, CUDNN_CROSS_CORRELATION, compute));
+  if (groups > 1) CUDNN_TRY(cudnnSetConvolutionGroupCount(f->cd, groups));
   CUDNN_TRY(cudnnGetConvolutionNdForwardOutputDim(f->cd, f->xd, f->wd, nb, ydims));
   for (int d = 0; d < nd; d++)
     if (ydims[2 + d] != workload_out_size(w, d)) {
@@ -251,7 +254,7 @@ ct_status cudnn_conv_open(cudnn_side *c, const ct_workload *w, cudnn_side_kind k
     out_sp *= (size_t)ydims[2 + d];
   }
   f->x_bytes = (size_t)w->n * w->c * in_sp * esize;
-  f->w_bytes = (size_t)w->k * w->c * kvol * esize;
+  f->w_bytes = (size_t)w->k * (size_t)(w->c / groups) * kvol * esize;
   f->y_bytes = (size_t)w->n * w->k * out_sp * esize;
   *out = f;
   f = NULL;

@@ -10,9 +10,11 @@
  * taps of the packed window,
  *   sum (x - zx)(w - zw) = acc - zx sum(w) - zw xsum + R zx zw,
  * exactly, so off[k] = bias[k] - zx sum(w[k]) + R zx zw[k]. R counts the
- * packed window for every layout: a workload with weight zero points runs
- * on the channel-packed templates whatever its layout (the channels-last
- * ones refuse them), and without them R is multiplied by zw = 0.
+ * packed window of a dense layer in the packed and plain layouts (the
+ * channel-packed templates run them); a grouped layer's, and a
+ * channels-last one's, count the real channels of k's group, C/G x kvol
+ * (grouped packed kernels sum a lane's own group's channels; channels-last
+ * is unpadded). Without weight zero points R is multiplied by zw = 0.
  *
  * CT_ROUND_ONNX: the multipliers are the float scales themselves (their
  * bits) and the header's onnx block (quant.cuh) holds what ONNX Runtime's
@@ -178,14 +180,14 @@ size_t quant_params_words(const ct_workload *w) {
 void quant_weight_sums(const ct_workload *w, const int8_t *weights, int32_t *sums) {
   geom3 g;
   workload_geom(w, &g);
-  int64_t kvol = g.ker[0] * g.ker[1] * g.ker[2];
-  int64_t c4 = pack_round4(g.c) / 4;
+  int64_t kvol = g.ker[0] * g.ker[1] * g.ker[2], cpg = workload_cpg(w);
+  int64_t c4 = pack_round4(cpg) / 4;
   for (int64_t k = 0; k < g.k; k++) {
     uint32_t s = 0;
     if (w->layout != CT_LAYOUT_NCHW4C) {
-      /* OIHW [k][c][tap] and OHWI [k][tap][c] both hold channel k's C x kvol
-       * weights contiguously: the order within does not change the sum */
-      for (int64_t i = 0; i < g.c * kvol; i++) s += (uint32_t)weights[k * g.c * kvol + i];
+      /* OIHW [k][c][tap] and OHWI [k][tap][c] both hold channel k's C/G x
+       * kvol weights contiguously: the order within does not change the sum */
+      for (int64_t i = 0; i < cpg * kvol; i++) s += (uint32_t)weights[k * cpg * kvol + i];
     } else { /* [k/4][c/4][kvol][4o][4i] */
       for (int64_t cb = 0; cb < c4; cb++)
         for (int64_t t = 0; t < kvol; t++)
@@ -261,7 +263,11 @@ ct_status quant_params(const ct_workload *w, const ct_quant *q, const int32_t *w
   geom3 g;
   workload_geom(w, &g);
   uint32_t zx = e->data_zero_point ? (uint32_t)q->data_zero_point : 0;
-  uint32_t r = (uint32_t)(pack_round4(g.c) * g.ker[0] * g.ker[1] * g.ker[2]);
+  /* R: the packed window of a dense layer in the packed or plain layout;
+   * otherwise the real channels (a grouped layer's packed kernels sum a
+   * lane's own group only, and channels-last is unpadded) */
+  int64_t rc = w->groups > 1 || w->layout == CT_LAYOUT_NHWC ? workload_cpg(w) : pack_round4(g.c);
+  uint32_t r = (uint32_t)(rc * g.ker[0] * g.ker[1] * g.ker[2]);
   params[CTQ_PAD_WORD] = (int32_t)((zx & 0xffu) * 0x01010101u);
   if (w->out_type != CT_DTYPE_INT32) {
     params[CTQ_OUT_ZP] = q->out_zero_point;
@@ -393,7 +399,7 @@ ct_status quant_random(const ct_workload *w, uint64_t seed, quant_store *s, ct_e
    * range, some clamped, few all-clamped channels. */
   geom3 g;
   workload_geom(w, &g);
-  double taps = (double)g.c * g.ker[0] * g.ker[1] * g.ker[2];
+  double taps = (double)workload_cpg(w) * g.ker[0] * g.ker[1] * g.ker[2];
   double mx = (w->data_type == CT_DTYPE_UINT8 ? 127.5 : -0.5) - zx;
   double worst = 0;
   for (size_t i = 0; i < k; i++) {

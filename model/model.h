@@ -14,8 +14,10 @@
  * forms get CT_ROUND_ONNX, so that outputs equal ONNX Runtime's.
  *
  * Shapes come from value_info where present, else are propagated through
- * the ops a CNN uses. A conv the engine cannot run (groups > 1, ...) stays
- * in the list with supported = 0 and the reason: never dropped.
+ * the ops a CNN uses. A conv's `group` makes a grouped workload (depthwise
+ * when group == C; weights K x C/group x kernel volume). A conv the engine
+ * cannot run (1D, a float bias, ...) stays in the list with supported = 0
+ * and the reason: never dropped.
  *
  * Errors: a file that does not exist is CT_ERR_NOT_FOUND, as a missing
  * workload file, one that cannot be read CT_ERR_IO; a truncated or

@@ -1210,6 +1210,102 @@ START_TEST(shape_unknown) {
 }
 END_TEST
 
+/* ---- grouped and depthwise ---------------------------------------------------- */
+
+/* A MobileNetV2-like chain with `group`: a depthwise 3x3 (G = C = 8), a
+ * depthwise stride-2 with channel multiplier 2 (K = 16), a grouped 3x3 (16
+ * channels in 4 groups), and a conv3d depthwise beside them. Each is a
+ * grouped workload in every layout, its weights K x C/G x kernel volume as
+ * the file holds them, its per-channel scales K; shapes propagate through
+ * them. A group that does not divide the weights' channels is rejected. */
+START_TEST(grouped_convs) {
+  static const ct_layout layouts[] = {CT_LAYOUT_NHWC, CT_LAYOUT_NCHW, CT_LAYOUT_NCHW4C};
+  mb b;
+  mb_init(&b);
+  qpn x = mb_qp(&b, "x", 0.02f, 0, ONNX_INT8), t = mb_qp(&b, "t", 0.05f, 0, ONNX_INT8);
+  const char *xq = quant_input(&b, 8, 9, 9, x);
+  wspec wdw = {.k = 8, .c = 8, .nd = 2, .kernel = {3, 3}, .per_channel = 1, .bias = 1, .group = 8};
+  const char *t1 = Q(&b, qdq_conv(&b, "dw", xq, x, &wdw, x.scale), t, "t1");
+  attr_ints(&b, find_node(&b, "dw"), "pads", 4, 1, 1, 1, 1);
+  wspec wdm = {.k = 16, .c = 8, .nd = 2, .kernel = {3, 3}, .per_channel = 1, .group = 8};
+  const char *t2 = Q(&b, qdq_conv(&b, "dwm", t1, t, &wdm, t.scale), t, "t2");
+  attr_ints(&b, find_node(&b, "dwm"), "strides", 2, 2, 2);
+  wspec wg = {.k = 16, .c = 16, .nd = 2, .kernel = {3, 3}, .per_channel = 1, .group = 4};
+  const char *t3 = Q(&b, qdq_conv(&b, "g4", t2, t, &wg, t.scale), t, "t3");
+  mb_output(&b, t3);
+  const char *path = mb_write(&b, "g.onnx");
+  static const struct {
+    const char *name;
+    int groups, c, k, out;
+  } want[] = {{"dw", 8, 8, 8, 9}, {"dwm", 8, 8, 16, 4}, {"g4", 4, 16, 16, 2}};
+  for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
+    model *m;
+    ct_err err;
+    ck_assert_msg(load(path, 0, layouts[l], &m, &err) == CT_OK, "%s", err.msg);
+    ck_assert_int_eq(m->n_convs, 3);
+    for (int i = 0; i < 3; i++) {
+      const model_conv *c = conv_named(m, want[i].name);
+      ck_assert_msg(c->supported, "%s: %s", want[i].name, c->why ? c->why : "");
+      ck_assert_int_eq(c->w.groups, want[i].groups);
+      ck_assert_int_eq(c->w.c, want[i].c);
+      ck_assert_int_eq(c->w.k, want[i].k);
+      ck_assert_int_eq(c->w.layout, layouts[l]);
+      ck_assert_int_eq(workload_out_size(&c->w, 0), want[i].out);
+      ck_assert_int_eq(c->w.epi.scale, CT_SCALE_CHANNEL);
+      int64_t n_w = (int64_t)want[i].k * (want[i].c / want[i].groups) * 9;
+      ct_workload plain = c->w;
+      plain.layout = CT_LAYOUT_NCHW;
+      ck_assert_int_eq(workload_weight_elems(&plain), n_w);
+      for (int64_t j = 0; j < n_w; j++) ck_assert_int_eq(c->weights[j], wval((int)j, 0));
+      for (int k = 0; k < want[i].k; k++) {
+        float xw = (i ? 0.05f : 0.02f) * wscale(k);
+        ck_assert_uint_eq(bits(c->scale[k]), bits(xw / 0.05f));
+      }
+      char key[CT_KEY_MAX], seg[16];
+      snprintf(seg, sizeof seg, "-g%d", want[i].groups);
+      workload_key(&c->w, key, sizeof key);
+      ck_assert_msg(strstr(key, seg), "%s: key %s lacks %s", want[i].name, key, seg);
+      if (i) ck_assert_int_eq(c->input_conv, i - 1);
+    }
+    model_free(m);
+  }
+  mb_free(&b);
+
+  /* conv3d, depthwise 3x3x3 */
+  mb_init(&b); /* a new builder: its names are new too */
+  x = mb_qp(&b, "x", 0.02f, 0, ONNX_INT8), t = mb_qp(&b, "t", 0.05f, 0, ONNX_INT8);
+  mb_input(&b, "x", ONNX_FLOAT, 5, 1, 4, 4, 5, 6);
+  const char *x3 = Q(&b, "x", x, "xq");
+  wspec w3 = {.k = 4, .c = 4, .nd = 3, .kernel = {3, 3, 3}, .per_channel = 1, .group = 4};
+  Q(&b, qdq_conv(&b, "dw3", x3, x, &w3, x.scale), t, "y3");
+  attr_ints(&b, find_node(&b, "dw3"), "pads", 6, 1, 1, 1, 1, 1, 1);
+  mb_output(&b, "y3");
+  model *m;
+  ct_err err;
+  ck_assert_msg(load(mb_write(&b, "g3.onnx"), 0, CT_LAYOUT_NHWC, &m, &err) == CT_OK, "%s", err.msg);
+  const model_conv *c = &m->convs[0];
+  ck_assert_msg(c->supported, "%s", c->why ? c->why : "");
+  ck_assert_int_eq(c->w.op, CT_OP_CONV3D);
+  ck_assert_int_eq(c->w.groups, 4);
+  for (int j = 0; j < 4 * 27; j++) ck_assert_int_eq(c->weights[j], wval(j, 0));
+  ck_assert_int_eq(workload_out_size(&c->w, 0), 4);
+  model_free(m);
+  mb_free(&b);
+
+  /* weights of 2 input channels in 3 groups: not the data's 8 */
+  mb_init(&b);
+  x = mb_qp(&b, "x", 0.02f, 0, ONNX_INT8), t = mb_qp(&b, "t", 0.05f, 0, ONNX_INT8);
+  xq = quant_input(&b, 8, 6, 6, x);
+  wspec wbad = {.k = 6, .c = 6, .nd = 2, .kernel = {1, 1}, .group = 3};
+  Q(&b, qdq_conv(&b, "bad", xq, x, &wbad, x.scale), t, "yb");
+  mb_output(&b, "yb");
+  ck_assert_int_eq(load(mb_write(&b, "gb.onnx"), 0, CT_LAYOUT_NHWC, &m, &err), CT_ERR_PARSE);
+  ck_assert_msg(strstr(err.msg, "group") && strstr(err.msg, "bad"), "%s", err.msg);
+  ck_assert_ptr_null(m);
+  mb_free(&b);
+}
+END_TEST
+
 /* ---- what the engine cannot run ------------------------------------------------ */
 
 START_TEST(unsupported_listed) {
@@ -1217,7 +1313,7 @@ START_TEST(unsupported_listed) {
   mb_init(&b);
   qpn x = mb_qp(&b, "x", 0.02f, 0, ONNX_INT8), t = mb_qp(&b, "t", 0.05f, 0, ONNX_INT8);
   const char *xq = quant_input(&b, 4, 6, 6, x);
-  /* groups */
+  /* a grouped conv: runs (grouped_convs), and is the input of the next */
   wspec wg = {.k = 4, .c = 4, .nd = 2, .kernel = {3, 3}, .group = 2, .bias = 1};
   const char *g1 = Q(&b, qdq_conv(&b, "grouped", xq, x, &wg, x.scale), t, "g1");
   /* a float bias */
@@ -1245,8 +1341,7 @@ START_TEST(unsupported_listed) {
   ck_assert_int_eq(m->n_convs, 5);
   const struct {
     const char *name, *why;
-  } want[] = {{"grouped", "groups must be 1"},
-              {"fbias", "bias 'fbias.bf' is float"},
+  } want[] = {{"fbias", "bias 'fbias.bf' is float"},
               {"dynw", "weights 'wq' are not a constant"},
               {"conv1d", "1D convolution"}};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -1256,6 +1351,7 @@ START_TEST(unsupported_listed) {
                   c->why ? c->why : "(null)");
   }
   ck_assert_int_eq(conv_named(m, "grouped")->w.groups, 2);
+  ck_assert(conv_named(m, "grouped")->supported);
   ck_assert(conv_named(m, "fine")->supported);
   ck_assert_int_eq(conv_named(m, "fbias")->input_conv, conv_index(m, "grouped"));
   /* a conv that cannot run is still the input of those after it */
@@ -1264,8 +1360,9 @@ START_TEST(unsupported_listed) {
   wlset *s;
   int *counts;
   ck_assert_int_eq(model_workloads(m, &s, &counts, &err), CT_OK);
-  ck_assert_int_eq(s->n_items, 1);
-  ck_assert_str_eq(s->items[0].name, "fine");
+  ck_assert_int_eq(s->n_items, 2);
+  ck_assert_str_eq(s->items[0].name, "grouped");
+  ck_assert_str_eq(s->items[1].name, "fine");
   wlset_free(s);
   free(counts);
   model_free(m);
@@ -1672,11 +1769,49 @@ START_TEST(tiny_committed) {
 }
 END_TEST
 
+/* tests/data/tiny_grouped_qdq.onnx (scripts/models/grouped_models.py): an
+ * inverted-residual block (expand, depthwise, project + the residual Add),
+ * a depthwise stride 2 with multiplier 2, a grouped 3x3: every conv runs,
+ * with its groups and its fused ops. */
+START_TEST(tiny_grouped_committed) {
+  const char *src = getenv("CT_SOURCE_DIR");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/tests/data/tiny_grouped_qdq.onnx", src ? src : ".");
+  model *m;
+  ct_err err;
+  ck_assert_msg(load(path, 3, CT_LAYOUT_NHWC, &m, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(m->n_convs, 5);
+  static const struct {
+    const char *name, *fused;
+    int groups, c, k;
+  } want[] = {{"ir_expand_out_Conv", "Clip", 1, 8, 48},
+              {"ir_dw_out_Conv", "Clip", 48, 48, 48},
+              {"ir_project_out_Conv", "Add(residual)", 1, 48, 8},
+              {"dwm_out_Conv", "Relu", 8, 8, 16},
+              {"g4_out_Conv", "", 4, 16, 16}};
+  for (int i = 0; i < 5; i++) {
+    const model_conv *c = &m->convs[i];
+    ck_assert_str_eq(c->name, want[i].name);
+    ck_assert_msg(c->supported, "%s: %s", c->name, c->why ? c->why : "");
+    ck_assert_str_eq(c->fused, want[i].fused);
+    ck_assert_int_eq(c->w.groups, want[i].groups);
+    ck_assert_int_eq(c->w.c, want[i].c);
+    ck_assert_int_eq(c->w.k, want[i].k);
+    ck_assert_int_eq(c->w.n, 3);
+    if (i) ck_assert_int_eq(c->input_conv, i - 1);
+  }
+  ck_assert_int_eq(workload_out_size(&m->convs[3].w, 0), 6);
+  ck_assert_int_eq(m->convs[2].residual_conv, -1); /* the block's input: a graph input */
+  model_free(m);
+}
+END_TEST
+
 static void add_forms(TCase *tc) {
   tcase_add_test(tc, qdq_int8_per_tensor);
   tcase_add_loop_test(tc, qdq_uint8_per_channel, 0, 2);
   tcase_add_test(tc, qdq_uint8_weights_symmetric);
   tcase_add_test(tc, qdq_conv3d);
+  tcase_add_test(tc, grouped_convs);
   tcase_add_test(tc, qlinear_conv_add);
   tcase_add_loop_test(tc, conv_integer, 0, 2);
   tcase_add_test(tc, float_conv_auto_pad);
@@ -1689,6 +1824,7 @@ static void add_fusion(TCase *tc) {
   tcase_add_loop_test(tc, resnet_block_downsample, 0, 2);
   tcase_add_loop_test(tc, depth_to_space, 0, 3);
   tcase_add_test(tc, tiny_committed);
+  tcase_add_test(tc, tiny_grouped_committed);
 }
 
 static void add_graph(TCase *tc) {

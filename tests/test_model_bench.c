@@ -106,9 +106,9 @@ static model *wiring_model(void) {
   /* conv 2 writes 4x4 with 32 channels: not the 8x8 x 32 this one reads */
   set_conv(m, 4, "mismatch", conv(16, 32, 32, 8, 1, 1, 0, CT_DTYPE_INT8, 0), 2, NULL, -1, NULL);
   set_conv(m, 5, "grouped", conv(16, 32, 32, 4, 3, 1, 1, CT_DTYPE_INT8, 0), 2, NULL, -1, NULL);
-  m->convs[5].w.groups = 2;
+  m->convs[5].w.groups = 3; /* invalid: 3 does not divide 32 */
   m->convs[5].supported = 0;
-  m->convs[5].why = strdup("groups 2: grouped convolution is not supported");
+  m->convs[5].why = strdup("groups 3: groups must divide c and k");
   set_conv(m, 6, "after_grouped", conv(16, 32, 32, 4, 1, 1, 0, CT_DTYPE_INT8, 0), 5, NULL, -1,
            NULL);
   set_conv(m, 7, "int32_out", conv(16, 32, 32, 4, 1, 1, 0, CT_DTYPE_INT32, 0), 6, NULL, -1, NULL);
@@ -162,7 +162,7 @@ START_TEST(plan_wiring) {
   ck_assert_ptr_nonnull(strstr(nd[4].input, "reads 16x8x8x32 int8"));
   /* the unsupported conv is skipped, with its reason, and its consumer is fresh */
   ck_assert_int_eq(nd[5].runs, 0);
-  ck_assert_str_eq(nd[5].why, "groups 2: grouped convolution is not supported");
+  ck_assert_str_eq(nd[5].why, "groups 3: groups must divide c and k");
   ck_assert_str_eq(nd[5].key, "-");
   ck_assert_int_eq(nd[6].input_conv, -1);
   ck_assert_str_eq(nd[6].input, "fresh: grouped is not run");
@@ -515,7 +515,7 @@ START_TEST(json_document) {
   ck_assert_double_eq(cJSON_GetObjectItem(n3, "convtune_us")->valuedouble, 13);
   cJSON *n5 = cJSON_GetArrayItem(nodes, 5);
   ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(n5, "runs")));
-  ck_assert_ptr_nonnull(strstr(cJSON_GetObjectItem(n5, "why")->valuestring, "groups 2"));
+  ck_assert_ptr_nonnull(strstr(cJSON_GetObjectItem(n5, "why")->valuestring, "groups 3"));
   cJSON *n4 = cJSON_GetArrayItem(nodes, 4);
   ck_assert(cJSON_IsNull(cJSON_GetObjectItem(n4, "cudnn_int8_us")));
   ck_assert_str_eq(
@@ -598,7 +598,7 @@ START_TEST(markdown_report) {
   ck_assert_ptr_nonnull(strstr(md, "2.50x as fast as cuDNN fp16's (80.0 against 200.0 us)"));
   ck_assert_ptr_nonnull(strstr(md, "- chain, cudnn_int8_us: cuDNN int8 does not run 1 of the 9"));
   ck_assert_ptr_nonnull(strstr(md, "- mismatch, cudnn_int8_us: no algorithm runs"));
-  ck_assert_ptr_nonnull(strstr(md, "Skipped (not run on any side):\n- 5 grouped `-`: groups 2"));
+  ck_assert_ptr_nonnull(strstr(md, "Skipped (not run on any side):\n- 5 grouped `-`: groups 3"));
   /* a skipped node has no row */
   ck_assert_ptr_null(strstr(md, "| 5 | grouped |"));
   /* every row of a table has its header's number of cells */
@@ -657,7 +657,7 @@ START_TEST(csv_rows) {
   /* node 4: no cuDNN int8, so an empty field and no ratio */
   ck_assert_ptr_nonnull(strstr(csv, ",14.000,24.000,,0.5833,,exact,"));
   ck_assert_ptr_nonnull(strstr(csv, "\n5,grouped,-,"));
-  ck_assert_ptr_nonnull(strstr(csv, ",nhwc,groups 2: grouped convolution is not supported\n"));
+  ck_assert_ptr_nonnull(strstr(csv, ",nhwc,groups 3: groups must divide c and k\n"));
   free(csv);
   mbench_result_free(&r);
   free_model(m);

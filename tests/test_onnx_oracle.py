@@ -9,7 +9,10 @@ Relu after it), runs each in ONNX Runtime with int8 QDQ fusion allowed,
 checks in the optimized graph that ORT ran its integer kernels (QLinearConv,
 QLinearAdd; a case where it did not is an error, never skipped), runs the
 driver (onnx_oracle: model_load + ct_reference_qconv) on the same inputs, and
-compares the output bytes. Also checks a float32 emulation of ORT's arithmetic
+compares the output bytes. After them, --grouped M cases (default 48) with
+the conv's group > 1: grouped (1 to 4 channels per group) and depthwise
+(group == C, channel multiplier 1 to 3), drawn the same way from the same
+stream after the others, so that the first N cases stay as they were. Also checks a float32 emulation of ORT's arithmetic
 written here, which names the culprit of a mismatch.
 
 Usage: test_onnx_oracle.py DRIVER [--cases N] [--seed S] [--keep DIR]
@@ -123,8 +126,20 @@ def qladd(a, sa, za, b, sb, zb, sc, zc, dt):
     return np.clip(v, lo, hi).astype(np.int64).astype(DT[dt])
 
 
-def conv_acc(x, w, zx, zw, stride, pads, dil):
-    """Exact int64 accumulators of sum (x - zx) * (w - zw); padding reads zx."""
+def conv_acc(x, w, zx, zw, stride, pads, dil, group=1):
+    """Exact int64 accumulators of sum (x - zx) * (w - zw); padding reads zx.
+    With group G, output channel k reads input channels g * C/G .. of its
+    group g = k // (K/G), and w holds K x C/G."""
+    if group > 1:
+        cg, kg = x.shape[1] // group, w.shape[0] // group
+        return np.concatenate(
+            [
+                conv_acc(x[:, g * cg : (g + 1) * cg], w[g * kg : (g + 1) * kg], zx, zw, stride,
+                         pads, dil)
+                for g in range(group)
+            ],
+            axis=1,
+        )
     nd = x.ndim - 2
     x = x.astype(np.int64) - zx
     w = w.astype(np.int64) - zw
@@ -163,7 +178,7 @@ def emulate_conv(p, x):
     dt = p["dt"]
     K = p["k"]
     bshape = (1, K) + (1,) * p["nd"]
-    acc = conv_acc(x, p["w"], p["zx"], p["zw"], p["stride"], p["pads"], p["dil"])
+    acc = conv_acc(x, p["w"], p["zx"], p["zw"], p["stride"], p["pads"], p["dil"], p["group"])
     v = acc + (np.asarray(p["bias"], np.int64).reshape(bshape) if p["bias"] is not None else 0)
     v = ((v + 2**31) % 2**32 - 2**31).astype(np.int32)
     ws = np.asarray(p["ws"], f32).reshape(-1)
@@ -194,10 +209,11 @@ def pow2(rng, lo, hi):
     return f32(2.0 ** -int(rng.integers(lo, hi + 1)))
 
 
-def make_case(rng, i):
+def make_case(rng, i, grouped=False):
     """Case i: categorical factors cycle so that every combination of form x
     data type x rank x weight-scale granularity comes up every 16 cases; the
-    rest is drawn from rng."""
+    rest is drawn from rng. grouped: the conv has group > 1 (C and K set
+    from the group's channels)."""
     p = {"index": i}
     p["form"] = ("qdq", "qlinear")[i % 2]
     p["dt"] = ("uint8", "int8")[(i // 2) % 2]
@@ -208,6 +224,13 @@ def make_case(rng, i):
     p["n"] = int(rng.choice([1, 1, 2, 3]))
     p["c"] = int(rng.choice([1, 2, 3, 4, 5, 7, 8, 12]))
     p["k"] = int(rng.choice([1, 2, 3, 4, 5, 6, 8, 13]))
+    p["group"] = 1
+    if grouped:
+        if rng.random() < 0.5:  # depthwise: one channel per group, a multiplier
+            G, cpg = int(rng.choice([2, 3, 4, 8, 12, 16])), 1
+        else:
+            G, cpg = int(rng.choice([2, 3, 4, 8])), int(rng.choice([1, 2, 3, 4]))
+        p["group"], p["c"], p["k"] = G, G * cpg, G * int(rng.choice([1, 1, 2, 3]))
     if nd == 2:
         kern = [[1, 1], [3, 3], [5, 5], [1, 3], [3, 1], [2, 2], [3, 5], [5, 3], [1, 1], [3, 3]][
             int(rng.integers(10))
@@ -241,7 +264,8 @@ def make_case(rng, i):
     # Weights: int8 over the full range for int8 data; 7-bit for uint8 data
     # (ORT's AVX2 u8 x s8 kernels saturate pairs of products in int16).
     wlo, whi = (-128, 127) if dt == "int8" else (-64, 63)
-    p["w"] = rng.integers(wlo, whi + 1, size=[p["k"], p["c"]] + kern).astype(np.int8)
+    size = [p["k"], p["c"] // p["group"]] + kern  # K x C/G x kernel
+    p["w"] = rng.integers(wlo, whi + 1, size=size).astype(np.int8)
     # ORT takes one weight zero point for all channels; 0 is the common case.
     p["zw"] = 0 if rng.random() < 0.7 else int(rng.integers(-10, 11))
     p["zx"] = zp(rng, lo, hi)
@@ -258,15 +282,15 @@ def make_case(rng, i):
         ).astype(f32)
     p["bias"] = None
     if rng.random() < 0.6:
-        kvol = p["c"] * int(np.prod(kern))
+        kvol = p["c"] // p["group"] * int(np.prod(kern))
         bmax = int(rng.choice([50, 2000, 40000])) * max(1, kvol // 9)
         p["bias"] = rng.integers(-bmax, bmax + 1, K).astype(np.int32)
     # The conv output's own scale: aimed so that the outputs use the range,
     # some saturating; ties keep everything a power of two.
     x = rng.integers(lo, hi + 1, size=[p["n"], p["c"]] + p["in"]).astype(DT[dt])
-    acc = conv_acc(x, p["w"], p["zx"], p["zw"], p["stride"], p["pads"], p["dil"])
+    acc = conv_acc(x, p["w"], p["zx"], p["zw"], p["stride"], p["pads"], p["dil"], p["group"])
     if acc.size == 0:
-        return make_case(rng, i)
+        return make_case(rng, i, grouped)
     v = acc + (
         p["bias"].astype(np.int64).reshape((1, K) + (1,) * nd) if p["bias"] is not None else 0
     )
@@ -426,6 +450,8 @@ def build_model(p):
     ws = p["ws"] if p["per_channel"] else p["ws"].reshape(())
     zw = np.full(ws.shape, p["zw"], np.int8)
     attrs = dict(kernel_shape=p["kernel"], strides=p["stride"], pads=p["pads"], dilations=p["dil"])
+    if p["group"] > 1:
+        attrs["group"] = p["group"]
     if p["form"] == "qdq":
         xf = g.dq("x", p["xs"], p["zx"], dt)
         wq = g.const(p["w"])
@@ -522,7 +548,7 @@ def check_integer(p, ops):
 
 
 def describe(p):
-    keys = "form dt nd n c k in kernel stride pads dil per_channel zx zw xs ws ts zt act".split()
+    keys = "form dt nd n c k group in kernel stride pads dil per_channel zx zw xs ws ts zt act".split()
     keys += "ties near_ties probe".split()
     d = {k: p[k] for k in keys}
     d["ws"] = [float(v) for v in p["ws"]]
@@ -592,6 +618,7 @@ def main():
     ap.add_argument("driver", nargs="?", help="the onnx_oracle driver")
     ap.add_argument("--cases", type=int, default=240)
     ap.add_argument("--seed", type=int, default=32)
+    ap.add_argument("--grouped", type=int, default=48, help="cases with group > 1, after them")
     ap.add_argument("--keep", help="write every case's model and inputs under this directory")
     ap.add_argument("--emulate-only", action="store_true", help="ORT against the emulation only")
     args = ap.parse_args()
@@ -599,7 +626,7 @@ def main():
         ap.error("the driver is required (or --emulate-only)")
     print(
         f"oracle: onnxruntime {ort.__version__}, onnx {onnx.__version__}, numpy {np.__version__}; "
-        f"seed {args.seed}, {args.cases} cases"
+        f"seed {args.seed}, {args.cases} cases and {args.grouped} grouped"
     )
     rng = np.random.default_rng(args.seed)
     tmp = tempfile.TemporaryDirectory(prefix="ct_oracle_")
@@ -618,8 +645,8 @@ def main():
                 print(diffs)
 
     first_has_residual = False
-    for i in range(args.cases):
-        p, x, r = make_case(rng, i)
+    for i in range(args.cases + args.grouped):
+        p, x, r = make_case(rng, i, grouped=i >= args.cases)
         if i == 0:
             first_has_residual = r is not None
         model = build_model(p)
@@ -663,7 +690,8 @@ def main():
             failed += 1
             report("FAIL", i, p, line, first_diffs(got.reshape(want.shape), want, emu))
     print("oracle: coverage: " + ", ".join(f"{k} {v}" for k, v in sorted(coverage.items())))
-    missing = [f for f in ALL_FEATURES if coverage.get(f, 0) == 0] if args.cases >= 200 else []
+    wanted = [f for f in ALL_FEATURES if args.grouped >= 16 or f not in ("grouped", "depthwise")]
+    missing = [f for f in wanted if coverage.get(f, 0) == 0] if args.cases >= 200 else []
     if missing:
         print(f"oracle: features never exercised: {missing}")
     rejects = []
@@ -679,7 +707,8 @@ def main():
     ok = not (failed or invalid or emu_bad or missing or rejects) and passed > 0
     if not ok:
         print(
-            f"oracle: rerun with --seed {args.seed} --cases {args.cases} --keep DIR for the files"
+            f"oracle: rerun with --seed {args.seed} --cases {args.cases} --grouped {args.grouped} "
+            "--keep DIR for the files"
         )
     return 0 if ok else 1
 
@@ -687,7 +716,7 @@ def main():
 ALL_FEATURES = (
     "qdq qlinear uint8 int8 conv2d conv3d per-tensor per-channel bias no-bias relu clip "
     "residual-first residual-second post-relu post-clip ties near-ties near-ties-add batch>1 "
-    "stride2 padding dilation weight-zp saturated"
+    "stride2 padding dilation weight-zp saturated grouped depthwise"
 ).split()
 
 
@@ -727,6 +756,8 @@ def features(p):
         f.append("weight-zp")
     if p["saturated"]:
         f.append("saturated")
+    if p["group"] > 1:
+        f.append("depthwise" if p["group"] == p["c"] else "grouped")
     return f
 
 

@@ -1191,7 +1191,7 @@ static ct_workload random_plain_case(rng *r, int i) {
 START_TEST(nhwc_reference_equals_plain_converted) {
   rng r;
   rng_seed(&r, 0x5eedu);
-  int n_zw = 0, n_res = 0, n_qc = 0, n_dil = 0, n_s2 = 0;
+  int n_zw = 0, n_res = 0, n_qc = 0, n_dil = 0, n_s2 = 0, n_zw_odd = 0;
   for (int i = 0; i < 96; i++) {
     ct_workload w = random_plain_case(&r, i), nw = w;
     nw.layout = CT_LAYOUT_NHWC;
@@ -1238,6 +1238,19 @@ START_TEST(nhwc_reference_equals_plain_converted) {
     ck_assert_mem_eq(nsums, sums, (size_t)w.k * sizeof *sums);
     ck_assert_int_eq(quant_params(&w, &t.qs.q, sums, params, &err), CT_OK);
     ck_assert_int_eq(quant_params(&nw, &t.qs.q, nsums, nparams, &err), CT_OK);
+    /* with weight zero points and C % 4 != 0 the offsets differ by the
+     * padding lanes of the packed window, (round4(C) - C) x kvol x zx x zw:
+     * channels-last kernels sum the real channels only */
+    if (w.epi.weight_zero_point && w.c % 4) {
+      const int64_t kp = (w.k + 3) / 4 * 4;
+      const uint32_t zx = w.epi.data_zero_point ? (uint32_t)t.qs.q.data_zero_point : 0;
+      for (int k = 0; k < w.k; k++) {
+        const uint32_t lanes = (uint32_t)(((w.c + 3) / 4 * 4 - w.c) * kvol);
+        uint32_t *off = (uint32_t *)&nparams[CTQ_HEADER + CTQ_OFF * kp + k];
+        *off += lanes * zx * (uint32_t)t.qs.q.weight_zero_points[k];
+      }
+      n_zw_odd++;
+    }
     ck_assert_mem_eq(nparams, params, words * sizeof *params);
 
     n_zw += w.epi.weight_zero_point;
@@ -1263,6 +1276,7 @@ START_TEST(nhwc_reference_equals_plain_converted) {
   ck_assert_int_gt(n_qc, 10);
   ck_assert_int_gt(n_dil, 10);
   ck_assert_int_gt(n_s2, 20);
+  ck_assert_int_gt(n_zw_odd, 3);
 }
 END_TEST
 

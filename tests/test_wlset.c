@@ -144,6 +144,79 @@ static const layer3 c3d[] = {
     {"conv5b", 512, 2, 7, 7, 512, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}},
 };
 
+/* The grouped and depthwise sets (workloads.md, "Grouped and depthwise"): a
+ * 2D layer C H W K kernel stride pad groups; a 3D one C D H W K kernel stride
+ * pad groups, the same in every dimension. */
+typedef struct glayer {
+  const char *name;
+  int c, d, h, w, k, r, s, p, g;
+} glayer;
+
+static const glayer mobilenetv2[] = {
+    {"stem", 3, 1, 224, 224, 32, 3, 2, 1, 1},
+    {"dw32_112", 32, 1, 112, 112, 32, 3, 1, 1, 32},
+    {"pw32_16", 32, 1, 112, 112, 16, 1, 1, 0, 1},
+    {"pw16_96", 16, 1, 112, 112, 96, 1, 1, 0, 1},
+    {"dw96_s2", 96, 1, 112, 112, 96, 3, 2, 1, 96},
+    {"pw96_24", 96, 1, 56, 56, 24, 1, 1, 0, 1},
+    {"pw24_144", 24, 1, 56, 56, 144, 1, 1, 0, 1},
+    {"dw144_56", 144, 1, 56, 56, 144, 3, 1, 1, 144},
+    {"pw144_24", 144, 1, 56, 56, 24, 1, 1, 0, 1},
+    {"dw144_s2", 144, 1, 56, 56, 144, 3, 2, 1, 144},
+    {"pw144_32", 144, 1, 28, 28, 32, 1, 1, 0, 1},
+    {"pw32_192", 32, 1, 28, 28, 192, 1, 1, 0, 1},
+    {"dw192_28", 192, 1, 28, 28, 192, 3, 1, 1, 192},
+    {"pw192_32", 192, 1, 28, 28, 32, 1, 1, 0, 1},
+    {"dw192_s2", 192, 1, 28, 28, 192, 3, 2, 1, 192},
+    {"pw192_64", 192, 1, 14, 14, 64, 1, 1, 0, 1},
+    {"pw64_384", 64, 1, 14, 14, 384, 1, 1, 0, 1},
+    {"dw384_14", 384, 1, 14, 14, 384, 3, 1, 1, 384},
+    {"pw384_64", 384, 1, 14, 14, 64, 1, 1, 0, 1},
+    {"pw384_96", 384, 1, 14, 14, 96, 1, 1, 0, 1},
+    {"pw96_576", 96, 1, 14, 14, 576, 1, 1, 0, 1},
+    {"dw576_14", 576, 1, 14, 14, 576, 3, 1, 1, 576},
+    {"pw576_96", 576, 1, 14, 14, 96, 1, 1, 0, 1},
+    {"dw576_s2", 576, 1, 14, 14, 576, 3, 2, 1, 576},
+    {"pw576_160", 576, 1, 7, 7, 160, 1, 1, 0, 1},
+    {"pw160_960", 160, 1, 7, 7, 960, 1, 1, 0, 1},
+    {"dw960_7", 960, 1, 7, 7, 960, 3, 1, 1, 960},
+    {"pw960_160", 960, 1, 7, 7, 160, 1, 1, 0, 1},
+    {"pw960_320", 960, 1, 7, 7, 320, 1, 1, 0, 1},
+    {"pw320_1280", 320, 1, 7, 7, 1280, 1, 1, 0, 1},
+};
+
+static const glayer efficientnet_b0_dw[] = {
+    {"dw32_112_k3", 32, 1, 112, 112, 32, 3, 1, 1, 32},
+    {"dw96_112_k3s2", 96, 1, 112, 112, 96, 3, 2, 1, 96},
+    {"dw144_56_k3", 144, 1, 56, 56, 144, 3, 1, 1, 144},
+    {"dw144_56_k5s2", 144, 1, 56, 56, 144, 5, 2, 2, 144},
+    {"dw240_28_k5", 240, 1, 28, 28, 240, 5, 1, 2, 240},
+    {"dw240_28_k3s2", 240, 1, 28, 28, 240, 3, 2, 1, 240},
+    {"dw480_14_k3", 480, 1, 14, 14, 480, 3, 1, 1, 480},
+    {"dw480_14_k5", 480, 1, 14, 14, 480, 5, 1, 2, 480},
+    {"dw672_14_k5", 672, 1, 14, 14, 672, 5, 1, 2, 672},
+    {"dw672_14_k5s2", 672, 1, 14, 14, 672, 5, 2, 2, 672},
+    {"dw1152_7_k5", 1152, 1, 7, 7, 1152, 5, 1, 2, 1152},
+    {"dw1152_7_k3", 1152, 1, 7, 7, 1152, 3, 1, 1, 1152},
+};
+
+static const glayer resnext50_g[] = {
+    {"g3x3_128", 128, 1, 56, 56, 128, 3, 1, 1, 32},
+    {"g3x3_256_s2", 256, 1, 56, 56, 256, 3, 2, 1, 32},
+    {"g3x3_256", 256, 1, 28, 28, 256, 3, 1, 1, 32},
+    {"g3x3_512_s2", 512, 1, 28, 28, 512, 3, 2, 1, 32},
+    {"g3x3_512", 512, 1, 14, 14, 512, 3, 1, 1, 32},
+    {"g3x3_1024_s2", 1024, 1, 14, 14, 1024, 3, 2, 1, 32},
+    {"g3x3_1024", 1024, 1, 7, 7, 1024, 3, 1, 1, 32},
+};
+
+static const glayer csn_dw3d[] = {
+    {"dw64", 64, 16, 56, 56, 64, 3, 1, 1, 64},    {"dw128_s2", 128, 16, 56, 56, 128, 3, 2, 1, 128},
+    {"dw128", 128, 8, 28, 28, 128, 3, 1, 1, 128}, {"dw256_s2", 256, 8, 28, 28, 256, 3, 2, 1, 256},
+    {"dw256", 256, 4, 14, 14, 256, 3, 1, 1, 256}, {"dw512_s2", 512, 4, 14, 14, 512, 3, 2, 1, 512},
+    {"dw512", 512, 2, 7, 7, 512, 3, 1, 1, 512},
+};
+
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* The workload a 2D layer describes at batch n, NCHW, int8. */
@@ -169,6 +242,23 @@ static ct_workload want3(const layer3 *l, int n) {
     w.kernel[d] = l->r[d];
     w.stride[d] = l->s[d];
     w.pad_before[d] = w.pad_after[d] = l->p[d];
+  }
+  return w;
+}
+
+/* The workload a grouped layer describes at batch n: conv2d when d is 1
+ * (none of these sets has a 3D layer of depth 1), else conv3d. */
+static ct_workload wantg(const glayer *l, int n) {
+  ct_workload w;
+  int nd = l->d > 1 ? 3 : 2;
+  workload_init(&w, nd == 3 ? CT_OP_CONV3D : CT_OP_CONV2D);
+  w.n = n, w.c = l->c, w.k = l->k, w.groups = l->g;
+  const int in[3] = {l->d, l->h, l->w};
+  for (int d = 0; d < nd; d++) {
+    w.in[d] = in[d + 3 - nd];
+    w.kernel[d] = l->r;
+    w.stride[d] = l->s;
+    w.pad_before[d] = w.pad_after[d] = l->p;
   }
   return w;
 }
@@ -284,9 +374,76 @@ START_TEST(c3d_embedded) {
 }
 END_TEST
 
+/* The four grouped and depthwise sets: every layer as workloads.md gives it,
+ * groups included, valid at batch 1, 3 and 32, unique. Depthwise layers
+ * (groups == C == K) and ResNeXt's 32 groups are spelled out: a set that
+ * lost its "groups" would still parse, as a dense conv. */
+static void check_grouped_set(const char *name, const glayer *want, int n_want, int n_dw) {
+  static const int batches[] = {1, 3, 32};
+  for (int b = 0; b < 3; b++) {
+    wlset *s = load_named_ok(name, batches[b]);
+    ck_assert_str_eq(s->name, name);
+    ck_assert_int_eq(s->n_items, n_want);
+    int dw = 0;
+    for (int i = 0; i < s->n_items; i++) {
+      ct_workload w = wantg(&want[i], batches[b]);
+      check_item(s, i, &w, want[i].name);
+      const ct_workload *got = &s->items[i].w;
+      ct_err err = {0};
+      ck_assert_msg(workload_validate(got, &err) == CT_OK, "%s/%s: %s", name, want[i].name,
+                    err.msg);
+      ck_assert_int_eq(got->c % got->groups, 0);
+      ck_assert_int_eq(got->k % got->groups, 0);
+      dw += got->groups > 1 && got->groups == got->c && got->k == got->c;
+    }
+    ck_assert_int_eq(dw, n_dw);
+    check_unique_keys(s);
+    wlset_free(s);
+  }
+}
+
+START_TEST(grouped_sets_embedded) {
+  ck_assert_int_eq(COUNT(mobilenetv2), 30);
+  check_grouped_set("mobilenetv2", mobilenetv2, 30, 10);
+  check_grouped_set("efficientnet_b0_dw", efficientnet_b0_dw, 12, 12);
+  check_grouped_set("resnext50_g", resnext50_g, 7, 0);
+  check_grouped_set("csn_dw3d", csn_dw3d, 7, 7);
+  /* spelled out: MobileNetV2's stem is dense, its first depthwise is not */
+  wlset *s = load_named_ok("mobilenetv2", 32);
+  ck_assert_str_eq(s->items[0].name, "stem");
+  ck_assert_int_eq(s->items[0].w.groups, 1);
+  ck_assert_str_eq(s->items[1].name, "dw32_112");
+  ck_assert_int_eq(s->items[1].w.groups, 32);
+  ck_assert_int_eq(s->items[1].w.c, 32);
+  ck_assert_int_eq(s->items[1].w.k, 32);
+  ck_assert_int_eq(s->items[4].w.stride[0], 2);
+  wlset_free(s);
+  s = load_named_ok("resnext50_g", 1);
+  for (int i = 0; i < s->n_items; i++) {
+    ck_assert_int_eq(s->items[i].w.groups, 32);
+    ck_assert_int_ge(s->items[i].w.c / 32, 4); /* 4 to 32 channels per group */
+    ck_assert_int_le(s->items[i].w.c / 32, 32);
+  }
+  wlset_free(s);
+  s = load_named_ok("csn_dw3d", 1);
+  ck_assert_int_eq(s->items[0].w.op, CT_OP_CONV3D);
+  ck_assert_int_eq(s->items[0].w.in[0], 16);
+  ck_assert_int_eq(s->items[6].w.in[0], 2);
+  ck_assert_int_eq(workload_out_size(&s->items[1].w, 0), 8);
+  wlset_free(s);
+  /* EfficientNet's 5x5 layers pad 2 */
+  s = load_named_ok("efficientnet_b0_dw", 1);
+  ck_assert_int_eq(s->items[3].w.kernel[0], 5);
+  ck_assert_int_eq(s->items[3].w.pad_before[1], 2);
+  ck_assert_int_eq(workload_out_size(&s->items[3].w, 0), 28);
+  wlset_free(s);
+}
+END_TEST
+
 START_TEST(batch_zero_keeps_entry_n) {
-  const char *names[] = {"resnet50", "resnet18", "resnet3d18", "c3d"};
-  for (int k = 0; k < 4; k++) {
+  const char *names[] = {"resnet50",    "resnet18",           "resnet3d18",  "c3d",
+                         "mobilenetv2", "efficientnet_b0_dw", "resnext50_g", "csn_dw3d"};
+  for (int k = 0; k < COUNT(names); k++) {
     wlset *s = load_named_ok(names[k], 0);
     for (int i = 0; i < s->n_items; i++)
       if (s->items[i].w.n != 1)
@@ -314,8 +471,9 @@ START_TEST(unknown_set_not_found) {
   ct_status st = wlset_load_named("resnet51", 1, &s, &err);
   EXPECT_ERR(st, CT_ERR_NOT_FOUND, &err, "resnet51", "resnet51", "resnet50");
   ck_assert_ptr_null(s);
-  const char *all[] = {"c3d", "resnet18", "resnet3d18", "resnet50"};
-  for (int i = 0; i < 4; i++)
+  const char *all[] = {"c3d",         "resnet18",           "resnet3d18",  "resnet50",
+                       "mobilenetv2", "efficientnet_b0_dw", "resnext50_g", "csn_dw3d"};
+  for (int i = 0; i < COUNT(all); i++)
     ck_assert_msg(strstr(err.msg, all[i]), "message '%s' does not list %s", err.msg, all[i]);
   /* The name is a set's name, not a file name. */
   st = wlset_load_named("resnet50.json", 1, &s, &err);
@@ -336,8 +494,9 @@ END_TEST
 START_TEST(names_lists_every_set) {
   char buf[256];
   ck_assert_ptr_eq(wlset_names(buf, sizeof buf), buf);
-  const char *all[] = {"c3d", "resnet18", "resnet3d18", "resnet50"};
-  for (int i = 0; i < 4; i++)
+  const char *all[] = {"c3d",         "resnet18",           "resnet3d18",  "resnet50",
+                       "mobilenetv2", "efficientnet_b0_dw", "resnext50_g", "csn_dw3d"};
+  for (int i = 0; i < COUNT(all); i++)
     ck_assert_msg(strstr(buf, all[i]), "'%s' does not list %s", buf, all[i]);
   ck_assert_ptr_null(strstr(buf, ".json"));
   /* Every listed name loads. */
@@ -349,7 +508,7 @@ START_TEST(names_lists_every_set) {
     ck_assert_int_gt(s->n_items, 0);
     wlset_free(s);
   }
-  ck_assert_int_ge(n, 4);
+  ck_assert_int_ge(n, 8);
   /* A short buffer is truncated and terminated, never overrun (heap
    * buffers of the exact size, so ASan sees any overrun). */
   for (size_t size = 1; size < 48; size++) {
@@ -453,8 +612,8 @@ START_TEST(parse_errors_name_entry_and_field) {
   EXPECT_BAD_SET("[" E("") ", " E(", \"name\": 5") "]", 0, CT_ERR_INVALID_WORKLOAD, "#2", "'name'");
   EXPECT_BAD_SET("[" E(", \"name\": \"\"") "]", 0, CT_ERR_INVALID_WORKLOAD, "#1", "'name'");
   EXPECT_BAD_SET(E(", \"name\": null"), 0, CT_ERR_INVALID_WORKLOAD, "'name'", NULL);
-  /* A single object's error names the field. */
-  EXPECT_BAD_SET(E(", \"groups\": 2"), 0, CT_ERR_INVALID_WORKLOAD, "test.json", "groups");
+  /* A single object's error names the field (8 channels in 3 groups). */
+  EXPECT_BAD_SET(E(", \"groups\": 3"), 0, CT_ERR_INVALID_WORKLOAD, "test.json", "groups");
 }
 END_TEST
 
@@ -504,7 +663,7 @@ START_TEST(long_inputs_keep_the_reason) {
   EXPECT_SHORT_MESSAGE(&err, "is already used by workload #1; names must be unique");
   ck_assert_msg(strstr(err.msg, "xxx...'"), "no ellipsis: '%s'", err.msg);
   /* a long name, with an escape byte, on an entry with a bad field */
-  snprintf(text, 3 * LONG, "[" E(", \"name\": \"\\u001b%s\", \"groups\": 2") "]", big);
+  snprintf(text, 3 * LONG, "[" E(", \"name\": \"\\u001b%s\", \"groups\": 3") "]", big);
   ck_assert_int_eq(wlset_parse(text, "t.json", 0, &s, &err), CT_ERR_INVALID_WORKLOAD);
   EXPECT_SHORT_MESSAGE(&err, "groups");
   ck_assert_msg(strstr(err.msg, "#1 (\\x1bxxx"), "name not escaped: '%s'", err.msg);
@@ -733,8 +892,9 @@ START_TEST(shipped_files_match_embedded) {
     fprintf(stderr, "test_wlset: CT_SOURCE_DIR is not set; shipped files not checked\n");
     return;
   }
-  const char *names[] = {"resnet50", "resnet18", "resnet3d18", "c3d"};
-  for (int k = 0; k < 4; k++) {
+  const char *names[] = {"resnet50",    "resnet18",           "resnet3d18",  "c3d",
+                         "mobilenetv2", "efficientnet_b0_dw", "resnext50_g", "csn_dw3d"};
+  for (int k = 0; k < COUNT(names); k++) {
     char path[1024];
     snprintf(path, sizeof path, "%s/scripts/workloads/%s.json", src, names[k]);
     wlset *f = NULL;
@@ -763,6 +923,7 @@ static void add_embedded(TCase *tc) {
   tcase_add_test(tc, resnet18_embedded);
   tcase_add_test(tc, resnet3d18_embedded);
   tcase_add_test(tc, c3d_embedded);
+  tcase_add_test(tc, grouped_sets_embedded);
   tcase_add_test(tc, batch_zero_keeps_entry_n);
   tcase_add_test(tc, unknown_set_not_found);
   tcase_add_test(tc, names_lists_every_set);
