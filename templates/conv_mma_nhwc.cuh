@@ -27,6 +27,19 @@
  * thread and store (lanes trade accumulator pairs): int32 16 bytes, 8-bit
  * 4 bytes after the requantization of tc_common.cuh. Weight zero points and
  * depth_to_space run on the packed templates (the descriptor refuses them).
+ *
+ * Any K: where the block's channels come in whole 4-channel groups (K a
+ * multiple of 4, per super-group below) the stores above, predicated per
+ * group; otherwise each lane stores its own 2 channels element by element.
+ *
+ * Groups (STEM_G > 1; weights [K][kvol][C/G]): GROUPS_PER_TILE consecutive
+ * groups form a super-group, a dense convolution of C_IN = gpt C/G input
+ * channels (contiguous in NHWC) and SG_K = gpt K/G output channels whose
+ * weight matrix is block-diagonal. grid y runs over the super-groups times
+ * their BLOCK_N tiles; a block stages its super-group's C_IN channels of
+ * each pixel (a row of IW x C_IN bytes, as if the data had C_IN channels),
+ * and its B tile with zeros where input and output channel are of
+ * different groups. STEM_G == 1 compiles exactly the code of before.
  */
 #include "quant.cuh"
 
@@ -46,9 +59,29 @@ static_assert(WARP_M16 == 1 || WARP_M16 == 2 || WARP_M16 == 4, "warp_m16: 1, 2 o
 static_assert(BLOCKS_PER_SM >= 1 && BLOCKS_PER_SM <= 4, "blocks_per_sm: 1 to 4");
 static_assert(STEM_C > 0 && (STEM_C + 3) / 4 == CT_C4, "STEM_C must round up to 4 * CT_C4");
 static_assert(CT_DIL_W == 1, "the window row must be contiguous: no dilation along W");
-static_assert(CT_KR % 8 == 0, "the NHWC stores: K must be a multiple of 8");
+static_assert(STEM_G >= 1 && STEM_C % STEM_G == 0 && CT_KR % STEM_G == 0,
+              "STEM_G (the groups) must divide C and K");
+static_assert(GROUPS_PER_TILE == 1 || GROUPS_PER_TILE == 2 || GROUPS_PER_TILE == 4 ||
+                  GROUPS_PER_TILE == 8 || GROUPS_PER_TILE == 16 || GROUPS_PER_TILE == 32,
+              "groups_per_tile: 1 to 32");
+static_assert(STEM_G % GROUPS_PER_TILE == 0, "groups_per_tile must divide the groups");
 
+#if STEM_G > 1
+#define CPG (STEM_C / STEM_G)           /* input channels per group */
+#define KPG (CT_KR / STEM_G)            /* output channels per group */
+#define C_IN (GROUPS_PER_TILE * CPG)    /* a super-group's input channels, as staged */
+#define SG_K (GROUPS_PER_TILE * KPG)    /* ... and its output channels */
+#define W_C CPG                         /* the weights' input channels */
+#define DATA_AT(o) ((o) / C_IN * STEM_C + (o) % C_IN) /* staged row byte -> data row byte */
+#define ROW_ALIGNED (C_IN % 4 == 0)     /* a staged word is one aligned word of one pixel */
+#else
 #define C_IN STEM_C
+#define SG_K CT_KR
+#define W_C STEM_C
+#define DATA_AT(o) (o)
+#define ROW_ALIGNED ((CT_IW * C_IN) % 4 == 0) /* rows start at word boundaries */
+#endif
+#define TILES_NS ((SG_K + BLOCK_N - 1) / BLOCK_N) /* BLOCK_N tiles of a super-group */
 #define ROW_BYTES (CT_KW * C_IN)                 /* one window row */
 #define ROW_PAD ((ROW_BYTES + 31) / 32 * 32)     /* ... in whole k32 steps */
 #define RSTEPS (ROW_PAD / 32)
@@ -70,13 +103,12 @@ static_assert(CT_KR % 8 == 0, "the NHWC stores: K must be a multiple of 8");
 #define RAWW (ROWB / 4 + 2) /* raw words per staged row: a copy's word reads two */
 #define RAW_WORDS (SROWS * RAWW)
 #define PF ((RAW_WORDS + THREADS - 1) / THREADS) /* raw words per thread */
-#define ROW_ALIGNED ((CT_IW * C_IN) % 4 == 0)    /* rows start at word boundaries */
 #define NT (BLOCK_N / 8)
 #define W_BYTES (KSTEPS * BLOCK_N * 32)
 #define MBLK (TILE_H * TILE_W / 16) /* m16 blocks per tile */
 #define WARPS (MBLK / WARP_M16)
 #define THREADS (32 * WARPS)
-#define TAPVOL (CT_KD * CT_KH * CT_KW * C_IN) /* weight bytes per output channel */
+#define TAPVOL (CT_KD * CT_KH * CT_KW * W_C) /* weight bytes per output channel */
 /* the block's raw weight bytes (first, where the copies go later) */
 #define WRAW_BYTES ((BLOCK_N * TAPVOL + 3 + 3) / 4 * 4)
 #define SCRATCH_BYTES (IN_BYTES > WRAW_BYTES ? IN_BYTES : WRAW_BYTES)
@@ -96,7 +128,10 @@ static_assert(WARP_M16 * BLOCK_N / 2 <= 128, "accumulators: warp_m16 x block_n /
  * byte (x0 * C, floored to a word); the pad byte outside the input. A
  * thread fetches PF of them into registers one tile ahead, so that their
  * latency hides behind the current tile's math. Rows of a 4-byte multiple
- * load whole words; others, and the words at a row's ends, bytes. */
+ * load whole words; others, and the words at a row's ends, bytes. With
+ * groups the row is the super-group's C_IN channels of each pixel (data
+ * points at its first channel; DATA_AT maps a staged byte to the data's),
+ * whole words where C_IN is a multiple of 4. */
 __device__ __forceinline__ int floor4(int x) {
   return x >= 0 ? x / 4 : -((3 - x) / 4);
 }
@@ -113,14 +148,15 @@ __device__ __forceinline__ void fetch_rows(unsigned (&pf)[PF], const unsigned ch
     const int o = (wb0 + col) * 4; /* the word's first byte in the row */
     unsigned v = pad * 0x01010101u;
     if (z >= 0 && z < CT_ID && y >= 0 && y < CT_IH) {
-      const unsigned char *row = data + (((long)n * CT_ID + z) * CT_IH + y) * (CT_IW * C_IN);
+      const unsigned char *row = data + (((long)n * CT_ID + z) * CT_IH + y) * (CT_IW * STEM_C);
       if (ROW_ALIGNED && o >= 0 && o + 4 <= CT_IW * C_IN) {
-        v = *(const unsigned *)(row + o);
+        v = *(const unsigned *)(row + DATA_AT(o));
       } else if (o + 4 > 0 && o < CT_IW * C_IN) {
         v = 0;
 #pragma unroll
         for (int q = 0; q < 4; q++)
-          v |= (o + q >= 0 && o + q < CT_IW * C_IN ? (unsigned)row[o + q] : pad) << (8 * q);
+          v |= (o + q >= 0 && o + q < CT_IW * C_IN ? (unsigned)row[DATA_AT(o + q)] : pad)
+               << (8 * q);
       }
     }
     pf[p] = v;
@@ -153,12 +189,13 @@ __device__ __forceinline__ void make_copies(unsigned *sin, const unsigned *raw, 
  * t), 8 bytes: the bytes 4t..4t+3 and 16+4t..16+4t+3 of the step for
  * output channel n0 + 8 nt + g; zero past the row and past K. The block's
  * weight bytes (contiguous in ODHWI) are first loaded as words into wraw,
- * from the word holding the first. */
+ * from the word holding the first. n0 counts in the super-group (SG_K
+ * channels), n0g in the weights (n0g = n0 without groups). */
 __device__ __forceinline__ void load_weights(unsigned *wraw, const unsigned char *__restrict__ w,
-                                             int n0) {
-  const long b0 = (long)n0 * TAPVOL, w0 = b0 / 4;
+                                             int n0g, int n0) {
+  const long b0 = (long)n0g * TAPVOL, w0 = b0 / 4;
   const long end = (long)CT_KR * TAPVOL; /* the weights' bytes */
-  const long nb = ((n0 + BLOCK_N < CT_KR ? n0 + BLOCK_N : CT_KR) - n0) * (long)TAPVOL + (b0 - 4 * w0);
+  const long nb = ((n0 + BLOCK_N < SG_K ? n0 + BLOCK_N : SG_K) - n0) * (long)TAPVOL + (b0 - 4 * w0);
 #pragma unroll 4
   for (int i = threadIdx.x; i < (nb + 3) / 4; i += THREADS) {
     const long o = (w0 + i) * 4;
@@ -173,15 +210,30 @@ __device__ __forceinline__ void load_weights(unsigned *wraw, const unsigned char
   }
 }
 
-__device__ __forceinline__ void make_weights(uint2 *sw, const unsigned *wraw, int n0) {
-  const unsigned char *wb = (const unsigned char *)wraw + ((long)n0 * TAPVOL) % 4;
+/* With groups, byte k of a window row is column k / C_IN's channel c = k %
+ * C_IN, of group c / CPG of the super-group: the weight where that is the
+ * output channel's group (n0 + nl) / KPG, zero elsewhere (block-diagonal). */
+__device__ __forceinline__ void make_weights(uint2 *sw, const unsigned *wraw, int n0g, int n0) {
+  const unsigned char *wb = (const unsigned char *)wraw + ((long)n0g * TAPVOL) % 4;
 #pragma unroll 1
   for (int i = threadIdx.x; i < KSTEPS * NT * 32; i += THREADS) {
     const int lane = i % 32, nt = (i / 32) % NT, ks = i / (32 * NT);
     const int tr = ks / RSTEPS, k0 = (ks % RSTEPS) * 32 + 4 * (lane & 3);
     const int nl = 8 * nt + (lane >> 2);
     unsigned v[2] = {0u, 0u};
-    if (n0 + nl < CT_KR) {
+    if (n0 + nl < SG_K) {
+#if STEM_G > 1
+      const int gi = (n0 + nl) / KPG;
+      const unsigned char *src = wb + nl * TAPVOL + tr * (CT_KW * CPG);
+#pragma unroll
+      for (int h = 0; h < 2; h++)
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+          const int k = k0 + 16 * h + q, col = k / C_IN, c = k % C_IN;
+          if (k < ROW_BYTES && c / CPG == gi)
+            v[h] |= (unsigned)src[col * CPG + c - gi * CPG] << (8 * q);
+        }
+#else
       const unsigned char *src = wb + nl * TAPVOL + tr * ROW_BYTES;
 #pragma unroll
       for (int h = 0; h < 2; h++)
@@ -190,6 +242,7 @@ __device__ __forceinline__ void make_weights(uint2 *sw, const unsigned *wraw, in
           const int k = k0 + 16 * h + q;
           if (k < ROW_BYTES) v[h] |= (unsigned)src[k] << (8 * q);
         }
+#endif
     }
     sw[i] = make_uint2(v[0], v[1]);
   }
@@ -232,7 +285,16 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   unsigned *sin = (unsigned *)(smem_raw + W_BYTES);
   unsigned *raw = (unsigned *)(smem_raw + W_BYTES + SCRATCH_BYTES);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+#if STEM_G > 1
+  /* grid y: super-group sg, and the channels n0.. of its SG_K */
+  const int sg = blockIdx.y / TILES_NS, n0 = (blockIdx.y % TILES_NS) * BLOCK_N;
+  const int kb = sg * SG_K;                          /* its first output channel */
+  const unsigned char *const dsg = data + sg * C_IN; /* its first input channel */
+#else
   const int n0 = blockIdx.y * BLOCK_N;
+  const int kb = 0;
+  const unsigned char *const dsg = data;
+#endif
   pdl_wait_then_release(); /* nothing global before: the previous kernel may still run */
 #if CT_ZD
   const unsigned pad = (unsigned)params[CTQ_PAD_WORD] & 0xffu;
@@ -258,10 +320,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 
   long tile = blockIdx.x;
   unsigned pf[PF];
-  fetch_tile(pf, data, tile, pad);
-  load_weights(sin, weights, n0); /* the raw weights where the copies go */
+  fetch_tile(pf, dsg, tile, pad);
+  load_weights(sin, weights, kb + n0, n0); /* the raw weights where the copies go */
   __syncthreads();
-  make_weights(sw, sin, n0);
+  make_weights(sw, sin, kb + n0, n0);
 
 #pragma unroll 1
   for (; tile < TILES_M; tile += gridDim.x) {
@@ -272,7 +334,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     __syncthreads(); /* the raw rows are in; every warp is done with the last tile */
     make_copies(sin, raw, sh - 4 * floor4(sh));
     /* the next tile's rows, in flight during this one */
-    if (tile + gridDim.x < TILES_M) fetch_tile(pf, data, tile + gridDim.x, pad);
+    if (tile + gridDim.x < TILES_M) fetch_tile(pf, dsg, tile + gridDim.x, pad);
     __syncthreads();
 
     int acc[WARP_M16][NT][4];
@@ -313,7 +375,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     }
 
     /* The epilogue: per pair of n8 tiles (j0 = 2 jp, j1 = j0 + 1), the
-     * stores of nhwc_store.cuh for rows g and g + 8. */
+     * stores of nhwc_store.cuh for rows g and g + 8. Channels: kl in the
+     * super-group (SG_K of them), k = kb + kl in the output. */
     const int odd = t & 1;
 #pragma unroll
     for (int i = 0; i < WARP_M16; i++) {
@@ -327,6 +390,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 #else
       unsigned char *const outa = (unsigned char *)out + ma * CT_KR;
 #endif
+#if SG_K % 4 == 0
 #pragma unroll
       for (int jp = 0; jp < NT / 2; jp++) {
         int v[2][4]; /* [n8 tile of the pair][row a ch 0, 1, row b ch 0, 1] */
@@ -335,8 +399,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 #endif
 #pragma unroll
         for (int q = 0; q < 2; q++) {
-          const int j = 2 * jp + q, k = n0 + j * 8 + 2 * t;
-          const int kk = k < CT_KR ? k : 0; /* params in range; not stored */
+          const int j = 2 * jp + q, kl = n0 + j * 8 + 2 * t, k = kb + kl;
+          const int kk = kl < SG_K ? k : 0; /* params in range; not stored */
           q_chan c0, c1;
           load_chan2(params, qh, kk, c0, c1);
           v[q][0] = corrected(c0, acc[i][j][0], 0);
@@ -345,7 +409,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
           v[q][3] = corrected(c1, acc[i][j][3], 0);
 #if CT_OUT != 0
           unsigned ra = 0, rb = 0;
-          if (CT_RES && k < CT_KR) {
+          if (CT_RES && kl < SG_K) {
             if (oka) ra = *(const unsigned short *)((const unsigned char *)residual + ma * CT_KR + k);
             if (okb)
               rb = *(const unsigned short *)((const unsigned char *)residual + (ma + 8) * CT_KR + k);
@@ -362,16 +426,61 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
         }
         /* the stored tile and its first channel: j0 at 2t (even t), j1 at 2(t - 1) (odd t) */
         const int ks = n0 + (2 * jp + odd) * 8 + 2 * (t - odd);
-        /* K % 8 == 0: a tile is whole or absent, and all there when block_n divides K */
-        const bool okk = CT_KR % BLOCK_N == 0 || ks < CT_KR;
+        /* SG_K % 4 == 0: a 4-channel group is whole or absent, and all there when block_n
+         * divides SG_K; K and kb are multiples of 4 too, so the stores stay aligned */
+        const bool okk = SG_K % BLOCK_N == 0 || ks < SG_K;
 #if CT_OUT == 0
         (void)residual;
-        store_pair_nhwc(outa + ks, outa + 8 * CT_KR + ks, v, odd, okk && oka, okk && okb);
+        store_pair_nhwc(outa + kb + ks, outa + 8 * CT_KR + kb + ks, v, odd, okk && oka, okk && okb);
 #else
         (void)v;
-        store_pair_nhwc(outa + ks, outa + 8 * CT_KR + ks, r8, odd, okk && oka, okk && okb);
+        store_pair_nhwc(outa + kb + ks, outa + 8 * CT_KR + kb + ks, r8, odd, okk && oka,
+                        okk && okb);
 #endif
       }
+#else
+      /* SG_K not a multiple of 4: a pixel's channels start at any byte
+       * (int32: any word), so each lane stores its channels kl, kl + 1 of
+       * rows a and b one by one, each where it exists; its params one
+       * channel at a time (k may be odd with groups), the residual by bytes */
+#pragma unroll
+      for (int j = 0; j < NT; j++) {
+        const int kl = n0 + j * 8 + 2 * t, k = kb + kl;
+        const bool ok0 = kl < SG_K, ok1 = kl + 1 < SG_K;
+        const q_chan c0 = load_chan(params, qh, ok0 ? k : 0);
+        const q_chan c1 = load_chan(params, qh, ok1 ? k + 1 : 0);
+        const int v0 = corrected(c0, acc[i][j][0], 0), v1 = corrected(c1, acc[i][j][1], 0);
+        const int v2 = corrected(c0, acc[i][j][2], 0), v3 = corrected(c1, acc[i][j][3], 0);
+#if CT_OUT == 0
+        (void)residual;
+        if (oka && ok0) outa[k] = v0;
+        if (oka && ok1) outa[k + 1] = v1;
+        if (okb && ok0) outa[8 * CT_KR + k] = v2;
+        if (okb && ok1) outa[8 * CT_KR + k + 1] = v3;
+#else
+        unsigned ra = 0, rb = 0;
+        if (CT_RES) {
+          const unsigned char *res = (const unsigned char *)residual + ma * CT_KR + k;
+          if (oka && ok0) ra = res[0];
+          if (oka && ok1) ra |= (unsigned)res[1] << 8;
+          if (okb && ok0) rb = res[8 * CT_KR];
+          if (okb && ok1) rb |= (unsigned)res[8 * CT_KR + 1] << 8;
+        }
+        unsigned ya, yb; /* rows a and b: channels k, k + 1 in bytes 0, 1 */
+        if (c0.f.ok && c1.f.ok) {
+          ya = requant2<RQ_FAST>(qh, c0, c1, v0, v1, ra);
+          yb = requant2<RQ_FAST>(qh, c0, c1, v2, v3, rb);
+        } else {
+          ya = requant2<RQ_GENERAL>(qh, c0, c1, v0, v1, ra);
+          yb = requant2<RQ_GENERAL>(qh, c0, c1, v2, v3, rb);
+        }
+        if (oka && ok0) outa[k] = (unsigned char)ya;
+        if (oka && ok1) outa[k + 1] = (unsigned char)(ya >> 8);
+        if (okb && ok0) outa[8 * CT_KR + k] = (unsigned char)yb;
+        if (okb && ok1) outa[8 * CT_KR + k + 1] = (unsigned char)(yb >> 8);
+#endif
+      }
+#endif
     }
   }
 }

@@ -17,11 +17,11 @@
  * thread stores its values; 1: the tile is staged in shared memory and
  * stored by TMA, K a multiple of 32).
  *
- * What it runs (supports): what conv2d_nhwc_mma / conv3d_ndhwc_mma run,
- * decided by their descriptor: layout nhwc / ndhwc, int8 weights, groups
- * 1, C not a multiple of 16 (those run on conv2d_nhwc_wgmma at full width),
- * K a multiple of 8, no dilation along W, no weight zero points, no
- * depth_to_space. Padding reads the data zero point.
+ * What it runs (supports): nhwc_stem_refusal (conv_mma_nhwc.c): layout
+ * nhwc / ndhwc, int8 weights, groups 1, C not a multiple of 16 (those run
+ * on conv2d_nhwc_wgmma at full width), K a multiple of 8, no dilation
+ * along W, no weight zero points, no depth_to_space. Padding reads the
+ * data zero point.
  *
  * Validity, before any compile: exactly sm_90 (sm_90a); accumulators and
  * a register estimate within the registers; shared memory (the weights of
@@ -71,8 +71,8 @@ static long ceil_div(long a, long b) {
   return (a + b - 1) / b;
 }
 
-/* The layers of the channels-last mma stems, with their reasons (the same
- * window rows: conv_mma_nhwc.c decides for both families). */
+/* The refusal of the channels-last stems (conv_mma_nhwc.c), with their
+ * reasons: the same window rows as the mma ones. */
 const char *nhwc_stem_refusal(const ct_workload *w, ct_op op);
 
 /* The sizes of conv_wgmma_stem.cuh, macro for macro. */
