@@ -12,7 +12,8 @@
  * byte goes). Case support: what the templates take and refuse, and a
  * default for each of the GPU suite's grouped and odd-K shapes. Case
  * compile: those configs compiled by NVRTC for sm_90 and sm_80 in every
- * epilogue variant (about 1 s a compile; a minute or two in all).
+ * epilogue variant (about 1 s a compile; with the argument "all" a minute
+ * or two, by default one variant per workload and arch, a quarter of it).
  */
 #include <check.h>
 #include <stdio.h>
@@ -379,6 +380,13 @@ static const template_desc *tpl_of(const ct_workload *w) {
 /* The configs checked per workload: the preferred one and random valid ones. */
 #define N_CFG 5
 
+/* 1 (argument "all"): the whole run: case emulate takes N_CFG configs per
+ * workload and output (by default the first 2: the preferred one and a
+ * random one), case compile every epilogue variant of every workload (by
+ * default one per workload and arch, the variants in turn: 30 compiles
+ * instead of 120), for CI's time. */
+static int all_variants;
+
 static int configs(const ct_workload *w, const space *sp, const arch *a, uint64_t seed,
                    config *out) {
   const template_desc *tpl = tpl_of(w);
@@ -464,7 +472,8 @@ START_TEST(kernel_index_math_matches_the_reference) {
     ck_assert_msg(template_space(tpl_of(&w), &w, &sp, &err) == CT_OK, "%s: %s", s->name, err.msg);
     ck_assert_int_eq(space_find(&sp, "groups_per_tile") >= 0, s->g > 1);
     config cfg[N_CFG];
-    const int n = configs(&w, &sp, &a, 1234 + (uint64_t)_i, cfg);
+    int n = configs(&w, &sp, &a, 1234 + (uint64_t)_i, cfg);
+    if (!all_variants && n > 2) n = 2;
     for (int i = 0; i < n; i++) {
       char text[256], label[400];
       space_config_str(&sp, &cfg[i], text, sizeof text);
@@ -675,6 +684,8 @@ START_TEST(configs_compile_for_sm90_and_sm80) {
     ck_assert_int_eq(arch_from_name(archs[ai], &a, NULL), CT_OK);
     if (ai == 0) a.sm_count = 132;
     for (int v = 0; v < 4; v++) {
+      /* the default run: one variant per workload and arch, in turn */
+      if (!all_variants && v != (_i + ai) % 4) continue;
       const ct_workload base = make_wl(s);
       const ct_workload w = variant(&base, v + ai);
       space sp;
@@ -721,7 +732,8 @@ static const test_case suite_cases[] = {
     {NULL, 0, NULL},
 };
 
-int main(void) {
+int main(int argc, char **argv) {
+  all_variants = argc > 1 && !strcmp(argv[1], "all");
   static const test_suite suite = {"mma_nhwc_groups", suite_cases, 0, NULL};
   return test_main(&suite);
 }
