@@ -19,6 +19,10 @@ extern const template_desc tpl_conv2d_nhwc_wgmma_stem;
 extern const template_desc tpl_conv3d_ndhwc_wgmma_stem;
 extern const template_desc tpl_conv2d_nhwc_mma;
 extern const template_desc tpl_conv3d_ndhwc_mma;
+extern const template_desc tpl_conv2d_nhwc_grouped;
+extern const template_desc tpl_conv3d_ndhwc_grouped;
+extern const template_desc tpl_conv2d_nchw4c_grouped;
+extern const template_desc tpl_conv3d_ncdhw4c_grouped;
 #ifdef CT_EXTRA_TEMPLATES
 /* Test builds only: -DCT_EXTRA_TEMPLATES=tpl_x appends the descriptor tpl_x
  * (test_templates_extra: a throwaway template that the registry-driven
@@ -45,6 +49,10 @@ static const template_desc *const all[] = {&tpl_conv2d_nchw4c_mma,
                                            &tpl_conv3d_ndhwc_wgmma_stem,
                                            &tpl_conv2d_nhwc_mma,
                                            &tpl_conv3d_ndhwc_mma,
+                                           &tpl_conv2d_nhwc_grouped,
+                                           &tpl_conv3d_ndhwc_grouped,
+                                           &tpl_conv2d_nchw4c_grouped,
+                                           &tpl_conv3d_ncdhw4c_grouped,
 #ifdef CT_EXTRA_TEMPLATES
                                            &CT_EXTRA_TEMPLATES,
 #endif

@@ -1180,8 +1180,9 @@ static void sample_and_compile(const template_desc *tpl, long count, int procs) 
       ct_err err = {0};
       ct_status sst = template_space(tpl, w, &sp, &err);
       if (sst == CT_ERR_UNSUPPORTED) continue; /* e.g. depth_to_space on mma */
-      /* the nhwc layout itself has no depth_to_space */
-      if (sst == CT_ERR_INVALID_WORKLOAD && w->layout == CT_LAYOUT_NHWC && w->epi.d2s_block)
+      /* the nhwc layout itself has no depth_to_space, nor a packed grouped conv */
+      if (sst == CT_ERR_INVALID_WORKLOAD && w->epi.d2s_block &&
+          (w->layout == CT_LAYOUT_NHWC || w->groups > 1))
         continue;
       if (sst) _exit(10);
       config c, back;
