@@ -23,6 +23,10 @@
  * nhwc templates are looked up at run time: without them, or on a GPU other
  * than sm_90 (wgmma), the case is skipped with a message.
  *
+ * Case grouped (issue 35): every layer of the four grouped and depthwise
+ * sets and the odd 5x5 stride-2 layer, plain and channels-last, int32 and
+ * int8 output, exact; none refused.
+ *
  * Environment: CT_DISPATCH_DB, the database (unset: none, every workload
  * gets the default); CT_DISPATCH_BATCH, the batch of both sets (default 1).
  * Exits 77 without a GPU. Check runs in CK_NOFORK mode: the probe creates
@@ -124,7 +128,7 @@ static void host_case_make(host_case *h, const ct_workload *w, uint64_t seed) {
   workload_geom(&h->w, &g);
   int64_t in_sp = g.in[0] * g.in[1] * g.in[2], kvol = g.ker[0] * g.ker[1] * g.ker[2];
   pack_nc4c(h->data, h->pdata, 1, g.n, g.c, in_sp);
-  pack_oi4o4i(h->weights, h->pweights, g.k, g.c, kvol);
+  pack_oi4o4i(h->weights, h->pweights, g.k, workload_cpg(&h->w), kvol);
   ct_err err = {0};
   ck_assert_msg(reference_conv(&h->w, h->data, h->weights, h->ref, &err) == CT_OK, "%s", err.msg);
   ck_assert_msg(reference_conv(&h->pw, h->pdata, h->pweights, h->pref, &err) == CT_OK, "%s",
@@ -336,10 +340,10 @@ END_TEST
  * byte with the CPU reference of the same workload. Returns 0 when exact,
  * 1 when wrong or failed, and -1 when refused with CT_ERR_UNSUPPORTED
  * (message in what). */
-static int nhwc_case(ct_context *ctx, const ct_workload *w0, int q8, uint64_t seed, char *what,
-                     size_t what_size, char *tpl_name) {
+static int layout_case(ct_context *ctx, const ct_workload *w0, ct_layout layout, int q8,
+                       uint64_t seed, char *what, size_t what_size, char *tpl_name) {
   ct_workload w = *w0;
-  w.layout = CT_LAYOUT_NHWC;
+  w.layout = layout;
   if (q8) {
     w.out_type = CT_DTYPE_INT8;
     w.epi.bias = 1;
@@ -361,7 +365,7 @@ static int nhwc_case(ct_context *ctx, const ct_workload *w0, int q8, uint64_t se
   ck_assert_msg(reference_qconv(&w, &qs.q, data, weights, NULL, want, &err) == CT_OK, "%s",
                 err.msg);
   int rc = 1;
-  void *d_data = NULL, *d_w = NULL, *d_out = NULL, *d_params = NULL;
+  void *d_data = NULL, *d_w = NULL, *d_out = NULL, *d_params = NULL, *d_wp = NULL;
   tpl_name[0] = '\0';
   ct_explanation ex;
   ct_status st = ct_explain(ctx, &w, &ex);
@@ -384,9 +388,17 @@ static int nhwc_case(ct_context *ctx, const ct_workload *w0, int q8, uint64_t se
   CUDA_OK(cudaMemcpy(d_w, weights, nw, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(d_params, params, np, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemset(d_out, POISON_BYTE, nob));
+  if (layout == CT_LAYOUT_NCHW) { /* the plain layout takes packed weights */
+    CUDA_OK(cudaMalloc(&d_wp, ct_packed_weights_bytes(&w)));
+    if ((st = ct_pack_weights(ctx, &w, d_w, d_wp, NULL))) {
+      snprintf(what, what_size, "ct_pack_weights: %s: %s", ct_status_name(st), ct_errmsg(ctx));
+      goto done;
+    }
+  }
   CUDA_OK(cudaDeviceSynchronize());
-  st = w.op == CT_OP_CONV3D ? ct_qconv3d(ctx, &w, d_data, d_w, d_params, NULL, d_out, NULL)
-                            : ct_qconv2d(ctx, &w, d_data, d_w, d_params, NULL, d_out, NULL);
+  const void *wts = d_wp ? d_wp : d_w;
+  st = w.op == CT_OP_CONV3D ? ct_qconv3d(ctx, &w, d_data, wts, d_params, NULL, d_out, NULL)
+                            : ct_qconv2d(ctx, &w, d_data, wts, d_params, NULL, d_out, NULL);
   if (st) {
     snprintf(what, what_size, "%s: %s", ct_status_name(st), ct_errmsg(ctx));
     goto done;
@@ -414,6 +426,7 @@ static int nhwc_case(ct_context *ctx, const ct_workload *w0, int q8, uint64_t se
 done:
   cudaFree(d_data);
   cudaFree(d_w);
+  cudaFree(d_wp);
   cudaFree(d_out);
   cudaFree(d_params);
   quant_store_free(&qs);
@@ -452,7 +465,8 @@ static int run_all_nhwc(ct_context *ctx, const char *set_name, const ct_workload
   for (int i = 0; i < n; i++)
     for (int q8 = 0; q8 < 2; q8++) {
       char what[CT_ERRMSG_MAX + 128], tpl[48];
-      int rc = nhwc_case(ctx, &ws[i], q8, 2000 + (uint64_t)i, what, sizeof what, tpl);
+      int rc =
+          layout_case(ctx, &ws[i], CT_LAYOUT_NHWC, q8, 2000 + (uint64_t)i, what, sizeof what, tpl);
       const int dil_w = ws[i].dilation[ws[i].op == CT_OP_CONV2D ? 1 : 2];
       int refused_ok = rc == -1 && ws[i].c % 16 != 0 && dil_w > 1 && strstr(what, "layout n");
       int served_ok = rc == 0 && strstr(tpl, "hwc_");
@@ -511,6 +525,76 @@ START_TEST(nhwc_exact_or_refused) {
   ct_close(ctx);
   ck_assert_msg(failures == 0, "nhwc: %d of %d cases neither exact nor rightly refused", failures,
                 total);
+}
+END_TEST
+
+/* Issue 35: every layer of the grouped and depthwise sets (and their dense
+ * layers: MobileNetV2's pointwise ones and stem), and the odd 5x5 stride-2
+ * layer (C 12, K 20) with its 3D counterpart, in the plain layout (served
+ * packed) and channels-last, int32 and int8 output, each exact against the
+ * CPU reference; none may be refused. CT_DISPATCH_BATCH sets the batch. */
+START_TEST(grouped_sets_every_layer_exact) {
+  char why[160];
+  if (!nhwc_runs_here(why, sizeof why)) {
+    TEST_SKIP("%s", why);
+  }
+  static const char *const sets[] = {"mobilenetv2", "efficientnet_b0_dw", "resnext50_g",
+                                     "csn_dw3d"};
+  ct_context *ctx = open_ctx();
+  int failures = 0, total = 0;
+  for (int k = 0; k < 5; k++) {
+    wlset *set = NULL;
+    ct_workload odd[2];
+    const char *odd_names[2] = {"odd5x5s2", "odd3d"};
+    int n;
+    const ct_workload *ws;
+    const char *const *names;
+    const char **sn = NULL;
+    if (k < 4) {
+      ct_err err = {0};
+      ck_assert_msg(wlset_load_named(sets[k], batch, &set, &err) == CT_OK, "%s", err.msg);
+      n = set->n_items;
+      ct_workload *sw = xmalloc(sizeof *sw * (size_t)n);
+      sn = xmalloc(sizeof *sn * (size_t)n);
+      for (int i = 0; i < n; i++) sw[i] = set->items[i].w, sn[i] = set->items[i].name;
+      ws = sw, names = sn;
+    } else { /* the odd layer: N 3, C 12, 17x17, K 20, 5x5 stride 2, and in 3D */
+      n = 2;
+      for (int d = 0; d < 2; d++) {
+        ct_workload *w = &odd[d];
+        workload_init(w, d ? CT_OP_CONV3D : CT_OP_CONV2D);
+        w->n = 3, w->c = 12, w->k = 20;
+        for (int i = 0; i < workload_nd(w); i++) {
+          int depth = d && i == 0;
+          w->in[i] = depth ? 7 : 17;
+          w->kernel[i] = depth ? 3 : 5;
+          w->stride[i] = 2;
+          w->pad_before[i] = w->pad_after[i] = depth ? 1 : 2;
+        }
+      }
+      ws = odd, names = odd_names;
+    }
+    for (int i = 0; i < n; i++)
+      for (int l = 0; l < 2; l++)
+        for (int q8 = 0; q8 < 2; q8++) {
+          char what[CT_ERRMSG_MAX + 128], tpl[48];
+          ct_layout layout = l ? CT_LAYOUT_NHWC : CT_LAYOUT_NCHW;
+          int rc = layout_case(ctx, &ws[i], layout, q8, 3000 + (uint64_t)(64 * k + i), what,
+                               sizeof what, tpl);
+          printf("%s/%-16s b%d %-5s %-5s %-24s %s\n", k < 4 ? sets[k] : "odd", names[i], ws[i].n,
+                 l ? "nhwc" : "plain", q8 ? "int8" : "int32", tpl[0] ? tpl : "-", what);
+          fflush(stdout);
+          failures += rc != 0;
+          total++;
+        }
+    if (k < 4) {
+      free((void *)ws);
+      free(sn);
+      wlset_free(set);
+    }
+  }
+  ct_close(ctx);
+  ck_assert_msg(failures == 0, "grouped sets: %d of %d cases not exact", failures, total);
 }
 END_TEST
 
@@ -921,6 +1005,10 @@ static void add_layers(TCase *tc) {
   tcase_add_test(tc, nhwc_layers_in_a_row_exact);
 }
 
+static void add_grouped(TCase *tc) {
+  tcase_add_test(tc, grouped_sets_every_layer_exact);
+}
+
 /* CK_RUN_CASE=graph runs it alone */
 static void add_graph(TCase *tc) {
   tcase_add_test(tc, calls_captured_in_a_graph_exact);
@@ -929,6 +1017,7 @@ static void add_graph(TCase *tc) {
 static const test_case suite_cases[] = {
     {"layers", 0, add_layers},
     {"graph", 0, add_graph},
+    {"grouped", 0, add_grouped},
     {NULL, 0, NULL},
 };
 

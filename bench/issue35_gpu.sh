@@ -1,0 +1,94 @@
+#!/bin/bash
+# issue35_gpu.sh PHASE: issue 35 (grouped and depthwise convolution) on the GPU machine, from the
+# repository root, with build-rel built here and carried (its commit in build-rel/COMMIT) and the
+# MobileNetV2 QDQ model in models/ (scripts/models/grouped_models.py). Results in $OUT.
+#   tests   the GPU suites that issue 35 touches, in parallel: test_runner (the grouped GPU
+#           reference), test_gpu_templates' grouped, grouped8, grouped_onnx, nhwc and onnx_stem
+#           cases, test_gpu_dispatch's grouped case at batch 1, 3 and 32 (every layer of the four
+#           sets and the odd layer, plain and channels-last, int32 and int8) and its layers case
+#   tune    the four sets at batch 32 in nhwc with int8 output (the benchmark's int8 column:
+#           bias, per-channel scales) and the MobileNetV2 model at batch 32 and 1, into /tmp/t.db
+#   bench   the four sets at batch 32 (nhwc) and the model at batch 32 and 1 (bench --model),
+#           each against cuDNN in the same run
+# A database from an earlier call comes back as $OUT/t.db; pass it back as .gpu-bin/t.db.
+set -u
+export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
+export CT_SOURCE_DIR=$PWD CT_COMMIT=$(cat build-rel/COMMIT)
+B=build-rel/convtune
+SETS2="mobilenetv2 efficientnet_b0_dw resnext50_g"
+SETS="$SETS2 csn_dw3d"
+MODEL=models/mobilenetv2_qdq.onnx
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+[ -f /tmp/t.db ] || { [ -f .gpu-bin/t.db ] && cp .gpu-bin/t.db /tmp/t.db; }
+# a summary of a set's results JSON: the sums and the per-layer ratios the issue judges
+summary() { # json
+  python3 - "$1" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); L = d["layers"]
+def s(f): return sum(l[f] for l in L if l.get(f))
+ok = sum("exact" in (l.get("source") or "") for l in L)
+print("%s b%s %s: %d layers, %d exact; convtune int8 out %.1f us, int32 %.1f, cuDNN fp16 %.1f, int8 floor %.1f" % (
+  d.get("set"), d.get("batch"), d.get("layout"), len(L), ok, s("convtune_i8_us"), s("convtune_us"),
+  s("cudnn_fp16_us"), s("floor_i8_us")))
+for l in L:
+  t8, fp, sh = l.get("convtune_i8_us"), l.get("cudnn_fp16_us"), l.get("share_of_floor_i8")
+  print("  %-18s g%-5s int8 %8.2f  fp16 %8s  fp16/int8 %5s  floor share %4s  %s" % (
+    l["name"], l.get("groups"), t8 or -1, "%.2f" % fp if fp else "-", "%.2f" % (fp / t8) if fp and t8 else "-",
+    "%.0f%%" % (100 * sh) if sh else "-", (l.get("source") or "")[:60]))
+PY
+}
+case $1 in
+tests)
+  s=$(date +%s)
+  ( cd build-rel && timeout 560 ./test_runner > $OUT/runner.log 2>&1; echo "rc=$?" >> $OUT/runner.log ) &
+  for c in grouped grouped8 grouped_onnx nhwc onnx_stem; do
+    ( cd build-rel && CK_RUN_CASE=$c timeout 560 ./test_gpu_templates > $OUT/gt-$c.log 2>&1; echo "rc=$?" >> $OUT/gt-$c.log ) &
+  done
+  for b in 1 3 32; do
+    ( cd build-rel && CK_RUN_CASE=grouped CT_DISPATCH_BATCH=$b timeout 560 ./test_gpu_dispatch > $OUT/gd-b$b.log 2>&1; echo "rc=$?" >> $OUT/gd-b$b.log ) &
+  done
+  ( cd build-rel && CK_RUN_CASE=layers timeout 560 ./test_gpu_dispatch > $OUT/gd-layers.log 2>&1; echo "rc=$?" >> $OUT/gd-layers.log ) &
+  wait
+  echo "tests in parallel: $(( $(date +%s) - s )) s"
+  for f in $OUT/runner.log $OUT/gt-*.log $OUT/gd-*.log; do
+    echo "== $(basename $f): $(grep -E 'Checks|rc=' $f | tr '\n' ' ')"
+    grep -E "exact over|SKIP|FAIL|not exact|differ|refused|F:|E:" $f | head -12 | cut -c1-160
+  done
+  for b in 1 3 32; do echo "dispatch b$b: $(grep -c ' exact$' $OUT/gd-b$b.log) exact lines, $(grep -vc ' exact$' $OUT/gd-b$b.log) other"; done
+  cd $OUT && tar czf tests.tgz *.log && rm *.log ;;
+tune)
+  s=$(date +%s)
+  for set in $SETS; do
+    $B tune --set $set --batch 32 --layout nhwc --out int8 --epilogue bias,qc --trials 160 --early-stopping 50 \
+      --time-budget 12 --seed 1 --db /tmp/t.db -q --json > $OUT/tune-$set.json 2> $OUT/tune-$set.err
+    echo "tune $set rc=$? at $(( $(date +%s) - s )) s"; tail -2 $OUT/tune-$set.err
+  done
+  for b in 32 1; do
+    $B tune --model $MODEL --batch $b --time-budget 75 --seed 1 --db /tmp/t.db -q --json > $OUT/tune-model-b$b.json 2> $OUT/tune-model-b$b.err
+    echo "tune model b$b rc=$? at $(( $(date +%s) - s )) s"; tail -2 $OUT/tune-model-b$b.err
+  done
+  python3 - $OUT/tune-*.json <<'PY'
+import json, sys
+for f in sys.argv[1:]:
+  d = json.load(open(f)); d = d if isinstance(d, list) else d.get("workloads", d.get("tasks", []))
+  try:
+    n = sum(x["trials"] for x in d); w = sum(x["wall_s"] for x in d)
+    print("%s: %d workloads, %d trials, %.1f trials/s" % (f.split("/")[-1], len(d), n, n / w if w else 0))
+  except Exception as e: print(f, "?", e)
+PY
+  cp /tmp/t.db $OUT/t.db
+  cd $OUT && tar czf tune.tgz tune-* && rm tune-* ;;
+bench)
+  for set in $SETS; do
+    $B bench --set $set --batch 32 --layout nhwc --db /tmp/t.db --results-dir $OUT --json-out $OUT/$set-b32.json \
+      > $OUT/$set-b32.md 2> $OUT/$set-b32.err
+    echo "bench $set rc=$?"; summary $OUT/$set-b32.json
+  done
+  for b in 32 1; do
+    $B bench --model $MODEL --batch $b --db /tmp/t.db --results-dir $OUT --json-out $OUT/model-b$b.json \
+      > $OUT/model-b$b.md 2> $OUT/model-b$b.err
+    echo "bench model b$b rc=$?"; grep -E "as fast as|images per second|convtune / side|exact" $OUT/model-b$b.md | head -6
+  done
+  cd $OUT && tar czf bench.tgz *.md *.json *.err && find . -type f ! -name bench.tgz ! -name t.db -delete ;;
+esac
+true
