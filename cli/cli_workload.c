@@ -161,7 +161,7 @@ const char cli_wl_help[] =
     "  flags                  --c C --k K --size [Dx]HxW --kernel R[xS[xT]] [--stride S]\n"
     "                         [--pad P | --pad BEFORE.AFTER (e.g. 1x1.2x2)] [--dilation D]\n"
     "                         [--layout nchw|nchw4c|nhwc, conv3d: ncdhw|ncdhw4c|ndhwc]\n"
-    "                         [--op conv2d|conv3d] [--groups 1]; sizes take one value or\n"
+    "                         [--op conv2d|conv3d] [--groups G]; sizes take one value or\n"
     "                         one per dimension\n"
     "  --file FILE            a JSON list of named workloads\n"
     "  --set NAME             a shipped set: %s\n"

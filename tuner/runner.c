@@ -834,10 +834,10 @@ ct_status runner_set_task(runner *r, const ct_workload *w, ct_err *err) {
   ct_status st = workload_validate(w, err);
   if (st != CT_OK) return st;
   if ((w->layout != CT_LAYOUT_NCHW4C && w->layout != CT_LAYOUT_NHWC) ||
-      w->weight_type != CT_DTYPE_INT8 || w->groups != 1)
+      w->weight_type != CT_DTYPE_INT8)
     return ERR_SET(err, CT_ERR_UNSUPPORTED,
                    "runner: the task must be a workload the templates run: layout nchw4c "
-                   "(ncdhw4c) or nhwc (ndhwc), int8 weights, groups 1; got layout %s",
+                   "(ncdhw4c) or nhwc (ndhwc), int8 weights; got layout %s",
                    workload_layout_name(w->layout, w->op));
   r->task = *w;
   r->has_task = 1;

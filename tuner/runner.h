@@ -59,7 +59,7 @@ typedef struct runner runner;
 ct_status runner_start(const runner_opts *o, runner **out, device *dev, ct_err *err);
 
 /* Set the task up: w must be a valid workload of layout nchw4c (ncdhw4c)
- * or nhwc (ndhwc), int8 weights, groups 1 (CT_ERR_UNSUPPORTED otherwise).
+ * or nhwc (ndhwc), int8 weights, any groups (CT_ERR_UNSUPPORTED otherwise).
  * Replaces the previous task and its buffers. */
 ct_status runner_set_task(runner *r, const ct_workload *w, ct_err *err);
 
