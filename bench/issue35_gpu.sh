@@ -59,12 +59,12 @@ tests)
 tune)
   s=$(date +%s)
   for set in $SETS; do
-    $B tune --set $set --batch 32 --layout nhwc --out int8 --epilogue bias,qc --trials 160 --early-stopping 50 \
-      --time-budget 12 --seed 1 --db /tmp/t.db -q --json > $OUT/tune-$set.json 2> $OUT/tune-$set.err
+    $B tune --set $set --batch 32 --layout nhwc --out int8 --epilogue bias,qc --trials 120 --early-stopping 40 \
+      --time-budget 6 --seed 1 --db /tmp/t.db -q --json > $OUT/tune-$set.json 2> $OUT/tune-$set.err
     echo "tune $set rc=$? at $(( $(date +%s) - s )) s"; tail -2 $OUT/tune-$set.err
   done
   for b in 32 1; do
-    $B tune --model $MODEL --batch $b --time-budget 75 --seed 1 --db /tmp/t.db -q --json > $OUT/tune-model-b$b.json 2> $OUT/tune-model-b$b.err
+    $B tune --model $MODEL --batch $b --time-budget 50 --seed 1 --db /tmp/t.db -q --json > $OUT/tune-model-b$b.json 2> $OUT/tune-model-b$b.err
     echo "tune model b$b rc=$? at $(( $(date +%s) - s )) s"; tail -2 $OUT/tune-model-b$b.err
   done
   python3 - $OUT/tune-*.json <<'PY'
