@@ -37,7 +37,8 @@
  * <template> [<workload>] <config>" before each launch, so that a
  * sanitizer's report can be matched to its config. With one config per
  * workload (argument 1), the configs as on 1 to 3 SMs alternate over the
- * workloads, not within one (where there would be none). CT_GT_REF=1 adds
+ * workloads, not within one (where there would be none). CT_GT_TEMPLATE=S
+ * keeps the registry cases' templates whose name contains S. CT_GT_REF=1 adds
  * case ref: the runner's GPU reference (templates/ref_conv.cu) in this
  * process, which test_runner checks in a forked worker beside planted faults.
  */
@@ -252,6 +253,26 @@ static const shape gr3d[] = {
     {"g8 cpg8 3x3x3 c64 b2 4x6x6", CT_OP_CONV3D, 2, 64, 64, {4, 6, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 8},
     {"dw x2 3x3x3 s(1,2,2) c16 k32 3x7x9", CT_OP_CONV3D, 1, 16, 32, {3, 7, 9}, {3, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 16},
 };
+/* the depthwise-only templates: the depthwise shapes above and more:
+ * multipliers 1 and 2, 3x3, 5x5 and 7x7, stride 1 and 2, dilation, odd
+ * maps, C 8 to 96, uint8 data by turns (run_shape) */
+static const shape dw2d[] = {
+    {"dw 3x3 c32 b2 14x13", CT_OP_CONV2D, 2, 32, 32, {0, 14, 13}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 32},
+    {"dw 3x3 s2 c24 b3 15x17", CT_OP_CONV2D, 3, 24, 24, {0, 15, 17}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 24},
+    {"dw x2 5x5 s2 c16 k32 13x12", CT_OP_CONV2D, 1, 16, 32, {0, 13, 12}, {0, 5, 5}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}, {0, 1, 1}, 16},
+    {"dw 5x5 c40 b2 9x9", CT_OP_CONV2D, 2, 40, 40, {0, 9, 9}, {0, 5, 5}, {0, 1, 1}, {0, 2, 2}, {0, 2, 2}, {0, 1, 1}, 40},
+    {"dw 3x3 dil2 c96 b2 11x10", CT_OP_CONV2D, 2, 96, 96, {0, 11, 10}, {0, 3, 3}, {0, 1, 1}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}, 96},
+    {"dw 7x7 c8 asym 12x19", CT_OP_CONV2D, 1, 8, 8, {0, 12, 19}, {0, 7, 7}, {0, 1, 1}, {0, 3, 2}, {0, 2, 3}, {0, 1, 1}, 8},
+    {"dw 3x3 c64 b2 7x7", CT_OP_CONV2D, 2, 64, 64, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 64},
+    {"dw x2 3x3 c12 k24 b2 9x9", CT_OP_CONV2D, 2, 12, 24, {0, 9, 9}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 12},
+};
+static const shape dw3d[] = {
+    {"dw 3x3x3 c32 b2 4x8x8", CT_OP_CONV3D, 2, 32, 32, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 32},
+    {"dw 3x3x3 s2 c24 5x9x7", CT_OP_CONV3D, 1, 24, 24, {5, 9, 7}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 24},
+    {"dw x2 3x3x3 s(1,2,2) c16 k32 3x7x9", CT_OP_CONV3D, 1, 16, 32, {3, 7, 9}, {3, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 16},
+    {"dw 3x3x3 c64 b3 3x5x6", CT_OP_CONV3D, 3, 64, 64, {3, 5, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 64},
+};
+
 /* channels-last only (C or K not a multiple of 4), and the layers whose K
  * is not a multiple of 8 (issue 35's odd 5x5 stride-2 layer, C 12, K 20,
  * and its 3D counterpart) */
@@ -507,7 +528,7 @@ static void run_onnx(const char *name, const shape *shapes, int n_shapes, const 
  * only, else a counted SKIP; stem: the channels-last templates of C % 16
  * != 0); its shapes from the same. */
 typedef struct kind {
-  int packed, wgmma, stem, mma, grouped;
+  int packed, wgmma, stem, mma, grouped, dw; /* dw: depthwise only (also grouped) */
 } kind;
 
 static kind kind_of(const template_desc *t) {
@@ -516,12 +537,17 @@ static kind kind_of(const template_desc *t) {
   k.wgmma = strstr(t->name, "wgmma") != NULL;
   k.stem = strstr(t->name, "stem") != NULL;
   k.mma = !k.wgmma && strstr(t->name, "mma") != NULL;
-  k.grouped = strstr(t->name, "grouped") != NULL;
+  k.dw = strstr(t->name, "_dw") != NULL;
+  k.grouped = strstr(t->name, "grouped") != NULL || k.dw;
   return k;
 }
 
+/* CT_GT_TEMPLATE: only the templates whose name contains it (NULL: all) */
+static const char *only_template;
+
 /* Whether case c runs t. */
 static int in_case(const template_desc *t, const char *c) {
+  if (only_template && !strstr(t->name, only_template)) return 0;
   kind k = kind_of(t);
   int nhwc_wgmma = !k.packed && k.wgmma && !k.stem, stem_wgmma = !k.packed && k.wgmma && k.stem;
   /* grouped, grouped8, grouped_onnx: the grouped templates and the
@@ -584,6 +610,10 @@ static shapes_of_t grouped_shapes_of(const template_desc *t) {
   kind k = kind_of(t);
   int d3 = t->op == CT_OP_CONV3D;
   shapes_of_t r = {d3 ? gr3d : gr2d, NULL, d3 ? N_OF(gr3d) : N_OF(gr2d), 0};
+  if (k.dw) {
+    r.list = d3 ? dw3d : dw2d, r.n = d3 ? N_OF(dw3d) : N_OF(dw2d);
+    return r;
+  }
   if (k.packed) return r;
   if (!d3 && k.grouped) r.more = grn2d, r.n_more = N_OF(grn2d);
   if (k.mma) r.more = d3 ? oddk3d : oddk2d, r.n_more = d3 ? N_OF(oddk3d) : N_OF(oddk2d);
@@ -915,7 +945,7 @@ START_TEST(gpu_reference_matches_the_cpu_reference) {
 }
 END_TEST
 
-/* CT_GT_SEED, CT_GT_SHAPES and CT_GT_TRACE from the environment: 0, or -1
+/* CT_GT_SEED, CT_GT_SHAPES, CT_GT_TEMPLATE and CT_GT_TRACE from the environment: 0, or -1
  * with a message naming the variable and what it accepts. */
 static int read_env(void) {
   const char *v = getenv("CT_GT_SEED");
@@ -944,6 +974,8 @@ static int read_env(void) {
     shapes_rem = rem;
     shapes_mod = mod;
   }
+  v = getenv("CT_GT_TEMPLATE");
+  only_template = v && v[0] ? v : NULL;
   v = getenv("CT_GT_TRACE");
   trace = v && v[0] && strcmp(v, "0") != 0;
   v = getenv("CT_GT_LINEINFO");
