@@ -6,11 +6,15 @@
 #           reference), test_gpu_templates' grouped, grouped8, grouped_onnx, nhwc and onnx_stem
 #           cases, test_gpu_dispatch's grouped case at batch 1, 3 and 32 (every layer of the four
 #           sets and the odd layer, plain and channels-last, int32 and int8) and its layers case
-#   tune    the four sets at batch 32 in nhwc with int8 output (the benchmark's int8 column:
-#           bias, per-channel scales) and the MobileNetV2 model at batch 32 and 1, into /tmp/t.db
-#   bench   the four sets at batch 32 (nhwc) and the model at batch 32 and 1 (bench --model),
-#           each against cuDNN in the same run
-# A database from an earlier call comes back as $OUT/t.db; pass it back as .gpu-bin/t.db.
+#   tune    the depthwise template's GPU cases, then tuning into /tmp/t.db (from .gpu-bin/t.db,
+#           the first tuning call's database: ResNeXt and MobileNetV2's dense layers): the
+#           depthwise layers of the sets at batch 32 in nhwc with int8 output (the benchmark's
+#           int8 column: bias, per-channel scales), CSN whole, the model's depthwise layers at
+#           batch 32 and the whole model at batch 1
+#   bench   the four sets at batch 32 (nhwc / ndhwc) and the model at batch 32 and 1 (bench
+#           --model), each against cuDNN in the same run; then test_gpu_dispatch's grouped case
+#           on the tuned database at batch 1, 3 and 32
+# The database comes back as $OUT/t.db; pass it back as .gpu-bin/t.db.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
 export CT_SOURCE_DIR=$PWD CT_COMMIT=$(cat build-rel/COMMIT)
@@ -57,38 +61,52 @@ tests)
   for b in 1 3 32; do echo "dispatch b$b: $(grep -c ' exact$' $OUT/gd-b$b.log) exact lines, $(grep -vc ' exact$' $OUT/gd-b$b.log) other"; done
   cd $OUT && tar czf tests.tgz *.log && rm *.log ;;
 tune)
+  # the depthwise template's and the grouped template's GPU cases, in parallel, then the tuning
+  s=$(date +%s)
+  for c in grouped grouped8 grouped_onnx; do
+    ( cd build-rel && CT_GT_TEMPLATE=_dw CK_RUN_CASE=$c timeout 140 ./test_gpu_templates 12 > $OUT/gt-dw-$c.log 2>&1; echo "rc=$?" >> $OUT/gt-dw-$c.log ) &
+  done
+  ( cd build-rel && CT_GT_TEMPLATE=nhwc_grouped CK_RUN_CASE=grouped8 timeout 140 ./test_gpu_templates 8 > $OUT/gt-ng-grouped8.log 2>&1; echo "rc=$?" >> $OUT/gt-ng-grouped8.log ) &
+  ( cd build-rel && timeout 140 ./test_runner > $OUT/runner.log 2>&1; echo "rc=$?" >> $OUT/runner.log ) &
+  wait
+  echo "tests: $(( $(date +%s) - s )) s"
+  for f in $OUT/gt-*.log $OUT/runner.log; do
+    echo "== $(basename $f): $(grep -E 'Checks|rc=' $f | tr '\n' ' ')"
+    grep -E "exact over|FAIL|F:|E:" $f | head -6 | cut -c1-150
+  done
+  tq() { # name, then the tune arguments
+    local n=$1; shift
+    timeout 150 $B tune "$@" --seed 1 --db /tmp/t.db -q --json > $OUT/tune-$n.json 2> $OUT/tune-$n.err
+    echo "tune $n rc=$? at $(( $(date +%s) - s )) s $(tail -1 $OUT/tune-$n.err)"
+  }
+  Q="--batch 32 --out int8 --epilogue bias,qc --trials 64 --early-stopping 24 --time-budget 4"
+  tq mobilenetv2 --set mobilenetv2 --layout nhwc $Q --template conv2d_nhwc_dw
+  tq efficientnet --set efficientnet_b0_dw --layout nhwc $Q --template conv2d_nhwc_dw
+  tq csn --set csn_dw3d --layout ndhwc $Q
+  tq model-b32 --model $MODEL --batch 32 --template conv2d_nhwc_dw --time-budget 60
+  tq model-b1 --model $MODEL --batch 1 --time-budget 60
+  python3 -c "import sqlite3; c = sqlite3.connect('/tmp/t.db'); c.execute('pragma wal_checkpoint(TRUNCATE)')"
+  cp /tmp/t.db $OUT/t.db
+  cd $OUT && tar czf tune.tgz *.log tune-* && rm -f *.log tune-* ;;
+bench)
   s=$(date +%s)
   for set in $SETS; do
-    $B tune --set $set --batch 32 --layout nhwc --out int8 --epilogue bias,qc --trials 120 --early-stopping 40 \
-      --time-budget 6 --seed 1 --db /tmp/t.db -q --json > $OUT/tune-$set.json 2> $OUT/tune-$set.err
-    echo "tune $set rc=$? at $(( $(date +%s) - s )) s"; tail -2 $OUT/tune-$set.err
-  done
-  for b in 32 1; do
-    $B tune --model $MODEL --batch $b --time-budget 50 --seed 1 --db /tmp/t.db -q --json > $OUT/tune-model-b$b.json 2> $OUT/tune-model-b$b.err
-    echo "tune model b$b rc=$? at $(( $(date +%s) - s )) s"; tail -2 $OUT/tune-model-b$b.err
-  done
-  python3 - $OUT/tune-*.json <<'PY'
-import json, sys
-for f in sys.argv[1:]:
-  d = json.load(open(f)); d = d if isinstance(d, list) else d.get("workloads", d.get("tasks", []))
-  try:
-    n = sum(x["trials"] for x in d); w = sum(x["wall_s"] for x in d)
-    print("%s: %d workloads, %d trials, %.1f trials/s" % (f.split("/")[-1], len(d), n, n / w if w else 0))
-  except Exception as e: print(f, "?", e)
-PY
-  cp /tmp/t.db $OUT/t.db
-  cd $OUT && tar czf tune.tgz tune-* && rm tune-* ;;
-bench)
-  for set in $SETS; do
-    $B bench --set $set --batch 32 --layout nhwc --db /tmp/t.db --results-dir $OUT --json-out $OUT/$set-b32.json \
+    l=nhwc; [ $set = csn_dw3d ] && l=ndhwc
+    timeout 120 $B bench --set $set --batch 32 --layout $l --db /tmp/t.db --results-dir $OUT --json-out $OUT/$set-b32.json \
       > $OUT/$set-b32.md 2> $OUT/$set-b32.err
-    echo "bench $set rc=$?"; summary $OUT/$set-b32.json
+    echo "bench $set rc=$? at $(( $(date +%s) - s )) s"; summary $OUT/$set-b32.json
   done
   for b in 32 1; do
-    $B bench --model $MODEL --batch $b --db /tmp/t.db --results-dir $OUT --json-out $OUT/model-b$b.json \
+    timeout 120 $B bench --model $MODEL --batch $b --db /tmp/t.db --results-dir $OUT --json-out $OUT/model-b$b.json \
       > $OUT/model-b$b.md 2> $OUT/model-b$b.err
     echo "bench model b$b rc=$?"; grep -E "as fast as|images per second|convtune / side|exact" $OUT/model-b$b.md | head -6
   done
-  cd $OUT && tar czf bench.tgz *.md *.json *.err && find . -type f ! -name bench.tgz ! -name t.db -delete ;;
+  # every layer of the sets as the tuned database serves it, exact at batch 1, 3 and 32
+  for b in 1 3 32; do
+    ( cd build-rel && CK_RUN_CASE=grouped CT_DISPATCH_DB=/tmp/t.db CT_DISPATCH_BATCH=$b timeout 200 ./test_gpu_dispatch > $OUT/gd-b$b.log 2>&1; echo "rc=$?" >> $OUT/gd-b$b.log ) &
+  done
+  wait
+  for b in 1 3 32; do echo "dispatch b$b: $(grep -E 'Checks|rc=' $OUT/gd-b$b.log | tr '\n' ' ') $(grep -c ' exact$' $OUT/gd-b$b.log) exact"; grep -vE ' exact$|^Running|^database|Checks|rc=' $OUT/gd-b$b.log | head -5; done
+  cd $OUT && tar czf bench.tgz *.md *.json *.err *.log && find . -type f ! -name bench.tgz -delete ;;
 esac
 true
