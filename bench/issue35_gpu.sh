@@ -83,6 +83,10 @@ tune)
   tq mobilenetv2 --set mobilenetv2 --layout nhwc $Q --template conv2d_nhwc_dw
   tq efficientnet --set efficientnet_b0_dw --layout nhwc $Q --template conv2d_nhwc_dw
   tq csn --set csn_dw3d --layout ndhwc $Q
+  # issue 35's odd layer and its 3D counterpart, int32 and int8 output
+  O2="--layout nhwc --batch 3 --c 12 --k 20 --size 17x17 --kernel 5 --stride 2 --pad 2 --trials 64 --early-stopping 24 --time-budget 4"
+  O3="--op conv3d --layout ndhwc --batch 3 --c 12 --k 20 --size 7x17x17 --kernel 3x5x5 --stride 2 --pad 1x2x2 --trials 64 --early-stopping 24 --time-budget 4"
+  tq odd2d $O2; tq odd2d-i8 $O2 --out int8 --epilogue bias,qc; tq odd3d $O3; tq odd3d-i8 $O3 --out int8 --epilogue bias,qc
   tq model-b32 --model $MODEL --batch 32 --template conv2d_nhwc_dw --time-budget 60
   tq model-b1 --model $MODEL --batch 1 --time-budget 60
   python3 -c "import sqlite3; c = sqlite3.connect('/tmp/t.db'); c.execute('pragma wal_checkpoint(TRUNCATE)')"
