@@ -2,7 +2,9 @@
  * conv_grouped_nhwc.c: the C descriptor of conv2d_nhwc_grouped and
  * conv3d_ndhwc_grouped (kernel body: conv_grouped_nhwc.cuh): channels-last
  * grouped and depthwise convolution on the CUDA cores, and the fallback of
- * a channels-last layer (G = 1) that no tensor-core template runs. Its knob
+ * a channels-last layer (G = 1) that no tensor-core template runs (none
+ * takes weight zero points: every such layer is this template's, so the
+ * dispatch always has one for a valid channels-last workload). Its knob
  * space, validity, the instance, the features for the cost model and a
  * default.
  *
@@ -15,9 +17,10 @@
  * Validity, before any compile (each a fact of the kernel): vec divides C,
  * and the bytes a thread loads per pixel (depthwise: chans; else the
  * group's chunk and C/G); 32 to 1024 threads; accumulators (rows x pix_w
- * x chans) at most 128 and a register estimate within what blocks_per_sm
- * blocks leave; the staged window within shared memory; tiles not larger
- * than twice the layer; grid y within 65535. Cost: a few dozen operations.
+ * x chans) at most 128 and a register estimate (with weight zero points
+ * the window sums too) within what blocks_per_sm blocks leave; the staged
+ * window within shared memory; tiles not larger than twice the layer; grid
+ * y within 65535. Cost: a few dozen operations.
  */
 #include <stdio.h>
 #include <string.h>
@@ -63,7 +66,6 @@ static const char *refusal(const ct_workload *w, ct_op op) {
   if (w->weight_type != CT_DTYPE_INT8) return "it takes int8 weights";
   if (w->groups < 1 || w->c % w->groups || w->k % w->groups) return "groups must divide C and K";
   if (w->epi.d2s_block) return "depth_to_space runs on the dp4a templates";
-  if (w->epi.weight_zero_point) return "weight zero points run on the packed templates";
   if (w->groups == 1) {
     /* the fallback only: a layer the tensor cores run is theirs to tune */
     const template_desc *tc2[] = {&tpl_conv2d_nhwc_wgmma, &tpl_conv2d_nhwc_mma,
@@ -111,9 +113,14 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, g
   p->nb = p->dw ? p->chans : p->cch;
   p->threads = (long)(p->bk / p->chans) * (p->tw / p->pix) * (p->th / p->rows) * p->td;
   p->acc = (long)p->rows * p->pix * p->chans;
-  /* accumulators, a tap's weights, one data vector, the 8-bit output words */
+  /* accumulators, a tap's weights, one data vector, the 8-bit output words;
+   * weight zero points: the window sums (a channel's each in depthwise, a
+   * data vector's else) and the padded tap's words */
   const long wregs = p->dw ? p->chans : p->chans * p->cch / 4;
-  p->regs = p->acc + wregs + ceil_div(p->nb, 4) + GR_REG_OVERHEAD;
+  const long xregs = w->epi.weight_zero_point
+                         ? (long)p->rows * p->pix * (p->dw ? p->chans : p->nvx) + ceil_div(p->nb, 4)
+                         : 0;
+  p->regs = p->acc + wregs + ceil_div(p->nb, 4) + xregs + GR_REG_OVERHEAD;
   p->wdd = (p->td - 1) * g.str[0] + (g.ker[0] - 1) * g.dil[0] + 1;
   p->whh = (p->th - 1) * g.str[1] + (g.ker[1] - 1) * g.dil[1] + 1;
   p->www = (p->tw - 1) * g.str[2] + (g.ker[2] - 1) * g.dil[2] + 1;

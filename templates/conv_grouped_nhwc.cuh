@@ -18,7 +18,14 @@
  * the data zero point) is staged in shared memory once, so each input
  * byte comes from DRAM once per block; 0: direct loads through L1.
  * The epilogue is tc_common.cuh's (bias, requantization, residual, onnx
- * rounding); weight zero points and depth_to_space are refused.
+ * rounding); depth_to_space is refused. Weight zero points (CT_WZP): the
+ * kernel also sums the raw data of each window, per pixel and group (xsum:
+ * the group's C/G channels over the taps, padding reading the data zero
+ * point), and the epilogue takes acc + off[k] - zw[k] * xsum (quant.cuh;
+ * R = C/G x kvol in off). Depthwise: one dp4a per channel against a 1 in
+ * the channel's byte lane (as many as the products: the sum is the
+ * channel's alone); else one dp4a per data word against 0x01010101, shared
+ * by a thread's channels of one group. Without CT_WZP none of it compiles.
  */
 #include "quant.cuh"
 
@@ -29,7 +36,7 @@
 #include "conv_shape.cuh"
 #include "tc_common.cuh"
 
-static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: packed templates");
+static_assert(CT_D2S == 0, "depth_to_space: the dp4a templates");
 static_assert(GR_C > 0 && (GR_C + 3) / 4 == CT_C4, "GR_C must round up to 4 * CT_C4");
 static_assert(GR_G >= 1 && GR_C % GR_G == 0 && CT_KR % GR_G == 0, "groups must divide C and K");
 static_assert(TILE_W == 4 || TILE_W == 8 || TILE_W == 16 || TILE_W == 32 || TILE_W == 64,
@@ -57,6 +64,9 @@ static_assert(TILE_D == 1, "conv2d: tile_d is 1");
 #define NVX (DW_MODE || ONEG ? 1 : CHANS)
 #define NB (DW_MODE ? CHANS : CCH) /* bytes of one data vector */
 #define NW ((NB + 3) / 4)
+/* window sums (CT_WZP) per pixel: each channel's (depthwise), else one per data vector */
+#define NXS (DW_MODE ? CHANS : NVX)
+#define XI(j) (NXS == 1 ? 0 : (j))
 #define KVOL (CT_KD * CT_KH * CT_KW)
 #define TK (BLOCK_K / CHANS)
 #define TWT (TILE_W / PIX_W)
@@ -225,6 +235,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     for (int p = 0; p < PIX_W; p++)
 #pragma unroll
       for (int j = 0; j < CHANS; j++) acc[r][p][j] = 0;
+#if CT_WZP
+  int xs[ROWS][PIX_W][NXS]; /* the raw data summed over each window (mod 2^32) */
+#pragma unroll
+  for (int r = 0; r < ROWS; r++)
+#pragma unroll
+    for (int p = 0; p < PIX_W; p++)
+#pragma unroll
+      for (int v = 0; v < NXS; v++) xs[r][p][v] = 0;
+#endif
 
 #pragma unroll 1
   for (int tz = 0; tz < CT_KD; tz++)
@@ -233,6 +252,16 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 #pragma unroll 1
       for (int ch = 0; ch < NCH; ch++) {
         const int ci0 = ch * CCH;
+#if CT_WZP
+        /* a padded tap's words: the pad byte in the group's channels only
+         * (xsum counts every byte; the weights past CPG are zero anyway) */
+        unsigned padx[NW];
+#pragma unroll
+        for (int i = 0; i < NW; i++) {
+          const int rem = DW_MODE ? 4 : CPG - ci0 - 4 * i;
+          padx[i] = rem >= 4 ? padw : rem <= 0 ? 0u : padw & (0xffffffffu >> (8 * (4 - rem)));
+        }
+#endif
 #pragma unroll
         for (int s = 0; s < CT_KW; s++) {
           const int t = (tz * CT_KH + rh) * CT_KW + s;
@@ -279,13 +308,29 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
                   load_vec(x, px + cb[v] + (DW_MODE ? 0 : ci0), lim);
                 } else {
 #pragma unroll
-                  for (int i = 0; i < NW; i++) x[i] = padw;
+                  for (int i = 0; i < NW; i++) {
+#if CT_WZP
+                    x[i] = padx[i];
+#else
+                    x[i] = padw;
+#endif
+                  }
                 }
+#if CT_WZP
+                if (!DW_MODE) {
+#pragma unroll
+                  for (int q = 0; q < (DW_MODE ? 1 : CCH / 4); q++)
+                    xs[r][p][v] = dp4a_data(x[DW_MODE ? 0 : q], 0x01010101u, xs[r][p][v]);
+                }
+#endif
 #pragma unroll
                 for (int jj = 0; jj < (NVX == 1 ? CHANS : 1); jj++) {
                   const int j = NVX == 1 ? jj : v;
                   if (DW_MODE) {
                     acc[r][p][j] = dp4a_data(x[j / 4], wq[j][0], acc[r][p][j]);
+#if CT_WZP
+                    xs[r][p][XI(j)] = dp4a_data(x[j / 4], 1u << (8 * (j % 4)), xs[r][p][XI(j)]);
+#endif
                   } else {
 #pragma unroll
                     for (int q = 0; q < (DW_MODE ? 1 : CCH / 4); q++)
@@ -298,6 +343,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
       }
 
   /* ---- the epilogue: per channel its params, then the pixels ---------- */
+#if CT_WZP
+#define XSUM(r, p, j) xs[r][p][XI(j)]
+#else
+#define XSUM(r, p, j) 0
+#endif
   const long m0 = ((long)n * CT_OD + od) * CT_OH; /* output row index of (n, od, oh 0) */
 #if CT_OUT == 0
   (void)residual, (void)qh;
@@ -308,7 +358,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 #pragma unroll
     for (int r = 0; r < ROWS; r++)
 #pragma unroll
-      for (int p = 0; p < PIX_W; p++) acc[r][p][j] = corrected(c, acc[r][p][j], 0);
+      for (int p = 0; p < PIX_W; p++) acc[r][p][j] = corrected(c, acc[r][p][j], XSUM(r, p, j));
   }
 #pragma unroll
   for (int r = 0; r < ROWS; r++)
@@ -352,7 +402,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
         unsigned rb = 0;
         if (CT_RES && okk && oh < CT_OH && ow < CT_OW)
           rb = ((const unsigned char *)residual)[((m0 + oh) * CT_OW + ow) * CT_KR + k];
-        o8[r][p][j / 4] |= requant(qh, c, corrected(c, acc[r][p][j], 0), rb) << (8 * (j % 4));
+        o8[r][p][j / 4] |= requant(qh, c, corrected(c, acc[r][p][j], XSUM(r, p, j)), rb)
+                           << (8 * (j % 4));
       }
   }
 #pragma unroll

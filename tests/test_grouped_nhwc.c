@@ -4,9 +4,14 @@
  * 1 where a tensor-core template runs the layer), a CPU emulation of the
  * kernel's index mapping and channel selection (block, thread, rows,
  * pixels, chunks, staged window) checked exactly against a plain grouped
- * convolution for sampled valid configs, and sampled configs (and the
- * preferred one) compiled by NVRTC for sm_90 and sm_80. The hooks are
- * called directly (not through template_space) so that grouped shapes are
+ * convolution for sampled valid configs; the same emulation with weight
+ * zero points (the window sums xsum, the padded tap's masked words, the
+ * epilogue's correction and requantization from quant_params) checked
+ * exactly against reference_qconv (uint8 and int8 data, data zero points,
+ * padding, G = 1 fallbacks and G > 1, 2D and 3D, int32 and 8-bit output);
+ * and sampled configs (and the preferred one) compiled by NVRTC for sm_90
+ * and sm_80, with and without weight zero points. The hooks are called
+ * directly (not through template_space) so that grouped shapes are
  * checked whatever workload_validate accepts. CPU only; the compiles take
  * about a second each (CT_GROUPED_COMPILES, default 2 per shape and arch).
  */
@@ -15,6 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/quant.cuh"
+#include "core/quant.h"
+#include "core/reference.h"
 #include "core/rng.h"
 #include "gpu/nvrtc.h"
 #include "templates/template.h"
@@ -54,9 +62,14 @@ START_TEST(refuses_what_the_tensor_cores_run_and_what_it_cannot) {
   ck_assert_ptr_nonnull(strstr(why, "conv2d"));
   w = shape(0, 1, 64, 64, 64, 56, 3, 1, 1);
   ck_assert_msg(tpl_of(&w)->supports(&w, why), "%s", why);
+  /* weight zero points: depthwise, and G = 1 where a tensor-core template
+   * runs the layer without them (none takes them: the layer is this one's) */
   w.epi.weight_zero_point = 1;
-  ck_assert_int_eq(tpl_of(&w)->supports(&w, why), 0);
-  ck_assert_ptr_nonnull(strstr(why, "weight zero points"));
+  ck_assert_msg(tpl_of(&w)->supports(&w, why), "%s", why);
+  ct_workload w1 = shape(1, 1, 64, 64, 1, 12, 3, 1, 1);
+  ck_assert_int_eq(tpl_of(&w1)->supports(&w1, why), 0);
+  w1.epi.weight_zero_point = 1;
+  ck_assert_msg(tpl_of(&w1)->supports(&w1, why), "%s", why);
   w.epi.weight_zero_point = 0;
   w.layout = CT_LAYOUT_NCHW4C;
   ck_assert_int_eq(tpl_of(&w)->supports(&w, why), 0);
@@ -114,13 +127,19 @@ static int knob_of(const space *s, const config *c, const char *name, int dflt) 
   return space_get(s, c, name, dflt);
 }
 
-/* The kernel's arithmetic on the CPU for int32 output, macro for macro and
- * loop for loop (conv_grouped_nhwc.cuh): every output written exactly once,
- * equal to a plain grouped convolution; the staged window read within its
- * bounds (*bad counts the reads that are not: a ck_assert per read would
- * cost a pipe write each). data and wts hold small values, padding reads zero. */
-static void emulate(const ct_workload *w, const space *s, const config *cfg, const signed char *x,
-                    const signed char *wt, int *out, int *writes, long *bad) {
+/* The kernel's arithmetic on the CPU, macro for macro and loop for loop
+ * (conv_grouped_nhwc.cuh): every output written exactly once; the staged
+ * window read within its bounds (*bad counts the reads that are not: a
+ * ck_assert per read would cost a pipe write each). x holds w's data type's
+ * bytes; padding reads the bytes of padw. params NULL: out is the raw
+ * accumulators; else (quant_params) the epilogue's output as an int: the
+ * corrected sum (int32 output) or the 8-bit value, res the residual's bytes
+ * (NULL without one). With weight zero points the window sums are the
+ * kernel's: every byte of the data words summed (bytes past the group's
+ * channels zero: in a padded tap by its masked words). */
+static void emulate(const ct_workload *w, const space *s, const config *cfg, const unsigned char *x,
+                    unsigned padw, const signed char *wt, const int32_t *params,
+                    const unsigned char *res, int *out, int *writes, long *bad) {
   geom3 g;
   workload_geom(w, &g);
   const int TW = knob_of(s, cfg, "tile_w", 16), TH = knob_of(s, cfg, "tile_h", 4),
@@ -141,6 +160,7 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
   const long TWN = (g.out[2] + TW - 1) / TW, THN = (g.out[1] + TH - 1) / TH,
              TDN = (g.out[0] + TD - 1) / TD;
   const long KVOL = g.ker[0] * g.ker[1] * g.ker[2];
+  const int u8 = w->data_type == CT_DTYPE_UINT8, WZP = w->epi.weight_zero_point;
   const long gx = g.n * TDN * THN * TWN, gy = (K + BK - 1) / BK;
   for (long bx = 0; bx < gx; bx++)
     for (long by = 0; by < gy; by++)
@@ -158,12 +178,19 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
           const int k = k0 + v < K ? k0 + v : K - 1;
           cb[v] = DW ? k0 : k / KPG * CPG;
         }
-        int acc[4][8][16] = {{{0}}};
+        uint32_t acc[4][8][16] = {{{0}}}, xs[4][8][16] = {{{0}}};
         for (long tz = 0; tz < g.ker[0]; tz++)
           for (long rh = 0; rh < g.ker[1]; rh++)
             for (int chn = 0; chn < NCH; chn++)
               for (long sx = 0; sx < g.ker[2]; sx++) {
                 const long t = (tz * g.ker[1] + rh) * g.ker[2] + sx, ci0 = (long)chn * CCH;
+                unsigned padx[8]; /* a padded tap's words (with weight zero points masked) */
+                for (int i = 0; i < 8; i++) {
+                  const long rem = DW ? 4 : CPG - ci0 - 4 * i;
+                  padx[i] = !WZP || rem >= 4 ? padw
+                            : rem <= 0       ? 0u
+                                             : padw & (0xffffffffu >> (8 * (4 - rem)));
+                }
                 for (int r = 0; r < ROWS; r++)
                   for (int p = 0; p < PIX; p++) {
                     const long iz = od * g.str[0] - g.pb[0] + tz * g.dil[0];
@@ -182,7 +209,7 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
                     }
                     const long pix = ((n * g.in[0] + iz) * g.in[1] + iy) * g.in[2] + ix;
                     for (int v = 0; v < NVX; v++) {
-                      signed char xb[32] = {0};
+                      int xb[32] = {0};
                       const long base = cb[v] + (DW ? 0 : ci0);
                       const long lim = DW ? C - cb[v] : CPG - ci0;
                       for (int o = 0; o < NB; o += VEC) {
@@ -191,18 +218,30 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
                           *bad += !(base - cs + o >= 0 && base - cs + o + VEC <= CW);
                         for (int b = 0; b < VEC; b++) {
                           *bad += !(base + o + b < C); /* whole pieces within the pixel */
-                          xb[o + b] = in ? x[pix * C + base + o + b] : 0;
+                          if (in) {
+                            const unsigned char byte = x[pix * C + base + o + b];
+                            xb[o + b] = u8 ? byte : (signed char)byte;
+                          }
                         }
                       }
+                      if (!in) /* the padded tap's words, whole: past lim too */
+                        for (int b = 0; b < NB; b++) {
+                          const unsigned char byte = (unsigned char)(padx[b / 4] >> (8 * (b % 4)));
+                          xb[b] = u8 ? byte : (signed char)byte;
+                        }
+                      if (!DW) /* one dp4a against 0x01010101 per data word */
+                        for (int q = 0; q < CCH; q++) xs[r][p][v] += (uint32_t)xb[q];
                       for (int jj = 0; jj < (NVX == 1 ? CH : 1); jj++) {
                         const int j = NVX == 1 ? jj : v, k = k0 + j;
                         if (k >= K) continue;
                         if (DW) {
-                          acc[r][p][j] += xb[j] * wt[(long)k * KVOL + t];
+                          acc[r][p][j] += (uint32_t)(xb[j] * wt[(long)k * KVOL + t]);
+                          xs[r][p][j] += (uint32_t)xb[j]; /* the channel's own byte lane */
                         } else {
                           for (int q = 0; q < CCH; q++)
                             if (ci0 + q < CPG)
-                              acc[r][p][j] += xb[q] * wt[((long)k * KVOL + t) * CPG + ci0 + q];
+                              acc[r][p][j] +=
+                                  (uint32_t)(xb[q] * wt[((long)k * KVOL + t) * CPG + ci0 + q]);
                         }
                       }
                     }
@@ -214,7 +253,21 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
             if (oh >= g.out[1] || ow >= g.out[2]) continue;
             for (int j = 0; j < CH && k0 + j < K; j++) {
               const long o = (((n * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow) * K + k0 + j;
-              out[o] = acc[r][p][j];
+              const int k = k0 + j, kp = (K + 3) / 4 * 4;
+              int32_t v = (int32_t)acc[r][p][j];
+              if (params) {
+                const int32_t *arr = params + CTQ_HEADER;
+                v = ctq_correct(v, arr[CTQ_OFF * kp + k], arr[CTQ_ZW * kp + k],
+                                WZP ? (int32_t)xs[r][p][DW || NVX > 1 ? j : 0] : 0);
+                if (w->out_type != CT_DTYPE_INT32) {
+                  const int ou8 = w->out_type == CT_DTYPE_UINT8;
+                  const unsigned b = ctq_requant_lane(
+                      params, kp, k, v, res ? res[o] : 0u, w->epi.scale == CT_SCALE_CHANNEL, ou8,
+                      w->epi.residual, w->epi.rounding == CT_ROUND_ONNX);
+                  v = ou8 ? (int)b : (signed char)b;
+                }
+              }
+              out[o] = v;
               writes[o]++;
             }
           }
@@ -285,7 +338,7 @@ START_TEST(emulated_index_mapping_matches_a_grouped_convolution) {
     }
     memset(writes, 0, no * sizeof *writes);
     long bad = 0;
-    emulate(&w, &sp, &c, x, wt, got, writes, &bad);
+    emulate(&w, &sp, &c, (const unsigned char *)x, 0, wt, NULL, NULL, got, writes, &bad);
     char text[512];
     ck_assert_msg(bad == 0, "case %d %s: %ld reads outside the window or the pixel", _i,
                   space_config_str(&sp, &c, text, sizeof text), bad);
@@ -299,6 +352,141 @@ START_TEST(emulated_index_mapping_matches_a_grouped_convolution) {
   }
   free(x), free(wt), free(ref), free(got), free(writes);
   space_free(&sp);
+}
+END_TEST
+
+/* Weight zero points: G = 1 fallbacks (nhwc C = K = 32, which no
+ * tensor-core template takes with them; 3D K = 20; C = 72 in chunks of 32,
+ * 32 and 8; C = 6), depthwise 2D and 3D, a channel multiplier of 2 (one
+ * channel a group: the padded words masked to one byte), groups of 3
+ * channels (and 3 outputs: a thread's channels in several groups), of 40
+ * (a chunk of 8 past 32), 3D groups of 6, all padded. */
+static ct_workload zw_shape(int i) {
+  ct_workload w;
+  switch (i) {
+  case 0:
+    w = shape(0, 2, 32, 32, 1, 9, 3, 1, 1);
+    break;
+  case 1:
+    w = shape(1, 1, 12, 20, 1, 7, 3, 2, 1);
+    break;
+  case 2:
+    w = shape(0, 1, 24, 24, 24, 11, 5, 2, 2);
+    break;
+  case 3:
+    w = shape(0, 2, 20, 40, 20, 7, 3, 1, 1);
+    break;
+  case 4:
+    w = shape(0, 2, 12, 12, 4, 7, 3, 1, 1);
+    break;
+  case 5:
+    w = shape(0, 1, 80, 16, 2, 6, 3, 1, 1);
+    break;
+  case 6:
+    w = shape(1, 1, 16, 16, 16, 6, 3, 1, 1);
+    break;
+  case 7:
+    w = shape(1, 1, 24, 12, 4, 5, 3, 1, 1);
+    break;
+  case 8:
+    w = shape(0, 1, 72, 20, 1, 9, 3, 1, 1);
+    w.dilation[0] = w.dilation[1] = 2;
+    break;
+  default:
+    w = shape(0, 2, 6, 10, 1, 8, 3, 1, 1);
+    break;
+  }
+  w.epi.weight_zero_point = 1;
+  return w;
+}
+#define N_ZW_CASES 10
+
+/* The zero-point epilogues: uint8 data, its zero point, bias, int32 out;
+ * int8 data with a zero point, per-channel scales, int8 out; uint8 data and
+ * out with a residual, onnx rounding. */
+static void zw_epilogue(ct_workload *w, int e) {
+  w->epi.data_zero_point = w->epi.bias = 1;
+  switch (e % 3) {
+  case 0:
+    w->data_type = CT_DTYPE_UINT8;
+    break;
+  case 1:
+    w->out_type = CT_DTYPE_INT8, w->epi.scale = CT_SCALE_CHANNEL;
+    break;
+  default:
+    w->data_type = w->out_type = CT_DTYPE_UINT8;
+    w->epi.residual = 1, w->epi.rounding = CT_ROUND_ONNX;
+    break;
+  }
+}
+
+/* Sampled valid configs (and the preferred one) of each zero-point shape and
+ * epilogue, emulated with the params block and compared with reference_qconv. */
+START_TEST(emulated_weight_zero_points_match_reference_qconv) {
+  arch a;
+  ck_assert_int_eq(arch_from_name("sm_90", &a, NULL), CT_OK);
+  a.sm_count = 132;
+  rng r;
+  rng_seed(&r, 3500 + _i);
+  for (int e = 0; e < 3; e++) {
+    ct_workload w = zw_shape(_i);
+    zw_epilogue(&w, e);
+    const template_desc *tpl = tpl_of(&w);
+    char why[TEMPLATE_WHY_MAX];
+    ck_assert_msg(tpl->supports(&w, why), "case %d: %s", _i, why);
+    ct_err err = {0};
+    ck_assert_msg(workload_validate(&w, &err) == CT_OK, "case %d: %s", _i, err.msg);
+    space sp;
+    space_init(&sp);
+    ck_assert_int_eq(tpl->space(&w, &sp, NULL), CT_OK);
+    const long nx = workload_data_elems(&w), nw = workload_weight_elems(&w);
+    const long no = workload_out_elems(&w), ob = workload_out_elem_bytes(&w);
+    unsigned char *x = malloc(nx), *res = malloc(no);
+    signed char *wt = malloc(nw);
+    void *refo = malloc(no * ob);
+    int *ref = malloc(no * sizeof *ref), *got = malloc(no * sizeof *got);
+    int *writes = malloc(no * sizeof *writes);
+    int32_t *sums = malloc(w.k * sizeof *sums), *params = malloc(quant_params_words(&w) * 4);
+    for (long i = 0; i < nx; i++) x[i] = (unsigned char)rng_next(&r);
+    for (long i = 0; i < nw; i++) wt[i] = (signed char)rng_next(&r);
+    for (long i = 0; i < no; i++) res[i] = (unsigned char)rng_next(&r);
+    quant_store qs;
+    ck_assert_int_eq(quant_random(&w, 350 + _i * 3 + e, &qs, &err), CT_OK);
+    ck_assert_msg(reference_qconv(&w, &qs.q, x, (const int8_t *)wt, w.epi.residual ? res : NULL,
+                                  refo, &err) == CT_OK,
+                  "case %d: %s", _i, err.msg);
+    for (long i = 0; i < no; i++)
+      ref[i] = ob == 4                        ? ((const int32_t *)refo)[i]
+               : w.out_type == CT_DTYPE_UINT8 ? ((const unsigned char *)refo)[i]
+                                              : ((const signed char *)refo)[i];
+    quant_weight_sums(&w, (const int8_t *)wt, sums);
+    ck_assert_int_eq(quant_params(&w, &qs.q, sums, params, &err), CT_OK);
+    for (int d = 0; d < 9; d++) {
+      config c;
+      if (d == 0)
+        ck_assert_msg(tpl->preferred(&w, &sp, &a, &c), "case %d: no preferred config", _i);
+      else
+        ck_assert_int_eq(template_sample(tpl, &w, &sp, &a, &r, 1000000, &c, NULL), CT_OK);
+      memset(writes, 0, no * sizeof *writes);
+      long bad = 0;
+      emulate(&w, &sp, &c, x, (unsigned)params[CTQ_PAD_WORD], wt, params,
+              w.epi.residual ? res : NULL, got, writes, &bad);
+      char text[512];
+      ck_assert_msg(bad == 0, "case %d epilogue %d %s: %ld reads outside the window or the pixel",
+                    _i, e, space_config_str(&sp, &c, text, sizeof text), bad);
+      for (long i = 0; i < no; i++) {
+        if (writes[i] == 1 && got[i] == ref[i]) continue;
+        ck_assert_msg(writes[i] == 1, "case %d epilogue %d %s: output %ld written %d times", _i, e,
+                      space_config_str(&sp, &c, text, sizeof text), i, writes[i]);
+        ck_assert_msg(got[i] == ref[i], "case %d epilogue %d %s: output %ld is %d, not %d", _i, e,
+                      space_config_str(&sp, &c, text, sizeof text), i, got[i], ref[i]);
+      }
+    }
+    quant_store_free(&qs);
+    free(x), free(res), free(wt), free(refo), free(ref), free(got), free(writes), free(sums);
+    free(params);
+    space_free(&sp);
+  }
 }
 END_TEST
 
@@ -360,6 +548,50 @@ START_TEST(sampled_configs_compile_for_sm90_and_sm80) {
 }
 END_TEST
 
+/* Each zero-point shape: its preferred config and sampled ones, each
+ * epilogue in turn, compile for sm_90 and sm_80 without spills. */
+START_TEST(zero_point_configs_compile_for_sm90_and_sm80) {
+  const char *env = getenv("CT_GROUPED_COMPILES");
+  const int per = env ? atoi(env) : 2;
+  static const char *const archs[] = {"sm_90", "sm_80"};
+  rng r;
+  rng_seed(&r, 3550 + _i);
+  for (int ai = 0; ai < 2; ai++) {
+    arch a;
+    ck_assert_int_eq(arch_from_name(archs[ai], &a, NULL), CT_OK);
+    a.sm_count = ai ? 108 : 132;
+    for (int d = 0; d < per; d++) {
+      ct_workload w = zw_shape(_i);
+      zw_epilogue(&w, d + ai + _i);
+      const template_desc *tpl = tpl_of(&w);
+      space sp;
+      space_init(&sp);
+      ck_assert_int_eq(tpl->space(&w, &sp, NULL), CT_OK);
+      config c;
+      if (d == 0)
+        ck_assert(tpl->preferred(&w, &sp, &a, &c));
+      else
+        ck_assert_int_eq(template_sample(tpl, &w, &sp, &a, &r, 1000000, &c, NULL), CT_OK);
+      instance inst;
+      ct_err err = {0};
+      ck_assert_msg(instance_make(tpl, &w, &sp, &c, &a, &inst, &err) == CT_OK, "%s", err.msg);
+      int wzp = 0; /* the kernel's window sums are compiled in */
+      for (int o = 0; o < inst.n_options; o++) wzp += !strcmp(inst.options[o], "-DCT_WZP=1");
+      ck_assert_int_eq(wzp, 1);
+      cubin cb;
+      char text[512];
+      const ct_status st = nvrtc_compile(&inst, &a, &cb, &err);
+      ck_assert_msg(st == CT_OK && cb.size > 0, "case %d %s %s: %s\n%s", _i, archs[ai],
+                    space_config_str(&sp, &c, text, sizeof text), err.msg, cb.log ? cb.log : "");
+      ck_assert_msg(!cb.log || !strstr(cb.log, "stack frame"), "case %d %s: spills\n%s", _i,
+                    space_config_str(&sp, &c, text, sizeof text), cb.log);
+      cubin_free(&cb);
+      space_free(&sp);
+    }
+  }
+}
+END_TEST
+
 /* A config that slips past valid() (vec not dividing C) fails its static_assert. */
 START_TEST(an_invalid_point_fails_to_compile) {
   ct_workload w = case_shape(1); /* C = 24 */
@@ -391,11 +623,13 @@ END_TEST
 static void add_cpu(TCase *tc) {
   tcase_add_test(tc, refuses_what_the_tensor_cores_run_and_what_it_cannot);
   tcase_add_loop_test(tc, emulated_index_mapping_matches_a_grouped_convolution, 0, N_CASES);
+  tcase_add_loop_test(tc, emulated_weight_zero_points_match_reference_qconv, 0, N_ZW_CASES);
 }
 
 static void add_compile(TCase *tc) {
   tcase_add_test(tc, an_invalid_point_fails_to_compile);
   tcase_add_loop_test(tc, sampled_configs_compile_for_sm90_and_sm80, 0, N_CASES);
+  tcase_add_loop_test(tc, zero_point_configs_compile_for_sm90_and_sm80, 0, N_ZW_CASES);
 }
 
 static const test_case suite_cases[] = {
