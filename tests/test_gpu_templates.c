@@ -21,7 +21,9 @@
  * Cases grouped, grouped8 and grouped_onnx: the grouped templates (packed
  * and channels-last) and the channels-last mma ones on grouped and
  * depthwise layers, and the mma ones also on K not a multiple of 8; int32,
- * the four 8-bit kinds, and onnx rounding.
+ * the four 8-bit kinds, and onnx rounding. Case grouped_zw: the
+ * channels-last grouped templates with data and weight zero points (the
+ * channels-last fallback's), int32 and 8-bit.
  *
  * Cases onnx and onnx_stem: every template family with ONNX Runtime's rounding
  * (CT_ROUND_ONNX), a fifth of the configs: int8 out per channel with a
@@ -62,6 +64,8 @@ static int per_workload = 30;
 static device dev;
 /* 1: run_shape requantizes to 8 bits (four kinds by turns per workload) */
 static int out8;
+/* 1: run_shape adds data and weight zero points (uint8 data) and a bias */
+static int zw;
 /* 1 (with out8): ONNX Runtime's rounding (CT_ROUND_ONNX), its own four kinds */
 static int onnx;
 /* > 0: run_shape takes only configs with at least this many consumer
@@ -273,6 +277,24 @@ static const shape dw3d[] = {
     {"dw 3x3x3 c64 b3 3x5x6", CT_OP_CONV3D, 3, 64, 64, {3, 5, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 64},
 };
 
+/* weight zero points on the channels-last fallback (the grouped
+ * templates): G 1 layers no tensor-core template runs with them, grouped
+ * and depthwise ones, 2D and 3D, all padded */
+static const shape zw2d[] = {
+    {"g1 c32 k32 b2 9x9", CT_OP_CONV2D, 2, 32, 32, {0, 9, 9}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+    {"dw 5x5 s2 c24 11x11", CT_OP_CONV2D, 1, 24, 24, {0, 11, 11}, {0, 5, 5}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}, {0, 1, 1}, 24},
+    {"dw x2 c20 k40 b2 7x7", CT_OP_CONV2D, 2, 20, 40, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 20},
+    {"g4 cpg3 c12 b2 7x7", CT_OP_CONV2D, 2, 12, 12, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 4},
+    {"g2 cpg40 c80 k16 6x6", CT_OP_CONV2D, 1, 80, 16, {0, 6, 6}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 2},
+    {"g1 dil2 c72 k20 9x9", CT_OP_CONV2D, 1, 72, 20, {0, 9, 9}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 2, 2}, 1},
+    {"g1 c6 k10 b2 8x8", CT_OP_CONV2D, 2, 6, 10, {0, 8, 8}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
+};
+static const shape zw3d[] = {
+    {"g1 c12 k20 s2 7x7x7", CT_OP_CONV3D, 1, 12, 20, {7, 7, 7}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1},
+    {"dw c16 6x6x6", CT_OP_CONV3D, 1, 16, 16, {6, 6, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 16},
+    {"g4 c24 k12 5x5x5", CT_OP_CONV3D, 1, 24, 12, {5, 5, 5}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 4},
+};
+
 /* channels-last only (C or K not a multiple of 4), and the layers whose K
  * is not a multiple of 8 (issue 35's odd 5x5 stride-2 layer, C 12, K 20,
  * and its 3D counterpart) */
@@ -318,6 +340,13 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
     w.epi.residual = kind <= 1;
     if (kind == 3) w.data_type = w.out_type = CT_DTYPE_UINT8;
   }
+  /* zw: uint8 data with data and weight zero points and a bias, whatever
+   * the output */
+  if (zw) {
+    w.data_type = CT_DTYPE_UINT8;
+    w.epi.data_zero_point = w.epi.weight_zero_point = w.epi.bias = 1;
+  }
+  const int qp = out8 || zw; /* a params block */
   ct_err err = {0};
   ck_assert_msg(workload_validate(&w, &err) == CT_OK, "%s: %s", sh->name, err.msg);
   size_t nd = workload_data_elems(&w), nw = workload_weight_elems(&w), no = workload_out_elems(&w);
@@ -331,7 +360,7 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
   for (size_t i = 0; i < no; i++) res[i] = (uint8_t)rng_next(r);
   int32_t *params = NULL;
   quant_store qs = {0};
-  if (out8) {
+  if (qp) {
     int32_t *sums = malloc(sizeof(int32_t) * (size_t)w.k);
     params = malloc(quant_params_words(&w) * 4);
     ck_assert(sums && params);
@@ -358,7 +387,7 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
   ck_assert_int_eq(cudaMalloc(&d_out, ob), cudaSuccess);
   ck_assert_int_eq(cudaMemcpy(d_data, data, nd, cudaMemcpyHostToDevice), cudaSuccess);
   ck_assert_int_eq(cudaMemcpy(d_weights, weights, nw, cudaMemcpyHostToDevice), cudaSuccess);
-  if (out8) {
+  if (qp) {
     const size_t pb = quant_params_words(&w) * 4;
     ck_assert_int_eq(cudaMalloc(&d_params, pb), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(d_params, params, pb, cudaMemcpyHostToDevice), cudaSuccess);
@@ -452,7 +481,7 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
   cudaFree(d_out);
   cudaFree(d_params);
   cudaFree(d_res);
-  if (out8) quant_store_free(&qs);
+  if (qp) quant_store_free(&qs);
   free(params);
   free(data);
   free(weights);
@@ -552,6 +581,8 @@ static int in_case(const template_desc *t, const char *c) {
   int nhwc_wgmma = !k.packed && k.wgmma && !k.stem, stem_wgmma = !k.packed && k.wgmma && k.stem;
   /* grouped, grouped8, grouped_onnx: the grouped templates and the
    * channels-last mma ones on the grouped and odd-K shapes */
+  /* grouped_zw: the channels-last fallback, which takes weight zero points */
+  if (!strcmp(c, "grouped_zw")) return k.grouped && !k.packed && !k.dw;
   if (!strncmp(c, "grouped", 7)) return k.grouped || (!k.packed && k.mma);
   if (k.grouped) return 0;
   if (!strcmp(c, "gpu_templates")) return k.packed && !k.wgmma;
@@ -625,6 +656,15 @@ static shapes_of_t grouped_shapes_of(const template_desc *t) {
 START_TEST(registered_grouped_configs_match_the_reference) {
   const template_desc *t = case_template(running_case, _i);
   shapes_of_t sh = grouped_shapes_of(t);
+  if (!strcmp(running_case, "grouped_zw")) { /* int32, then the 8-bit kinds */
+    const int d3 = t->op == CT_OP_CONV3D;
+    zw = 1;
+    run_template(t->name, d3 ? zw3d : zw2d, d3 ? N_OF(zw3d) : N_OF(zw2d), NULL, 0);
+    out8 = 1;
+    run_template(t->name, d3 ? zw3d : zw2d, d3 ? N_OF(zw3d) : N_OF(zw2d), NULL, 0);
+    out8 = zw = 0;
+    return;
+  }
   if (!strcmp(running_case, "grouped_onnx")) {
     run_onnx(t->name, sh.list, sh.n, sh.more, sh.n_more);
     return;
@@ -1008,6 +1048,7 @@ REGISTRY_CASE(onnx_stem, registered_onnx_configs_match_the_reference)
 REGISTRY_CASE(grouped, registered_grouped_configs_match_the_reference)
 REGISTRY_CASE(grouped8, registered_grouped_configs_match_the_reference)
 REGISTRY_CASE(grouped_onnx, registered_grouped_configs_match_the_reference)
+REGISTRY_CASE(grouped_zw, registered_grouped_configs_match_the_reference)
 
 /* CT_GT_REF=1, for the sanitizer run: CK_RUN_CASE=ref (otherwise empty) */
 static void add_ref(TCase *tc) {
@@ -1028,6 +1069,7 @@ static const test_case suite_cases[] = {
     {"grouped", 1200, add_grouped},
     {"grouped8", 1200, add_grouped8},
     {"grouped_onnx", 1200, add_grouped_onnx},
+    {"grouped_zw", 1200, add_grouped_zw},
     {"ref", 1200, add_ref},
     {NULL, 0, NULL},
 };
