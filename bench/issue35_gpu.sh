@@ -66,7 +66,11 @@ tune)
   for c in grouped grouped8 grouped_onnx; do
     ( cd build-rel && CT_GT_TEMPLATE=_dw CK_RUN_CASE=$c timeout 140 ./test_gpu_templates 12 > $OUT/gt-dw-$c.log 2>&1; echo "rc=$?" >> $OUT/gt-dw-$c.log ) &
   done
-  ( cd build-rel && CT_GT_TEMPLATE=nhwc_grouped CK_RUN_CASE=grouped8 timeout 140 ./test_gpu_templates 8 > $OUT/gt-ng-grouped8.log 2>&1; echo "rc=$?" >> $OUT/gt-ng-grouped8.log ) &
+  ( cd build-rel && CT_GT_TEMPLATE=nhwc_grouped CK_RUN_CASE=grouped_zw timeout 140 ./test_gpu_templates 8 > $OUT/gt-zw.log 2>&1; echo "rc=$?" >> $OUT/gt-zw.log ) &
+  # the 8-bit grouped case's templates the first call's timeout cut
+  for t in conv3d_ndhwc_grouped conv2d_nchw4c_grouped conv3d_ncdhw4c_grouped; do
+    ( cd build-rel && CT_GT_TEMPLATE=$t CK_RUN_CASE=grouped8 timeout 140 ./test_gpu_templates 12 > $OUT/gt-$t-8.log 2>&1; echo "rc=$?" >> $OUT/gt-$t-8.log ) &
+  done
   ( cd build-rel && timeout 140 ./test_runner > $OUT/runner.log 2>&1; echo "rc=$?" >> $OUT/runner.log ) &
   wait
   echo "tests: $(( $(date +%s) - s )) s"
