@@ -23,6 +23,8 @@ extern const template_desc tpl_conv2d_nhwc_grouped;
 extern const template_desc tpl_conv3d_ndhwc_grouped;
 extern const template_desc tpl_conv2d_nchw4c_grouped;
 extern const template_desc tpl_conv3d_ncdhw4c_grouped;
+extern const template_desc tpl_conv2d_nhwc_dw;
+extern const template_desc tpl_conv3d_ndhwc_dw;
 #ifdef CT_EXTRA_TEMPLATES
 /* Test builds only: -DCT_EXTRA_TEMPLATES=tpl_x appends the descriptor tpl_x
  * (test_templates_extra: a throwaway template that the registry-driven
@@ -53,6 +55,8 @@ static const template_desc *const all[] = {&tpl_conv2d_nchw4c_mma,
                                            &tpl_conv3d_ndhwc_grouped,
                                            &tpl_conv2d_nchw4c_grouped,
                                            &tpl_conv3d_ncdhw4c_grouped,
+                                           &tpl_conv2d_nhwc_dw,
+                                           &tpl_conv3d_ndhwc_dw,
 #ifdef CT_EXTRA_TEMPLATES
                                            &CT_EXTRA_TEMPLATES,
 #endif

@@ -39,7 +39,7 @@ static wlset *load_sets(const template_desc *tpl, int batch) {
                           "efficientnet_b0_dw", "resnext50_g", NULL};
   const char *names3[] = {"resnet3d18", "csn_dw3d", NULL};
   const char **names = tpl->op == CT_OP_CONV2D ? names2 : names3;
-  const int grouped_only = strstr(tpl->name, "grouped") != NULL;
+  const int grouped_only = strstr(tpl->name, "grouped") != NULL || strstr(tpl->name, "_dw") != NULL;
   wlset *all = calloc(1, sizeof *all);
   ck_assert_ptr_nonnull(all);
   all->items = calloc(160, sizeof *all->items);
@@ -156,7 +156,11 @@ START_TEST(spaces_cover_every_layer_and_are_large) {
       }
       ck_assert_msg(template_space(tpl, w, &sp, &err) == CT_OK, "%s: %s", s->items[i].name,
                     err.msg);
-      if (strstr(tpl->name, "_grouped")) {
+      if (strstr(tpl->name, "_dw")) {
+        /* the depthwise templates: a thread's channels and the block's */
+        ck_assert_int_ge(space_find(&sp, "chans"), 0);
+        ck_assert_int_ge(space_find(&sp, "block_c"), 0);
+      } else if (strstr(tpl->name, "_grouped")) {
         /* the grouped templates: a spatial tile and the channels per block */
         ck_assert_int_ge(space_find(&sp, "tile_w"), 0);
         ck_assert_int_ge(space_find(&sp, "tile_h"), 0);
@@ -202,12 +206,12 @@ START_TEST(spaces_cover_every_layer_and_are_large) {
                     s->items[i].name);
       space_free(&sp);
     }
-    ck_assert_msg(largest > (strstr(tpl->name, "_grouped")   ? 500ULL
-                             : strstr(tpl->name, "_stem")    ? 50ULL
-                             : strstr(tpl->name, "_wgmma")   ? 500ULL
-                             : tpl->layout == CT_LAYOUT_NHWC ? 200ULL
-                             : strstr(tpl->name, "_mma")     ? 50000ULL
-                                                             : 100000000ULL),
+    ck_assert_msg(largest > (strstr(tpl->name, "_grouped") || strstr(tpl->name, "_dw") ? 500ULL
+                             : strstr(tpl->name, "_stem")                              ? 50ULL
+                             : strstr(tpl->name, "_wgmma")                             ? 500ULL
+                             : tpl->layout == CT_LAYOUT_NHWC                           ? 200ULL
+                             : strstr(tpl->name, "_mma")                               ? 50000ULL
+                                                         : 100000000ULL),
                   "%s: largest space %llu", tpl->name, (unsigned long long)largest);
     wlset_free(s);
   }

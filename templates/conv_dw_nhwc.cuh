@@ -1,0 +1,364 @@
+/*
+ * conv_dw_nhwc.cuh: the body of conv2d_nhwc_dw and conv3d_ndhwc_dw (conv2d
+ * is the D = 1 case): depthwise int8 convolution, channels-last, the
+ * multiply-adds on the FP32 pipe (128 FFMA/clk/SM where dp4a's int32 pipe
+ * does 64, and a depthwise dp4a uses one byte lane of four).
+ *
+ * Exact in float: |x| <= 255 (raw int8 or uint8 data, padding reading the
+ * data zero point), |w| <= 128, so a product is below 2^15 and a partial sum
+ * of KVOL <= 128 taps below 2^22 (static_assert): every FFMA is exact, any
+ * order gives the int32 sum, and acc + 1.5 * 2^23 has the sum in its low
+ * mantissa bits (no F2I). The kernel accumulates raw data x weights as the
+ * dp4a templates do; params' off[k] folds bias - zx * sum(w[k]) (quant.c, R
+ * = kvol). A byte becomes a float with one PRMT and one FADD:
+ * bits 0x4B0000bb = 2^23 + bb (signed data xor 0x80 first: bb = b + 128).
+ *
+ * Data NDHWC (C), weights OHWI [K][kvol] (depthwise: one input channel),
+ * output NDHWC (K = M x C, channel k reads input channel k / M). A thread:
+ * CHANS consecutive output channels (their filters preloaded as floats), ROWS
+ * output rows x PIX columns of one depth; it loads each input row of its
+ * window once (NIN bytes a pixel: one vector) and feeds every output that
+ * uses it. A block: BLOCK_C x BLOCK_W x BLOCK_H threads, channels fastest
+ * (coalesced NHWC rows). STAGING 1 (M | CHANS): the block's window, padding
+ * included, is staged in shared memory first. Epilogue: tc_common.cuh's.
+ */
+#include "quant.cuh"
+
+#ifndef CT_N
+#error "conv_dw_nhwc.cuh: compile through convtune: every shape and knob is a -D macro"
+#endif
+
+#include "conv_shape.cuh"
+#include "tc_common.cuh"
+
+static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: not here");
+static_assert(DW_C > 0 && (DW_C + 3) / 4 == CT_C4, "DW_C must round up to 4 * CT_C4");
+static_assert(DW_M >= 1 && CT_KR == DW_C * DW_M, "depthwise: K = M x C");
+static_assert(CHANS == 4 || CHANS == 8 || CHANS == 16, "chans: 4, 8 or 16");
+static_assert(PIX == 1 || PIX == 2 || PIX == 4 || PIX == 8, "pix: 1 to 8");
+static_assert(ROWS == 1 || ROWS == 2 || ROWS == 4, "rows: 1, 2 or 4");
+static_assert(BLOCK_C >= 1 && BLOCK_C <= 32 && BLOCK_W >= 1 && BLOCK_W <= 32 && BLOCK_H >= 1 &&
+                  BLOCK_H <= 8,
+              "block_c, block_w: 1 to 32 threads; block_h: 1 to 8");
+static_assert(STAGING == 0 || STAGING == 1, "staging: 0 (direct) or 1 (shared memory)");
+static_assert(BLOCKS_PER_SM >= 1 && BLOCKS_PER_SM <= 4, "blocks_per_sm: 1 to 4");
+static_assert(CT_KR % CHANS == 0, "chans must divide K (one output vector a pixel)");
+
+#define KVOL (CT_KD * CT_KH * CT_KW)
+static_assert(KVOL * 32640 < 4194304, "float sums exact and below 2^22: at most 128 taps");
+/* how a thread's input bytes map to its channels: 0: CHANS % M == 0 (M = 1
+ * the main case), byte j / M; 1: M % CHANS == 0, one byte; 2: else a byte
+ * per channel, each loaded alone */
+#define MODE    (CHANS % DW_M == 0 ? 0 : DW_M % CHANS == 0 ? 1 : 2)
+#define NIN     (MODE == 0 ? CHANS / DW_M : MODE == 1 ? 1 : CHANS)
+#define NW      ((NIN + 3) / 4)
+#define SLOT(j) (MODE == 0 ? (j) / DW_M : MODE == 1 ? 0 : (j))
+/* bytes a load: the widest power of two dividing NIN and C (alignment) */
+__host__ __device__ constexpr int load_bytes() {
+  int v = 16;
+  while (v > 1 && (MODE == 2 || NIN % v || DW_C % v)) v /= 2;
+  return v;
+}
+#define LV         (load_bytes())
+#define THREADS    (BLOCK_C * BLOCK_W * BLOCK_H)
+#define TILE_W     (BLOCK_W * PIX)
+#define TILE_H     (BLOCK_H * ROWS)
+#define WROW       ((PIX - 1) * CT_STR_W + (CT_KW - 1) * CT_DIL_W + 1) /* a thread's input columns */
+#define HROW       ((ROWS - 1) * CT_STR_H + (CT_KH - 1) * CT_DIL_H + 1)   /* and rows */
+#define WWW        ((TILE_W - 1) * CT_STR_W + (CT_KW - 1) * CT_DIL_W + 1) /* the block's */
+#define WHH        ((TILE_H - 1) * CT_STR_H + (CT_KH - 1) * CT_DIL_H + 1)
+#define CWB        (BLOCK_C * NIN)        /* staged bytes a pixel */
+#define CWP        ((CWB + 15) / 16 * 16) /* padded to 16: vector reads stay aligned */
+#define SMEM_BYTES (STAGING ? (long)CT_KD * WHH * WWW * CWP : 0L)
+#define TWN        ((CT_OW + TILE_W - 1) / TILE_W)
+#define THN        ((CT_OH + TILE_H - 1) / TILE_H)
+
+static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the block");
+static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the tile");
+static_assert(!STAGING || MODE == 0, "staging needs M to divide chans");
+
+/* Whether input row y / column x of a thread's window feeds a tap of one
+ * of its outputs (dilation and stride leave gaps: those are never loaded). */
+__host__ __device__ constexpr bool row_used(int y) {
+  for (int r = 0; r < ROWS; r++) {
+    const int d = y - r * CT_STR_H;
+    if (d >= 0 && d % CT_DIL_H == 0 && d / CT_DIL_H < CT_KH) return true;
+  }
+  return false;
+}
+__host__ __device__ constexpr bool col_used(int x) {
+  for (int p = 0; p < PIX; p++) {
+    const int d = x - p * CT_STR_W;
+    if (d >= 0 && d % CT_DIL_W == 0 && d / CT_DIL_W < CT_KW) return true;
+  }
+  return false;
+}
+
+/* NIN bytes from p (global or shared) into x, LV bytes a piece. */
+__device__ __forceinline__ void load_px(unsigned (&x)[NW], const unsigned char *p) {
+#pragma unroll
+  for (int i = 0; i < NW; i++) x[i] = 0;
+#pragma unroll
+  for (int o = 0; o < NIN; o += LV) {
+    if (LV == 16) {
+      const uint4 v = *(const uint4 *)(p + o);
+      x[o / 4] = v.x, x[o / 4 + 1] = v.y, x[o / 4 + 2] = v.z, x[o / 4 + 3] = v.w;
+    } else if (LV == 8) {
+      const uint2 v = *(const uint2 *)(p + o);
+      x[o / 4] = v.x, x[o / 4 + 1] = v.y;
+    } else if (LV == 4) {
+      x[o / 4] = *(const unsigned *)(p + o);
+    } else if (LV == 2) {
+      x[o / 4] |= (unsigned)*(const unsigned short *)(p + o) << (8 * (o % 4));
+    } else {
+      x[o / 4] |= (unsigned)p[o] << (8 * (o % 4));
+    }
+  }
+}
+
+/* Byte i of word x (already xor 0x80 for signed data) as the float
+ * 2^23 + byte: one PRMT (0x4B is the float's top byte). */
+__device__ __forceinline__ float byte_float(unsigned x, int i) {
+  return __int_as_float((int)__byte_perm(x, 0x4B000000u, 0x7440u | (unsigned)i));
+}
+/* What byte_float adds: 2^23, and for signed data the xor's 128. */
+#define BYTE_BIAS (CT_DATA_U8 ? 8388608.0f : 8388736.0f)
+#define XFLIP     (CT_DATA_U8 ? 0u : 0x80808080u)
+
+/* ---- the kernel ---------------------------------------------------------- */
+extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
+    conv_dw_nhwc(const unsigned char *__restrict__ data, const unsigned char *__restrict__ weights,
+                 void *__restrict__ out, const int *__restrict__ params,
+                 const void *__restrict__ residual) {
+#if STAGING
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+#endif
+  const int tid = threadIdx.x;
+  const int tc = tid % BLOCK_C, txw = tid / BLOCK_C % BLOCK_W, tyh = tid / (BLOCK_C * BLOCK_W);
+  const long bx = blockIdx.x;
+  const int tw = (int)(bx % TWN), th = (int)(bx / TWN % THN),
+            od = (int)(bx / ((long)TWN * THN) % CT_OD);
+  const int n = (int)(bx / ((long)TWN * THN * CT_OD));
+  const int k0b = blockIdx.y * (BLOCK_C * CHANS), k0 = k0b + tc * CHANS;
+  const int oh0 = th * TILE_H + tyh * ROWS, ow0 = tw * TILE_W + txw * PIX;
+  const int iz0 = od * CT_STR_D - CT_PAD_D, iy0 = oh0 * CT_STR_H - CT_PAD_H,
+            ix0 = ow0 * CT_STR_W - CT_PAD_W;
+  pdl_wait_then_release(); /* nothing global before: the previous kernel may still run */
+#if CT_ZD
+  const unsigned padw = (unsigned)params[CTQ_PAD_WORD];
+#else
+  const unsigned padw = 0;
+#endif
+
+#if STAGING
+  {
+    /* the block's window: KD depth taps x WHH x WWW pixels x CWB bytes */
+    const int y0 = th * TILE_H * CT_STR_H - CT_PAD_H, x0 = tw * TILE_W * CT_STR_W - CT_PAD_W;
+    const int cs = k0b / DW_M, upp = CWB / LV;
+#pragma unroll 1
+    for (int u = tid; u < CT_KD * WHH * WWW * upp; u += THREADS) {
+      const int cu = u % upp, pix = u / upp;
+      const int xx = pix % WWW, yy = pix / WWW % WHH, zz = pix / (WWW * WHH);
+      const int iz = iz0 + zz * CT_DIL_D, iy = y0 + yy, ix = x0 + xx, c = cs + cu * LV;
+      const bool in =
+          iz >= 0 && iz < CT_ID && iy >= 0 && iy < CT_IH && ix >= 0 && ix < CT_IW && c < DW_C;
+      const long src = in ? ((((long)n * CT_ID + iz) * CT_IH + iy) * CT_IW + ix) * DW_C + c : 0;
+      unsigned char *dst = smem_raw + (long)pix * CWP + cu * LV;
+      if (LV == 16)
+        *(uint4 *)dst = in ? *(const uint4 *)(data + src) : make_uint4(padw, padw, padw, padw);
+      else if (LV == 8)
+        *(uint2 *)dst = in ? *(const uint2 *)(data + src) : make_uint2(padw, padw);
+      else if (LV == 4)
+        *(unsigned *)dst = in ? *(const unsigned *)(data + src) : padw;
+      else if (LV == 2)
+        *(unsigned short *)dst = in ? *(const unsigned short *)(data + src) : (unsigned short)padw;
+      else
+        *dst = in ? data[src] : (unsigned char)padw;
+    }
+    __syncthreads();
+  }
+#endif
+  if (k0 >= CT_KR) return; /* no barrier follows */
+
+  /* the thread's filters, CHANS x KVOL bytes from k0 x KVOL (4-aligned:
+   * CHANS is), as floats */
+  float wf[CHANS][KVOL];
+  {
+    const unsigned *wp = (const unsigned *)(weights + (long)k0 * KVOL);
+#pragma unroll
+    for (int i = 0; i < CHANS * KVOL / 4; i++) {
+      const unsigned v = wp[i];
+#pragma unroll
+      for (int b = 0; b < 4; b++)
+        wf[(4 * i + b) / KVOL][(4 * i + b) % KVOL] = (float)(signed char)(v >> (8 * b));
+    }
+  }
+  /* mode 2: each channel's input byte */
+  int cin[MODE == 2 ? CHANS : 1];
+#pragma unroll
+  for (int j = 0; j < (MODE == 2 ? CHANS : 1); j++) cin[j] = (k0 + j) / DW_M;
+  const int ci = k0 / DW_M; /* modes 0, 1: the first input channel */
+
+  float acc[ROWS][PIX][CHANS];
+#pragma unroll
+  for (int r = 0; r < ROWS; r++)
+#pragma unroll
+    for (int p = 0; p < PIX; p++)
+#pragma unroll
+      for (int j = 0; j < CHANS; j++) acc[r][p][j] = 0.0f;
+
+#pragma unroll
+  for (int tz = 0; tz < CT_KD; tz++) {
+    const int iz = iz0 + tz * CT_DIL_D;
+    const bool inz = iz >= 0 && iz < CT_ID;
+#pragma unroll
+    for (int y = 0; y < HROW; y++) {
+      if (!row_used(y)) continue;
+      const int iy = iy0 + y;
+      const bool iny = inz && iy >= 0 && iy < CT_IH;
+      /* the row's pixels, loaded before any is used (loads in flight together) */
+      unsigned xw[WROW][NW];
+#if STAGING
+      const unsigned char *rowp =
+          smem_raw +
+          ((long)(tz * WHH + tyh * ROWS * CT_STR_H + y) * WWW + txw * PIX * CT_STR_W) * CWP +
+          tc * NIN;
+#else
+      const unsigned char *rowp = data + (((long)n * CT_ID + iz) * CT_IH + iy) * CT_IW * DW_C;
+#endif
+#pragma unroll
+      for (int x = 0; x < WROW; x++) {
+        if (!col_used(x)) continue;
+#if STAGING
+        load_px(xw[x], rowp + (long)x * CWP);
+#else
+        const int ix = ix0 + x;
+        if (iny && ix >= 0 && ix < CT_IW) {
+          const unsigned char *px = rowp + (long)ix * DW_C;
+          if (MODE == 2) {
+#pragma unroll
+            for (int i = 0; i < NW; i++) xw[x][i] = 0;
+#pragma unroll
+            for (int j = 0; j < NIN; j++)
+              xw[x][j / 4] |= (unsigned)px[cin[MODE == 2 ? j : 0]] << (8 * (j % 4));
+          } else {
+            load_px(xw[x], px + ci);
+          }
+        } else {
+#pragma unroll
+          for (int i = 0; i < NW; i++) xw[x][i] = padw;
+        }
+#endif
+      }
+      (void)iny;
+#pragma unroll
+      for (int x = 0; x < WROW; x++) {
+        if (!col_used(x)) continue;
+        float xf[NIN];
+#pragma unroll
+        for (int i = 0; i < NW; i++) {
+          const unsigned v = xw[x][i] ^ XFLIP;
+#pragma unroll
+          for (int b = 0; b < 4 && 4 * i + b < NIN; b++)
+            xf[4 * i + b] = byte_float(v, b) - BYTE_BIAS; /* exact: both below 2^24 */
+        }
+#pragma unroll
+        for (int r = 0; r < ROWS; r++) {
+          const int dy = y - r * CT_STR_H;
+          if (dy < 0 || dy % CT_DIL_H || dy / CT_DIL_H >= CT_KH) continue;
+#pragma unroll
+          for (int p = 0; p < PIX; p++) {
+            const int dx = x - p * CT_STR_W;
+            if (dx < 0 || dx % CT_DIL_W || dx / CT_DIL_W >= CT_KW) continue;
+            const int t = (tz * CT_KH + dy / CT_DIL_H) * CT_KW + dx / CT_DIL_W;
+#pragma unroll
+            for (int j = 0; j < CHANS; j++)
+              acc[r][p][j] = __fmaf_rn(xf[SLOT(j)], wf[j][t], acc[r][p][j]);
+          }
+        }
+      }
+    }
+  }
+
+  /* ---- the epilogue ------------------------------------------------------ */
+  /* acc + 1.5 x 2^23 holds the exact sum (|acc| < 2^22) at 0x4B400000 +
+   * sum: the bias 0x4B400000 comes off with the folded offset, one IADD */
+  const q_head qh = load_head(params);
+  const long m0 = ((long)n * CT_OD + od) * CT_OH; /* output row of (n, od, oh 0) */
+  int v[ROWS][PIX][CHANS];
+  q_chan qc[CHANS];
+#pragma unroll
+  for (int j = 0; j < CHANS; j++) {
+    qc[j] = load_chan(params, qh, k0 + j);
+    const unsigned off = (unsigned)qc[j].off - 0x4B400000u; /* corrected(): acc + off[k] */
+#pragma unroll
+    for (int r = 0; r < ROWS; r++)
+#pragma unroll
+      for (int p = 0; p < PIX; p++)
+        v[r][p][j] = (int)((unsigned)__float_as_int(acc[r][p][j] + 12582912.0f) + off);
+  }
+#if CT_OUT == 0
+  (void)residual, (void)qh;
+#pragma unroll
+  for (int r = 0; r < ROWS; r++)
+#pragma unroll
+    for (int p = 0; p < PIX; p++) {
+      const int oh = oh0 + r, ow = ow0 + p;
+      if (oh >= CT_OH || ow >= CT_OW) continue;
+      int4 *o = (int4 *)((int *)out + ((m0 + oh) * CT_OW + ow) * CT_KR + k0);
+#pragma unroll
+      for (int j = 0; j < CHANS; j += 4)
+        o[j / 4] = make_int4(v[r][p][j], v[r][p][j + 1], v[r][p][j + 2], v[r][p][j + 3]);
+    }
+#else
+#pragma unroll
+  for (int r = 0; r < ROWS; r++)
+#pragma unroll
+    for (int p = 0; p < PIX; p++) {
+      const int oh = oh0 + r, ow = ow0 + p;
+      if (oh >= CT_OH || ow >= CT_OW) continue;
+      const long o = ((m0 + oh) * CT_OW + ow) * CT_KR + k0;
+      unsigned rb[CHANS / 4];
+#pragma unroll
+      for (int i = 0; i < CHANS / 4; i++) rb[i] = 0;
+      if (CT_RES) {
+        const unsigned char *rp = (const unsigned char *)residual + o;
+        if (CHANS == 16) {
+          const uint4 q = *(const uint4 *)rp;
+          rb[0] = q.x, rb[CHANS > 4 ? 1 : 0] = q.y, rb[CHANS > 8 ? 2 : 0] = q.z,
+          rb[CHANS > 8 ? 3 : 0] = q.w;
+        } else if (CHANS == 8) {
+          const uint2 q = *(const uint2 *)rp;
+          rb[0] = q.x, rb[CHANS > 4 ? 1 : 0] = q.y;
+        } else {
+          rb[0] = *(const unsigned *)rp;
+        }
+      }
+      /* pairs of channels: bytes 0, 1 of a requant2 word; the fast forms
+       * where both channels take them (a branch per pair, not per element) */
+      unsigned half[CHANS / 2];
+#pragma unroll
+      for (int j = 0; j < CHANS; j += 2) {
+        const unsigned rb2 = rb[j / 4] >> (8 * (j % 4));
+        if (qc[j].f.ok && qc[j + 1].f.ok) {
+          half[j / 2] =
+              qh.sat ? requant2<RQ_SAT>(qh, qc[j], qc[j + 1], v[r][p][j], v[r][p][j + 1], rb2)
+                     : requant2<RQ_FAST>(qh, qc[j], qc[j + 1], v[r][p][j], v[r][p][j + 1], rb2);
+        } else {
+          half[j / 2] = requant2<RQ_GENERAL>(qh, qc[j], qc[j + 1], v[r][p][j], v[r][p][j + 1], rb2);
+        }
+      }
+      unsigned w8[CHANS / 4];
+#pragma unroll
+      for (int i = 0; i < CHANS / 4; i++) w8[i] = join_halves(half[2 * i], half[2 * i + 1]);
+      unsigned char *op = (unsigned char *)out + o;
+      if (CHANS == 16)
+        *(uint4 *)op =
+            make_uint4(w8[0], w8[CHANS > 4 ? 1 : 0], w8[CHANS > 8 ? 2 : 0], w8[CHANS > 8 ? 3 : 0]);
+      else if (CHANS == 8)
+        *(uint2 *)op = make_uint2(w8[0], w8[CHANS > 4 ? 1 : 0]);
+      else
+        *(unsigned *)op = w8[0];
+    }
+#endif
+}
