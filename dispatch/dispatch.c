@@ -180,7 +180,7 @@ size_t ct_packed_weights_bytes(const ct_workload *w) {
   /* nhwc's OHWI weights are used as they are: there are no packed ones */
   if (!w || w->layout == CT_LAYOUT_NHWC || workload_validate(w, NULL)) return 0;
   ct_workload pw;
-  workload_packed(w, &pw);
+  if (!workload_for_layout(w, CT_LAYOUT_NCHW4C, &pw)) return 0; /* a grouped one that cannot pack */
   return (size_t)workload_weight_elems(&pw);
 }
 
@@ -677,12 +677,16 @@ ct_status ct_pack_weights(ct_context *ctx, const ct_workload *w, const void *wei
                             : "packed");
   ct_err err = {0};
   if (workload_validate(w, &err)) return fail(ctx, &err);
+  ct_workload pw;
+  if (!workload_for_layout(w, CT_LAYOUT_NCHW4C, &pw))
+    return failf(ctx, CT_ERR_UNSUPPORTED,
+                 "ct_pack_weights: a grouped convolution packs only when C (%d) and K (%d) are "
+                 "multiples of 4 and it has no depth_to_space",
+                 w->c, w->k);
   if (!ctx->has_device)
     return failf(ctx, CT_ERR_NO_DEVICE, "this context has no GPU (opened for %s)", ctx->arch.name);
   ct_status st = use_device(ctx, &err);
   if (st) return fail(ctx, &err);
-  ct_workload pw;
-  workload_packed(w, &pw);
   geom3 g;
   workload_geom(&pw, &g);
   /* grouped: the weights' input channels are a group's, rounded up to 4 */

@@ -171,9 +171,11 @@ CT_API ct_status ct_workload_key(const ct_workload *w, char *buf, size_t size);
  * used as they are. Their weights are packed (OIHW4o4i / OIDHW4o4i, C and
  * K padded to 4): pack them once with ct_pack_weights and keep them. With
  * CT_LAYOUT_NHWC, data, weights (OHWI / ODHWI) and output are used as they
- * are, and only the channels-last templates serve the workload (K a
- * multiple of 8; C a multiple of 16 on sm_90's wgmma ones, other C, the
- * stems, on the mma ones, sm_80 and later, without a dilation along W).
+ * are, and only the channels-last templates serve the workload: any C, K
+ * and groups (C a multiple of 16 and K of 8 on sm_90's wgmma ones; the
+ * others on the mma, grouped and depthwise ones, sm_80 and later). A
+ * grouped workload (groups > 1) runs in the plain and packed layouts only
+ * when C and K are multiples of 4.
  * Device pointers must be 16-byte aligned (cudaMalloc's are): the calls
  * refuse others with CT_ERR_INVALID_ARG.
  */
@@ -308,13 +310,16 @@ CT_API ct_status ct_qconv3d(ct_context *ctx, const ct_workload *w, const void *d
  * w is not valid. */
 CT_API size_t ct_out_bytes(const ct_workload *w);
 
-/* Bytes of w's packed weights: round4(K) x round4(C) x kernel volume; 0 for
- * layout nhwc, whose weights are used as they are. */
+/* Bytes of w's packed weights: round4(K) x round4(C/groups) x kernel
+ * volume; 0 for layout nhwc, whose weights are used as they are, and for a
+ * grouped workload that does not pack (C or K not a multiple of 4). */
 CT_API size_t ct_packed_weights_bytes(const ct_workload *w);
 
-/* Pack plain weights (OIHW / OIDHW int8, device memory) into packed
- * (ct_packed_weights_bytes of device memory), on stream. CT_ERR_INVALID_ARG
- * for layout nhwc: there is nothing to pack. */
+/* Pack plain weights (OIHW / OIDHW int8, K x C/groups x kernel, device
+ * memory) into packed (ct_packed_weights_bytes of device memory), on
+ * stream. CT_ERR_INVALID_ARG for layout nhwc: there is nothing to pack;
+ * CT_ERR_UNSUPPORTED for a grouped workload whose C or K is not a multiple
+ * of 4 (run it channels-last). */
 CT_API ct_status ct_pack_weights(ct_context *ctx, const ct_workload *w, const void *weights,
                                  void *packed, struct CUstream_st *stream);
 
