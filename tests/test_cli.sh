@@ -111,10 +111,10 @@ expect_bad "'h'" workload '{"op":"conv2d","c":64,"h":0,"w":56,"k":64,"kernel":3}
 expect_bad "output size along w" workload '{"op":"conv2d","c":64,"h":56,"w":2,"k":64,"kernel":5}'
 expect_bad 'c (input channels) must be a multiple of 4' workload '{"op":"conv2d","c":6,"h":56,"w":56,"k":64,"kernel":3,"layout":"nchw4c"}'
 expect_bad "field 'c' is given twice" workload "{$good,\"c\":6}"
-expect_bad 'groups' workload "{$good,\"groups\":2}"
+expect_bad 'groups (3) must divide' workload "{$good,\"groups\":3}"
 expect_bad 'kernal' workload '{"op":"conv2d","c":64,"h":56,"w":56,"k":64,"kernal":3}'
 expect_bad 'c (input channels)' workload --c 6 --k 64 --size 56x56 --kernel 3 --layout nchw4c
-expect_bad 'groups' workload --c 64 --k 64 --size 56x56 --kernel 3 --groups 2
+expect_bad 'groups (3) must divide' workload --c 64 --k 64 --size 56x56 --kernel 3 --groups 3
 expect_bad '--kernel' workload --c 64 --k 64 --size 56x56 --kernel 3x
 expect_bad '--batch' workload --set resnet50 --batch 0
 expect_bad 'int32' workload --set resnet50 --batch 100000
@@ -190,7 +190,7 @@ if [ ! -e /dev/nvidiactl ]; then
   expect 1 'needs an NVIDIA GPU' tune --set resnet50 --as-model --time-budget 1.5m --db "$tmp/m.db"
   [ ! -e "$tmp/m.db" ] && ok || bad "tune --as-model wrote a database without a GPU"
 fi
-expect_bad 'groups' tune --c 64 --k 64 --size 56x56 --kernel 3 --groups 2
+expect_bad 'groups (3) must divide' tune --c 64 --k 64 --size 56x56 --kernel 3 --groups 3
 
 # the database commands: a missing database is named, nothing is created
 expect 2 'no database at' query --db "$tmp/none.db" conv2d-nchw-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1
