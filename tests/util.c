@@ -131,6 +131,10 @@ int test_main(const test_suite *s) {
   Suite *suite = suite_create(s->name);
   for (const test_case *c = s->cases; c->name; c++) {
     TCase *tc = tcase_create(c->name);
+    /* the case's name is its tag, so that CK_EXCLUDE_TAGS=compile leaves
+     * every NVRTC compile case out (the sanitizer builds: NVRTC is not
+     * instrumented); a case's add may set its own tags instead */
+    tcase_set_tags(tc, c->name);
     if (c->timeout_s >= 0) tcase_set_timeout(tc, c->timeout_s);
     tcase_add_checked_fixture(tc, skip_reset, NULL);
     c->add(tc);
