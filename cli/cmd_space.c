@@ -171,11 +171,16 @@ int cmd_space(int argc, char **argv) {
   }
   const template_desc *only = NULL;
   if (tpl_name && !(only = template_find(tpl_name))) {
-    char names[256] = "";
+    /* every name, or as many as fit (the registry grows: 20 names are
+     * about 450 bytes); snprintf's count past the end must not be added */
+    char names[1024] = "";
     size_t len = 0;
-    for (int i = 0; template_all()[i]; i++)
-      len +=
+    for (int i = 0; template_all()[i] && len < sizeof names; i++) {
+      int n =
           snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", template_all()[i]->name);
+      if (n < 0) break;
+      len += (size_t)n;
+    }
     cli_wl_free(&sel);
     return cli_usage_error("space", "--template: no template named '%s'; the templates are %s",
                            tpl_name, names);
