@@ -328,7 +328,7 @@ START_TEST(emulated_index_mapping_matches_a_grouped_convolution) {
   for (long i = 0; i < nx; i++) x[i] = (signed char)(rng_next(&r) % 15) - 7;
   for (long i = 0; i < nw; i++) wt[i] = (signed char)(rng_next(&r) % 15) - 7;
   reference(&w, x, wt, ref);
-  for (int d = 0; d < 41; d++) {
+  for (int d = 0; d < (test_quick() ? 9 : 41); d++) {
     config c;
     if (d == 0) {
       ck_assert_msg(tpl->preferred(&w, &sp, &a, &c), "case %d: no preferred config", _i);
@@ -461,7 +461,7 @@ START_TEST(emulated_weight_zero_points_match_reference_qconv) {
                                               : ((const signed char *)refo)[i];
     quant_weight_sums(&w, (const int8_t *)wt, sums);
     ck_assert_int_eq(quant_params(&w, &qs.q, sums, params, &err), CT_OK);
-    for (int d = 0; d < 9; d++) {
+    for (int d = 0; d < (test_quick() ? 3 : 9); d++) {
       config c;
       if (d == 0)
         ck_assert_msg(tpl->preferred(&w, &sp, &a, &c), "case %d: no preferred config", _i);

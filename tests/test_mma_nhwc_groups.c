@@ -473,7 +473,7 @@ START_TEST(kernel_index_math_matches_the_reference) {
     ck_assert_int_eq(space_find(&sp, "groups_per_tile") >= 0, s->g > 1);
     config cfg[N_CFG];
     int n = configs(&w, &sp, &a, 1234 + (uint64_t)_i, cfg);
-    if (!all_variants && n > 2) n = 2;
+    if (!all_variants && n > (test_quick() ? 1 : 2)) n = test_quick() ? 1 : 2;
     for (int i = 0; i < n; i++) {
       char text[256], label[400];
       space_config_str(&sp, &cfg[i], text, sizeof text);
@@ -513,12 +513,14 @@ START_TEST(every_groups_per_tile_matches_the_reference) {
       ck_assert_msg(tpl_of(&w)->valid(&w, &sp, &c, &a, why) == want, "gpt %d bn %d: %s", gpts[i],
                     bns[j], why);
       if (!want) continue;
+      /* quick (sanitizers): the valid points' emulations in turn, one in 3 */
+      if (test_quick() && (i * 3 + j) % 3) continue;
       char label[64];
       snprintf(label, sizeof label, "G32 gpt %d bn %d", gpts[i], bns[j]);
       emulate(&w, &sp, &c, &a, label);
       ran++;
     }
-  ck_assert_int_ge(ran, 4);
+  ck_assert_int_ge(ran, test_quick() ? 2 : 4);
   space_free(&sp);
 }
 END_TEST

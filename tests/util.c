@@ -162,3 +162,8 @@ int test_main(const test_suite *s) {
   remove_tree(root);
   return rc;
 }
+
+int test_quick(void) {
+  const char *v = getenv("CT_TEST_QUICK");
+  return v && v[0] && strcmp(v, "0") != 0;
+}

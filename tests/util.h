@@ -74,4 +74,9 @@ typedef struct test_suite {
  * count, remove the root; returns main's exit code (see the top). */
 int test_main(const test_suite *s);
 
+/* 1 where CT_TEST_QUICK is set (the sanitizer builds, CMake's ct_test): the
+ * CPU emulations of kernels then draw fewer configs, since every draw costs
+ * several times more there and checks no new kind of access. */
+int test_quick(void);
+
 #endif
