@@ -509,20 +509,24 @@ static void epilogue(ct_workload *w, int e) {
   }
 }
 
-/* Each shape: its preferred config and sampled ones compile for sm_90 and sm_80. */
-START_TEST(sampled_configs_compile_for_sm90_and_sm80) {
+/* Shape i of shape_of, with epilogue variants from epi in turn: its
+ * preferred config and sampled ones (CT_GROUPED_COMPILES a shape and arch,
+ * default 2) compile for sm_90 and sm_80 without spills; with wzp, each
+ * instance compiles the kernel's window sums in (-DCT_WZP=1). */
+static void compile_shape(int i, ct_workload (*shape_of)(int), void (*epi)(ct_workload *, int),
+                          uint32_t seed, int wzp) {
   const char *env = getenv("CT_GROUPED_COMPILES");
   const int per = env ? atoi(env) : 2;
   static const char *const archs[] = {"sm_90", "sm_80"};
   rng r;
-  rng_seed(&r, 350 + _i);
+  rng_seed(&r, seed);
   for (int ai = 0; ai < 2; ai++) {
     arch a;
     ck_assert_int_eq(arch_from_name(archs[ai], &a, NULL), CT_OK);
     a.sm_count = ai ? 108 : 132;
     for (int d = 0; d < per; d++) {
-      ct_workload w = case_shape(_i);
-      epilogue(&w, d + ai + _i);
+      ct_workload w = shape_of(i);
+      epi(&w, d + ai + i);
       const template_desc *tpl = tpl_of(&w);
       space sp;
       space_init(&sp);
@@ -535,60 +539,34 @@ START_TEST(sampled_configs_compile_for_sm90_and_sm80) {
       instance inst;
       ct_err err = {0};
       ck_assert_msg(instance_make(tpl, &w, &sp, &c, &a, &inst, &err) == CT_OK, "%s", err.msg);
+      if (wzp) {
+        int n = 0;
+        for (int o = 0; o < inst.n_options; o++) n += !strcmp(inst.options[o], "-DCT_WZP=1");
+        ck_assert_int_eq(n, 1);
+      }
       cubin cb;
       char text[512];
       const ct_status st = nvrtc_compile(&inst, &a, &cb, &err);
-      ck_assert_msg(st == CT_OK && cb.size > 0, "case %d %s %s: %s\n%s", _i, archs[ai],
+      ck_assert_msg(st == CT_OK && cb.size > 0, "case %d %s %s: %s\n%s", i, archs[ai],
                     space_config_str(&sp, &c, text, sizeof text), err.msg, cb.log ? cb.log : "");
-      ck_assert_msg(!cb.log || !strstr(cb.log, "stack frame"), "case %d: spills\n%s", _i, cb.log);
+      ck_assert_msg(!cb.log || !strstr(cb.log, "stack frame"), "case %d %s: spills\n%s", i,
+                    space_config_str(&sp, &c, text, sizeof text), cb.log);
       cubin_free(&cb);
       space_free(&sp);
     }
   }
+}
+
+/* Each shape: its preferred config and sampled ones compile for sm_90 and sm_80. */
+START_TEST(sampled_configs_compile_for_sm90_and_sm80) {
+  compile_shape(_i, case_shape, epilogue, 350 + (uint32_t)_i, 0);
 }
 END_TEST
 
 /* Each zero-point shape: its preferred config and sampled ones, each
  * epilogue in turn, compile for sm_90 and sm_80 without spills. */
 START_TEST(zero_point_configs_compile_for_sm90_and_sm80) {
-  const char *env = getenv("CT_GROUPED_COMPILES");
-  const int per = env ? atoi(env) : 2;
-  static const char *const archs[] = {"sm_90", "sm_80"};
-  rng r;
-  rng_seed(&r, 3550 + _i);
-  for (int ai = 0; ai < 2; ai++) {
-    arch a;
-    ck_assert_int_eq(arch_from_name(archs[ai], &a, NULL), CT_OK);
-    a.sm_count = ai ? 108 : 132;
-    for (int d = 0; d < per; d++) {
-      ct_workload w = zw_shape(_i);
-      zw_epilogue(&w, d + ai + _i);
-      const template_desc *tpl = tpl_of(&w);
-      space sp;
-      space_init(&sp);
-      ck_assert_int_eq(tpl->space(&w, &sp, NULL), CT_OK);
-      config c;
-      if (d == 0)
-        ck_assert(tpl->preferred(&w, &sp, &a, &c));
-      else
-        ck_assert_int_eq(template_sample(tpl, &w, &sp, &a, &r, 1000000, &c, NULL), CT_OK);
-      instance inst;
-      ct_err err = {0};
-      ck_assert_msg(instance_make(tpl, &w, &sp, &c, &a, &inst, &err) == CT_OK, "%s", err.msg);
-      int wzp = 0; /* the kernel's window sums are compiled in */
-      for (int o = 0; o < inst.n_options; o++) wzp += !strcmp(inst.options[o], "-DCT_WZP=1");
-      ck_assert_int_eq(wzp, 1);
-      cubin cb;
-      char text[512];
-      const ct_status st = nvrtc_compile(&inst, &a, &cb, &err);
-      ck_assert_msg(st == CT_OK && cb.size > 0, "case %d %s %s: %s\n%s", _i, archs[ai],
-                    space_config_str(&sp, &c, text, sizeof text), err.msg, cb.log ? cb.log : "");
-      ck_assert_msg(!cb.log || !strstr(cb.log, "stack frame"), "case %d %s: spills\n%s", _i,
-                    space_config_str(&sp, &c, text, sizeof text), cb.log);
-      cubin_free(&cb);
-      space_free(&sp);
-    }
-  }
+  compile_shape(_i, zw_shape, zw_epilogue, 3550 + (uint32_t)_i, 1);
 }
 END_TEST
 
