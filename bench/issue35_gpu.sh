@@ -14,7 +14,10 @@
 #   bench   the four sets at batch 32 (nhwc / ndhwc) and the model at batch 32 and 1 (bench
 #           --model), each against cuDNN in the same run; then test_gpu_dispatch's grouped case
 #           on the tuned database at batch 1, 3 and 32
-# The database comes back as $OUT/t.db; pass it back as .gpu-bin/t.db.
+#   dwmma   the depthwise mma templates' GPU cases (int32, 8-bit, onnx), then tuning of the
+#           depthwise layers of the three depthwise sets at batch 32 on them (int8 output, bias,
+#           per-channel scales) into /tmp/t.db, then the bench phase's set runs
+# The database comes back as $OUT/t.db.xz; pass it back as .gpu-bin/t.db.xz (or t.db).
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
 export CT_SOURCE_DIR=$PWD CT_COMMIT=$(cat build-rel/COMMIT)
@@ -24,6 +27,7 @@ SETS="$SETS2 csn_dw3d"
 MODEL=models/mobilenetv2_qdq.onnx
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 [ -f /tmp/t.db ] || { [ -f .gpu-bin/t.db ] && cp .gpu-bin/t.db /tmp/t.db; }
+[ -f /tmp/t.db ] || { [ -f .gpu-bin/t.db.xz ] && xz -dc .gpu-bin/t.db.xz > /tmp/t.db; }
 # a summary of a set's results JSON: the sums and the per-layer ratios the issue judges
 summary() { # json
   python3 - "$1" <<'PY'
@@ -97,6 +101,35 @@ tune)
   python3 -c "import sqlite3; c = sqlite3.connect('/tmp/t.db'); c.execute('pragma wal_checkpoint(TRUNCATE)')"
   cp /tmp/t.db $OUT/t.db
   cd $OUT && tar czf tune.tgz *.log tune-* && rm -f *.log tune-* ;;
+dwmma)
+  s=$(date +%s)
+  for c in grouped grouped8 grouped_onnx; do
+    ( cd build-rel && CT_GT_TEMPLATE=_dw_mma CK_RUN_CASE=$c timeout 200 ./test_gpu_templates 16 > $OUT/gt-dwm-$c.log 2>&1; echo "rc=$?" >> $OUT/gt-dwm-$c.log ) &
+  done
+  wait
+  echo "tests: $(( $(date +%s) - s )) s"
+  for f in $OUT/gt-dwm-*.log; do
+    echo "== $(basename $f): $(grep -E 'Checks|rc=' $f | tr '\n' ' ')"
+    grep -E "exact over|FAIL|F:|E:" $f | head -8 | cut -c1-200
+  done
+  tq() { # name, then the tune arguments
+    local n=$1; shift
+    timeout 200 $B tune "$@" --seed 1 --db /tmp/t.db -q --json > $OUT/tune-$n.json 2> $OUT/tune-$n.err
+    echo "tune $n rc=$? at $(( $(date +%s) - s )) s $(tail -1 $OUT/tune-$n.err)"
+  }
+  Q="--batch 32 --out int8 --epilogue bias,qc --trials 80 --early-stopping 32 --time-budget 5"
+  tq mobilenetv2 --set mobilenetv2 --layout nhwc $Q --template conv2d_nhwc_dw_mma
+  tq efficientnet --set efficientnet_b0_dw --layout nhwc $Q --template conv2d_nhwc_dw_mma
+  tq csn --set csn_dw3d --layout ndhwc $Q --template conv3d_ndhwc_dw_mma
+  for set in mobilenetv2 efficientnet_b0_dw csn_dw3d; do
+    l=nhwc; [ $set = csn_dw3d ] && l=ndhwc
+    timeout 120 $B bench --set $set --batch 32 --layout $l --db /tmp/t.db --results-dir $OUT --json-out $OUT/$set-b32.json \
+      > $OUT/$set-b32.md 2> $OUT/$set-b32.err
+    echo "bench $set rc=$? at $(( $(date +%s) - s )) s"; summary $OUT/$set-b32.json
+  done
+  python3 -c "import sqlite3; c = sqlite3.connect('/tmp/t.db'); c.execute('pragma wal_checkpoint(TRUNCATE)')"
+  xz -T4 -c /tmp/t.db > $OUT/t.db.xz
+  cd $OUT && tar czf dwmma.tgz *.log *.md *.json *.err && find . -type f ! -name dwmma.tgz ! -name t.db.xz -delete ;;
 bench)
   s=$(date +%s)
   for set in $SETS; do

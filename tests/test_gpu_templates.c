@@ -277,6 +277,26 @@ static const shape dw3d[] = {
     {"dw 3x3x3 c64 b3 3x5x6", CT_OP_CONV3D, 3, 64, 64, {3, 5, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 64},
 };
 
+/* the depthwise mma templates (K == C, C a multiple of 8): those of the
+ * lists above, a C that leaves a block's last n-tiles empty (144 and 40
+ * in blocks of 32), a narrow map and a 5x5 stride 2 */
+static const shape dwm2d[] = {
+    {"dw 3x3 c32 b2 14x13", CT_OP_CONV2D, 2, 32, 32, {0, 14, 13}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 32},
+    {"dw 3x3 s2 c24 b3 15x17", CT_OP_CONV2D, 3, 24, 24, {0, 15, 17}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 24},
+    {"dw 5x5 c40 b2 9x9", CT_OP_CONV2D, 2, 40, 40, {0, 9, 9}, {0, 5, 5}, {0, 1, 1}, {0, 2, 2}, {0, 2, 2}, {0, 1, 1}, 40},
+    {"dw 3x3 dil2 c96 b2 11x10", CT_OP_CONV2D, 2, 96, 96, {0, 11, 10}, {0, 3, 3}, {0, 1, 1}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}, 96},
+    {"dw 7x7 c8 asym 12x19", CT_OP_CONV2D, 1, 8, 8, {0, 12, 19}, {0, 7, 7}, {0, 1, 1}, {0, 3, 2}, {0, 2, 3}, {0, 1, 1}, 8},
+    {"dw 3x3 c64 b2 7x7", CT_OP_CONV2D, 2, 64, 64, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 64},
+    {"dw 5x5 s2 c144 b2 13x12", CT_OP_CONV2D, 2, 144, 144, {0, 13, 12}, {0, 5, 5}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}, {0, 1, 1}, 144},
+    {"dw 3x3 c16 33x5", CT_OP_CONV2D, 1, 16, 16, {0, 33, 5}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 16},
+};
+static const shape dwm3d[] = {
+    {"dw 3x3x3 c32 b2 4x8x8", CT_OP_CONV3D, 2, 32, 32, {4, 8, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 32},
+    {"dw 3x3x3 s2 c24 5x9x7", CT_OP_CONV3D, 1, 24, 24, {5, 9, 7}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 24},
+    {"dw 3x3x3 c64 b3 3x5x6", CT_OP_CONV3D, 3, 64, 64, {3, 5, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 64},
+    {"dw 3x3x3 s(1,2,2) c40 3x7x9", CT_OP_CONV3D, 1, 40, 40, {3, 7, 9}, {3, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 40},
+};
+
 /* weight zero points on the channels-last fallback (the grouped
  * templates): G 1 layers no tensor-core template runs with them, grouped
  * and depthwise ones, 2D and 3D, all padded */
@@ -641,6 +661,10 @@ static shapes_of_t grouped_shapes_of(const template_desc *t) {
   kind k = kind_of(t);
   int d3 = t->op == CT_OP_CONV3D;
   shapes_of_t r = {d3 ? gr3d : gr2d, NULL, d3 ? N_OF(gr3d) : N_OF(gr2d), 0};
+  if (k.dw && k.mma) {
+    r.list = d3 ? dwm3d : dwm2d, r.n = d3 ? N_OF(dwm3d) : N_OF(dwm2d);
+    return r;
+  }
   if (k.dw) {
     r.list = d3 ? dw3d : dw2d, r.n = d3 ? N_OF(dw3d) : N_OF(dw2d);
     return r;

@@ -156,7 +156,12 @@ START_TEST(spaces_cover_every_layer_and_are_large) {
       }
       ck_assert_msg(template_space(tpl, w, &sp, &err) == CT_OK, "%s: %s", s->items[i].name,
                     err.msg);
-      if (strstr(tpl->name, "_dw")) {
+      if (strstr(tpl->name, "_dw_mma")) {
+        /* the depthwise mma templates: a pixel tile, n-tiles, warps */
+        ck_assert_int_ge(space_find(&sp, "tile_w"), 0);
+        ck_assert_int_ge(space_find(&sp, "n_tiles"), 0);
+        ck_assert_int_ge(space_find(&sp, "m_unroll"), 0);
+      } else if (strstr(tpl->name, "_dw")) {
         /* the depthwise templates: a thread's channels and the block's */
         ck_assert_int_ge(space_find(&sp, "chans"), 0);
         ck_assert_int_ge(space_find(&sp, "block_c"), 0);

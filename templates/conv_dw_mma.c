@@ -1,0 +1,247 @@
+/*
+ * conv_dw_mma.c: the C descriptor of conv2d_nhwc_dw_mma and
+ * conv3d_ndhwc_dw_mma (kernel body: conv_dw_mma.cuh): channels-last
+ * depthwise convolution (G = C = K, C a multiple of 8) on int8 mma.sync
+ * with a block-diagonal B. Its knob space, validity, the instance, the
+ * features for the cost model and a default.
+ *
+ * Knobs: tile_w, tile_h (a block's output columns and rows), n_tiles (its
+ * channels in eights, one warp each), warps_m (warps along the pixels per
+ * n-tile), m_unroll (m-tiles of 16 pixels a warp computes at once) and
+ * blocks_per_sm (launch bounds).
+ *
+ * Validity (each a fact of the kernel): sm_80 or later; 32 to 1024
+ * threads; at least warps_m m-tiles, so that no warp idles; the staged
+ * window and the output tile within shared memory; a register estimate
+ * within what blocks_per_sm blocks leave; tiles not larger than twice the
+ * layer; grid y within 65535. Cost: a few dozen operations.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "templates/template.h"
+
+/* Addresses, loop counters, tile coordinates, the header: a lower bound. */
+#define DWM_REG_OVERHEAD 28
+/* 16 k-steps of 4 taps: a 7x7 kernel (49 taps) and 4x4x4 fit; the B
+ * fragments of a longer one would crowd the registers. */
+#define DWM_MAX_KVOL 64
+
+static const int tile_ws[] = {4, 8, 16, 32};
+static const int tile_hs[] = {1, 2, 4, 8, 16};
+static const int n_tiless[] = {1, 2, 4, 8};
+static const int warps_ms[] = {1, 2, 4, 8};
+static const int m_unrolls[] = {1, 2, 4};
+static const int blocks_per_sms[] = {1, 2, 3, 4};
+
+static const knob_def knobs[] = {
+    KNOB("tile_w", tile_ws, 16),
+    KNOB("tile_h", tile_hs, 4),
+    KNOB("n_tiles", n_tiless, 4),
+    KNOB("warps_m", warps_ms, 1),
+    KNOB("m_unroll", m_unrolls, 2),
+    KNOB("blocks_per_sm", blocks_per_sms, 2),
+    KNOB_END,
+};
+
+static const char *refusal(const ct_workload *w, ct_op op) {
+  if (w->op != op) return op == CT_OP_CONV2D ? "it runs conv2d only" : "it runs conv3d only";
+  if (w->layout != CT_LAYOUT_NHWC)
+    return op == CT_OP_CONV2D ? "it needs layout nhwc" : "it needs layout ndhwc";
+  if (w->weight_type != CT_DTYPE_INT8) return "it takes int8 weights";
+  if (w->groups != w->c || w->k != w->c)
+    return "it runs depthwise layers without a channel multiplier only (groups == C == K)";
+  if (w->c % 8) return "C must be a multiple of 8 (an mma n-tile of 8 channels)";
+  if (w->epi.d2s_block) return "depth_to_space runs on the dp4a templates";
+  if (w->epi.weight_zero_point) return "weight zero points run on the packed templates";
+  geom3 g;
+  workload_geom(w, &g);
+  if (g.ker[0] * g.ker[1] * g.ker[2] > DWM_MAX_KVOL)
+    return "a kernel volume above 64: the B fragments would crowd the registers";
+  return NULL;
+}
+
+typedef struct dmplan {
+  int tw, th, nt, wm, mu, minb;
+  long kvol, ks, cb, threads, tpix, mt, www, whh, ps, win, esz, ops, otile, smem_bytes;
+  long regs, grid_x, grid_y, tiles_pix, m_total, window_pix;
+} dmplan;
+
+static long ceil_div(long a, long b) {
+  return (a + b - 1) / b;
+}
+
+/* The sizes of conv_dw_mma.cuh, macro for macro. */
+static void make_plan(const ct_workload *w, const space *s, const config *cfg, dmplan *p) {
+  geom3 g;
+  workload_geom(w, &g);
+  p->tw = knobs_get(knobs, s, cfg, "tile_w");
+  p->th = knobs_get(knobs, s, cfg, "tile_h");
+  p->nt = knobs_get(knobs, s, cfg, "n_tiles");
+  p->wm = knobs_get(knobs, s, cfg, "warps_m");
+  p->mu = knobs_get(knobs, s, cfg, "m_unroll");
+  p->minb = knobs_get(knobs, s, cfg, "blocks_per_sm");
+  p->kvol = g.ker[0] * g.ker[1] * g.ker[2];
+  p->ks = ceil_div(p->kvol, 4);
+  p->cb = 8L * p->nt;
+  p->threads = 32L * p->nt * p->wm;
+  p->tpix = (long)p->tw * p->th;
+  p->mt = ceil_div(p->tpix, 16);
+  p->www = (p->tw - 1) * g.str[2] + (g.ker[2] - 1) * g.dil[2] + 1;
+  p->whh = (p->th - 1) * g.str[1] + (g.ker[1] - 1) * g.dil[1] + 1;
+  p->ps = p->cb == 8 ? 8 : p->cb + 8;
+  p->window_pix = g.ker[0] * p->whh * p->www;
+  p->win = ceil_div(p->window_pix * p->ps, 16) * 16;
+  p->esz = w->out_type == CT_DTYPE_INT32 ? 4 : 1;
+  p->ops = p->esz == 4 ? p->cb * 4 + (p->cb > 8 ? 32 : 0) : p->cb <= 16 ? p->cb : p->cb + 16;
+  p->otile = p->mt * 16 * p->ops;
+  p->smem_bytes = p->win + p->otile;
+  /* B fragments (2 a k-step), tap offsets, per m-tile at once the
+   * accumulators, the A pair and two bases; two channels' epilogue values
+   * (about 9 words each) */
+  p->regs = 3 * p->ks + p->mu * 10L + 18 + DWM_REG_OVERHEAD;
+  p->grid_x = g.n * g.out[0] * ceil_div(g.out[1], p->th) * ceil_div(g.out[2], p->tw);
+  p->grid_y = ceil_div(g.k, p->cb);
+  p->tiles_pix = p->grid_x * p->tpix;
+  p->m_total = g.n * g.out[0] * g.out[1] * g.out[2];
+}
+
+static int valid(const ct_workload *w, const space *s, const config *cfg, const arch *a,
+                 char *why) {
+  dmplan p;
+  make_plan(w, s, cfg, &p);
+  geom3 g;
+  workload_geom(w, &g);
+  if (a->cc_major < 8)
+    return template_fail(why, "int8 mma.sync needs sm_80 or later, not sm_%ld%ld", a->cc_major,
+                         a->cc_minor);
+  if (p.threads > a->max_threads_per_block)
+    return template_fail(why, "%ld threads per block; at most %ld", p.threads,
+                         a->max_threads_per_block);
+  if (p.mt < (long)p.wm * p.mu)
+    return template_fail(why, "%ld m-tiles of 16 pixels for warps_m x m_unroll %ld: warps idle",
+                         p.mt, (long)p.wm * p.mu);
+  if (!template_tile_fits("tile_w", p.tw, 4, g.out[2], "output columns", why) ||
+      !template_tile_fits("tile_h", p.th, 1, g.out[1], "output rows", why) ||
+      !template_tile_fits("n_tiles x 8", p.cb, 8, g.k, "channels", why) ||
+      !template_blocks_fit(a, p.threads, p.minb, p.smem_bytes, why) ||
+      !template_regs_fit(a, p.threads, p.minb, p.regs, why))
+    return 0;
+  if (p.grid_y > 65535)
+    return template_fail(why, "%ld blocks along grid y; at most %ld", p.grid_y, 65535);
+  if (p.grid_x > 2147483647L)
+    return template_fail(why, "%ld blocks along grid x; at most %ld", p.grid_x, 2147483647L);
+  return 1;
+}
+
+static ct_status make_instance(const ct_workload *w, const space *s, const config *cfg,
+                               const arch *a, instance *inst, ct_err *err) {
+  dmplan p;
+  make_plan(w, s, cfg, &p);
+  snprintf(inst->kernel_name, sizeof inst->kernel_name, "conv_dw_mma");
+  inst->n_options = 0;
+  ct_workload w1 = *w; /* the shape options of the dense layer: C stays C */
+  w1.groups = 1;
+  instance_conv_options(inst, &w1);
+  instance_opt(inst, "DW_C", w->c);
+  instance_opt(inst, "NT", p.nt);
+  instance_opt(inst, "TILE_W", p.tw);
+  instance_opt(inst, "TILE_H", p.th);
+  instance_opt(inst, "WARPS_M", p.wm);
+  instance_opt(inst, "M_UNROLL", p.mu);
+  instance_opt(inst, "BLOCKS_PER_SM", p.minb);
+  instance_opt(inst, "CT_THREADS", p.threads);
+  instance_opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
+  if (inst->n_options >= INSTANCE_MAX_OPTIONS)
+    return ERR_SET(err, CT_ERR_INTERNAL, "conv_dw_mma: more than %d NVRTC options",
+                   INSTANCE_MAX_OPTIONS);
+  inst->grid[0] = (unsigned)p.grid_x;
+  inst->grid[1] = (unsigned)p.grid_y;
+  inst->grid[2] = 1;
+  inst->block[0] = (unsigned)p.threads;
+  inst->block[1] = inst->block[2] = 1;
+  inst->smem_bytes = (size_t)p.smem_bytes;
+  inst->arch_specific = 0;
+  /* sm_90: the kernel waits on griddepcontrol before touching memory */
+  inst->pdl = a->cc_major >= 9;
+  instance_conv_args(inst);
+  return CT_OK;
+}
+
+/* Derived sizes for the cost model, log2-scaled: the window's pixels per
+ * output pixel (the halo read again) and the share of computed pixels that
+ * exist matter most to a memory-bound layer. */
+static int describe(const ct_workload *w, const space *s, const config *cfg, float *out, int max) {
+  dmplan p;
+  make_plan(w, s, cfg, &p);
+  const double v[] = {p.threads,
+                      p.regs,
+                      p.smem_bytes,
+                      p.grid_x,
+                      p.grid_y,
+                      (double)p.grid_x * p.grid_y * p.threads,
+                      p.tw,
+                      p.th,
+                      p.nt,
+                      p.wm,
+                      p.mu,
+                      p.minb,
+                      p.ks,
+                      (double)p.window_pix / (double)p.tpix,
+                      (double)p.mt * 16 / (double)p.tpix,
+                      (double)p.m_total / (double)p.tiles_pix};
+  return template_features(v, (int)(sizeof v / sizeof v[0]), out, max);
+}
+
+/* A default without tuning (a model; the GPU has not ranked these): time
+ * ~ the bytes a block moves over the share of the GPU kept busy. Bytes:
+ * the window it stages (the halo read again) and its output; the SMs kept
+ * busy: the resident blocks (shared memory, threads) over the grid's
+ * waves. Channels and pixels computed that do not exist are wasted; 32
+ * channels or more a block (a pixel's 32-byte sector whole) are preferred. */
+static int preferred(const ct_workload *w, const space *s, const arch *a, config *out) {
+  config c;
+  memset(&c, 0, sizeof c);
+  int found = 0;
+  double best = 0;
+  const long sms = a->sm_count > 0 ? a->sm_count : 132;
+  const long smem_sm = a->smem_per_sm_bytes > 0 ? a->smem_per_sm_bytes : 233472;
+  for (int iw = 0; iw < 4; iw++)
+    for (int ih = 0; ih < 5; ih++)
+      for (int in = 0; in < 4; in++)
+        for (int im = 0; im < 4; im++)
+          for (int iu = 0; iu < 3; iu++) {
+            if (!(template_set_choice(s, &c, "tile_w", tile_ws[iw]) &&
+                  template_set_choice(s, &c, "tile_h", tile_hs[ih]) &&
+                  template_set_choice(s, &c, "n_tiles", n_tiless[in]) &&
+                  template_set_choice(s, &c, "warps_m", warps_ms[im]) &&
+                  template_set_choice(s, &c, "m_unroll", m_unrolls[iu]) &&
+                  template_set_choice(s, &c, "blocks_per_sm", 2)))
+              continue;
+            if (!valid(w, s, &c, a, NULL)) continue;
+            dmplan p;
+            make_plan(w, s, &c, &p);
+            long blocks = smem_sm / (p.smem_bytes + 1024);
+            if (blocks > 2048 / p.threads) blocks = 2048 / p.threads;
+            if (blocks > 32) blocks = 32;
+            if (blocks < 1) continue;
+            const double used = (double)p.m_total / (double)p.tiles_pix;
+            const double kused = (double)w->k / (double)(p.grid_y * p.cb);
+            const double bytes = (double)p.window_pix * p.cb + (double)p.tpix * p.cb * p.esz;
+            const double per_out = bytes / ((double)p.tpix * p.cb);
+            const double waves = (double)p.grid_x * p.grid_y / (double)(sms * blocks);
+            const double fill = waves >= 1 ? waves / (double)(long)(waves + 0.999999) : waves;
+            const double sector = p.cb >= 32 || p.cb >= w->c ? 1.0 : 0.7;
+            const double occ = blocks * p.threads >= 512 ? 1.0 : blocks * p.threads / 512.0;
+            const double score = used * kused * fill * sector * occ / per_out;
+            if (!found || score > best) {
+              *out = c;
+              best = score;
+              found = 1;
+            }
+          }
+  return found;
+}
+
+TEMPLATE_PAIR(conv2d_nhwc_dw_mma, conv3d_ndhwc_dw_mma, CT_LAYOUT_NHWC, knobs, refusal, valid,
+              make_instance, describe, preferred);

@@ -1,0 +1,250 @@
+/*
+ * conv_dw_mma.cuh: the body of conv2d_nhwc_dw_mma and conv3d_ndhwc_dw_mma
+ * (conv2d is the D = 1 case): depthwise int8 convolution (G = C = K),
+ * channels-last, on mma.sync m16n8k32 with a block-diagonal B.
+ *
+ * Why tensor cores for a layer with one input channel per output: on the
+ * FP32 pipe (conv_dw_nhwc.cuh) every byte costs a PRMT and an FADD before
+ * its FFMAs, and the kernel is issue-bound at a quarter of the memory
+ * floor. Here a warp's mma multiplies 16 output pixels (M) by 8 channels
+ * (N) over K = 32 = 4 taps x 8 channels, B[(tap, c)][n] = w[n][tap] where
+ * c == n and 0 elsewhere: an eighth of the tensor core's work is useful,
+ * which at mma.sync's int8 rate is still twice the FP32 pipe's, and the
+ * bytes go in as they are: no conversion, exact int32 sums.
+ *
+ * The k order makes each A register pair one 8-byte shared-memory load:
+ * lane (g = lane / 4, q = lane % 4) holds k = 4q..4q+3 in a0 and 16+4q..
+ * in a2, which are taken as tap 4s + q, channels 0-3 and 4-7: a0, a2 =
+ * the 8 channels of one pixel at one tap (a1, a3 the same for row g + 8).
+ * B follows the same map: b0 = w[g][4s + q] in byte g (g < 4), b1 in byte
+ * g - 4 (g >= 4). A k-step covers 4 taps: KS = ceil(kvol / 4) mma per
+ * m-tile and n-tile; the taps past kvol have zero weights (their A reads
+ * tap 0, anything in bounds).
+ *
+ * A block: a TILE_H x TILE_W tile of output pixels (flattened; m-tiles of
+ * 16, the last clamped) at one output depth, and NT x 8 channels. Its
+ * input window (padding included, filled with the data zero point) is
+ * staged in shared memory 8 bytes at a time, PS bytes a pixel (PS / 8 odd:
+ * consecutive pixels fall on different banks). Warps: NT x WARPS_M, warp
+ * (nt, wm) the n-tile nt and the m-tiles wm, wm + WARPS_M, ..., so a
+ * thread holds the B fragments and the epilogue values of two channels
+ * only. The epilogue requantizes each fragment (tc_common.cuh) into a
+ * shared output tile; the block then writes it out in 16-byte (8-byte)
+ * pieces, coalesced. The kernel accumulates raw data x weights as the
+ * dp4a templates do; params' off[k] folds bias - zx * sum(w[k]) (quant.c).
+ */
+#include "quant.cuh"
+
+#ifndef CT_N
+#error "conv_dw_mma.cuh: compile through convtune: every shape and knob is a -D macro"
+#endif
+
+#include "conv_shape.cuh"
+#include "tc_common.cuh"
+
+static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: not here");
+static_assert(DW_C > 0 && DW_C % 8 == 0 && CT_C4 * 4 == DW_C, "C must be a multiple of 8");
+static_assert(CT_KR == DW_C, "this template runs K == C (no channel multiplier)");
+static_assert(NT == 1 || NT == 2 || NT == 4 || NT == 8, "n_tiles: 1, 2, 4 or 8");
+static_assert(WARPS_M >= 1 && WARPS_M <= 8, "warps_m: 1 to 8");
+static_assert(TILE_W >= 1 && TILE_W <= 64 && TILE_H >= 1 && TILE_H <= 32, "tile_w, tile_h");
+static_assert(BLOCKS_PER_SM >= 1 && BLOCKS_PER_SM <= 8, "blocks_per_sm: 1 to 8");
+static_assert(M_UNROLL == 1 || M_UNROLL == 2 || M_UNROLL == 4, "m_unroll: 1, 2 or 4");
+
+#define KVOL    (CT_KD * CT_KH * CT_KW)
+#define KS      ((KVOL + 3) / 4) /* k-steps of 4 taps */
+#define CB      (8 * NT)         /* a block's channels */
+#define THREADS (32 * NT * WARPS_M)
+#define TPIX    (TILE_W * TILE_H)
+#define MT      ((TPIX + 15) / 16) /* m-tiles of a block */
+#define WWW     ((TILE_W - 1) * CT_STR_W + (CT_KW - 1) * CT_DIL_W + 1)
+#define WHH     ((TILE_H - 1) * CT_STR_H + (CT_KH - 1) * CT_DIL_H + 1)
+#define PS      (CB == 8 ? 8 : CB + 8) /* input bytes a staged pixel: PS / 8 odd */
+#define WIN     (((long)CT_KD * WHH * WWW * PS + 15) / 16 * 16)
+/* the output tile: bytes a pixel, padded so that a fragment's 8 pixels
+ * fall on different banks and kept a multiple of 16 (the copy's pieces) */
+#define ESZ     (CT_OUT == 0 ? 4 : 1)
+#define OPS     (CT_OUT == 0 ? CB * 4 + (CB > 8 ? 32 : 0) : CB <= 16 ? CB : CB + 16)
+#define OTILE   ((long)MT * 16 * OPS)
+#define SMEM_BYTES (WIN + OTILE)
+/* the copy's piece: 16 bytes where the row of CB channels and K are
+ * multiples of 16 bytes, else 8 */
+#define PIECE   ((CB * ESZ) % 16 == 0 && (CT_KR * ESZ) % 16 == 0 ? 16 : 8)
+#define TWN     ((CT_OW + TILE_W - 1) / TILE_W)
+#define THN     ((CT_OH + TILE_H - 1) / TILE_H)
+
+static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the block");
+static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the tile");
+
+/* 8 bytes of shared memory at byte offset off. */
+__device__ __forceinline__ uint2 lds64(unsigned off) {
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(off));
+  return v;
+}
+
+/* ---- the kernel ---------------------------------------------------------- */
+extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
+    conv_dw_mma(const unsigned char *__restrict__ data, const unsigned char *__restrict__ weights,
+                void *__restrict__ out, const int *__restrict__ params,
+                const void *__restrict__ residual) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int g = lane / 4, q = lane % 4;
+  const int nt = warp % NT, wm = warp / NT;
+  const long bx = blockIdx.x;
+  const int tw = (int)(bx % TWN), th = (int)(bx / TWN % THN),
+            od = (int)(bx / ((long)TWN * THN) % CT_OD);
+  const int n = (int)(bx / ((long)TWN * THN * CT_OD));
+  const int k0b = blockIdx.y * CB;      /* the block's first channel */
+  const int kw = k0b + nt * 8;          /* the warp's */
+  const bool live = kw < CT_KR;         /* K % 8 == 0: an n-tile is whole or absent */
+  const int oh0 = th * TILE_H, ow0 = tw * TILE_W;
+  const int iz0 = od * CT_STR_D - CT_PAD_D, iy0 = oh0 * CT_STR_H - CT_PAD_H,
+            ix0 = ow0 * CT_STR_W - CT_PAD_W;
+  const unsigned win = smem_addr(smem_raw);
+  unsigned char *otile = smem_raw + WIN;
+
+  /* the B fragments: tap 4s + q of channel kw + g, in byte g % 4 of b0 (g <
+   * 4) or b1 (g >= 4). The weights are constant: read before the wait. */
+  unsigned bf[KS][2];
+#pragma unroll
+  for (int s = 0; s < KS; s++) {
+    const int t = 4 * s + q;
+    const unsigned wv =
+        live && t < KVOL ? (unsigned)weights[(long)(kw + g) * KVOL + t] : 0u;
+    bf[s][0] = g < 4 ? wv << (8 * g) : 0u;
+    bf[s][1] = g >= 4 ? wv << (8 * (g - 4)) : 0u;
+  }
+  /* the shared offset of tap 4s + q from a pixel's window corner */
+  unsigned toff[KS];
+#pragma unroll
+  for (int s = 0; s < KS; s++) {
+    const int t = 4 * s + q < KVOL ? 4 * s + q : 0;
+    const int tx = t % CT_KW, ty = t / CT_KW % CT_KH, tz = t / (CT_KW * CT_KH);
+    toff[s] = (unsigned)((((tz * WHH) + ty * CT_DIL_H) * WWW + tx * CT_DIL_W) * PS + nt * 8);
+  }
+  pdl_wait_then_release(); /* nothing global before: the previous kernel may still run */
+#if CT_ZD
+  const unsigned padw = (unsigned)params[CTQ_PAD_WORD];
+#else
+  const unsigned padw = 0;
+#endif
+
+  /* ---- the window: KD x WHH x WWW pixels x CB bytes, 8 at a time ---- */
+  {
+    const int y0 = iy0, x0 = ix0;
+#pragma unroll 1
+    for (int u = tid; u < CT_KD * WHH * WWW * NT; u += THREADS) {
+      const int cu = u % NT, pix = u / NT;
+      const int xx = pix % WWW, yy = pix / WWW % WHH, zz = pix / (WWW * WHH);
+      const int iz = iz0 + zz * CT_DIL_D, iy = y0 + yy, ix = x0 + xx, c = k0b + cu * 8;
+      const bool in = iz >= 0 && iz < CT_ID && iy >= 0 && iy < CT_IH && ix >= 0 && ix < CT_IW;
+      uint2 v = make_uint2(padw, padw);
+      if (c >= DW_C)
+        v = make_uint2(0u, 0u);
+      else if (in)
+        v = *(const uint2 *)(data + ((((long)n * CT_ID + iz) * CT_IH + iy) * CT_IW + ix) * DW_C + c);
+      *(uint2 *)(smem_raw + (long)pix * PS + cu * 8) = v;
+    }
+  }
+  __syncthreads();
+
+  /* ---- the mainloop and each m-tile's epilogue ---- */
+  if (live) {
+    const q_head qh = load_head(params);
+    q_chan c0, c1;
+    load_chan2(params, qh, kw + 2 * q, c0, c1);
+#pragma unroll 1
+    for (int mb = wm * M_UNROLL; mb < MT; mb += WARPS_M * M_UNROLL) {
+      /* M_UNROLL m-tiles at once (their mma chains interleave); rows g and
+       * g + 8 of each: their pixels (rows past the tile read its last
+       * pixel; their results are never copied out) */
+      int acc[M_UNROLL][4];
+      unsigned base[M_UNROLL][2];
+#pragma unroll
+      for (int i = 0; i < M_UNROLL; i++) {
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          const int m = (mb + i) * 16 + g + 8 * h, p = m < TPIX ? m : TPIX - 1;
+          base[i][h] =
+              win + (unsigned)(((p / TILE_W) * CT_STR_H * WWW + (p % TILE_W) * CT_STR_W) * PS);
+        }
+        acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0;
+      }
+#pragma unroll
+      for (int s = 0; s < KS; s++)
+#pragma unroll
+        for (int i = 0; i < M_UNROLL; i++) {
+          const uint2 x0 = lds64(base[i][0] + toff[s]), x1 = lds64(base[i][1] + toff[s]);
+          const unsigned a[4] = {x0.x, x1.x, x0.y, x1.y};
+          mma16832(acc[i], a, bf[s]);
+        }
+#pragma unroll
+      for (int i = 0; i < M_UNROLL; i++) {
+        if (MT % M_UNROLL && mb + i >= MT) break;
+        const int m0 = (mb + i) * 16 + g, m1 = m0 + 8;
+        /* channels kw + 2q, kw + 2q + 1 of rows m0 (acc 0, 1) and m1 (2, 3) */
+        const int v00 = corrected(c0, acc[i][0], 0), v01 = corrected(c1, acc[i][1], 0);
+        const int v10 = corrected(c0, acc[i][2], 0), v11 = corrected(c1, acc[i][3], 0);
+#if CT_OUT == 0
+        (void)residual;
+        *(int2 *)(otile + (long)m0 * OPS + (nt * 8 + 2 * q) * 4) = make_int2(v00, v01);
+        *(int2 *)(otile + (long)m1 * OPS + (nt * 8 + 2 * q) * 4) = make_int2(v10, v11);
+#else
+        unsigned r0 = 0, r1 = 0;
+        if (CT_RES) {
+          /* the residual's two bytes of each row that exists */
+          const int mm[2] = {m0, m1};
+          unsigned rr[2] = {0, 0};
+#pragma unroll
+          for (int h = 0; h < 2; h++) {
+            const int oh = oh0 + mm[h] / TILE_W, ow = ow0 + mm[h] % TILE_W;
+            if (mm[h] < TPIX && oh < CT_OH && ow < CT_OW)
+              rr[h] = ((const unsigned short *)residual)
+                  [(((((long)n * CT_OD + od) * CT_OH + oh) * CT_OW + ow) * CT_KR + kw + 2 * q) /
+                   2];
+          }
+          r0 = rr[0], r1 = rr[1];
+        }
+        unsigned y0, y1;
+        if (c0.f.ok && c1.f.ok) {
+          if (qh.sat) {
+            y0 = requant2<RQ_SAT>(qh, c0, c1, v00, v01, r0);
+            y1 = requant2<RQ_SAT>(qh, c0, c1, v10, v11, r1);
+          } else {
+            y0 = requant2<RQ_FAST>(qh, c0, c1, v00, v01, r0);
+            y1 = requant2<RQ_FAST>(qh, c0, c1, v10, v11, r1);
+          }
+        } else {
+          y0 = requant2<RQ_GENERAL>(qh, c0, c1, v00, v01, r0);
+          y1 = requant2<RQ_GENERAL>(qh, c0, c1, v10, v11, r1);
+        }
+        *(unsigned short *)(otile + (long)m0 * OPS + nt * 8 + 2 * q) = (unsigned short)y0;
+        *(unsigned short *)(otile + (long)m1 * OPS + nt * 8 + 2 * q) = (unsigned short)y1;
+#endif
+      }
+    }
+  }
+  __syncthreads();
+
+  /* ---- the output tile, PIECE bytes at a time ---- */
+  {
+    constexpr int PPP = CB * ESZ / PIECE; /* pieces a pixel */
+    const long obase = (((long)n * CT_OD + od) * CT_OH) * CT_OW;
+#pragma unroll 1
+    for (int u = tid; u < TPIX * PPP; u += THREADS) {
+      const int j = u % PPP, m = u / PPP;
+      const int oh = oh0 + m / TILE_W, ow = ow0 + m % TILE_W;
+      const int kb = k0b * ESZ + j * PIECE; /* byte offset of the piece in the pixel */
+      if (oh >= CT_OH || ow >= CT_OW || kb >= CT_KR * ESZ) continue;
+      unsigned char *dst =
+          (unsigned char *)out + ((obase + (long)oh * CT_OW + ow) * CT_KR) * ESZ + kb;
+      const unsigned char *src = otile + (long)m * OPS + j * PIECE;
+      if (PIECE == 16)
+        *(uint4 *)dst = *(const uint4 *)src;
+      else
+        *(uint2 *)dst = *(const uint2 *)src;
+    }
+  }
+}
