@@ -7,12 +7,14 @@
  *
  * Knobs: tile_w, tile_h (a block's output columns and rows), n_tiles (its
  * channels in eights, one warp each), warps_m (warps along the pixels per
- * n-tile), m_unroll (m-tiles of 16 pixels a warp computes at once) and
- * blocks_per_sm (launch bounds).
+ * n-tile), m_unroll (m-tiles of 16 pixels a warp computes at once),
+ * blocks_per_sm (launch bounds) and tiles (consecutive tiles a block runs,
+ * the next one's window loading while one computes).
  *
  * Validity (each a fact of the kernel): sm_80 or later; 32 to 1024
- * threads; at least warps_m m-tiles, so that no warp idles; the staged
- * window and the output tile within shared memory; a register estimate
+ * threads; at least warps_m m-tiles, so that no warp idles; tiles at
+ * most the layer's; the staged windows (two where tiles > 1) and the
+ * output tile within shared memory; a register estimate
  * within what blocks_per_sm blocks leave; tiles not larger than twice the
  * layer; grid y within 65535. Cost: a few dozen operations.
  */
@@ -21,8 +23,9 @@
 
 #include "templates/template.h"
 
-/* Addresses, loop counters, tile coordinates, the header: a lower bound. */
-#define DWM_REG_OVERHEAD 28
+/* Addresses, loop counters, tile coordinates, the header and two
+ * channels' epilogue values. */
+#define DWM_REG_BASE 80
 /* 16 k-steps of 4 taps: a 7x7 kernel (49 taps) and 4x4x4 fit; the B
  * fragments of a longer one would crowd the registers. */
 #define DWM_MAX_KVOL 64
@@ -33,15 +36,13 @@ static const int n_tiless[] = {1, 2, 4, 8};
 static const int warps_ms[] = {1, 2, 4, 8};
 static const int m_unrolls[] = {1, 2, 4};
 static const int blocks_per_sms[] = {1, 2, 3, 4};
+static const int tiless[] = {1, 2, 4, 8};
 
 static const knob_def knobs[] = {
-    KNOB("tile_w", tile_ws, 16),
-    KNOB("tile_h", tile_hs, 4),
-    KNOB("n_tiles", n_tiless, 4),
-    KNOB("warps_m", warps_ms, 1),
-    KNOB("m_unroll", m_unrolls, 2),
-    KNOB("blocks_per_sm", blocks_per_sms, 2),
-    KNOB_END,
+    KNOB("tile_w", tile_ws, 16),    KNOB("tile_h", tile_hs, 4),
+    KNOB("n_tiles", n_tiless, 4),   KNOB("warps_m", warps_ms, 1),
+    KNOB("m_unroll", m_unrolls, 2), KNOB("blocks_per_sm", blocks_per_sms, 2),
+    KNOB("tiles", tiless, 2),       KNOB_END,
 };
 
 static const char *refusal(const ct_workload *w, ct_op op) {
@@ -62,9 +63,9 @@ static const char *refusal(const ct_workload *w, ct_op op) {
 }
 
 typedef struct dmplan {
-  int tw, th, nt, wm, mu, minb;
+  int tw, th, nt, wm, mu, minb, tiles;
   long kvol, ks, cb, threads, tpix, mt, www, whh, ps, win, esz, ops, otile, smem_bytes;
-  long regs, grid_x, grid_y, tiles_pix, m_total, window_pix;
+  long regs, n_tiles_all, grid_x, grid_y, tiles_pix, m_total, window_pix;
 } dmplan;
 
 static long ceil_div(long a, long b) {
@@ -81,6 +82,7 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, d
   p->wm = knobs_get(knobs, s, cfg, "warps_m");
   p->mu = knobs_get(knobs, s, cfg, "m_unroll");
   p->minb = knobs_get(knobs, s, cfg, "blocks_per_sm");
+  p->tiles = knobs_get(knobs, s, cfg, "tiles");
   p->kvol = g.ker[0] * g.ker[1] * g.ker[2];
   p->ks = ceil_div(p->kvol, 4);
   p->cb = 8L * p->nt;
@@ -95,14 +97,15 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, d
   p->esz = w->out_type == CT_DTYPE_INT32 ? 4 : 1;
   p->ops = p->esz == 4 ? p->cb * 4 + (p->cb > 8 ? 32 : 0) : p->cb <= 16 ? p->cb : p->cb + 16;
   p->otile = p->mt * 16 * p->ops;
-  p->smem_bytes = p->win + p->otile;
-  /* B fragments (2 a k-step), tap offsets, per m-tile at once the
-   * accumulators, the A pair and two bases; two channels' epilogue values
-   * (about 9 words each) */
-  p->regs = 3 * p->ks + p->mu * 10L + 18 + DWM_REG_OVERHEAD;
-  p->grid_x = g.n * g.out[0] * ceil_div(g.out[1], p->th) * ceil_div(g.out[2], p->tw);
+  p->smem_bytes = (p->tiles > 1 ? 2 : 1) * p->win + p->otile;
+  /* ptxas's counts (sm_90, int8 output): about 80 + 3 a k-step (B
+   * fragments, tap offsets), and per further m-tile at once 5 + 1 a
+   * k-step (its accumulators, A pair, bases and the interleaved loads) */
+  p->regs = DWM_REG_BASE + 3 * p->ks + (p->mu - 1) * (5 + p->ks);
+  p->n_tiles_all = g.n * g.out[0] * ceil_div(g.out[1], p->th) * ceil_div(g.out[2], p->tw);
+  p->grid_x = ceil_div(p->n_tiles_all, p->tiles);
   p->grid_y = ceil_div(g.k, p->cb);
-  p->tiles_pix = p->grid_x * p->tpix;
+  p->tiles_pix = p->n_tiles_all * p->tpix;
   p->m_total = g.n * g.out[0] * g.out[1] * g.out[2];
 }
 
@@ -121,6 +124,8 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
   if (p.mt < (long)p.wm * p.mu)
     return template_fail(why, "%ld m-tiles of 16 pixels for warps_m x m_unroll %ld: warps idle",
                          p.mt, (long)p.wm * p.mu);
+  if (p.tiles > p.n_tiles_all)
+    return template_fail(why, "tiles %ld a block where the layer has %ld", p.tiles, p.n_tiles_all);
   if (!template_tile_fits("tile_w", p.tw, 4, g.out[2], "output columns", why) ||
       !template_tile_fits("tile_h", p.th, 1, g.out[1], "output rows", why) ||
       !template_tile_fits("n_tiles x 8", p.cb, 8, g.k, "channels", why) ||
@@ -150,6 +155,7 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   instance_opt(inst, "WARPS_M", p.wm);
   instance_opt(inst, "M_UNROLL", p.mu);
   instance_opt(inst, "BLOCKS_PER_SM", p.minb);
+  instance_opt(inst, "TILES", p.tiles);
   instance_opt(inst, "CT_THREADS", p.threads);
   instance_opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
   if (inst->n_options >= INSTANCE_MAX_OPTIONS)
@@ -186,6 +192,7 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
                       p.wm,
                       p.mu,
                       p.minb,
+                      p.tiles,
                       p.ks,
                       (double)p.window_pix / (double)p.tpix,
                       (double)p.mt * 16 / (double)p.tpix,
@@ -210,36 +217,38 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
     for (int ih = 0; ih < 5; ih++)
       for (int in = 0; in < 4; in++)
         for (int im = 0; im < 4; im++)
-          for (int iu = 0; iu < 3; iu++) {
-            if (!(template_set_choice(s, &c, "tile_w", tile_ws[iw]) &&
-                  template_set_choice(s, &c, "tile_h", tile_hs[ih]) &&
-                  template_set_choice(s, &c, "n_tiles", n_tiless[in]) &&
-                  template_set_choice(s, &c, "warps_m", warps_ms[im]) &&
-                  template_set_choice(s, &c, "m_unroll", m_unrolls[iu]) &&
-                  template_set_choice(s, &c, "blocks_per_sm", 2)))
-              continue;
-            if (!valid(w, s, &c, a, NULL)) continue;
-            dmplan p;
-            make_plan(w, s, &c, &p);
-            long blocks = smem_sm / (p.smem_bytes + 1024);
-            if (blocks > 2048 / p.threads) blocks = 2048 / p.threads;
-            if (blocks > 32) blocks = 32;
-            if (blocks < 1) continue;
-            const double used = (double)p.m_total / (double)p.tiles_pix;
-            const double kused = (double)w->k / (double)(p.grid_y * p.cb);
-            const double bytes = (double)p.window_pix * p.cb + (double)p.tpix * p.cb * p.esz;
-            const double per_out = bytes / ((double)p.tpix * p.cb);
-            const double waves = (double)p.grid_x * p.grid_y / (double)(sms * blocks);
-            const double fill = waves >= 1 ? waves / (double)(long)(waves + 0.999999) : waves;
-            const double sector = p.cb >= 32 || p.cb >= w->c ? 1.0 : 0.7;
-            const double occ = blocks * p.threads >= 512 ? 1.0 : blocks * p.threads / 512.0;
-            const double score = used * kused * fill * sector * occ / per_out;
-            if (!found || score > best) {
-              *out = c;
-              best = score;
-              found = 1;
+          for (int iu = 0; iu < 3; iu++)
+            for (int it = 0; it < 2; it++) {
+              if (!(template_set_choice(s, &c, "tiles", tiless[it]) &&
+                    template_set_choice(s, &c, "tile_w", tile_ws[iw]) &&
+                    template_set_choice(s, &c, "tile_h", tile_hs[ih]) &&
+                    template_set_choice(s, &c, "n_tiles", n_tiless[in]) &&
+                    template_set_choice(s, &c, "warps_m", warps_ms[im]) &&
+                    template_set_choice(s, &c, "m_unroll", m_unrolls[iu]) &&
+                    template_set_choice(s, &c, "blocks_per_sm", 2)))
+                continue;
+              if (!valid(w, s, &c, a, NULL)) continue;
+              dmplan p;
+              make_plan(w, s, &c, &p);
+              long blocks = smem_sm / (p.smem_bytes + 1024);
+              if (blocks > 2048 / p.threads) blocks = 2048 / p.threads;
+              if (blocks > 32) blocks = 32;
+              if (blocks < 1) continue;
+              const double used = (double)p.m_total / (double)p.tiles_pix;
+              const double kused = (double)w->k / (double)(p.grid_y * p.cb);
+              const double bytes = (double)p.window_pix * p.cb + (double)p.tpix * p.cb * p.esz;
+              const double per_out = bytes / ((double)p.tpix * p.cb);
+              const double waves = (double)p.grid_x * p.grid_y / (double)(sms * blocks);
+              const double fill = waves >= 1 ? waves / (double)(long)(waves + 0.999999) : waves;
+              const double sector = p.cb >= 32 || p.cb >= w->c ? 1.0 : 0.7;
+              const double occ = blocks * p.threads >= 512 ? 1.0 : blocks * p.threads / 512.0;
+              const double score = used * kused * fill * sector * occ / per_out;
+              if (!found || score > best) {
+                *out = c;
+                best = score;
+                found = 1;
+              }
             }
-          }
   return found;
 }
 

@@ -21,11 +21,15 @@
  * m-tile and n-tile; the taps past kvol have zero weights (their A reads
  * tap 0, anything in bounds).
  *
- * A block: a TILE_H x TILE_W tile of output pixels (flattened; m-tiles of
- * 16, the last clamped) at one output depth, and NT x 8 channels. Its
- * input window (padding included, filled with the data zero point) is
- * staged in shared memory 8 bytes at a time, PS bytes a pixel (PS / 8 odd:
- * consecutive pixels fall on different banks). Warps: NT x WARPS_M, warp
+ * A block: TILES consecutive tiles (along W first) of TILE_H x TILE_W
+ * output pixels (flattened; m-tiles of 16, the last clamped) at one output
+ * depth, and NT x 8 channels. A tile's input window (padding included,
+ * filled with the data zero point) is staged in shared memory by cp.async,
+ * 8 bytes at a time and all of a thread's in flight at once, PS bytes a
+ * pixel (PS / 8 odd: consecutive pixels fall on different banks); with
+ * TILES > 1 the next tile's window loads into a second buffer while one
+ * computes. (Plain loads through registers, one in flight per thread,
+ * reached a quarter of the memory floor.) Warps: NT x WARPS_M, warp
  * (nt, wm) the n-tile nt and the m-tiles wm, wm + WARPS_M, ..., so a
  * thread holds the B fragments and the epilogue values of two channels
  * only. The epilogue requantizes each fragment (tc_common.cuh) into a
@@ -50,6 +54,7 @@ static_assert(WARPS_M >= 1 && WARPS_M <= 8, "warps_m: 1 to 8");
 static_assert(TILE_W >= 1 && TILE_W <= 64 && TILE_H >= 1 && TILE_H <= 32, "tile_w, tile_h");
 static_assert(BLOCKS_PER_SM >= 1 && BLOCKS_PER_SM <= 8, "blocks_per_sm: 1 to 8");
 static_assert(M_UNROLL == 1 || M_UNROLL == 2 || M_UNROLL == 4, "m_unroll: 1, 2 or 4");
+static_assert(TILES == 1 || TILES == 2 || TILES == 4 || TILES == 8, "tiles: 1, 2, 4 or 8");
 
 #define KVOL    (CT_KD * CT_KH * CT_KW)
 #define KS      ((KVOL + 3) / 4) /* k-steps of 4 taps */
@@ -63,15 +68,16 @@ static_assert(M_UNROLL == 1 || M_UNROLL == 2 || M_UNROLL == 4, "m_unroll: 1, 2 o
 #define WIN     (((long)CT_KD * WHH * WWW * PS + 15) / 16 * 16)
 /* the output tile: bytes a pixel, padded so that a fragment's 8 pixels
  * fall on different banks and kept a multiple of 16 (the copy's pieces) */
-#define ESZ     (CT_OUT == 0 ? 4 : 1)
-#define OPS     (CT_OUT == 0 ? CB * 4 + (CB > 8 ? 32 : 0) : CB <= 16 ? CB : CB + 16)
-#define OTILE   ((long)MT * 16 * OPS)
-#define SMEM_BYTES (WIN + OTILE)
+#define ESZ        (CT_OUT == 0 ? 4 : 1)
+#define OPS        (CT_OUT == 0 ? CB * 4 + (CB > 8 ? 32 : 0) : CB <= 16 ? CB : CB + 16)
+#define OTILE      ((long)MT * 16 * OPS)
+#define NBUF       (TILES > 1 ? 2 : 1) /* window buffers: the next tile's loads while one computes */
+#define SMEM_BYTES (NBUF * WIN + OTILE)
 /* the copy's piece: 16 bytes where the row of CB channels and K are
  * multiples of 16 bytes, else 8 */
-#define PIECE   ((CB * ESZ) % 16 == 0 && (CT_KR * ESZ) % 16 == 0 ? 16 : 8)
-#define TWN     ((CT_OW + TILE_W - 1) / TILE_W)
-#define THN     ((CT_OH + TILE_H - 1) / TILE_H)
+#define PIECE ((CB * ESZ) % 16 == 0 && (CT_KR * ESZ) % 16 == 0 ? 16 : 8)
+#define TWN   ((CT_OW + TILE_W - 1) / TILE_W)
+#define THN   ((CT_OH + TILE_H - 1) / TILE_H)
 
 static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the block");
 static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the tile");
@@ -83,6 +89,52 @@ __device__ __forceinline__ uint2 lds64(unsigned off) {
   return v;
 }
 
+/* 8 bytes global -> shared, asynchronously (cp.async.ca: 4, 8 or 16). */
+__device__ __forceinline__ void cp_async8(unsigned dst, const void *src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"(src));
+}
+
+/* Where tile i of the grid's sequence starts: its image, output depth and
+ * first output row and column (tiles along W fastest, so a block's
+ * consecutive tiles share their halo). */
+struct tile_pos {
+  int n, od, oh0, ow0;
+};
+__device__ __forceinline__ tile_pos tile_at(long i) {
+  tile_pos t;
+  t.ow0 = (int)(i % TWN) * TILE_W;
+  t.oh0 = (int)(i / TWN % THN) * TILE_H;
+  t.od = (int)(i / ((long)TWN * THN) % CT_OD);
+  t.n = (int)(i / ((long)TWN * THN * CT_OD));
+  return t;
+}
+
+/* Start tile t's window (KD x WHH x WWW pixels x CB bytes) into the
+ * shared buffer at byte offset buf: cp.async 8 bytes at a time (all of a
+ * thread's in flight at once); padding (the data zero point) and the
+ * channels past C (zeros) are plain stores. */
+__device__ __forceinline__ void stage_window(const unsigned char *__restrict__ data,
+                                             unsigned char *smem, unsigned buf, tile_pos t, int k0b,
+                                             unsigned padw, int tid) {
+  const int iz0 = t.od * CT_STR_D - CT_PAD_D, iy0 = t.oh0 * CT_STR_H - CT_PAD_H,
+            ix0 = t.ow0 * CT_STR_W - CT_PAD_W;
+  const unsigned base = smem_addr(smem) + buf;
+#pragma unroll 2
+  for (int u = tid; u < CT_KD * WHH * WWW * NT; u += THREADS) {
+    const int cu = u % NT, pix = u / NT;
+    const int xx = pix % WWW, yy = pix / WWW % WHH, zz = pix / (WWW * WHH);
+    const int iz = iz0 + zz * CT_DIL_D, iy = iy0 + yy, ix = ix0 + xx, c = k0b + cu * 8;
+    const bool in = iz >= 0 && iz < CT_ID && iy >= 0 && iy < CT_IH && ix >= 0 && ix < CT_IW;
+    const unsigned dst = base + (unsigned)(pix * PS + cu * 8);
+    if (in && c < DW_C)
+      cp_async8(dst, data + ((((long)t.n * CT_ID + iz) * CT_IH + iy) * CT_IW + ix) * DW_C + c);
+    else
+      *(uint2 *)(smem + buf + pix * PS + cu * 8) =
+          c < DW_C ? make_uint2(padw, padw) : make_uint2(0u, 0u);
+  }
+  cp_async_commit();
+}
+
 /* ---- the kernel ---------------------------------------------------------- */
 extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     conv_dw_mma(const unsigned char *__restrict__ data, const unsigned char *__restrict__ weights,
@@ -92,18 +144,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int g = lane / 4, q = lane % 4;
   const int nt = warp % NT, wm = warp / NT;
-  const long bx = blockIdx.x;
-  const int tw = (int)(bx % TWN), th = (int)(bx / TWN % THN),
-            od = (int)(bx / ((long)TWN * THN) % CT_OD);
-  const int n = (int)(bx / ((long)TWN * THN * CT_OD));
-  const int k0b = blockIdx.y * CB;      /* the block's first channel */
-  const int kw = k0b + nt * 8;          /* the warp's */
-  const bool live = kw < CT_KR;         /* K % 8 == 0: an n-tile is whole or absent */
-  const int oh0 = th * TILE_H, ow0 = tw * TILE_W;
-  const int iz0 = od * CT_STR_D - CT_PAD_D, iy0 = oh0 * CT_STR_H - CT_PAD_H,
-            ix0 = ow0 * CT_STR_W - CT_PAD_W;
-  const unsigned win = smem_addr(smem_raw);
-  unsigned char *otile = smem_raw + WIN;
+  const long tile0 = (long)blockIdx.x * TILES; /* the block's first tile */
+  const int k0b = blockIdx.y * CB;             /* the block's first channel */
+  const int kw = k0b + nt * 8;                 /* the warp's */
+  const bool live = kw < CT_KR;                /* K % 8 == 0: an n-tile is whole or absent */
+  unsigned char *otile = smem_raw + NBUF * WIN;
 
   /* the B fragments: tap 4s + q of channel kw + g, in byte g % 4 of b0 (g <
    * 4) or b1 (g >= 4). The weights are constant: read before the wait. */
@@ -111,8 +156,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 #pragma unroll
   for (int s = 0; s < KS; s++) {
     const int t = 4 * s + q;
-    const unsigned wv =
-        live && t < KVOL ? (unsigned)weights[(long)(kw + g) * KVOL + t] : 0u;
+    const unsigned wv = live && t < KVOL ? (unsigned)weights[(long)(kw + g) * KVOL + t] : 0u;
     bf[s][0] = g < 4 ? wv << (8 * g) : 0u;
     bf[s][1] = g >= 4 ? wv << (8 * (g - 4)) : 0u;
   }
@@ -130,121 +174,126 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 #else
   const unsigned padw = 0;
 #endif
+  q_head qh = load_head(params);
+  q_chan c0, c1;
+  if (live) load_chan2(params, qh, kw + 2 * q, c0, c1);
 
-  /* ---- the window: KD x WHH x WWW pixels x CB bytes, 8 at a time ---- */
-  {
-    const int y0 = iy0, x0 = ix0;
+  /* tiles of the block: the next one's window loads while this one
+   * computes (j = -1 only starts the first) */
+  const long ntiles = (long)CT_N * CT_OD * THN * TWN;
 #pragma unroll 1
-    for (int u = tid; u < CT_KD * WHH * WWW * NT; u += THREADS) {
-      const int cu = u % NT, pix = u / NT;
-      const int xx = pix % WWW, yy = pix / WWW % WHH, zz = pix / (WWW * WHH);
-      const int iz = iz0 + zz * CT_DIL_D, iy = y0 + yy, ix = x0 + xx, c = k0b + cu * 8;
-      const bool in = iz >= 0 && iz < CT_ID && iy >= 0 && iy < CT_IH && ix >= 0 && ix < CT_IW;
-      uint2 v = make_uint2(padw, padw);
-      if (c >= DW_C)
-        v = make_uint2(0u, 0u);
-      else if (in)
-        v = *(const uint2 *)(data + ((((long)n * CT_ID + iz) * CT_IH + iy) * CT_IW + ix) * DW_C + c);
-      *(uint2 *)(smem_raw + (long)pix * PS + cu * 8) = v;
-    }
-  }
-  __syncthreads();
+  for (int j = -1; j < TILES; j++) {
+    const long ti = tile0 + j;
+    const bool next = j + 1 < TILES && ti + 1 < ntiles; /* uniform over the block */
+    if (next)
+      stage_window(data, smem_raw, (unsigned)((j + 1) % NBUF) * (unsigned)WIN, tile_at(ti + 1),
+                   k0b, padw, tid);
+    if (j < 0) continue;
+    if (ti >= ntiles) break;
+    if (next)
+      cp_async_wait<1>();
+    else
+      cp_async_wait<0>();
+    const tile_pos tp = tile_at(ti);
+    const unsigned buf = (unsigned)(j % NBUF) * (unsigned)WIN;
+    __syncthreads(); /* the window is whole; the last tile's copy-out is done */
+    const unsigned win = smem_addr(smem_raw) + buf;
 
-  /* ---- the mainloop and each m-tile's epilogue ---- */
-  if (live) {
-    const q_head qh = load_head(params);
-    q_chan c0, c1;
-    load_chan2(params, qh, kw + 2 * q, c0, c1);
+    /* ---- the mainloop and each m-tile's epilogue ---- */
+    if (live) {
 #pragma unroll 1
-    for (int mb = wm * M_UNROLL; mb < MT; mb += WARPS_M * M_UNROLL) {
-      /* M_UNROLL m-tiles at once (their mma chains interleave); rows g and
-       * g + 8 of each: their pixels (rows past the tile read its last
-       * pixel; their results are never copied out) */
-      int acc[M_UNROLL][4];
-      unsigned base[M_UNROLL][2];
-#pragma unroll
-      for (int i = 0; i < M_UNROLL; i++) {
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-          const int m = (mb + i) * 16 + g + 8 * h, p = m < TPIX ? m : TPIX - 1;
-          base[i][h] =
-              win + (unsigned)(((p / TILE_W) * CT_STR_H * WWW + (p % TILE_W) * CT_STR_W) * PS);
-        }
-        acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0;
-      }
-#pragma unroll
-      for (int s = 0; s < KS; s++)
+      for (int mb = wm * M_UNROLL; mb < MT; mb += WARPS_M * M_UNROLL) {
+        /* M_UNROLL m-tiles at once (their mma chains interleave); rows g
+         * and g + 8 of each: their pixels (rows past the tile read its last
+         * pixel; their results are never copied out) */
+        int acc[M_UNROLL][4];
+        unsigned base[M_UNROLL][2];
 #pragma unroll
         for (int i = 0; i < M_UNROLL; i++) {
-          const uint2 x0 = lds64(base[i][0] + toff[s]), x1 = lds64(base[i][1] + toff[s]);
-          const unsigned a[4] = {x0.x, x1.x, x0.y, x1.y};
-          mma16832(acc[i], a, bf[s]);
-        }
-#pragma unroll
-      for (int i = 0; i < M_UNROLL; i++) {
-        if (MT % M_UNROLL && mb + i >= MT) break;
-        const int m0 = (mb + i) * 16 + g, m1 = m0 + 8;
-        /* channels kw + 2q, kw + 2q + 1 of rows m0 (acc 0, 1) and m1 (2, 3) */
-        const int v00 = corrected(c0, acc[i][0], 0), v01 = corrected(c1, acc[i][1], 0);
-        const int v10 = corrected(c0, acc[i][2], 0), v11 = corrected(c1, acc[i][3], 0);
-#if CT_OUT == 0
-        (void)residual;
-        *(int2 *)(otile + (long)m0 * OPS + (nt * 8 + 2 * q) * 4) = make_int2(v00, v01);
-        *(int2 *)(otile + (long)m1 * OPS + (nt * 8 + 2 * q) * 4) = make_int2(v10, v11);
-#else
-        unsigned r0 = 0, r1 = 0;
-        if (CT_RES) {
-          /* the residual's two bytes of each row that exists */
-          const int mm[2] = {m0, m1};
-          unsigned rr[2] = {0, 0};
 #pragma unroll
           for (int h = 0; h < 2; h++) {
-            const int oh = oh0 + mm[h] / TILE_W, ow = ow0 + mm[h] % TILE_W;
-            if (mm[h] < TPIX && oh < CT_OH && ow < CT_OW)
-              rr[h] = ((const unsigned short *)residual)
-                  [(((((long)n * CT_OD + od) * CT_OH + oh) * CT_OW + ow) * CT_KR + kw + 2 * q) /
-                   2];
+            const int m = (mb + i) * 16 + g + 8 * h, p = m < TPIX ? m : TPIX - 1;
+            base[i][h] =
+                win + (unsigned)(((p / TILE_W) * CT_STR_H * WWW + (p % TILE_W) * CT_STR_W) * PS);
           }
-          r0 = rr[0], r1 = rr[1];
+          acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0;
         }
-        unsigned y0, y1;
-        if (c0.f.ok && c1.f.ok) {
-          if (qh.sat) {
-            y0 = requant2<RQ_SAT>(qh, c0, c1, v00, v01, r0);
-            y1 = requant2<RQ_SAT>(qh, c0, c1, v10, v11, r1);
+#pragma unroll
+        for (int s = 0; s < KS; s++)
+#pragma unroll
+          for (int i = 0; i < M_UNROLL; i++) {
+            const uint2 x0 = lds64(base[i][0] + toff[s]), x1 = lds64(base[i][1] + toff[s]);
+            const unsigned a[4] = {x0.x, x1.x, x0.y, x1.y};
+            mma16832(acc[i], a, bf[s]);
+          }
+#pragma unroll
+        for (int i = 0; i < M_UNROLL; i++) {
+          if (MT % M_UNROLL && mb + i >= MT) break;
+          const int m0 = (mb + i) * 16 + g, m1 = m0 + 8;
+          /* channels kw + 2q, kw + 2q + 1 of rows m0 (acc 0, 1), m1 (2, 3) */
+          const int v00 = corrected(c0, acc[i][0], 0), v01 = corrected(c1, acc[i][1], 0);
+          const int v10 = corrected(c0, acc[i][2], 0), v11 = corrected(c1, acc[i][3], 0);
+#if CT_OUT == 0
+          (void)residual;
+          *(int2 *)(otile + (long)m0 * OPS + (nt * 8 + 2 * q) * 4) = make_int2(v00, v01);
+          *(int2 *)(otile + (long)m1 * OPS + (nt * 8 + 2 * q) * 4) = make_int2(v10, v11);
+#else
+          unsigned r0 = 0, r1 = 0;
+          if (CT_RES) {
+            /* the residual's two bytes of each row that exists */
+            const int mm[2] = {m0, m1};
+            unsigned rr[2] = {0, 0};
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+              const int oh = tp.oh0 + mm[h] / TILE_W, ow = tp.ow0 + mm[h] % TILE_W;
+              if (mm[h] < TPIX && oh < CT_OH && ow < CT_OW)
+                rr[h] = ((const unsigned short *)
+                             residual)[(((((long)tp.n * CT_OD + tp.od) * CT_OH + oh) * CT_OW + ow) *
+                                            CT_KR +
+                                        kw + 2 * q) /
+                                       2];
+            }
+            r0 = rr[0], r1 = rr[1];
+          }
+          unsigned y0, y1;
+          if (c0.f.ok && c1.f.ok) {
+            if (qh.sat) {
+              y0 = requant2<RQ_SAT>(qh, c0, c1, v00, v01, r0);
+              y1 = requant2<RQ_SAT>(qh, c0, c1, v10, v11, r1);
+            } else {
+              y0 = requant2<RQ_FAST>(qh, c0, c1, v00, v01, r0);
+              y1 = requant2<RQ_FAST>(qh, c0, c1, v10, v11, r1);
+            }
           } else {
-            y0 = requant2<RQ_FAST>(qh, c0, c1, v00, v01, r0);
-            y1 = requant2<RQ_FAST>(qh, c0, c1, v10, v11, r1);
+            y0 = requant2<RQ_GENERAL>(qh, c0, c1, v00, v01, r0);
+            y1 = requant2<RQ_GENERAL>(qh, c0, c1, v10, v11, r1);
           }
-        } else {
-          y0 = requant2<RQ_GENERAL>(qh, c0, c1, v00, v01, r0);
-          y1 = requant2<RQ_GENERAL>(qh, c0, c1, v10, v11, r1);
-        }
-        *(unsigned short *)(otile + (long)m0 * OPS + nt * 8 + 2 * q) = (unsigned short)y0;
-        *(unsigned short *)(otile + (long)m1 * OPS + nt * 8 + 2 * q) = (unsigned short)y1;
+          *(unsigned short *)(otile + (long)m0 * OPS + nt * 8 + 2 * q) = (unsigned short)y0;
+          *(unsigned short *)(otile + (long)m1 * OPS + nt * 8 + 2 * q) = (unsigned short)y1;
 #endif
+        }
       }
     }
-  }
-  __syncthreads();
+    __syncthreads(); /* the output tile is whole; the window may be refilled */
 
-  /* ---- the output tile, PIECE bytes at a time ---- */
-  {
-    constexpr int PPP = CB * ESZ / PIECE; /* pieces a pixel */
-    const long obase = (((long)n * CT_OD + od) * CT_OH) * CT_OW;
-#pragma unroll 1
-    for (int u = tid; u < TPIX * PPP; u += THREADS) {
-      const int j = u % PPP, m = u / PPP;
-      const int oh = oh0 + m / TILE_W, ow = ow0 + m % TILE_W;
-      const int kb = k0b * ESZ + j * PIECE; /* byte offset of the piece in the pixel */
-      if (oh >= CT_OH || ow >= CT_OW || kb >= CT_KR * ESZ) continue;
-      unsigned char *dst =
-          (unsigned char *)out + ((obase + (long)oh * CT_OW + ow) * CT_KR) * ESZ + kb;
-      const unsigned char *src = otile + (long)m * OPS + j * PIECE;
-      if (PIECE == 16)
-        *(uint4 *)dst = *(const uint4 *)src;
-      else
-        *(uint2 *)dst = *(const uint2 *)src;
+    /* ---- the output tile, PIECE bytes at a time ---- */
+    {
+      constexpr int PPP = CB * ESZ / PIECE; /* pieces a pixel */
+      const long obase = (((long)tp.n * CT_OD + tp.od) * CT_OH) * CT_OW;
+#pragma unroll 2
+      for (int u = tid; u < TPIX * PPP; u += THREADS) {
+        const int jj = u % PPP, m = u / PPP;
+        const int oh = tp.oh0 + m / TILE_W, ow = tp.ow0 + m % TILE_W;
+        const int kb = k0b * ESZ + jj * PIECE; /* the piece's byte offset in the pixel */
+        if (oh >= CT_OH || ow >= CT_OW || kb >= CT_KR * ESZ) continue;
+        unsigned char *dst =
+            (unsigned char *)out + ((obase + (long)oh * CT_OW + ow) * CT_KR) * ESZ + kb;
+        const unsigned char *src = otile + (long)m * OPS + jj * PIECE;
+        if (PIECE == 16)
+          *(uint4 *)dst = *(const uint4 *)src;
+        else
+          *(uint2 *)dst = *(const uint2 *)src;
+      }
     }
   }
 }
