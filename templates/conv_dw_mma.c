@@ -12,11 +12,10 @@
  * the next one's window loading while one computes).
  *
  * Validity (each a fact of the kernel): sm_80 or later; 32 to 1024
- * threads; at least warps_m m-tiles, so that no warp idles; tiles at
- * most the layer's; the staged windows (two where tiles > 1) and the
- * output tile within shared memory; a register estimate
- * within what blocks_per_sm blocks leave; tiles not larger than twice the
- * layer; grid y within 65535. Cost: a few dozen operations.
+ * threads; tiles of whole m-tiles (16 pixels); at least warps_m m-tiles, so that no warp idles;
+ * tiles at most the layer's; the staged windows (two where tiles > 1) and the output tile within
+ * shared memory; a register estimate within what blocks_per_sm blocks leave; tiles not larger than
+ * twice the layer; grid y within 65535. Cost: a few dozen operations.
  */
 #include <stdio.h>
 #include <string.h>
@@ -26,9 +25,9 @@
 /* Addresses, loop counters, tile coordinates, the header and two
  * channels' epilogue values. */
 #define DWM_REG_BASE 80
-/* 16 k-steps of 4 taps: a 7x7 kernel (49 taps) and 4x4x4 fit; the B
- * fragments of a longer one would crowd the registers. */
-#define DWM_MAX_KVOL 64
+/* k-steps (kernel rows of 4 columns, kd x kh x ceil(kw / 4)): 7x7 takes
+ * 14, 3x3x3 9; the B fragments of more would crowd the registers. */
+#define DWM_MAX_KSTEPS 16
 
 static const int tile_ws[] = {4, 8, 16, 32};
 static const int tile_hs[] = {1, 2, 4, 8, 16};
@@ -57,8 +56,9 @@ static const char *refusal(const ct_workload *w, ct_op op) {
   if (w->epi.weight_zero_point) return "weight zero points run on the packed templates";
   geom3 g;
   workload_geom(w, &g);
-  if (g.ker[0] * g.ker[1] * g.ker[2] > DWM_MAX_KVOL)
-    return "a kernel volume above 64: the B fragments would crowd the registers";
+  if (g.ker[0] * g.ker[1] * ((g.ker[2] + 3) / 4) > DWM_MAX_KSTEPS)
+    return "more than 16 k-steps (kernel depth x height x ceil(width / 4)): the B fragments "
+           "would crowd the registers";
   return NULL;
 }
 
@@ -84,7 +84,7 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, d
   p->minb = knobs_get(knobs, s, cfg, "blocks_per_sm");
   p->tiles = knobs_get(knobs, s, cfg, "tiles");
   p->kvol = g.ker[0] * g.ker[1] * g.ker[2];
-  p->ks = ceil_div(p->kvol, 4);
+  p->ks = g.ker[0] * g.ker[1] * ceil_div(g.ker[2], 4);
   p->cb = 8L * p->nt;
   p->threads = 32L * p->nt * p->wm;
   p->tpix = (long)p->tw * p->th;
@@ -93,7 +93,10 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, d
   p->whh = (p->th - 1) * g.str[1] + (g.ker[1] - 1) * g.dil[1] + 1;
   p->ps = p->cb == 8 ? 8 : p->cb + 8;
   p->window_pix = g.ker[0] * p->whh * p->www;
-  p->win = ceil_div(p->window_pix * p->ps, 16) * 16;
+  p->win =
+      ceil_div(p->window_pix * p->ps + (4 * ceil_div(g.ker[2], 4) - g.ker[2]) * g.dil[2] * p->ps,
+               16) *
+      16;
   p->esz = w->out_type == CT_DTYPE_INT32 ? 4 : 1;
   p->ops = p->esz == 4 ? p->cb * 4 + (p->cb > 8 ? 32 : 0) : p->cb <= 16 ? p->cb : p->cb + 16;
   p->otile = p->mt * 16 * p->ops;
@@ -121,6 +124,8 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
   if (p.threads > a->max_threads_per_block)
     return template_fail(why, "%ld threads per block; at most %ld", p.threads,
                          a->max_threads_per_block);
+  if (p.tpix % 16)
+    return template_fail(why, "a tile of %ld pixels; whole m-tiles of %ld", p.tpix, 16);
   if (p.mt < (long)p.wm * p.mu)
     return template_fail(why, "%ld m-tiles of 16 pixels for warps_m x m_unroll %ld: warps idle",
                          p.mt, (long)p.wm * p.mu);
@@ -134,8 +139,8 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
     return 0;
   if (p.grid_y > 65535)
     return template_fail(why, "%ld blocks along grid y; at most %ld", p.grid_y, 65535);
-  if (p.grid_x > 2147483647L)
-    return template_fail(why, "%ld blocks along grid x; at most %ld", p.grid_x, 2147483647L);
+  if (p.n_tiles_all > 2147483647L)
+    return template_fail(why, "%ld tiles; at most %ld", p.n_tiles_all, 2147483647L);
   return 1;
 }
 

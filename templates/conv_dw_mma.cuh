@@ -14,15 +14,17 @@
  *
  * The k order makes each A register pair one 8-byte shared-memory load:
  * lane (g = lane / 4, q = lane % 4) holds k = 4q..4q+3 in a0 and 16+4q..
- * in a2, which are taken as tap 4s + q, channels 0-3 and 4-7: a0, a2 =
- * the 8 channels of one pixel at one tap (a1, a3 the same for row g + 8).
- * B follows the same map: b0 = w[g][4s + q] in byte g (g < 4), b1 in byte
- * g - 4 (g >= 4). A k-step covers 4 taps: KS = ceil(kvol / 4) mma per
- * m-tile and n-tile; the taps past kvol have zero weights (their A reads
- * tap 0, anything in bounds).
+ * in a2, which are taken as tap column q of the k-step, channels 0-3 and
+ * 4-7: a0, a2 = the 8 channels of one pixel at one tap (a1, a3 the same
+ * for row g + 8). B follows the same map: b0 = w[g][tap] in byte g (g <
+ * 4), b1 in byte g - 4 (g >= 4). A k-step is 4 columns of one kernel row,
+ * the kernel's width padded to fours (KS = kd x kh x ceil(kw / 4) mma per
+ * m-tile and n-tile; the padded taps have zero weights and read the
+ * window's next pixels, or the slack after it), so that a k-step's offset
+ * is a constant and the loads take it as an immediate.
  *
  * A block: TILES consecutive tiles (along W first) of TILE_H x TILE_W
- * output pixels (flattened; m-tiles of 16, the last clamped) at one output
+ * output pixels (powers of two; flattened, m-tiles of 16) at one output
  * depth, and NT x 8 channels. A tile's input window (padding included,
  * filled with the data zero point) is staged in shared memory by cp.async,
  * 8 bytes at a time and all of a thread's in flight at once, PS bytes a
@@ -55,17 +57,22 @@ static_assert(TILE_W >= 1 && TILE_W <= 64 && TILE_H >= 1 && TILE_H <= 32, "tile_
 static_assert(BLOCKS_PER_SM >= 1 && BLOCKS_PER_SM <= 8, "blocks_per_sm: 1 to 8");
 static_assert(M_UNROLL == 1 || M_UNROLL == 2 || M_UNROLL == 4, "m_unroll: 1, 2 or 4");
 static_assert(TILES == 1 || TILES == 2 || TILES == 4 || TILES == 8, "tiles: 1, 2, 4 or 8");
+static_assert((TILE_W & (TILE_W - 1)) == 0 && (TILE_H & (TILE_H - 1)) == 0 &&
+                  TILE_W * TILE_H % 16 == 0,
+              "tile_w and tile_h: powers of two, at least 16 pixels (whole m-tiles)");
 
 #define KVOL    (CT_KD * CT_KH * CT_KW)
-#define KS      ((KVOL + 3) / 4) /* k-steps of 4 taps */
-#define CB      (8 * NT)         /* a block's channels */
+#define KWP     ((CT_KW + 3) / 4 * 4)       /* kernel columns padded to fours */
+#define KS      (CT_KD * CT_KH * (KWP / 4)) /* k-steps: 4 taps of one kernel row */
+#define CB      (8 * NT)                    /* a block's channels */
 #define THREADS (32 * NT * WARPS_M)
 #define TPIX    (TILE_W * TILE_H)
-#define MT      ((TPIX + 15) / 16) /* m-tiles of a block */
+#define MT      (TPIX / 16) /* m-tiles of a block */
 #define WWW     ((TILE_W - 1) * CT_STR_W + (CT_KW - 1) * CT_DIL_W + 1)
 #define WHH     ((TILE_H - 1) * CT_STR_H + (CT_KH - 1) * CT_DIL_H + 1)
 #define PS      (CB == 8 ? 8 : CB + 8) /* input bytes a staged pixel: PS / 8 odd */
-#define WIN     (((long)CT_KD * WHH * WWW * PS + 15) / 16 * 16)
+/* the window, and the columns a padded tap reads past its end */
+#define WIN (((long)CT_KD * WHH * WWW * PS + (long)(KWP - CT_KW) * CT_DIL_W * PS + 15) / 16 * 16)
 /* the output tile: bytes a pixel, padded so that a fragment's 8 pixels
  * fall on different banks and kept a multiple of 16 (the copy's pieces) */
 #define ESZ        (CT_OUT == 0 ? 4 : 1)
@@ -100,39 +107,88 @@ __device__ __forceinline__ void cp_async8(unsigned dst, const void *src) {
 struct tile_pos {
   int n, od, oh0, ow0;
 };
-__device__ __forceinline__ tile_pos tile_at(long i) {
+__device__ __forceinline__ tile_pos tile_at(unsigned i) {
   tile_pos t;
   t.ow0 = (int)(i % TWN) * TILE_W;
   t.oh0 = (int)(i / TWN % THN) * TILE_H;
-  t.od = (int)(i / ((long)TWN * THN) % CT_OD);
-  t.n = (int)(i / ((long)TWN * THN * CT_OD));
+  t.od = (int)(i / (TWN * THN) % CT_OD);
+  t.n = (int)(i / (TWN * THN * CT_OD));
   return t;
 }
 
+/* A window row is WWW pixels x NT 8-byte chunks; lane l stages chunks l,
+ * l + 32, ... (UPL of them): the same in every row and tile, so their
+ * shared and global offsets are computed once. */
+#define UPL   ((WWW * NT + 31) / 32)
+#define WARPS (NT * WARPS_M)
+struct lane_chunks {
+  unsigned soff[UPL]; /* shared offset in a row */
+  int goff[UPL];      /* global offset from the row's first pixel and channel */
+  int xx[UPL];        /* the chunk's column in the window; WWW: past the row */
+  bool chan[UPL];     /* its channels exist (else zeros) */
+};
+
+__device__ __forceinline__ lane_chunks chunks_of(int lane, int k0b) {
+  lane_chunks lc;
+#pragma unroll
+  for (int i = 0; i < UPL; i++) {
+    const int u = lane + 32 * i, xx = u / NT, cu = u % NT;
+    lc.xx[i] = u < WWW * NT ? xx : WWW;
+    lc.soff[i] = (unsigned)(xx * PS + cu * 8);
+    lc.goff[i] = xx * DW_C + cu * 8;
+    lc.chan[i] = k0b + cu * 8 < DW_C;
+  }
+  return lc;
+}
+
 /* Start tile t's window (KD x WHH x WWW pixels x CB bytes) into the
- * shared buffer at byte offset buf: cp.async 8 bytes at a time (all of a
- * thread's in flight at once); padding (the data zero point) and the
- * channels past C (zeros) are plain stores. */
+ * shared buffer at address sbuf (smem its generic pointer): a warp a row,
+ * cp.async 8 bytes at a time (all of a thread's in flight at once);
+ * padding (the data zero point) and the channels past C (zeros) are plain
+ * stores. */
 __device__ __forceinline__ void stage_window(const unsigned char *__restrict__ data,
-                                             unsigned char *smem, unsigned buf, tile_pos t, int k0b,
-                                             unsigned padw, int tid) {
+                                             unsigned char *smem, unsigned sbuf,
+                                             const lane_chunks &lc, tile_pos t, int k0b,
+                                             unsigned padw, int warp) {
   const int iz0 = t.od * CT_STR_D - CT_PAD_D, iy0 = t.oh0 * CT_STR_H - CT_PAD_H,
             ix0 = t.ow0 * CT_STR_W - CT_PAD_W;
-  const unsigned base = smem_addr(smem) + buf;
-#pragma unroll 2
-  for (int u = tid; u < CT_KD * WHH * WWW * NT; u += THREADS) {
-    const int cu = u % NT, pix = u / NT;
-    const int xx = pix % WWW, yy = pix / WWW % WHH, zz = pix / (WWW * WHH);
-    const int iz = iz0 + zz * CT_DIL_D, iy = iy0 + yy, ix = ix0 + xx, c = k0b + cu * 8;
-    const bool in = iz >= 0 && iz < CT_ID && iy >= 0 && iy < CT_IH && ix >= 0 && ix < CT_IW;
-    const unsigned dst = base + (unsigned)(pix * PS + cu * 8);
-    if (in && c < DW_C)
-      cp_async8(dst, data + ((((long)t.n * CT_ID + iz) * CT_IH + iy) * CT_IW + ix) * DW_C + c);
-    else
-      *(uint2 *)(smem + buf + pix * PS + cu * 8) =
-          c < DW_C ? make_uint2(padw, padw) : make_uint2(0u, 0u);
+  bool col[UPL];
+#pragma unroll
+  for (int i = 0; i < UPL; i++)
+    col[i] = lc.xx[i] < WWW && (unsigned)(ix0 + lc.xx[i]) < (unsigned)CT_IW && lc.chan[i];
+#pragma unroll 1
+  for (int r = warp; r < CT_KD * WHH; r += WARPS) {
+    const int zz = r / WHH, yy = r - zz * WHH;
+    const int iz = iz0 + zz * CT_DIL_D, iy = iy0 + yy;
+    const bool row = (unsigned)iz < (unsigned)CT_ID && (unsigned)iy < (unsigned)CT_IH;
+    const unsigned char *gp =
+        data + ((((long)t.n * CT_ID + iz) * CT_IH + iy) * CT_IW + ix0) * DW_C + k0b;
+    const unsigned sr = sbuf + (unsigned)(r * WWW * PS);
+#pragma unroll
+    for (int i = 0; i < UPL; i++) {
+      if (lc.xx[i] >= WWW) continue;
+      if (row && col[i])
+        cp_async8(sr + lc.soff[i], gp + lc.goff[i]);
+      else
+        *(uint2 *)(smem + (sr - smem_addr(smem)) + lc.soff[i]) =
+            lc.chan[i] ? make_uint2(padw, padw) : make_uint2(0u, 0u);
+    }
   }
   cp_async_commit();
+}
+
+/* The shared offset of the window pixel under m-tile pixel m = 16 mt + j
+ * (j < 16; TILE_W and 16 divide one another): F(mt) + G(j). */
+__device__ __forceinline__ unsigned pix_off(unsigned m) {
+  return ((m / TILE_W) * CT_STR_H * WWW + (m % TILE_W) * CT_STR_W) * PS;
+}
+
+/* The shared offset of k-step s's first tap (lane q adds q columns): a
+ * constant, so that the loads take it as an immediate. */
+__host__ __device__ constexpr unsigned tap_off(int s) {
+  return (unsigned)((((s / (KWP / 4) / CT_KH) * WHH + (s / (KWP / 4) % CT_KH) * CT_DIL_H) * WWW +
+                     4 * (s % (KWP / 4)) * CT_DIL_W) *
+                    PS);
 }
 
 /* ---- the kernel ---------------------------------------------------------- */
@@ -144,109 +200,114 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int g = lane / 4, q = lane % 4;
   const int nt = warp % NT, wm = warp / NT;
-  const long tile0 = (long)blockIdx.x * TILES; /* the block's first tile */
-  const int k0b = blockIdx.y * CB;             /* the block's first channel */
-  const int kw = k0b + nt * 8;                 /* the warp's */
-  const bool live = kw < CT_KR;                /* K % 8 == 0: an n-tile is whole or absent */
+  const unsigned tile0 = blockIdx.x * TILES; /* the block's first tile (fewer than 2^31) */
+  const int k0b = blockIdx.y * CB;           /* the block's first channel */
+  const int kw = k0b + nt * 8;               /* the warp's */
+  const bool live = kw < CT_KR;              /* K % 8 == 0: an n-tile is whole or absent */
   unsigned char *otile = smem_raw + NBUF * WIN;
+  const unsigned sbase = smem_addr(smem_raw);
 
-  /* the B fragments: tap 4s + q of channel kw + g, in byte g % 4 of b0 (g <
-   * 4) or b1 (g >= 4). The weights are constant: read before the wait. */
+  /* the B fragments: k-step s is kernel row s / (KWP / 4) (depth and
+   * height), columns 4 (s % (KWP / 4)) + q; its tap of channel kw + g in
+   * byte g % 4 of b0 (g < 4) or b1 (g >= 4), zero past the kernel's width.
+   * The weights are constant: read before the wait. */
   unsigned bf[KS][2];
 #pragma unroll
   for (int s = 0; s < KS; s++) {
-    const int t = 4 * s + q;
-    const unsigned wv = live && t < KVOL ? (unsigned)weights[(long)(kw + g) * KVOL + t] : 0u;
+    const int x = 4 * (s % (KWP / 4)) + q, zy = s / (KWP / 4);
+    const unsigned wv =
+        live && x < CT_KW ? (unsigned)weights[(long)(kw + g) * KVOL + zy * CT_KW + x] : 0u;
     bf[s][0] = g < 4 ? wv << (8 * g) : 0u;
     bf[s][1] = g >= 4 ? wv << (8 * (g - 4)) : 0u;
   }
-  /* the shared offset of tap 4s + q from a pixel's window corner */
-  unsigned toff[KS];
-#pragma unroll
-  for (int s = 0; s < KS; s++) {
-    const int t = 4 * s + q < KVOL ? 4 * s + q : 0;
-    const int tx = t % CT_KW, ty = t / CT_KW % CT_KH, tz = t / (CT_KW * CT_KH);
-    toff[s] = (unsigned)((((tz * WHH) + ty * CT_DIL_H) * WWW + tx * CT_DIL_W) * PS + nt * 8);
-  }
+  /* rows g and g + 8 of an m-tile: G(g), G(g + 8), with the lane's tap
+   * column q and the n-tile's channels (the k-steps' offsets are constants:
+   * tap_off) */
+  const unsigned lofs = (unsigned)(q * CT_DIL_W * PS + nt * 8);
+  const unsigned grow[2] = {pix_off((unsigned)g) + lofs, pix_off((unsigned)g + 8u) + lofs};
+  /* the thread's place in the output tile: row g, channels 2q, 2q + 1 */
+  const unsigned oslot = (unsigned)g * OPS + (unsigned)(nt * 8 + 2 * q) * ESZ;
+  const lane_chunks lc = chunks_of(lane, k0b);
   pdl_wait_then_release(); /* nothing global before: the previous kernel may still run */
 #if CT_ZD
   const unsigned padw = (unsigned)params[CTQ_PAD_WORD];
 #else
   const unsigned padw = 0;
 #endif
-  q_head qh = load_head(params);
-  q_chan c0, c1;
+  const q_head qh = load_head(params);
+  q_chan c0 = {}, c1 = {};
   if (live) load_chan2(params, qh, kw + 2 * q, c0, c1);
 
   /* tiles of the block: the next one's window loads while this one
    * computes (j = -1 only starts the first) */
-  const long ntiles = (long)CT_N * CT_OD * THN * TWN;
+  const unsigned ntiles = (unsigned)CT_N * CT_OD * THN * TWN;
 #pragma unroll 1
   for (int j = -1; j < TILES; j++) {
-    const long ti = tile0 + j;
-    const bool next = j + 1 < TILES && ti + 1 < ntiles; /* uniform over the block */
+    const unsigned tn = tile0 + (unsigned)(j + 1);  /* the next tile */
+    const bool next = j + 1 < TILES && tn < ntiles; /* uniform over the block */
     if (next)
-      stage_window(data, smem_raw, (unsigned)((j + 1) % NBUF) * (unsigned)WIN, tile_at(ti + 1),
-                   k0b, padw, tid);
+      stage_window(data, smem_raw, sbase + (unsigned)((j + 1) % NBUF) * (unsigned)WIN, lc,
+                   tile_at(tn), k0b, padw, warp);
     if (j < 0) continue;
+    const unsigned ti = tn - 1u;
     if (ti >= ntiles) break;
     if (next)
       cp_async_wait<1>();
     else
       cp_async_wait<0>();
     const tile_pos tp = tile_at(ti);
-    const unsigned buf = (unsigned)(j % NBUF) * (unsigned)WIN;
+    const unsigned win = sbase + (unsigned)(j % NBUF) * (unsigned)WIN;
     __syncthreads(); /* the window is whole; the last tile's copy-out is done */
-    const unsigned win = smem_addr(smem_raw) + buf;
 
     /* ---- the mainloop and each m-tile's epilogue ---- */
     if (live) {
 #pragma unroll 1
       for (int mb = wm * M_UNROLL; mb < MT; mb += WARPS_M * M_UNROLL) {
-        /* M_UNROLL m-tiles at once (their mma chains interleave); rows g
-         * and g + 8 of each: their pixels (rows past the tile read its last
-         * pixel; their results are never copied out) */
+        /* M_UNROLL m-tiles at once (their mma chains interleave) */
         int acc[M_UNROLL][4];
         unsigned base[M_UNROLL][2];
 #pragma unroll
         for (int i = 0; i < M_UNROLL; i++) {
-#pragma unroll
-          for (int h = 0; h < 2; h++) {
-            const int m = (mb + i) * 16 + g + 8 * h, p = m < TPIX ? m : TPIX - 1;
-            base[i][h] =
-                win + (unsigned)(((p / TILE_W) * CT_STR_H * WWW + (p % TILE_W) * CT_STR_W) * PS);
-          }
+          const unsigned f = win + pix_off((unsigned)(mb + i) * 16u);
+          base[i][0] = f + grow[0], base[i][1] = f + grow[1];
           acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0;
         }
 #pragma unroll
         for (int s = 0; s < KS; s++)
 #pragma unroll
           for (int i = 0; i < M_UNROLL; i++) {
-            const uint2 x0 = lds64(base[i][0] + toff[s]), x1 = lds64(base[i][1] + toff[s]);
+            const uint2 x0 = lds64(base[i][0] + tap_off(s)), x1 = lds64(base[i][1] + tap_off(s));
             const unsigned a[4] = {x0.x, x1.x, x0.y, x1.y};
             mma16832(acc[i], a, bf[s]);
           }
+        /* the channels' values, opaque here: the compiler would otherwise
+         * hoist their sign extension out of the loop and split the
+         * requantization's 64-bit multiply-add into five instructions */
+        q_chan l0 = c0, l1 = c1;
+        asm("" : "+r"(l0.f.m), "+r"(l1.f.m));
 #pragma unroll
         for (int i = 0; i < M_UNROLL; i++) {
           if (MT % M_UNROLL && mb + i >= MT) break;
-          const int m0 = (mb + i) * 16 + g, m1 = m0 + 8;
-          /* channels kw + 2q, kw + 2q + 1 of rows m0 (acc 0, 1), m1 (2, 3) */
-          const int v00 = corrected(c0, acc[i][0], 0), v01 = corrected(c1, acc[i][1], 0);
-          const int v10 = corrected(c0, acc[i][2], 0), v11 = corrected(c1, acc[i][3], 0);
+          const unsigned mt = (unsigned)(mb + i);
+          unsigned char *o0 = otile + mt * 16u * OPS + oslot, *o1 = o0 + 8 * OPS;
+          /* channels kw + 2q, kw + 2q + 1 of rows 16 mt + g (acc 0, 1) and
+           * + 8 (acc 2, 3) */
+          const int v00 = corrected(l0, acc[i][0], 0), v01 = corrected(l1, acc[i][1], 0);
+          const int v10 = corrected(l0, acc[i][2], 0), v11 = corrected(l1, acc[i][3], 0);
 #if CT_OUT == 0
           (void)residual;
-          *(int2 *)(otile + (long)m0 * OPS + (nt * 8 + 2 * q) * 4) = make_int2(v00, v01);
-          *(int2 *)(otile + (long)m1 * OPS + (nt * 8 + 2 * q) * 4) = make_int2(v10, v11);
+          *(int2 *)o0 = make_int2(v00, v01);
+          *(int2 *)o1 = make_int2(v10, v11);
 #else
           unsigned r0 = 0, r1 = 0;
           if (CT_RES) {
             /* the residual's two bytes of each row that exists */
-            const int mm[2] = {m0, m1};
             unsigned rr[2] = {0, 0};
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-              const int oh = tp.oh0 + mm[h] / TILE_W, ow = tp.ow0 + mm[h] % TILE_W;
-              if (mm[h] < TPIX && oh < CT_OH && ow < CT_OW)
+              const unsigned m = mt * 16u + (unsigned)g + 8u * h;
+              const int oh = tp.oh0 + (int)(m / TILE_W), ow = tp.ow0 + (int)(m % TILE_W);
+              if (oh < CT_OH && ow < CT_OW)
                 rr[h] = ((const unsigned short *)
                              residual)[(((((long)tp.n * CT_OD + tp.od) * CT_OH + oh) * CT_OW + ow) *
                                             CT_KR +
@@ -256,20 +317,20 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
             r0 = rr[0], r1 = rr[1];
           }
           unsigned y0, y1;
-          if (c0.f.ok && c1.f.ok) {
+          if (l0.f.ok && l1.f.ok) {
             if (qh.sat) {
-              y0 = requant2<RQ_SAT>(qh, c0, c1, v00, v01, r0);
-              y1 = requant2<RQ_SAT>(qh, c0, c1, v10, v11, r1);
+              y0 = requant2<RQ_SAT>(qh, l0, l1, v00, v01, r0);
+              y1 = requant2<RQ_SAT>(qh, l0, l1, v10, v11, r1);
             } else {
-              y0 = requant2<RQ_FAST>(qh, c0, c1, v00, v01, r0);
-              y1 = requant2<RQ_FAST>(qh, c0, c1, v10, v11, r1);
+              y0 = requant2<RQ_FAST>(qh, l0, l1, v00, v01, r0);
+              y1 = requant2<RQ_FAST>(qh, l0, l1, v10, v11, r1);
             }
           } else {
-            y0 = requant2<RQ_GENERAL>(qh, c0, c1, v00, v01, r0);
-            y1 = requant2<RQ_GENERAL>(qh, c0, c1, v10, v11, r1);
+            y0 = requant2<RQ_GENERAL>(qh, l0, l1, v00, v01, r0);
+            y1 = requant2<RQ_GENERAL>(qh, l0, l1, v10, v11, r1);
           }
-          *(unsigned short *)(otile + (long)m0 * OPS + nt * 8 + 2 * q) = (unsigned short)y0;
-          *(unsigned short *)(otile + (long)m1 * OPS + nt * 8 + 2 * q) = (unsigned short)y1;
+          *(unsigned short *)o0 = (unsigned short)y0;
+          *(unsigned short *)o1 = (unsigned short)y1;
 #endif
         }
       }
@@ -279,16 +340,17 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     /* ---- the output tile, PIECE bytes at a time ---- */
     {
       constexpr int PPP = CB * ESZ / PIECE; /* pieces a pixel */
-      const long obase = (((long)tp.n * CT_OD + tp.od) * CT_OH) * CT_OW;
+      const long obase = ((((long)tp.n * CT_OD + tp.od) * CT_OH + tp.oh0) * CT_OW + tp.ow0) * CT_KR;
 #pragma unroll 2
       for (int u = tid; u < TPIX * PPP; u += THREADS) {
-        const int jj = u % PPP, m = u / PPP;
-        const int oh = tp.oh0 + m / TILE_W, ow = tp.ow0 + m % TILE_W;
-        const int kb = k0b * ESZ + jj * PIECE; /* the piece's byte offset in the pixel */
-        if (oh >= CT_OH || ow >= CT_OW || kb >= CT_KR * ESZ) continue;
+        const unsigned jj = (unsigned)u % PPP, m = (unsigned)u / PPP;
+        const unsigned row = m / TILE_W, colm = m % TILE_W;
+        const int kb = k0b * ESZ + (int)jj * PIECE; /* the piece's byte offset in the pixel */
+        if (tp.oh0 + (int)row >= CT_OH || tp.ow0 + (int)colm >= CT_OW || kb >= CT_KR * ESZ)
+          continue;
         unsigned char *dst =
-            (unsigned char *)out + ((obase + (long)oh * CT_OW + ow) * CT_KR) * ESZ + kb;
-        const unsigned char *src = otile + (long)m * OPS + jj * PIECE;
+            (unsigned char *)out + (obase + ((long)row * CT_OW + colm) * CT_KR) * ESZ + kb;
+        const unsigned char *src = otile + m * OPS + jj * PIECE;
         if (PIECE == 16)
           *(uint4 *)dst = *(const uint4 *)src;
         else
