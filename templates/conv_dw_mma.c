@@ -8,10 +8,13 @@
  * Knobs: tile_w, tile_h (a block's output columns and rows), n_tiles (its
  * channels in eights, one warp each), warps_m (warps along the pixels per
  * n-tile), m_unroll (m-tiles of 16 pixels a warp computes at once),
- * blocks_per_sm (launch bounds) and tiles (consecutive tiles a block runs,
- * the next one's window loading while one computes).
+ * blocks_per_sm (launch bounds), tiles (consecutive tiles a block runs,
+ * the next one's window loading while one computes) and tma (1: each
+ * window one TMA copy; 0: cp.async, 8 bytes a thread at a time).
  *
- * Validity (each a fact of the kernel): sm_80 or later; 32 to 1024
+ * Validity (each a fact of the kernel): sm_80 or later; tma on sm_90,
+ * without a data zero point (the copy pads with zeros), with 16 channels a
+ * block or more, C a multiple of 16 and no depth dilation; 32 to 1024
  * threads; tiles of whole m-tiles (16 pixels); at least warps_m m-tiles, so that no warp idles;
  * tiles at most the layer's; the staged windows (two where tiles > 1) and the output tile within
  * shared memory; a register estimate within what blocks_per_sm blocks leave; tiles not larger than
@@ -24,7 +27,8 @@
 
 /* Addresses, loop counters, tile coordinates, the header and two
  * channels' epilogue values. */
-#define DWM_REG_BASE 80
+#define DWM_REG_BASE     80
+#define DWM_REG_BASE_TMA 54
 /* k-steps (kernel rows of 4 columns, kd x kh x ceil(kw / 4)): 7x7 takes
  * 14, 3x3x3 9; the B fragments of more would crowd the registers. */
 #define DWM_MAX_KSTEPS 16
@@ -34,14 +38,20 @@ static const int tile_hs[] = {1, 2, 4, 8, 16};
 static const int n_tiless[] = {1, 2, 4, 8};
 static const int warps_ms[] = {1, 2, 4, 8};
 static const int m_unrolls[] = {1, 2, 4};
-static const int blocks_per_sms[] = {1, 2, 3, 4};
+static const int blocks_per_sms[] = {1, 2, 3, 4, 6, 8};
 static const int tiless[] = {1, 2, 4, 8};
+static const int zero_one[] = {0, 1};
 
 static const knob_def knobs[] = {
-    KNOB("tile_w", tile_ws, 16),    KNOB("tile_h", tile_hs, 4),
-    KNOB("n_tiles", n_tiless, 4),   KNOB("warps_m", warps_ms, 1),
-    KNOB("m_unroll", m_unrolls, 2), KNOB("blocks_per_sm", blocks_per_sms, 2),
-    KNOB("tiles", tiless, 2),       KNOB_END,
+    KNOB("tile_w", tile_ws, 16),
+    KNOB("tile_h", tile_hs, 4),
+    KNOB("n_tiles", n_tiless, 4),
+    KNOB("warps_m", warps_ms, 1),
+    KNOB("m_unroll", m_unrolls, 2),
+    KNOB("blocks_per_sm", blocks_per_sms, 2),
+    KNOB("tiles", tiless, 2),
+    KNOB("tma", zero_one, 0),
+    KNOB_END,
 };
 
 static const char *refusal(const ct_workload *w, ct_op op) {
@@ -63,7 +73,7 @@ static const char *refusal(const ct_workload *w, ct_op op) {
 }
 
 typedef struct dmplan {
-  int tw, th, nt, wm, mu, minb, tiles;
+  int tw, th, nt, wm, mu, minb, tiles, tma;
   long kvol, ks, cb, threads, tpix, mt, www, whh, ps, win, esz, ops, otile, smem_bytes;
   long regs, n_tiles_all, grid_x, grid_y, tiles_pix, m_total, window_pix;
 } dmplan;
@@ -83,6 +93,7 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, d
   p->mu = knobs_get(knobs, s, cfg, "m_unroll");
   p->minb = knobs_get(knobs, s, cfg, "blocks_per_sm");
   p->tiles = knobs_get(knobs, s, cfg, "tiles");
+  p->tma = knobs_get(knobs, s, cfg, "tma");
   p->kvol = g.ker[0] * g.ker[1] * g.ker[2];
   p->ks = g.ker[0] * g.ker[1] * ceil_div(g.ker[2], 4);
   p->cb = 8L * p->nt;
@@ -91,7 +102,7 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, d
   p->mt = ceil_div(p->tpix, 16);
   p->www = (p->tw - 1) * g.str[2] + (g.ker[2] - 1) * g.dil[2] + 1;
   p->whh = (p->th - 1) * g.str[1] + (g.ker[1] - 1) * g.dil[1] + 1;
-  p->ps = p->cb == 8 ? 8 : p->cb + 8;
+  p->ps = p->tma ? p->cb : p->cb == 8 ? 8 : p->cb + 8;
   p->window_pix = g.ker[0] * p->whh * p->www;
   p->win =
       ceil_div(p->window_pix * p->ps + (4 * ceil_div(g.ker[2], 4) - g.ker[2]) * g.dil[2] * p->ps,
@@ -100,11 +111,12 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, d
   p->esz = w->out_type == CT_DTYPE_INT32 ? 4 : 1;
   p->ops = p->esz == 4 ? p->cb * 4 + (p->cb > 8 ? 32 : 0) : p->cb <= 16 ? p->cb : p->cb + 16;
   p->otile = p->mt * 16 * p->ops;
-  p->smem_bytes = (p->tiles > 1 ? 2 : 1) * p->win + p->otile;
-  /* ptxas's counts (sm_90, int8 output): about 80 + 3 a k-step (B
-   * fragments, tap offsets), and per further m-tile at once 5 + 1 a
-   * k-step (its accumulators, A pair, bases and the interleaved loads) */
-  p->regs = DWM_REG_BASE + 3 * p->ks + (p->mu - 1) * (5 + p->ks);
+  p->smem_bytes = (p->tiles > 1 ? 2 : 1) * p->win + p->otile + (p->tma ? 16 : 0);
+  /* ptxas's counts (sm_90, int8 output): about 80 (54 with tma: no
+   * staging addresses) + 3 a k-step (B fragments and their loads), and
+   * per further m-tile at once 5 + 1 a k-step (its accumulators, A pair,
+   * bases and the interleaved loads) */
+  p->regs = (p->tma ? DWM_REG_BASE_TMA : DWM_REG_BASE) + 3 * p->ks + (p->mu - 1) * (5 + p->ks);
   p->n_tiles_all = g.n * g.out[0] * ceil_div(g.out[1], p->th) * ceil_div(g.out[2], p->tw);
   p->grid_x = ceil_div(p->n_tiles_all, p->tiles);
   p->grid_y = ceil_div(g.k, p->cb);
@@ -124,6 +136,13 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
   if (p.threads > a->max_threads_per_block)
     return template_fail(why, "%ld threads per block; at most %ld", p.threads,
                          a->max_threads_per_block);
+  if (p.tma && a->cc_major < 9)
+    return template_fail(why, "tma needs sm_90 or later, not sm_%ld%ld", a->cc_major, a->cc_minor);
+  if (p.tma && (w->epi.data_zero_point || p.nt < 2 || w->c % 16 || g.dil[0] != 1))
+    return template_fail(why,
+                         "tma needs no data zero point (it pads with zeros), n_tiles %ld of 2 or "
+                         "more, C a multiple of 16 and no depth dilation (C %ld)",
+                         p.nt, w->c);
   if (p.tpix % 16)
     return template_fail(why, "a tile of %ld pixels; whole m-tiles of %ld", p.tpix, 16);
   if (p.mt < (long)p.wm * p.mu)
@@ -161,6 +180,7 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   instance_opt(inst, "M_UNROLL", p.mu);
   instance_opt(inst, "BLOCKS_PER_SM", p.minb);
   instance_opt(inst, "TILES", p.tiles);
+  instance_opt(inst, "TMA", p.tma);
   instance_opt(inst, "CT_THREADS", p.threads);
   instance_opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
   if (inst->n_options >= INSTANCE_MAX_OPTIONS)
@@ -176,6 +196,30 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   /* sm_90: the kernel waits on griddepcontrol before touching memory */
   inst->pdl = a->cc_major >= 9;
   instance_conv_args(inst);
+  if (p.tma) {
+    /* the data as (C, W, H, D, N) bytes, tiled; a box is a tile's window:
+     * CB channels x its columns x rows x depth taps */
+    geom3 g;
+    workload_geom(w, &g);
+    tmap_desc *t = &inst->tmap;
+    memset(t, 0, sizeof *t);
+    t->rank = 5;
+    t->elem_bytes = 1;
+    const unsigned long long dims[5] = {(unsigned long long)g.c, (unsigned long long)g.in[2],
+                                        (unsigned long long)g.in[1], (unsigned long long)g.in[0],
+                                        (unsigned long long)g.n};
+    const unsigned box[5] = {(unsigned)p.cb, (unsigned)p.www, (unsigned)p.whh, (unsigned)g.ker[0],
+                             1};
+    unsigned long long stride = 1;
+    for (int i = 0; i < 5; i++) {
+      t->dims[i] = dims[i];
+      t->box[i] = box[i];
+      t->elem_strides[i] = 1;
+      if (i) t->strides[i - 1] = stride;
+      stride *= dims[i];
+    }
+    inst->args[inst->n_args++] = ARG_DATA_TMAP;
+  }
   return CT_OK;
 }
 
@@ -198,6 +242,7 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
                       p.mu,
                       p.minb,
                       p.tiles,
+                      p.tma + 1,
                       p.ks,
                       (double)p.window_pix / (double)p.tpix,
                       (double)p.mt * 16 / (double)p.tpix,
@@ -210,7 +255,8 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
  * the window it stages (the halo read again) and its output; the SMs kept
  * busy: the resident blocks (shared memory, threads) over the grid's
  * waves. Channels and pixels computed that do not exist are wasted; 32
- * channels or more a block (a pixel's 32-byte sector whole) are preferred. */
+ * channels or more a block (a pixel's 32-byte sector whole) are preferred,
+ * and tma where it is valid. */
 static int preferred(const ct_workload *w, const space *s, const arch *a, config *out) {
   config c;
   memset(&c, 0, sizeof c);
@@ -223,8 +269,10 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
       for (int in = 0; in < 4; in++)
         for (int im = 0; im < 4; im++)
           for (int iu = 0; iu < 3; iu++)
-            for (int it = 0; it < 2; it++) {
-              if (!(template_set_choice(s, &c, "tiles", tiless[it]) &&
+            for (int it = 0; it < 4; it++) {
+              /* tma where it is valid (the odd it), else cp.async */
+              if (!(template_set_choice(s, &c, "tiles", tiless[it / 2]) &&
+                    template_set_choice(s, &c, "tma", it % 2) &&
                     template_set_choice(s, &c, "tile_w", tile_ws[iw]) &&
                     template_set_choice(s, &c, "tile_h", tile_hs[ih]) &&
                     template_set_choice(s, &c, "n_tiles", n_tiless[in]) &&
@@ -247,7 +295,9 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
               const double fill = waves >= 1 ? waves / (double)(long)(waves + 0.999999) : waves;
               const double sector = p.cb >= 32 || p.cb >= w->c ? 1.0 : 0.7;
               const double occ = blocks * p.threads >= 512 ? 1.0 : blocks * p.threads / 512.0;
-              const double score = used * kused * fill * sector * occ / per_out;
+              /* cp.async's address arithmetic: about a fifth of the issue */
+              const double stage = p.tma ? 1.0 : 0.8;
+              const double score = used * kused * fill * sector * occ * stage / per_out;
               if (!found || score > best) {
                 *out = c;
                 best = score;

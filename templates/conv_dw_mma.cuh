@@ -31,7 +31,12 @@
  * pixel (PS / 8 odd: consecutive pixels fall on different banks); with
  * TILES > 1 the next tile's window loads into a second buffer while one
  * computes. (Plain loads through registers, one in flight per thread,
- * reached a quarter of the memory floor.) Warps: NT x WARPS_M, warp
+ * reached a quarter of the memory floor.) TMA 1 (sm_90, no data zero
+ * point): the window is one tensor copy instead (rank 5, C W H D N; the
+ * padding and the channels past C are its zero fill), completing on the
+ * buffer's mbarrier, and a pixel is CB dense bytes: the staging costs the
+ * threads nothing, where cp.async's address arithmetic took a fifth of the
+ * instructions. Warps: NT x WARPS_M, warp
  * (nt, wm) the n-tile nt and the m-tiles wm, wm + WARPS_M, ..., so a
  * thread holds the B fragments and the epilogue values of two channels
  * only. The epilogue requantizes each fragment (tc_common.cuh) into a
@@ -47,6 +52,9 @@
 
 #include "conv_shape.cuh"
 #include "tc_common.cuh"
+#if TMA
+#include "wgmma_ptx.cuh"
+#endif
 
 static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: not here");
 static_assert(DW_C > 0 && DW_C % 8 == 0 && CT_C4 * 4 == DW_C, "C must be a multiple of 8");
@@ -57,6 +65,9 @@ static_assert(TILE_W >= 1 && TILE_W <= 64 && TILE_H >= 1 && TILE_H <= 32, "tile_
 static_assert(BLOCKS_PER_SM >= 1 && BLOCKS_PER_SM <= 8, "blocks_per_sm: 1 to 8");
 static_assert(M_UNROLL == 1 || M_UNROLL == 2 || M_UNROLL == 4, "m_unroll: 1, 2 or 4");
 static_assert(TILES == 1 || TILES == 2 || TILES == 4 || TILES == 8, "tiles: 1, 2, 4 or 8");
+static_assert(TMA == 0 || (!CT_ZD && NT >= 2 && DW_C % 16 == 0 && CT_DIL_D == 1),
+              "tma: no data zero point (the copy pads with zeros), 16 channels a block or more, "
+              "C a multiple of 16 (row strides of 16 bytes), no depth dilation");
 static_assert((TILE_W & (TILE_W - 1)) == 0 && (TILE_H & (TILE_H - 1)) == 0 &&
                   TILE_W * TILE_H % 16 == 0,
               "tile_w and tile_h: powers of two, at least 16 pixels (whole m-tiles)");
@@ -70,7 +81,9 @@ static_assert((TILE_W & (TILE_W - 1)) == 0 && (TILE_H & (TILE_H - 1)) == 0 &&
 #define MT      (TPIX / 16) /* m-tiles of a block */
 #define WWW     ((TILE_W - 1) * CT_STR_W + (CT_KW - 1) * CT_DIL_W + 1)
 #define WHH     ((TILE_H - 1) * CT_STR_H + (CT_KH - 1) * CT_DIL_H + 1)
-#define PS      (CB == 8 ? 8 : CB + 8) /* input bytes a staged pixel: PS / 8 odd */
+/* input bytes a staged pixel: PS / 8 odd (consecutive pixels on other
+ * banks), or, staged by TMA, the box's dense rows */
+#define PS (TMA ? CB : CB == 8 ? 8 : CB + 8)
 /* the window, and the columns a padded tap reads past its end */
 #define WIN (((long)CT_KD * WHH * WWW * PS + (long)(KWP - CT_KW) * CT_DIL_W * PS + 15) / 16 * 16)
 /* the output tile: bytes a pixel, padded so that a fragment's 8 pixels
@@ -79,7 +92,7 @@ static_assert((TILE_W & (TILE_W - 1)) == 0 && (TILE_H & (TILE_H - 1)) == 0 &&
 #define OPS        (CT_OUT == 0 ? CB * 4 + (CB > 8 ? 32 : 0) : CB <= 16 ? CB : CB + 16)
 #define OTILE      ((long)MT * 16 * OPS)
 #define NBUF       (TILES > 1 ? 2 : 1) /* window buffers: the next tile's loads while one computes */
-#define SMEM_BYTES (NBUF * WIN + OTILE)
+#define SMEM_BYTES (NBUF * WIN + OTILE + (TMA ? 16 : 0)) /* TMA: an mbarrier a buffer */
 /* the copy's piece: 16 bytes where the row of CB channels and K are
  * multiples of 16 bytes, else 8 */
 #define PIECE ((CB * ESZ) % 16 == 0 && (CT_KR * ESZ) % 16 == 0 ? 16 : 8)
@@ -195,8 +208,13 @@ __host__ __device__ constexpr unsigned tap_off(int s) {
 extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     conv_dw_mma(const unsigned char *__restrict__ data, const unsigned char *__restrict__ weights,
                 void *__restrict__ out, const int *__restrict__ params,
-                const void *__restrict__ residual) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
+                const void *__restrict__ residual
+#if TMA
+                ,
+                const __grid_constant__ ct_tmap dmap
+#endif
+    ) {
+  extern __shared__ __align__(128) unsigned char smem_raw[];
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int g = lane / 4, q = lane % 4;
   const int nt = warp % NT, wm = warp / NT;
@@ -206,6 +224,18 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   const bool live = kw < CT_KR;              /* K % 8 == 0: an n-tile is whole or absent */
   unsigned char *otile = smem_raw + NBUF * WIN;
   const unsigned sbase = smem_addr(smem_raw);
+#if TMA
+  /* a window's copy completes on its buffer's mbarrier */
+  const unsigned bars = sbase + (unsigned)(NBUF * WIN + OTILE);
+  if (tid == 0) {
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&dmap) : "memory");
+    mbar_init(bars, 1);
+    mbar_init(bars + 8, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    fence_proxy_async();
+  }
+  __syncthreads();
+#endif
 
   /* the B fragments: k-step s is kernel row s / (KWP / 4) (depth and
    * height), columns 4 (s % (KWP / 4)) + q; its tap of channel kw + g in
@@ -227,12 +257,17 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   const unsigned grow[2] = {pix_off((unsigned)g) + lofs, pix_off((unsigned)g + 8u) + lofs};
   /* the thread's place in the output tile: row g, channels 2q, 2q + 1 */
   const unsigned oslot = (unsigned)g * OPS + (unsigned)(nt * 8 + 2 * q) * ESZ;
+#if !TMA
   const lane_chunks lc = chunks_of(lane, k0b);
+#endif
   pdl_wait_then_release(); /* nothing global before: the previous kernel may still run */
 #if CT_ZD
   const unsigned padw = (unsigned)params[CTQ_PAD_WORD];
 #else
   const unsigned padw = 0;
+#endif
+#if TMA
+  (void)padw, (void)data;
 #endif
   const q_head qh = load_head(params);
   q_chan c0 = {}, c1 = {};
@@ -245,16 +280,35 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   for (int j = -1; j < TILES; j++) {
     const unsigned tn = tile0 + (unsigned)(j + 1);  /* the next tile */
     const bool next = j + 1 < TILES && tn < ntiles; /* uniform over the block */
-    if (next)
+    if (next) {
+#if TMA
+      /* one copy of the whole window (padding and channels past C are
+       * zeros), by one thread; the buffer's readers passed the last barrier */
+      if (tid == 0) {
+        const tile_pos t = tile_at(tn);
+        const unsigned bar = bars + 8u * (unsigned)((j + 1) % NBUF);
+        fence_proxy_async();
+        mbar_expect_tx(bar, (unsigned)(CT_KD * WHH * WWW * CB));
+        tma_tile5(sbase + (unsigned)((j + 1) % NBUF) * (unsigned)WIN, &dmap, k0b,
+                  t.ow0 * CT_STR_W - CT_PAD_W, t.oh0 * CT_STR_H - CT_PAD_H,
+                  t.od * CT_STR_D - CT_PAD_D, t.n, bar);
+      }
+#else
       stage_window(data, smem_raw, sbase + (unsigned)((j + 1) % NBUF) * (unsigned)WIN, lc,
                    tile_at(tn), k0b, padw, warp);
+#endif
+    }
     if (j < 0) continue;
     const unsigned ti = tn - 1u;
     if (ti >= ntiles) break;
+#if TMA
+    mbar_wait(bars + 8u * (unsigned)(j % NBUF), (unsigned)(j / NBUF) & 1u);
+#else
     if (next)
       cp_async_wait<1>();
     else
       cp_async_wait<0>();
+#endif
     const tile_pos tp = tile_at(ti);
     const unsigned win = sbase + (unsigned)(j % NBUF) * (unsigned)WIN;
     __syncthreads(); /* the window is whole; the last tile's copy-out is done */
