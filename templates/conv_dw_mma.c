@@ -104,10 +104,11 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, d
   p->whh = (p->th - 1) * g.str[1] + (g.ker[1] - 1) * g.dil[1] + 1;
   p->ps = p->tma ? p->cb : p->cb == 8 ? 8 : p->cb + 8;
   p->window_pix = g.ker[0] * p->whh * p->www;
+  const long al = p->tma ? 128 : 16; /* a TMA destination is 128-byte aligned */
   p->win =
       ceil_div(p->window_pix * p->ps + (4 * ceil_div(g.ker[2], 4) - g.ker[2]) * g.dil[2] * p->ps,
-               16) *
-      16;
+               al) *
+      al;
   p->esz = w->out_type == CT_DTYPE_INT32 ? 4 : 1;
   p->ops = p->esz == 4 ? p->cb * 4 + (p->cb > 8 ? 32 : 0) : p->cb <= 16 ? p->cb : p->cb + 16;
   p->otile = p->mt * 16 * p->ops;

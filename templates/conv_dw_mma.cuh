@@ -85,7 +85,10 @@ static_assert((TILE_W & (TILE_W - 1)) == 0 && (TILE_H & (TILE_H - 1)) == 0 &&
  * banks), or, staged by TMA, the box's dense rows */
 #define PS (TMA ? CB : CB == 8 ? 8 : CB + 8)
 /* the window, and the columns a padded tap reads past its end */
-#define WIN (((long)CT_KD * WHH * WWW * PS + (long)(KWP - CT_KW) * CT_DIL_W * PS + 15) / 16 * 16)
+#define WIN_AL (TMA ? 128 : 16) /* a TMA destination is 128-byte aligned */
+#define WIN                                                                                        \
+  (((long)CT_KD * WHH * WWW * PS + (long)(KWP - CT_KW) * CT_DIL_W * PS + WIN_AL - 1) / WIN_AL *    \
+   WIN_AL)
 /* the output tile: bytes a pixel, padded so that a fragment's 8 pixels
  * fall on different banks and kept a multiple of 16 (the copy's pieces) */
 #define ESZ        (CT_OUT == 0 ? 4 : 1)
