@@ -14,10 +14,13 @@
 #   bench   the four sets at batch 32 (nhwc / ndhwc) and the model at batch 32 and 1 (bench
 #           --model), each against cuDNN in the same run; then test_gpu_dispatch's grouped case
 #           on the tuned database at batch 1, 3 and 32
+#   model   tuning of the MobileNetV2 model's depthwise layers (batch 32 and 1) on
+#           conv2d_nhwc_dw_mma into /tmp/t.db
 #   dwmma   the depthwise mma templates' GPU cases (int32, 8-bit, onnx), then tuning of the
 #           depthwise layers of the three depthwise sets at batch 32 on them (int8 output, bias,
-#           per-channel scales) into /tmp/t.db, then the bench phase's set runs
-# The database comes back as $OUT/t.db.xz; pass it back as .gpu-bin/t.db.xz (or t.db).
+#           per-channel scales) into /tmp/t.db
+#   savedb  /tmp/t.db as $OUT/t.db.xz; pass it back as .gpu-bin/t.db.xz (or t.db)
+# Phases run in one call share /tmp/t.db: e.g. dwmma, model, bench, savedb.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
 export CT_SOURCE_DIR=$PWD CT_COMMIT=$(cat build-rel/COMMIT)
@@ -121,15 +124,21 @@ dwmma)
   tq mobilenetv2 --set mobilenetv2 --layout nhwc $Q --template conv2d_nhwc_dw_mma
   tq efficientnet --set efficientnet_b0_dw --layout nhwc $Q --template conv2d_nhwc_dw_mma
   tq csn --set csn_dw3d --layout ndhwc $Q --template conv3d_ndhwc_dw_mma
-  for set in mobilenetv2 efficientnet_b0_dw csn_dw3d; do
-    l=nhwc; [ $set = csn_dw3d ] && l=ndhwc
-    timeout 120 $B bench --set $set --batch 32 --layout $l --db /tmp/t.db --results-dir $OUT --json-out $OUT/$set-b32.json \
-      > $OUT/$set-b32.md 2> $OUT/$set-b32.err
-    echo "bench $set rc=$? at $(( $(date +%s) - s )) s"; summary $OUT/$set-b32.json
-  done
+  cd $OUT && tar czf dwmma.tgz *.log tune-* && rm -f *.log tune-* ;;
+savedb)
   python3 -c "import sqlite3; c = sqlite3.connect('/tmp/t.db'); c.execute('pragma wal_checkpoint(TRUNCATE)')"
-  xz -T4 -c /tmp/t.db > $OUT/t.db.xz
-  cd $OUT && tar czf dwmma.tgz *.log *.md *.json *.err && find . -type f ! -name dwmma.tgz ! -name t.db.xz -delete ;;
+  xz -T4 -c /tmp/t.db > $OUT/t.db.xz ;;
+model)
+  # the model's depthwise layers (ONNX Runtime's rounding) on the depthwise mma templates
+  s=$(date +%s)
+  tq() { # name, then the tune arguments
+    local n=$1; shift
+    timeout 200 $B tune "$@" --seed 1 --db /tmp/t.db -q --json > $OUT/tune-$n.json 2> $OUT/tune-$n.err
+    echo "tune $n rc=$? at $(( $(date +%s) - s )) s $(tail -1 $OUT/tune-$n.err)"
+  }
+  tq model-b32 --model $MODEL --batch 32 --template conv2d_nhwc_dw_mma --trials 80 --early-stopping 32 --time-budget 50
+  tq model-b1 --model $MODEL --batch 1 --template conv2d_nhwc_dw_mma --trials 48 --early-stopping 24 --time-budget 40
+  cd $OUT && tar czf model-tune.tgz tune-* && rm -f tune-* ;;
 bench)
   s=$(date +%s)
   for set in $SETS; do
@@ -149,6 +158,6 @@ bench)
   done
   wait
   for b in 1 3 32; do echo "dispatch b$b: $(grep -E 'Checks|rc=' $OUT/gd-b$b.log | tr '\n' ' ') $(grep -c ' exact$' $OUT/gd-b$b.log) exact"; grep -vE ' exact$|^Running|^database|Checks|rc=' $OUT/gd-b$b.log | head -5; done
-  cd $OUT && tar czf bench.tgz *.md *.json *.err *.log && find . -type f ! -name bench.tgz -delete ;;
+  cd $OUT && tar czf bench.tgz *.md *.json *.err *.log && find . -type f ! -name '*.tgz' ! -name '*.xz' -delete ;;
 esac
 true

@@ -327,7 +327,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
         for (int i = 0; i < M_UNROLL; i++) {
           const unsigned f = win + pix_off((unsigned)(mb + i) * 16u);
           base[i][0] = f + grow[0], base[i][1] = f + grow[1];
-          acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0;
+          /* the sums start from the folded offset (bias - zx sum(w); no
+           * weight zero points here): the epilogue adds nothing */
+          acc[i][0] = acc[i][2] = c0.off, acc[i][1] = acc[i][3] = c1.off;
         }
 #pragma unroll
         for (int s = 0; s < KS; s++)
@@ -349,8 +351,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
           unsigned char *o0 = otile + mt * 16u * OPS + oslot, *o1 = o0 + 8 * OPS;
           /* channels kw + 2q, kw + 2q + 1 of rows 16 mt + g (acc 0, 1) and
            * + 8 (acc 2, 3) */
-          const int v00 = corrected(l0, acc[i][0], 0), v01 = corrected(l1, acc[i][1], 0);
-          const int v10 = corrected(l0, acc[i][2], 0), v11 = corrected(l1, acc[i][3], 0);
+          const int v00 = acc[i][0], v01 = acc[i][1], v10 = acc[i][2], v11 = acc[i][3];
 #if CT_OUT == 0
           (void)residual;
           *(int2 *)o0 = make_int2(v00, v01);
