@@ -19,6 +19,7 @@
 #   dwmma   the depthwise mma templates' GPU cases (int32, 8-bit, onnx), then tuning of the
 #           depthwise layers of the three depthwise sets at batch 32 on them (int8 output, bias,
 #           per-channel scales) into /tmp/t.db
+#   san     compute-sanitizer's four tools over configs of the depthwise mma family
 #   savedb  /tmp/t.db as $OUT/t.db.xz; pass it back as .gpu-bin/t.db.xz (or t.db)
 # Phases run in one call share /tmp/t.db: e.g. dwmma, model, bench, savedb.
 set -u
@@ -125,6 +126,23 @@ dwmma)
   tq efficientnet --set efficientnet_b0_dw --layout nhwc $Q --template conv2d_nhwc_dw_mma
   tq csn --set csn_dw3d --layout ndhwc $Q --template conv3d_ndhwc_dw_mma
   cd $OUT && tar czf dwmma.tgz *.log tune-* && rm -f *.log tune-* ;;
+san)
+  # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) over the depthwise mma family,
+  # one launch a config (build-rel/config_run): TMA and cp.async windows, prefetched tiles, a
+  # data zero point with a residual and uint8, 3D
+  CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  K2=conv2d-nhwc-i8.i8.i8-n2-c48-k48-15x13-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-g48
+  K2Z=conv2d-nhwc-u8.i8.u8-n2-c40-k40-13x11-r5x5-s2x2-p2x2.2x2-d1x1-zd-bias-qc-res-g40
+  K3=conv3d-ndhwc-i8.i8.i32-n1-c32-k32-4x9x9-r3x3x3-s1x1x1-p1x1x1.1x1x1-d1x1x1-g32
+  sanrun() { # template key config
+    for tool in memcheck racecheck synccheck initcheck; do
+      echo "$tool $1 $2 $3: $($CS --tool $tool --error-exitcode 9 build-rel/config_run $1 $2 "$3" 2>&1 | grep -E "SUMMARY|config_run" | tr '\n' ' ') rc=$?"
+    done
+  }
+  sanrun conv2d_nhwc_dw_mma $K2 '{"tile_w":8,"tile_h":4,"n_tiles":2,"warps_m":2,"m_unroll":1,"blocks_per_sm":2,"tiles":2,"tma":1}'
+  sanrun conv2d_nhwc_dw_mma $K2 '{"tile_w":16,"tile_h":4,"n_tiles":4,"warps_m":1,"m_unroll":2,"blocks_per_sm":2,"tiles":4,"tma":0}'
+  sanrun conv2d_nhwc_dw_mma $K2Z '{"tile_w":4,"tile_h":8,"n_tiles":1,"warps_m":2,"m_unroll":1,"blocks_per_sm":2,"tiles":2,"tma":0}'
+  sanrun conv3d_ndhwc_dw_mma $K3 '{"tile_w":8,"tile_h":4,"n_tiles":4,"warps_m":1,"m_unroll":2,"blocks_per_sm":2,"tiles":2,"tma":1}' ;;
 savedb)
   python3 -c "import sqlite3; c = sqlite3.connect('/tmp/t.db'); c.execute('pragma wal_checkpoint(TRUNCATE)')"
   xz -T4 -c /tmp/t.db > $OUT/t.db.xz ;;

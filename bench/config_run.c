@@ -1,0 +1,162 @@
+/*
+ * config_run.c: one template config on one workload, outside the tuner: for
+ * a profiler or a sanitizer (one launch) or a quick timing.
+ *
+ *   config_run TEMPLATE KEY CONFIG_JSON [LAUNCHES]
+ *
+ * Compiles the instance for device 0, fills random data, weights and (where
+ * the key has them) a params block (quant_random) and a residual, and
+ * launches it once. With LAUNCHES > 1 it then captures that many launches
+ * in a CUDA graph and prints the best of 5 replays per launch, in us, and
+ * the bytes moved (data and output) over that time. The output is not
+ * checked: the tuner and the GPU suites do that; run this under ncu or
+ * compute-sanitizer. Exit status: 0 done, 1 a failure (the message on
+ * stderr), 2 bad arguments.
+ */
+#include <cJSON.h>
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/quant.h"
+#include "core/rng.h"
+#include "core/workload.h"
+#include "gpu/device.h"
+#include "gpu/kernel.h"
+#include "gpu/nvrtc.h"
+#include "templates/template.h"
+
+static int fail(const char *what, const char *msg) {
+  fprintf(stderr, "config_run: %s: %s\n", what, msg);
+  return 1;
+}
+
+/* n random bytes on the device, or NULL (*st set) on failure */
+static void *device_random(size_t n, rng *r, cudaError_t *st) {
+  unsigned char *h = malloc(n ? n : 1);
+  void *d = NULL;
+  if (!h) {
+    *st = cudaErrorMemoryAllocation;
+    return NULL;
+  }
+  for (size_t i = 0; i < n; i++) h[i] = (unsigned char)rng_next(r);
+  *st = cudaMalloc(&d, n ? n : 1);
+  if (*st == cudaSuccess) *st = cudaMemcpy(d, h, n, cudaMemcpyHostToDevice);
+  free(h);
+  return d;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 4 || argc > 5) {
+    fprintf(stderr, "usage: config_run TEMPLATE KEY CONFIG_JSON [LAUNCHES]\n");
+    return 2;
+  }
+  const int launches = argc == 5 ? atoi(argv[4]) : 1;
+  if (launches < 1 || launches > 100000) {
+    fprintf(stderr, "config_run: LAUNCHES must be 1 to 100000, not '%s'\n", argv[4]);
+    return 2;
+  }
+  ct_err err = {0};
+  const template_desc *tpl = template_find(argv[1]);
+  if (!tpl) {
+    fprintf(stderr, "config_run: no template '%s'\n", argv[1]);
+    return 2;
+  }
+  ct_workload w;
+  if (workload_from_key(argv[2], &w, &err) != CT_OK) {
+    fprintf(stderr, "config_run: key: %s\n", err.msg);
+    return 2;
+  }
+  space sp;
+  space_init(&sp);
+  if (template_space(tpl, &w, &sp, &err) != CT_OK) {
+    fprintf(stderr, "config_run: %s\n", err.msg);
+    return 2;
+  }
+  cJSON *j = cJSON_Parse(argv[3]);
+  config c;
+  if (!j || space_config_from_json(&sp, j, &c, &err) != CT_OK) {
+    fprintf(stderr, "config_run: config: %s\n", j ? err.msg : "not JSON");
+    return 2;
+  }
+  cJSON_Delete(j);
+  device dev;
+  if (device_open(0, &dev, &err) != CT_OK) return fail("device", err.msg);
+  instance inst;
+  if (instance_make(tpl, &w, &sp, &c, &dev.arch, &inst, &err) != CT_OK)
+    return fail("config", err.msg);
+  cubin cb;
+  if (nvrtc_compile(&inst, &dev.arch, &cb, &err) != CT_OK)
+    return fail("compile", cb.log && cb.log[0] ? cb.log : err.msg);
+  kernel k;
+  if (kernel_load(cb.data, cb.size, &inst, &k, &err) != CT_OK) return fail("load", err.msg);
+
+  rng r;
+  rng_seed(&r, 1);
+  const size_t nd = workload_data_elems(&w), nw = workload_weight_elems(&w);
+  const size_t no = workload_out_elems(&w), ob = no * workload_out_elem_bytes(&w);
+  cudaError_t ce = cudaSuccess;
+  void *dd = device_random(nd, &r, &ce), *dw = NULL, *dout = NULL, *dp = NULL, *dr = NULL;
+  if (ce == cudaSuccess) dw = device_random(nw, &r, &ce);
+  if (ce == cudaSuccess) ce = cudaMalloc(&dout, ob);
+  if (ce == cudaSuccess && w.epi.residual) dr = device_random(no, &r, &ce);
+  if (ce == cudaSuccess && workload_has_params(&w)) {
+    /* params from random scales and the weights as they are on the device */
+    quant_store qs;
+    memset(&qs, 0, sizeof qs);
+    int8_t *hw = malloc(nw ? nw : 1);
+    int32_t *sums = malloc(sizeof(int32_t) * (size_t)w.k);
+    int32_t *params = malloc(quant_params_words(&w) * 4);
+    if (!hw || !sums || !params) return fail("host", "out of memory");
+    ce = cudaMemcpy(hw, dw, nw, cudaMemcpyDeviceToHost);
+    if (quant_random(&w, 5, &qs, &err) != CT_OK) return fail("quant_random", err.msg);
+    quant_weight_sums(&w, hw, sums);
+    if (quant_params(&w, &qs.q, sums, params, &err) != CT_OK) return fail("quant_params", err.msg);
+    if (ce == cudaSuccess) ce = cudaMalloc(&dp, quant_params_words(&w) * 4);
+    if (ce == cudaSuccess)
+      ce = cudaMemcpy(dp, params, quant_params_words(&w) * 4, cudaMemcpyHostToDevice);
+    quant_store_free(&qs);
+    free(hw), free(sums), free(params);
+  }
+  if (ce != cudaSuccess) return fail("buffers", cudaGetErrorString(ce));
+  const kernel_io io = {dd, dw, dout, dp, dr};
+  cudaStream_t st;
+  if ((ce = cudaStreamCreate(&st)) != cudaSuccess) return fail("stream", cudaGetErrorString(ce));
+  if (kernel_launch(&k, &inst, &io, st, &err) != CT_OK) return fail("launch", err.msg);
+  if ((ce = cudaStreamSynchronize(st)) != cudaSuccess)
+    return fail("kernel", cudaGetErrorString(ce));
+  if (launches == 1) {
+    printf("%s: one launch, grid %ux%ux%u, block %u, %zu bytes of shared memory\n", tpl->name,
+           inst.grid[0], inst.grid[1], inst.grid[2], inst.block[0], inst.smem_bytes);
+    return 0;
+  }
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  if ((ce = cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal)) != cudaSuccess)
+    return fail("capture", cudaGetErrorString(ce));
+  for (int i = 0; i < launches; i++)
+    if (kernel_launch(&k, &inst, &io, st, &err) != CT_OK) return fail("launch", err.msg);
+  if ((ce = cudaStreamEndCapture(st, &g)) != cudaSuccess ||
+      (ce = cudaGraphInstantiate(&ge, g, 0)) != cudaSuccess ||
+      (ce = cudaGraphLaunch(ge, st)) != cudaSuccess || (ce = cudaStreamSynchronize(st)))
+    return fail("graph", cudaGetErrorString(ce));
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0), cudaEventCreate(&e1);
+  float best = 0;
+  for (int rep = 0; rep < 5; rep++) {
+    float ms = 0;
+    cudaEventRecord(e0, st);
+    cudaGraphLaunch(ge, st);
+    cudaEventRecord(e1, st);
+    if ((ce = cudaEventSynchronize(e1)) != cudaSuccess)
+      return fail("replay", cudaGetErrorString(ce));
+    cudaEventElapsedTime(&ms, e0, e1);
+    if (rep == 0 || ms < best) best = ms;
+  }
+  const double us = 1000.0 * best / launches;
+  printf("%s %.2f us per launch, %.2f TB/s (data + output), grid %ux%u, block %u, smem %zu: %s\n",
+         tpl->name, us, (double)(nd + ob) / (us * 1e-6) / 1e12, inst.grid[0], inst.grid[1],
+         inst.block[0], inst.smem_bytes, argv[3]);
+  return 0;
+}
