@@ -136,7 +136,8 @@ san)
   K3=conv3d-ndhwc-i8.i8.i32-n1-c32-k32-4x9x9-r3x3x3-s1x1x1-p1x1x1.1x1x1-d1x1x1-g32
   sanrun() { # template key config
     for tool in memcheck racecheck synccheck initcheck; do
-      echo "$tool $1 $2 $3: $($CS --tool $tool --error-exitcode 9 build-rel/config_run $1 $2 "$3" 2>&1 | grep -E "SUMMARY|config_run" | tr '\n' ' ') rc=$?"
+      out=$($CS --tool $tool --error-exitcode 9 build-rel/config_run $1 $2 "$3" 2>&1); rc=$?
+      echo "$tool $1 $2 $3: $(echo "$out" | grep -E "SUMMARY|config_run" | tr '\n' ' ') rc=$rc"
     done
   }
   sanrun conv2d_nhwc_dw_mma $K2 '{"tile_w":8,"tile_h":4,"n_tiles":2,"warps_m":2,"m_unroll":1,"blocks_per_sm":2,"tiles":2,"tma":1}'
