@@ -12,18 +12,16 @@
  * which at mma.sync's int8 rate is still twice the FP32 pipe's, and the
  * bytes go in as they are: no conversion, exact int32 sums.
  *
- * The k order makes each A register 4 channels of one pixel at one tap:
+ * The k order makes each A register pair one 8-byte shared-memory load:
  * lane (g = lane / 4, q = lane % 4) holds k = 4q..4q+3 in a0 and 16+4q..
  * in a2, which are taken as tap column q of the k-step, channels 0-3 and
  * 4-7: a0, a2 = the 8 channels of one pixel at one tap (a1, a3 the same
- * for row g + 8), each one 4-byte shared load straight into its register. B follows the same map: b0 = w[g][tap] in byte g (g <
+ * for row g + 8). B follows the same map: b0 = w[g][tap] in byte g (g <
  * 4), b1 in byte g - 4 (g >= 4). A k-step is 4 columns of one kernel row,
  * the kernel's width padded to fours (KS = kd x kh x ceil(kw / 4) mma per
  * m-tile and n-tile; the padded taps have zero weights and read the
  * window's next pixels, or the slack after it), so that a k-step's offset
- * is a constant and the loads take it as an immediate. A thread's
- * requantization form (requant2's MODE) is chosen once, outside the
- * m-tile loop (mtiles<MODE>).
+ * is a constant and the loads take it as an immediate.
  *
  * A block: TILES consecutive tiles (along W first) of TILE_H x TILE_W
  * output pixels (powers of two; flattened, m-tiles of 16) at one output
@@ -107,12 +105,10 @@ static_assert((TILE_W & (TILE_W - 1)) == 0 && (TILE_H & (TILE_H - 1)) == 0 &&
 static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the block");
 static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the tile");
 
-/* 4 bytes of shared memory at byte offset off, each into the register the
- * fragment wants it in: volatile, so that ptxas does not pair two into an
- * 8-byte load whose halves would then take a register move each */
-__device__ __forceinline__ unsigned lds32(unsigned off) {
-  unsigned v;
-  asm volatile("ld.volatile.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(off));
+/* 8 bytes of shared memory at byte offset off. */
+__device__ __forceinline__ uint2 lds64(unsigned off) {
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(off));
   return v;
 }
 
@@ -209,82 +205,6 @@ __host__ __device__ constexpr unsigned tap_off(int s) {
   return (unsigned)((((s / (KWP / 4) / CT_KH) * WHH + (s / (KWP / 4) % CT_KH) * CT_DIL_H) * WWW +
                      4 * (s % (KWP / 4)) * CT_DIL_W) *
                     PS);
-}
-
-/* A warp's m-tiles of the tile at shared address win: the mma over the
- * k-steps, then each fragment requantized (requant2's MODE, chosen once per
- * thread by the caller: a branch per m-tile cost several instructions) into
- * the output tile. */
-template <int MODE>
-__device__ __forceinline__ void
-mtiles(unsigned win, const unsigned (&grow)[2], const q_chan &c0, const q_chan &c1,
-       const q_head &qh, const unsigned (&bf)[KS][2], unsigned char *otile, unsigned oslot,
-       tile_pos tp, const void *residual, int wm, int g, int q, int kw, int nt) {
-  (void)tp, (void)residual, (void)qh, (void)g, (void)q, (void)kw, (void)nt;
-#pragma unroll 1
-  for (int mb = wm * M_UNROLL; mb < MT; mb += WARPS_M * M_UNROLL) {
-    /* M_UNROLL m-tiles at once (their mma chains interleave) */
-    int acc[M_UNROLL][4];
-    unsigned base[M_UNROLL][2];
-#pragma unroll
-    for (int i = 0; i < M_UNROLL; i++) {
-      const unsigned f = win + pix_off((unsigned)(mb + i) * 16u);
-      base[i][0] = f + grow[0], base[i][1] = f + grow[1];
-      /* the sums start from the folded offset (bias - zx sum(w); no
-       * weight zero points here): the epilogue adds nothing */
-      acc[i][0] = acc[i][2] = c0.off, acc[i][1] = acc[i][3] = c1.off;
-    }
-#pragma unroll
-    for (int s = 0; s < KS; s++)
-#pragma unroll
-      for (int i = 0; i < M_UNROLL; i++) {
-        const unsigned a[4] = {lds32(base[i][0] + tap_off(s)), lds32(base[i][1] + tap_off(s)),
-                               lds32(base[i][0] + tap_off(s) + 4),
-                               lds32(base[i][1] + tap_off(s) + 4)};
-        mma16832(acc[i], a, bf[s]);
-      }
-    /* the channels' values, opaque here: the compiler would otherwise
-     * hoist their sign extension out of the loop and split the
-     * requantization's 64-bit multiply-add into five instructions */
-    q_chan l0 = c0, l1 = c1;
-    asm("" : "+r"(l0.f.m), "+r"(l1.f.m));
-#pragma unroll
-    for (int i = 0; i < M_UNROLL; i++) {
-      if (MT % M_UNROLL && mb + i >= MT) break;
-      const unsigned mt = (unsigned)(mb + i);
-      unsigned char *o0 = otile + mt * 16u * OPS + oslot, *o1 = o0 + 8 * OPS;
-      /* channels kw + 2q, kw + 2q + 1 of rows 16 mt + g (acc 0, 1) and
-       * + 8 (acc 2, 3) */
-      const int v00 = acc[i][0], v01 = acc[i][1], v10 = acc[i][2], v11 = acc[i][3];
-#if CT_OUT == 0
-      (void)residual;
-      *(int2 *)o0 = make_int2(v00, v01);
-      *(int2 *)o1 = make_int2(v10, v11);
-#else
-      unsigned r0 = 0, r1 = 0;
-      if (CT_RES) {
-        /* the residual's two bytes of each row that exists */
-        unsigned rr[2] = {0, 0};
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-          const unsigned m = mt * 16u + (unsigned)g + 8u * h;
-          const int oh = tp.oh0 + (int)(m / TILE_W), ow = tp.ow0 + (int)(m % TILE_W);
-          if (oh < CT_OH && ow < CT_OW)
-            rr[h] =
-                ((const unsigned short *)
-                     residual)[(((((long)tp.n * CT_OD + tp.od) * CT_OH + oh) * CT_OW + ow) * CT_KR +
-                                kw + 2 * q) /
-                               2];
-        }
-        r0 = rr[0], r1 = rr[1];
-      }
-      const unsigned y0 = requant2<MODE>(qh, l0, l1, v00, v01, r0);
-      const unsigned y1 = requant2<MODE>(qh, l0, l1, v10, v11, r1);
-      *(unsigned short *)o0 = (unsigned short)y0;
-      *(unsigned short *)o1 = (unsigned short)y1;
-#endif
-    }
-  }
 }
 
 /* ---- the kernel ---------------------------------------------------------- */
@@ -398,18 +318,80 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 
     /* ---- the mainloop and each m-tile's epilogue ---- */
     if (live) {
-#define MTILES(M) mtiles<M>(win, grow, c0, c1, qh, bf, otile, oslot, tp, residual, wm, g, q, kw, nt)
+#pragma unroll 1
+      for (int mb = wm * M_UNROLL; mb < MT; mb += WARPS_M * M_UNROLL) {
+        /* M_UNROLL m-tiles at once (their mma chains interleave) */
+        int acc[M_UNROLL][4];
+        unsigned base[M_UNROLL][2];
+#pragma unroll
+        for (int i = 0; i < M_UNROLL; i++) {
+          const unsigned f = win + pix_off((unsigned)(mb + i) * 16u);
+          base[i][0] = f + grow[0], base[i][1] = f + grow[1];
+          /* the sums start from the folded offset (bias - zx sum(w); no
+           * weight zero points here): the epilogue adds nothing */
+          acc[i][0] = acc[i][2] = c0.off, acc[i][1] = acc[i][3] = c1.off;
+        }
+#pragma unroll
+        for (int s = 0; s < KS; s++)
+#pragma unroll
+          for (int i = 0; i < M_UNROLL; i++) {
+            const uint2 x0 = lds64(base[i][0] + tap_off(s)), x1 = lds64(base[i][1] + tap_off(s));
+            const unsigned a[4] = {x0.x, x1.x, x0.y, x1.y};
+            mma16832(acc[i], a, bf[s]);
+          }
+        /* the channels' values, opaque here: the compiler would otherwise
+         * hoist their sign extension out of the loop and split the
+         * requantization's 64-bit multiply-add into five instructions */
+        q_chan l0 = c0, l1 = c1;
+        asm("" : "+r"(l0.f.m), "+r"(l1.f.m));
+#pragma unroll
+        for (int i = 0; i < M_UNROLL; i++) {
+          if (MT % M_UNROLL && mb + i >= MT) break;
+          const unsigned mt = (unsigned)(mb + i);
+          unsigned char *o0 = otile + mt * 16u * OPS + oslot, *o1 = o0 + 8 * OPS;
+          /* channels kw + 2q, kw + 2q + 1 of rows 16 mt + g (acc 0, 1) and
+           * + 8 (acc 2, 3) */
+          const int v00 = acc[i][0], v01 = acc[i][1], v10 = acc[i][2], v11 = acc[i][3];
 #if CT_OUT == 0
-      MTILES(RQ_GENERAL);
+          (void)residual;
+          *(int2 *)o0 = make_int2(v00, v01);
+          *(int2 *)o1 = make_int2(v10, v11);
 #else
-      if (c0.f.ok && c1.f.ok && qh.sat)
-        MTILES(RQ_SAT);
-      else if (c0.f.ok && c1.f.ok)
-        MTILES(RQ_FAST);
-      else
-        MTILES(RQ_GENERAL);
+          unsigned r0 = 0, r1 = 0;
+          if (CT_RES) {
+            /* the residual's two bytes of each row that exists */
+            unsigned rr[2] = {0, 0};
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+              const unsigned m = mt * 16u + (unsigned)g + 8u * h;
+              const int oh = tp.oh0 + (int)(m / TILE_W), ow = tp.ow0 + (int)(m % TILE_W);
+              if (oh < CT_OH && ow < CT_OW)
+                rr[h] = ((const unsigned short *)
+                             residual)[(((((long)tp.n * CT_OD + tp.od) * CT_OH + oh) * CT_OW + ow) *
+                                            CT_KR +
+                                        kw + 2 * q) /
+                                       2];
+            }
+            r0 = rr[0], r1 = rr[1];
+          }
+          unsigned y0, y1;
+          if (l0.f.ok && l1.f.ok) {
+            if (qh.sat) {
+              y0 = requant2<RQ_SAT>(qh, l0, l1, v00, v01, r0);
+              y1 = requant2<RQ_SAT>(qh, l0, l1, v10, v11, r1);
+            } else {
+              y0 = requant2<RQ_FAST>(qh, l0, l1, v00, v01, r0);
+              y1 = requant2<RQ_FAST>(qh, l0, l1, v10, v11, r1);
+            }
+          } else {
+            y0 = requant2<RQ_GENERAL>(qh, l0, l1, v00, v01, r0);
+            y1 = requant2<RQ_GENERAL>(qh, l0, l1, v10, v11, r1);
+          }
+          *(unsigned short *)o0 = (unsigned short)y0;
+          *(unsigned short *)o1 = (unsigned short)y1;
 #endif
-#undef MTILES
+        }
+      }
     }
     __syncthreads(); /* the output tile is whole; the window may be refilled */
 
