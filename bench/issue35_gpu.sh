@@ -32,6 +32,12 @@ MODEL=models/mobilenetv2_qdq.onnx
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 [ -f /tmp/t.db ] || { [ -f .gpu-bin/t.db ] && cp .gpu-bin/t.db /tmp/t.db; }
 [ -f /tmp/t.db ] || { [ -f .gpu-bin/t.db.xz ] && xz -dc .gpu-bin/t.db.xz > /tmp/t.db; }
+# tune NAME ARGS...: one tuning into /tmp/t.db, its JSON and log in $OUT (a phase sets s, its start)
+tq() {
+  local n=$1; shift
+  timeout 200 $B tune "$@" --seed 1 --db /tmp/t.db -q --json > $OUT/tune-$n.json 2> $OUT/tune-$n.err
+  echo "tune $n rc=$? at $(( $(date +%s) - s )) s $(tail -1 $OUT/tune-$n.err)"
+}
 # a summary of a set's results JSON: the sums and the per-layer ratios the issue judges
 summary() { # json
   python3 - "$1" <<'PY'
@@ -87,11 +93,6 @@ tune)
     echo "== $(basename $f): $(grep -E 'Checks|rc=' $f | tr '\n' ' ')"
     grep -E "exact over|FAIL|F:|E:" $f | head -6 | cut -c1-150
   done
-  tq() { # name, then the tune arguments
-    local n=$1; shift
-    timeout 150 $B tune "$@" --seed 1 --db /tmp/t.db -q --json > $OUT/tune-$n.json 2> $OUT/tune-$n.err
-    echo "tune $n rc=$? at $(( $(date +%s) - s )) s $(tail -1 $OUT/tune-$n.err)"
-  }
   Q="--batch 32 --out int8 --epilogue bias,qc --trials 64 --early-stopping 24 --time-budget 4"
   tq mobilenetv2 --set mobilenetv2 --layout nhwc $Q --template conv2d_nhwc_dw
   tq efficientnet --set efficientnet_b0_dw --layout nhwc $Q --template conv2d_nhwc_dw
@@ -116,11 +117,6 @@ dwmma)
     echo "== $(basename $f): $(grep -E 'Checks|rc=' $f | tr '\n' ' ')"
     grep -E "exact over|FAIL|F:|E:" $f | head -8 | cut -c1-200
   done
-  tq() { # name, then the tune arguments
-    local n=$1; shift
-    timeout 200 $B tune "$@" --seed 1 --db /tmp/t.db -q --json > $OUT/tune-$n.json 2> $OUT/tune-$n.err
-    echo "tune $n rc=$? at $(( $(date +%s) - s )) s $(tail -1 $OUT/tune-$n.err)"
-  }
   Q="--batch 32 --out int8 --epilogue bias,qc --trials 80 --early-stopping 32 --time-budget 5"
   tq mobilenetv2 --set mobilenetv2 --layout nhwc $Q --template conv2d_nhwc_dw_mma
   tq efficientnet --set efficientnet_b0_dw --layout nhwc $Q --template conv2d_nhwc_dw_mma
@@ -150,11 +146,6 @@ savedb)
 model)
   # the model's depthwise layers (ONNX Runtime's rounding) on the depthwise mma templates
   s=$(date +%s)
-  tq() { # name, then the tune arguments
-    local n=$1; shift
-    timeout 200 $B tune "$@" --seed 1 --db /tmp/t.db -q --json > $OUT/tune-$n.json 2> $OUT/tune-$n.err
-    echo "tune $n rc=$? at $(( $(date +%s) - s )) s $(tail -1 $OUT/tune-$n.err)"
-  }
   tq model-b32 --model $MODEL --batch 32 --template conv2d_nhwc_dw_mma --trials 80 --early-stopping 32 --time-budget 50
   tq model-b1 --model $MODEL --batch 1 --template conv2d_nhwc_dw_mma --trials 48 --early-stopping 24 --time-budget 40
   cd $OUT && tar czf model-tune.tgz tune-* && rm -f tune-* ;;

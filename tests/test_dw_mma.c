@@ -24,19 +24,12 @@
 #include "core/rng.h"
 #include "gpu/nvrtc.h"
 #include "templates/template.h"
+#include "tests/kernel_check.h"
 #include "tests/util.h"
 
-/* A depthwise conv2d (d3 = 0) or conv3d workload, channels-last, K = C. */
+/* A depthwise workload without a channel multiplier (dw_shape's m = 1). */
 static ct_workload shape(int d3, int n, int c, int in, int ker, int str, int pad) {
-  ct_workload w;
-  workload_init(&w, d3 ? CT_OP_CONV3D : CT_OP_CONV2D);
-  w.layout = CT_LAYOUT_NHWC;
-  w.n = n, w.c = c, w.k = c, w.groups = c;
-  for (int i = 0; i < (d3 ? 3 : 2); i++) {
-    w.in[i] = in, w.kernel[i] = ker, w.stride[i] = str;
-    w.pad_before[i] = w.pad_after[i] = pad;
-  }
-  return w;
+  return dw_shape(d3, n, c, 1, in, ker, str, pad);
 }
 
 static const template_desc *tpl_of(const ct_workload *w) {
@@ -149,28 +142,6 @@ static ct_workload case_shape(int i) {
   }
 }
 #define N_CASES 10
-
-/* The epilogues: int32 with bias; int8 per-channel with a residual; uint8
- * data and output with a data zero point, bias and residual; onnx rounding. */
-static void epilogue(ct_workload *w, int e) {
-  switch (e % 4) {
-  case 1:
-    w->out_type = CT_DTYPE_INT8, w->epi.bias = 1, w->epi.scale = CT_SCALE_CHANNEL;
-    w->epi.residual = 1;
-    break;
-  case 2:
-    w->data_type = w->out_type = CT_DTYPE_UINT8;
-    w->epi.data_zero_point = w->epi.bias = w->epi.residual = 1;
-    break;
-  case 3:
-    w->out_type = CT_DTYPE_INT8, w->epi.rounding = CT_ROUND_ONNX, w->epi.residual = 1;
-    w->epi.data_zero_point = 1;
-    break;
-  default:
-    w->epi.bias = 1;
-    break;
-  }
-}
 
 /* Byte i of word v as the mma's operand: signed, or unsigned (u8 data). */
 static int opnd(uint32_t v, int i, int u8) {
@@ -294,70 +265,14 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
   free(win);
 }
 
+static const tpl_family family = {case_shape, dw_epilogue, tpl_of, emulate,
+                                  "A reads past the buffer"};
+
 /* Sampled valid configs (and the preferred one) of each shape, emulated in
  * each epilogue against reference_qconv. */
 START_TEST(emulated_kernel_matches_reference_qconv) {
-  arch a;
-  ck_assert_int_eq(arch_from_name("sm_90", &a, NULL), CT_OK);
-  a.sm_count = 132;
-  rng r;
-  rng_seed(&r, 46 + _i);
   const char *env = getenv("CT_DW_DRAWS");
-  const int draws = env ? atoi(env) : test_quick() ? 4 : 16;
-  for (int d = 0; d < draws; d++) {
-    ct_workload w = case_shape(_i);
-    epilogue(&w, _i + d);
-    const template_desc *tpl = tpl_of(&w);
-    char why[TEMPLATE_WHY_MAX];
-    ct_err err = {0};
-    ck_assert_msg(tpl->supports(&w, why), "case %d: %s", _i, why);
-    ck_assert_msg(workload_validate(&w, &err) == CT_OK, "case %d: %s", _i, err.msg);
-    space sp;
-    space_init(&sp);
-    ck_assert_int_eq(tpl->space(&w, &sp, NULL), CT_OK);
-    config c;
-    if (d == 0) {
-      ck_assert_msg(tpl->preferred(&w, &sp, &a, &c), "case %d: no preferred config", _i);
-      ck_assert(tpl->valid(&w, &sp, &c, &a, NULL));
-    } else {
-      ck_assert_int_eq(template_sample(tpl, &w, &sp, &a, &r, 1000000, &c, NULL), CT_OK);
-    }
-    const long nx = workload_data_elems(&w), nw = workload_weight_elems(&w);
-    const long no = workload_out_elems(&w);
-    const size_t ob = workload_out_elem_bytes(&w);
-    unsigned char *x = malloc(nx), *res = malloc(no);
-    signed char *wt = malloc(nw);
-    void *ref = malloc(no * ob), *got = malloc(no * ob);
-    int *writes = calloc(no, sizeof *writes);
-    for (long i = 0; i < nx; i++) x[i] = (unsigned char)rng_next(&r);
-    for (long i = 0; i < nw; i++) wt[i] = (signed char)rng_next(&r);
-    for (long i = 0; i < no; i++) res[i] = (unsigned char)rng_next(&r);
-    quant_store qs;
-    memset(&qs, 0, sizeof qs);
-    ck_assert_int_eq(quant_random(&w, 4600 + 16 * _i + d, &qs, &err), CT_OK);
-    const ct_quant *q = workload_has_params(&w) ? &qs.q : NULL;
-    int32_t *params = calloc(quant_params_words(&w) + 16, sizeof *params);
-    int32_t *sums = malloc(w.k * sizeof *sums);
-    quant_weight_sums(&w, (const int8_t *)wt, sums);
-    if (q) ck_assert_msg(quant_params(&w, q, sums, params, &err) == CT_OK, "%s", err.msg);
-    ck_assert_msg(reference_qconv(&w, q, x, (const int8_t *)wt, w.epi.residual ? res : NULL, ref,
-                                  &err) == CT_OK,
-                  "%s", err.msg);
-    long bad = 0;
-    emulate(&w, &sp, &c, x, wt, params, w.epi.residual ? res : NULL, got, writes, &bad, &r);
-    char text[512];
-    space_config_str(&sp, &c, text, sizeof text);
-    ck_assert_msg(bad == 0, "case %d %s: %ld A reads past the buffer", _i, text, bad);
-    for (long i = 0; i < no; i++) {
-      ck_assert_msg(writes[i] == 1, "case %d %s: output %ld written %d times", _i, text, i,
-                    writes[i]);
-      ck_assert_msg(memcmp((char *)got + i * ob, (char *)ref + i * ob, ob) == 0,
-                    "case %d epilogue %d %s: output %ld differs", _i, (_i + d) % 4, text, i);
-    }
-    free(x), free(res), free(wt), free(ref), free(got), free(writes), free(params), free(sums);
-    quant_store_free(&qs);
-    space_free(&sp);
-  }
+  emulations_match(&family, _i, env ? atoi(env) : test_quick() ? 4 : 16, 46);
 }
 END_TEST
 
@@ -365,38 +280,7 @@ END_TEST
  * and sm_80, the epilogue rotating, without spills. */
 START_TEST(configs_compile_for_sm90_and_sm80) {
   const char *env = getenv("CT_DW_COMPILES");
-  const int per = env ? atoi(env) : 2;
-  static const char *const archs[] = {"sm_90", "sm_80"};
-  rng r;
-  rng_seed(&r, 460 + _i);
-  for (int ai = 0; ai < 2; ai++) {
-    arch a;
-    ck_assert_int_eq(arch_from_name(archs[ai], &a, NULL), CT_OK);
-    a.sm_count = ai ? 108 : 132;
-    for (int d = 0; d < per; d++) {
-      ct_workload w = case_shape(_i);
-      epilogue(&w, d + 2 * ai + _i);
-      const template_desc *tpl = tpl_of(&w);
-      space sp;
-      space_init(&sp);
-      ck_assert_int_eq(tpl->space(&w, &sp, NULL), CT_OK);
-      config c;
-      if (d == 0)
-        ck_assert(tpl->preferred(&w, &sp, &a, &c));
-      else
-        ck_assert_int_eq(template_sample(tpl, &w, &sp, &a, &r, 1000000, &c, NULL), CT_OK);
-      instance inst;
-      ct_err err = {0};
-      ck_assert_msg(instance_make(tpl, &w, &sp, &c, &a, &inst, &err) == CT_OK, "%s", err.msg);
-      cubin cb;
-      char text[512];
-      const ct_status st = nvrtc_compile(&inst, &a, &cb, &err);
-      ck_assert_msg(st == CT_OK && cb.size > 0, "case %d %s %s: %s\n%s", _i, archs[ai],
-                    space_config_str(&sp, &c, text, sizeof text), err.msg, cb.log ? cb.log : "");
-      cubin_free(&cb);
-      space_free(&sp);
-    }
-  }
+  configs_compile(&family, _i, env ? atoi(env) : 2, 460, 2, 0, NULL);
 }
 END_TEST
 

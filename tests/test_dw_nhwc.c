@@ -23,20 +23,8 @@
 #include "core/rng.h"
 #include "gpu/nvrtc.h"
 #include "templates/template.h"
+#include "tests/kernel_check.h"
 #include "tests/util.h"
-
-/* A depthwise conv2d (d3 = 0) or conv3d workload, channels-last, K = m x C. */
-static ct_workload shape(int d3, int n, int c, int m, int in, int ker, int str, int pad) {
-  ct_workload w;
-  workload_init(&w, d3 ? CT_OP_CONV3D : CT_OP_CONV2D);
-  w.layout = CT_LAYOUT_NHWC;
-  w.n = n, w.c = c, w.k = c * m, w.groups = c;
-  for (int i = 0; i < (d3 ? 3 : 2); i++) {
-    w.in[i] = in, w.kernel[i] = ker, w.stride[i] = str;
-    w.pad_before[i] = w.pad_after[i] = pad;
-  }
-  return w;
-}
 
 static const template_desc *tpl_of(const ct_workload *w) {
   return template_find(w->op == CT_OP_CONV3D ? "conv3d_ndhwc_dw" : "conv2d_nhwc_dw");
@@ -44,26 +32,26 @@ static const template_desc *tpl_of(const ct_workload *w) {
 
 START_TEST(refuses_what_it_cannot_run) {
   char why[TEMPLATE_WHY_MAX];
-  ct_workload w = shape(0, 1, 64, 1, 56, 3, 1, 1);
+  ct_workload w = dw_shape(0, 1, 64, 1, 56, 3, 1, 1);
   ck_assert_msg(tpl_of(&w)->supports(&w, why), "%s", why);
   w.groups = 16; /* grouped, not depthwise */
   ck_assert_int_eq(tpl_of(&w)->supports(&w, why), 0);
   ck_assert_ptr_nonnull(strstr(why, "depthwise"));
-  w = shape(0, 1, 6, 1, 9, 3, 1, 1); /* K = 6 */
+  w = dw_shape(0, 1, 6, 1, 9, 3, 1, 1); /* K = 6 */
   ck_assert_int_eq(tpl_of(&w)->supports(&w, why), 0);
   ck_assert_ptr_nonnull(strstr(why, "multiple of 4"));
-  w = shape(0, 1, 64, 1, 56, 3, 1, 1);
+  w = dw_shape(0, 1, 64, 1, 56, 3, 1, 1);
   w.epi.weight_zero_point = 1;
   ck_assert_int_eq(tpl_of(&w)->supports(&w, why), 0);
   ck_assert_ptr_nonnull(strstr(why, "weight zero points"));
-  w = shape(0, 1, 64, 1, 56, 3, 1, 1);
+  w = dw_shape(0, 1, 64, 1, 56, 3, 1, 1);
   w.layout = CT_LAYOUT_NCHW4C;
   ck_assert_int_eq(tpl_of(&w)->supports(&w, why), 0);
   ck_assert_ptr_nonnull(strstr(why, "nhwc"));
-  w = shape(1, 1, 16, 1, 9, 5, 1, 2); /* 125 taps */
+  w = dw_shape(1, 1, 16, 1, 9, 5, 1, 2); /* 125 taps */
   ck_assert_int_eq(tpl_of(&w)->supports(&w, why), 0);
   ck_assert_ptr_nonnull(strstr(why, "registers"));
-  w = shape(0, 1, 16, 1, 9, 3, 1, 1);
+  w = dw_shape(0, 1, 16, 1, 9, 3, 1, 1);
   ck_assert_int_eq(template_find("conv3d_ndhwc_dw")->supports(&w, why), 0);
 }
 END_TEST
@@ -75,54 +63,32 @@ static ct_workload case_shape(int i) {
   ct_workload w;
   switch (i) {
   case 0:
-    return shape(0, 2, 32, 1, 9, 3, 1, 1);
+    return dw_shape(0, 2, 32, 1, 9, 3, 1, 1);
   case 1:
-    return shape(0, 1, 24, 1, 11, 5, 2, 2);
+    return dw_shape(0, 1, 24, 1, 11, 5, 2, 2);
   case 2:
-    return shape(0, 2, 20, 2, 7, 3, 1, 1);
+    return dw_shape(0, 2, 20, 2, 7, 3, 1, 1);
   case 3:
-    return shape(0, 1, 4, 3, 8, 3, 1, 1);
+    return dw_shape(0, 1, 4, 3, 8, 3, 1, 1);
   case 4:
-    return shape(0, 1, 4, 8, 6, 3, 2, 1);
+    return dw_shape(0, 1, 4, 8, 6, 3, 2, 1);
   case 5:
-    return shape(1, 2, 16, 1, 5, 3, 1, 1);
+    return dw_shape(1, 2, 16, 1, 5, 3, 1, 1);
   case 6:
-    w = shape(0, 1, 24, 1, 12, 3, 1, 2);
+    w = dw_shape(0, 1, 24, 1, 12, 3, 1, 2);
     w.dilation[0] = w.dilation[1] = 2;
     return w;
   case 7:
-    w = shape(0, 3, 12, 1, 13, 3, 1, 1);
+    w = dw_shape(0, 3, 12, 1, 13, 3, 1, 1);
     w.in[1] = 7, w.kernel[1] = 5, w.stride[1] = 2, w.pad_before[1] = 2, w.pad_after[1] = 1;
     return w;
   case 8:
-    return shape(0, 1, 8, 1, 10, 7, 1, 3);
+    return dw_shape(0, 1, 8, 1, 10, 7, 1, 3);
   default:
-    return shape(0, 2, 16, 1, 5, 1, 1, 0);
+    return dw_shape(0, 2, 16, 1, 5, 1, 1, 0);
   }
 }
 #define N_CASES 10
-
-/* The epilogues: int32 with bias; int8 per-channel with a residual; uint8
- * data and output with a data zero point, bias and residual; onnx rounding. */
-static void epilogue(ct_workload *w, int e) {
-  switch (e % 4) {
-  case 1:
-    w->out_type = CT_DTYPE_INT8, w->epi.bias = 1, w->epi.scale = CT_SCALE_CHANNEL;
-    w->epi.residual = 1;
-    break;
-  case 2:
-    w->data_type = w->out_type = CT_DTYPE_UINT8;
-    w->epi.data_zero_point = w->epi.bias = w->epi.residual = 1;
-    break;
-  case 3:
-    w->out_type = CT_DTYPE_INT8, w->epi.rounding = CT_ROUND_ONNX, w->epi.residual = 1;
-    w->epi.data_zero_point = 1;
-    break;
-  default:
-    w->epi.bias = 1;
-    break;
-  }
-}
 
 static float bits_float(uint32_t b) {
   float f;
@@ -142,7 +108,8 @@ static uint32_t float_bits(float f) {
  * window or a pixel's channels. */
 static void emulate(const ct_workload *w, const space *s, const config *cfg, const unsigned char *x,
                     const signed char *wt, const int32_t *params, const unsigned char *res,
-                    void *out, int *writes, long *bad) {
+                    void *out, int *writes, long *bad, rng *noise) {
+  (void)noise; /* the kernel stages every byte it reads */
   geom3 g;
   workload_geom(w, &g);
   const int CH = space_get(s, cfg, "chans", 8), PIX = space_get(s, cfg, "pix", 4),
@@ -267,71 +234,14 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
   free(smem);
 }
 
+static const tpl_family family = {case_shape, dw_epilogue, tpl_of, emulate,
+                                  "reads outside the window or the pixel"};
+
 /* Sampled valid configs (and the preferred one) of each shape, emulated in
  * each epilogue against reference_qconv. */
 START_TEST(emulated_kernel_matches_reference_qconv) {
-  arch a;
-  ck_assert_int_eq(arch_from_name("sm_90", &a, NULL), CT_OK);
-  a.sm_count = 132;
-  rng r;
-  rng_seed(&r, 36 + _i);
   const char *env = getenv("CT_DW_DRAWS");
-  const int draws = env ? atoi(env) : 16;
-  for (int d = 0; d < draws; d++) {
-    ct_workload w = case_shape(_i);
-    epilogue(&w, _i + d);
-    const template_desc *tpl = tpl_of(&w);
-    char why[TEMPLATE_WHY_MAX];
-    ct_err err = {0};
-    ck_assert_msg(tpl->supports(&w, why), "case %d: %s", _i, why);
-    ck_assert_msg(workload_validate(&w, &err) == CT_OK, "case %d: %s", _i, err.msg);
-    space sp;
-    space_init(&sp);
-    ck_assert_int_eq(tpl->space(&w, &sp, NULL), CT_OK);
-    config c;
-    if (d == 0) {
-      ck_assert_msg(tpl->preferred(&w, &sp, &a, &c), "case %d: no preferred config", _i);
-      ck_assert(tpl->valid(&w, &sp, &c, &a, NULL));
-    } else {
-      ck_assert_int_eq(template_sample(tpl, &w, &sp, &a, &r, 1000000, &c, NULL), CT_OK);
-    }
-    const long nx = workload_data_elems(&w), nw = workload_weight_elems(&w);
-    const long no = workload_out_elems(&w);
-    const size_t ob = workload_out_elem_bytes(&w);
-    unsigned char *x = malloc(nx), *res = malloc(no);
-    signed char *wt = malloc(nw);
-    void *ref = malloc(no * ob), *got = malloc(no * ob);
-    int *writes = calloc(no, sizeof *writes);
-    /* data and weights over their whole ranges (the float sums' bound) */
-    for (long i = 0; i < nx; i++) x[i] = (unsigned char)rng_next(&r);
-    for (long i = 0; i < nw; i++) wt[i] = (signed char)rng_next(&r);
-    for (long i = 0; i < no; i++) res[i] = (unsigned char)rng_next(&r);
-    quant_store qs;
-    memset(&qs, 0, sizeof qs);
-    ck_assert_int_eq(quant_random(&w, 3500 + 16 * _i + d, &qs, &err), CT_OK);
-    const ct_quant *q = workload_has_params(&w) ? &qs.q : NULL;
-    int32_t *params = calloc(quant_params_words(&w) + 16, sizeof *params);
-    int32_t *sums = malloc(w.k * sizeof *sums);
-    quant_weight_sums(&w, (const int8_t *)wt, sums);
-    if (q) ck_assert_msg(quant_params(&w, q, sums, params, &err) == CT_OK, "%s", err.msg);
-    ck_assert_msg(reference_qconv(&w, q, x, (const int8_t *)wt, w.epi.residual ? res : NULL, ref,
-                                  &err) == CT_OK,
-                  "%s", err.msg);
-    long bad = 0;
-    emulate(&w, &sp, &c, x, wt, params, w.epi.residual ? res : NULL, got, writes, &bad);
-    char text[512];
-    space_config_str(&sp, &c, text, sizeof text);
-    ck_assert_msg(bad == 0, "case %d %s: %ld reads outside the window or the pixel", _i, text, bad);
-    for (long i = 0; i < no; i++) {
-      ck_assert_msg(writes[i] == 1, "case %d %s: output %ld written %d times", _i, text, i,
-                    writes[i]);
-      ck_assert_msg(memcmp((char *)got + i * ob, (char *)ref + i * ob, ob) == 0,
-                    "case %d epilogue %d %s: output %ld differs", _i, (_i + d) % 4, text, i);
-    }
-    free(x), free(res), free(wt), free(ref), free(got), free(writes), free(params), free(sums);
-    quant_store_free(&qs);
-    space_free(&sp);
-  }
+  emulations_match(&family, _i, env ? atoi(env) : 16, 36);
 }
 END_TEST
 
@@ -339,45 +249,13 @@ END_TEST
  * and sm_80, the epilogue rotating, without spills. */
 START_TEST(configs_compile_for_sm90_and_sm80) {
   const char *env = getenv("CT_DW_COMPILES");
-  const int per = env ? atoi(env) : 2;
-  static const char *const archs[] = {"sm_90", "sm_80"};
-  rng r;
-  rng_seed(&r, 360 + _i);
-  for (int ai = 0; ai < 2; ai++) {
-    arch a;
-    ck_assert_int_eq(arch_from_name(archs[ai], &a, NULL), CT_OK);
-    a.sm_count = ai ? 108 : 132;
-    for (int d = 0; d < per; d++) {
-      ct_workload w = case_shape(_i);
-      epilogue(&w, d + 2 * ai + _i);
-      const template_desc *tpl = tpl_of(&w);
-      space sp;
-      space_init(&sp);
-      ck_assert_int_eq(tpl->space(&w, &sp, NULL), CT_OK);
-      config c;
-      if (d == 0)
-        ck_assert(tpl->preferred(&w, &sp, &a, &c));
-      else
-        ck_assert_int_eq(template_sample(tpl, &w, &sp, &a, &r, 1000000, &c, NULL), CT_OK);
-      instance inst;
-      ct_err err = {0};
-      ck_assert_msg(instance_make(tpl, &w, &sp, &c, &a, &inst, &err) == CT_OK, "%s", err.msg);
-      cubin cb;
-      char text[512];
-      const ct_status st = nvrtc_compile(&inst, &a, &cb, &err);
-      ck_assert_msg(st == CT_OK && cb.size > 0, "case %d %s %s: %s\n%s", _i, archs[ai],
-                    space_config_str(&sp, &c, text, sizeof text), err.msg, cb.log ? cb.log : "");
-      ck_assert_msg(!cb.log || !strstr(cb.log, "stack frame"), "case %d: spills\n%s", _i, cb.log);
-      cubin_free(&cb);
-      space_free(&sp);
-    }
-  }
+  configs_compile(&family, _i, env ? atoi(env) : 2, 360, 2, 1, NULL);
 }
 END_TEST
 
 /* A config that slips past valid() (chans not dividing K) fails its static_assert. */
 START_TEST(an_invalid_point_fails_to_compile) {
-  ct_workload w = shape(0, 1, 12, 1, 9, 3, 1, 1); /* K = 12 */
+  ct_workload w = dw_shape(0, 1, 12, 1, 9, 3, 1, 1); /* K = 12 */
   const template_desc *tpl = tpl_of(&w);
   arch a;
   ck_assert_int_eq(arch_from_name("sm_90", &a, NULL), CT_OK);

@@ -26,6 +26,7 @@
 #include "core/rng.h"
 #include "gpu/nvrtc.h"
 #include "templates/template.h"
+#include "tests/kernel_check.h"
 #include "tests/util.h"
 
 /* A conv2d (d = 0) or conv3d workload, channels-last. */
@@ -516,45 +517,8 @@ static void epilogue(ct_workload *w, int e) {
 static void compile_shape(int i, ct_workload (*shape_of)(int), void (*epi)(ct_workload *, int),
                           uint32_t seed, int wzp) {
   const char *env = getenv("CT_GROUPED_COMPILES");
-  const int per = env ? atoi(env) : 2;
-  static const char *const archs[] = {"sm_90", "sm_80"};
-  rng r;
-  rng_seed(&r, seed);
-  for (int ai = 0; ai < 2; ai++) {
-    arch a;
-    ck_assert_int_eq(arch_from_name(archs[ai], &a, NULL), CT_OK);
-    a.sm_count = ai ? 108 : 132;
-    for (int d = 0; d < per; d++) {
-      ct_workload w = shape_of(i);
-      epi(&w, d + ai + i);
-      const template_desc *tpl = tpl_of(&w);
-      space sp;
-      space_init(&sp);
-      ck_assert_int_eq(tpl->space(&w, &sp, NULL), CT_OK);
-      config c;
-      if (d == 0)
-        ck_assert(tpl->preferred(&w, &sp, &a, &c));
-      else
-        ck_assert_int_eq(template_sample(tpl, &w, &sp, &a, &r, 1000000, &c, NULL), CT_OK);
-      instance inst;
-      ct_err err = {0};
-      ck_assert_msg(instance_make(tpl, &w, &sp, &c, &a, &inst, &err) == CT_OK, "%s", err.msg);
-      if (wzp) {
-        int n = 0;
-        for (int o = 0; o < inst.n_options; o++) n += !strcmp(inst.options[o], "-DCT_WZP=1");
-        ck_assert_int_eq(n, 1);
-      }
-      cubin cb;
-      char text[512];
-      const ct_status st = nvrtc_compile(&inst, &a, &cb, &err);
-      ck_assert_msg(st == CT_OK && cb.size > 0, "case %d %s %s: %s\n%s", i, archs[ai],
-                    space_config_str(&sp, &c, text, sizeof text), err.msg, cb.log ? cb.log : "");
-      ck_assert_msg(!cb.log || !strstr(cb.log, "stack frame"), "case %d %s: spills\n%s", i,
-                    space_config_str(&sp, &c, text, sizeof text), cb.log);
-      cubin_free(&cb);
-      space_free(&sp);
-    }
-  }
+  const tpl_family f = {shape_of, epi, tpl_of, NULL, NULL};
+  configs_compile(&f, i, env ? atoi(env) : 2, seed - (uint32_t)i, 1, 1, wzp ? "-DCT_WZP=1" : NULL);
 }
 
 /* Each shape: its preferred config and sampled ones compile for sm_90 and sm_80. */
