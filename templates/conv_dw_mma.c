@@ -174,14 +174,7 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   w1.groups = 1;
   instance_conv_options(inst, &w1);
   instance_opt(inst, "DW_C", w->c);
-  instance_opt(inst, "NT", p.nt);
-  instance_opt(inst, "TILE_W", p.tw);
-  instance_opt(inst, "TILE_H", p.th);
-  instance_opt(inst, "WARPS_M", p.wm);
-  instance_opt(inst, "M_UNROLL", p.mu);
-  instance_opt(inst, "BLOCKS_PER_SM", p.minb);
-  instance_opt(inst, "TILES", p.tiles);
-  instance_opt(inst, "TMA", p.tma);
+  knobs_options(knobs, s, cfg, inst); /* each knob as its upper-case macro */
   instance_opt(inst, "CT_THREADS", p.threads);
   instance_opt(inst, "CT_SMEM_BYTES", p.smem_bytes);
   if (inst->n_options >= INSTANCE_MAX_OPTIONS)

@@ -25,7 +25,7 @@
  *
  * A block: TILES consecutive tiles (along W first) of TILE_H x TILE_W
  * output pixels (powers of two; flattened, m-tiles of 16) at one output
- * depth, and NT x 8 channels. A tile's input window (padding included,
+ * depth, and N_TILES x 8 channels. A tile's input window (padding included,
  * filled with the data zero point) is staged in shared memory by cp.async,
  * 8 bytes at a time and all of a thread's in flight at once, PS bytes a
  * pixel (PS / 8 odd: consecutive pixels fall on different banks); with
@@ -36,7 +36,7 @@
  * padding and the channels past C are its zero fill), completing on the
  * buffer's mbarrier, and a pixel is CB dense bytes: the staging costs the
  * threads nothing, where cp.async's address arithmetic took a fifth of the
- * instructions. Warps: NT x WARPS_M, warp
+ * instructions. Warps: N_TILES x WARPS_M, warp
  * (nt, wm) the n-tile nt and the m-tiles wm, wm + WARPS_M, ..., so a
  * thread holds the B fragments and the epilogue values of two channels
  * only. The epilogue requantizes each fragment (tc_common.cuh) into a
@@ -59,13 +59,14 @@
 static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: not here");
 static_assert(DW_C > 0 && DW_C % 8 == 0 && CT_C4 * 4 == DW_C, "C must be a multiple of 8");
 static_assert(CT_KR == DW_C, "this template runs K == C (no channel multiplier)");
-static_assert(NT == 1 || NT == 2 || NT == 4 || NT == 8, "n_tiles: 1, 2, 4 or 8");
+static_assert(N_TILES == 1 || N_TILES == 2 || N_TILES == 4 || N_TILES == 8,
+              "n_tiles: 1, 2, 4 or 8");
 static_assert(WARPS_M >= 1 && WARPS_M <= 8, "warps_m: 1 to 8");
 static_assert(TILE_W >= 1 && TILE_W <= 64 && TILE_H >= 1 && TILE_H <= 32, "tile_w, tile_h");
 static_assert(BLOCKS_PER_SM >= 1 && BLOCKS_PER_SM <= 8, "blocks_per_sm: 1 to 8");
 static_assert(M_UNROLL == 1 || M_UNROLL == 2 || M_UNROLL == 4, "m_unroll: 1, 2 or 4");
 static_assert(TILES == 1 || TILES == 2 || TILES == 4 || TILES == 8, "tiles: 1, 2, 4 or 8");
-static_assert(TMA == 0 || (!CT_ZD && NT >= 2 && DW_C % 16 == 0 && CT_DIL_D == 1),
+static_assert(TMA == 0 || (!CT_ZD && N_TILES >= 2 && DW_C % 16 == 0 && CT_DIL_D == 1),
               "tma: no data zero point (the copy pads with zeros), 16 channels a block or more, "
               "C a multiple of 16 (row strides of 16 bytes), no depth dilation");
 static_assert((TILE_W & (TILE_W - 1)) == 0 && (TILE_H & (TILE_H - 1)) == 0 &&
@@ -75,8 +76,8 @@ static_assert((TILE_W & (TILE_W - 1)) == 0 && (TILE_H & (TILE_H - 1)) == 0 &&
 #define KVOL    (CT_KD * CT_KH * CT_KW)
 #define KWP     ((CT_KW + 3) / 4 * 4)       /* kernel columns padded to fours */
 #define KS      (CT_KD * CT_KH * (KWP / 4)) /* k-steps: 4 taps of one kernel row */
-#define CB      (8 * NT)                    /* a block's channels */
-#define THREADS (32 * NT * WARPS_M)
+#define CB      (8 * N_TILES)               /* a block's channels */
+#define THREADS (32 * N_TILES * WARPS_M)
 #define TPIX    (TILE_W * TILE_H)
 #define MT      (TPIX / 16) /* m-tiles of a block */
 #define WWW     ((TILE_W - 1) * CT_STR_W + (CT_KW - 1) * CT_DIL_W + 1)
@@ -132,11 +133,11 @@ __device__ __forceinline__ tile_pos tile_at(unsigned i) {
   return t;
 }
 
-/* A window row is WWW pixels x NT 8-byte chunks; lane l stages chunks l,
+/* A window row is WWW pixels x N_TILES 8-byte chunks; lane l stages chunks l,
  * l + 32, ... (UPL of them): the same in every row and tile, so their
  * shared and global offsets are computed once. */
-#define UPL   ((WWW * NT + 31) / 32)
-#define WARPS (NT * WARPS_M)
+#define UPL   ((WWW * N_TILES + 31) / 32)
+#define WARPS (N_TILES * WARPS_M)
 struct lane_chunks {
   unsigned soff[UPL]; /* shared offset in a row */
   int goff[UPL];      /* global offset from the row's first pixel and channel */
@@ -148,8 +149,8 @@ __device__ __forceinline__ lane_chunks chunks_of(int lane, int k0b) {
   lane_chunks lc;
 #pragma unroll
   for (int i = 0; i < UPL; i++) {
-    const int u = lane + 32 * i, xx = u / NT, cu = u % NT;
-    lc.xx[i] = u < WWW * NT ? xx : WWW;
+    const int u = lane + 32 * i, xx = u / N_TILES, cu = u % N_TILES;
+    lc.xx[i] = u < WWW * N_TILES ? xx : WWW;
     lc.soff[i] = (unsigned)(xx * PS + cu * 8);
     lc.goff[i] = xx * DW_C + cu * 8;
     lc.chan[i] = k0b + cu * 8 < DW_C;
@@ -220,7 +221,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   extern __shared__ __align__(128) unsigned char smem_raw[];
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int g = lane / 4, q = lane % 4;
-  const int nt = warp % NT, wm = warp / NT;
+  const int nt = warp % N_TILES, wm = warp / N_TILES;
   const unsigned tile0 = blockIdx.x * TILES; /* the block's first tile (fewer than 2^31) */
   const int k0b = blockIdx.y * CB;           /* the block's first channel */
   const int kw = k0b + nt * 8;               /* the warp's */
