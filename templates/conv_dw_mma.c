@@ -14,11 +14,13 @@
  *
  * Validity (each a fact of the kernel): sm_80 or later; tma on sm_90,
  * without a data zero point (the copy pads with zeros), with 16 channels a
- * block or more, C a multiple of 16 and no depth dilation; 32 to 1024
- * threads; tiles of whole m-tiles (16 pixels); at least warps_m m-tiles, so that no warp idles;
- * tiles at most the layer's; the staged windows (two where tiles > 1) and the output tile within
- * shared memory; a register estimate within what blocks_per_sm blocks leave; tiles not larger than
- * twice the layer; grid y within 65535. Cost: a few dozen operations.
+ * block or more, C a multiple of 16 and no depth dilation; at most 1024
+ * threads; tiles of whole m-tiles (16 pixels); at least warps_m x m_unroll
+ * m-tiles, so that no warp idles; tiles at most the layer's; the staged
+ * windows (two where tiles > 1) and the output tile within shared memory;
+ * a register estimate within what blocks_per_sm blocks leave; tiles not
+ * larger than twice the layer; grid y within 65535. Cost: a few dozen
+ * operations.
  */
 #include <stdio.h>
 #include <string.h>

@@ -92,10 +92,11 @@ static_assert((TILE_W & (TILE_W - 1)) == 0 && (TILE_H & (TILE_H - 1)) == 0 &&
    WIN_AL)
 /* the output tile: bytes a pixel, padded so that a fragment's 8 pixels
  * fall on different banks and kept a multiple of 16 (the copy's pieces) */
-#define ESZ        (CT_OUT == 0 ? 4 : 1)
-#define OPS        (CT_OUT == 0 ? CB * 4 + (CB > 8 ? 32 : 0) : CB <= 16 ? CB : CB + 16)
-#define OTILE      ((long)MT * 16 * OPS)
-#define NBUF       (TILES > 1 ? 2 : 1) /* window buffers: the next tile's loads while one computes */
+#define ESZ   (CT_OUT == 0 ? 4 : 1)
+#define OPS   (CT_OUT == 0 ? CB * 4 + (CB > 8 ? 32 : 0) : CB <= 16 ? CB : CB + 16)
+#define OTILE ((long)MT * 16 * OPS)
+/* window buffers: the next tile's loads while one computes */
+#define NBUF       (TILES > 1 ? 2 : 1)
 #define SMEM_BYTES (NBUF * WIN + OTILE + (TMA ? 16 : 0)) /* TMA: an mbarrier a buffer */
 /* the copy's piece: 16 bytes where the row of CB channels and K are
  * multiples of 16 bytes, else 8 */
