@@ -23,39 +23,13 @@
 #include "core/wlset.h"
 #include "gpu/nvrtc.h"
 #include "templates/template.h"
+#include "tests/epilogue_variant.h"
 
 static uint64_t fnv1a(const void *data, size_t n) {
   const unsigned char *p = data;
   uint64_t h = 1469598103934665603ULL;
   for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ULL;
   return h;
-}
-
-/* Epilogue variants: int32 out; 8-bit out with zero points and bias (the
- * out_stage / tile_requant knobs); uint8 with residual, per-channel scale;
- * onnx rounding. */
-static ct_workload variant(const ct_workload *w, int i) {
-  ct_workload v = *w;
-  ct_epilogue *e = &v.epi;
-  switch (i % 4) {
-  case 1:
-    v.out_type = CT_DTYPE_INT8;
-    e->data_zero_point = e->bias = 1;
-    break;
-  case 2:
-    v.data_type = v.out_type = CT_DTYPE_UINT8;
-    e->bias = e->residual = 1;
-    e->scale = CT_SCALE_CHANNEL;
-    break;
-  case 3:
-    v.out_type = CT_DTYPE_INT8;
-    e->bias = 1;
-    e->rounding = CT_ROUND_ONNX;
-    break;
-  default:
-    break;
-  }
-  return v;
 }
 
 /* The template's workloads (n of them, at most max) that it supports. */
@@ -108,7 +82,7 @@ int main(int argc, char **argv) {
       rng_seed(&r, 0x5EED + 131 * (uint64_t)t + ai);
       /* workloads in a stride through the list: spread over the set */
       for (long i = 0; i < per; i++) {
-        const ct_workload w = variant(&ws[(i * 7) % n_ws], (int)i);
+        const ct_workload w = epilogue_variant(&ws[(i * 7) % n_ws], (int)i);
         space sp;
         ct_err err = {0};
         if (template_space(tpl, &w, &sp, &err)) continue; /* e.g. a zero point with padding */

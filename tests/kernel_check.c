@@ -151,3 +151,29 @@ void configs_compile(const tpl_family *f, int i, int per, unsigned seed, int arc
     }
   }
 }
+
+void invalid_point_fails_to_compile(const ct_workload *w, const char *knob_name, int value,
+                                    const char *why_part, const char *log_part,
+                                    const template_desc *tpl) {
+  arch a;
+  ck_assert_int_eq(arch_from_name("sm_90", &a, NULL), CT_OK);
+  space sp;
+  space_init(&sp);
+  ck_assert_int_eq(tpl->space(w, &sp, NULL), CT_OK);
+  config c;
+  ck_assert(tpl->preferred(w, &sp, &a, &c));
+  ck_assert(template_set_choice(&sp, &c, knob_name, value));
+  char why[TEMPLATE_WHY_MAX];
+  ck_assert_int_eq(tpl->valid(w, &sp, &c, &a, why), 0);
+  ck_assert_ptr_nonnull(strstr(why, why_part));
+  instance inst;
+  memset(&inst, 0, sizeof inst);
+  inst.tpl = tpl;
+  ck_assert_int_eq(tpl->instance(w, &sp, &c, &a, &inst, NULL), CT_OK);
+  cubin cb;
+  ct_err err = {0};
+  ck_assert_int_eq(nvrtc_compile(&inst, &a, &cb, &err), CT_ERR_NVRTC);
+  ck_assert_ptr_nonnull(strstr(cb.log, log_part));
+  cubin_free(&cb);
+  space_free(&sp);
+}

@@ -52,4 +52,11 @@ void emulations_match(const tpl_family *f, int i, int draws, unsigned seed);
 void configs_compile(const tpl_family *f, int i, int per, unsigned seed, int arch_step,
                      int no_spills, const char *must_option);
 
+/* A config past valid(): w's preferred config with knob_name set to value is
+ * refused with why_part in the reason, and its instance, compiled anyway,
+ * fails its static_assert with log_part in NVRTC's log. */
+void invalid_point_fails_to_compile(const ct_workload *w, const char *knob_name, int value,
+                                    const char *why_part, const char *log_part,
+                                    const template_desc *tpl);
+
 #endif

@@ -255,29 +255,8 @@ END_TEST
 
 /* A config that slips past valid() (chans not dividing K) fails its static_assert. */
 START_TEST(an_invalid_point_fails_to_compile) {
-  ct_workload w = dw_shape(0, 1, 12, 1, 9, 3, 1, 1); /* K = 12 */
-  const template_desc *tpl = tpl_of(&w);
-  arch a;
-  ck_assert_int_eq(arch_from_name("sm_90", &a, NULL), CT_OK);
-  space sp;
-  space_init(&sp);
-  ck_assert_int_eq(tpl->space(&w, &sp, NULL), CT_OK);
-  config c;
-  ck_assert(tpl->preferred(&w, &sp, &a, &c));
-  ck_assert(template_set_choice(&sp, &c, "chans", 8));
-  char why[TEMPLATE_WHY_MAX];
-  ck_assert_int_eq(tpl->valid(&w, &sp, &c, &a, why), 0);
-  ck_assert_ptr_nonnull(strstr(why, "chans"));
-  instance inst;
-  memset(&inst, 0, sizeof inst);
-  inst.tpl = tpl;
-  ck_assert_int_eq(tpl->instance(&w, &sp, &c, &a, &inst, NULL), CT_OK);
-  cubin cb;
-  ct_err err = {0};
-  ck_assert_int_eq(nvrtc_compile(&inst, &a, &cb, &err), CT_ERR_NVRTC);
-  ck_assert_ptr_nonnull(strstr(cb.log, "chans must divide K"));
-  cubin_free(&cb);
-  space_free(&sp);
+  const ct_workload w = dw_shape(0, 1, 12, 1, 9, 3, 1, 1); /* K = 12 */
+  invalid_point_fails_to_compile(&w, "chans", 8, "chans", "chans must divide K", tpl_of(&w));
 }
 END_TEST
 

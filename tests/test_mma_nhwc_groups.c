@@ -23,6 +23,7 @@
 #include "core/reference.h"
 #include "gpu/nvrtc.h"
 #include "templates/template.h"
+#include "tests/epilogue_variant.h"
 #include "tests/util.h"
 
 /* ---- the kernel's macros ------------------------------------------------ */
@@ -654,30 +655,6 @@ START_TEST(gpu_suite_and_resnext_shapes_have_defaults) {
 END_TEST
 
 /* ---- NVRTC ------------------------------------------------------------------ */
-static ct_workload variant(const ct_workload *w, int i) {
-  ct_workload v = *w;
-  ct_epilogue *e = &v.epi;
-  switch (i % 4) {
-  case 1:
-    v.out_type = CT_DTYPE_INT8;
-    e->data_zero_point = e->bias = 1;
-    break;
-  case 2:
-    v.data_type = v.out_type = CT_DTYPE_UINT8;
-    e->bias = e->residual = 1;
-    e->scale = CT_SCALE_CHANNEL;
-    break;
-  case 3:
-    v.out_type = CT_DTYPE_INT8;
-    e->bias = 1;
-    e->rounding = CT_ROUND_ONNX;
-    break;
-  default:
-    break;
-  }
-  return v;
-}
-
 /* Each workload in each epilogue variant, compiled for sm_90 (132 SMs) and
  * sm_80: the preferred config (variants 0, 2) or a random valid one. */
 START_TEST(configs_compile_for_sm90_and_sm80) {
@@ -691,7 +668,7 @@ START_TEST(configs_compile_for_sm90_and_sm80) {
       /* the default run: one variant per workload and arch, in turn */
       if (!all_variants && v != (_i + ai) % 4) continue;
       const ct_workload base = make_wl(s);
-      const ct_workload w = variant(&base, v + ai);
+      const ct_workload w = epilogue_variant(&base, v + ai);
       space sp;
       ct_err err = {0};
       ck_assert_int_eq(template_space(tpl_of(&w), &w, &sp, &err), CT_OK);
