@@ -19,7 +19,12 @@
 #   dwmma   the depthwise mma templates' GPU cases (int32, 8-bit, onnx), then tuning of the
 #           depthwise layers of the three depthwise sets at batch 32 on them (int8 output, bias,
 #           per-channel scales) into /tmp/t.db
-#   san     compute-sanitizer's four tools over configs of the depthwise mma family
+#   san     compute-sanitizer's four tools over configs of the depthwise and grouped mma
+#           families
+#   gmma    the grouped and depthwise mma templates' GPU cases (int32, 8-bit, onnx; their kernel
+#           is one), then tuning of ResNeXt's grouped layers, 2D and 3D, at batch 32 (int8 output,
+#           bias, per-channel scales) into /tmp/t.db: the 2D ones on conv2d_nhwc_grouped_mma (the
+#           other templates' records stand), the 3D set on every template
 #   savedb  /tmp/t.db as $OUT/t.db.xz; pass it back as .gpu-bin/t.db.xz (or t.db)
 # Phases run in one call share /tmp/t.db: e.g. dwmma, model, bench, savedb.
 set -u
@@ -27,7 +32,7 @@ export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
 export CT_SOURCE_DIR=$PWD CT_COMMIT=$(cat build-rel/COMMIT)
 B=build-rel/convtune
 SETS2="mobilenetv2 efficientnet_b0_dw resnext50_g"
-SETS="$SETS2 csn_dw3d"
+SETS="$SETS2 csn_dw3d resnext3d_g"
 MODEL=models/mobilenetv2_qdq.onnx
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 [ -f /tmp/t.db ] || { [ -f .gpu-bin/t.db ] && cp .gpu-bin/t.db /tmp/t.db; }
@@ -130,6 +135,9 @@ san)
   K2=conv2d-nhwc-i8.i8.i8-n2-c48-k48-15x13-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-g48
   K2Z=conv2d-nhwc-u8.i8.u8-n2-c40-k40-13x11-r5x5-s2x2-p2x2.2x2-d1x1-zd-bias-qc-res-g40
   K3=conv3d-ndhwc-i8.i8.i32-n1-c32-k32-4x9x9-r3x3x3-s1x1x1-p1x1x1.1x1x1-d1x1x1-g32
+  G2=conv2d-nhwc-i8.i8.i8-n2-c128-k128-9x9-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-res-g32
+  G2Z=conv2d-nhwc-u8.i8.u8-n1-c80-k40-7x9-r3x3-s2x2-p1x1.1x1-d1x1-zd-bias-qc-g5
+  G3=conv3d-ndhwc-i8.i8.i32-n2-c64-k64-1x4x4-r3x3x3-s1x1x1-p1x1x1.1x1x1-d1x1x1-g2
   sanrun() { # template key config
     for tool in memcheck racecheck synccheck initcheck; do
       out=$($CS --tool $tool --error-exitcode 9 build-rel/config_run $1 $2 "$3" 2>&1); rc=$?
@@ -139,7 +147,28 @@ san)
   sanrun conv2d_nhwc_dw_mma $K2 '{"tile_w":8,"tile_h":4,"n_tiles":2,"warps_m":2,"m_unroll":1,"blocks_per_sm":2,"tiles":2,"tma":1}'
   sanrun conv2d_nhwc_dw_mma $K2 '{"tile_w":16,"tile_h":4,"n_tiles":4,"warps_m":1,"m_unroll":2,"blocks_per_sm":2,"tiles":4,"tma":0}'
   sanrun conv2d_nhwc_dw_mma $K2Z '{"tile_w":4,"tile_h":8,"n_tiles":1,"warps_m":2,"m_unroll":1,"blocks_per_sm":2,"tiles":2,"tma":0}'
-  sanrun conv3d_ndhwc_dw_mma $K3 '{"tile_w":8,"tile_h":4,"n_tiles":4,"warps_m":1,"m_unroll":2,"blocks_per_sm":2,"tiles":2,"tma":1}' ;;
+  sanrun conv3d_ndhwc_dw_mma $K3 '{"tile_w":8,"tile_h":4,"n_tiles":4,"warps_m":1,"m_unroll":2,"blocks_per_sm":2,"tiles":2,"tma":1}'
+  sanrun conv2d_nhwc_grouped_mma $G2 '{"tile_w":8,"tile_h":4,"n_tiles":4,"warps_m":2,"m_unroll":1,"blocks_per_sm":2,"tiles":2,"tma":1,"sg_c":8,"n_per_warp":1}'
+  sanrun conv2d_nhwc_grouped_mma $G2 '{"tile_w":4,"tile_h":8,"n_tiles":8,"warps_m":1,"m_unroll":2,"blocks_per_sm":2,"tiles":4,"tma":0,"sg_c":16,"n_per_warp":2}'
+  sanrun conv2d_nhwc_grouped_mma $G2Z '{"tile_w":4,"tile_h":4,"n_tiles":4,"warps_m":1,"m_unroll":1,"blocks_per_sm":2,"tiles":2,"tma":0,"sg_c":16,"n_per_warp":1}'
+  sanrun conv3d_ndhwc_grouped_mma $G3 '{"tile_w":4,"tile_h":4,"n_tiles":4,"warps_m":1,"m_unroll":1,"blocks_per_sm":1,"tiles":2,"tma":1,"sg_c":32,"n_per_warp":1}' ;;
+gmma)
+  s=$(date +%s)
+  for c in grouped grouped8 grouped_onnx; do
+    for t in _dw_mma _grouped_mma; do
+      ( cd build-rel && CT_GT_TEMPLATE=$t CK_RUN_CASE=$c timeout 200 ./test_gpu_templates 16 > $OUT/gt$t-$c.log 2>&1; echo "rc=$?" >> $OUT/gt$t-$c.log ) &
+    done
+  done
+  wait
+  echo "tests: $(( $(date +%s) - s )) s"
+  for f in $OUT/gt_*.log; do
+    echo "== $(basename $f): $(grep -E 'Checks|rc=' $f | tr '\n' ' ')"
+    grep -E "exact over|FAIL|F:|E:" $f | head -8 | cut -c1-200
+  done
+  Q="--batch 32 --out int8 --epilogue bias,qc --trials 96 --early-stopping 40 --time-budget 6"
+  tq resnext --set resnext50_g --layout nhwc $Q --template conv2d_nhwc_grouped_mma
+  tq resnext3d --set resnext3d_g --layout ndhwc $Q
+  cd $OUT && tar czf gmma.tgz *.log tune-* && rm -f *.log tune-* ;;
 savedb)
   python3 -c "import sqlite3; c = sqlite3.connect('/tmp/t.db'); c.execute('pragma wal_checkpoint(TRUNCATE)')"
   xz -T4 -c /tmp/t.db > $OUT/t.db.xz ;;

@@ -2,7 +2,8 @@
  * wlset.h: workload sets: a JSON list of named workloads, from a file or one
  * of the sets embedded at build time from scripts/workloads/ (one .json each)
  * ("resnet50", "resnet18", "resnet3d18", "c3d", and the grouped and depthwise
- * "mobilenetv2", "efficientnet_b0_dw", "resnext50_g", "csn_dw3d").
+ * "mobilenetv2", "efficientnet_b0_dw", "resnext50_g", "csn_dw3d",
+ * "resnext3d_g").
  *
  * Sets leave the batch free: loading with batch > 0 sets every workload's n
  * to it (a file's own "n" is overridden); batch 0 keeps each entry's n

@@ -110,6 +110,90 @@ START_TEST(rejects_configs_with_the_reason) {
 }
 END_TEST
 
+START_TEST(grouped_refuses_what_it_cannot_run) {
+  char why[TEMPLATE_WHY_MAX];
+  const template_desc *t2 = template_find("conv2d_nhwc_grouped_mma");
+  const template_desc *t3 = template_find("conv3d_ndhwc_grouped_mma");
+  ck_assert_ptr_nonnull(t2);
+  ck_assert_ptr_nonnull(t3);
+  ct_workload w = dw_shape(0, 1, 128, 1, 56, 3, 1, 1);
+  w.groups = 32; /* ResNeXt's first: 4 channels a group */
+  ck_assert_msg(t2->supports(&w, why), "%s", why);
+  ck_assert_int_eq(t3->supports(&w, why), 0);
+  ck_assert_ptr_nonnull(strstr(why, "conv3d only"));
+  w.groups = 1;
+  ck_assert_int_eq(t2->supports(&w, why), 0);
+  ck_assert_ptr_nonnull(strstr(why, "groups > 1"));
+  w.groups = 128; /* depthwise: the other family's */
+  ck_assert_int_eq(t2->supports(&w, why), 0);
+  ck_assert_ptr_nonnull(strstr(why, "conv2d_nhwc_dw_mma"));
+  w.k = 256; /* with a channel multiplier: this one's */
+  ck_assert_msg(t2->supports(&w, why), "%s", why);
+  w.k = 128, w.groups = 2; /* 64 a group */
+  ck_assert_int_eq(t2->supports(&w, why), 0);
+  ck_assert_ptr_nonnull(strstr(why, "more than 32"));
+  w.groups = 32, w.c = 96, w.k = 36; /* K not a multiple of 8 */
+  ck_assert_int_eq(t2->supports(&w, why), 0);
+  ck_assert_ptr_nonnull(strstr(why, "multiples of 8"));
+  w.c = 24, w.k = 24, w.groups = 8; /* 3 a group: no super-group of whole groups */
+  ck_assert_int_eq(t2->supports(&w, why), 0);
+  ck_assert_ptr_nonnull(strstr(why, "super-group"));
+  w = dw_shape(1, 1, 64, 1, 9, 5, 1, 2);
+  w.groups = 2; /* 5x5x5 at 32 a group: 125 k-steps */
+  ck_assert_int_eq(t3->supports(&w, why), 0);
+  ck_assert_ptr_nonnull(strstr(why, "k-steps"));
+  w = dw_shape(0, 1, 64, 1, 9, 3, 1, 1);
+  w.groups = 8;
+  w.epi.weight_zero_point = 1;
+  ck_assert_int_eq(t2->supports(&w, why), 0);
+  ck_assert_ptr_nonnull(strstr(why, "weight zero points"));
+}
+END_TEST
+
+/* sg_c: whole groups dividing the groups, 8 output channels or more;
+ * n_per_warp within one super-group; a block of whole super-groups; tma's
+ * 16 input channels a block. */
+START_TEST(grouped_rejects_configs_with_the_reason) {
+  arch a90;
+  ck_assert_int_eq(arch_from_name("sm_90", &a90, NULL), CT_OK);
+  ct_workload w = dw_shape(0, 2, 64, 1, 28, 3, 1, 1);
+  w.groups = 8; /* 8 a group */
+  const template_desc *tpl = template_find("conv2d_nhwc_grouped_mma");
+  space sp;
+  space_init(&sp);
+  ck_assert_int_eq(tpl->space(&w, &sp, NULL), CT_OK);
+  config c;
+  ck_assert(tpl->preferred(&w, &sp, &a90, &c));
+  char why[TEMPLATE_WHY_MAX];
+  ck_assert(
+      template_set_choice(&sp, &c, "tile_w", 8) && template_set_choice(&sp, &c, "tile_h", 4) &&
+      template_set_choice(&sp, &c, "n_tiles", 4) && template_set_choice(&sp, &c, "warps_m", 1) &&
+      template_set_choice(&sp, &c, "m_unroll", 1) &&
+      template_set_choice(&sp, &c, "blocks_per_sm", 2) &&
+      template_set_choice(&sp, &c, "tiles", 1) && template_set_choice(&sp, &c, "tma", 1) &&
+      template_set_choice(&sp, &c, "sg_c", 16) && template_set_choice(&sp, &c, "n_per_warp", 2));
+  ck_assert_msg(tpl->valid(&w, &sp, &c, &a90, why), "%s", why);
+  ck_assert(template_set_choice(&sp, &c, "n_per_warp", 4)); /* 4 n-tiles; 2 a super-group */
+  ck_assert_int_eq(tpl->valid(&w, &sp, &c, &a90, why), 0);
+  ck_assert_ptr_nonnull(strstr(why, "n_per_warp"));
+  ck_assert(template_set_choice(&sp, &c, "n_per_warp", 1) &&
+            template_set_choice(&sp, &c, "sg_c", 8) && template_set_choice(&sp, &c, "n_tiles", 1));
+  ck_assert_int_eq(tpl->valid(&w, &sp, &c, &a90, why), 0); /* 8 input channels: no tma */
+  ck_assert_ptr_nonnull(strstr(why, "16 input channels"));
+  space_free(&sp);
+  w.groups = 16; /* 4 a group: sg_c 8 holds 2 groups, 8 outputs */
+  w.k = 32;      /* 2 a group out: sg_c 8 gives 4 outputs */
+  space_init(&sp);
+  ck_assert_int_eq(tpl->space(&w, &sp, NULL), CT_OK);
+  ck_assert(tpl->preferred(&w, &sp, &a90, &c));
+  ck_assert_int_ne(space_get(&sp, &c, "sg_c", 0), 8);
+  ck_assert(template_set_choice(&sp, &c, "sg_c", 8));
+  ck_assert_int_eq(tpl->valid(&w, &sp, &c, &a90, why), 0);
+  ck_assert_ptr_nonnull(strstr(why, "sg_c 8"));
+  space_free(&sp);
+}
+END_TEST
+
 static ct_workload case_shape(int i) {
   ct_workload w;
   switch (i) {
@@ -141,7 +225,8 @@ static ct_workload case_shape(int i) {
     return w;
   }
 }
-#define N_CASES 10
+#define N_CASES  10
+#define N_GCASES 10
 
 /* Byte i of word v as the mma's operand: signed, or unsigned (u8 data). */
 static int opnd(uint32_t v, int i, int u8) {
@@ -149,10 +234,10 @@ static int opnd(uint32_t v, int i, int u8) {
   return u8 ? (int)b : (int)(signed char)b;
 }
 
-/* The kernel on the CPU, macro for macro (conv_dw_mma.cuh): x the data
- * bytes, wt the weights, params the folded block, res the residual bytes;
- * out in w's output type, writes counted, *bad the A reads past the
- * buffer. */
+/* The kernel on the CPU, macro for macro (conv_dw_mma.cuh; depthwise is
+ * sg_c 8, n_per_warp 1): x the data bytes, wt the weights, params the
+ * folded block, res the residual bytes; out in w's output type, writes
+ * counted, *bad the A reads past the buffer. */
 static void emulate(const ct_workload *w, const space *s, const config *cfg, const unsigned char *x,
                     const signed char *wt, const int32_t *params, const unsigned char *res,
                     void *out, int *writes, long *bad, rng *noise) {
@@ -160,10 +245,15 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
   workload_geom(w, &g);
   const long TW = space_get(s, cfg, "tile_w", 16), TH = space_get(s, cfg, "tile_h", 4),
              NT = space_get(s, cfg, "n_tiles", 4), WM = space_get(s, cfg, "warps_m", 1),
-             MU = space_get(s, cfg, "m_unroll", 2), TMA = space_get(s, cfg, "tma", 0);
+             MU = space_get(s, cfg, "m_unroll", 2), TMA = space_get(s, cfg, "tma", 0),
+             SGC = space_get(s, cfg, "sg_c", 8), NPW = space_get(s, cfg, "n_per_warp", 1);
   const long C = w->c, K = w->k, KD = g.ker[0], KH = g.ker[1], KW = g.ker[2];
-  const long KVOL = KD * KH * KW, KWP = (KW + 3) / 4 * 4, KS = KD * KH * (KWP / 4);
-  const long CB = 8 * NT, PS = TMA ? CB : CB == 8 ? 8 : CB + 8, TPIX = TW * TH, MT = TPIX / 16;
+  const long CPG = C / w->groups, KPG = K / w->groups, SGK = SGC / CPG * KPG;
+  const long TPK = 32 / SGC, LPT = 4 / TPK;
+  const long KVOL = KD * KH * KW, KWP = (KW + TPK - 1) / TPK * TPK, KROW = KWP / TPK,
+             KS = KD * KH * KROW;
+  const long CB = 8 * NT, CBIN = CB >= SGK ? CB / SGK * SGC : SGC;
+  const long PS = TMA ? CBIN : CBIN == 8 ? 8 : CBIN + 8, TPIX = TW * TH, MT = TPIX / 16;
   const long WWW = (TW - 1) * g.str[2] + (KW - 1) * g.dil[2] + 1;
   const long WHH = (TH - 1) * g.str[1] + (KH - 1) * g.dil[1] + 1;
   const long AL = TMA ? 128 : 16;
@@ -179,15 +269,15 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
   for (long ti = 0; ti < ntiles; ti++)
     for (long by = 0; by < gy; by++) {
       const long ow0 = ti % TWN * TW, oh0 = ti / TWN % THN * TH, od = ti / (TWN * THN) % g.out[0];
-      const long n = ti / (TWN * THN * g.out[0]), k0b = by * CB;
+      const long n = ti / (TWN * THN * g.out[0]), k0b = by * CB, cin0 = k0b / SGK * SGC;
       const long iz0 = od * g.str[0] - g.pb[0], iy0 = oh0 * g.str[1] - g.pb[1],
                  ix0 = ow0 * g.str[2] - g.pb[2];
       /* the window: noise first (the slack a padded tap reads is never staged) */
       for (long i = 0; i < WIN; i++) win[i] = (unsigned char)rng_next(noise);
       for (long pix = 0; pix < KD * WHH * WWW; pix++)
-        for (long cu = 0; cu < NT; cu++) {
+        for (long cu = 0; cu < CBIN / 8; cu++) {
           const long xx = pix % WWW, yy = pix / WWW % WHH, zz = pix / (WWW * WHH);
-          const long iz = iz0 + zz * g.dil[0], iy = iy0 + yy, ix = ix0 + xx, c = k0b + cu * 8;
+          const long iz = iz0 + zz * g.dil[0], iy = iy0 + yy, ix = ix0 + xx, c = cin0 + cu * 8;
           const int in =
               iz >= 0 && iz < g.in[0] && iy >= 0 && iy < g.in[1] && ix >= 0 && ix < g.in[2];
           for (int b = 0; b < 8; b++)
@@ -197,69 +287,74 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
                 : TMA  ? 0
                        : zx;
         }
-      for (long warp = 0; warp < NT * WM; warp++) {
-        const long nt = warp % NT, wm = warp / NT, kw = k0b + nt * 8;
+      for (long warp = 0; warp < NT / NPW * WM; warp++) {
+        const long wn = warp % (NT / NPW), wm = warp / (NT / NPW), kw = k0b + wn * NPW * 8;
+        const long sgi = kw / SGK * SGC; /* the warp's super-group's first input channel */
         if (kw >= K) continue;
         for (long mb = wm * MU; mb < MT; mb += WM * MU)
-          for (long mt = mb; mt < mb + MU && mt < MT; mt++) {
-            int32_t d[16][8];
-            for (int r = 0; r < 16; r++)
-              for (int col = 0; col < 8; col++)
-                d[r][col] = has_off ? params[CTQ_HEADER + CTQ_OFF * kp + kw + col] : 0;
-            for (long st = 0; st < KS; st++) {
-              int a[16][32], b[32][8];
-              for (int lane = 0; lane < 32; lane++) {
-                const int lg = lane / 4, q = lane % 4;
-                /* A: rows lg, lg + 8 at tap column q of k-step st */
-                const long zy = st / (KWP / 4), col0 = 4 * (st % (KWP / 4));
-                const long tap = ((zy / KH * WHH) + zy % KH * g.dil[1]) * WWW + col0 * g.dil[2];
-                for (int h = 0; h < 2; h++) {
-                  const long m = mt * 16 + lg + 8 * h;
-                  const long off = ((m / TW) * g.str[1] * WWW + (m % TW) * g.str[2]) * PS +
-                                   tap * PS + q * g.dil[2] * PS + nt * 8;
-                  if (off < 0 || off + 8 > WIN) {
-                    (*bad)++;
-                    continue;
-                  }
-                  uint32_t lo, hi;
-                  memcpy(&lo, win + off, 4);
-                  memcpy(&hi, win + off + 4, 4);
-                  for (int i = 0; i < 4; i++) {
-                    a[lg + 8 * h][4 * q + i] = opnd(lo, i, u8);
-                    a[lg + 8 * h][16 + 4 * q + i] = opnd(hi, i, u8);
-                  }
-                }
-                /* B: this lane's tap of channel kw + lg in byte lg % 4 */
-                const long xk = col0 + q;
-                const uint32_t wv =
-                    xk < KW ? (uint32_t)(unsigned char)wt[(kw + lg) * KVOL + zy * KW + xk] : 0;
-                const uint32_t b0 = lg < 4 ? wv << (8 * lg) : 0,
-                               b1 = lg >= 4 ? wv << (8 * (lg - 4)) : 0;
-                for (int i = 0; i < 4; i++) {
-                  b[4 * q + i][lg] = opnd(b0, i, 0);
-                  b[16 + 4 * q + i][lg] = opnd(b1, i, 0);
-                }
-              }
+          for (long mt = mb; mt < mb + MU && mt < MT; mt++)
+            for (long j = 0; j < NPW; j++) {
+              const long kn = kw + 8 * j; /* the n-tile's first output channel */
+              int32_t d[16][8];
               for (int r = 0; r < 16; r++)
                 for (int col = 0; col < 8; col++)
-                  for (int k = 0; k < 32; k++) d[r][col] += a[r][k] * b[k][col];
-            }
-            for (int r = 0; r < 16; r++)
-              for (int col = 0; col < 8; col++) {
-                const long m = mt * 16 + r, k = kw + col;
-                const long oh = oh0 + m / TW, ow = ow0 + m % TW;
-                if (oh >= g.out[1] || ow >= g.out[2]) continue; /* never copied out */
-                const long o = (((n * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow) * K + k;
-                writes[o]++;
-                if (w->out_type == CT_DTYPE_INT32)
-                  ((int32_t *)out)[o] = d[r][col];
-                else
-                  ((unsigned char *)out)[o] = (unsigned char)ctq_requant_lane(
-                      params, kp, (int)k, d[r][col], res ? res[o] : 0,
-                      w->epi.scale == CT_SCALE_CHANNEL, w->out_type == CT_DTYPE_UINT8,
-                      w->epi.residual, w->epi.rounding == CT_ROUND_ONNX);
+                  d[r][col] = has_off ? params[CTQ_HEADER + CTQ_OFF * kp + kn + col] : 0;
+              for (long st = 0; st < KS; st++) {
+                int a[16][32], b[32][8];
+                for (int lane = 0; lane < 32; lane++) {
+                  const int lg = lane / 4, q = lane % 4;
+                  const long tcol = q / LPT, lc8 = 8 * (q % LPT);
+                  /* A: rows lg, lg + 8 at tap column tcol of k-step st,
+                   * channels lc8.. of the super-group */
+                  const long zy = st / KROW, col0 = TPK * (st % KROW);
+                  const long tap = ((zy / KH * WHH) + zy % KH * g.dil[1]) * WWW + col0 * g.dil[2];
+                  for (int h = 0; h < 2; h++) {
+                    const long m = mt * 16 + lg + 8 * h;
+                    const long off = ((m / TW) * g.str[1] * WWW + (m % TW) * g.str[2]) * PS +
+                                     tap * PS + tcol * g.dil[2] * PS + lc8 + (sgi - cin0);
+                    if (off < 0 || off + 8 > WIN) {
+                      (*bad)++;
+                      continue;
+                    }
+                    uint32_t lo, hi;
+                    memcpy(&lo, win + off, 4);
+                    memcpy(&hi, win + off + 4, 4);
+                    for (int i = 0; i < 4; i++) {
+                      a[lg + 8 * h][4 * q + i] = opnd(lo, i, u8);
+                      a[lg + 8 * h][16 + 4 * q + i] = opnd(hi, i, u8);
+                    }
+                  }
+                  /* B: output channel kn + lg, input channels sgi + lc8 ..
+                   * + 7 at the tap, zero where of another group */
+                  const long xk = col0 + tcol, o = kn + lg, gi = o / KPG;
+                  for (int i = 0; i < 8; i++) {
+                    const long ci = sgi + lc8 + i;
+                    const int v = xk < KW && ci / CPG == gi
+                                      ? wt[((o * KVOL) + zy * KW + xk) * CPG + ci - gi * CPG]
+                                      : 0;
+                    b[(i < 4 ? 4 * q : 16 + 4 * q) + i % 4][lg] = v;
+                  }
+                }
+                for (int r = 0; r < 16; r++)
+                  for (int col = 0; col < 8; col++)
+                    for (int k = 0; k < 32; k++) d[r][col] += a[r][k] * b[k][col];
               }
-          }
+              for (int r = 0; r < 16; r++)
+                for (int col = 0; col < 8; col++) {
+                  const long m = mt * 16 + r, k = kn + col;
+                  const long oh = oh0 + m / TW, ow = ow0 + m % TW;
+                  if (oh >= g.out[1] || ow >= g.out[2]) continue; /* never copied out */
+                  const long o = (((n * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow) * K + k;
+                  writes[o]++;
+                  if (w->out_type == CT_DTYPE_INT32)
+                    ((int32_t *)out)[o] = d[r][col];
+                  else
+                    ((unsigned char *)out)[o] = (unsigned char)ctq_requant_lane(
+                        params, kp, (int)k, d[r][col], res ? res[o] : 0,
+                        w->epi.scale == CT_SCALE_CHANNEL, w->out_type == CT_DTYPE_UINT8,
+                        w->epi.residual, w->epi.rounding == CT_ROUND_ONNX);
+                }
+            }
       }
     }
   free(win);
@@ -268,11 +363,69 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
 static const tpl_family family = {case_shape, dw_epilogue, tpl_of, emulate,
                                   "A reads past the buffer"};
 
+/* The grouped family's shapes: groups of 4 to 32 channels (ResNeXt's), 2,
+ * a channel multiplier, K/G != C/G, strides, dilation, a 5x5 kernel, 3D
+ * with a depth-1 input. */
+static ct_workload gshape(int d3, int n, int c, int k, int groups, int in, int ker, int str,
+                          int pad) {
+  ct_workload w = dw_shape(d3, n, c, 1, in, ker, str, pad);
+  w.k = k, w.groups = groups;
+  return w;
+}
+
+static ct_workload gcase_shape(int i) {
+  ct_workload w;
+  switch (i) {
+  case 0:
+    return gshape(0, 2, 32, 32, 8, 9, 3, 1, 1); /* 4 a group */
+  case 1:
+    return gshape(0, 1, 64, 64, 8, 11, 3, 2, 1); /* 8 */
+  case 2:
+    return gshape(0, 3, 64, 64, 4, 7, 3, 1, 1); /* 16 */
+  case 3:
+    return gshape(0, 2, 64, 64, 2, 6, 3, 1, 1); /* 32 */
+  case 4:
+    return gshape(1, 2, 32, 32, 4, 5, 3, 1, 1); /* 3D, 8 */
+  case 5:
+    return gshape(0, 1, 16, 32, 16, 10, 3, 1, 1); /* a channel multiplier of 2 */
+  case 6:
+    return gshape(0, 1, 24, 48, 6, 9, 5, 2, 2); /* 4 in, 8 out a group, 5x5 */
+  case 7:
+    w = gshape(0, 1, 16, 16, 8, 12, 3, 1, 2); /* 2 a group, dilation 2 */
+    w.dilation[0] = w.dilation[1] = 2;
+    return w;
+  case 8:
+    return gshape(1, 1, 64, 64, 2, 8, 3, 2, 1); /* 3D, 32 a group, stride 2 */
+  default:
+    w = gshape(1, 2, 64, 64, 2, 4, 3, 1, 1); /* 3D ResNeXt's last: depth 1 */
+    w.in[0] = 1;
+    return w;
+  }
+}
+
+static const template_desc *gtpl_of(const ct_workload *w) {
+  return template_find(w->op == CT_OP_CONV3D ? "conv3d_ndhwc_grouped_mma"
+                                             : "conv2d_nhwc_grouped_mma");
+}
+
+static const tpl_family gfamily = {gcase_shape, dw_epilogue, gtpl_of, emulate,
+                                   "A reads past the buffer"};
+
+/* Case i: the depthwise family's shape i, then (from N_CASES) the grouped
+ * family's. */
+static const tpl_family *family_of(int *i) {
+  if (*i < N_CASES) return &family;
+  *i -= N_CASES;
+  return &gfamily;
+}
+
 /* Sampled valid configs (and the preferred one) of each shape, emulated in
  * each epilogue against reference_qconv. */
 START_TEST(emulated_kernel_matches_reference_qconv) {
   const char *env = getenv("CT_DW_DRAWS");
-  emulations_match(&family, _i, env ? atoi(env) : test_quick() ? 4 : 16, 46);
+  int i = _i;
+  const tpl_family *f = family_of(&i);
+  emulations_match(f, i, env ? atoi(env) : test_quick() ? 4 : 16, f == &family ? 46 : 146);
 }
 END_TEST
 
@@ -280,18 +433,22 @@ END_TEST
  * and sm_80, the epilogue rotating, without spills. */
 START_TEST(configs_compile_for_sm90_and_sm80) {
   const char *env = getenv("CT_DW_COMPILES");
-  configs_compile(&family, _i, env ? atoi(env) : 2, 460, 2, 0, NULL);
+  int i = _i;
+  const tpl_family *f = family_of(&i);
+  configs_compile(f, i, env ? atoi(env) : 2, f == &family ? 460 : 560, 2, 0, NULL);
 }
 END_TEST
 
 static void add_cpu(TCase *tc) {
   tcase_add_test(tc, refuses_what_it_cannot_run);
   tcase_add_test(tc, rejects_configs_with_the_reason);
-  tcase_add_loop_test(tc, emulated_kernel_matches_reference_qconv, 0, N_CASES);
+  tcase_add_test(tc, grouped_refuses_what_it_cannot_run);
+  tcase_add_test(tc, grouped_rejects_configs_with_the_reason);
+  tcase_add_loop_test(tc, emulated_kernel_matches_reference_qconv, 0, N_CASES + N_GCASES);
 }
 
 static void add_compile(TCase *tc) {
-  tcase_add_loop_test(tc, configs_compile_for_sm90_and_sm80, 0, N_CASES);
+  tcase_add_loop_test(tc, configs_compile_for_sm90_and_sm80, 0, N_CASES + N_GCASES);
 }
 
 static const test_case suite_cases[] = {

@@ -528,7 +528,8 @@ START_TEST(nhwc_exact_or_refused) {
 }
 END_TEST
 
-/* Issue 35: every layer of the grouped and depthwise sets (and their dense
+/* Issue 35: every layer of the grouped and depthwise sets, 3D ResNeXt's
+ * included (and their dense
  * layers: MobileNetV2's pointwise ones and stem), and the odd 5x5 stride-2
  * layer (C 12, K 20) with its 3D counterpart, in the plain layout (served
  * packed) and channels-last, int32 and int8 output, each exact against the
@@ -538,11 +539,12 @@ START_TEST(grouped_sets_every_layer_exact) {
   if (!nhwc_runs_here(why, sizeof why)) {
     TEST_SKIP("%s", why);
   }
-  static const char *const sets[] = {"mobilenetv2", "efficientnet_b0_dw", "resnext50_g",
-                                     "csn_dw3d"};
+  static const char *const sets[] = {"mobilenetv2", "efficientnet_b0_dw", "resnext50_g", "csn_dw3d",
+                                     "resnext3d_g"};
+  enum { N_SETS = sizeof sets / sizeof sets[0] };
   ct_context *ctx = open_ctx();
   int failures = 0, total = 0;
-  for (int k = 0; k < 5; k++) {
+  for (int k = 0; k <= N_SETS; k++) {
     wlset *set = NULL;
     ct_workload odd[2];
     const char *odd_names[2] = {"odd5x5s2", "odd3d"};
@@ -550,7 +552,7 @@ START_TEST(grouped_sets_every_layer_exact) {
     const ct_workload *ws;
     const char *const *names;
     const char **sn = NULL;
-    if (k < 4) {
+    if (k < N_SETS) {
       ct_err err = {0};
       ck_assert_msg(wlset_load_named(sets[k], batch, &set, &err) == CT_OK, "%s", err.msg);
       n = set->n_items;
@@ -581,13 +583,13 @@ START_TEST(grouped_sets_every_layer_exact) {
           ct_layout layout = l ? CT_LAYOUT_NHWC : CT_LAYOUT_NCHW;
           int rc = layout_case(ctx, &ws[i], layout, q8, 3000 + (uint64_t)(64 * k + i), what,
                                sizeof what, tpl);
-          printf("%s/%-16s b%d %-5s %-5s %-24s %s\n", k < 4 ? sets[k] : "odd", names[i], ws[i].n,
-                 l ? "nhwc" : "plain", q8 ? "int8" : "int32", tpl[0] ? tpl : "-", what);
+          printf("%s/%-16s b%d %-5s %-5s %-24s %s\n", k < N_SETS ? sets[k] : "odd", names[i],
+                 ws[i].n, l ? "nhwc" : "plain", q8 ? "int8" : "int32", tpl[0] ? tpl : "-", what);
           fflush(stdout);
           failures += rc != 0;
           total++;
         }
-    if (k < 4) {
+    if (k < N_SETS) {
       free((void *)ws);
       free(sn);
       wlset_free(set);

@@ -297,6 +297,28 @@ static const shape dwm3d[] = {
     {"dw 3x3x3 s(1,2,2) c40 3x7x9", CT_OP_CONV3D, 1, 40, 40, {3, 7, 9}, {3, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 40},
 };
 
+/* the grouped mma templates (at most 32 input channels a group, C and K
+ * multiples of 8): ResNeXt's groups of 4 to 32 channels, 2 a group with
+ * dilation, a channel multiplier, K/G != C/G, a 5x5 stride 2, a block's
+ * last super-groups past K (K 40 in blocks of 32), 3D ResNeXt's 1 x 4 x 4
+ * input and a stride along depth */
+static const shape gm2d[] = {
+    {"g32 cpg4 3x3 c128 b2 8x8", CT_OP_CONV2D, 2, 128, 128, {0, 8, 8}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 32},
+    {"g32 cpg8 3x3 s2 c256 9x9", CT_OP_CONV2D, 1, 256, 256, {0, 9, 9}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 32},
+    {"g32 cpg16 3x3 c512 b2 7x7", CT_OP_CONV2D, 2, 512, 512, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 32},
+    {"g4 cpg32 3x3 c128 k64 6x6", CT_OP_CONV2D, 1, 128, 64, {0, 6, 6}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 4},
+    {"dw x2 5x5 s2 c16 k32 13x12", CT_OP_CONV2D, 1, 16, 32, {0, 13, 12}, {0, 5, 5}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}, {0, 1, 1}, 16},
+    {"g8 cpg2 3x3 dil2 c16 b2 11x10", CT_OP_CONV2D, 2, 16, 16, {0, 11, 10}, {0, 3, 3}, {0, 1, 1}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}, 8},
+    {"g16 cpg4 kpg8 5x5 s2 c64 k128 9x9", CT_OP_CONV2D, 1, 64, 128, {0, 9, 9}, {0, 5, 5}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}, {0, 1, 1}, 16},
+    {"g5 cpg16 kpg8 3x3 c80 k40 b3 5x7", CT_OP_CONV2D, 3, 80, 40, {0, 5, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 5},
+};
+static const shape gm3d[] = {
+    {"g8 cpg8 3x3x3 c64 b2 4x6x6", CT_OP_CONV3D, 2, 64, 64, {4, 6, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 8},
+    {"dw x2 3x3x3 s(1,2,2) c16 k32 3x7x9", CT_OP_CONV3D, 1, 16, 32, {3, 7, 9}, {3, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 16},
+    {"g32 cpg32 3x3x3 c1024 b2 1x4x4", CT_OP_CONV3D, 2, 1024, 1024, {1, 4, 4}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 32},
+    {"g2 cpg16 3x3x3 s2 c32 5x8x8", CT_OP_CONV3D, 1, 32, 32, {5, 8, 8}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 2},
+};
+
 /* weight zero points on the channels-last fallback (the grouped
  * templates): G 1 layers no tensor-core template runs with them, grouped
  * and depthwise ones, 2D and 3D, all padded */
@@ -602,7 +624,7 @@ static int in_case(const template_desc *t, const char *c) {
   /* grouped, grouped8, grouped_onnx: the grouped templates and the
    * channels-last mma ones on the grouped and odd-K shapes */
   /* grouped_zw: the channels-last fallback, which takes weight zero points */
-  if (!strcmp(c, "grouped_zw")) return k.grouped && !k.packed && !k.dw;
+  if (!strcmp(c, "grouped_zw")) return k.grouped && !k.packed && !k.dw && !k.mma;
   if (!strncmp(c, "grouped", 7)) return k.grouped || (!k.packed && k.mma);
   if (k.grouped) return 0;
   if (!strcmp(c, "gpu_templates")) return k.packed && !k.wgmma;
@@ -663,6 +685,10 @@ static shapes_of_t grouped_shapes_of(const template_desc *t) {
   shapes_of_t r = {d3 ? gr3d : gr2d, NULL, d3 ? N_OF(gr3d) : N_OF(gr2d), 0};
   if (k.dw && k.mma) {
     r.list = d3 ? dwm3d : dwm2d, r.n = d3 ? N_OF(dwm3d) : N_OF(dwm2d);
+    return r;
+  }
+  if (k.mma && strstr(t->name, "grouped")) {
+    r.list = d3 ? gm3d : gm2d, r.n = d3 ? N_OF(gm3d) : N_OF(gm2d);
     return r;
   }
   if (k.dw) {

@@ -37,7 +37,7 @@ static long n_compile = 300;
 static wlset *load_sets(const template_desc *tpl, int batch) {
   const char *names2[] = {"resnet50",           "resnet18",    "mobilenetv2",
                           "efficientnet_b0_dw", "resnext50_g", NULL};
-  const char *names3[] = {"resnet3d18", "csn_dw3d", NULL};
+  const char *names3[] = {"resnet3d18", "csn_dw3d", "resnext3d_g", NULL};
   const char **names = tpl->op == CT_OP_CONV2D ? names2 : names3;
   const int grouped_only = strstr(tpl->name, "grouped") != NULL || strstr(tpl->name, "_dw") != NULL;
   wlset *all = calloc(1, sizeof *all);

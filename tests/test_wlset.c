@@ -217,6 +217,15 @@ static const glayer csn_dw3d[] = {
     {"dw512", 512, 2, 7, 7, 512, 3, 1, 1, 512},
 };
 
+/* 3D ResNeXt-101 32x4d's grouped 3x3x3 layers (Hara et al., CVPR 2018;
+ * 16 x 112 x 112 clips, the stride on the 3x3x3) */
+static const glayer resnext3d_g[] = {
+    {"g128", 128, 8, 28, 28, 128, 3, 1, 1, 32},  {"g256_s2", 256, 8, 28, 28, 256, 3, 2, 1, 32},
+    {"g256", 256, 4, 14, 14, 256, 3, 1, 1, 32},  {"g512_s2", 512, 4, 14, 14, 512, 3, 2, 1, 32},
+    {"g512", 512, 2, 7, 7, 512, 3, 1, 1, 32},    {"g1024_s2", 1024, 2, 7, 7, 1024, 3, 2, 1, 32},
+    {"g1024", 1024, 1, 4, 4, 1024, 3, 1, 1, 32},
+};
+
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* The workload a 2D layer describes at batch n, NCHW, int8. */
@@ -246,11 +255,11 @@ static ct_workload want3(const layer3 *l, int n) {
   return w;
 }
 
-/* The workload a grouped layer describes at batch n: conv2d when d is 1
- * (none of these sets has a 3D layer of depth 1), else conv3d. */
-static ct_workload wantg(const glayer *l, int n) {
+/* The workload a grouped layer of a 2D (d3 0) or 3D set describes at batch
+ * n. */
+static ct_workload wantg(const glayer *l, int d3, int n) {
   ct_workload w;
-  int nd = l->d > 1 ? 3 : 2;
+  int nd = d3 ? 3 : 2;
   workload_init(&w, nd == 3 ? CT_OP_CONV3D : CT_OP_CONV2D);
   w.n = n, w.c = l->c, w.k = l->k, w.groups = l->g;
   const int in[3] = {l->d, l->h, l->w};
@@ -378,7 +387,7 @@ END_TEST
  * groups included, valid at batch 1, 3 and 32, unique. Depthwise layers
  * (groups == C == K) and ResNeXt's 32 groups are spelled out: a set that
  * lost its "groups" would still parse, as a dense conv. */
-static void check_grouped_set(const char *name, const glayer *want, int n_want, int n_dw) {
+static void check_grouped_set(const char *name, int d3, const glayer *want, int n_want, int n_dw) {
   static const int batches[] = {1, 3, 32};
   for (int b = 0; b < 3; b++) {
     wlset *s = load_named_ok(name, batches[b]);
@@ -386,7 +395,7 @@ static void check_grouped_set(const char *name, const glayer *want, int n_want, 
     ck_assert_int_eq(s->n_items, n_want);
     int dw = 0;
     for (int i = 0; i < s->n_items; i++) {
-      ct_workload w = wantg(&want[i], batches[b]);
+      ct_workload w = wantg(&want[i], d3, batches[b]);
       check_item(s, i, &w, want[i].name);
       const ct_workload *got = &s->items[i].w;
       ct_err err = {0};
@@ -404,10 +413,11 @@ static void check_grouped_set(const char *name, const glayer *want, int n_want, 
 
 START_TEST(grouped_sets_embedded) {
   ck_assert_int_eq(COUNT(mobilenetv2), 30);
-  check_grouped_set("mobilenetv2", mobilenetv2, 30, 10);
-  check_grouped_set("efficientnet_b0_dw", efficientnet_b0_dw, 12, 12);
-  check_grouped_set("resnext50_g", resnext50_g, 7, 0);
-  check_grouped_set("csn_dw3d", csn_dw3d, 7, 7);
+  check_grouped_set("mobilenetv2", 0, mobilenetv2, 30, 10);
+  check_grouped_set("efficientnet_b0_dw", 0, efficientnet_b0_dw, 12, 12);
+  check_grouped_set("resnext50_g", 0, resnext50_g, 7, 0);
+  check_grouped_set("csn_dw3d", 1, csn_dw3d, 7, 7);
+  check_grouped_set("resnext3d_g", 1, resnext3d_g, 7, 0);
   /* spelled out: MobileNetV2's stem is dense, its first depthwise is not */
   wlset *s = load_named_ok("mobilenetv2", 32);
   ck_assert_str_eq(s->items[0].name, "stem");
@@ -425,6 +435,12 @@ START_TEST(grouped_sets_embedded) {
     ck_assert_int_le(s->items[i].w.c / 32, 32);
   }
   wlset_free(s);
+  /* 3D ResNeXt's last layer: a 1 x 4 x 4 input, still conv3d */
+  s = load_named_ok("resnext3d_g", 1);
+  ck_assert_int_eq(s->items[6].w.op, CT_OP_CONV3D);
+  ck_assert_int_eq(s->items[6].w.in[0], 1);
+  ck_assert_int_eq(workload_out_size(&s->items[5].w, 0), 1);
+  wlset_free(s);
   s = load_named_ok("csn_dw3d", 1);
   ck_assert_int_eq(s->items[0].w.op, CT_OP_CONV3D);
   ck_assert_int_eq(s->items[0].w.in[0], 16);
@@ -441,8 +457,9 @@ START_TEST(grouped_sets_embedded) {
 END_TEST
 
 START_TEST(batch_zero_keeps_entry_n) {
-  const char *names[] = {"resnet50",    "resnet18",           "resnet3d18",  "c3d",
-                         "mobilenetv2", "efficientnet_b0_dw", "resnext50_g", "csn_dw3d"};
+  const char *names[] = {"resnet50",    "resnet18",    "resnet3d18",
+                         "c3d",         "mobilenetv2", "efficientnet_b0_dw",
+                         "resnext50_g", "csn_dw3d",    "resnext3d_g"};
   for (int k = 0; k < COUNT(names); k++) {
     wlset *s = load_named_ok(names[k], 0);
     for (int i = 0; i < s->n_items; i++)
@@ -471,8 +488,9 @@ START_TEST(unknown_set_not_found) {
   ct_status st = wlset_load_named("resnet51", 1, &s, &err);
   EXPECT_ERR(st, CT_ERR_NOT_FOUND, &err, "resnet51", "resnet51", "resnet50");
   ck_assert_ptr_null(s);
-  const char *all[] = {"c3d",         "resnet18",           "resnet3d18",  "resnet50",
-                       "mobilenetv2", "efficientnet_b0_dw", "resnext50_g", "csn_dw3d"};
+  const char *all[] = {"c3d",         "resnet18",    "resnet3d18",
+                       "resnet50",    "mobilenetv2", "efficientnet_b0_dw",
+                       "resnext50_g", "csn_dw3d",    "resnext3d_g"};
   for (int i = 0; i < COUNT(all); i++)
     ck_assert_msg(strstr(err.msg, all[i]), "message '%s' does not list %s", err.msg, all[i]);
   /* The name is a set's name, not a file name. */
@@ -494,8 +512,9 @@ END_TEST
 START_TEST(names_lists_every_set) {
   char buf[256];
   ck_assert_ptr_eq(wlset_names(buf, sizeof buf), buf);
-  const char *all[] = {"c3d",         "resnet18",           "resnet3d18",  "resnet50",
-                       "mobilenetv2", "efficientnet_b0_dw", "resnext50_g", "csn_dw3d"};
+  const char *all[] = {"c3d",         "resnet18",    "resnet3d18",
+                       "resnet50",    "mobilenetv2", "efficientnet_b0_dw",
+                       "resnext50_g", "csn_dw3d",    "resnext3d_g"};
   for (int i = 0; i < COUNT(all); i++)
     ck_assert_msg(strstr(buf, all[i]), "'%s' does not list %s", buf, all[i]);
   ck_assert_ptr_null(strstr(buf, ".json"));
@@ -892,8 +911,9 @@ START_TEST(shipped_files_match_embedded) {
     fprintf(stderr, "test_wlset: CT_SOURCE_DIR is not set; shipped files not checked\n");
     return;
   }
-  const char *names[] = {"resnet50",    "resnet18",           "resnet3d18",  "c3d",
-                         "mobilenetv2", "efficientnet_b0_dw", "resnext50_g", "csn_dw3d"};
+  const char *names[] = {"resnet50",    "resnet18",    "resnet3d18",
+                         "c3d",         "mobilenetv2", "efficientnet_b0_dw",
+                         "resnext50_g", "csn_dw3d",    "resnext3d_g"};
   for (int k = 0; k < COUNT(names); k++) {
     char path[1024];
     snprintf(path, sizeof path, "%s/scripts/workloads/%s.json", src, names[k]);
