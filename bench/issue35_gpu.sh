@@ -19,6 +19,7 @@
 #   dwmma   the depthwise mma templates' GPU cases (int32, 8-bit, onnx), then tuning of the
 #           depthwise layers of the three depthwise sets at batch 32 on them (int8 output, bias,
 #           per-channel scales) into /tmp/t.db
+#   dwtune  dwmma's tuning alone
 #   san     compute-sanitizer's four tools over configs of the depthwise and grouped mma
 #           families
 #   gmma    the grouped and depthwise mma templates' GPU cases (int32, 8-bit, onnx; their kernel
@@ -60,6 +61,13 @@ for l in L:
     l["name"], l.get("groups"), t8 or -1, "%.2f" % fp if fp else "-", "%.2f" % (fp / t8) if fp and t8 else "-",
     "%.0f%%" % (100 * sh) if sh else "-", (l.get("source") or "")[:60]))
 PY
+}
+# the depthwise layers of the three depthwise sets at batch 32 on the depthwise mma templates
+dwtune() {
+  local Q="--batch 32 --out int8 --epilogue bias,qc --trials 80 --early-stopping 32 --time-budget 5"
+  tq mobilenetv2 --set mobilenetv2 --layout nhwc $Q --template conv2d_nhwc_dw_mma
+  tq efficientnet --set efficientnet_b0_dw --layout nhwc $Q --template conv2d_nhwc_dw_mma
+  tq csn --set csn_dw3d --layout ndhwc $Q --template conv3d_ndhwc_dw_mma
 }
 case $1 in
 tests)
@@ -122,11 +130,12 @@ dwmma)
     echo "== $(basename $f): $(grep -E 'Checks|rc=' $f | tr '\n' ' ')"
     grep -E "exact over|FAIL|F:|E:" $f | head -8 | cut -c1-200
   done
-  Q="--batch 32 --out int8 --epilogue bias,qc --trials 80 --early-stopping 32 --time-budget 5"
-  tq mobilenetv2 --set mobilenetv2 --layout nhwc $Q --template conv2d_nhwc_dw_mma
-  tq efficientnet --set efficientnet_b0_dw --layout nhwc $Q --template conv2d_nhwc_dw_mma
-  tq csn --set csn_dw3d --layout ndhwc $Q --template conv3d_ndhwc_dw_mma
+  dwtune
   cd $OUT && tar czf dwmma.tgz *.log tune-* && rm -f *.log tune-* ;;
+dwtune)
+  s=$(date +%s)
+  dwtune
+  cd $OUT && tar czf dwtune.tgz tune-* && rm -f tune-* ;;
 san)
   # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) over the depthwise mma family,
   # one launch a config (build-rel/config_run): TMA and cp.async windows, prefetched tiles, a
