@@ -20,6 +20,8 @@
 #           depthwise layers of the three depthwise sets at batch 32 on them (int8 output, bias,
 #           per-channel scales) into /tmp/t.db
 #   dwtune  dwmma's tuning alone
+#   gdense  tuning of the dense layers of 8, 16 or 32 input channels (MobileNetV2's set and model,
+#           batch 32 and 1) on conv2d_nhwc_grouped_mma into /tmp/t.db
 #   san     compute-sanitizer's four tools over configs of the depthwise and grouped mma
 #           families
 #   gmma    the grouped and depthwise mma templates' GPU cases (int32, 8-bit, onnx; their kernel
@@ -178,6 +180,15 @@ gmma)
   tq resnext --set resnext50_g --layout nhwc $Q --template conv2d_nhwc_grouped_mma
   tq resnext3d --set resnext3d_g --layout ndhwc $Q
   cd $OUT && tar czf gmma.tgz *.log tune-* && rm -f *.log tune-* ;;
+gdense)
+  # the dense layers of 8, 16 or 32 input channels on conv2d_nhwc_grouped_mma: MobileNetV2's set
+  # (int8 out, as the benchmark) and the model's nodes (ONNX rounding) at batch 32 and 1
+  s=$(date +%s)
+  Q="--batch 32 --out int8 --epilogue bias,qc --trials 80 --early-stopping 32 --time-budget 5"
+  tq mnv2-dense --set mobilenetv2 --layout nhwc $Q --template conv2d_nhwc_grouped_mma
+  tq model-b32-dense --model $MODEL --batch 32 --template conv2d_nhwc_grouped_mma --trials 80 --early-stopping 32 --time-budget 40
+  tq model-b1-dense --model $MODEL --batch 1 --template conv2d_nhwc_grouped_mma --trials 48 --early-stopping 24 --time-budget 30
+  cd $OUT && tar czf gdense.tgz tune-* && rm -f tune-* ;;
 savedb)
   python3 -c "import sqlite3; c = sqlite3.connect('/tmp/t.db'); c.execute('pragma wal_checkpoint(TRUNCATE)')"
   xz -T4 -c /tmp/t.db > $OUT/t.db.xz ;;
@@ -190,7 +201,7 @@ model)
 bench)
   s=$(date +%s)
   for set in $SETS; do
-    l=nhwc; [ $set = csn_dw3d ] && l=ndhwc
+    l=nhwc; case $set in csn_dw3d|resnext3d_g) l=ndhwc ;; esac
     timeout 120 $B bench --set $set --batch 32 --layout $l --db /tmp/t.db --results-dir $OUT --json-out $OUT/$set-b32.json \
       > $OUT/$set-b32.md 2> $OUT/$set-b32.err
     echo "bench $set rc=$? at $(( $(date +%s) - s )) s"; summary $OUT/$set-b32.json

@@ -4,8 +4,10 @@
  * B: conv2d_nhwc_dw_mma / conv3d_ndhwc_dw_mma, depthwise (G = C = K, C a
  * multiple of 8), and conv2d_nhwc_grouped_mma / conv3d_ndhwc_grouped_mma,
  * grouped layers of at most 32 input channels a group (ResNeXt's 4 to 32;
- * depthwise with a channel multiplier). Their knob spaces, validity, the
- * instances, the features for the cost model and defaults.
+ * depthwise with a channel multiplier) and dense ones of 8, 16 or 32 input
+ * channels (one group: MobileNetV2's narrow pointwise layers). Their knob
+ * spaces, validity, the instances, the features for the cost model and
+ * defaults.
  *
  * Knobs: tile_w, tile_h (a block's output columns and rows), n_tiles (its
  * output channels in eights), warps_m (warps along the pixels per n-tile
@@ -123,7 +125,9 @@ static const char *grouped_refusal(const ct_workload *w, ct_op op) {
   if (w->layout != CT_LAYOUT_NHWC)
     return op == CT_OP_CONV2D ? "it needs layout nhwc" : "it needs layout ndhwc";
   if (w->weight_type != CT_DTYPE_INT8) return "it takes int8 weights";
-  if (w->groups <= 1) return "it runs grouped layers only (groups > 1)";
+  if (w->groups <= 1 && w->c != 8 && w->c != 16 && w->c != 32)
+    return "it runs grouped layers, and dense ones (groups 1) of 8, 16 or 32 input channels "
+           "only (a super-group)";
   if (w->groups == w->c && w->k == w->c)
     return op == CT_OP_CONV2D
                ? "depthwise without a channel multiplier runs on conv2d_nhwc_dw_mma"

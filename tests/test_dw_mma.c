@@ -121,9 +121,12 @@ START_TEST(grouped_refuses_what_it_cannot_run) {
   ck_assert_msg(t2->supports(&w, why), "%s", why);
   ck_assert_int_eq(t3->supports(&w, why), 0);
   ck_assert_ptr_nonnull(strstr(why, "conv3d only"));
-  w.groups = 1;
+  w.groups = 1; /* dense: only 8, 16 or 32 input channels */
   ck_assert_int_eq(t2->supports(&w, why), 0);
-  ck_assert_ptr_nonnull(strstr(why, "groups > 1"));
+  ck_assert_ptr_nonnull(strstr(why, "dense ones"));
+  w.c = 16, w.k = 96; /* MobileNetV2's block1 expand: one super-group */
+  ck_assert_msg(t2->supports(&w, why), "%s", why);
+  w.c = 128, w.k = 128;
   w.groups = 128; /* depthwise: the other family's */
   ck_assert_int_eq(t2->supports(&w, why), 0);
   ck_assert_ptr_nonnull(strstr(why, "conv2d_nhwc_dw_mma"));
@@ -226,7 +229,7 @@ static ct_workload case_shape(int i) {
   }
 }
 #define N_CASES  10
-#define N_GCASES 10
+#define N_GCASES 13
 
 /* Byte i of word v as the mma's operand: signed, or unsigned (u8 data). */
 static int opnd(uint32_t v, int i, int u8) {
@@ -365,7 +368,7 @@ static const tpl_family family = {case_shape, dw_epilogue, tpl_of, emulate,
 
 /* The grouped family's shapes: groups of 4 to 32 channels (ResNeXt's), 2,
  * a channel multiplier, K/G != C/G, strides, dilation, a 5x5 kernel, 3D
- * with a depth-1 input. */
+ * with a depth-1 input; dense layers of 8, 16 and 32 channels. */
 static ct_workload gshape(int d3, int n, int c, int k, int groups, int in, int ker, int str,
                           int pad) {
   ct_workload w = dw_shape(d3, n, c, 1, in, ker, str, pad);
@@ -396,10 +399,16 @@ static ct_workload gcase_shape(int i) {
     return w;
   case 8:
     return gshape(1, 1, 64, 64, 2, 8, 3, 2, 1); /* 3D, 32 a group, stride 2 */
-  default:
+  case 9:
     w = gshape(1, 2, 64, 64, 2, 4, 3, 1, 1); /* 3D ResNeXt's last: depth 1 */
     w.in[0] = 1;
     return w;
+  case 10:
+    return gshape(0, 2, 16, 96, 1, 9, 1, 1, 0); /* dense 1x1, 16 channels in */
+  case 11:
+    return gshape(0, 1, 32, 16, 1, 10, 1, 1, 0); /* dense 1x1, 32 in, 16 out */
+  default:
+    return gshape(0, 1, 8, 24, 1, 9, 3, 2, 1); /* dense 3x3 stride 2, 8 in */
   }
 }
 

@@ -300,8 +300,9 @@ static const shape dwm3d[] = {
 /* the grouped mma templates (at most 32 input channels a group, C and K
  * multiples of 8): ResNeXt's groups of 4 to 32 channels, 2 a group with
  * dilation, a channel multiplier, K/G != C/G, a 5x5 stride 2, a block's
- * last super-groups past K (K 40 in blocks of 32), 3D ResNeXt's 1 x 4 x 4
- * input and a stride along depth */
+ * last super-groups past K (K 40 in blocks of 32), dense layers of 16, 32
+ * and 8 channels (1x1 and 3x3), 3D ResNeXt's 1 x 4 x 4 input and a stride
+ * along depth */
 static const shape gm2d[] = {
     {"g32 cpg4 3x3 c128 b2 8x8", CT_OP_CONV2D, 2, 128, 128, {0, 8, 8}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 32},
     {"g32 cpg8 3x3 s2 c256 9x9", CT_OP_CONV2D, 1, 256, 256, {0, 9, 9}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 32},
@@ -311,6 +312,9 @@ static const shape gm2d[] = {
     {"g8 cpg2 3x3 dil2 c16 b2 11x10", CT_OP_CONV2D, 2, 16, 16, {0, 11, 10}, {0, 3, 3}, {0, 1, 1}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}, 8},
     {"g16 cpg4 kpg8 5x5 s2 c64 k128 9x9", CT_OP_CONV2D, 1, 64, 128, {0, 9, 9}, {0, 5, 5}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}, {0, 1, 1}, 16},
     {"g5 cpg16 kpg8 3x3 c80 k40 b3 5x7", CT_OP_CONV2D, 3, 80, 40, {0, 5, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 5},
+    {"g1 1x1 c16 k96 b2 10x9", CT_OP_CONV2D, 2, 16, 96, {0, 10, 9}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 1},
+    {"g1 1x1 c32 k16 b3 7x12", CT_OP_CONV2D, 3, 32, 16, {0, 7, 12}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 1},
+    {"g1 3x3 s2 c8 k24 11x11", CT_OP_CONV2D, 1, 8, 24, {0, 11, 11}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 1},
 };
 static const shape gm3d[] = {
     {"g8 cpg8 3x3x3 c64 b2 4x6x6", CT_OP_CONV3D, 2, 64, 64, {4, 6, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 8},
