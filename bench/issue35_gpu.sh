@@ -19,7 +19,7 @@
 #   dwmma   the depthwise mma templates' GPU cases (int32, 8-bit, onnx), then tuning of the
 #           depthwise layers of the three depthwise sets at batch 32 on them (int8 output, bias,
 #           per-channel scales) into /tmp/t.db
-#   dwtune  dwmma's tuning alone
+#   dwtune  dwmma's tuning alone; gtune gmma's
 #   gdense  tuning of the dense layers of 8, 16 or 32 input channels (MobileNetV2's set and model,
 #           batch 32 and 1) on conv2d_nhwc_grouped_mma into /tmp/t.db
 #   san     compute-sanitizer's four tools over configs of the depthwise and grouped mma
@@ -70,6 +70,12 @@ dwtune() {
   tq mobilenetv2 --set mobilenetv2 --layout nhwc $Q --template conv2d_nhwc_dw_mma
   tq efficientnet --set efficientnet_b0_dw --layout nhwc $Q --template conv2d_nhwc_dw_mma
   tq csn --set csn_dw3d --layout ndhwc $Q --template conv3d_ndhwc_dw_mma
+}
+# ResNeXt's grouped layers, 2D and 3D, at batch 32 (the 2D set on the grouped mma template)
+gtune() {
+  local Q="--batch 32 --out int8 --epilogue bias,qc --trials 96 --early-stopping 40 --time-budget 6"
+  tq resnext --set resnext50_g --layout nhwc $Q --template conv2d_nhwc_grouped_mma
+  tq resnext3d --set resnext3d_g --layout ndhwc $Q
 }
 case $1 in
 tests)
@@ -176,10 +182,12 @@ gmma)
     echo "== $(basename $f): $(grep -E 'Checks|rc=' $f | tr '\n' ' ')"
     grep -E "exact over|FAIL|F:|E:" $f | head -8 | cut -c1-200
   done
-  Q="--batch 32 --out int8 --epilogue bias,qc --trials 96 --early-stopping 40 --time-budget 6"
-  tq resnext --set resnext50_g --layout nhwc $Q --template conv2d_nhwc_grouped_mma
-  tq resnext3d --set resnext3d_g --layout ndhwc $Q
+  gtune
   cd $OUT && tar czf gmma.tgz *.log tune-* && rm -f *.log tune-* ;;
+gtune)
+  s=$(date +%s)
+  gtune
+  cd $OUT && tar czf gtune.tgz tune-* && rm -f tune-* ;;
 gdense)
   # the dense layers of 8, 16 or 32 input channels on conv2d_nhwc_grouped_mma: MobileNetV2's set
   # (int8 out, as the benchmark) and the model's nodes (ONNX rounding) at batch 32 and 1
