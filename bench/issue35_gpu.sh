@@ -64,6 +64,21 @@ for l in L:
     "%.0f%%" % (100 * sh) if sh else "-", (l.get("source") or "")[:60]))
 PY
 }
+# mma_cases FILTER...: test_gpu_templates' grouped, grouped8 and grouped_onnx cases on the
+# templates whose names contain each FILTER (16 configs a workload), in parallel; a summary
+mma_cases() {
+  for c in grouped grouped8 grouped_onnx; do
+    for t in "$@"; do
+      ( cd build-rel && CT_GT_TEMPLATE=$t CK_RUN_CASE=$c timeout 200 ./test_gpu_templates 16 > $OUT/gt$t-$c.log 2>&1; echo "rc=$?" >> $OUT/gt$t-$c.log ) &
+    done
+  done
+  wait
+  echo "tests: $(( $(date +%s) - s )) s"
+  for f in $OUT/gt_*.log; do
+    echo "== $(basename $f): $(grep -E 'Checks|rc=' $f | tr '\n' ' ')"
+    grep -E "exact over|FAIL|F:|E:" $f | head -8 | cut -c1-200
+  done
+}
 # the depthwise layers of the three depthwise sets at batch 32 on the depthwise mma templates
 dwtune() {
   local Q="--batch 32 --out int8 --epilogue bias,qc --trials 80 --early-stopping 32 --time-budget 5"
@@ -129,15 +144,7 @@ tune)
   cd $OUT && tar czf tune.tgz *.log tune-* && rm -f *.log tune-* ;;
 dwmma)
   s=$(date +%s)
-  for c in grouped grouped8 grouped_onnx; do
-    ( cd build-rel && CT_GT_TEMPLATE=_dw_mma CK_RUN_CASE=$c timeout 200 ./test_gpu_templates 16 > $OUT/gt-dwm-$c.log 2>&1; echo "rc=$?" >> $OUT/gt-dwm-$c.log ) &
-  done
-  wait
-  echo "tests: $(( $(date +%s) - s )) s"
-  for f in $OUT/gt-dwm-*.log; do
-    echo "== $(basename $f): $(grep -E 'Checks|rc=' $f | tr '\n' ' ')"
-    grep -E "exact over|FAIL|F:|E:" $f | head -8 | cut -c1-200
-  done
+  mma_cases _dw_mma
   dwtune
   cd $OUT && tar czf dwmma.tgz *.log tune-* && rm -f *.log tune-* ;;
 dwtune)
@@ -171,17 +178,7 @@ san)
   sanrun conv3d_ndhwc_grouped_mma $G3 '{"tile_w":4,"tile_h":4,"n_tiles":4,"warps_m":1,"m_unroll":1,"blocks_per_sm":1,"tiles":2,"tma":1,"sg_c":32,"n_per_warp":1}' ;;
 gmma)
   s=$(date +%s)
-  for c in grouped grouped8 grouped_onnx; do
-    for t in _dw_mma _grouped_mma; do
-      ( cd build-rel && CT_GT_TEMPLATE=$t CK_RUN_CASE=$c timeout 200 ./test_gpu_templates 16 > $OUT/gt$t-$c.log 2>&1; echo "rc=$?" >> $OUT/gt$t-$c.log ) &
-    done
-  done
-  wait
-  echo "tests: $(( $(date +%s) - s )) s"
-  for f in $OUT/gt_*.log; do
-    echo "== $(basename $f): $(grep -E 'Checks|rc=' $f | tr '\n' ' ')"
-    grep -E "exact over|FAIL|F:|E:" $f | head -8 | cut -c1-200
-  done
+  mma_cases _dw_mma _grouped_mma
   gtune
   cd $OUT && tar czf gmma.tgz *.log tune-* && rm -f *.log tune-* ;;
 gtune)

@@ -63,6 +63,17 @@ START_TEST(refuses_what_it_cannot_run) {
 }
 END_TEST
 
+/* c: an 8 x 4 tile of n_tiles n-tiles, one warp along the pixels, one
+ * m-tile at once, 2 blocks an SM, one tile a block, tma 1 (the knobs both
+ * families share). */
+static int set_tma_tile(const space *sp, config *c, int n_tiles) {
+  return template_set_choice(sp, c, "tile_w", 8) && template_set_choice(sp, c, "tile_h", 4) &&
+         template_set_choice(sp, c, "n_tiles", n_tiles) &&
+         template_set_choice(sp, c, "warps_m", 1) && template_set_choice(sp, c, "m_unroll", 1) &&
+         template_set_choice(sp, c, "blocks_per_sm", 2) && template_set_choice(sp, c, "tiles", 1) &&
+         template_set_choice(sp, c, "tma", 1);
+}
+
 /* tma: sm_90 only, no data zero point, 16 channels a block and C % 16; a
  * tile of whole m-tiles; no idle warps. */
 START_TEST(rejects_configs_with_the_reason) {
@@ -77,12 +88,7 @@ START_TEST(rejects_configs_with_the_reason) {
   config c;
   ck_assert(tpl->preferred(&w, &sp, &a90, &c));
   char why[TEMPLATE_WHY_MAX];
-  ck_assert(
-      template_set_choice(&sp, &c, "tile_w", 8) && template_set_choice(&sp, &c, "tile_h", 4) &&
-      template_set_choice(&sp, &c, "n_tiles", 2) && template_set_choice(&sp, &c, "warps_m", 1) &&
-      template_set_choice(&sp, &c, "m_unroll", 1) &&
-      template_set_choice(&sp, &c, "blocks_per_sm", 2) &&
-      template_set_choice(&sp, &c, "tiles", 1) && template_set_choice(&sp, &c, "tma", 1));
+  ck_assert(set_tma_tile(&sp, &c, 2));
   ck_assert_msg(tpl->valid(&w, &sp, &c, &a90, why), "%s", why);
   ck_assert_int_eq(tpl->valid(&w, &sp, &c, &a80, why), 0);
   ck_assert_ptr_nonnull(strstr(why, "tma needs sm_90"));
@@ -168,13 +174,8 @@ START_TEST(grouped_rejects_configs_with_the_reason) {
   config c;
   ck_assert(tpl->preferred(&w, &sp, &a90, &c));
   char why[TEMPLATE_WHY_MAX];
-  ck_assert(
-      template_set_choice(&sp, &c, "tile_w", 8) && template_set_choice(&sp, &c, "tile_h", 4) &&
-      template_set_choice(&sp, &c, "n_tiles", 4) && template_set_choice(&sp, &c, "warps_m", 1) &&
-      template_set_choice(&sp, &c, "m_unroll", 1) &&
-      template_set_choice(&sp, &c, "blocks_per_sm", 2) &&
-      template_set_choice(&sp, &c, "tiles", 1) && template_set_choice(&sp, &c, "tma", 1) &&
-      template_set_choice(&sp, &c, "sg_c", 16) && template_set_choice(&sp, &c, "n_per_warp", 2));
+  ck_assert(set_tma_tile(&sp, &c, 4) && template_set_choice(&sp, &c, "sg_c", 16) &&
+            template_set_choice(&sp, &c, "n_per_warp", 2));
   ck_assert_msg(tpl->valid(&w, &sp, &c, &a90, why), "%s", why);
   ck_assert(template_set_choice(&sp, &c, "n_per_warp", 4)); /* 4 n-tiles; 2 a super-group */
   ck_assert_int_eq(tpl->valid(&w, &sp, &c, &a90, why), 0);
