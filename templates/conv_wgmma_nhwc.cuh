@@ -53,6 +53,10 @@
  * run: with three or four, two or three epilogues at once, more warps to
  * hide an 8-bit epilogue's latency.
  *
+ * With 8-bit output, a residual and out_stage 1, each warp copies its
+ * rows' residual into its output slab by cp.async before the mainloop
+ * (WG_RES_PREFETCH, wgmma_epilogue.cuh).
+ *
  * Data zero points only where there is no padding (TMA
  * pads with zeros); weight zero points and depth_to_space run on the
  * channel-packed templates (the descriptor refuses them).
@@ -130,6 +134,11 @@ static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H +
 
 /* 8-bit output with a per-channel offset: the accumulators start at it */
 #define WG_ACC_OFF (CT_OUT != 0 && CT_OFF)
+/* 8-bit output staged, with a residual: the residual copied into the
+ * slabs under the mainloop (wgmma_epilogue.cuh) */
+#if CT_OUT != 0 && CT_RES && OUT_STAGE
+#define WG_RES_PREFETCH 1
+#endif
 #include "wgmma_epilogue.cuh"
 
 /* after the barriers, 8-bit: each consumer warpgroup's channel table and slabs */
@@ -369,6 +378,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
       cwg_bar(wg);
       tab_n = tile_n;
     }
+#if WG_RES_PREFETCH
+    /* this warpgroup's slabs are free: its last tile's epilogue is done */
+    res_prefetch(residual, tab, t % TILES_M * BM, row0, tile_n, 0, ltid);
+#endif
     if (PINGPONG && turn >= 0) mbar_wait(my_turn, turn & 1);
     int acc[MI][BLOCK_N / 2];
     acc_start(acc, tab, ltid, true);
@@ -394,6 +407,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   if (CT_OUT != 0 && wg > 0) {
     /* the tile's channels, read while its stages land (not after) */
     chan_tab_fill(tab, params, qh, tile_n * BLOCK_N, ltid);
+#if WG_RES_PREFETCH
+    /* and its residual, rank's channels (split-K: the rank is the z index) */
+    res_prefetch(residual, tab, m0, row0, tile_n, blockIdx.z, ltid);
+#endif
     cwg_bar(wg);
   }
   /* every thread's accumulators defined before the branch (or ptxas

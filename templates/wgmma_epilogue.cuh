@@ -44,6 +44,15 @@
  * Runtime's float requantization, tc_common.cuh) there is one form, and
  * the descriptors leave the knob out.
  *
+ * WG_RES_PREFETCH 1 (8-bit output with a residual and OUT_STAGE 1,
+ * defined by conv_wgmma_nhwc.cuh): before a tile's mainloop each warp
+ * copies its rows' residual bytes into its slab by cp.async (res_prefetch:
+ * the slab's layout, 16-byte chunks along a row as slab_store writes
+ * them), and the epilogue reads each value from the slab where its output
+ * byte goes. The direct form loads 2 bytes per row and group pair from
+ * global memory inside the epilogue, where nothing hides their latency
+ * (ResNet-50's residual 1x1 layers at batch 256 took 2.8x their floor).
+ *
  * WG_ACC_OFF 1 (8-bit output, defined by conv_wgmma_nhwc.cuh): the
  * kernel starts each tile's accumulators at the channels' offsets
  * (acc_start, from the table, filled before the mainloop), and the
@@ -70,6 +79,9 @@
 #ifndef OUT_TMA
 #define OUT_TMA 0
 #endif
+#ifndef WG_RES_PREFETCH
+#define WG_RES_PREFETCH 0
+#endif
 static_assert(OUT_TMA == 0 || CT_OUT == 0, "out_tma: the int32 output");
 static_assert(WG_ACC_OFF == 0 || CT_OUT != 0, "WG_ACC_OFF: the offsets come from the 8-bit table");
 
@@ -89,6 +101,9 @@ enum { TAB_OFF = 0, TAB_MULT = 1, TAB_SHIFT = 2, TAB_FSH = 3, TAB_ADD = 4 };
 #endif
 #define EPI_WG_BYTES (CHAN_TAB_BYTES + 4 * OST_WARP_BYTES)
 static_assert(OUT_STAGE == 0 || OUT_STAGE == 1, "out_stage: 0 or 1");
+#if WG_RES_PREFETCH && !(CT_RES && OST_WARP_BYTES)
+#error "WG_RES_PREFETCH: 8-bit output with a residual, staged (OUT_STAGE 1)"
+#endif
 static_assert(TILE_REQUANT == 0 || TILE_REQUANT == 1, "tile_requant: 0 or 1");
 
 /* The table of channels n0 .. n0 + BLOCK_N - 1 (those past K read channel 0:
@@ -173,37 +188,91 @@ __device__ __forceinline__ void requant_pairs(const q_head &qh, const q_chan (&c
 }
 
 #if OST_WARP_BYTES
-/* out_stage 1: a warp's slab (its 16 x MI rows, rank's channels) to the
- * output; slab row r is pixel m0 + row0 + 16 * warp + 64 (r / 16) + r % 16.
- * Each store instruction covers 32 / NC whole rows, lane l at row l / NC
- * and chunk l % NC, so that a lane's pixel and channel move by constants
- * from one store to the next (immediate offsets), and the slab is read
- * outside the bounds checks (only the stores are predicated). */
+/* How a warp walks its slab (16 x MI rows of rank's channels) against the
+ * output, for slab_store and res_prefetch: each instruction covers RPI =
+ * 32 / NC whole rows, lane l at row l / NC and chunk l % NC of CH bytes,
+ * so that a lane's pixel and channel move by constants from one
+ * instruction to the next (immediate offsets). Slab row r is pixel m0 +
+ * row0 + 16 * warp + 64 (r / 16) + r % 16. */
+struct slab_walk {
+  static constexpr int CH = CT_KR % 16 == 0 ? 16 : 8; /* bytes per access: K % 8 == 0 */
+  static constexpr int NC = JPR * 8 / CH;             /* chunks per row of rank's channels: 1 to 32 */
+  static constexpr int RPI = 32 / NC;                 /* rows per instruction */
+  static constexpr int ROWS = 16 * MI;
+  static_assert(NC >= 1 && 32 % NC == 0, "slab_walk: a row's chunks must divide the warp");
+  int l, c, k;
+  long mw;
+  bool okk;
+  __device__ __forceinline__ slab_walk(long m0, int row0, int warp, int tile_n, unsigned rank,
+                                       int lane)
+      : l(lane / NC), c((int)rank * JPR * 8 + (lane % NC) * CH), k(tile_n * BLOCK_N + c),
+        mw(m0 + row0 + 16 * warp), okk(k < CT_KR) {} /* K % CH == 0 or CH == 8: whole or absent */
+  /* this lane's slab row at instruction r0, or -1 past the rows (ROWS % RPI != 0) */
+  __device__ __forceinline__ int row(int r0) const {
+    return ROWS % RPI == 0 || r0 + l < ROWS ? r0 + l : -1;
+  }
+  /* its pixel (RPI <= 16 keeps an instruction's rows in one m64 block) */
+  __device__ __forceinline__ long pixel(int r0) const {
+    const int r = r0 + l;
+    return mw + (RPI <= 16 ? (r0 >> 4) * 64 + (r0 & 15) + l : (r >> 4) * 64 + (r & 15));
+  }
+};
+
+/* out_stage 1: a warp's slab to the output. The slab is read outside the
+ * bounds checks (only the stores are predicated). */
 __device__ __forceinline__ void slab_store(const unsigned char *slab, long m0, int row0, int warp,
                                            int tile_n, unsigned rank, unsigned char *out,
                                            int lane) {
-  constexpr int CH = CT_KR % 16 == 0 ? 16 : 8; /* bytes per store: K % 8 == 0 */
-  constexpr int NC = JPR * 8 / CH;             /* chunks per row of rank's channels: 1 to 32 */
-  constexpr int RPI = 32 / NC;                 /* rows per store instruction */
-  constexpr int ROWS = 16 * MI;
-  static_assert(NC >= 1 && 32 % NC == 0, "slab_store: a row's chunks must divide the warp");
-  const int l = lane / NC, c = (int)rank * JPR * 8 + (lane % NC) * CH;
-  const int k = tile_n * BLOCK_N + c;
-  const long mw = m0 + row0 + 16 * warp;
-  const bool okk = k < CT_KR; /* K % CH == 0 or CH == 8: a chunk is whole or absent */
+  const slab_walk sw(m0, row0, warp, tile_n, rank, lane);
 #pragma unroll
-  for (int r0 = 0; r0 < ROWS; r0 += RPI) {
-    const int r = r0 + l; /* RPI <= 16 keeps a store's rows in one m64 block */
-    const long m = mw + (RPI <= 16 ? (r0 >> 4) * 64 + (r0 & 15) + l : (r >> 4) * 64 + (r & 15));
-    const bool ok = (ROWS % RPI == 0 || r < ROWS) && okk && m < M_TOTAL;
-    if (CH == 16) {
-      const uint4 v = *(const uint4 *)(slab + (ROWS % RPI == 0 || r < ROWS ? r : 0) * OST_ROW + c);
-      if (ok) *(uint4 *)(out + m * CT_KR + k) = v;
+  for (int r0 = 0; r0 < slab_walk::ROWS; r0 += slab_walk::RPI) {
+    const int r = sw.row(r0);
+    const long m = sw.pixel(r0);
+    const bool ok = r >= 0 && sw.okk && m < M_TOTAL;
+    const unsigned char *const from = slab + (r >= 0 ? r : 0) * OST_ROW + sw.c;
+    unsigned char *const to = out + m * CT_KR + sw.k;
+    if (slab_walk::CH == 16) {
+      const uint4 v = *(const uint4 *)from;
+      if (ok) *(uint4 *)to = v;
     } else {
-      const uint2 v = *(const uint2 *)(slab + (ROWS % RPI == 0 || r < ROWS ? r : 0) * OST_ROW + c);
-      if (ok) *(uint2 *)(out + m * CT_KR + k) = v;
+      const uint2 v = *(const uint2 *)from;
+      if (ok) *(uint2 *)to = v;
     }
   }
+}
+#endif
+
+#if WG_RES_PREFETCH
+/* The residual of this warp's rows of the tile at (m0, tile_n), rank's
+ * channels, into its slab (tab: its warpgroup's table and slabs) by
+ * cp.async, zeros where a pixel or channel is past the output; one commit
+ * group, which tile_epilogue8 waits for. The caller issues it while the
+ * slab is free: after the warp's previous slab_store. */
+__device__ __forceinline__ void res_prefetch(const void *__restrict__ residual, unsigned char *tab,
+                                             long m0, int row0, int tile_n, unsigned rank,
+                                             int ltid) {
+  const int lane = ltid & 31, warp = ltid >> 5;
+  const unsigned slab = smem_addr(tab + CHAN_TAB_BYTES + warp * OST_WARP_BYTES);
+  const unsigned char *const res = (const unsigned char *)residual;
+  const slab_walk sw(m0, row0, warp, tile_n, rank, lane);
+#pragma unroll
+  for (int r0 = 0; r0 < slab_walk::ROWS; r0 += slab_walk::RPI) {
+    const int r = sw.row(r0);
+    if (r < 0) continue;
+    const long m = sw.pixel(r0);
+    const bool ok = sw.okk && m < M_TOTAL;
+    const unsigned char *const from = ok ? res + m * CT_KR + sw.k : res; /* 0 bytes read */
+    const unsigned to = slab + r * OST_ROW + sw.c;
+    if (slab_walk::CH == 16)
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(from),
+                   "r"(ok ? 16 : 0)
+                   : "memory");
+    else
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(to), "l"(from),
+                   "r"(ok ? 8 : 0)
+                   : "memory");
+  }
+  cp_async_commit();
 }
 #endif
 
@@ -233,6 +302,10 @@ __device__ __forceinline__ void tile_epilogue8(const int (&acc)[MI][BLOCK_N / 2]
   unsigned char *const slab = tab + CHAN_TAB_BYTES + warp * OST_WARP_BYTES;
   unsigned char *const mine = slab + g * OST_ROW + 2 * t;
 #endif
+#if WG_RES_PREFETCH
+  cp_async_wait<0>(); /* this lane's residual copies */
+  __syncwarp();       /* and the warp's: a lane reads bytes another copied */
+#endif
 #pragma unroll
   for (int jp = 0; jp < BLOCK_N / 16; jp++) {
     if (SPLIT_K > 1 && (2 * jp) / JPR != (int)rank) continue; /* another rank's groups */
@@ -260,10 +333,17 @@ __device__ __forceinline__ void tile_epilogue8(const int (&acc)[MI][BLOCK_N / 2]
         for (int l = 0; l < 4; l++)
           v[q][l] = WG_ACC_OFF ? acc[mi][8 * jp + 4 * q + l]
                                : corrected(c[q][l & 1], acc[mi][8 * jp + 4 * q + l], 0);
+#if WG_RES_PREFETCH
+        /* where this pair's output bytes go (zeros past the output) */
+        rs[q][0] = *(const unsigned short *)(mine + 16 * mi * OST_ROW + (2 * jp + q) * 8);
+        rs[q][1] = *(const unsigned short *)(mine + (16 * mi + 8) * OST_ROW + (2 * jp + q) * 8);
+        (void)res;
+#else
         if (CT_RES && k[q] < CT_KR) {
           if (oka) rs[q][0] = *(const unsigned short *)(res + ma * CT_KR + k[q]);
           if (okb) rs[q][1] = *(const unsigned short *)(res + mb * CT_KR + k[q]);
         }
+#endif
       }
       unsigned r8[2][2]; /* [group][row]: 2 channels in bytes 0, 1 */
       if (MODE >= 0) requant_pairs<MODE < 0 ? 0 : MODE>(qh, c, v, rs, r8);
