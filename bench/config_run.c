@@ -112,7 +112,9 @@ int main(int argc, char **argv) {
     ce = cudaMemcpy(hw, dw, nw, cudaMemcpyDeviceToHost);
     if (quant_random(&w, 5, &qs, &err) != CT_OK) return fail("quant_random", err.msg);
     quant_weight_sums(&w, hw, sums);
-    if (quant_params(&w, &qs.q, sums, params, &err) != CT_OK) return fail("quant_params", err.msg);
+    if (quant_params(&w, &qs.q, sums, params, &err) != CT_OK ||
+        quant_zpad_fill(&w, &qs.q, hw, params, &err) != CT_OK)
+      return fail("quant_params", err.msg);
     if (ce == cudaSuccess) ce = cudaMalloc(&dp, quant_params_words(&w) * 4);
     if (ce == cudaSuccess)
       ce = cudaMemcpy(dp, params, quant_params_words(&w) * 4, cudaMemcpyHostToDevice);

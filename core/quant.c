@@ -22,6 +22,7 @@
  * fixed part f is computed in one place, onnx_fixed_part.
  */
 #include "core/quant.h"
+#include "core/zpad.cuh"
 
 #include <math.h>
 #include <stdlib.h>
@@ -173,8 +174,74 @@ ct_status quant_check(const ct_workload *w, const ct_quant *q, ct_err *err) {
   return CT_OK;
 }
 
+/* The border axes of w (D, H, W: geom3's order). */
+static void zpad_axes(const ct_workload *w, ctz_axis ax[3]) {
+  geom3 g;
+  workload_geom(w, &g);
+  for (int d = 0; d < 3; d++)
+    ax[d] = ctz_axis_make((int)g.in[d], (int)g.out[d], (int)g.ker[d], (int)g.str[d],
+                          (int)g.dil[d], (int)g.pb[d]);
+}
+
+long quant_zpad_classes(const ct_workload *w) {
+  if (w->layout != CT_LAYOUT_NHWC || w->groups != 1 || !w->epi.data_zero_point) return 0;
+  geom3 g;
+  workload_geom(w, &g);
+  int pad = 0;
+  for (int d = 0; d < 3; d++) pad |= g.pb[d] != 0 || g.pa[d] != 0;
+  if (!pad) return 0;
+  ctz_axis ax[3];
+  zpad_axes(w, ax);
+  /* each factor is at most an axis's outputs (workload_validate bounds them) */
+  const long n = (long)ax[0].n * ax[1].n * ax[2].n;
+  return n <= CTZ_MAX_CLASSES ? n : 0;
+}
+
 size_t quant_params_words(const ct_workload *w) {
-  return CTQ_HEADER + CTQ_ARRAYS * (size_t)pack_round4(w->k);
+  return CTQ_HEADER + (CTQ_ARRAYS + (size_t)quant_zpad_classes(w)) * (size_t)pack_round4(w->k);
+}
+
+ct_status quant_zpad_fill(const ct_workload *w, const ct_quant *q, const int8_t *weights,
+                          int32_t *params, ct_err *err) {
+  const long n_cls = quant_zpad_classes(w);
+  if (!n_cls) return CT_OK;
+  geom3 g;
+  workload_geom(w, &g);
+  ctz_axis ax[3];
+  zpad_axes(w, ax);
+  const int64_t kp = pack_round4(w->k), taps = g.ker[0] * g.ker[1] * g.ker[2];
+  /* each channel's sum per tap: OHWI holds [k][tap][c] */
+  uint32_t *ts = malloc((size_t)(g.k * taps) * sizeof *ts);
+  if (!ts) return ERR_SET(err, CT_ERR_NO_MEMORY, "quant_zpad_fill: no memory for %lld sums",
+                          (long long)(g.k * taps));
+  for (int64_t i = 0; i < g.k * taps; i++) {
+    uint32_t s = 0;
+    for (int64_t c = 0; c < g.c; c++) s += (uint32_t)weights[i * g.c + c];
+    ts[i] = s;
+  }
+  const uint32_t zx = (uint32_t)q->data_zero_point;
+  int32_t *corr = params + CTQ_HEADER + CTQ_ARRAYS * kp;
+  for (long cls = 0; cls < n_cls; cls++) {
+    /* a pixel of the class, and which of its taps fall outside the input */
+    const int c3[3] = {(int)(cls / (ax[1].n * ax[2].n)), (int)(cls / ax[2].n % ax[1].n),
+                       (int)(cls % ax[2].n)};
+    int o[3];
+    for (int d = 0; d < 3; d++) o[d] = ctz_axis_position(ax[d], (int)g.out[d], c3[d]);
+    for (int64_t k = 0; k < g.k; k++) corr[cls * kp + k] = 0;
+    for (int64_t t = 0; t < taps; t++) {
+      const int64_t r[3] = {t / (g.ker[1] * g.ker[2]), t / g.ker[2] % g.ker[1], t % g.ker[2]};
+      int outside = 0;
+      for (int d = 0; d < 3; d++) {
+        const int64_t i = o[d] * g.str[d] - g.pb[d] + r[d] * g.dil[d];
+        outside |= i < 0 || i >= g.in[d];
+      }
+      if (!outside) continue;
+      for (int64_t k = 0; k < g.k; k++)
+        corr[cls * kp + k] = (int32_t)((uint32_t)corr[cls * kp + k] + zx * ts[k * taps + t]);
+    }
+  }
+  free(ts);
+  return CT_OK;
 }
 
 void quant_weight_sums(const ct_workload *w, const int8_t *weights, int32_t *sums) {

@@ -30,8 +30,24 @@ void quant_init(ct_quant *q, const ct_workload *w);
  * has no params (workload_has_params). */
 ct_status quant_check(const ct_workload *w, const ct_quant *q, ct_err *err);
 
-/* Words (int32) of w's params block: CTQ_HEADER + 4 x round4(K). */
+/* Words (int32) of w's params block: CTQ_HEADER + 4 x round4(K), and for
+ * a channels-last layer with a data zero point and padding its border
+ * classes' corrections (core/zpad.cuh), quant_zpad_classes(w) x round4(K)
+ * more. */
 size_t quant_params_words(const ct_workload *w);
+
+/* The border classes whose corrections w's params block carries
+ * (core/zpad.cuh): 0 unless w is channels-last, groups 1, with a data zero
+ * point and padding, and has at most CTZ_MAX_CLASSES of them. */
+long quant_zpad_classes(const ct_workload *w);
+
+/* Fill the border classes' corrections of params (after quant_params,
+ * which zeroes them) from w's weights in OHWI / ODHWI, w's layout: zx x
+ * the sum of channel k's weights over the taps a class's pixels read
+ * outside the input. Nothing where quant_zpad_classes(w) is 0. q checked.
+ * Cost: one pass over the weights, then K x taps per class. */
+ct_status quant_zpad_fill(const ct_workload *w, const ct_quant *q, const int8_t *weights,
+                          int32_t *params, ct_err *err);
 
 /* Per-output-channel sums of the weights (K values) from weights in w's
  * layout: plain OIHW, packed OIHW4o4i or channels-last OHWI. */

@@ -641,7 +641,10 @@ ct_status ct_make_params(ct_context *ctx, const ct_workload *w, const ct_quant *
   int32_t *sums = malloc((size_t)w->k * sizeof *sums);
   if (!sums) return failf(ctx, CT_ERR_NO_MEMORY, "ct_make_params: out of memory");
   quant_weight_sums(&plain, weights, sums);
+  /* channels-last with a data zero point and padding: the border classes'
+   * corrections too, from the OHWI weights (core/zpad.cuh) */
   ct_status st = quant_params(w, q, sums, params, &err);
+  if (!st) st = quant_zpad_fill(w, q, weights, params, &err);
   free(sums);
   if (st) {
     err_prefix(&err, "ct_make_params");

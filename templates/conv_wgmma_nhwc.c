@@ -31,8 +31,10 @@
  * on the packed templates), K a multiple of 8 (whole 8-channel store
  * groups); strides at most 8 (TMA's traversal strides); the im2col
  * bounding box within TMA's corner ranges ([-128, 127] in 2D, [-16, 15] in
- * 3D); no weight zero points, no depth_to_space, no data zero point with
- * padding (TMA pads with zeros).
+ * 3D); no weight zero points, no depth_to_space; a data zero point with
+ * padding where the layer has at most CTZ_MAX_CLASSES border classes (TMA
+ * pads with zeros; the params block carries each class's correction,
+ * core/zpad.cuh).
  *
  * Validity, before any compile: exactly sm_90 (sm_90a); accumulators
  * (rows_per_wg / 64 x block_n / 2 per consumer thread, at most 128) within
@@ -49,7 +51,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/quant.h"
+#include "core/zpad.cuh"
 #include "templates/template.h"
+
+#define WN_STR_(x) #x
+#define WN_STR(x) WN_STR_(x)
 
 /* Addresses, loop counters, pipeline indices, params: a lower bound. */
 #define WN_REG_OVERHEAD 40
@@ -128,8 +135,10 @@ static const char *refusal(const ct_workload *w, ct_op op) {
     if (g.dil[d] * (g.ker[d] - 1) > 255) return "a kernel extent above 255 (im2col offsets)";
     pad += (int)(g.pb[d] + g.pa[d]);
   }
-  if (w->epi.data_zero_point && pad)
-    return "TMA pads with zeros: a data zero point with padding runs on the packed templates";
+  if (w->epi.data_zero_point && pad && !quant_zpad_classes(w))
+    return "a data zero point with padding and more than " WN_STR(CTZ_MAX_CLASSES)
+           " border classes (TMA pads with zeros; the params block corrects each class): the "
+           "packed templates run it";
   return NULL;
 }
 

@@ -57,9 +57,13 @@
  * rows' residual into its output slab by cp.async before the mainloop
  * (WG_RES_PREFETCH, wgmma_epilogue.cuh).
  *
- * Data zero points only where there is no padding (TMA
- * pads with zeros); weight zero points and depth_to_space run on the
- * channel-packed templates (the descriptor refuses them).
+ * A data zero point with padding (WG_ZPAD): TMA fills the padding with
+ * zeros, not the zero point, so a pixel near an edge lacks zx x the
+ * weights of its taps outside; the params block carries that correction
+ * per border class and channel (core/zpad.cuh), which the rank that takes
+ * the offsets adds to its accumulators before the mainloop. Weight zero
+ * points and depth_to_space run on the channel-packed templates (the
+ * descriptor refuses them).
  */
 #include "quant.cuh"
 
@@ -71,6 +75,7 @@
 #include "tc_common.cuh"
 #include "nhwc_store.cuh"
 #include "wgmma_ptx.cuh"
+#include "zpad.cuh"
 
 static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: packed templates");
 static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 256, "block_n is 64, 128 or 256");
@@ -95,8 +100,8 @@ static_assert(!WG_ATILE || (CT_KD * CT_KH * CT_KW == 1 && CT_STR_D * CT_STR_H * 
               "a tiled A: 1x1, stride 1, no padding, fewer than 2^31 pixels");
 static_assert(CT_C4 % 4 == 0, "channels-last TMA: C must be a multiple of 16 (16-byte pixel strides)");
 static_assert(CT_KR % 8 == 0, "the NHWC stores: K must be a multiple of 8");
-static_assert(!CT_ZD || CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H + CT_PADA_W == 0,
-              "TMA pads with zeros: a data zero point with padding needs a packed template");
+/* a data zero point with padding: the border classes' corrections */
+#define WG_ZPAD (CT_ZD && CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H + CT_PADA_W > 0)
 
 #define TAPS (CT_KD * CT_KH * CT_KW)
 #define C_REAL (4 * CT_C4)
@@ -173,6 +178,54 @@ __device__ __forceinline__ void wgmma_ss(int *acc, unsigned long long a, unsigne
   wgmma_ss_n256(acc, a, b);
 #endif
 }
+
+#if WG_ZPAD
+/* The border classes along D, H, W (core/zpad.cuh), and the interior's
+ * (-1: none, where an axis has no interior). */
+constexpr ctz_axis ZP_D = ctz_axis_make(CT_ID, CT_OD, CT_KD, CT_STR_D, CT_DIL_D, CT_PAD_D);
+constexpr ctz_axis ZP_H = ctz_axis_make(CT_IH, CT_OH, CT_KH, CT_STR_H, CT_DIL_H, CT_PAD_H);
+constexpr ctz_axis ZP_W = ctz_axis_make(CT_IW, CT_OW, CT_KW, CT_STR_W, CT_DIL_W, CT_PAD_W);
+constexpr int ZP_INTERIOR =
+    ctz_axis_interior(ZP_D, CT_OD) < 0 || ctz_axis_interior(ZP_H, CT_OH) < 0 ||
+            ctz_axis_interior(ZP_W, CT_OW) < 0
+        ? -1
+        : (ctz_axis_interior(ZP_D, CT_OD) * ZP_H.n + ctz_axis_interior(ZP_H, CT_OH)) * ZP_W.n +
+              ctz_axis_interior(ZP_W, CT_OW);
+static_assert((long)ZP_D.n * ZP_H.n * ZP_W.n <= CTZ_MAX_CLASSES,
+              "a data zero point with padding: at most CTZ_MAX_CLASSES border classes");
+
+/* Add each of this thread's rows' border correction (its pixel's class's,
+ * none for the interior) to its accumulators of the tile at (m0, tile_n):
+ * channels 2t, 2t + 1 of each group, rows 16 warp + g and + 8 of each m64
+ * block, as wgmma lays them out. */
+__device__ __forceinline__ void zpad_correct(int (&acc)[MI][BLOCK_N / 2],
+                                             const int *__restrict__ params, long m0, int row0,
+                                             int tile_n, int ltid) {
+  const int lane = ltid & 31, g = lane >> 2, t = lane & 3, warp = ltid >> 5; /* KP: tc_common.cuh */
+  const int *const corr = params + CTQ_HEADER + CTQ_ARRAYS * KP + tile_n * BLOCK_N + 2 * t;
+#pragma unroll
+  for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const long m = m0 + row0 + mi * 64 + 16 * warp + 8 * h + g;
+      const int p = (int)(m % P_OUT);
+      const int ow = p % CT_OW, oh = p / CT_OW % CT_OH, od = p / (CT_OW * CT_OH);
+      const int cls = (ctz_axis_class(ZP_D, CT_OD, od) * ZP_H.n + ctz_axis_class(ZP_H, CT_OH, oh)) *
+                          ZP_W.n +
+                      ctz_axis_class(ZP_W, CT_OW, ow);
+      if (m >= M_TOTAL || cls == ZP_INTERIOR) continue;
+      const int *const row = corr + cls * KP;
+#pragma unroll
+      for (int j = 0; j < BLOCK_N / 8; j++)
+        if (tile_n * BLOCK_N + 8 * j + 2 * t < CT_KR) { /* K % 8 == 0: both channels or none */
+          const int2 v = __ldg((const int2 *)(row + 8 * j));
+          acc[mi][4 * j + 2 * h] = (int)((unsigned)acc[mi][4 * j + 2 * h] + (unsigned)v.x);
+          acc[mi][4 * j + 2 * h + 1] = (int)((unsigned)acc[mi][4 * j + 2 * h + 1] + (unsigned)v.y);
+        }
+    }
+  acc_fence(acc);
+}
+#endif
 
 /* ---- the producer thread ---------------------------------------------------- */
 /* Stages kt0 .. kt0 + nkt - 1 of the tile at (m0, tile_n), the first in
@@ -385,6 +438,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     if (PINGPONG && turn >= 0) mbar_wait(my_turn, turn & 1);
     int acc[MI][BLOCK_N / 2];
     acc_start(acc, tab, ltid, true);
+#if WG_ZPAD
+    zpad_correct(acc, params, t % TILES_M * BM, row0, tile_n, ltid);
+#endif
 #pragma unroll 1
     for (int kk = 0; kk < KT; kk++) consume(stages, bars, it0 + kk, kk == 0, row0, acc, lane);
     if (PINGPONG) {
@@ -417,6 +473,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
    * serializes the wgmmas); split-K: one rank's sum takes the offsets */
   int acc[MI][BLOCK_N / 2];
   acc_start(acc, tab, ltid, wg > 0 && blockIdx.z == 0);
+#if WG_ZPAD
+  if (wg > 0 && blockIdx.z == 0) zpad_correct(acc, params, m0, row0, tile_n, ltid);
+#endif
   if (wg == 0) {
     if (ltid == 0) produce(stages, bars, &amap, &wmap, m0, tile_n, kt0, nkt, 0);
 #if SPLIT_K == 1

@@ -25,6 +25,10 @@
  * channels-last grouped templates with data and weight zero points (the
  * channels-last fallback's), int32 and 8-bit.
  *
+ * Case nhwc_zpad: the channels-last wgmma templates with a data zero point
+ * (int8 and uint8 data) and padding, which TMA fills with zeros: the
+ * params block's border-class corrections, int32 and 8-bit output.
+ *
  * Cases onnx and onnx_stem: every template family with ONNX Runtime's rounding
  * (CT_ROUND_ONNX), a fifth of the configs: int8 out per channel with a
  * residual added as Add(t, r), uint8 out per tensor with Add(r, t), int8
@@ -66,6 +70,8 @@ static device dev;
 static int out8;
 /* 1: run_shape adds data and weight zero points (uint8 data) and a bias */
 static int zw;
+/* zpad: a data zero point (int8 and uint8 data by turns) and a bias */
+static int zpad;
 /* 1 (with out8): ONNX Runtime's rounding (CT_ROUND_ONNX), its own four kinds */
 static int onnx;
 /* > 0: run_shape takes only configs with at least this many consumer
@@ -392,7 +398,11 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
     w.data_type = CT_DTYPE_UINT8;
     w.epi.data_zero_point = w.epi.weight_zero_point = w.epi.bias = 1;
   }
-  const int qp = out8 || zw; /* a params block */
+  if (zpad) {
+    w.data_type = *tried / per_workload % 2 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
+    w.epi.data_zero_point = w.epi.bias = 1;
+  }
+  const int qp = out8 || zw || zpad; /* a params block */
   ct_err err = {0};
   ck_assert_msg(workload_validate(&w, &err) == CT_OK, "%s: %s", sh->name, err.msg);
   size_t nd = workload_data_elems(&w), nw = workload_weight_elems(&w), no = workload_out_elems(&w);
@@ -419,6 +429,7 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
     if (onnx && w.epi.residual) qs.q.residual_first = kind == 1;
     quant_weight_sums(&w, weights, sums);
     ck_assert_msg(quant_params(&w, &qs.q, sums, params, &err) == CT_OK, "%s", err.msg);
+    ck_assert_msg(quant_zpad_fill(&w, &qs.q, weights, params, &err) == CT_OK, "%s", err.msg);
     ck_assert_msg(
         reference_qconv(&w, &qs.q, data, weights, w.epi.residual ? res : NULL, want, &err) == CT_OK,
         "%s: %s", sh->name, err.msg);
@@ -634,7 +645,7 @@ static int in_case(const template_desc *t, const char *c) {
   if (!strcmp(c, "gpu_templates")) return k.packed && !k.wgmma;
   if (!strcmp(c, "wgmma")) return k.packed && k.wgmma;
   if (!strcmp(c, "nhwc")) return !k.packed && !stem_wgmma;
-  if (!strcmp(c, "nhwc8") || !strcmp(c, "pingpong")) return nhwc_wgmma;
+  if (!strcmp(c, "nhwc8") || !strcmp(c, "pingpong") || !strcmp(c, "nhwc_zpad")) return nhwc_wgmma;
   if (!strcmp(c, "stem") || !strcmp(c, "stem8")) return stem_wgmma;
   if (!strcmp(c, "onnx")) return k.packed || nhwc_wgmma;
   if (!strcmp(c, "onnx_stem")) return !k.packed && !nhwc_wgmma;
@@ -747,6 +758,20 @@ START_TEST(registered_int8_configs_match_the_reference) {
   const template_desc *t = case_template(running_case, _i);
   shapes_of_t sh = shapes_of(t);
   run_wgmma8(t->name, sh.list, sh.n);
+}
+END_TEST
+
+/* Case nhwc_zpad: the channels-last wgmma templates with a data zero point
+ * (int8 and uint8 data by turns) and a bias, int32 then 8-bit output: TMA
+ * fills the padding with zeros, and each border class's correction
+ * (core/zpad.cuh) in the params block makes up the zero point's share. */
+START_TEST(registered_zero_point_padding_configs_match_the_reference) {
+  const template_desc *t = case_template(running_case, _i);
+  shapes_of_t sh = shapes_of(t);
+  zpad = 1;
+  run_wgmma(t->name, sh.list, sh.n);
+  run_wgmma8(t->name, sh.list, sh.n);
+  zpad = 0;
 }
 END_TEST
 
@@ -1094,6 +1119,7 @@ REGISTRY_CASE(wgmma, registered_configs_match_the_reference)
 REGISTRY_CASE(nhwc, registered_configs_match_the_reference)
 REGISTRY_CASE(nhwc8, registered_int8_configs_match_the_reference)
 REGISTRY_CASE(pingpong, registered_pingpong_of_3_and_4_warpgroups_match_the_reference)
+REGISTRY_CASE(nhwc_zpad, registered_zero_point_padding_configs_match_the_reference)
 REGISTRY_CASE(stem, registered_configs_match_the_reference)
 REGISTRY_CASE(stem8, registered_int8_configs_match_the_reference)
 /* onnx_stem apart from onnx: the whole onnx case runs past 200 s on the H200 */
@@ -1116,6 +1142,7 @@ static const test_case suite_cases[] = {
     {"nhwc", 1200, add_nhwc},
     {"nhwc8", 1200, add_nhwc8},
     {"pingpong", 1200, add_pingpong},
+    {"nhwc_zpad", 1200, add_nhwc_zpad},
     {"stem", 1200, add_stem},
     {"stem8", 1200, add_stem8},
     {"onnx", 2400, add_onnx},

@@ -28,6 +28,7 @@
 #include "core/quant.cuh"
 #include "core/quant.h"
 #include "core/reference.h"
+#include "core/zpad.cuh"
 #include "core/workload.h"
 #include "tests/util.h"
 
@@ -1227,12 +1228,16 @@ START_TEST(nhwc_reference_equals_plain_converted) {
                      workload_key(&nw, key, sizeof key), j, out_at(&w, back, j),
                      out_at(&w, want, j));
 
-    /* weight sums and the params block */
+    /* weight sums and the params block: the same, but for the border
+     * classes' corrections that a channels-last block adds after its
+     * arrays (zpad_classes_correct_zero_filled_padding checks those) */
     int32_t *sums = xmalloc((size_t)w.k * sizeof *sums),
             *nsums = xmalloc((size_t)w.k * sizeof *nsums);
     size_t words = quant_params_words(&w);
-    ck_assert_uint_eq(quant_params_words(&nw), words);
-    int32_t *params = xmalloc(words * sizeof *params), *nparams = xmalloc(words * sizeof *nparams);
+    ck_assert_uint_eq(quant_params_words(&nw),
+                      words + (size_t)quant_zpad_classes(&nw) * (size_t)pack_round4(w.k));
+    int32_t *params = xmalloc(words * sizeof *params),
+            *nparams = xmalloc(quant_params_words(&nw) * sizeof *nparams);
     quant_weight_sums(&w, t.weights, sums);
     quant_weight_sums(&nw, weights, nsums);
     ck_assert_mem_eq(nsums, sums, (size_t)w.k * sizeof *sums);
@@ -1447,6 +1452,171 @@ START_TEST(params_fold_bias_and_corrections) {
 }
 END_TEST
 
+/* The border classes of a channels-last layer with a data zero point and
+ * padding (core/zpad.cuh) as conv_wgmma_nhwc.cuh uses them: the data read
+ * with zeros for the padding (TMA's fill), offset by off[k] and by the
+ * class's correction (none for the interior), equals the formula, whose
+ * padding reads zx. Random shapes: 2D and 3D, strides 1 to 3, dilation,
+ * asymmetric and one-sided padding, kernels wider than the input, outputs
+ * of one position (no interior); int8 and uint8 data. */
+START_TEST(zpad_classes_correct_zero_filled_padding) {
+  rng r;
+  rng_seed(&r, 36);
+  int n_tables = 0, n_no_interior = 0;
+  for (int i = 0; i < 80; i++) {
+    const int is3 = i % 3 == 0;
+    ct_workload w;
+    workload_init(&w, is3 ? CT_OP_CONV3D : CT_OP_CONV2D);
+    const int nd = workload_nd(&w);
+    w.layout = CT_LAYOUT_NHWC;
+    w.n = rng_range(&r, 1, 2);
+    w.c = rng_range(&r, 1, 5);
+    w.k = rng_range(&r, 1, 6);
+    w.data_type = i % 2 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
+    w.epi.data_zero_point = 1;
+    w.epi.bias = rng_range(&r, 0, 1);
+    for (int d = 0; d < nd; d++) {
+      w.in[d] = rng_range(&r, 1, is3 ? 6 : 11);
+      w.kernel[d] = rng_range(&r, 1, 5);
+      w.stride[d] = rng_range(&r, 1, 3);
+      w.dilation[d] = rng_range(&r, 0, 3) ? 1 : 2;
+      w.pad_before[d] = rng_range(&r, 0, 3);
+      w.pad_after[d] = rng_range(&r, 0, 3);
+      /* at least one output */
+      while (w.in[d] + w.pad_before[d] + w.pad_after[d] < w.dilation[d] * (w.kernel[d] - 1) + 1)
+        w.pad_after[d]++;
+    }
+    if (workload_validate(&w, NULL) != CT_OK) continue;
+    const long n_cls = quant_zpad_classes(&w);
+    geom3 g;
+    workload_geom(&w, &g);
+    int padded = 0;
+    for (int d = 0; d < 3; d++) padded |= g.pb[d] || g.pa[d];
+    ck_assert_int_eq(n_cls > 0, padded);
+    if (!n_cls) continue;
+    n_tables++;
+    qcase t;
+    qcase_make(&t, &w, 500u + (uint32_t)i);
+    ct_err err = {0};
+    int32_t *want = xmalloc(t.n_out * sizeof *want);
+    ck_assert_msg(reference_qconv(&w, &t.qs.q, t.data, t.weights, NULL, want, &err) == CT_OK, "%s",
+                  err.msg);
+    int32_t *sums = xmalloc((size_t)w.k * sizeof *sums);
+    const size_t words = quant_params_words(&w);
+    const int64_t kp = pack_round4(w.k);
+    ck_assert_uint_eq(words, CTQ_HEADER + (size_t)(CTQ_ARRAYS + n_cls) * (size_t)kp);
+    int32_t *params = xmalloc(words * sizeof *params);
+    quant_weight_sums(&w, t.weights, sums);
+    ck_assert_int_eq(quant_params(&w, &t.qs.q, sums, params, &err), CT_OK);
+    ck_assert_int_eq(quant_zpad_fill(&w, &t.qs.q, t.weights, params, &err), CT_OK);
+    ctz_axis ax[3];
+    int interior[3];
+    for (int d = 0; d < 3; d++) {
+      ax[d] = ctz_axis_make((int)g.in[d], (int)g.out[d], (int)g.ker[d], (int)g.str[d],
+                            (int)g.dil[d], (int)g.pb[d]);
+      interior[d] = ctz_axis_interior(ax[d], (int)g.out[d]);
+    }
+    ck_assert_int_eq(n_cls, (long)ax[0].n * ax[1].n * ax[2].n);
+    n_no_interior += interior[0] < 0 || interior[1] < 0 || interior[2] < 0;
+    const int64_t taps = g.ker[0] * g.ker[1] * g.ker[2];
+    for (int64_t n = 0; n < g.n; n++)
+      for (int64_t od = 0; od < g.out[0]; od++)
+        for (int64_t oh = 0; oh < g.out[1]; oh++)
+          for (int64_t ow = 0; ow < g.out[2]; ow++) {
+            const int64_t o3[3] = {od, oh, ow};
+            int c3[3], inner = 1;
+            for (int d = 0; d < 3; d++) {
+              c3[d] = ctz_axis_class(ax[d], (int)g.out[d], (int)o3[d]);
+              ck_assert(c3[d] >= 0 && c3[d] < ax[d].n);
+              inner &= c3[d] == interior[d];
+            }
+            const long cls = ((long)c3[0] * ax[1].n + c3[1]) * ax[2].n + c3[2];
+            for (int64_t k = 0; k < g.k; k++) {
+              uint32_t acc = 0;
+              for (int64_t tap = 0; tap < taps; tap++) {
+                const int64_t r3[3] = {tap / (g.ker[1] * g.ker[2]), tap / g.ker[2] % g.ker[1],
+                                       tap % g.ker[2]};
+                int64_t at[3];
+                int in = 1;
+                for (int d = 0; d < 3; d++) {
+                  at[d] = o3[d] * g.str[d] - g.pb[d] + r3[d] * g.dil[d];
+                  in &= at[d] >= 0 && at[d] < g.in[d];
+                }
+                if (!in) continue; /* TMA's zeros */
+                for (int64_t c = 0; c < g.c; c++) {
+                  const uint8_t b = t.data[(((n * g.in[0] + at[0]) * g.in[1] + at[1]) * g.in[2] +
+                                            at[2]) * g.c + c];
+                  const int32_t x = w.data_type == CT_DTYPE_UINT8 ? b : (int8_t)b;
+                  acc += (uint32_t)(x * t.weights[(k * taps + tap) * g.c + c]);
+                }
+              }
+              acc += (uint32_t)params[CTQ_HEADER + CTQ_OFF * kp + k];
+              if (!inner) acc += (uint32_t)params[CTQ_HEADER + (CTQ_ARRAYS + cls) * kp + k];
+              else ck_assert_int_eq(params[CTQ_HEADER + (CTQ_ARRAYS + cls) * kp + k], 0);
+              const int64_t at = (((n * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow) * g.k + k;
+              char key[CT_KEY_MAX];
+              if ((int32_t)acc != want[at])
+                ck_abort_msg("case %d %s: pixel (%lld, %lld, %lld) class %ld channel %lld: %d "
+                             "corrected, %d by the formula",
+                             i, workload_key(&w, key, sizeof key), (long long)od, (long long)oh,
+                             (long long)ow, cls, (long long)k, (int32_t)acc, want[at]);
+            }
+          }
+    free(want);
+    free(sums);
+    free(params);
+    qcase_free(&t);
+  }
+  /* the draw covered tables, and layers without an interior */
+  ck_assert_int_ge(n_tables, 40);
+  ck_assert_int_ge(n_no_interior, 5);
+}
+END_TEST
+
+/* Which layers carry border corrections, and how many classes. */
+START_TEST(zpad_classes_of_known_layers) {
+  ct_workload w;
+  workload_init(&w, CT_OP_CONV2D);
+  w.layout = CT_LAYOUT_NHWC;
+  w.n = 1, w.c = 64, w.k = 64;
+  w.in[0] = w.in[1] = 56;
+  w.kernel[0] = w.kernel[1] = 3;
+  w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = 1;
+  ck_assert_int_eq(quant_zpad_classes(&w), 0); /* no zero point */
+  w.epi.data_zero_point = 1;
+  ck_assert_int_eq(quant_zpad_classes(&w), 9);
+  ck_assert_uint_eq(quant_params_words(&w), CTQ_HEADER + (4 + 9) * 64);
+  w.layout = CT_LAYOUT_NCHW; /* the packed templates read the pad word */
+  ck_assert_int_eq(quant_zpad_classes(&w), 0);
+  w.layout = CT_LAYOUT_NHWC;
+  w.groups = 2;
+  ck_assert_int_eq(quant_zpad_classes(&w), 0);
+  w.groups = 1;
+  /* ResNet-50's stem: 7x7 stride 2, padding 3 on 224: 2 + 1 + 1 per axis */
+  w.c = 16, w.in[0] = w.in[1] = 224, w.kernel[0] = w.kernel[1] = 7;
+  w.stride[0] = w.stride[1] = 2;
+  w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = 3;
+  ck_assert_int_eq(quant_zpad_classes(&w), 16);
+  /* a 3x3 on a 1x1 map: one class, no interior */
+  w.in[0] = w.in[1] = 1, w.kernel[0] = w.kernel[1] = 3, w.stride[0] = w.stride[1] = 1;
+  w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = 1;
+  ck_assert_int_eq(quant_zpad_classes(&w), 1);
+  /* no padding: none */
+  w.in[0] = w.in[1] = 9;
+  w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = 0;
+  ck_assert_int_eq(quant_zpad_classes(&w), 0);
+  /* 3D 3x3x3 padding 1 */
+  workload_init(&w, CT_OP_CONV3D);
+  w.layout = CT_LAYOUT_NHWC, w.n = 1, w.c = 64, w.k = 64, w.epi.data_zero_point = 1;
+  for (int d = 0; d < 3; d++) w.in[d] = 8, w.kernel[d] = 3, w.pad_before[d] = w.pad_after[d] = 1;
+  ck_assert_int_eq(quant_zpad_classes(&w), 27);
+  /* past CTZ_MAX_CLASSES: no table (the wgmma templates refuse the layer) */
+  for (int d = 0; d < 3; d++)
+    w.in[d] = 64, w.kernel[d] = 17, w.pad_before[d] = w.pad_after[d] = 8;
+  ck_assert_int_eq(quant_zpad_classes(&w), 0);
+}
+END_TEST
+
 static void add_quant(TCase *tc) {
   tcase_add_test(tc, fixed_point_matches_slow_forms);
   tcase_add_test(tc, requant_fast_equals_requant);
@@ -1461,6 +1631,8 @@ static void add_quant(TCase *tc) {
   tcase_add_test(tc, reference_depth_to_space_both_modes);
   tcase_add_test(tc, nhwc_reference_equals_plain_converted);
   tcase_add_test(tc, legalization_equals_the_formula);
+  tcase_add_test(tc, zpad_classes_correct_zero_filled_padding);
+  tcase_add_test(tc, zpad_classes_of_known_layers);
 }
 
 static const test_case suite_cases[] = {

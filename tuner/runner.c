@@ -252,7 +252,7 @@ done:
 
 static ct_status task_set(wstate *s, const ct_workload *w, ct_err *err) {
   ct_status st = CT_OK;
-  int8_t *host = NULL;
+  int8_t *host = NULL, *wts = NULL;
   int32_t *sums = NULL;
   quant_store qs;
   memset(&qs, 0, sizeof qs);
@@ -309,7 +309,8 @@ static ct_status task_set(wstate *s, const ct_workload *w, ct_err *err) {
   if (s->raw_bytes > host_n) host_n = s->raw_bytes;
   host = malloc(host_n);
   sums = malloc((size_t)g.k * sizeof *sums);
-  if (!host || !sums) {
+  wts = malloc(s->weight_bytes); /* kept for the border classes (quant_zpad_fill) */
+  if (!host || !sums || !wts) {
     st = ERR_SET(err, CT_ERR_NO_MEMORY, "runner: no memory for %zu bytes of inputs", host_n);
     goto done;
   }
@@ -317,15 +318,16 @@ static ct_status task_set(wstate *s, const ct_workload *w, ct_err *err) {
   rng_seed(&r, s->o.seed);
   fill_random(host, s->data_bytes, &r);
   if ((st = upload(s, s->data, host, s->data_bytes, err))) goto done;
-  fill_random(host, s->weight_bytes, &r);
-  quant_weight_sums(w, host, sums); /* in w's layout: packed or OHWI */
-  if ((st = upload(s, s->weights, host, s->weight_bytes, err))) goto done;
+  fill_random(wts, s->weight_bytes, &r);
+  quant_weight_sums(w, wts, sums); /* in w's layout: packed or OHWI */
+  if ((st = upload(s, s->weights, wts, s->weight_bytes, err))) goto done;
   if (s->res_bytes) {
     fill_random(host, s->res_bytes, &r);
     if ((st = upload(s, s->res, host, s->res_bytes, err))) goto done;
   }
   if ((st = quant_random(w, s->o.seed, &qs, err)) ||
       (st = quant_params(w, &qs.q, sums, (int32_t *)host, err)) ||
+      (st = quant_zpad_fill(w, &qs.q, wts, (int32_t *)host, err)) ||
       (st = upload(s, s->params, host, s->params_bytes, err)) ||
       (st = quant_raw(w, &qs.q, (int32_t *)host, err)) ||
       (st = upload(s, s->raw, host, s->raw_bytes, err)))
@@ -345,6 +347,7 @@ static ct_status task_set(wstate *s, const ct_workload *w, ct_err *err) {
   s->has_task = 1;
 done:
   free(host);
+  free(wts);
   free(sums);
   quant_store_free(&qs);
   if (st != CT_OK) {

@@ -282,8 +282,10 @@ typedef struct ct_quant {
  * not positive or at least 2^30. */
 CT_API ct_status ct_quantize_multiplier(double scale, int32_t *multiplier, int *shift);
 
-/* Bytes of w's params block (a few words per output channel); 0 when w is
- * not valid. */
+/* Bytes of w's params block (a few words per output channel; a
+ * channels-last layer with a data zero point and padding also carries a
+ * correction per border class and output channel, up to 1024 classes:
+ * 9 for a 3x3 layer with padding 1); 0 when w is not valid. */
 CT_API size_t ct_params_bytes(const ct_workload *w);
 
 /* Fold q and w's weights (plain OIHW / OIDHW int8, host memory) into params
