@@ -4,21 +4,25 @@ random weights (nothing is downloaded): torchvision's ResNet-50, r3d_18 and
 MobileNetV2 and an ESPCN-like super-resolution net that ends in
 DepthToSpace, exported to ONNX and quantized to QDQ by ONNX Runtime's
 quantize_static (per-channel int8 weights, MinMax on seeded random
-calibration data), each in two ways:
+calibration data), each in up to three ways:
 
   NAME.fp32.onnx     the float model (BatchNormalization folded into Conv)
   NAME.qdq-s8.onnx   int8 activations, symmetric, zero points 0 (TensorRT's
                      convention); weights int8 per-channel symmetric
   NAME.qdq-u8.onnx   uint8 activations, asymmetric (ORT's default);
                      weights int8 per-channel symmetric
+  NAME.qdq-a8.onnx   int8 activations, asymmetric (ORT's QInt8 without
+                     ActivationSymmetric): after a Relu the zero point is
+                     -128, so padded convs read a data zero point; made
+                     only when asked (--variants a8)
 
   python3 scripts/models/make_models.py --out DIR [--models resnet50,r3d_18,mobilenet_v2,espcn]
-      [--batch-dim symbolic|N] [--calib N] [--calib-batch B] [--variants s8,u8] [--seed S]
+      [--batch-dim symbolic|N] [--calib N] [--calib-batch B] [--variants s8,u8,a8] [--seed S]
   python3 scripts/models/make_models.py --out DIR --from-onnx FILE NAME    (no torch needed)
 
 The s8 models keep each Relu / Clip between DequantizeLinear and
 QuantizeLinear (ORT removes them only from asymmetric models, where the
-uint8 zero point 0 does the clamp), with the same scale on both sides (ORT
+zero point at the type's minimum does the clamp), with the same scale on both sides (ORT
 gives the Relu's input its output's range): an exact clamp of the int8
 values. The check fails if a Relu would round twice.
 
@@ -58,7 +62,8 @@ INPUT = {
 }
 ESPCN_R = 4  # upscale factor: the last conv has 3 * 4 * 4 = 48 channels
 OPSET = 17
-VARIANTS = ("s8", "u8")
+VARIANTS = ("s8", "u8", "a8")
+DEFAULT_VARIANTS = ("s8", "u8")
 
 
 def log(msg):
@@ -296,7 +301,8 @@ def make_reader(name, shape, n, seed, dist):
 
 def quantize(fp32_path, out_path, variant, reader):
     """quantize_static into QDQ: per-channel int8 symmetric weights; s8:
-    int8 symmetric activations (zero points 0), u8: uint8 asymmetric."""
+    int8 symmetric activations (zero points 0), u8: uint8 asymmetric, a8:
+    int8 asymmetric."""
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
     quantize_static(
@@ -306,7 +312,7 @@ def quantize(fp32_path, out_path, variant, reader):
         quant_format=QuantFormat.QDQ,
         per_channel=True,
         reduce_range=False,
-        activation_type=QuantType.QInt8 if variant == "s8" else QuantType.QUInt8,
+        activation_type=QuantType.QUInt8 if variant == "u8" else QuantType.QInt8,
         weight_type=QuantType.QInt8,
         calibrate_method=CalibrationMethod.MinMax,
         extra_options={"ActivationSymmetric": variant == "s8", "WeightSymmetric": True},
@@ -364,7 +370,7 @@ def check(path, variant, feed, ref):
         row["fail"].append(f"{s['convs'] - s['wrapped']} convs not wrapped in QDQ")
     if s["w_int8_zp0"] != s["convs"] or s["per_channel"] != s["convs"]:
         row["fail"].append("weights not all int8 per-channel with zero points 0")
-    want = "int8" if variant == "s8" else "uint8"
+    want = "uint8" if variant == "u8" else "int8"
     dtypes = {t for t, _ in s["act_zp"]}
     if dtypes != {want}:
         row["fail"].append(f"activation types {sorted(dtypes)}, want {want}")
@@ -465,7 +471,7 @@ def parse(argv):
     ap.add_argument(
         "--calib-batch", type=int, default=2, help="their batch with a symbolic batch dimension (default 2)"
     )
-    ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, from s8,u8")
+    ap.add_argument("--variants", default=",".join(DEFAULT_VARIANTS), help="comma-separated, from s8,u8,a8")
     ap.add_argument("--seed", type=int, default=1, help="weights and calibration data (default 1)")
     ap.add_argument("--opset", type=int, default=OPSET, help=f"the export's opset (default {OPSET})")
     ap.add_argument(
@@ -483,7 +489,7 @@ def parse(argv):
         ap.error(f"--models: unknown {','.join(bad)}; known: {','.join(MODELS)}")
     bad = [v for v in a.variants if v not in VARIANTS]
     if bad or not a.variants:
-        ap.error(f"--variants: unknown '{','.join(bad)}'; known: s8,u8")
+        ap.error(f"--variants: unknown '{','.join(bad)}'; known: s8,u8,a8")
     if a.batch_dim != "symbolic":
         try:
             a.batch_dim = int(a.batch_dim)

@@ -1,0 +1,75 @@
+#!/bin/bash
+# issue36_gpu.sh PHASE...: issue 36 (the int8 network path) on the GPU machine, from the
+# repository root, with build-rel built here and carried (its commit in build-rel/COMMIT).
+# Results in $OUT; each phase tars its files (a call brings back a few files).
+#   models        ResNet-50 qdq-s8, qdq-u8 and qdq-a8 (scripts/models/make_models.py, symbolic
+#                 batch) into /tmp/models, unless there
+#   model V B S   ResNet-50 qdq-V at batch B: tuned as one unit for S seconds into /tmp/m-V-bB.db
+#                 (kept across phases of a call: a second run tunes on), then `bench --model`
+#                 against cuDNN in the same run; prints the chain's summary
+#   tests         the GPU cases of the wgmma templates that issue 36 touches, in parallel
+#                 (test_gpu_templates nhwc8, pingpong, onnx and nhwc_zpad on the channels-last
+#                 ones, stem8 on the stems; 16 configs a workload)
+#   savedb V B    /tmp/m-V-bB.db as $OUT/m-V-bB.db.xz
+# Phases run in order: e.g. `models model s8 256 150 model s8 16 90`.
+set -u
+export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
+export CT_SOURCE_DIR=$PWD CT_COMMIT=$(cat build-rel/COMMIT)
+B=build-rel/convtune
+M=/tmp/models
+mkdir -p $M
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+s=$(date +%s)
+while [ $# -gt 0 ]; do
+  case $1 in
+  models)
+    shift
+    [ -f $M/resnet50.qdq-a8.onnx ] ||
+      timeout 300 python3 scripts/models/make_models.py --out $M --models resnet50 --variants s8,u8,a8 \
+        --calib 2 >> $OUT/make.log 2>&1 || { echo "make_models failed"; tail -5 $OUT/make.log; }
+    echo "models at $(( $(date +%s) - s )) s: $(ls $M | tr '\n' ' ')" ;;
+  model)
+    v=$2 n=$3 budget=$4; shift 4
+    tag=resnet50-$v-b$n f=$M/resnet50.qdq-$v.onnx
+    timeout 560 $B tune --model $f --batch $n --time-budget $budget --db /tmp/m-$v-b$n.db -q --json \
+      > $OUT/tune-$tag.json 2> $OUT/tune-$tag.err
+    echo "$tag: tune rc=$? at $(( $(date +%s) - s )) s; $(tail -1 $OUT/tune-$tag.err)"
+    timeout 300 $B bench --model $f --batch $n --db /tmp/m-$v-b$n.db --results-dir $OUT \
+      --json-out $OUT/bench-$tag.json > $OUT/bench-$tag.md 2> $OUT/bench-$tag.err
+    echo "  bench rc=$? at $(( $(date +%s) - s )) s"
+    grep -E "every node|not every|chain, one|images per|as fast" $OUT/bench-$tag.md | head -5
+    python3 - $OUT/bench-$tag.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+nodes = d.get("nodes") or d.get("layers") or []
+rows = {}
+for n in nodes:
+    k = n.get("workload") or n.get("key")
+    r = rows.setdefault(k, [0, 0.0, 0.0, 0.0])
+    r[0] += 1; r[1] += n.get("convtune_us") or 0; r[2] += n.get("cudnn_fp16_us") or 0; r[3] += n.get("floor_us") or 0
+for k, r in sorted(rows.items(), key=lambda kv: -kv[1][1]):
+    print("  %2d x %-62s ct %8.1f fp16 %8.1f floor %8.1f (%3.0f%%)" % (r[0], k[:62], r[1], r[2], r[3], 100 * r[3] / r[1] if r[1] else 0))
+PY
+    (cd $OUT && find . -maxdepth 1 -type f ! -name '*.tgz' ! -name '*.xz' ! -name make.log | sed 's|^./||' > /tmp/l \
+      && tar czf model-$tag.tgz -T /tmp/l && xargs rm -f < /tmp/l) ;;
+  tests)
+    shift
+    for c in nhwc8 pingpong onnx nhwc_zpad stem8; do
+      f=nhwc_wgmma; [ $c = stem8 ] && f=wgmma_stem
+      ( cd build-rel && CT_GT_TEMPLATE=$f CK_RUN_CASE=$c timeout 300 ./test_gpu_templates 16 \
+          > $OUT/gt-$c.log 2>&1; echo "rc=$?" >> $OUT/gt-$c.log ) &
+    done
+    wait
+    echo "tests at $(( $(date +%s) - s )) s"
+    for f in $OUT/gt-*.log; do
+      echo "== $(basename $f): $(grep -E 'Checks|rc=' $f | tr '\n' ' ')"
+      grep -E "exact over|FAIL|F:|E:" $f | head -8 | cut -c1-200
+    done
+    (cd $OUT && tar czf tests.tgz gt-*.log && rm -f gt-*.log) ;;
+  savedb)
+    v=$2 n=$3; shift 3
+    python3 -c "import sqlite3; c = sqlite3.connect('/tmp/m-$v-b$n.db'); c.execute('pragma wal_checkpoint(TRUNCATE)')"
+    xz -T4 -c /tmp/m-$v-b$n.db > $OUT/m-$v-b$n.db.xz ;;
+  *) echo "unknown phase $1"; exit 2 ;;
+  esac
+done
