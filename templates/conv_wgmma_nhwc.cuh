@@ -197,10 +197,12 @@ static_assert((long)ZP_D.n * ZP_H.n * ZP_W.n <= CTZ_MAX_CLASSES,
 /* Add each of this thread's rows' border correction (its pixel's class's,
  * none for the interior) to its accumulators of the tile at (m0, tile_n):
  * channels 2t, 2t + 1 of each group, rows 16 warp + g and + 8 of each m64
- * block, as wgmma lays them out. */
+ * block, as wgmma lays them out. Every thread calls it, on false adding
+ * nothing: accumulators changed on one side of a branch around the
+ * pipeline make ptxas serialize the wgmmas (C7515). */
 __device__ __forceinline__ void zpad_correct(int (&acc)[MI][BLOCK_N / 2],
                                              const int *__restrict__ params, long m0, int row0,
-                                             int tile_n, int ltid) {
+                                             int tile_n, int ltid, bool on) {
   const int lane = ltid & 31, g = lane >> 2, t = lane & 3, warp = ltid >> 5; /* KP: tc_common.cuh */
   const int *const corr = params + CTQ_HEADER + CTQ_ARRAYS * KP + tile_n * BLOCK_N + 2 * t;
 #pragma unroll
@@ -213,15 +215,16 @@ __device__ __forceinline__ void zpad_correct(int (&acc)[MI][BLOCK_N / 2],
       const int cls = (ctz_axis_class(ZP_D, CT_OD, od) * ZP_H.n + ctz_axis_class(ZP_H, CT_OH, oh)) *
                           ZP_W.n +
                       ctz_axis_class(ZP_W, CT_OW, ow);
-      if (m >= M_TOTAL || cls == ZP_INTERIOR) continue;
-      const int *const row = corr + cls * KP;
+      const bool use = on && m < M_TOTAL && cls != ZP_INTERIOR;
+      const int *const row = corr + (use ? cls : 0) * KP;
 #pragma unroll
-      for (int j = 0; j < BLOCK_N / 8; j++)
-        if (tile_n * BLOCK_N + 8 * j + 2 * t < CT_KR) { /* K % 8 == 0: both channels or none */
-          const int2 v = __ldg((const int2 *)(row + 8 * j));
-          acc[mi][4 * j + 2 * h] = (int)((unsigned)acc[mi][4 * j + 2 * h] + (unsigned)v.x);
-          acc[mi][4 * j + 2 * h + 1] = (int)((unsigned)acc[mi][4 * j + 2 * h + 1] + (unsigned)v.y);
-        }
+      for (int j = 0; j < BLOCK_N / 8; j++) {
+        /* K % 8 == 0: both channels or none; zeros where unused, added alike */
+        int2 v = make_int2(0, 0);
+        if (use && tile_n * BLOCK_N + 8 * j + 2 * t < CT_KR) v = __ldg((const int2 *)(row + 8 * j));
+        acc[mi][4 * j + 2 * h] = (int)((unsigned)acc[mi][4 * j + 2 * h] + (unsigned)v.x);
+        acc[mi][4 * j + 2 * h + 1] = (int)((unsigned)acc[mi][4 * j + 2 * h + 1] + (unsigned)v.y);
+      }
     }
   acc_fence(acc);
 }
@@ -439,7 +442,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     int acc[MI][BLOCK_N / 2];
     acc_start(acc, tab, ltid, true);
 #if WG_ZPAD
-    zpad_correct(acc, params, t % TILES_M * BM, row0, tile_n, ltid);
+    zpad_correct(acc, params, t % TILES_M * BM, row0, tile_n, ltid, true);
 #endif
 #pragma unroll 1
     for (int kk = 0; kk < KT; kk++) consume(stages, bars, it0 + kk, kk == 0, row0, acc, lane);
@@ -473,15 +476,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
    * serializes the wgmmas); split-K: one rank's sum takes the offsets */
   int acc[MI][BLOCK_N / 2];
   acc_start(acc, tab, ltid, wg > 0 && blockIdx.z == 0);
-#if WG_ZPAD
-  if (wg > 0 && blockIdx.z == 0) zpad_correct(acc, params, m0, row0, tile_n, ltid);
-#endif
   if (wg == 0) {
     if (ltid == 0) produce(stages, bars, &amap, &wmap, m0, tile_n, kt0, nkt, 0);
 #if SPLIT_K == 1
     return;
 #endif
   } else {
+#if WG_ZPAD
+    zpad_correct(acc, params, m0, row0, tile_n, ltid, blockIdx.z == 0);
+#endif
 #pragma unroll 1
     for (int it = 0; it < nkt; it++) consume(stages, bars, it, it == 0, row0, acc, lane);
     wgmma_wait<0>();

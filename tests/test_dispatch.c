@@ -1281,7 +1281,9 @@ START_TEST(nhwc_weights_are_not_packed) {
   ck_assert_int_eq(ct_pack_weights(ctx, &n3, p, p, NULL), CT_ERR_INVALID_ARG);
   expect_msg(ctx, "ODHWI");
   expect_msg(ctx, "ct_conv3d");
-  /* ct_make_params takes OHWI weights: the sums are those of OIHW */
+  /* ct_make_params takes OHWI weights: the sums are those of OIHW; the
+   * channels-last block also carries the 9 border classes' corrections of
+   * a data zero point with padding (core/zpad.cuh) */
   ct_workload q = nw, qp = in_layout(nw, CT_LAYOUT_NCHW);
   q.out_type = qp.out_type = CT_DTYPE_INT8;
   q.epi.bias = qp.epi.bias = 1;
@@ -1289,7 +1291,7 @@ START_TEST(nhwc_weights_are_not_packed) {
   q.epi.data_zero_point = qp.epi.data_zero_point = 1;
   ck_assert_int_eq(workload_validate(&q, NULL), CT_OK);
   size_t nwt = (size_t)workload_weight_elems(&q), np = ct_params_bytes(&q);
-  ck_assert_uint_eq(np, ct_params_bytes(&qp));
+  ck_assert_uint_eq(np, ct_params_bytes(&qp) + 9 * 16 * sizeof(int32_t));
   int8_t *oihw = malloc(nwt), *ohwi = malloc(nwt);
   void *pa = malloc(np), *pb = malloc(np);
   ck_assert(oihw && ohwi && pa && pb);
@@ -1302,7 +1304,18 @@ START_TEST(nhwc_weights_are_not_packed) {
       .data_zero_point = 17, .bias = bias, .scale = &scale, .clamp_min = -128, .clamp_max = 127};
   ck_assert_int_eq(ct_make_params(ctx, &q, &qv, ohwi, pa), CT_OK);
   ck_assert_int_eq(ct_make_params(ctx, &qp, &qv, oihw, pb), CT_OK);
-  ck_assert_mem_eq(pa, pb, np);
+  ck_assert_mem_eq(pa, pb, ct_params_bytes(&qp));
+  /* class 0 (the top-left corner) misses the taps of row 0 and column 0;
+   * class 4, the interior, none */
+  const int32_t *corr = (const int32_t *)pa + ct_params_bytes(&qp) / sizeof(int32_t);
+  for (int k = 0; k < 16; k++) {
+    int32_t s = 0;
+    for (int c = 0; c < 16; c++)
+      for (int t = 0; t < 9; t++)
+        if (t / 3 == 0 || t % 3 == 0) s += oihw[(k * 16 + c) * 9 + t];
+    ck_assert_int_eq(corr[k], 17 * s);
+    ck_assert_int_eq(corr[4 * 16 + k], 0);
+  }
   free(oihw);
   free(ohwi);
   free(pa);
