@@ -57,17 +57,29 @@ typedef uint64_t ctq_u64;
  * being on) nor flushes (no -ftz); on the host C11 float arithmetic
  * (FLT_EVAL_METHOD 0 on x86-64 and aarch64; -std=c11 turns contraction
  * off) and math.h's correctly rounded fmaf and rintf, under the default
- * rounding mode. ctq_f2i takes a value already clamped within int32 (the
- * callers clamp to the output type first): __float2int_rn would saturate
- * beyond it, a C conversion is undefined. */
+ * rounding mode.
+ *
+ * ctq_f2i (round half to even) and ctq_i2f_small take values of magnitude
+ * below 2^22 (the callers clamp to the output type first). A kernel
+ * converts them by the magic number 1.5 x 2^23, where float's unit in the
+ * last place is 1: x + 1.5 x 2^23, rounded to nearest even by the add, is
+ * that integer's bits plus 0x4B400000, and back. One FADD and one IADD,
+ * where F2I and I2F issue 16 a clock per SM (sm_80 / sm_90, the CUDA
+ * guide's throughput table; FP32 adds 128, integer adds 64): ONNX rounding
+ * with a residual took five conversions per element. ctq_i2f converts any
+ * int32 (the accumulator). */
+#define CTQ_MAGIC_F 12582912.0f /* 1.5 x 2^23 */
+#define CTQ_MAGIC_I 0x4B400000  /* its bits */
 #ifdef __CUDACC_RTC__
 CTQ_FN float ctq_i2f(ctq_i32 v) { return __int2float_rn(v); }
+CTQ_FN float ctq_i2f_small(ctq_i32 v) { return __fsub_rn(__int_as_float(CTQ_MAGIC_I + v), CTQ_MAGIC_F); }
 CTQ_FN float ctq_fmul(float a, float b) { return __fmul_rn(a, b); }
 CTQ_FN float ctq_fma(float a, float b, float c) { return __fmaf_rn(a, b, c); }
-CTQ_FN ctq_i32 ctq_f2i(float x) { return __float2int_rn(x); }
+CTQ_FN ctq_i32 ctq_f2i(float x) { return __float_as_int(__fadd_rn(x, CTQ_MAGIC_F)) - CTQ_MAGIC_I; }
 CTQ_FN float ctq_bits_float(ctq_i32 b) { return __int_as_float(b); }
 #else
 CTQ_FN float ctq_i2f(ctq_i32 v) { return (float)v; }
+CTQ_FN float ctq_i2f_small(ctq_i32 v) { return (float)v; }
 CTQ_FN float ctq_fmul(float a, float b) { return a * b; }
 CTQ_FN float ctq_fma(float a, float b, float c) { return fmaf(a, b, c); }
 CTQ_FN ctq_i32 ctq_f2i(float x) { return (ctq_i32)rintf(x); }
@@ -281,9 +293,9 @@ CTQ_FN ctq_i32 ctq_requant_fast_sat(ctq_fast f, ctq_i32 v, ctq_i32 lo, int out_u
  * ORT's saturating packs and the Relu after them give (quant_check bounds
  * the ratios so that acc stays within int32, where x86's conversion is
  * defined); so ctq_f2i only ever sees a value within the output type. Per
- * element in a kernel: I2F, FMUL, two FMNMX, F2I, IADD; a residual adds
- * two I2F, two SEL, two FFMA, two FMNMX and an F2I. The fast fixed-point
- * forms above are gemmlowp's only. */
+ * element in a kernel: I2F, FMUL, two FMNMX, FADD, IADD; a residual adds
+ * two small conversions (IADD, FADD), two SEL, two FFMA, two FMNMX, an
+ * FADD and an IADD. The fast fixed-point forms above are gemmlowp's only. */
 typedef struct ctq_onnx {
   ctq_i32 qz;        /* CTQO_QZ */
   float qlo, qhi;    /* CTQO_QLO, CTQO_QHI */
@@ -301,8 +313,8 @@ CTQ_FN ctq_onnx ctq_onnx_load(const ctq_i32 *b, ctq_i32 lo, ctq_i32 hi) {
   o.sa = ctq_bits_float(b[CTQO_SA]);
   o.sb = ctq_bits_float(b[CTQO_SB]);
   o.fix = ctq_bits_float(b[CTQO_FIX]);
-  o.lo = ctq_i2f(lo);
-  o.hi = ctq_i2f(hi);
+  o.lo = ctq_i2f_small(lo);
+  o.hi = ctq_i2f_small(hi);
   o.first = b[CTQO_FIRST];
   return o;
 }
@@ -317,7 +329,7 @@ CTQ_FN ctq_i32 ctq_onnx_quantize(ctq_i32 v, float scale, ctq_i32 qz, float qlo, 
 
 /* QLinearAdd of the conv's t and the residual's r (both within the type). */
 CTQ_FN ctq_i32 ctq_onnx_add(ctq_i32 t, ctq_i32 r, const ctq_onnx *o) {
-  const float ft = ctq_i2f(t), fr = ctq_i2f(r);
+  const float ft = ctq_i2f_small(t), fr = ctq_i2f_small(r);
   const float a = o->first ? fr : ft, b = o->first ? ft : fr;
   float acc = ctq_fma(b, o->sb, o->fix);
   acc = ctq_fma(a, o->sa, acc);
