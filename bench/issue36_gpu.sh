@@ -7,9 +7,11 @@
 #   model V B S   ResNet-50 qdq-V at batch B: tuned as one unit for S seconds into /tmp/m-V-bB.db
 #                 (kept across phases of a call: a second run tunes on), then `bench --model`
 #                 against cuDNN in the same run; prints the chain's summary
-#   tests         the GPU cases of the wgmma templates that issue 36 touches, in parallel
-#                 (test_gpu_templates nhwc8, pingpong, onnx and nhwc_zpad on the channels-last
-#                 ones, stem8 on the stems; 16 configs a workload)
+#   tests         the GPU cases that issue 36's changes touch, in parallel: test_gpu_templates
+#                 nhwc8, pingpong and nhwc_zpad on the channels-last wgmma templates (16 configs a
+#                 workload), stem8 on the 3D stem (8), and every family's onnx rounding (onnx,
+#                 onnx_stem, grouped_onnx: quant.cuh's conversions; 2 configs a workload);
+#                 test_gpu_quant
 #   savedb V B    /tmp/m-V-bB.db as $OUT/m-V-bB.db.xz
 # Phases run in order: e.g. `models model s8 256 150 model s8 16 90`.
 set -u
@@ -54,11 +56,14 @@ PY
       && tar czf model-$tag.tgz -T /tmp/l && xargs rm -f < /tmp/l) ;;
   tests)
     shift
-    for c in nhwc8 pingpong onnx nhwc_zpad stem8; do
-      f=nhwc_wgmma; [ $c = stem8 ] && f=wgmma_stem
-      ( cd build-rel && CT_GT_TEMPLATE=$f CK_RUN_CASE=$c timeout 300 ./test_gpu_templates 16 \
-          > $OUT/gt-$c.log 2>&1; echo "rc=$?" >> $OUT/gt-$c.log ) &
-    done
+    gt() { # CASE FILTER CONFIGS
+      ( cd build-rel && CT_GT_TEMPLATE=$2 CK_RUN_CASE=$1 timeout 270 ./test_gpu_templates $3 \
+          > $OUT/gt-$1.log 2>&1; echo "rc=$?" >> $OUT/gt-$1.log ) &
+    }
+    for c in nhwc8 pingpong nhwc_zpad; do gt $c hwc_wgmma 16; done
+    gt stem8 conv3d_ndhwc_wgmma_stem 8
+    for c in onnx onnx_stem grouped_onnx; do gt $c "" 10; done
+    ( cd build-rel && timeout 270 ./test_gpu_quant > $OUT/gt-quant.log 2>&1; echo "rc=$?" >> $OUT/gt-quant.log ) &
     wait
     echo "tests at $(( $(date +%s) - s )) s"
     for f in $OUT/gt-*.log; do
