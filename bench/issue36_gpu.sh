@@ -12,6 +12,8 @@
 #                 workload), stem8 on the 3D stem (8), and every family's onnx rounding (onnx,
 #                 onnx_stem, grouped_onnx: quant.cuh's conversions; 2 configs a workload);
 #                 test_gpu_quant
+#   tests3d       the 3D channels-last wgmma template's nhwc8 and nhwc_zpad cases (8 configs a
+#                 workload) and test_gpu_quant, which tests' parallel run left unfinished
 #   savedb V B    /tmp/m-V-bB.db as $OUT/m-V-bB.db.xz
 # Phases run in order: e.g. `models model s8 256 150 model s8 16 90`.
 set -u
@@ -54,15 +56,19 @@ for k, r in sorted(rows.items(), key=lambda kv: -kv[1][1]):
 PY
     (cd $OUT && find . -maxdepth 1 -type f ! -name '*.tgz' ! -name '*.xz' ! -name make.log | sed 's|^./||' > /tmp/l \
       && tar czf model-$tag.tgz -T /tmp/l && xargs rm -f < /tmp/l) ;;
-  tests)
-    shift
+  tests|tests3d)
+    ph=$1; shift
     gt() { # CASE FILTER CONFIGS
       ( cd build-rel && CT_GT_TEMPLATE=$2 CK_RUN_CASE=$1 timeout 270 ./test_gpu_templates $3 \
           > $OUT/gt-$1.log 2>&1; echo "rc=$?" >> $OUT/gt-$1.log ) &
     }
+    if [ $ph = tests3d ]; then
+      for c in nhwc8 nhwc_zpad; do gt $c conv3d_ndhwc_wgmma 8; done
+    else
     for c in nhwc8 pingpong nhwc_zpad; do gt $c hwc_wgmma 16; done
     gt stem8 conv3d_ndhwc_wgmma_stem 8
     for c in onnx onnx_stem grouped_onnx; do gt $c "" 10; done
+    fi
     ( cd build-rel && timeout 270 ./test_gpu_quant > $OUT/gt-quant.log 2>&1; echo "rc=$?" >> $OUT/gt-quant.log ) &
     wait
     echo "tests at $(( $(date +%s) - s )) s"
@@ -70,7 +76,7 @@ PY
       echo "== $(basename $f): $(grep -E 'Checks|rc=' $f | tr '\n' ' ')"
       grep -E "exact over|FAIL|F:|E:" $f | head -8 | cut -c1-200
     done
-    (cd $OUT && tar czf tests.tgz gt-*.log && rm -f gt-*.log) ;;
+    (cd $OUT && tar czf $ph.tgz gt-*.log && rm -f gt-*.log) ;;
   savedb)
     v=$2 n=$3; shift 3
     python3 -c "import sqlite3; c = sqlite3.connect('/tmp/m-$v-b$n.db'); c.execute('pragma wal_checkpoint(TRUNCATE)')"
