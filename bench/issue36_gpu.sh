@@ -14,6 +14,10 @@
 #                 test_gpu_quant
 #   tests3d       the 3D channels-last wgmma template's nhwc8 and nhwc_zpad cases (8 configs a
 #                 workload) and test_gpu_quant, which tests' parallel run left unfinished
+#   prof T K C    ncu (--set full, the clocks left alone) over one launch of template T's
+#                 config C (JSON) on workload key K (build-rel/config_run), e.g. a residual
+#                 layer's tuned config from a results folder's tune-*.json: $OUT/prof-N.ncu-rep
+#                 and its details as text
 #   savedb V B    /tmp/m-V-bB.db as $OUT/m-V-bB.db.xz
 # Phases run in order: e.g. `models model s8 256 150 model s8 16 90`.
 set -u
@@ -77,6 +81,15 @@ PY
       grep -E "exact over|FAIL|F:|E:" $f | head -8 | cut -c1-200
     done
     (cd $OUT && tar czf $ph.tgz gt-*.log && rm -f gt-*.log) ;;
+  prof)
+    np=$(ls $OUT/prof-*.ncu-rep 2>/dev/null | wc -l)
+    timeout 300 ncu --clock-control none --set full -c 1 -o $OUT/prof-$np build-rel/config_run "$2" "$3" "$4" \
+      > $OUT/prof-$np.log 2>&1
+    echo "prof $np rc=$? at $(( $(date +%s) - s )) s: $2 $3"
+    ncu --import $OUT/prof-$np.ncu-rep --page details > $OUT/prof-$np.txt 2>&1
+    grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per|No Eligible|One or More" \
+      $OUT/prof-$np.txt | head -12
+    shift 4 ;;
   savedb)
     v=$2 n=$3; shift 3
     python3 -c "import sqlite3; c = sqlite3.connect('/tmp/m-$v-b$n.db'); c.execute('pragma wal_checkpoint(TRUNCATE)')"
