@@ -7,6 +7,10 @@
 #   model V B S   ResNet-50 qdq-V at batch B: tuned as one unit for S seconds into /tmp/m-V-bB.db
 #                 (kept across phases of a call: a second run tunes on), then `bench --model`
 #                 against cuDNN in the same run; prints the chain's summary
+#   set S B       a shipped set (resnet50: nhwc; resnet3d18: ndhwc) at batch B, tuned into
+#                 /tmp/set-S-bB.db with h200-final's budgets (int32, then int8 output with bias
+#                 and per-channel scales), then `bench --set` against cuDNN: the issue's set
+#                 targets (ResNet-50 b16's 23 layers, ResNet3D-18 b8) and its regressions
 #   tests         the GPU cases that issue 36's changes touch, in parallel: test_gpu_templates
 #                 nhwc8, pingpong and nhwc_zpad on the channels-last wgmma templates (16 configs a
 #                 workload), stem8 on the 3D stem (8), and every family's onnx rounding (onnx,
@@ -60,6 +64,28 @@ for k, r in sorted(rows.items(), key=lambda kv: -kv[1][1]):
 PY
     (cd $OUT && find . -maxdepth 1 -type f ! -name '*.tgz' ! -name '*.xz' ! -name make.log | sed 's|^./||' > /tmp/l \
       && tar czf model-$tag.tgz -T /tmp/l && xargs rm -f < /tmp/l) ;;
+  set)
+    set=$2 n=$3; shift 3
+    l=nhwc; [ $set = resnet3d18 ] && l=ndhwc
+    db=/tmp/set-$set-b$n.db tag=$set-b$n
+    timeout 560 $B tune --set $set --batch $n --layout $l --trials 150 --early-stopping 40 \
+      --time-budget 15 --db $db -q --json > $OUT/tune-$tag-i32.json 2> $OUT/tune-$tag-i32.err
+    echo "$tag int32: tune rc=$? at $(( $(date +%s) - s )) s"
+    timeout 560 $B tune --set $set --batch $n --layout $l --out int8 --epilogue bias,qc --trials 100 \
+      --early-stopping 30 --time-budget 12 --db $db -q --json > $OUT/tune-$tag-i8.json 2> $OUT/tune-$tag-i8.err
+    echo "$tag int8: tune rc=$? at $(( $(date +%s) - s )) s"
+    timeout 300 $B bench --set $set --batch $n --layout $l --db $db --results-dir $OUT \
+      --json-out $OUT/bench-$tag.json > $OUT/bench-$tag.md 2> $OUT/bench-$tag.err
+    echo "  bench rc=$? at $(( $(date +%s) - s )) s"
+    python3 - $OUT/bench-$tag.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); L = d["layers"]
+def s(f): return sum(l.get(f) or 0 for l in L)
+print("  %s b%s: int8 out %.1f us, int32 %.1f, cuDNN fp16 %.1f, int8 floor %.1f" % (
+    d.get("set"), d.get("batch"), s("convtune_i8_us"), s("convtune_us"), s("cudnn_fp16_us"), s("floor_i8_us")))
+PY
+    (cd $OUT && find . -maxdepth 1 -type f ! -name '*.tgz' ! -name '*.xz' ! -name make.log | sed 's|^./||' > /tmp/l \
+      && tar czf set-$tag.tgz -T /tmp/l && xargs rm -f < /tmp/l) ;;
   tests|tests3d)
     ph=$1; shift
     gt() { # CASE FILTER CONFIGS
