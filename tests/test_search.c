@@ -967,7 +967,14 @@ static void add_exhaustion(TCase *tc) {
   tcase_add_loop_test(tc, every_strategy_exhausts_the_tiny_space, 0, N_KINDS);
 }
 
+/* Tagged statistics: the sanitizer pass leaves these out (CMakeLists.txt),
+ * as it does the NVRTC compiles. They replay thousands of rounds of the
+ * same search code whose memory safety the proposals and exhaustion cases
+ * check under the sanitizers (xgb training with feedback and with transfer
+ * rows included); instrumented, they took 52 of test_search's 58-70 s there.
+ * The normal pass runs them whole. */
 static void add_quality(TCase *tc) {
+  tcase_set_tags(tc, "quality statistics");
   tcase_add_test(tc, models_beat_random);
   tcase_add_test(tc, transfer_rows_are_used);
 }
