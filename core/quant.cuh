@@ -72,17 +72,16 @@ typedef uint64_t ctq_u64;
 #define CTQ_MAGIC_I 0x4B400000  /* its bits */
 #ifdef __CUDACC_RTC__
 CTQ_FN float ctq_i2f(ctq_i32 v) { return __int2float_rn(v); }
-CTQ_FN float ctq_i2f_small(ctq_i32 v) { return __fsub_rn(__int_as_float(CTQ_MAGIC_I + v), CTQ_MAGIC_F); }
+CTQ_FN float ctq_fadd(float a, float b) { return __fadd_rn(a, b); }
 CTQ_FN float ctq_fmul(float a, float b) { return __fmul_rn(a, b); }
 CTQ_FN float ctq_fma(float a, float b, float c) { return __fmaf_rn(a, b, c); }
-CTQ_FN ctq_i32 ctq_f2i(float x) { return __float_as_int(__fadd_rn(x, CTQ_MAGIC_F)) - CTQ_MAGIC_I; }
 CTQ_FN float ctq_bits_float(ctq_i32 b) { return __int_as_float(b); }
+CTQ_FN ctq_i32 ctq_float_bits(float f) { return __float_as_int(f); }
 #else
 CTQ_FN float ctq_i2f(ctq_i32 v) { return (float)v; }
-CTQ_FN float ctq_i2f_small(ctq_i32 v) { return (float)v; }
+CTQ_FN float ctq_fadd(float a, float b) { return a + b; }
 CTQ_FN float ctq_fmul(float a, float b) { return a * b; }
 CTQ_FN float ctq_fma(float a, float b, float c) { return fmaf(a, b, c); }
-CTQ_FN ctq_i32 ctq_f2i(float x) { return (ctq_i32)rintf(x); }
 CTQ_FN float ctq_bits_float(ctq_i32 b) {
   float f;
   memcpy(&f, &b, sizeof f);
@@ -93,6 +92,23 @@ CTQ_FN ctq_i32 ctq_float_bits(float f) {
   memcpy(&b, &f, sizeof b);
   return b;
 }
+#endif
+
+/* The magic-number conversions, compiled by both sides from this text, so
+ * that tests/test_quant.c proves the kernels' form on the host: equal to
+ * rintf and to the cast for every value of magnitude below 2^22. */
+CTQ_FN ctq_i32 ctq_f2i_magic(float x) {
+  return ctq_float_bits(ctq_fadd(x, CTQ_MAGIC_F)) - CTQ_MAGIC_I;
+}
+CTQ_FN float ctq_i2f_magic(ctq_i32 v) {
+  return ctq_fadd(ctq_bits_float(CTQ_MAGIC_I + v), -CTQ_MAGIC_F);
+}
+#ifdef __CUDACC_RTC__
+CTQ_FN ctq_i32 ctq_f2i(float x) { return ctq_f2i_magic(x); }
+CTQ_FN float ctq_i2f_small(ctq_i32 v) { return ctq_i2f_magic(v); }
+#else
+CTQ_FN ctq_i32 ctq_f2i(float x) { return (ctq_i32)rintf(x); }
+CTQ_FN float ctq_i2f_small(ctq_i32 v) { return (float)v; }
 #endif
 
 /* Header words of the params block. */

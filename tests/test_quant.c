@@ -1452,6 +1452,41 @@ START_TEST(params_fold_bias_and_corrections) {
 }
 END_TEST
 
+/* The kernels' magic-number conversions (quant.cuh ctq_f2i_magic,
+ * ctq_i2f_magic, compiled here from the same text) against the host's
+ * rintf and cast: every integer of magnitude below 2^22 and every tie
+ * between two (x.5, rounded to even), then random floats of every scale
+ * in that range and values next to the ties. */
+START_TEST(magic_conversions_equal_rint) {
+  const int32_t lim = 1 << 22;
+  for (int32_t k = -lim + 1; k < lim; k++) {
+    if (ctq_i2f_magic(k) != (float)k)
+      ck_abort_msg("ctq_i2f_magic(%d) = %.9g", (int)k, (double)ctq_i2f_magic(k));
+    const float x = (float)k, t = (float)k + 0.5f; /* exact below 2^23 */
+    if (ctq_f2i_magic(x) != k) ck_abort_msg("ctq_f2i_magic(%d.0) = %d", (int)k, ctq_f2i_magic(x));
+    if (k < lim - 1 && ctq_f2i_magic(t) != (int32_t)rintf(t))
+      ck_abort_msg("ctq_f2i_magic(%.1f) = %d, rintf %d", (double)t, ctq_f2i_magic(t),
+                   (int32_t)rintf(t));
+  }
+  rng r;
+  rng_seed(&r, 22);
+  for (int i = 0; i < 2000000; i++) {
+    /* a magnitude of 2^-20 to 2^22, a sign, or the floats around a tie */
+    const int e = (int)(rng_next(&r) % 42) - 20;
+    float x = ldexpf((float)(rng_next(&r) % (1u << 24)) / (float)(1u << 24), e + 1);
+    if (i % 4 == 0) {
+      const float tie = (float)(int32_t)(rng_next(&r) % (uint64_t)lim) + 0.5f;
+      x = nextafterf(tie, i % 8 ? 0.0f : INFINITY);
+    }
+    if (rng_next(&r) % 2) x = -x;
+    if (!(fabsf(x) < (float)lim)) continue;
+    if (ctq_f2i_magic(x) != (int32_t)rintf(x))
+      ck_abort_msg("ctq_f2i_magic(%.9g) = %d, rintf %d", (double)x, ctq_f2i_magic(x),
+                   (int32_t)rintf(x));
+  }
+}
+END_TEST
+
 /* The border classes of a channels-last layer with a data zero point and
  * padding (core/zpad.cuh) as conv_wgmma_nhwc.cuh uses them: the data read
  * with zeros for the padding (TMA's fill), offset by off[k] and by the
@@ -1631,6 +1666,7 @@ static void add_quant(TCase *tc) {
   tcase_add_test(tc, reference_depth_to_space_both_modes);
   tcase_add_test(tc, nhwc_reference_equals_plain_converted);
   tcase_add_test(tc, legalization_equals_the_formula);
+  tcase_add_test(tc, magic_conversions_equal_rint);
   tcase_add_test(tc, zpad_classes_correct_zero_filled_padding);
   tcase_add_test(tc, zpad_classes_of_known_layers);
 }
