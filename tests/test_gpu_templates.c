@@ -761,16 +761,20 @@ START_TEST(registered_int8_configs_match_the_reference) {
 }
 END_TEST
 
+/* run_wgmma then run_wgmma8 on t's shapes: int32, then 8-bit output. */
+static void run_wgmma_both(const template_desc *t) {
+  shapes_of_t sh = shapes_of(t);
+  run_wgmma(t->name, sh.list, sh.n);
+  run_wgmma8(t->name, sh.list, sh.n);
+}
+
 /* Case nhwc_zpad: the channels-last wgmma templates with a data zero point
  * (int8 and uint8 data by turns) and a bias, int32 then 8-bit output: TMA
  * fills the padding with zeros, and each border class's correction
  * (core/zpad.cuh) in the params block makes up the zero point's share. */
 START_TEST(registered_zero_point_padding_configs_match_the_reference) {
-  const template_desc *t = case_template(running_case, _i);
-  shapes_of_t sh = shapes_of(t);
   zpad = 1;
-  run_wgmma(t->name, sh.list, sh.n);
-  run_wgmma8(t->name, sh.list, sh.n);
+  run_wgmma_both(case_template(running_case, _i));
   zpad = 0;
 }
 END_TEST
@@ -779,11 +783,8 @@ END_TEST
  * turn, int32 and 8-bit output; half the configs as on 1 to 3 SMs, so
  * that every warpgroup runs several tiles and their counts differ. */
 START_TEST(registered_pingpong_of_3_and_4_warpgroups_match_the_reference) {
-  const template_desc *t = case_template(running_case, _i);
-  shapes_of_t sh = shapes_of(t);
   min_warpgroups = 3;
-  run_wgmma(t->name, sh.list, sh.n);
-  run_wgmma8(t->name, sh.list, sh.n);
+  run_wgmma_both(case_template(running_case, _i));
   min_warpgroups = 0;
 }
 END_TEST
