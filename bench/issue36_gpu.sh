@@ -32,6 +32,11 @@ M=/tmp/models
 mkdir -p $M
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 s=$(date +%s)
+# pack NAME: $OUT's loose files (not the archives, databases or make.log) into NAME.tgz
+pack() {
+  (cd $OUT && find . -maxdepth 1 -type f ! -name '*.tgz' ! -name '*.xz' ! -name make.log |
+    sed 's|^./||' > /tmp/l && tar czf $1.tgz -T /tmp/l && xargs rm -f < /tmp/l)
+}
 while [ $# -gt 0 ]; do
   case $1 in
   models)
@@ -62,8 +67,7 @@ for n in nodes:
 for k, r in sorted(rows.items(), key=lambda kv: -kv[1][1]):
     print("  %2d x %-62s ct %8.1f fp16 %8.1f floor %8.1f (%3.0f%%)" % (r[0], k[:62], r[1], r[2], r[3], 100 * r[3] / r[1] if r[1] else 0))
 PY
-    (cd $OUT && find . -maxdepth 1 -type f ! -name '*.tgz' ! -name '*.xz' ! -name make.log | sed 's|^./||' > /tmp/l \
-      && tar czf model-$tag.tgz -T /tmp/l && xargs rm -f < /tmp/l) ;;
+    pack model-$tag ;;
   set)
     set=$2 n=$3; shift 3
     l=nhwc; [ $set = resnet3d18 ] && l=ndhwc
@@ -84,8 +88,7 @@ def s(f): return sum(l.get(f) or 0 for l in L)
 print("  %s b%s: int8 out %.1f us, int32 %.1f, cuDNN fp16 %.1f, int8 floor %.1f" % (
     d.get("set"), d.get("batch"), s("convtune_i8_us"), s("convtune_us"), s("cudnn_fp16_us"), s("floor_i8_us")))
 PY
-    (cd $OUT && find . -maxdepth 1 -type f ! -name '*.tgz' ! -name '*.xz' ! -name make.log | sed 's|^./||' > /tmp/l \
-      && tar czf set-$tag.tgz -T /tmp/l && xargs rm -f < /tmp/l) ;;
+    pack set-$tag ;;
   tests|tests3d)
     ph=$1; shift
     gt() { # CASE FILTER CONFIGS
