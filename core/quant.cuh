@@ -309,15 +309,17 @@ CTQ_FN ctq_i32 ctq_requant_fast_sat(ctq_fast f, ctq_i32 v, ctq_i32 lo, int out_u
  * ORT's saturating packs and the Relu after them give (quant_check bounds
  * the ratios so that acc stays within int32, where x86's conversion is
  * defined); so ctq_f2i only ever sees a value within the output type. Per
- * element in a kernel: I2F, FMUL, two FMNMX, FADD, IADD; a residual adds
- * two small conversions (IADD, FADD), two SEL, two FFMA, two FMNMX, an
- * FADD and an IADD. The fast fixed-point forms above are gemmlowp's only. */
+ * element in a kernel (ctq_requant_onnx_word, below): I2F, FMUL, two
+ * FMNMX, FADD, IADD; a residual adds three FADD, two FFMA, two FMNMX and
+ * a PRMT, where the integer form's two small conversions and two more took
+ * four more. The fast fixed-point forms above are gemmlowp's only. */
 typedef struct ctq_onnx {
   ctq_i32 qz;        /* CTQO_QZ */
   float qlo, qhi;    /* CTQO_QLO, CTQO_QHI */
   float sa, sb, fix; /* residual: CTQO_SA, CTQO_SB, CTQO_FIX */
   float lo, hi;      /* residual: the output clamp */
   int first;         /* residual: CTQO_FIRST */
+  float tq;          /* qz - 1.5 x 2^23 (exact): ctq_requant_onnx_word's */
 } ctq_onnx;
 
 /* The onnx block b (CTQO_WORDS words) with the output clamp [lo, hi]. */
@@ -332,6 +334,7 @@ CTQ_FN ctq_onnx ctq_onnx_load(const ctq_i32 *b, ctq_i32 lo, ctq_i32 hi) {
   o.lo = ctq_i2f_small(lo);
   o.hi = ctq_i2f_small(hi);
   o.first = b[CTQO_FIRST];
+  o.tq = ctq_fadd(ctq_i2f_small(o.qz), -CTQ_MAGIC_F);
   return o;
 }
 
@@ -359,6 +362,34 @@ CTQ_FN ctq_i32 ctq_onnx_add(ctq_i32 t, ctq_i32 r, const ctq_onnx *o) {
 CTQ_FN ctq_i32 ctq_requant_onnx(ctq_i32 v, float scale, const ctq_onnx *o, int has_res, ctq_i32 r) {
   const ctq_i32 t = ctq_onnx_quantize(v, scale, o->qz, o->qlo, o->qhi);
   return has_res ? ctq_onnx_add(t, r, o) : t;
+}
+
+/* ctq_requant_onnx's output byte, as kernels compute it: the low byte of
+ * the word returned (the bytes above are not the value's), the residual's
+ * value r given as its float fr (exact: |r| < 2^24). By the magic number,
+ * where every float below is within 2^22 of an integer (the clamps):
+ *   - y = x + 1.5 x 2^23 has the bits CTQ_MAGIC_I + rne(x), whose low
+ *     byte is rne(x)'s (CTQ_MAGIC_I's is 0): t's byte is one IADD away,
+ *     and t's float one exact FADD (y + tq), where ctq_f2i, the zero
+ *     point's add and ctq_i2f_small took four;
+ *   - the result's byte is that of acc + 1.5 x 2^23's bits: no conversion
+ *     back.
+ * tests/test_quant.c holds it to ctq_requant_onnx on the host, where the
+ * same text compiles with the same float operations. */
+CTQ_FN ctq_u32 ctq_requant_onnx_word(ctq_i32 v, float scale, const ctq_onnx *o, int has_res,
+                                     float fr) {
+  float x = ctq_fmul(ctq_i2f(v), scale);
+  x = fmaxf(x, o->qlo);
+  x = fminf(x, o->qhi);
+  const float y = ctq_fadd(x, CTQ_MAGIC_F);
+  if (!has_res) return (ctq_u32)ctq_float_bits(y) + (ctq_u32)o->qz;
+  const float ft = ctq_fadd(y, o->tq);
+  const float a = o->first ? fr : ft, b = o->first ? ft : fr;
+  float acc = ctq_fma(b, o->sb, o->fix);
+  acc = ctq_fma(a, o->sa, acc);
+  acc = fmaxf(acc, o->lo);
+  acc = fminf(acc, o->hi);
+  return (ctq_u32)ctq_float_bits(ctq_fadd(acc, CTQ_MAGIC_F));
 }
 
 /* One 8-bit output lane (the low byte) of channel k's corrected accumulator

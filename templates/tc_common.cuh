@@ -175,14 +175,17 @@ __device__ __forceinline__ int corrected(const q_chan &c, int v, int xsum) {
 #endif
 }
 
-/* The 8-bit output value (not yet cut to its byte) of a corrected value, rb
- * the residual's byte; FAST: c.f.ok holds (the caller's branch, taken once
- * for several elements; never with CT_ONNX). */
+/* The 8-bit output value (not yet cut to its byte; with CT_ONNX only its
+ * low byte is the value's) of a corrected value, rb the residual's byte;
+ * FAST: c.f.ok holds (the caller's branch, taken once for several
+ * elements; never with CT_ONNX). */
 template <bool FAST>
 __device__ __forceinline__ int requant_value(const q_head &h, const q_chan &c, int v, unsigned rb) {
   const int r = CT_OUT == 2 ? (int)rb : (int)(signed char)rb;
 #if CT_ONNX
-  return ctq_requant_onnx(v, __int_as_float(c.mult), &h.onnx, CT_RES, r);
+  /* the residual's float by the magic number: ctq_i2f of a byte's value
+   * becomes I2F.S8, on the slow conversion pipe */
+  return (int)ctq_requant_onnx_word(v, __int_as_float(c.mult), &h.onnx, CT_RES, ctq_i2f_small(r));
 #else
   if (FAST) return ctq_requant_fast(c.f, v, h.lo, h.hi, CT_RES, r, h.rmult, h.rshift, h.rzp);
   return ctq_requant(v, c.mult, c.shift, h.zp, h.lo, h.hi, CT_RES, r, h.rmult, h.rshift, h.rzp);
@@ -229,6 +232,20 @@ __device__ __forceinline__ unsigned requant2(const q_head &h, const q_chan &c0, 
   const int y1 = requant_value<MODE == RQ_FAST>(h, c1, v1, (rb2 >> 8) & 0xffu);
   return __byte_perm((unsigned)y0, (unsigned)y1, 0x0040u); /* one PRMT, no masks */
 }
+
+#if CT_ONNX
+/* requant2 of ONNX rounding with the residual's values r0, r1 as ints,
+ * loaded as the type's bytes (a signed or unsigned byte load each, then
+ * I2FP): taken from one 2-byte word, ptxas converted each byte with I2F.S8
+ * on the slow conversion pipe. */
+__device__ __forceinline__ unsigned
+requant2_onnx(const q_head &h, const q_chan &c0, const q_chan &c1, int v0, int v1, int r0, int r1) {
+  const float s0 = __int_as_float(c0.mult), s1 = __int_as_float(c1.mult);
+  const unsigned w0 = ctq_requant_onnx_word(v0, s0, &h.onnx, CT_RES, ctq_i2f(r0));
+  const unsigned w1 = ctq_requant_onnx_word(v1, s1, &h.onnx, CT_RES, ctq_i2f(r1));
+  return __byte_perm(w0, w1, 0x0040u);
+}
+#endif
 
 /* The low halves of lo and hi as one word (lo's in bytes 0, 1). */
 __device__ __forceinline__ unsigned join_halves(unsigned lo, unsigned hi) {

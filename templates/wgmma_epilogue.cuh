@@ -52,6 +52,10 @@
  * byte goes. The direct form loads 2 bytes per row and group pair from
  * global memory inside the epilogue, where nothing hides their latency
  * (ResNet-50's residual 1x1 layers at batch 256 took 2.8x their floor).
+ * With ONNX rounding each residual byte is a load of its own (signed or
+ * unsigned) converted by I2FP (requant2_onnx): taken from a 2-byte word,
+ * ptxas converted each byte with I2F.S8, and the magic number's form takes
+ * three instructions.
  *
  * WG_ACC_OFF 1 (8-bit output, defined by conv_wgmma_nhwc.cuh): the
  * kernel starts each tile's accumulators at the channels' offsets
@@ -186,6 +190,21 @@ __device__ __forceinline__ void requant_pairs(const q_head &qh, const q_chan (&c
     for (int h = 0; h < 2; h++)
       r8[q][h] = requant2<MODE>(qh, c[q][0], c[q][1], v[q][2 * h], v[q][2 * h + 1], rs[q][h]);
 }
+
+#if WG_RES_PREFETCH && CT_ONNX
+/* requant_pairs of ONNX rounding, the residual's values as ints ([group][row][channel]:
+ * requant2_onnx's) */
+__device__ __forceinline__ void requant_pairs_onnx(const q_head &qh, const q_chan (&c)[2][2],
+                                                   const int (&v)[2][4], const int (&rv)[2][2][2],
+                                                   unsigned (&r8)[2][2]) {
+#pragma unroll
+  for (int q = 0; q < 2; q++)
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+      r8[q][h] = requant2_onnx(qh, c[q][0], c[q][1], v[q][2 * h], v[q][2 * h + 1], rv[q][h][0],
+                               rv[q][h][1]);
+}
+#endif
 
 #if OST_WARP_BYTES
 /* How a warp walks its slab (16 x MI rows of rank's channels) against the
@@ -327,13 +346,27 @@ __device__ __forceinline__ void tile_epilogue8(const int (&acc)[MI][BLOCK_N / 2]
       const bool oka = ma < M_TOTAL, okb = mb < M_TOTAL;
       int v[2][4]; /* [group][row a ch 0, 1, row b ch 0, 1] */
       unsigned rs[2][2] = {{0, 0}, {0, 0}}; /* residual: [group][row], 2 channels each */
+#if WG_RES_PREFETCH && CT_ONNX
+      int rv[2][2][2]; /* ONNX rounding: the residual's values, [group][row][channel] */
+#endif
 #pragma unroll
       for (int q = 0; q < 2; q++) {
 #pragma unroll
         for (int l = 0; l < 4; l++)
           v[q][l] = WG_ACC_OFF ? acc[mi][8 * jp + 4 * q + l]
                                : corrected(c[q][l & 1], acc[mi][8 * jp + 4 * q + l], 0);
-#if WG_RES_PREFETCH
+#if WG_RES_PREFETCH && CT_ONNX
+        /* where this pair's output bytes go (zeros past the output), byte by byte */
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+          for (int e = 0; e < 2; e++) {
+            const unsigned char *const p =
+                mine + (16 * mi + 8 * h) * OST_ROW + (2 * jp + q) * 8 + e;
+            rv[q][h][e] = CT_OUT == 2 ? (int)*p : (int)*(const signed char *)p;
+          }
+        (void)res;
+#elif WG_RES_PREFETCH
         /* where this pair's output bytes go (zeros past the output) */
         rs[q][0] = *(const unsigned short *)(mine + 16 * mi * OST_ROW + (2 * jp + q) * 8);
         rs[q][1] = *(const unsigned short *)(mine + (16 * mi + 8) * OST_ROW + (2 * jp + q) * 8);
@@ -346,10 +379,15 @@ __device__ __forceinline__ void tile_epilogue8(const int (&acc)[MI][BLOCK_N / 2]
 #endif
       }
       unsigned r8[2][2]; /* [group][row]: 2 channels in bytes 0, 1 */
+#if WG_RES_PREFETCH && CT_ONNX
+      requant_pairs_onnx(qh, c, v, rv, r8);
+      (void)fast, (void)rs;
+#else
       if (MODE >= 0) requant_pairs<MODE < 0 ? 0 : MODE>(qh, c, v, rs, r8);
       else if (fast && qh.sat) requant_pairs<RQ_SAT>(qh, c, v, rs, r8);
       else if (fast) requant_pairs<RQ_FAST>(qh, c, v, rs, r8);
       else requant_pairs<RQ_GENERAL>(qh, c, v, rs, r8);
+#endif
 #if OST_WARP_BYTES
       (void)ks, (void)okk, (void)odd;
 #pragma unroll

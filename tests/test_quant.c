@@ -757,6 +757,69 @@ START_TEST(onnx_add_equals_the_spec) {
 }
 END_TEST
 
+/* The kernels' form (ctq_requant_onnx_word: the magic number's adds, the
+ * output byte in the low byte of a float's bits) gives ctq_requant_onnx's
+ * byte: with and without a residual, both orders, int8 and uint8, edge and
+ * random ratios and zero points (odd ones included), scales that make ties
+ * (0.5, 0.25) and others, every accumulator in [-1100, 1100] (every tie of
+ * the first rounding there), random ones of every magnitude and the int32
+ * extremes, every residual value of the type. */
+START_TEST(onnx_word_equals_requant_onnx) {
+  rng rs;
+  rng_seed(&rs, 0x3a6du);
+  long n = 0;
+  for (int cfg = 0; cfg < 32; cfg++) {
+    const int u8 = cfg % 2, tmin = u8 ? 0 : -128, tmax = u8 ? 255 : 127;
+    ct_workload w = small2d(CT_DTYPE_INT8, u8 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8);
+    w.epi.residual = 1;
+    w.epi.rounding = CT_ROUND_ONNX;
+    float scale = 0.01f;
+    ct_quant q;
+    quant_init(&q, &w);
+    q.scale = &scale;
+    static const float ratios[][2] = {{0.5f, 0.5f}, {0.25f, 0.75f}, {1.0f, 1.0f}, {1000.0f, 1e-3f}};
+    if (cfg < 8) {
+      q.mid_scale = ratios[cfg / 2][0];
+      q.residual_scale = ratios[cfg / 2][1];
+    } else {
+      q.mid_scale = (float)(0.05 + (double)(rng_next(&rs) % 20000) / 10000.0);
+      q.residual_scale = (float)(0.05 + (double)(rng_next(&rs) % 20000) / 10000.0);
+    }
+    q.out_zero_point = rng_range(&rs, tmin, tmax);
+    q.mid_zero_point = cfg < 4 ? (u8 ? 128 : 0) : rng_range(&rs, tmin, tmax);
+    q.residual_zero_point = rng_range(&rs, tmin, tmax);
+    q.clamp_min = cfg % 3 == 0 ? q.out_zero_point : tmin;
+    q.clamp_max = cfg % 5 == 0 ? rng_range(&rs, q.clamp_min, tmax) : tmax;
+    q.mid_clamp_min = cfg % 4 == 1 ? q.mid_zero_point : tmin;
+    q.mid_clamp_max = tmax;
+    q.residual_first = cfg / 2 % 2;
+    ct_err err = {0};
+    ck_assert_msg(quant_check(&w, &q, &err) == CT_OK, "%s", err.msg);
+    int32_t block[CTQO_WORDS];
+    quant_onnx_block(&w, &q, block);
+    const ctq_onnx o = ctq_onnx_load(block, q.clamp_min, q.clamp_max);
+    const float scales[] = {0.5f, 0.25f, 1.0f / 3, 0.0173f, 3e-6f, 2.0f};
+    const float s = scales[cfg % 6];
+    for (int i = 0; i < 2201 + 4000; i++) {
+      int32_t v = i < 2201 ? i - 1100 : (int32_t)rng_next(&rs) >> rng_range(&rs, 0, 31);
+      if (i == 2201) v = INT32_MAX;
+      if (i == 2202) v = INT32_MIN;
+      for (int has_res = 0; has_res < 2; has_res++)
+        for (int r = tmin; r <= (has_res ? tmax : tmin); r++) {
+          const uint32_t got = ctq_requant_onnx_word(v, s, &o, has_res, (float)r) & 0xffu;
+          const uint32_t want = (uint32_t)ctq_requant_onnx(v, s, &o, has_res, r) & 0xffu;
+          if (got != want)
+            ck_abort_msg("cfg %d v %d scale %a r %d (res %d, first %d, zt %d): the word's byte "
+                         "0x%02x, ctq_requant_onnx's 0x%02x",
+                         cfg, v, (double)s, r, has_res, o.first, o.qz, got, want);
+          n++;
+        }
+    }
+  }
+  ck_assert_int_gt(n, 40000000);
+}
+END_TEST
+
 /* The params block of an onnx workload (quant_params) read the way the
  * dp4a kernel reads it (ctq_requant_lane with onnx) equals the slow forms
  * on random values, per tensor and per channel, with and without a
@@ -1661,6 +1724,7 @@ static void add_quant(TCase *tc) {
   tcase_add_test(tc, checks_name_the_field);
   tcase_add_test(tc, onnx_quantize_equals_the_spec);
   tcase_add_test(tc, onnx_add_equals_the_spec);
+  tcase_add_test(tc, onnx_word_equals_requant_onnx);
   tcase_add_test(tc, onnx_params_carry_the_formula);
   tcase_add_test(tc, onnx_checks_name_the_field);
   tcase_add_test(tc, params_fold_bias_and_corrections);
