@@ -18,6 +18,8 @@
 #                 test_gpu_quant
 #   tests3d       the 3D channels-last wgmma template's nhwc8 and nhwc_zpad cases (8 configs a
 #                 workload) and test_gpu_quant, which tests' parallel run left unfinished
+#   onnxtests     every family's onnx rounding (onnx, onnx_stem, grouped_onnx, 2 configs a
+#                 workload) and the channels-last wgmma templates' onnx case with 3 a workload
 #   prof T K C    ncu (--set full, the clocks left alone) over one launch of template T's
 #                 config C (JSON) on workload key K (build-rel/config_run), e.g. a residual
 #                 layer's tuned config from a results folder's tune-*.json: $OUT/prof-N.ncu-rep
@@ -89,7 +91,7 @@ print("  %s b%s: int8 out %.1f us, int32 %.1f, cuDNN fp16 %.1f, int8 floor %.1f"
     d.get("set"), d.get("batch"), s("convtune_i8_us"), s("convtune_us"), s("cudnn_fp16_us"), s("floor_i8_us")))
 PY
     pack set-$tag ;;
-  tests|tests3d)
+  tests|tests3d|onnxtests)
     ph=$1; shift
     gt() { # CASE FILTER CONFIGS
       ( cd build-rel && CT_GT_TEMPLATE=$2 CK_RUN_CASE=$1 timeout 270 ./test_gpu_templates $3 \
@@ -97,12 +99,17 @@ PY
     }
     if [ $ph = tests3d ]; then
       for c in nhwc8 nhwc_zpad; do gt $c conv3d_ndhwc_wgmma 8; done
+    elif [ $ph = onnxtests ]; then
+      for c in onnx onnx_stem grouped_onnx; do gt $c "" 10; done
+      ( cd build-rel && CT_GT_TEMPLATE=hwc_wgmma CK_RUN_CASE=onnx timeout 270 ./test_gpu_templates 16 \
+          > $OUT/gt-onnx-wgmma.log 2>&1; echo "rc=$?" >> $OUT/gt-onnx-wgmma.log ) &
     else
     for c in nhwc8 pingpong nhwc_zpad; do gt $c hwc_wgmma 16; done
     gt stem8 conv3d_ndhwc_wgmma_stem 8
     for c in onnx onnx_stem grouped_onnx; do gt $c "" 10; done
     fi
-    ( cd build-rel && timeout 270 ./test_gpu_quant > $OUT/gt-quant.log 2>&1; echo "rc=$?" >> $OUT/gt-quant.log ) &
+    [ $ph = onnxtests ] ||
+      ( cd build-rel && timeout 270 ./test_gpu_quant > $OUT/gt-quant.log 2>&1; echo "rc=$?" >> $OUT/gt-quant.log ) &
     wait
     echo "tests at $(( $(date +%s) - s )) s"
     for f in $OUT/gt-*.log; do
