@@ -24,6 +24,9 @@
 #                 config C (JSON) on workload key K (build-rel/config_run), e.g. a residual
 #                 layer's tuned config from a results folder's tune-*.json: $OUT/prof-N.ncu-rep
 #                 and its details as text
+#   cfg T K C     template T's config C on workload key K timed alone (build-rel/config_run, a
+#                 CUDA graph of 400 launches, the best of 5 replays): a tuned config of an
+#                 earlier commit against this one's, on the same card
 #   savedb V B    /tmp/m-V-bB.db as $OUT/m-V-bB.db.xz
 # Phases run in order: e.g. `models model s8 256 150 model s8 16 90`.
 set -u
@@ -125,6 +128,9 @@ PY
     ncu --import $OUT/prof-$np.ncu-rep --page details > $OUT/prof-$np.txt 2>&1
     grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per|No Eligible|One or More" \
       $OUT/prof-$np.txt | head -12
+    shift 4 ;;
+  cfg)
+    echo "cfg $2 $3 $4: $(timeout 120 build-rel/config_run "$2" "$3" "$4" 400 2>&1 | tail -1)"
     shift 4 ;;
   savedb)
     v=$2 n=$3; shift 3
