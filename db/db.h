@@ -110,6 +110,13 @@ typedef enum db_match { DB_MATCH_NONE, DB_MATCH_DEVICE, DB_MATCH_CC } db_match;
 ct_status db_best(db *d, const char *workload_key, const db_device *dev, const char *template_name,
                   const char *template_version, trial *out, db_match *match, ct_err *err);
 
+/* The same for records a template change retired: the best OK trial of
+ * workload_key with template_name under any version but current_version
+ * (both required), this device's, else its compute capability's. */
+ct_status db_best_retired(db *d, const char *workload_key, const db_device *dev,
+                          const char *template_name, const char *current_version, trial *out,
+                          db_match *match, ct_err *err);
+
 /* Every trial of workload_key (any device when dev is NULL; else that
  * device name and cc), optionally of one template and template version
  * (NULL for any), in insertion order. Owned array: trials_free. */

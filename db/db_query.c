@@ -31,6 +31,11 @@ static const char SQL_BEST[] =
                  " AND (?2 IS NULL OR d.name = ?2) AND (?5 IS NULL OR p.name = ?5)"
                  " AND (?6 IS NULL OR p.version = ?6)"
                  " ORDER BY t.median_us, t.id";
+/* db_best_retired's: the same order, one template under every version but ?6 */
+static const char SQL_BEST_RETIRED[] =
+    TRIAL_SELECT " WHERE w.key = ?1 AND t.outcome = 'OK' AND d.cc_major = ?3 AND d.cc_minor = ?4"
+                 " AND (?2 IS NULL OR d.name = ?2) AND p.name = ?5 AND p.version <> ?6"
+                 " ORDER BY t.median_us, t.id";
 static const char SQL_TRIALS[] =
     TRIAL_SELECT " WHERE w.key = ?1" DEVICE_FILTER TEMPLATE_FILTER " ORDER BY t.id";
 static const char SQL_TRIALS_OTHER[] =
@@ -230,18 +235,17 @@ done:
   return st;
 }
 
-ct_status db_best(db *d, const char *workload_key, const db_device *dev, const char *template_name,
-                  const char *template_version, trial *out, db_match *match, ct_err *err) {
+/* db_best and db_best_retired: the first good row of sql on this device,
+ * else on its compute capability; what names the search in the message. */
+static ct_status best_of(db *d, const char *sql, const char *what, const char *workload_key,
+                         const db_device *dev, const char *template_name,
+                         const char *template_version, trial *out, db_match *match, ct_err *err) {
   ct_status st = CT_OK;
   sqlite3_stmt *s = NULL;
-  sqlite3 *h = d ? d->h : NULL;
+  sqlite3 *h = d->h;
   int found = 0;
-  if (match) *match = DB_MATCH_NONE;
-  if (out) memset(out, 0, sizeof *out);
-  if (!d || !workload_key || !dev || !out)
-    return ERR_SET(err, CT_ERR_INVALID_ARG, "db_best: NULL database, workload key or out");
   /* In order of median: a malformed best row gives way to the next best. */
-  SQL_TRY(h, err, sqlite3_prepare_v2(h, SQL_BEST, -1, &s, NULL));
+  SQL_TRY(h, err, sqlite3_prepare_v2(h, sql, -1, &s, NULL));
   if ((st = bind_filters(h, s, workload_key, dev, template_name, template_version, err)) != CT_OK)
     goto done;
   if ((st = first_good(d, s, out, &found, err)) != CT_OK) goto done;
@@ -255,13 +259,35 @@ ct_status db_best(db *d, const char *workload_key, const db_device *dev, const c
     if (found && match) *match = DB_MATCH_CC;
   }
   if (!found)
-    st = ERR_SET(err, CT_ERR_NOT_FOUND, "no OK trial of %s on %s or another sm_%d%d device%s%s",
-                 workload_key, dev->name, dev->cc_major, dev->cc_minor,
+    st = ERR_SET(err, CT_ERR_NOT_FOUND, "no OK %strial of %s on %s or another sm_%d%d device%s%s",
+                 what, workload_key, dev->name, dev->cc_major, dev->cc_minor,
                  template_name ? " with template " : "", template_name ? template_name : "");
 done:
   if (st != CT_OK && match) *match = DB_MATCH_NONE;
   sqlite3_finalize(s);
   return st;
+}
+
+ct_status db_best(db *d, const char *workload_key, const db_device *dev, const char *template_name,
+                  const char *template_version, trial *out, db_match *match, ct_err *err) {
+  if (match) *match = DB_MATCH_NONE;
+  if (out) memset(out, 0, sizeof *out);
+  if (!d || !workload_key || !dev || !out)
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "db_best: NULL database, workload key or out");
+  return best_of(d, SQL_BEST, "", workload_key, dev, template_name, template_version, out, match,
+                 err);
+}
+
+ct_status db_best_retired(db *d, const char *workload_key, const db_device *dev,
+                          const char *template_name, const char *current_version, trial *out,
+                          db_match *match, ct_err *err) {
+  if (match) *match = DB_MATCH_NONE;
+  if (out) memset(out, 0, sizeof *out);
+  if (!d || !workload_key || !dev || !template_name || !current_version || !out)
+    return ERR_SET(err, CT_ERR_INVALID_ARG,
+                   "db_best_retired: NULL database, workload key, template, version or out");
+  return best_of(d, SQL_BEST_RETIRED, "retired ", workload_key, dev, template_name,
+                 current_version, out, match, err);
 }
 
 ct_status db_trials(db *d, const char *workload_key, const db_device *dev,

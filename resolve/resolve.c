@@ -268,6 +268,27 @@ ct_status resolve_nearest(db *d, const db_device *dev, const arch *a, const temp
   return CT_OK;
 }
 
+ct_status resolve_retired(db *d, const db_device *dev, const arch *a, const template_desc *tpl,
+                          const ct_workload *pw, config *out, int *found, ct_err *err) {
+  *found = 0;
+  if (!d) return CT_OK;
+  resolution r;
+  memset(&r, 0, sizeof r);
+  r.tpl = tpl;
+  r.pw = *pw;
+  ct_status st = template_space(tpl, pw, &r.s, err);
+  if (st) return st;
+  char key[CT_KEY_MAX];
+  workload_key(pw, key, sizeof key);
+  if (db_best_retired(d, key, dev, tpl->name, template_version(tpl), &r.rec, NULL, NULL) == CT_OK &&
+      take_config(&r, a, &r.rec)) {
+    *out = r.cfg;
+    *found = 1;
+  }
+  resolution_free(&r);
+  return CT_OK;
+}
+
 /* (1) and (2) for one template: 1 with r->rec and r->cfg set, and the
  * match in *match. */
 static int try_exact(db *d, const db_device *dev, const arch *a, resolution *r, db_match *match) {

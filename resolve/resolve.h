@@ -54,6 +54,17 @@ ct_status resolve_nearest(db *d, const db_device *dev, const arch *a, const temp
                           const ct_workload *pw, config *out, char *key, size_t key_size,
                           int *found, ct_err *err);
 
+/* For the tuner too, outside the dispatch's order: pw's own best record
+ * under a version of tpl other than the current one (a change of the
+ * template or its headers retired it; this device's, else its compute
+ * capability's), adapted to the current space as a nearest workload's
+ * config is, into *out; *found 1 when it is valid there. The dispatch never
+ * runs it (its geometry may be the old kernel's); the tuner measures it
+ * first, so that a template change does not lose a config that was best.
+ * d may be NULL (none found). Fails only when pw's space cannot be built. */
+ct_status resolve_retired(db *d, const db_device *dev, const arch *a, const template_desc *tpl,
+                          const ct_workload *pw, config *out, int *found, ct_err *err);
+
 /* The heuristic default for pw: among a fixed sample of valid configs (the
  * same every time), the one whose shape is closest to what tuning finds good
  * on dp4a templates: 128-256 threads, a register tile of about 8

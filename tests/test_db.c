@@ -341,6 +341,60 @@ START_TEST(best_template_filter) {
 }
 END_TEST
 
+/* db_best_retired: the best OK trial of one template under any version but
+ * the current one, this device's before its compute capability's; the
+ * current version, other templates, failures and other keys never count. */
+START_TEST(best_retired_skips_the_current_version) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  db *d = open_db(path);
+  trial t[7];
+  make_trial(&t[0], "u0", KEY_A, TPL, VER, &H200, OUT_OK, 1.0, 0);  /* current: never */
+  make_trial(&t[1], "u1", KEY_A, TPL, VER2, &H200, OUT_OK, 6.0, 1);
+  make_trial(&t[2], "u2", KEY_A, TPL, "1111111111111111", &H200, OUT_OK, 5.0, 2);
+  make_trial(&t[3], "u3", KEY_A, TPL, VER2, &H200, OUT_WRONG_ANSWER, 0.5, 3);
+  make_trial(&t[4], "u4", KEY_A, TPL2, VER2, &H200, OUT_OK, 0.25, 4); /* another template */
+  make_trial(&t[5], "u5", KEY_B, TPL, VER2, &H200, OUT_OK, 0.125, 5); /* another key */
+  make_trial(&t[6], "u6", KEY_A, TPL, VER2, &H100, OUT_OK, 2.0, 6);  /* the same cc */
+  insert(d, t, 7, 0);
+  trial got;
+  db_match m;
+  ct_err err = {0};
+  /* of both retired versions, the faster; this device first */
+  ck_assert_msg(db_best_retired(d, KEY_A, &H200, TPL, VER, &got, &m, &err) == CT_OK, "%s", err.msg);
+  assert_same_trial(&t[2], &got);
+  ck_assert_int_eq(m, DB_MATCH_DEVICE);
+  trial_free(&got);
+  /* an H100 has its own */
+  ck_assert_int_eq(db_best_retired(d, KEY_A, &H100, TPL, VER, &got, &m, &err), CT_OK);
+  assert_same_trial(&t[6], &got);
+  trial_free(&got);
+  /* with VER2 current, VER's and 1111...'s are the retired ones */
+  ck_assert_int_eq(db_best_retired(d, KEY_A, &H200, TPL, VER2, &got, &m, &err), CT_OK);
+  assert_same_trial(&t[0], &got);
+  trial_free(&got);
+  /* another device of the compute capability */
+  const db_device other = {"NVIDIA H800", 9, 0, 132, 13000, 13000, "13.0"};
+  ck_assert_int_eq(db_best_retired(d, KEY_A, &other, TPL, VER, &got, &m, &err), CT_OK);
+  assert_same_trial(&t[6], &got);
+  ck_assert_int_eq(m, DB_MATCH_CC);
+  trial_free(&got);
+  /* none: another compute capability, or a template with no retired record */
+  ck_assert_int_eq(db_best_retired(d, KEY_A, &L40S, TPL, VER, &got, &m, &err), CT_ERR_NOT_FOUND);
+  ck_assert_ptr_nonnull(strstr(err.msg, "no OK retired trial"));
+  ck_assert_int_eq(m, DB_MATCH_NONE);
+  ck_assert_int_eq(db_best_retired(d, KEY_A, &H200, TPL2, VER2, &got, &m, &err),
+                   CT_ERR_NOT_FOUND);
+  ck_assert_int_eq(db_best_retired(d, KEY_A, &H200, TPL, NULL, &got, &m, &err),
+                   CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(db_best_retired(d, KEY_A, &H200, NULL, VER, &got, &m, &err),
+                   CT_ERR_INVALID_ARG);
+  free_all(t, 7);
+  db_close(d);
+}
+END_TEST
+
 /* ---- trial <-> JSON ------------------------------------------------------------------ */
 
 /* A finite double >= 0 from random bits: every exponent, subnormals included. */
@@ -1884,6 +1938,7 @@ static void add_queries(TCase *tc) {
   tcase_add_test(tc, best_lowest_ok_ignores_failures);
   tcase_add_test(tc, best_falls_back_to_same_cc);
   tcase_add_test(tc, best_template_filter);
+  tcase_add_test(tc, best_retired_skips_the_current_version);
   tcase_add_test(tc, trials_order_and_filters);
   tcase_add_test(tc, trials_other_excludes_the_workload);
   tcase_add_test(tc, kernel_cache_store_load_replace);

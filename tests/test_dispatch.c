@@ -198,6 +198,7 @@ typedef struct fixture {
   ct_workload n2;  /* T with batch 2: distance 1 */
   ct_workload old; /* records of an old template version only */
   char w1_best[1024], w1_l40s[1024], a_best[1024], b_best[1024];
+  char w1_old[1024], old_best[1024]; /* the old version's records */
 } fixture;
 
 enum { WITH_A = 1, WITH_B = 2, WITH_N2 = 4, WITH_ALL = 7 };
@@ -221,7 +222,7 @@ static void build_db(fixture *f, int which) {
   put_trial(d, "w1-2", &f->w1, NULL, &H200, OUT_OK, 5.0, 2, f->w1_best);
   put_trial(d, "w1-3", &f->w1, NULL, &H200, OUT_WRONG_ANSWER, 1.0, 3, NULL);
   put_trial(d, "w1-4", &f->w1, NULL, &H200, OUT_RUNTIME_ERROR, 0.0, 4, NULL);
-  put_trial(d, "w1-5", &f->w1, VER_OLD, &H200, OUT_OK, 0.5, 5, NULL);
+  put_trial(d, "w1-5", &f->w1, VER_OLD, &H200, OUT_OK, 0.5, 5, f->w1_old);
   put_trial(d, "w1-6", &f->w1, NULL, &L40S, OUT_OK, 0.25, 6, f->w1_l40s);
   if (which & WITH_A) {
     put_trial(d, "a-1", &f->a, NULL, &H200, OUT_OK, 20.0, 11, NULL);
@@ -229,7 +230,7 @@ static void build_db(fixture *f, int which) {
   }
   if (which & WITH_B) put_trial(d, "b-1", &f->b, NULL, &H200, OUT_OK, 3.0, 21, f->b_best);
   if (which & WITH_N2) put_trial(d, "n2-1", &f->n2, NULL, &H200, OUT_OK, 1.0, 31, NULL);
-  put_trial(d, "old-1", &f->old, VER_OLD, &H200, OUT_OK, 2.0, 41, NULL);
+  put_trial(d, "old-1", &f->old, VER_OLD, &H200, OUT_OK, 2.0, 41, f->old_best);
   db_close(d);
 }
 
@@ -413,6 +414,75 @@ START_TEST(nearest_falls_through_invalid_candidates) {
   resolve_on(f.path, &H200, "sm_90", &f.t, &r);
   expect_record(&r.ex, CT_SOURCE_NEAREST, f.b_best, 3.0, &f.b, H200.name);
   expect_valid(&r, "sm_90");
+  resolution_free(&r);
+}
+END_TEST
+
+/* The index of config JSON json in w's packed space. */
+static uint64_t json_index(const ct_workload *w, const char *json) {
+  ct_workload pw;
+  workload_packed(w, &pw);
+  space s;
+  space_init(&s);
+  ck_assert_int_eq(template_space(tpl2d(), &pw, &s, NULL), CT_OK);
+  cJSON *j = cJSON_Parse(json);
+  config c;
+  ck_assert_int_eq(space_config_from_json(&s, j, &c, NULL), CT_OK);
+  cJSON_Delete(j);
+  const uint64_t idx = space_index(&s, &c);
+  space_free(&s);
+  return idx;
+}
+
+/* resolve_retired, the tuner's first trial after a template change: the
+ * workload's own best record under another version (w1's at 0.5 us, not
+ * its current 5.0), this device's or its compute capability's; none for
+ * a workload without one, on another compute capability, or without a
+ * database. The dispatch itself never takes it. */
+START_TEST(retired_best_for_the_tuner) {
+  fixture f;
+  build_db(&f, WITH_ALL);
+  db *d = NULL;
+  ct_err err = {0};
+  ck_assert_msg(db_open(f.path, 1, &d, &err) == CT_OK, "%s", err.msg);
+  arch a = arch_named("sm_90");
+  ct_workload pw;
+  config cfg;
+  int found = -1;
+  workload_packed(&f.w1, &pw);
+  ck_assert_int_eq(resolve_retired(d, &H200, &a, tpl2d(), &pw, &cfg, &found, &err), CT_OK);
+  ck_assert_int_eq(found, 1);
+  space s;
+  space_init(&s);
+  ck_assert_int_eq(template_space(tpl2d(), &pw, &s, NULL), CT_OK);
+  ck_assert(space_index(&s, &cfg) == json_index(&f.w1, f.w1_old));
+  ck_assert(json_index(&f.w1, f.w1_old) != json_index(&f.w1, f.w1_best)); /* not the current best */
+  space_free(&s);
+  /* the H100 shares the H200's compute capability */
+  ck_assert_int_eq(resolve_retired(d, &H100, &a, tpl2d(), &pw, &cfg, &found, &err), CT_OK);
+  ck_assert_int_eq(found, 1);
+  arch a80 = arch_named("sm_80");
+  ck_assert_int_eq(resolve_retired(d, &A100, &a80, tpl2d(), &pw, &cfg, &found, &err), CT_OK);
+  ck_assert_int_eq(found, 0);
+  /* a workload with old records only */
+  workload_packed(&f.old, &pw);
+  ck_assert_int_eq(resolve_retired(d, &H200, &a, tpl2d(), &pw, &cfg, &found, &err), CT_OK);
+  ck_assert_int_eq(found, 1);
+  space_init(&s);
+  ck_assert_int_eq(template_space(tpl2d(), &pw, &s, NULL), CT_OK);
+  ck_assert(space_index(&s, &cfg) == json_index(&f.old, f.old_best));
+  space_free(&s);
+  /* never tuned */
+  workload_packed(&f.t, &pw);
+  ck_assert_int_eq(resolve_retired(d, &H200, &a, tpl2d(), &pw, &cfg, &found, &err), CT_OK);
+  ck_assert_int_eq(found, 0);
+  db_close(d);
+  ck_assert_int_eq(resolve_retired(NULL, &H200, &a, tpl2d(), &pw, &cfg, &found, &err), CT_OK);
+  ck_assert_int_eq(found, 0);
+  /* the dispatch serves the old workload by nothing of its own */
+  resolution r;
+  resolve_on(f.path, &H200, "sm_90", &f.old, &r);
+  ck_assert_int_ne(r.ex.source, CT_SOURCE_EXACT);
   resolution_free(&r);
 }
 END_TEST
@@ -1522,6 +1592,7 @@ static void add_lookup(TCase *tc) {
   tcase_add_test(tc, nearest_valid_candidate);
   tcase_add_test(tc, nearest_falls_through_invalid_candidates);
   tcase_add_test(tc, nearest_alone_for_the_tuner);
+  tcase_add_test(tc, retired_best_for_the_tuner);
   tcase_add_test(tc, no_valid_candidate_is_default);
   tcase_add_test(tc, no_database_is_default);
   tcase_add_test(tc, open_arch_explains_by_compute_capability);

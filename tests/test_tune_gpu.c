@@ -13,7 +13,8 @@
  * 3 with a dilation along W) is refused with a message naming the layout;
  * the wgmma part is skipped, with a message, when the GPU is not sm_90.
  * A workload's first trial is the nearest tuned workload's best config,
- * or with none tuned the template's default.
+ * or with none tuned the template's default; after a template change, its
+ * own best config under the retired version.
  * Exits 77 without a GPU.
  */
 #include <check.h>
@@ -71,7 +72,7 @@ static const template_desc fault_tpl = {
     .instance = f_instance,
 };
 
-static char db_path[256], near_path[256];
+static char db_path[256], near_path[256], retired_path[256];
 
 static void small_workload(ct_workload *w) {
   workload_init(w, CT_OP_CONV2D);
@@ -337,11 +338,83 @@ START_TEST(the_first_trial_is_the_nearest_best) {
 }
 END_TEST
 
+/* After a template change (the version of every record but the new one's
+ * retired: here the records of 24 trials copied under another version), a
+ * workload's first trial is its best config of before, measured again
+ * under the current version, ahead of the nearest and the default. */
+START_TEST(the_first_trial_is_the_retired_best) {
+  tune_opts o;
+  tune_opts_default(&o);
+  search_opts_default(&o.search, "random");
+  o.search.seed = 12;
+  o.n_trials = 24;
+  o.transfer = 0;
+  const template_desc *tpl = real();
+  ct_workload w;
+  small_workload(&w);
+  ct_err err = {0};
+  tune_result res;
+  char fresh[300];
+  snprintf(fresh, sizeof fresh, "%s.fresh", retired_path);
+  tuner *t = NULL;
+  ck_assert_msg(tuner_open(fresh, &o, &t, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(tuner_tune(t, "retired", &w, tpl, NULL, NULL, &res, &err) == CT_OK, "%s", err.msg);
+  tuner_close(t);
+  /* the 24 trials under a retired version, in a database of their own */
+  db *d = NULL;
+  char key[CT_KEY_MAX];
+  trial *tr = NULL;
+  int n = 0;
+  workload_key(&w, key, sizeof key);
+  ck_assert_int_eq(db_open(fresh, 1, &d, &err), CT_OK);
+  ck_assert_int_eq(db_trials(d, key, NULL, tpl->name, NULL, &tr, &n, &err), CT_OK);
+  db_close(d);
+  ck_assert_int_eq(n, 24);
+  /* the default, which a tuning measures first without the retired record */
+  arch a;
+  space s;
+  config dflt;
+  ck_assert_int_eq(arch_from_name(tr[0].arch, &a, &err), CT_OK);
+  ck_assert_int_eq(template_space(tpl, &w, &s, &err), CT_OK);
+  ck_assert_int_eq(resolve_default(tpl, &w, &s, &a, &dflt, &err), CT_OK);
+  const uint64_t dflt_index = space_index(&s, &dflt);
+  space_free(&s);
+  /* the retired best: an OK trial other than the default, made the fastest */
+  int best = -1;
+  for (int i = 0; i < n; i++) {
+    ck_assert_str_eq(tr[i].template_version, template_version(tpl));
+    snprintf(tr[i].template_version, sizeof tr[i].template_version, "0000000000000000");
+    tr[i].uid[0] = 'r'; /* another uid, the same trial */
+    if (best < 0 && tr[i].outcome == OUT_OK && tr[i].config_index != dflt_index) best = i;
+  }
+  ck_assert_int_ge(best, 0);
+  tr[best].median_us = 1e-3;
+  const uint64_t want = tr[best].config_index;
+  ck_assert_int_eq(db_open(retired_path, 0, &d, &err), CT_OK);
+  ck_assert_msg(db_insert_trials(d, tr, n, NULL, &err) == CT_OK, "%s", err.msg);
+  db_close(d);
+  trials_free(tr, n);
+  /* tuned again, one trial: the retired best */
+  o.n_trials = 1;
+  ck_assert_msg(tuner_open(retired_path, &o, &t, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(tuner_tune(t, "retired", &w, tpl, NULL, NULL, &res, &err) == CT_OK, "%s", err.msg);
+  tuner_close(t);
+  ck_assert_int_eq(res.n_trials, 1);
+  ck_assert_int_eq(db_open(retired_path, 1, &d, &err), CT_OK);
+  ck_assert_int_eq(db_trials(d, key, NULL, tpl->name, template_version(tpl), &tr, &n, &err), CT_OK);
+  db_close(d);
+  ck_assert_int_eq(n, 1);
+  ck_assert_msg(tr[0].config_index == want, "first trial %s", tr[0].config_json);
+  trials_free(tr, n);
+}
+END_TEST
+
 static void add_tune_gpu(TCase *tc) {
   tcase_add_test(tc, planted_faults_are_recorded_and_tuning_completes);
   tcase_add_test(tc, resume_never_measures_a_config_twice);
   tcase_add_test(tc, nhwc_is_tuned_as_it_is);
   tcase_add_test(tc, the_first_trial_is_the_nearest_best);
+  tcase_add_test(tc, the_first_trial_is_the_retired_best);
 }
 
 static const test_case suite_cases[] = {
@@ -354,6 +427,7 @@ static const test_case suite_cases[] = {
 static int have_gpu(char *why, size_t size) {
   snprintf(db_path, sizeof db_path, "%s/t.db", test_root());
   snprintf(near_path, sizeof near_path, "%s/near.db", test_root());
+  snprintf(retired_path, sizeof retired_path, "%s/retired.db", test_root());
   return tuner_probe(why, size);
 }
 

@@ -31,6 +31,10 @@ typedef struct tune_store {
    * valid for pw on a (resolve_nearest), *found 1 when there is one. */
   ct_status (*nearest)(void *ctx, const arch *a, const template_desc *tpl, const ct_workload *pw,
                        config *out, int *found, ct_err *err);
+  /* The best config of pw itself under a retired version of tpl, valid for
+   * pw on a now (resolve_retired), *found 1 when there is one. */
+  ct_status (*retired)(void *ctx, const arch *a, const template_desc *tpl, const ct_workload *pw,
+                       config *out, int *found, ct_err *err);
   /* Keep a batch of trials, all or none of it; the device is stamped. */
   ct_status (*record)(void *ctx, trial *trials, int n, ct_err *err);
   /* The best OK trial of key with tpl on this very device into *out (owned:

@@ -49,6 +49,12 @@ static ct_status nearest(void *ctx, const arch *a, const template_desc *tpl, con
   return resolve_nearest(s->db, &s->dev, a, tpl, pw, out, NULL, 0, found, err);
 }
 
+static ct_status retired(void *ctx, const arch *a, const template_desc *tpl, const ct_workload *pw,
+                         config *out, int *found, ct_err *err) {
+  store_db *s = ctx;
+  return resolve_retired(s->db, &s->dev, a, tpl, pw, out, found, err);
+}
+
 static ct_status record(void *ctx, trial *trs, int n, ct_err *err) {
   store_db *s = ctx;
   for (int i = 0; i < n; i++) trs[i].device = s->dev;
@@ -105,6 +111,7 @@ ct_status tune_store_db_open(const char *db_path, const device *dev, tune_store 
                       .trials = trials,
                       .trials_other = trials_other,
                       .nearest = nearest,
+                      .retired = retired,
                       .record = record,
                       .best = best,
                       .has_kernel = has_kernel,

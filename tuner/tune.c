@@ -279,13 +279,18 @@ done:
   return st;
 }
 
-/* Queue the task's first trials: the best config of the nearest tuned
- * workload and, with dflt, the template's default (see tune_session_open). */
+/* Queue the task's first trials: the workload's best config under a
+ * retired version of the template, the best config of the nearest tuned
+ * workload and, with dflt, the template's default (see
+ * tune_session_open). */
 static ct_status queue_first(tune_session *ss, int dflt, ct_err *err) {
   tuner *t = ss->t;
   config seed;
   int found = 0;
-  ct_status st = t->store.nearest(t->store.ctx, &t->dev.arch, ss->tpl, &ss->w, &seed, &found, err);
+  ct_status st = t->store.retired(t->store.ctx, &t->dev.arch, ss->tpl, &ss->w, &seed, &found, err);
+  if (st) return st;
+  if (found) search_first(ss->se, &seed);
+  st = t->store.nearest(t->store.ctx, &t->dev.arch, ss->tpl, &ss->w, &seed, &found, err);
   if (st) return st;
   if (found) search_first(ss->se, &seed);
   if (dflt && resolve_default(ss->tpl, &ss->w, &ss->s, &t->dev.arch, &seed, NULL) == CT_OK)
@@ -324,9 +329,13 @@ ct_status tune_session_open(tuner *t, const char *name, const ct_workload *w,
   ss->res.n_resumed = resume(t, ss->se, tpl, w, &ss->s, &best_us);
   if (o->transfer && !strcmp(o->search.kind, "xgb"))
     ss->n_transfer = seed_transfer(t, ss->se, tpl, ss->key);
-  /* the first trials, unless measured before: what the dispatch runs for
-   * this workload untuned, the best config of the nearest tuned workload
-   * (resolve.h), then the template's default, the dispatch's own
+  /* the first trials, unless measured before: the workload's best config
+   * under a retired version of the template (resolve_retired: a change to
+   * the template or its headers retires every record, and a fresh search
+   * of 64 trials can miss what 256 found: ResNet3D-18 b8's l1_3x3x3 lost
+   * 19% so at e19bc32, its old config as fast as ever); what the dispatch
+   * runs for this workload untuned, the best config of the nearest tuned
+   * workload (resolve.h), then the template's default, the dispatch's own
    * (resolve_default: the preferred hook, else a scored sample). A model
    * or a random draw can miss both: on ResNet-50 b1's l4_3x3_512_s2, 64
    * trials held no split-K config, which fills the SMs there; on b16's
@@ -383,8 +392,9 @@ static void note_fallback(tune_session *ss) {
 }
 
 /* Take the runner (a session sets its task only when another one had it)
- * and, on every run after the first, queue the nearest tuned workload's
- * best config again (other tasks' rounds may have changed it). */
+ * and, on every run after the first, queue the first trials again (other
+ * tasks' rounds may have changed the nearest tuned workload's best; what
+ * was measured is not queued). */
 static ct_status run_begin(tune_session *ss, int n_trials, ct_err *err) {
   tuner *t = ss->t;
   ct_status st;
