@@ -176,6 +176,32 @@ ct_status ct_workload_key(const ct_workload *w, char *buf, size_t size) {
   return CT_OK;
 }
 
+ct_status ct_workload_parse(const char *text, ct_workload *out, char *msg, size_t msg_size) {
+  ct_err err = {0};
+  ct_status st;
+  if (msg && msg_size) msg[0] = '\0';
+  if (!text || !out) {
+    if (msg && msg_size) snprintf(msg, msg_size, "ct_workload_parse: NULL text or out");
+    return CT_ERR_INVALID_ARG;
+  }
+  /* a JSON object starts with '{' (after blanks); anything else is a key */
+  const char *p = text;
+  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+  st = *p == '{' ? workload_from_json_text(text, out, &err) : workload_from_key(text, out, &err);
+  if (st && msg && msg_size) snprintf(msg, msg_size, "%s", err.msg);
+  return st;
+}
+
+int ct_workload_out_dims(const ct_workload *w, int64_t dims[6]) {
+  if (!w || !dims || workload_validate(w, NULL)) return 0;
+  return workload_out_dims(w, dims);
+}
+
+int64_t ct_workload_ops(const ct_workload *w) {
+  if (!w || workload_validate(w, NULL)) return -1;
+  return workload_ops(w);
+}
+
 size_t ct_packed_weights_bytes(const ct_workload *w) {
   /* nhwc's OHWI weights are used as they are: there are no packed ones */
   if (!w || w->layout == CT_LAYOUT_NHWC || workload_validate(w, NULL)) return 0;

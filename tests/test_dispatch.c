@@ -1585,6 +1585,79 @@ END_TEST
 
 /* ---- main ------------------------------------------------------------------------------ */
 
+/* ct_workload_parse takes a canonical key or a JSON object, as the command
+ * line does, and gives the workload whose key is that key; it refuses a
+ * key out of canonical form (naming it), an unknown JSON field, an invalid
+ * workload and NULL, each with its message, and truncates a short message
+ * buffer. ct_workload_out_dims and ct_workload_ops give the internal
+ * values, 0 and -1 for an invalid workload. */
+START_TEST(workload_parse_shape_and_ops) {
+  static const char *keys[] = {
+      "conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1.1x1-d1x1",
+      "conv2d-nhwc-i8.i8.i8-n256-c64-k256-56x56-r1x1-s1x1-p0x0.0x0-d1x1-bias-qc-res-onnx",
+      "conv3d-ndhwc-i8.i8.i32-n8-c64-k64-16x56x56-r3x3x3-s1x1x1-p1x1x1.1x1x1-d1x1x1",
+  };
+  char msg[256], key[CT_KEY_MAX];
+  for (int i = 0; i < 3; i++) {
+    ct_workload w;
+    ck_assert_msg(ct_workload_parse(keys[i], &w, msg, sizeof msg) == CT_OK, "%s: %s", keys[i], msg);
+    ck_assert_str_eq(msg, "");
+    ck_assert_int_eq(ct_workload_key(&w, key, sizeof key), CT_OK);
+    ck_assert_str_eq(key, keys[i]);
+    int64_t dims[6], want[6];
+    const int nd = ct_workload_out_dims(&w, dims);
+    ck_assert_int_eq(nd, workload_out_dims(&w, want));
+    for (int d = 0; d < nd; d++) ck_assert_int_eq(dims[d], want[d]);
+    ck_assert_int_eq(ct_workload_ops(&w), workload_ops(&w));
+  }
+  /* the first key's output: 16 x 16 x 28 x 28 x 4; 2 x 16 x 64 x 784 x 64 x 9 ops */
+  ct_workload w;
+  ck_assert_int_eq(ct_workload_parse(keys[0], &w, NULL, 0), CT_OK);
+  int64_t dims[6];
+  ck_assert_int_eq(ct_workload_out_dims(&w, dims), 5);
+  ck_assert(dims[0] == 16 && dims[1] == 16 && dims[2] == 28 && dims[3] == 28 && dims[4] == 4);
+  ck_assert_int_eq(ct_workload_ops(&w), 2LL * 16 * 64 * 28 * 28 * 64 * 9);
+  /* JSON: the same workload as the first key, with blanks before it */
+  const char *json = " \n{\"op\": \"conv2d\", \"layout\": \"nchw4c\", \"n\": 16, \"c\": 64, "
+                     "\"k\": 64, \"h\": 56, \"w\": 56, \"kernel\": 3, \"stride\": 2, \"pad\": 1}";
+  ct_workload j;
+  ck_assert_msg(ct_workload_parse(json, &j, msg, sizeof msg) == CT_OK, "%s", msg);
+  ck_assert_int_eq(ct_workload_key(&j, key, sizeof key), CT_OK);
+  ck_assert_str_eq(key, keys[0]);
+  /* refusals, each with its message */
+  /* the padding in a short form: not canonical */
+  const char *short_pad = "conv2d-nchw4c-i8.i8.i32-n16-c64-k64-56x56-r3x3-s2x2-p1x1-d1x1";
+  ck_assert_int_eq(ct_workload_parse(short_pad, &w, msg, sizeof msg), CT_ERR_PARSE);
+  ck_assert_int_gt((int)strlen(msg), 0);
+  ck_assert_int_eq(ct_workload_parse("{\"op\": \"conv2d\", \"c\": 64, \"k\": 64, \"h\": 56, "
+                                     "\"w\": 56, \"kernel\": 3, \"strid\": 2}",
+                                     &w, msg, sizeof msg),
+                   CT_ERR_INVALID_WORKLOAD);
+  ck_assert_ptr_nonnull(strstr(msg, "strid"));
+  const ct_status st = ct_workload_parse(
+      "{\"op\": \"conv2d\", \"c\": 0, \"k\": 64, \"h\": 56, \"w\": 56, \"kernel\": 3}", &w,
+      msg, sizeof msg);
+  ck_assert_msg(st == CT_ERR_INVALID_WORKLOAD || st == CT_ERR_PARSE, "%s", ct_status_name(st));
+  ck_assert_int_gt((int)strlen(msg), 0);
+  ck_assert_int_eq(ct_workload_parse("{\"op\": ", &w, msg, sizeof msg), CT_ERR_PARSE);
+  ck_assert_int_eq(ct_workload_parse(NULL, &w, msg, sizeof msg), CT_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(msg, "NULL"));
+  ck_assert_int_eq(ct_workload_parse(keys[0], NULL, NULL, 0), CT_ERR_INVALID_ARG);
+  char tiny[8];
+  ck_assert_int_eq(ct_workload_parse("nonsense", &w, tiny, sizeof tiny), CT_ERR_PARSE);
+  ck_assert_uint_eq(strlen(tiny), sizeof tiny - 1); /* truncated and terminated */
+  /* invalid workloads: no dims, no ops */
+  ct_workload bad;
+  ck_assert_int_eq(ct_workload_parse(keys[0], &bad, NULL, 0), CT_OK);
+  bad.c = 0;
+  ck_assert_int_eq(ct_workload_out_dims(&bad, dims), 0);
+  ck_assert_int_eq(ct_workload_ops(&bad), -1);
+  ck_assert_int_eq(ct_workload_out_dims(NULL, dims), 0);
+  ck_assert_int_eq(ct_workload_out_dims(&w, NULL), 0);
+  ck_assert_int_eq(ct_workload_ops(NULL), -1);
+}
+END_TEST
+
 static void add_lookup(TCase *tc) {
   tcase_add_test(tc, exact_then_same_cc_then_neither);
   tcase_add_test(tc, old_template_version_ignored);
@@ -1614,6 +1687,7 @@ static void add_errors(TCase *tc) {
   tcase_add_test(tc, open_rejects_bad_arguments);
   tcase_add_test(tc, conv_rejects_bad_arguments);
   tcase_add_test(tc, explain_and_helpers_reject_bad_arguments);
+  tcase_add_test(tc, workload_parse_shape_and_ops);
   tcase_add_test(tc, strerror_of_every_status);
   tcase_add_test(tc, library_prints_nothing);
 }

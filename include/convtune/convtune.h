@@ -156,6 +156,28 @@ CT_API void ct_workload_init(ct_workload *w, ct_op op);
  * records carry. CT_ERR_INVALID_WORKLOAD (message in buf) when w is not valid. */
 CT_API ct_status ct_workload_key(const ct_workload *w, char *buf, size_t size);
 
+/* A workload from text into *out (valid): its canonical key
+ * (ct_workload_key's form) or a JSON object, as the command line takes
+ * them (`convtune tune KEY | '{JSON}'`): op, c, k, h, w (and d), kernel;
+ * n, stride, pad, dilation, groups, layout, data_type, weight_type,
+ * out_type and the epilogue's fields optional; an unknown field is
+ * refused. A key that is not canonical is
+ * refused with its canonical form in the message. CT_ERR_PARSE or
+ * CT_ERR_INVALID_WORKLOAD (or CT_ERR_INVALID_ARG: NULL text or out), the
+ * message into msg (msg_size bytes; NULL and 0 for none). */
+CT_API ct_status ct_workload_parse(const char *text, ct_workload *out, char *msg, size_t msg_size);
+
+/* The output tensor's dimensions in w's layout, outermost first, into dims
+ * (room for 6); returns their number, or 0 when w is not valid. NCHW: N,
+ * C, [D,] H, W; NCHW4c: N, ceil(C / 4), [D,] H, W, 4; NHWC: N, [D,] H, W,
+ * C; C and the sizes those after depth_to_space. */
+CT_API int ct_workload_out_dims(const ct_workload *w, int64_t dims[6]);
+
+/* The operations of w: 2 (multiply and add) x N x K x output pixels x
+ * C / groups x the kernel's volume, saturated at INT64_MAX; -1 when w is
+ * not valid. */
+CT_API int64_t ct_workload_ops(const ct_workload *w);
+
 /* ---- Dispatch -------------------------------------------------------------
  * A context binds a database (read-only: the library never writes it) and a
  * GPU. The first call of a workload looks its kernel up (this device's best
