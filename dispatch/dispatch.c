@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cJSON.h>
 #include <cuda_runtime.h>
 
 #include "convtune/convtune.h"
@@ -189,6 +190,35 @@ ct_status ct_workload_parse(const char *text, ct_workload *out, char *msg, size_
   while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
   st = *p == '{' ? workload_from_json_text(text, out, &err) : workload_from_key(text, out, &err);
   if (st && msg && msg_size) snprintf(msg, msg_size, "%s", err.msg);
+  return st;
+}
+
+ct_status ct_workload_json(const ct_workload *w, char *buf, size_t size) {
+  ct_err err = {0};
+  if (!w || !buf || !size) {
+    if (buf && size) snprintf(buf, size, "ct_workload_json: NULL workload or buffer");
+    return CT_ERR_INVALID_ARG;
+  }
+  if (workload_validate(w, &err)) {
+    snprintf(buf, size, "%s", err.msg);
+    return err.status;
+  }
+  cJSON *j = workload_to_json(w);
+  char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+  cJSON_Delete(j);
+  if (!text) {
+    snprintf(buf, size, "ct_workload_json: out of memory");
+    return CT_ERR_NO_MEMORY;
+  }
+  const size_t n = strlen(text);
+  ct_status st = CT_OK;
+  if (n >= size) {
+    snprintf(buf, size, "ct_workload_json: %zu bytes needed, the buffer has %zu", n + 1, size);
+    st = CT_ERR_INVALID_ARG;
+  } else {
+    memcpy(buf, text, n + 1);
+  }
+  free(text);
   return st;
 }
 

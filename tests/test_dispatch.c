@@ -1610,6 +1610,18 @@ START_TEST(workload_parse_shape_and_ops) {
     for (int d = 0; d < nd; d++) ck_assert_int_eq(dims[d], want[d]);
     ck_assert_int_eq(ct_workload_ops(&w), workload_ops(&w));
   }
+  /* the JSON form reads back as the same workload; a short buffer is refused */
+  for (int i = 0; i < 3; i++) {
+    ct_workload w, back;
+    char json[1024], small[80];
+    ck_assert_int_eq(ct_workload_parse(keys[i], &w, NULL, 0), CT_OK);
+    ck_assert_int_eq(ct_workload_json(&w, json, sizeof json), CT_OK);
+    ck_assert_msg(ct_workload_parse(json, &back, msg, sizeof msg) == CT_OK, "%s: %s", json, msg);
+    ck_assert_int_eq(ct_workload_key(&back, key, sizeof key), CT_OK);
+    ck_assert_str_eq(key, keys[i]);
+    ck_assert_int_eq(ct_workload_json(&w, small, sizeof small), CT_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(small, "needed"));
+  }
   /* the first key's output: 16 x 16 x 28 x 28 x 4; 2 x 16 x 64 x 784 x 64 x 9 ops */
   ct_workload w;
   ck_assert_int_eq(ct_workload_parse(keys[0], &w, NULL, 0), CT_OK);
@@ -1652,6 +1664,9 @@ START_TEST(workload_parse_shape_and_ops) {
   bad.c = 0;
   ck_assert_int_eq(ct_workload_out_dims(&bad, dims), 0);
   ck_assert_int_eq(ct_workload_ops(&bad), -1);
+  ck_assert_int_eq(ct_workload_json(&bad, msg, sizeof msg), CT_ERR_INVALID_WORKLOAD);
+  ck_assert_ptr_nonnull(strstr(msg, "c (input channels)"));
+  ck_assert_int_eq(ct_workload_json(NULL, msg, sizeof msg), CT_ERR_INVALID_ARG);
   ck_assert_int_eq(ct_workload_out_dims(NULL, dims), 0);
   ck_assert_int_eq(ct_workload_out_dims(&w, NULL), 0);
   ck_assert_int_eq(ct_workload_ops(NULL), -1);

@@ -167,6 +167,13 @@ CT_API ct_status ct_workload_key(const ct_workload *w, char *buf, size_t size);
  * message into msg (msg_size bytes; NULL and 0 for none). */
 CT_API ct_status ct_workload_parse(const char *text, ct_workload *out, char *msg, size_t msg_size);
 
+/* The canonical JSON object of w (the form ct_workload_parse reads, as
+ * `convtune workload --json` prints it, on one line) into buf. Fails with
+ * CT_ERR_INVALID_WORKLOAD when w is not valid, CT_ERR_INVALID_ARG when buf
+ * is NULL or too small (its size is then the message's), the message in
+ * buf where it fits. */
+CT_API ct_status ct_workload_json(const ct_workload *w, char *buf, size_t size);
+
 /* The output tensor's dimensions in w's layout, outermost first, into dims
  * (room for 6); returns their number, or 0 when w is not valid. NCHW: N,
  * C, [D,] H, W; NCHW4c: N, ceil(C / 4), [D,] H, W, 4; NHWC: N, [D,] H, W,
