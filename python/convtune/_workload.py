@@ -1,0 +1,194 @@
+"""convtune.Workload: one convolution, as libconvtune describes it (ct_workload)."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from . import _capi
+from ._errors import ConvtuneError, check
+
+_DTYPES = {_capi.DTYPE_INT8: "int8", _capi.DTYPE_UINT8: "uint8", _capi.DTYPE_INT32: "int32"}
+
+
+class Workload:
+    """One convolution: op, shapes, data types, layout and epilogue; no schedule.
+
+    Built from a canonical key, a JSON object (a dict, or its text) or keyword
+    arguments with the JSON object's fields, exactly as `convtune workload`
+    takes them: op, c, k, h, w (and d for conv3d), kernel; optional n, stride,
+    pad, dilation, groups, layout, data_type, weight_type, out_type and the
+    epilogue's fields (data_zero_point, weight_zero_point, bias, residual,
+    scale, depth_to_space, d2s_mode, rounding). The library parses and
+    validates it (ct_workload_parse); an unknown field, a key out of canonical
+    form or an invalid workload raises ConvtuneError with its message.
+
+    >>> w = Workload(op="conv2d", c=64, k=64, h=56, w=56, kernel=3, pad=1, layout="nhwc")
+    >>> w.key
+    'conv2d-nhwc-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1'
+    """
+
+    __slots__ = ("_s", "_key")
+
+    def __init__(self, spec: str | Mapping[str, Any] | None = None, /, **fields: Any) -> None:
+        if spec is not None and fields:
+            raise TypeError("Workload: a key or JSON object, or keyword arguments, not both")
+        if spec is None:
+            if not fields:
+                raise TypeError("Workload: give a key, a JSON object or the fields as keywords")
+            spec = fields
+        if isinstance(spec, Mapping):
+            text = json.dumps(dict(spec))
+        elif isinstance(spec, str):
+            text = spec
+        else:
+            raise TypeError(f"Workload: a key, a JSON object or a dict, not {type(spec).__name__}")
+        s = _capi.WorkloadStruct()
+        msg = ctypes.create_string_buffer(1024)
+        st = _capi.lib.ct_workload_parse(text.encode(), ctypes.byref(s), msg, len(msg))
+        check(st, msg.value.decode(errors="replace") or "ct_workload_parse failed")
+        key = ctypes.create_string_buffer(_capi.KEY_MAX)
+        check(_capi.lib.ct_workload_key(ctypes.byref(s), key, len(key)), key.value.decode())
+        self._s = s
+        self._key = key.value.decode()
+
+    @classmethod
+    def from_key(cls, key: str) -> "Workload":
+        """The workload of a canonical key."""
+        if key.lstrip().startswith("{"):
+            raise ConvtuneError(-4, f"from_key: {key!r} is JSON, not a key")
+        return cls(key)
+
+    @classmethod
+    def from_json(cls, obj: str | Mapping[str, Any]) -> "Workload":
+        """The workload of a JSON object (a dict, or its text)."""
+        if isinstance(obj, str) and not obj.lstrip().startswith("{"):
+            raise ConvtuneError(-4, f"from_json: {obj!r} is not a JSON object")
+        return cls(obj)
+
+    # ---- what the library says about it -------------------------------
+    @property
+    def key(self) -> str:
+        """The canonical key: the name its tuning records carry."""
+        return self._key
+
+    def to_json(self) -> dict[str, Any]:
+        """The canonical JSON object (ct_workload_json), as a dict."""
+        buf = ctypes.create_string_buffer(4096)
+        check(_capi.lib.ct_workload_json(ctypes.byref(self._s), buf, len(buf)), buf.value.decode())
+        return json.loads(buf.value.decode())
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        """The output tensor's shape in the workload's layout (after depth_to_space)."""
+        dims = (ctypes.c_int64 * 6)()
+        n = _capi.lib.ct_workload_out_dims(ctypes.byref(self._s), dims)
+        if n <= 0:  # a Workload is valid by construction
+            raise ConvtuneError(-12, "ct_workload_out_dims refused a parsed workload")
+        return tuple(int(d) for d in dims[:n])
+
+    @property
+    def ops(self) -> int:
+        """2 (multiply and add) x N x K x output pixels x C / groups x kernel volume."""
+        return int(_capi.lib.ct_workload_ops(ctypes.byref(self._s)))
+
+    # ---- the fields, read from the struct ----------------------------------
+    @property
+    def op(self) -> str:
+        return "conv3d" if self._s.op == _capi.OP_CONV3D else "conv2d"
+
+    @property
+    def nd(self) -> int:
+        """Spatial dimensions: 2 or 3."""
+        return 3 if self._s.op == _capi.OP_CONV3D else 2
+
+    @property
+    def layout(self) -> str:
+        """"nchw", "nchw4c" or "nhwc" (conv3d: "ncdhw", "ncdhw4c", "ndhwc")."""
+        names = {
+            _capi.LAYOUT_NCHW: ("nchw", "ncdhw"),
+            _capi.LAYOUT_NCHW4C: ("nchw4c", "ncdhw4c"),
+            _capi.LAYOUT_NHWC: ("nhwc", "ndhwc"),
+        }
+        return names[self._s.layout][self.nd - 2]
+
+    @property
+    def data_type(self) -> str:
+        return _DTYPES[self._s.data_type]
+
+    @property
+    def out_type(self) -> str:
+        return _DTYPES[self._s.out_type]
+
+    @property
+    def n(self) -> int:
+        return self._s.n
+
+    @property
+    def c(self) -> int:
+        return self._s.c
+
+    @property
+    def k(self) -> int:
+        return self._s.k
+
+    @property
+    def groups(self) -> int:
+        return max(self._s.groups, 1)
+
+    @property
+    def input_size(self) -> tuple[int, ...]:
+        """Spatial input sizes, outermost first: (H, W) or (D, H, W)."""
+        return tuple(self._s.in_[: self.nd])
+
+    @property
+    def kernel(self) -> tuple[int, ...]:
+        return tuple(self._s.kernel[: self.nd])
+
+    @property
+    def residual(self) -> bool:
+        return bool(self._s.epi.residual)
+
+    # ---- tensor shapes in the workload's layout ----------------------------
+    @property
+    def data_shape(self) -> tuple[int, ...]:
+        """The data tensor's shape: NCHW, NCHW4c (N, ceil(C/4), H, W, 4) or NHWC; 3D adds D."""
+        n, c, sp = self.n, self.c, self.input_size
+        if self._s.layout == _capi.LAYOUT_NHWC:
+            return (n, *sp, c)
+        if self._s.layout == _capi.LAYOUT_NCHW4C:
+            return (n, (c + 3) // 4, *sp, 4)
+        return (n, c, *sp)
+
+    @property
+    def weight_shape(self) -> tuple[int, ...]:
+        """The weights' shape: OIHW (nchw), OHWI (nhwc), or packed OIHW4o4i (nchw4c):
+        (ceil(K/4), ceil(C/G/4), R, S, 4, 4); 3D adds T after I (before R in OHWI)."""
+        k, cpg, ker = self.k, self.c // self.groups, self.kernel
+        if self._s.layout == _capi.LAYOUT_NHWC:
+            return (k, *ker, cpg)
+        if self._s.layout == _capi.LAYOUT_NCHW4C:
+            return ((k + 3) // 4, (cpg + 3) // 4, *ker, 4, 4)
+        return (k, cpg, *ker)
+
+    @property
+    def struct(self) -> _capi.WorkloadStruct:
+        """A copy of the ct_workload, for calls into the C API."""
+        s = _capi.WorkloadStruct()
+        ctypes.pointer(s)[0] = self._s
+        return s
+
+    def _ptr(self) -> Any:
+        return ctypes.byref(self._s)
+
+    # ---- value semantics ----------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Workload) and other._key == self._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __repr__(self) -> str:
+        return f"Workload({self._key!r})"
