@@ -310,9 +310,9 @@ CTQ_FN ctq_i32 ctq_requant_fast_sat(ctq_fast f, ctq_i32 v, ctq_i32 lo, int out_u
  * the ratios so that acc stays within int32, where x86's conversion is
  * defined); so ctq_f2i only ever sees a value within the output type. Per
  * element in a kernel (ctq_requant_onnx_word, below): I2F, FMUL, two
- * FMNMX, FADD, IADD; a residual adds three FADD, two FFMA, two FMNMX and
- * a PRMT, where the integer form's two small conversions and two more took
- * four more. The fast fixed-point forms above are gemmlowp's only. */
+ * FMNMX, FADD, IADD; with a residual, in place of the IADD: the residual's
+ * conversion, two FADD, two FFMA and two FMNMX. The fast fixed-point
+ * forms above are gemmlowp's only. */
 typedef struct ctq_onnx {
   ctq_i32 qz;        /* CTQO_QZ */
   float qlo, qhi;    /* CTQO_QLO, CTQO_QHI */
