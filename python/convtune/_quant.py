@@ -41,8 +41,8 @@ class Quant:
     _keep: list = field(default_factory=list, repr=False, compare=False)
 
     def struct(self, k: int) -> _capi.QuantStruct:
-        """The ct_quant, its arrays checked against K output channels; the arrays
-        stay alive as long as this Quant does."""
+        """The ct_quant, its arrays checked against K output channels. Its
+        pointers borrow arrays this Quant keeps until its next struct() call."""
         self._keep.clear()
         q = _capi.QuantStruct()
         q.data_zero_point = int(self.data_zero_point)
