@@ -651,11 +651,12 @@ static void list_after(const imp *im, int v, char *buf) {
 
 /* ---- a conv's inputs, by form ----------------------------------------------- */
 
-/* Weights (constant w_v), their scales (scale_v, -1 for ConvInteger) and
+/* Weights (constant w_v), their scales (scale_v: with scaled, required;
+ * ConvInteger has none) and
  * zero points (zp_v, -1: zeros) into p. dq: the weights' DequantizeLinear
  * (its axis must be the output channels for per-channel scales), or -1. */
-static ct_status read_weights(imp *im, int node, parts *p, int dq, int scale_v, int zp_v,
-                              ct_err *err) {
+static ct_status read_weights(imp *im, int node, parts *p, int dq, int scaled, int scale_v,
+                              int zp_v, ct_err *err) {
   if (!is_const(im, p->w_v))
     return unsup(im, "its weights '%s' are not a constant", vname(im, p->w_v));
   ct_status st = graph_const(im->g, p->w_v, node, &p->w, err);
@@ -669,8 +670,9 @@ static ct_status read_weights(imp *im, int node, parts *p, int dq, int scale_v, 
                      "its weights '%s' have rank %d; a convolution's have rank 3 or more",
                      vname(im, p->w_v), p->w.rank);
   int k = (int)(p->w.dims[0] > INT32_MAX ? INT32_MAX : p->w.dims[0]);
-  if (scale_v >= 0 &&
-      (st = read_scales(im, scale_v, node, "weight scale", k, &p->ws, &p->n_ws, err)))
+  /* an input that names no value is missing too (read_scales says so): a
+   * quantized conv without weight scales must not pass as ConvInteger */
+  if (scaled && (st = read_scales(im, scale_v, node, "weight scale", k, &p->ws, &p->n_ws, err)))
     return st;
   int ztype;
   if ((st = read_zps(im, zp_v, node, "weight zero point", p->w.dtype, k, &p->wzp, &p->n_wzp, &ztype,
@@ -714,7 +716,8 @@ static ct_status parts_qdq(imp *im, int node, parts *p, ct_err *err) {
     return unsup(im, "its weights '%s' are not a constant", vname(im, w));
   }
   p->w_v = graph_in(g, dw, 0);
-  if ((st = read_weights(im, node, p, dw, graph_in(g, dw, 1), graph_in(g, dw, 2), err))) return st;
+  if ((st = read_weights(im, node, p, dw, 1, graph_in(g, dw, 1), graph_in(g, dw, 2), err)))
+    return st;
   p->bias_v = -1;
   if (b < 0) return CT_OK;
   int db = g->values[b].producer;
@@ -747,7 +750,7 @@ static ct_status parts_qlinear(imp *im, int node, parts *p, qp *y, ct_err *err) 
   if (p->data_v < 0) return graph_err(im->g, err, CT_ERR_PARSE, node, "it has no data input");
   if ((st = node_qp(im, node, 1, 2, default_qtype(im, p->data_v), &p->x, err))) return st;
   p->w_v = graph_in(g, node, 3);
-  if ((st = read_weights(im, node, p, -1, graph_in(g, node, 4), graph_in(g, node, 5), err)) ||
+  if ((st = read_weights(im, node, p, -1, 1, graph_in(g, node, 4), graph_in(g, node, 5), err)) ||
       (st = node_qp(im, node, 6, 7, p->x.type, y, err)))
     return st;
   p->bias_v = graph_in(g, node, 8);
@@ -778,7 +781,7 @@ static ct_status parts_convinteger(imp *im, int node, parts *p, ct_err *err) {
   }
   p->w_v = graph_in(g, node, 1);
   p->bias_v = -1;
-  return read_weights(im, node, p, -1, -1, graph_in(g, node, 3), err);
+  return read_weights(im, node, p, -1, 0, -1, graph_in(g, node, 3), err);
 }
 
 /* ---- a conv's workload and values ---------------------------------------------- */

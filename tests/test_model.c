@@ -1736,6 +1736,48 @@ START_TEST(bad_graphs) {
 }
 END_TEST
 
+/* A quantized conv whose weight scale is an absent input (an empty name:
+ * scripts/fuzz mutated one to start with a NUL; the importer then read
+ * the scales as a ConvInteger's, none, and the requantization ran off a
+ * NULL pointer): refused, naming it; in a QLinearConv too. */
+START_TEST(weight_scale_missing) {
+  for (int qlinear = 0; qlinear < 2; qlinear++) {
+    mb b;
+    mb_init(&b);
+    qpn x = mb_qp(&b, "x", 0.02f, 0, ONNX_INT8);
+    const char *xq = quant_input(&b, 3, 9, 7, x);
+    wspec ws = {.k = 5, .c = 3, .nd = 2, .kernel = {3, 3}, .bias = 1};
+    const char *cf = qdq_conv(&b, "conv", xq, x, &ws, x.scale);
+    qpn y = mb_qp(&b, "y", 0.1f, -3, ONNX_INT8);
+    Q(&b, cf, y, "yq");
+    mb_output(&b, "yq");
+    Onnx__NodeProto *dqw = find_node(&b, "conv.DQw");
+    dqw->input[1] = mb_str(&b, "%s", "");
+    if (qlinear) { /* the same as a QLinearConv: x, xs, xz, w, ws (missing), wz, ys, yz */
+      Onnx__NodeProto *conv = find_node(&b, "conv");
+      conv->op_type = mb_str(&b, "QLinearConv");
+      size_t n = 0;
+      conv->input = mb_names(&b, "xq,x.s,x.z,conv.wq,-,conv.wz,y.s,y.z", &n);
+      conv->input[4] = mb_str(&b, "%s", ""); /* absent */
+      conv->n_input = n;
+    }
+    model *m = NULL;
+    ct_err err;
+    const ct_status st = load(mb_write(&b, "noscale.onnx"), 0, CT_LAYOUT_NHWC, &m, &err);
+    if (st == CT_OK) { /* listed as unsupported, with the reason */
+      ck_assert_int_eq(m->n_convs, 1);
+      ck_assert(!m->convs[0].supported);
+      ck_assert_ptr_nonnull(strstr(m->convs[0].why, "weight scale"));
+      model_free(m);
+    } else {
+      ck_assert_int_eq(st, CT_ERR_PARSE);
+      ck_assert_msg(strstr(err.msg, "weight scale is missing") != NULL, "%s", err.msg);
+    }
+    mb_free(&b);
+  }
+}
+END_TEST
+
 /* The committed tiny model (scripts/models/tiny_model.py): six convs in a
  * ResNet-like block, the residual on b, none on ds, b after ds. */
 START_TEST(tiny_committed) {
@@ -1845,6 +1887,7 @@ static void add_hostile(TCase *tc) {
   tcase_add_loop_test(tc, bad_sizes, 0, 5);
   tcase_add_test(tc, deep_nesting);
   tcase_add_test(tc, bad_graphs);
+  tcase_add_test(tc, weight_scale_missing);
 }
 
 static const test_case suite_cases[] = {
