@@ -14,6 +14,7 @@ Errors raise convtune.ConvtuneError, which carries the library's message.
 """
 
 from ._capi import version
+from ._context import Context, Explanation, open, open_arch
 from ._cli import bench, command, tune, workload_info
 from ._errors import ConvtuneError
 from ._quant import Quant, quantize_multiplier
@@ -23,11 +24,15 @@ from ._workload import Workload
 __version__ = "0.1.0"
 
 __all__ = [
+    "Context",
     "ConvtuneError",
+    "Explanation",
     "Quant",
     "Workload",
     "bench",
     "command",
+    "open",
+    "open_arch",
     "quantize_multiplier",
     "reference_conv",
     "reference_qconv",

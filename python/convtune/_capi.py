@@ -91,6 +91,20 @@ class QuantStruct(ctypes.Structure):
     ]
 
 
+class ExplanationStruct(ctypes.Structure):
+    """ct_explanation."""
+
+    _fields_ = [
+        ("source", c_int),  # ct_source
+        ("template_name", ctypes.c_char * 48),
+        ("config", ctypes.c_char * 1024),
+        ("tuned_key", ctypes.c_char * 256),
+        ("device", ctypes.c_char * 256),
+        ("measured_us", ctypes.c_double),
+        ("reason", ctypes.c_char * 256),
+    ]
+
+
 # ct_op, ct_layout and ct_dtype values, and the status names come from the library
 OP_CONV2D, OP_CONV3D = 2, 3
 LAYOUT_NCHW, LAYOUT_NCHW4C, LAYOUT_NHWC = 0, 1, 2
@@ -155,6 +169,21 @@ _proto(
     c_int,
     [_W, ctypes.POINTER(QuantStruct), c_void_p, c_void_p, c_void_p, c_void_p, ctypes.c_char_p, c_size_t],
 )
+
+
+_CTX = c_void_p
+_proto("ct_open", c_int, [c_char_p, c_int, ctypes.POINTER(_CTX)])
+_proto("ct_open_arch", c_int, [c_char_p, c_char_p, ctypes.POINTER(_CTX)])
+_proto("ct_close", None, [_CTX])
+_proto("ct_errmsg", c_char_p, [_CTX])
+_proto("ct_explain", c_int, [_CTX, _W, ctypes.POINTER(ExplanationStruct)])
+_proto("ct_make_params", c_int, [_CTX, _W, ctypes.POINTER(QuantStruct), c_void_p, c_void_p])
+_proto("ct_packed_weights_bytes", c_size_t, [_W])
+_proto("ct_pack_weights", c_int, [_CTX, _W, c_void_p, c_void_p, c_void_p])
+for _name in ("ct_conv2d", "ct_conv3d"):
+    _proto(_name, c_int, [_CTX, _W, c_void_p, c_void_p, c_void_p, c_void_p])
+for _name in ("ct_qconv2d", "ct_qconv3d"):
+    _proto(_name, c_int, [_CTX, _W, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p])
 
 
 def status_name(status: int) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Optional
 
 from . import _capi
 from ._errors import ConvtuneError, check
@@ -163,15 +163,45 @@ class Workload:
         return (n, c, *sp)
 
     @property
-    def weight_shape(self) -> tuple[int, ...]:
-        """The weights' shape: OIHW (nchw), OHWI (nhwc), or packed OIHW4o4i (nchw4c):
-        (ceil(K/4), ceil(C/G/4), R, S, 4, 4); 3D adds T after I (before R in OHWI)."""
+    def plain_weight_shape(self) -> tuple[int, ...]:
+        """The plain weights: OIHW, or OHWI for nhwc (3D: OIDHW, ODHWI); what
+        make_params and pack_weights read."""
         k, cpg, ker = self.k, self.c // self.groups, self.kernel
         if self._s.layout == _capi.LAYOUT_NHWC:
             return (k, *ker, cpg)
-        if self._s.layout == _capi.LAYOUT_NCHW4C:
-            return ((k + 3) // 4, (cpg + 3) // 4, *ker, 4, 4)
         return (k, cpg, *ker)
+
+    @property
+    def packed_weight_shape(self) -> Optional[tuple[int, ...]]:
+        """The packed weights (OIHW4o4i: ceil(K/4), ceil(C/G/4), R, S, 4, 4; 3D adds T)
+        that the nchw and nchw4c layouts' convolutions take; None for nhwc."""
+        if self._s.layout == _capi.LAYOUT_NHWC:
+            return None
+        cpg = self.c // self.groups
+        return ((self.k + 3) // 4, (cpg + 3) // 4, *self.kernel, 4, 4)
+
+    @property
+    def weight_shape(self) -> tuple[int, ...]:
+        """The weights as the CPU reference takes them: plain for nchw and nhwc,
+        packed for nchw4c."""
+        if self._s.layout == _capi.LAYOUT_NCHW4C:
+            return self.packed_weight_shape  # type: ignore[return-value]
+        return self.plain_weight_shape
+
+    @property
+    def conv_weight_shape(self) -> tuple[int, ...]:
+        """The weights as the GPU calls take them: packed for nchw and nchw4c
+        (Context.pack_weights), plain OHWI for nhwc."""
+        packed = self.packed_weight_shape
+        return packed if packed is not None else self.plain_weight_shape
+
+    @property
+    def quantized(self) -> bool:
+        """Whether the GPU call is qconv (an epilogue, uint8 data or 8-bit output)."""
+        e = self._s.epi
+        return bool(e.data_zero_point or e.weight_zero_point or e.bias or e.residual or
+                    e.d2s_block or self._s.data_type != _capi.DTYPE_INT8 or
+                    self._s.out_type != _capi.DTYPE_INT32)
 
     @property
     def struct(self) -> _capi.WorkloadStruct:

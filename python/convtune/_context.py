@@ -1,0 +1,212 @@
+"""convtune.Context: a libconvtune context (ct_context) and the GPU calls.
+
+convtune.open(db, device) binds a database and a GPU; convtune.open_arch(db,
+arch) a database and an architecture without a GPU (explain, make_params and
+every check of the calls below, no launch). The calls take CUDA tensors
+that offer __cuda_array_interface__ or DLPack (torch, CuPy), check each
+against the workload before anything is launched (shape, dtype, contiguity,
+16-byte alignment, device), allocate the output from the data's library
+when none is given, and run on the caller's current stream (torch's or
+CuPy's) unless stream= names one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from . import _capi, _tensor
+from ._errors import ConvtuneError, invalid_arg
+from ._quant import Quant
+from ._workload import Workload
+
+_NP = {"int8": np.int8, "uint8": np.uint8, "int32": np.int32}
+_SOURCES = {0: "exact", 1: "same_cc", 2: "nearest", 3: "default"}
+
+
+@dataclass
+class Explanation:
+    """Which config a workload gets and why (ct_explanation)."""
+
+    source: str  # "exact", "same_cc", "nearest" or "default"
+    template: str
+    config: dict
+    tuned_key: str
+    device: str
+    measured_us: float
+    reason: str
+
+
+class Context:
+    """A libconvtune context. Use convtune.open or convtune.open_arch; close it,
+    or use it as a context manager."""
+
+    def __init__(self, handle: ctypes.c_void_p, device: Optional[int]) -> None:
+        self._h = handle
+        self.device = device  # None for an architecture's context
+
+    # ---- lifetime --------------------------------------------------------------
+    def close(self) -> None:
+        """Release the context (work enqueued through it must have finished)."""
+        if self._h:
+            _capi.lib.ct_close(self._h)
+            self._h = None
+
+    def __enter__(self) -> "Context":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _handle(self) -> ctypes.c_void_p:
+        if not self._h:
+            raise invalid_arg("the context is closed")
+        return self._h
+
+    def _check(self, status: int, what: str) -> None:
+        if status != 0:
+            msg = _capi.lib.ct_errmsg(self._h).decode(errors="replace") if self._h else ""
+            raise ConvtuneError(status, msg or f"{what} failed")
+
+    # ---- what the library says ----------------------------------------------------
+    def explain(self, w: Workload) -> Explanation:
+        """Which config w gets on this context's device, and why."""
+        ex = _capi.ExplanationStruct()
+        self._check(_capi.lib.ct_explain(self._handle(), w._ptr(), ctypes.byref(ex)), "ct_explain")
+        cfg = ex.config.decode()
+        return Explanation(_SOURCES.get(ex.source, str(ex.source)), ex.template_name.decode(),
+                           json.loads(cfg) if cfg else {}, ex.tuned_key.decode(), ex.device.decode(),
+                           float(ex.measured_us), ex.reason.decode())
+
+    def make_params(self, w: Workload, quant: Quant, weights: Any) -> np.ndarray:
+        """w's params block (ct_make_params) from quant and the plain weights (host,
+        w.plain_weight_shape, int8), as bytes in a NumPy array: copy it to the
+        device once and pass it to every qconv of w."""
+        wt = np.asarray(weights)
+        if wt.dtype != np.int8 or tuple(wt.shape) != w.plain_weight_shape:
+            raise invalid_arg(f"weights: {wt.dtype} {tuple(wt.shape)}, {w.key} needs int8 "
+                              f"{w.plain_weight_shape} (host, plain)")
+        wt = np.ascontiguousarray(wt)
+        q = quant.struct(w.k)
+        out = np.zeros(_capi.lib.ct_params_bytes(w._ptr()), dtype=np.uint8)
+        st = _capi.lib.ct_make_params(self._handle(), w._ptr(), ctypes.byref(q), wt.ctypes.data,
+                                      out.ctypes.data)
+        self._check(st, "ct_make_params")
+        return out
+
+    # ---- the GPU calls -------------------------------------------------------------
+    def _tensor(self, obj: Any, role: str, w: Workload, shape: tuple, dtype: Any) -> _tensor.Tensor:
+        t = _tensor.describe(obj, role)
+        _tensor.check(t, role, w.key, shape, dtype, w.layout, self.device)
+        return t
+
+    def _stream(self, stream: Any, like: _tensor.Tensor) -> int:
+        return _tensor.current_stream(like) if stream is None else _tensor.stream_handle(stream)
+
+    def pack_weights(self, w: Workload, weights: Any, out: Any = None, stream: Any = None) -> Any:
+        """The packed weights (w.packed_weight_shape) of plain ones (device,
+        w.plain_weight_shape, int8), for the nchw and nchw4c layouts."""
+        if w.packed_weight_shape is None:
+            raise invalid_arg(f"pack_weights: {w.key} is channels-last; its weights are used as they are")
+        src = self._tensor(weights, "weights", w, w.plain_weight_shape, np.int8)
+        if out is None:
+            out = _tensor.empty_like_lib(src, w.packed_weight_shape, np.int8, "out")
+        dst = self._tensor(out, "out", w, w.packed_weight_shape, np.int8)
+        st = _capi.lib.ct_pack_weights(self._handle(), w._ptr(), src.ptr, dst.ptr,
+                                       self._stream(stream, src))
+        self._check(st, "ct_pack_weights")
+        return out
+
+    def _run(self, w: Workload, nd: int, quantized: bool, data: Any, weights: Any, params: Any,
+             residual: Any, out: Any, stream: Any) -> Any:
+        if w.nd != nd:
+            raise invalid_arg(f"{w.key} is a {w.op}: call the conv{w.nd}d form")
+        if quantized != w.quantized:
+            raise invalid_arg(f"{w.key} {'has an' if w.quantized else 'has no'} epilogue: call "
+                              f"{'q' if w.quantized else ''}conv{nd}d")
+        d = self._tensor(data, "data", w, w.data_shape, _NP[w.data_type])
+        k = self._tensor(weights, "weights", w, w.conv_weight_shape, np.int8)
+        p = r = None
+        if quantized:
+            need = _capi.lib.ct_params_bytes(w._ptr())
+            if params is not None:
+                p = _tensor.describe(params, "params")
+                if p.dtype.itemsize * int(np.prod(p.shape)) != need or not p.contiguous:
+                    raise invalid_arg(f"params: {p.dtype.itemsize * int(np.prod(p.shape))} bytes, "
+                                      f"{w.key} needs {need} contiguous (make_params, copied to the device)")
+                if p.ptr % 16:
+                    raise invalid_arg(f"params: address {p.ptr:#x} is not 16-byte aligned")
+            if w.residual:
+                if residual is None:
+                    raise invalid_arg(f"residual: {w.key} adds a residual; none was given")
+                r = self._tensor(residual, "residual", w, w.output_shape, _NP[w.out_type])
+            elif residual is not None:
+                raise invalid_arg(f"residual: {w.key} has no residual; one was given")
+        if out is None:
+            out = _tensor.empty_like_lib(d, w.output_shape, _NP[w.out_type], "out")
+        o = self._tensor(out, "out", w, w.output_shape, _NP[w.out_type])
+        s = self._stream(stream, d)
+        h = self._handle()
+        if quantized:
+            fn = _capi.lib.ct_qconv2d if nd == 2 else _capi.lib.ct_qconv3d
+            st = fn(h, w._ptr(), d.ptr, k.ptr, p.ptr if p else None, r.ptr if r else None, o.ptr, s)
+        else:
+            fn = _capi.lib.ct_conv2d if nd == 2 else _capi.lib.ct_conv3d
+            st = fn(h, w._ptr(), d.ptr, k.ptr, o.ptr, s)
+        self._check(st, f"{'q' if quantized else ''}conv{nd}d")
+        return out
+
+    def conv2d(self, w: Workload, data: Any, weights: Any, out: Any = None, stream: Any = None) -> Any:
+        """out = conv(data, weights) as int32 (ct_conv2d), w without an epilogue."""
+        return self._run(w, 2, False, data, weights, None, None, out, stream)
+
+    def conv3d(self, w: Workload, data: Any, weights: Any, out: Any = None, stream: Any = None) -> Any:
+        """conv2d's 3D form (ct_conv3d)."""
+        return self._run(w, 3, False, data, weights, None, None, out, stream)
+
+    def qconv2d(self, w: Workload, data: Any, weights: Any, params: Any = None, residual: Any = None,
+                out: Any = None, stream: Any = None) -> Any:
+        """The quantized convolution of w (ct_qconv2d): params is make_params' block on
+        the device (None only without epilogue values), residual when w has one."""
+        return self._run(w, 2, True, data, weights, params, residual, out, stream)
+
+    def qconv3d(self, w: Workload, data: Any, weights: Any, params: Any = None, residual: Any = None,
+                out: Any = None, stream: Any = None) -> Any:
+        """qconv2d's 3D form (ct_qconv3d)."""
+        return self._run(w, 3, True, data, weights, params, residual, out, stream)
+
+
+def open(db: Optional[str] = None, device: int = 0) -> Context:  # noqa: A001 (the C API's name)
+    """A context on the database at db (None: none, every workload gets the
+    heuristic default) and CUDA device `device` (ct_open)."""
+    h = ctypes.c_void_p()
+    st = _capi.lib.ct_open(db.encode() if db else None, int(device), ctypes.byref(h))
+    if st != 0:
+        msg = _capi.lib.ct_errmsg(h).decode(errors="replace") if h else ""
+        if h:
+            _capi.lib.ct_close(h)
+        raise ConvtuneError(st, msg or "ct_open failed")
+    return Context(h, int(device))
+
+
+def open_arch(db: Optional[str] = None, arch: str = "sm_90") -> Context:
+    """A context without a GPU, for a named architecture (ct_open_arch): explain,
+    make_params and the calls' checks; no launch."""
+    h = ctypes.c_void_p()
+    st = _capi.lib.ct_open_arch(db.encode() if db else None, arch.encode(), ctypes.byref(h))
+    if st != 0:
+        msg = _capi.lib.ct_errmsg(h).decode(errors="replace") if h else ""
+        if h:
+            _capi.lib.ct_close(h)
+        raise ConvtuneError(st, msg or "ct_open_arch failed")
+    return Context(h, None)
