@@ -246,6 +246,16 @@ static int try_nearest(db *d, const db_device *dev, const arch *a, resolution *r
   return found;
 }
 
+/* An empty resolution of pw by tpl, with pw's space built (resolution_free
+ * releases it), for the tuner's single-template lookups. */
+static ct_status resolution_for(resolution *r, const template_desc *tpl, const ct_workload *pw,
+                                ct_err *err) {
+  memset(r, 0, sizeof *r);
+  r->tpl = tpl;
+  r->pw = *pw;
+  return template_space(tpl, pw, &r->s, err);
+}
+
 ct_status resolve_nearest(db *d, const db_device *dev, const arch *a, const template_desc *tpl,
                           const ct_workload *pw, config *out, char *key, size_t key_size,
                           int *found, ct_err *err) {
@@ -253,10 +263,7 @@ ct_status resolve_nearest(db *d, const db_device *dev, const arch *a, const temp
   if (key && key_size) key[0] = '\0';
   if (!d) return CT_OK;
   resolution r;
-  memset(&r, 0, sizeof r);
-  r.tpl = tpl;
-  r.pw = *pw;
-  ct_status st = template_space(tpl, pw, &r.s, err);
+  ct_status st = resolution_for(&r, tpl, pw, err);
   if (st) return st;
   double dist;
   if (try_nearest(d, dev, a, &r, &dist)) {
@@ -273,10 +280,7 @@ ct_status resolve_retired(db *d, const db_device *dev, const arch *a, const temp
   *found = 0;
   if (!d) return CT_OK;
   resolution r;
-  memset(&r, 0, sizeof r);
-  r.tpl = tpl;
-  r.pw = *pw;
-  ct_status st = template_space(tpl, pw, &r.s, err);
+  ct_status st = resolution_for(&r, tpl, pw, err);
   if (st) return st;
   char key[CT_KEY_MAX];
   workload_key(pw, key, sizeof key);

@@ -14,18 +14,6 @@ src=$(cd "$2" && pwd)
 flags=${CT_EXAMPLE_FLAGS:-}
 cc=${CC:-cc}
 . "$src/tests/common.sh"
-# check DESCRIPTION COMMAND...: run COMMAND quietly; on failure show its output
-check() {
-  what=$1
-  shift
-  if "$@" >"$tmp/log" 2>&1; then
-    ok
-  else
-    bad "$what"
-    tail -n 30 "$tmp/log"
-    return 1
-  fi
-}
 
 # ---- install -------------------------------------------------------------
 if ! cmake --install "$build" --prefix "$tmp/staged" >"$tmp/log" 2>&1; then

@@ -15,18 +15,6 @@ if [ ! -x "$py" ]; then
   echo "skipped: no $py: run scripts/setup"
   exit 77
 fi
-# check DESCRIPTION COMMAND...: run COMMAND quietly; on failure show its output
-check() {
-  what=$1
-  shift
-  if "$@" >"$tmp/log" 2>&1; then
-    ok
-  else
-    bad "$what"
-    tail -n 30 "$tmp/log"
-    return 1
-  fi
-}
 # the wheel: a build folder of its own in the scratch folder, not the tree's
 check "pip wheel ." env CMAKE_BUILD_PARALLEL_LEVEL="$(nproc 2>/dev/null || echo 2)" \
   "$py" -m pip wheel --no-build-isolation --no-deps --disable-pip-version-check -q \

@@ -679,6 +679,31 @@ START_TEST(onnx_quantize_equals_the_spec) {
 }
 END_TEST
 
+/* The residual add's values of case cfg into q: the pairs of ratios for
+ * the first 2 x n_ratios cases (each int8 and uint8), then random ones;
+ * random zero points but the first 4 cases' mid one (and, with
+ * edge_res_zp, the residual's): the type's middle; a ReLU-like low clamp
+ * every third case, a random high one every fifth, a ReLU before the add
+ * every fourth. */
+static void onnx_add_values(int cfg, const float (*ratios)[2], int n_ratios, int edge_res_zp,
+                            int u8, rng *rs, ct_quant *q) {
+  const int tmin = u8 ? 0 : -128, tmax = u8 ? 255 : 127;
+  if (cfg < 2 * n_ratios) {
+    q->mid_scale = ratios[cfg / 2][0];
+    q->residual_scale = ratios[cfg / 2][1];
+  } else {
+    q->mid_scale = (float)(0.05 + (double)(rng_next(rs) % 20000) / 10000.0);
+    q->residual_scale = (float)(0.05 + (double)(rng_next(rs) % 20000) / 10000.0);
+  }
+  q->out_zero_point = rng_range(rs, tmin, tmax);
+  q->mid_zero_point = cfg < 4 ? (u8 ? 128 : 0) : rng_range(rs, tmin, tmax);
+  q->residual_zero_point = edge_res_zp && cfg < 4 ? (u8 ? 128 : 0) : rng_range(rs, tmin, tmax);
+  q->clamp_min = cfg % 3 == 0 ? q->out_zero_point : tmin;
+  q->clamp_max = cfg % 5 == 0 ? rng_range(rs, q->clamp_min, tmax) : tmax;
+  q->mid_clamp_min = cfg % 4 == 1 ? q->mid_zero_point : tmin;
+  q->mid_clamp_max = tmax;
+}
+
 /* QLinearAdd: ctq_onnx_add equals the spec's fused multiply-adds on every
  * (t, r) pair of the type for edge and random ratios and zero points, in
  * both orders; the order is observable (the two Adds round differently on
@@ -699,20 +724,7 @@ START_TEST(onnx_add_equals_the_spec) {
     q.scale = &scale;
     static const float ratios[][2] = {{0.5f, 0.5f},   {0.25f, 0.75f},   {1.0f, 1.0f},
                                       {1e-6f, 1e-6f}, {1000.0f, 1e-3f}, {1048575.0f, 0.5f}};
-    if (cfg < 12) {
-      q.mid_scale = ratios[cfg / 2][0];
-      q.residual_scale = ratios[cfg / 2][1];
-    } else {
-      q.mid_scale = (float)(0.05 + (double)(rng_next(&rs) % 20000) / 10000.0);
-      q.residual_scale = (float)(0.05 + (double)(rng_next(&rs) % 20000) / 10000.0);
-    }
-    q.out_zero_point = rng_range(&rs, tmin, tmax);
-    q.mid_zero_point = cfg < 4 ? (u8 ? 128 : 0) : rng_range(&rs, tmin, tmax);
-    q.residual_zero_point = cfg < 4 ? (u8 ? 128 : 0) : rng_range(&rs, tmin, tmax);
-    q.clamp_min = cfg % 3 == 0 ? q.out_zero_point : tmin;
-    q.clamp_max = cfg % 5 == 0 ? rng_range(&rs, q.clamp_min, tmax) : tmax;
-    q.mid_clamp_min = cfg % 4 == 1 ? q.mid_zero_point : tmin;
-    q.mid_clamp_max = tmax;
+    onnx_add_values(cfg, ratios, 6, 1, u8, &rs, &q);
     ct_err err = {0};
     int32_t block[2][CTQO_WORDS];
     for (int first = 0; first < 2; first++) {
@@ -778,20 +790,7 @@ START_TEST(onnx_word_equals_requant_onnx) {
     quant_init(&q, &w);
     q.scale = &scale;
     static const float ratios[][2] = {{0.5f, 0.5f}, {0.25f, 0.75f}, {1.0f, 1.0f}, {1000.0f, 1e-3f}};
-    if (cfg < 8) {
-      q.mid_scale = ratios[cfg / 2][0];
-      q.residual_scale = ratios[cfg / 2][1];
-    } else {
-      q.mid_scale = (float)(0.05 + (double)(rng_next(&rs) % 20000) / 10000.0);
-      q.residual_scale = (float)(0.05 + (double)(rng_next(&rs) % 20000) / 10000.0);
-    }
-    q.out_zero_point = rng_range(&rs, tmin, tmax);
-    q.mid_zero_point = cfg < 4 ? (u8 ? 128 : 0) : rng_range(&rs, tmin, tmax);
-    q.residual_zero_point = rng_range(&rs, tmin, tmax);
-    q.clamp_min = cfg % 3 == 0 ? q.out_zero_point : tmin;
-    q.clamp_max = cfg % 5 == 0 ? rng_range(&rs, q.clamp_min, tmax) : tmax;
-    q.mid_clamp_min = cfg % 4 == 1 ? q.mid_zero_point : tmin;
-    q.mid_clamp_max = tmax;
+    onnx_add_values(cfg, ratios, 4, 0, u8, &rs, &q);
     q.residual_first = cfg / 2 % 2;
     ct_err err = {0};
     ck_assert_msg(quant_check(&w, &q, &err) == CT_OK, "%s", err.msg);

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from ._errors import ConvtuneError
+from ._errors import INVALID_ARG, IO, NOT_FOUND, ConvtuneError
 from ._workload import Workload
 
 WorkloadSpec = Union[Workload, str, Mapping[str, Any]]
@@ -36,7 +36,7 @@ def command() -> str:
     found = shutil.which("convtune")
     if found:
         return found
-    raise ConvtuneError(-7, "the convtune command was not found: install the package with "
+    raise ConvtuneError(NOT_FOUND, "the convtune command was not found: install the package with "
                         "`pip install .`, put convtune on PATH, or set CONVTUNE_CLI")
 
 
@@ -84,13 +84,13 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess:
     try:
         return subprocess.run(argv, capture_output=True, text=True, check=False)
     except OSError as e:
-        raise ConvtuneError(-6, f"{argv[0]}: {e}") from e
+        raise ConvtuneError(IO, f"{argv[0]}: {e}") from e
 
 
 def _fail(what: str, p: subprocess.CompletedProcess) -> ConvtuneError:
     lines = [ln for ln in (p.stderr or "").strip().splitlines() if ln.strip()]
     last = lines[-1] if lines else "no message"
-    return ConvtuneError(-1, f"convtune {what} exited with {p.returncode}: {last}")
+    return ConvtuneError(INVALID_ARG, f"convtune {what} exited with {p.returncode}: {last}")
 
 
 def tune(workloads: Optional[Union[WorkloadSpec, Sequence[WorkloadSpec]]] = None, **options: Any) -> Any:

@@ -22,9 +22,8 @@ import numpy as np
 from . import _capi, _tensor
 from ._errors import ConvtuneError, invalid_arg
 from ._quant import Quant
-from ._workload import Workload
+from ._workload import NP_DTYPES, Workload
 
-_NP = {"int8": np.int8, "uint8": np.uint8, "int32": np.int32}
 _SOURCES = {0: "exact", 1: "same_cc", 2: "nearest", 3: "default"}
 
 
@@ -134,7 +133,7 @@ class Context:
         if quantized != w.quantized:
             raise invalid_arg(f"{w.key} {'has an' if w.quantized else 'has no'} epilogue: call "
                               f"{'q' if w.quantized else ''}conv{nd}d")
-        d = self._tensor(data, "data", w, w.data_shape, _NP[w.data_type])
+        d = self._tensor(data, "data", w, w.data_shape, NP_DTYPES[w.data_type])
         k = self._tensor(weights, "weights", w, w.conv_weight_shape, np.int8)
         p = r = None
         if quantized:
@@ -149,12 +148,12 @@ class Context:
             if w.residual:
                 if residual is None:
                     raise invalid_arg(f"residual: {w.key} adds a residual; none was given")
-                r = self._tensor(residual, "residual", w, w.output_shape, _NP[w.out_type])
+                r = self._tensor(residual, "residual", w, w.output_shape, NP_DTYPES[w.out_type])
             elif residual is not None:
                 raise invalid_arg(f"residual: {w.key} has no residual; one was given")
         if out is None:
-            out = _tensor.empty_like_lib(d, w.output_shape, _NP[w.out_type], "out")
-        o = self._tensor(out, "out", w, w.output_shape, _NP[w.out_type])
+            out = _tensor.empty_like_lib(d, w.output_shape, NP_DTYPES[w.out_type], "out")
+        o = self._tensor(out, "out", w, w.output_shape, NP_DTYPES[w.out_type])
         s = self._stream(stream, d)
         h = self._handle()
         if quantized:
@@ -186,17 +185,23 @@ class Context:
         return self._run(w, 3, True, data, weights, params, residual, out, stream)
 
 
+def _opened(status: int, h: ctypes.c_void_p, what: str, device: Optional[int]) -> Context:
+    """The Context of handle h, or (the context closed: ct_open sets it even on
+    failure) the ConvtuneError with its message."""
+    if status != 0:
+        msg = _capi.lib.ct_errmsg(h).decode(errors="replace") if h else ""
+        if h:
+            _capi.lib.ct_close(h)
+        raise ConvtuneError(status, msg or f"{what} failed")
+    return Context(h, device)
+
+
 def open(db: Optional[str] = None, device: int = 0) -> Context:  # noqa: A001 (the C API's name)
     """A context on the database at db (None: none, every workload gets the
     heuristic default) and CUDA device `device` (ct_open)."""
     h = ctypes.c_void_p()
     st = _capi.lib.ct_open(db.encode() if db else None, int(device), ctypes.byref(h))
-    if st != 0:
-        msg = _capi.lib.ct_errmsg(h).decode(errors="replace") if h else ""
-        if h:
-            _capi.lib.ct_close(h)
-        raise ConvtuneError(st, msg or "ct_open failed")
-    return Context(h, int(device))
+    return _opened(st, h, "ct_open", int(device))
 
 
 def open_arch(db: Optional[str] = None, arch: str = "sm_90") -> Context:
@@ -204,9 +209,4 @@ def open_arch(db: Optional[str] = None, arch: str = "sm_90") -> Context:
     make_params and the calls' checks; no launch."""
     h = ctypes.c_void_p()
     st = _capi.lib.ct_open_arch(db.encode() if db else None, arch.encode(), ctypes.byref(h))
-    if st != 0:
-        msg = _capi.lib.ct_errmsg(h).decode(errors="replace") if h else ""
-        if h:
-            _capi.lib.ct_close(h)
-        raise ConvtuneError(st, msg or "ct_open_arch failed")
-    return Context(h, None)
+    return _opened(st, h, "ct_open_arch", None)

@@ -19,6 +19,10 @@ class ConvtuneError(Exception):
         super().__init__(f"{message} ({self.status_name})")
 
 
+# the ct_status values this package raises itself (convtune.h's list)
+INVALID_ARG, PARSE, IO, NOT_FOUND, INTERNAL = -1, -4, -6, -7, -12
+
+
 def check(status: int, message: str) -> None:
     """Raise ConvtuneError when status is not CT_OK (0)."""
     if status != 0:
@@ -27,4 +31,4 @@ def check(status: int, message: str) -> None:
 
 def invalid_arg(message: str) -> ConvtuneError:
     """CT_ERR_INVALID_ARG with message: a mismatch found before the call."""
-    return ConvtuneError(-1, message)
+    return ConvtuneError(INVALID_ARG, message)

@@ -10,9 +10,8 @@ import numpy as np
 from . import _capi
 from ._errors import check, invalid_arg
 from ._quant import Quant
-from ._workload import Workload
+from ._workload import NP_DTYPES, Workload
 
-_NP = {"int8": np.int8, "uint8": np.uint8, "int32": np.int32}
 
 
 def _host(a: Any, shape: tuple[int, ...], dtype: Any, role: str, w: Workload) -> np.ndarray:
@@ -49,17 +48,17 @@ def reference_qconv(
     library's CPU reference: data (w.data_type), weights (int8), residual (w's
     output shape and type, when w has one) in w's layouts; quant as
     ct_make_params takes it (None only when w has no epilogue values)."""
-    d = _host(data, w.data_shape, _NP[w.data_type], "data", w)
+    d = _host(data, w.data_shape, NP_DTYPES[w.data_type], "data", w)
     k = _host(weights, w.weight_shape, np.int8, "weights", w)
     r = None
     if w.residual:
         if residual is None:
             raise invalid_arg(f"residual: {w.key} adds a residual; none was given")
-        r = _host(residual, w.output_shape, _NP[w.out_type], "residual", w)
+        r = _host(residual, w.output_shape, NP_DTYPES[w.out_type], "residual", w)
     elif residual is not None:
         raise invalid_arg(f"residual: {w.key} has no residual; one was given")
     q = quant.struct(w.k) if quant is not None else None
-    out = np.empty(w.output_shape, dtype=_NP[w.out_type])
+    out = np.empty(w.output_shape, dtype=NP_DTYPES[w.out_type])
     err = ctypes.create_string_buffer(512)
     st = _capi.lib.ct_reference_qconv(
         w._ptr(),

@@ -7,10 +7,14 @@ import json
 from collections.abc import Mapping
 from typing import Any, Optional
 
+import numpy as np
+
 from . import _capi
-from ._errors import ConvtuneError, check
+from ._errors import INTERNAL, PARSE, ConvtuneError, check
 
 _DTYPES = {_capi.DTYPE_INT8: "int8", _capi.DTYPE_UINT8: "uint8", _capi.DTYPE_INT32: "int32"}
+# a dtype's name (Workload.data_type, .out_type) as NumPy's
+NP_DTYPES = {"int8": np.int8, "uint8": np.uint8, "int32": np.int32}
 
 
 class Workload:
@@ -58,14 +62,14 @@ class Workload:
     def from_key(cls, key: str) -> "Workload":
         """The workload of a canonical key."""
         if key.lstrip().startswith("{"):
-            raise ConvtuneError(-4, f"from_key: {key!r} is JSON, not a key")
+            raise ConvtuneError(PARSE, f"from_key: {key!r} is JSON, not a key")
         return cls(key)
 
     @classmethod
     def from_json(cls, obj: str | Mapping[str, Any]) -> "Workload":
         """The workload of a JSON object (a dict, or its text)."""
         if isinstance(obj, str) and not obj.lstrip().startswith("{"):
-            raise ConvtuneError(-4, f"from_json: {obj!r} is not a JSON object")
+            raise ConvtuneError(PARSE, f"from_json: {obj!r} is not a JSON object")
         return cls(obj)
 
     # ---- what the library says about it -------------------------------
@@ -86,7 +90,7 @@ class Workload:
         dims = (ctypes.c_int64 * 6)()
         n = _capi.lib.ct_workload_out_dims(ctypes.byref(self._s), dims)
         if n <= 0:  # a Workload is valid by construction
-            raise ConvtuneError(-12, "ct_workload_out_dims refused a parsed workload")
+            raise ConvtuneError(INTERNAL, "ct_workload_out_dims refused a parsed workload")
         return tuple(int(d) for d in dims[:n])
 
     @property
