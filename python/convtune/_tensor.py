@@ -51,8 +51,30 @@ def _from_dlpack(obj: Any) -> Any:
     raise invalid_arg("an object that offers only DLPack needs torch or CuPy to read it")
 
 
+def _torch_dtype(dt: Any) -> np.dtype:
+    """A torch dtype as NumPy's (the integer and float ones); others as an opaque
+    dtype that no check accepts."""
+    name = str(dt).replace("torch.", "")
+    try:
+        return np.dtype(name)
+    except TypeError:
+        return np.dtype([(name, "V1")])
+
+
+def _describe_torch(obj: Any, role: str) -> Tensor:
+    """A torch tensor's metadata read from the tensor itself: quicker than its
+    __cuda_array_interface__, which also refuses tensors that require grad."""
+    if not obj.is_cuda:
+        raise invalid_arg(f"{role}: a torch tensor on {obj.device}; the convolution reads CUDA "
+                          "device memory (.cuda())")
+    return Tensor(obj, int(obj.data_ptr()), tuple(obj.shape), _torch_dtype(obj.dtype),
+                  bool(obj.is_contiguous()), "torch", obj.device.index)
+
+
 def describe(obj: Any, role: str) -> Tensor:
     """obj's metadata, or a ConvtuneError naming role and what is wrong."""
+    if _kind(obj) == "torch" and hasattr(obj, "data_ptr"):
+        return _describe_torch(obj, role)
     if isinstance(obj, np.ndarray):
         raise invalid_arg(f"{role}: a host array (numpy.ndarray); the convolution reads CUDA device "
                           "memory: pass a torch or CuPy CUDA tensor")
@@ -96,7 +118,8 @@ def check(t: Tensor, role: str, key: str, shape: tuple, dtype: Any, layout: str,
           device: Optional[int]) -> None:
     """Refuse t unless it has shape, dtype, C-contiguity, 16-byte alignment and device."""
     if t.dtype != np.dtype(dtype):
-        raise invalid_arg(f"{role}: dtype {t.dtype}, {key} needs {np.dtype(dtype).name}")
+        got = t.dtype.names[0] if t.dtype.names else t.dtype.name  # _torch_dtype's opaque form
+        raise invalid_arg(f"{role}: dtype {got}, {key} needs {np.dtype(dtype).name}")
     if t.shape != tuple(shape):
         raise invalid_arg(f"{role}: shape {t.shape}, {key} needs {tuple(shape)} ({layout})")
     if not t.contiguous:

@@ -7,8 +7,7 @@ import pytest
 
 import convtune
 from convtune import ConvtuneError, Quant, Workload
-
-I32_MIN, I32_MAX = -(2**31), 2**31 - 1
+from formula import requant, wrap32
 
 
 def np_conv(x, wt, w, zx=0, zw=None):
@@ -50,30 +49,6 @@ def to_layout(a, w):
     return np.moveaxis(a, 1, -1) if w.layout in ("nhwc", "ndhwc") else a
 
 
-def wrap32(v):
-    return ((v + 2**31) % 2**32) - 2**31
-
-
-def srdhm(a, b):
-    ab = a * b
-    r = (ab + (1 << 30)) >> 31
-    return np.where((a == I32_MIN) & (b == I32_MIN), I32_MAX, r)
-
-
-def rdbpot(x, e):
-    mask = (np.int64(1) << e) - 1
-    rem = x & mask
-    thr = (mask >> 1) + (x < 0)
-    return (x >> e) + (rem > thr)
-
-
-def rescale(x, m, shift):
-    left = np.maximum(shift, 0)
-    right = np.maximum(-shift, 0)
-    xs = np.clip(x * (np.int64(1) << left), I32_MIN, I32_MAX)
-    return rdbpot(srdhm(xs, m), right)
-
-
 SHAPES = [
     dict(op="conv2d", n=2, c=8, k=12, h=9, w=7, kernel=3, pad=1),
     dict(op="conv2d", n=1, c=6, k=4, h=11, w=10, kernel=[3, 2], stride=2, pad=[1, 0, 2, 1], dilation=[1, 2]),
@@ -113,15 +88,8 @@ def test_reference_qconv_gemmlowp_is_the_formula(shape, residual, rng):
     r = rng.integers(-128, 128, size=w.output_shape, dtype=np.int8) if residual else None
     got = convtune.reference_qconv(w, x, k, q, r)
     acc = np_conv(to_first(x, w), to_first(k, w), w, zx=q.data_zero_point, zw=q.weight_zero_points)
-    v = wrap32(acc + np.asarray(q.bias, dtype=np.int64).reshape((1, -1) + (1,) * w.nd))
-    mults = [convtune.quantize_multiplier(s) for s in np.float32(q.scale)]
-    m = np.array([a for a, _ in mults], dtype=np.int64).reshape((1, -1) + (1,) * w.nd)
-    sh = np.array([b for _, b in mults], dtype=np.int64).reshape((1, -1) + (1,) * w.nd)
-    y = q.out_zero_point + rescale(v, m, sh)
-    if residual:
-        rm, rsh = convtune.quantize_multiplier(np.float32(q.residual_scale))
-        y = y + rescale(to_first(r, w).astype(np.int64) - q.residual_zero_point, np.int64(rm), np.int64(rsh))
-    want = to_layout(np.clip(y, q.clamp_min, q.clamp_max), w)
+    rf = to_first(r, w) if residual else None
+    want = to_layout(requant(acc, w, q, rf), w)
     assert got.dtype == np.int8
     np.testing.assert_array_equal(got, want)
 
