@@ -15,8 +15,10 @@ Phases (all when none is named):
              exact against the library's CPU reference
   graph      the same block captured in a torch.cuda.graph and replayed twice on
              new inputs, exact
-  overhead   host microseconds per cached call: the C API (bench/call_overhead),
-             Context.qconv2d, torch.ops.convtune.qconv2d, the QConv2d module
+  overhead   host microseconds per cached call of one small workload: the C API
+             (bench/call_overhead), Context.qconv2d (output given, allocated),
+             the op's body called directly, torch.ops.convtune.qconv2d (through
+             torch's dispatcher), the QConv2d module
 Every layer's data, weights and quantization values are random (seeded);
 outputs are poisoned before each call. Writes OUT_DIR/issue37.json and
 prints a short table last. Needs CONVTUNE_LIBRARY (the build's
@@ -329,6 +331,7 @@ def phase_overhead(ctx, res: dict) -> None:
             c_api=c_side,
             context_out=per_call(lambda: ctx.qconv2d(w, x, kt, pt, out=out)),
             context_alloc=per_call(lambda: ctx.qconv2d(w, x, kt, pt)),
+            op_body=per_call(lambda: ctt._conv(2, x, kt, pt, None, spec, "")),
             torch_op=per_call(lambda: torch.ops.convtune.qconv2d(x, kt, pt, None, spec, "")),
             module=per_call(lambda: mod(xm)),
         )
@@ -403,7 +406,7 @@ def main() -> int:
     if "overhead" in res:
         o = res["overhead"]
         print(f"| C API call (us) | {o['c_api']['median_us']:.2f} |")
-        for n in ("context_out", "context_alloc", "torch_op", "module"):
+        for n in ("context_out", "context_alloc", "op_body", "torch_op", "module"):
             print(f"| {n} (us; over C) | {o[n]['median_us']:.2f} (+{o[n]['over_c_us']:.2f}) |")
     if failed:
         print(f"failed phases: {failed}")

@@ -25,6 +25,36 @@ from ._quant import Quant
 from ._workload import NP_DTYPES, Workload
 
 _SOURCES = {0: "exact", 1: "same_cc", 2: "nearest", 3: "default"}
+_INT8 = np.dtype(np.int8)
+
+
+class _Plan:
+    """What a call of a workload checks and calls, read from it once (the
+    Workload keeps it): its properties go through ctypes each time."""
+
+    __slots__ = ("nd", "quantized", "residual", "data_shape", "data_dtype", "weight_shape",
+                 "out_shape", "out_dtype", "params_bytes", "fn")
+
+    def __init__(self, w: Workload) -> None:
+        self.nd = w.nd
+        self.quantized = w.quantized
+        self.residual = w.residual
+        self.data_shape = w.data_shape
+        self.data_dtype = np.dtype(NP_DTYPES[w.data_type])
+        self.weight_shape = w.conv_weight_shape
+        self.out_shape = w.output_shape
+        self.out_dtype = np.dtype(NP_DTYPES[w.out_type])
+        self.params_bytes = int(_capi.lib.ct_params_bytes(w._ptr()))
+        lib = _capi.lib
+        self.fn = ((lib.ct_conv2d, lib.ct_qconv2d) if self.nd == 2 else
+                   (lib.ct_conv3d, lib.ct_qconv3d))[self.quantized]
+
+
+def _plan(w: Workload) -> _Plan:
+    pl = w._plan
+    if pl is None:
+        pl = w._plan = _Plan(w)
+    return pl
 
 
 @dataclass
@@ -126,18 +156,59 @@ class Context:
         self._check(st, "ct_pack_weights")
         return out
 
+    def _fast(self, w: Workload, pl: _Plan, data: Any, weights: Any, params: Any, residual: Any,
+              out: Any, stream: Any) -> Any:
+        """The call on torch tensors that pass every check, read from the tensors
+        directly; None when any does not (the full path then says why)."""
+        dev = self.device
+        d = _tensor.fast_torch(data, pl.data_shape, pl.data_dtype, dev)
+        if not d:
+            return None
+        k = _tensor.fast_torch(weights, pl.weight_shape, _INT8, dev)
+        p = r = None
+        if not k:
+            return None
+        if pl.quantized:
+            if params is not None:
+                p = _tensor.fast_torch_bytes(params, pl.params_bytes, dev)
+                if not p:
+                    return None
+            if (residual is not None) != pl.residual:
+                return None
+            if residual is not None:
+                r = _tensor.fast_torch(residual, pl.out_shape, pl.out_dtype, dev)
+                if not r:
+                    return None
+        if out is None:
+            out = _tensor.torch_empty(pl.out_shape, pl.out_dtype, data)
+        o = _tensor.fast_torch(out, pl.out_shape, pl.out_dtype, dev)
+        if not o:
+            return None
+        s = _tensor.torch_stream(data.device.index) if stream is None else _tensor.stream_handle(stream)
+        h = self._handle()
+        if pl.quantized:
+            st = pl.fn(h, w._ptr(), d, k, p, r, o, s)
+        else:
+            st = pl.fn(h, w._ptr(), d, k, o, s)
+        self._check(st, f"{'q' if pl.quantized else ''}conv{pl.nd}d")
+        return out
+
     def _run(self, w: Workload, nd: int, quantized: bool, data: Any, weights: Any, params: Any,
              residual: Any, out: Any, stream: Any) -> Any:
-        if w.nd != nd:
+        pl = _plan(w)
+        if pl.nd != nd:
             raise invalid_arg(f"{w.key} is a {w.op}: call the conv{w.nd}d form")
-        if quantized != w.quantized:
+        if quantized != pl.quantized:
             raise invalid_arg(f"{w.key} {'has an' if w.quantized else 'has no'} epilogue: call "
                               f"{'q' if w.quantized else ''}conv{nd}d")
+        done = self._fast(w, pl, data, weights, params, residual, out, stream)
+        if done is not None:
+            return done
         d = self._tensor(data, "data", w, w.data_shape, NP_DTYPES[w.data_type])
         k = self._tensor(weights, "weights", w, w.conv_weight_shape, np.int8)
         p = r = None
         if quantized:
-            need = _capi.lib.ct_params_bytes(w._ptr())
+            need = pl.params_bytes
             if params is not None:
                 p = _tensor.describe(params, "params")
                 if p.dtype.itemsize * int(np.prod(p.shape)) != need or not p.contiguous:

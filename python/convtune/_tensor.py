@@ -54,11 +54,74 @@ def _from_dlpack(obj: Any) -> Any:
 def _torch_dtype(dt: Any) -> np.dtype:
     """A torch dtype as NumPy's (the integer and float ones); others as an opaque
     dtype that no check accepts."""
+    known = _TORCH_NP.get(dt)
+    if known is not None:
+        return known
+    if not _TORCH_NP:
+        import torch  # type: ignore
+
+        _TORCH_NP.update({torch.int8: np.dtype(np.int8), torch.uint8: np.dtype(np.uint8),
+                          torch.int32: np.dtype(np.int32)})
+        if dt in _TORCH_NP:
+            return _TORCH_NP[dt]
     name = str(dt).replace("torch.", "")
     try:
         return np.dtype(name)
     except TypeError:
         return np.dtype([(name, "V1")])
+
+
+# torch's integer dtypes as NumPy's, filled on the first torch tensor seen
+_TORCH_NP: dict = {}
+
+
+def fast_torch(obj: Any, shape: tuple, dtype: np.dtype, device: Optional[int]) -> int:
+    """obj's address when obj is a torch CUDA tensor that passes every check of
+    check() (shape, dtype, contiguity, alignment, device); 0 otherwise, and the
+    caller takes the full path (describe, check), which says what is wrong.
+    A call's hot path: a few attribute reads instead of describe's work."""
+    try:
+        if not (obj.is_cuda and obj.shape == shape and _TORCH_NP.get(obj.dtype) == dtype
+                and obj.is_contiguous()):
+            return 0
+        ptr = obj.data_ptr()
+        if ptr % 16 or (device is not None and obj.device.index != device):
+            return 0
+        return ptr
+    except (AttributeError, TypeError):
+        return 0
+
+
+def fast_torch_bytes(obj: Any, nbytes: int, device: Optional[int]) -> int:
+    """fast_torch for a params block: nbytes in a contiguous torch CUDA tensor."""
+    try:
+        if not (obj.is_cuda and obj.numel() * obj.element_size() == nbytes and obj.is_contiguous()):
+            return 0
+        ptr = obj.data_ptr()
+        if ptr % 16 or (device is not None and obj.device.index != device):
+            return 0
+        return ptr
+    except (AttributeError, TypeError):
+        return 0
+
+
+def torch_empty(shape: tuple, dtype: np.dtype, like: Any) -> Any:
+    """torch.empty of a NumPy integer dtype on like's device."""
+    import torch  # type: ignore
+
+    tdt = next(t for t, n in _TORCH_NP.items() if n == dtype)
+    return torch.empty(shape, dtype=tdt, device=like.device)
+
+
+def torch_stream(device_index: Optional[int]) -> int:
+    """torch's current stream on a device, as a cudaStream_t value."""
+    import torch  # type: ignore
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what Triton's launcher calls
+    idx = torch.cuda.current_device() if device_index is None else device_index
+    if raw is not None:
+        return int(raw(idx))
+    return int(torch.cuda.current_stream(idx).cuda_stream)
 
 
 def _describe_torch(obj: Any, role: str) -> Tensor:
@@ -134,11 +197,7 @@ def check(t: Tensor, role: str, key: str, shape: tuple, dtype: Any, layout: str,
 def empty_like_lib(t: Tensor, shape: tuple, dtype: Any, role: str) -> Any:
     """A new array of shape and dtype on t's device, from t's library."""
     if t.kind == "torch":
-        import torch  # type: ignore
-
-        tdt = {np.dtype(np.int8): torch.int8, np.dtype(np.uint8): torch.uint8,
-               np.dtype(np.int32): torch.int32}[np.dtype(dtype)]
-        return torch.empty(shape, dtype=tdt, device=t.obj.device)
+        return torch_empty(shape, np.dtype(dtype), t.obj)
     if t.kind == "cupy":
         import cupy  # type: ignore
 
@@ -151,9 +210,7 @@ def empty_like_lib(t: Tensor, shape: tuple, dtype: Any, role: str) -> Any:
 def current_stream(t: Tensor) -> int:
     """The caller's current stream on t's device: torch's or CuPy's; else 0 (the default)."""
     if t.kind == "torch":
-        import torch  # type: ignore
-
-        return int(torch.cuda.current_stream(t.obj.device).cuda_stream)
+        return torch_stream(t.obj.device.index)
     if t.kind == "cupy":
         import cupy  # type: ignore
 

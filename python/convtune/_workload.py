@@ -34,7 +34,7 @@ class Workload:
     'conv2d-nhwc-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1'
     """
 
-    __slots__ = ("_s", "_key")
+    __slots__ = ("_s", "_key", "_plan")
 
     def __init__(self, spec: str | Mapping[str, Any] | None = None, /, **fields: Any) -> None:
         if spec is not None and fields:
@@ -57,6 +57,7 @@ class Workload:
         check(_capi.lib.ct_workload_key(ctypes.byref(s), key, len(key)), key.value.decode())
         self._s = s
         self._key = key.value.decode()
+        self._plan = None  # Context's call plan, made on its first call
 
     @classmethod
     def from_key(cls, key: str) -> "Workload":

@@ -48,7 +48,7 @@ if not hasattr(torch.library, "custom_op"):
     raise ImportError(f"convtune.torch needs PyTorch 2.4 or later (torch.library.custom_op); "
                       f"this is {torch.__version__}")
 
-__all__ = ["QConv2d", "QConv3d", "context", "dequantize", "quantize", "workload_for"]
+__all__ = ["QConv2d", "QConv3d", "close_contexts", "context", "dequantize", "quantize", "workload_for"]
 
 TORCH_DTYPES = {"int8": torch.int8, "uint8": torch.uint8, "int32": torch.int32}
 _CHANNELS_LAST = ("nhwc", "ndhwc")
@@ -101,9 +101,17 @@ def context(db: str = "", device: Optional[int] = None) -> _context.Context:
 
 
 @atexit.register
-def _close_all() -> None:
+def close_contexts() -> None:
+    """Close the ops' contexts, after their devices' work has finished: the next
+    call opens them again and reads the database anew (e.g. after tuning).
+    CUDA graphs captured before hold their kernels: capture them again. Also
+    at exit."""
     with _lock:
-        for ctx in _contexts.values():
+        for (_, dev), ctx in _contexts.items():
+            try:
+                torch.cuda.synchronize(dev)
+            except RuntimeError:  # CUDA already torn down at exit
+                pass
             ctx.close()
         _contexts.clear()
 
@@ -111,17 +119,16 @@ def _close_all() -> None:
 # ---- the ops ------------------------------------------------------------------
 def _conv(nd: int, data: Tensor, weight: Tensor, params: Optional[Tensor], residual: Optional[Tensor],
           workload: str, db: str) -> Tensor:
-    w = workload_for(workload, tuple(data.shape))
-    if w.nd != nd:
+    w = workload_for(workload, data.shape)
+    pl = _context._plan(w)
+    if pl.nd != nd:
         raise invalid_arg(f"{w.key} is a {w.op}: use convtune::qconv{w.nd}d")
-    if data.device.type != "cuda":
+    if not data.is_cuda:
         raise invalid_arg(f"data: on {data.device}; convtune::qconv{nd}d runs on CUDA tensors")
-    if not w.quantized and params is not None:
+    if not pl.quantized and params is not None:
         raise invalid_arg(f"params: {w.key} has no epilogue; none is needed")
     ctx = context(db, data.device.index)
-    out = torch.empty(w.output_shape, dtype=TORCH_DTYPES[w.out_type], device=data.device)
-    ctx._run(w, nd, w.quantized, data, weight, params, residual, out, None)
-    return out
+    return ctx._run(w, nd, pl.quantized, data, weight, params, residual, None, None)
 
 
 def _fake(data: Tensor, workload: str) -> Tensor:
