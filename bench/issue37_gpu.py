@@ -150,7 +150,7 @@ def phase_torch(ctx, res: dict) -> None:
             print(f"torch  {name:10s} {lname:20s} {'exact' if row['exact'] and same else 'WRONG'} "
                   f"({row['mismatches']} of {row['elements']}, {row['saturated']:.1%} saturated)",
                   flush=True)
-    res["torch"] = rows
+    res["layers_torch"] = rows
 
 
 def phase_cupy(ctx, res: dict) -> None:
@@ -173,7 +173,7 @@ def phase_cupy(ctx, res: dict) -> None:
             rows.append(row)
             print(f"cupy   {name:10s} {lname:20s} {'exact' if row['exact'] else 'WRONG'} "
                   f"({row['mismatches']} of {row['elements']})", flush=True)
-    res["cupy"] = rows
+    res["layers_cupy"] = rows
 
 
 def block(db: str):
@@ -354,7 +354,7 @@ def main() -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     res: dict = dict(
         commit=os.environ.get("CONVTUNE_COMMIT", ""), command=" ".join(["bench/issue37_gpu.py", *sys.argv[1:]]),
-        device=torch.cuda.get_device_name(0), python=platform.python_version(), torch=torch.__version__,
+        device=torch.cuda.get_device_name(0), python=platform.python_version(), torch_version=torch.__version__,
         numpy=np.__version__, convtune=convtune.version())
     try:
         import cupy
@@ -390,8 +390,8 @@ def main() -> int:
     # the table
     print("\n| check | result |\n| --- | --- |")
     for kind in ("torch", "cupy"):
-        if kind in res:
-            rows = res[kind]
+        if "layers_" + kind in res:
+            rows = res["layers_" + kind]
             ok = sum(1 for r in rows if r["exact"] and r.get("allocated_same", True))
             print(f"| {kind}: ResNet-50 b2 + ResNet3D-18 b1 layers exact | {ok} of {len(rows)} |")
     if "compile" in res:

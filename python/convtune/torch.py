@@ -194,6 +194,11 @@ def _host_context() -> _context.Context:
         return _HOST
 
 
+# (N, C, spatial...) <-> (N, spatial..., C)
+_TO_LAST = {2: (0, 2, 3, 1), 3: (0, 2, 3, 4, 1)}
+_TO_FIRST = {2: (0, 3, 1, 2), 3: (0, 4, 1, 2, 3)}
+
+
 class _QConvNd(nn.Module):
     _nd = 2
 
@@ -303,16 +308,25 @@ class _QConvNd(nn.Module):
         return workload_for(self._spec, self._last(x).shape)
 
     def _last(self, x: Tensor) -> Tensor:
-        return x.permute(0, *range(2, self._nd + 2), 1)
+        return x.permute(_TO_LAST[self._nd])
 
     def forward(self, x: Tensor, residual: Optional[Tensor] = None) -> Tensor:
         """x: (N, C, spatial...) int8/uint8, best in channels-last memory format
-        (otherwise copied into it); returns (N, K, spatial...) in channels-last."""
-        xs = self._last(x).contiguous()
-        rs = None if residual is None else self._last(residual).contiguous()
-        op = torch.ops.convtune.qconv2d if self._nd == 2 else torch.ops.convtune.qconv3d
-        y = op(xs, self.weight, self.params, rs, self._spec, self._db)
-        return y.permute(0, self._nd + 1, *range(1, self._nd + 1))
+        (otherwise copied into it); returns (N, K, spatial...) in channels-last.
+
+        Traced (torch.compile, export, fake tensors) it is the op
+        convtune::qconv2d / qconv3d; called eagerly on plain tensors it runs the
+        op's body directly, the same work without the dispatcher's time (about
+        12 us a call, bench/results/h200-issue37)."""
+        nd, b = self._nd, self._buffers
+        xs = x.permute(_TO_LAST[nd]).contiguous()
+        rs = None if residual is None else residual.permute(_TO_LAST[nd]).contiguous()
+        if not torch.compiler.is_compiling() and type(xs) is Tensor:
+            y = _conv(nd, xs, b["weight"], b["params"], rs, self._spec, self._db)
+        else:
+            op = torch.ops.convtune.qconv2d if nd == 2 else torch.ops.convtune.qconv3d
+            y = op(xs, b["weight"], b["params"], rs, self._spec, self._db)
+        return y.permute(_TO_FIRST[nd])
 
     def extra_repr(self) -> str:
         f = self._fields

@@ -96,6 +96,8 @@ def test_modules_refuse_what_they_cannot_run():
     m = ctt.QConv2d.from_float(conv, 0.02, 0.05, input_zero_point=128, data_type="uint8",
                                input_size=(10, 12))
     assert '"h":10' in m.spec and '"w":12' in m.spec
+    with pytest.raises(ConvtuneError, match="data: on cpu; convtune::qconv2d runs on CUDA tensors"):
+        ctt.QConv2d.from_float(conv, 0.02, 0.05)(torch.zeros((1, 16, 8, 8), dtype=torch.int8))
     with pytest.raises(ConvtuneError, match="from_float: a Conv3d, not Conv2d"):
         ctt.QConv3d.from_float(conv, 0.02, 0.05)
     with pytest.raises(ConvtuneError, match="padding_mode 'reflect'"):
