@@ -146,3 +146,43 @@ def test_a_block_compiles_into_one_graph():
     assert len(graphs) == 1
     calls = [n for n in graphs[0].graph.nodes if n.op == "call_function" and "convtune" in str(n.target)]
     assert len(calls) == 3, graphs[0].graph
+
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device (the GPU machine runs it)")
+
+
+@cuda
+def test_on_the_gpu_the_op_is_the_reference_and_bad_tensors_are_named():
+    rng = np.random.default_rng(5)
+    w = convtune.Workload(op="conv2d", n=2, c=32, k=16, h=9, w=11, kernel=3, stride=2, pad=1,
+                          layout="nhwc", data_type="uint8", out_type="int8", data_zero_point=True,
+                          bias=True, scale="channel", residual=True)
+    x = rng.integers(0, 256, w.data_shape, dtype=np.uint8)
+    k = rng.integers(-128, 128, w.plain_weight_shape, dtype=np.int8)
+    r = rng.integers(-128, 128, w.output_shape, dtype=np.int8)
+    q = convtune.Quant(data_zero_point=117, bias=rng.integers(-999, 999, 16).tolist(),
+                       scale=(rng.uniform(0.5, 1.5, 16) / 3000).tolist(), residual_scale=0.7)
+    want = convtune.reference_qconv(w, x, k, q, r)
+    ctx = ctt.context("")
+    xt, kt, rt = (torch.from_numpy(a).cuda() for a in (x, k, r))
+    pt = torch.from_numpy(ctx.make_params(w, q, k)).cuda()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):  # the caller's current stream
+        y = torch.ops.convtune.qconv2d(xt, kt, pt, rt, w.key, "")
+    side.synchronize()
+    assert np.array_equal(y.cpu().numpy(), want)
+    assert np.array_equal(ctx.qconv2d(w, xt, kt, pt, rt).cpu().numpy(), want)
+    bad = [
+        (dict(data=xt.to(torch.int8)), "data: dtype int8, .* needs uint8"),
+        (dict(data=xt.permute(0, 3, 1, 2)), r"data: shape \(2, 32, 9, 11\)"),
+        (dict(weights=kt.permute(0, 2, 1, 3).contiguous().permute(0, 2, 1, 3)), "weights: not contiguous"),
+        (dict(params=pt.cpu()), "params: a torch tensor on cpu"),
+        (dict(params=pt[:16]), r"params: 16 bytes, .* needs"),
+        (dict(residual=None), "adds a residual; none was given"),
+        (dict(out=torch.empty(w.output_shape, dtype=torch.int32, device="cuda")), "out: dtype int32"),
+    ]
+    for over, pattern in bad:
+        a = dict(data=xt, weights=kt, params=pt, residual=rt)
+        a.update(over)
+        with pytest.raises(ConvtuneError, match=pattern):
+            ctx.qconv2d(w, a["data"], a["weights"], a["params"], a["residual"], out=a.get("out"))
