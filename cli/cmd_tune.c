@@ -14,10 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "core/json.h"
+#include "tuner/pool.h"
 #include "tuner/sched.h"
 #include "tuner/tune.h"
 
@@ -48,6 +50,10 @@ static const char usage[] =
     "  --template NAME        only this template (default: every one that runs the workload);\n"
     "                         in a set or file, the workloads it cannot run are skipped\n"
     "  --device N             CUDA device ordinal (default 0)\n"
+    "  --devices LIST|all     tune on several GPUs of this host at once (e.g. 0,1,3): one\n"
+    "                         measuring process per GPU, the compilers shared, each task\n"
+    "                         (workload x template) on whichever GPU is free; GPUs of one\n"
+    "                         kind share the work, each kind of a mixed host tunes it all\n"
     "  --seed N               seed of the search and the inputs (default 1)\n"
     "  --timeout S            per-trial timeout in seconds (default 5)\n"
     "  --no-transfer          do not seed the model with other workloads' trials\n"
@@ -139,6 +145,238 @@ static int parse_seconds(const char *flag, const char *arg, double *out) {
   return 1;
 }
 
+/* "model_fallback": why the cost model fell back to random proposals, or
+ * null when it never did. */
+static void add_fallback(cJSON *o, const char *note) {
+  if (note[0])
+    cJSON_AddStringToObject(o, "model_fallback", note);
+  else
+    cJSON_AddNullToObject(o, "model_fallback");
+}
+
+/* One workload's result: a row of the table, or an object of the JSON list
+ * out (when not NULL). */
+static void emit_result(cJSON *out, const char *name, const tune_result *r, const cli_common *cc) {
+  int errors = r->n_trials - r->by_outcome[OUT_OK];
+  if (out) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToArray(out, o);
+    cJSON_AddStringToObject(o, "name", name);
+    cJSON_AddStringToObject(o, "key", r->key);
+    cJSON_AddStringToObject(o, "template", r->template_name);
+    cJSON_AddNumberToObject(o, "best_us", r->best_us);
+    cJSON_AddNumberToObject(o, "best_tops", r->best_tops);
+    cJSON_AddItemToObject(o, "best_config",
+                          r->best_config[0] ? cJSON_Parse(r->best_config) : cJSON_CreateNull());
+    cJSON_AddNumberToObject(o, "trials", r->n_trials);
+    cJSON_AddNumberToObject(o, "resumed", r->n_resumed);
+    cJSON *by = cJSON_AddObjectToObject(o, "outcomes");
+    for (int oc = 0; oc < OUT_COUNT; oc++)
+      cJSON_AddNumberToObject(by, outcome_name((outcome)oc), r->by_outcome[oc]);
+    cJSON_AddNumberToObject(o, "wall_s", r->wall_s);
+    cJSON_AddNumberToObject(o, "trials_per_s", r->trials_per_s);
+    cJSON_AddBoolToObject(o, "stopped_early", r->stopped_early);
+    add_fallback(o, r->model_fallback);
+  } else {
+    printf("%-28s %-24s %10.2f %8.2f %8d %7d %8.1f  %s\n", name, r->template_name, r->best_us,
+           r->best_tops, r->n_trials, errors, r->trials_per_s, r->key);
+    if (r->best_config[0] && cc->verbose >= 0) printf("  best config %s\n", r->best_config);
+    fflush(stdout);
+  }
+  if (r->best_us == 0 && cc->verbose >= 0)
+    fprintf(stderr, "convtune tune: %s: no config ran correctly in %d trials\n", name,
+            r->n_trials);
+}
+
+static void print_header(void) {
+  printf("%-28s %-24s %10s %8s %8s %7s %8s  %s\n", "name", "template", "best us", "TOPS", "trials",
+         "errors", "trial/s", "key"); /* 24: the longest template name, whole */
+}
+
+/* ---- several GPUs: the pool ------------------------------------------------ */
+
+/* --devices: "all" (every GPU, counted in a child process) or a list of
+ * distinct ordinals. */
+static int parse_devices(const char *arg, int *devs, int *n, ct_err *err) {
+  *n = 0;
+  if (!strcmp(arg, "all")) {
+    int count = runner_device_count(err);
+    if (count < 0) return 0;
+    if (count == 0) {
+      ERR_SET(err, CT_ERR_NO_DEVICE, "--devices all: this machine has no CUDA device");
+      return 0;
+    }
+    for (int i = 0; i < count && i < POOL_MAX_GPUS; i++) devs[(*n)++] = i;
+    return 1;
+  }
+  const char *p = arg;
+  for (;;) {
+    char *end;
+    long v = strtol(p, &end, 10);
+    if (end == p || v < 0 || v > 1023 || (*end && *end != ',')) {
+      ERR_SET(err, CT_ERR_INVALID_ARG,
+              "--devices: expected 'all' or distinct device ordinals such as 0,1,3, got '%s'", arg);
+      return 0;
+    }
+    for (int i = 0; i < *n; i++)
+      if (devs[i] == v) {
+        ERR_SET(err, CT_ERR_INVALID_ARG, "--devices: %ld is named twice in '%s'", v, arg);
+        return 0;
+      }
+    if (*n == POOL_MAX_GPUS) {
+      ERR_SET(err, CT_ERR_INVALID_ARG, "--devices: at most %d GPUs", POOL_MAX_GPUS);
+      return 0;
+    }
+    devs[(*n)++] = (int)v;
+    if (!*end) return 1;
+    p = end + 1;
+  }
+}
+
+typedef struct pool_ctx {
+  int quiet;
+  int fallback_told;
+  double last_s; /* the last progress line's time: one a second at most */
+} pool_ctx;
+
+static void on_pool_progress(void *user, const pool_progress *p) {
+  pool_ctx *pc = user;
+  if (pc->quiet) return;
+  tell_fallback(0, &pc->fallback_told, p->task->model_fallback);
+  if (!p->task->finished && p->elapsed_s - pc->last_s < 1.0) return;
+  pc->last_s = p->elapsed_s;
+  char best[64] = "best -";
+  if (p->task->best_us > 0) snprintf(best, sizeof best, "best %.2f us", p->task->best_us);
+  fprintf(stderr, "[tune gpu %d] %s %s %d/%d %s%s; gpu %.1f trials/s, all %.1f trials/s\n", p->gpu,
+          p->task->name, p->task->template_name, p->task->done, p->task->total, best,
+          p->task->finished ? " (done)" : "", p->gpu_trials_per_s,
+          p->elapsed_s > 0 ? p->trials / p->elapsed_s : 0);
+}
+
+/* Tune the selection's workloads on the devices: their tasks go to the
+ * pool, then each workload's best of its tasks is reported per kind, in
+ * the selection's order, as one GPU reports it. */
+static int tune_on_devices(const char *db_path, const tune_opts *to, const int *devs, int n_devs,
+                           const wlset *s, int named, const template_desc *tpl, int json,
+                           cli_common *cc) {
+  int rc = EXIT_OK;
+  ct_err err = {0};
+  pool_task *tasks = calloc((size_t)s->n_items * TUNE_MAX_TASKS + 1, sizeof *tasks);
+  int *first = calloc((size_t)s->n_items + 1, sizeof *first), *count = calloc((size_t)s->n_items + 1, sizeof *count);
+  char(*names)[300] = calloc((size_t)s->n_items + 1, sizeof *names);
+  tune_result *res = NULL;
+  tune_pool *p = NULL;
+  cJSON *out = NULL;
+  int n_tasks = 0;
+  if (!tasks || !first || !count || !names) {
+    ERR_SET(&err, CT_ERR_NO_MEMORY, "out of memory");
+    rc = cli_fail(cc, &err);
+    goto done;
+  }
+  for (int i = 0; i < s->n_items; i++) {
+    if (named)
+      snprintf(names[i], sizeof names[i], "%s/%s", s->name, s->items[i].name);
+    else
+      snprintf(names[i], sizeof names[i], "%s", s->items[i].name);
+    tune_task tt[TUNE_MAX_TASKS];
+    int nt = 0;
+    first[i] = n_tasks;
+    if (workload_validate(&s->items[i].w, &err) ||
+        tune_plan(names[i], &s->items[i].w, tpl, tt, &nt, &err)) {
+      if (err.status == CT_ERR_UNSUPPORTED && tpl && s->n_items > 1) {
+        if (cc->verbose >= 0) fprintf(stderr, "convtune tune: skipped %s\n", err.msg);
+        memset(&err, 0, sizeof err);
+        continue;
+      }
+      rc = cli_fail(cc, &err);
+      goto done;
+    }
+    for (int j = 0; j < nt; j++)
+      tasks[n_tasks++] = (pool_task){.name = names[i], .tpl = tt[j].tpl, .w = tt[j].w};
+    count[i] = nt;
+  }
+  if (tune_pool_open(db_path, to, devs, n_devs, &p, &err)) {
+    if (err.status == CT_ERR_NO_DEVICE)
+      fprintf(stderr, "convtune tune: %s\n", err.msg);
+    else
+      cli_fail(cc, &err);
+    rc = EXIT_FAIL;
+    goto done;
+  }
+  const int kinds = tune_pool_kinds(p);
+  if (cc->verbose >= 0)
+    for (int g = 0; g < tune_pool_gpus(p); g++) {
+      const device *d = tune_pool_device(p, g);
+      fprintf(stderr, "[tune] gpu %d: device %d, %s (%s, %d SMs)%s\n", g, d->ordinal, d->name,
+              d->arch.name, d->arch.sm_count, kinds > 1 ? ", its own kind" : "");
+    }
+  if (cc->verbose >= 0)
+    fprintf(stderr, "[tune] %d GPUs, %d tasks, database %s\n", tune_pool_gpus(p), n_tasks,
+            db_path);
+  if (!(res = calloc((size_t)(n_tasks ? n_tasks : 1) * kinds, sizeof *res))) {
+    ERR_SET(&err, CT_ERR_NO_MEMORY, "out of memory");
+    rc = cli_fail(cc, &err);
+    goto done;
+  }
+  pool_ctx pc = {.quiet = cc->verbose < 0};
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  ct_status st = tune_pool_run(p, tasks, n_tasks, on_pool_progress, &pc, res, &err);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double wall = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  out = json ? cJSON_CreateArray() : NULL;
+  if (!json) print_header();
+  for (int k = 0; k < kinds; k++)
+    for (int i = 0; i < s->n_items; i++) {
+      if (!count[i]) continue;
+      tune_result tmp[TUNE_MAX_TASKS], best;
+      for (int j = 0; j < count[i]; j++) tmp[j] = res[(size_t)(first[i] + j) * kinds + k];
+      tune_results_best(tmp, count[i], &best);
+      if (!best.key[0]) continue; /* not tuned: stopped, or its kind failed */
+      char name[600];
+      snprintf(name, sizeof name, "%s%s%s", names[i], kinds > 1 ? " @ " : "",
+               kinds > 1 ? tune_pool_device(p, 0)->name : "");
+      if (kinds > 1)
+        for (int g = 0; g < tune_pool_gpus(p); g++)
+          if (tune_pool_kind(p, g) == k) {
+            snprintf(name, sizeof name, "%s @ %s gpu %d", names[i], tune_pool_device(p, g)->name, g);
+            break;
+          }
+      emit_result(out, name, &best, cc);
+    }
+  if (json) {
+    char *text = cJSON_Print(out);
+    if (text) puts(text);
+    free(text);
+  }
+  if (cc->verbose >= 0) {
+    long all = 0;
+    char per[1024] = "";
+    size_t len = 0;
+    for (int g = 0; g < tune_pool_gpus(p); g++) {
+      long tr;
+      double busy;
+      tune_pool_gpu_stats(p, g, &tr, &busy);
+      all += tr;
+      if (len < sizeof per)
+        len += (size_t)snprintf(per + len, sizeof per - len, "%sgpu %d %ld trials %.1f/s", g ? ", " : "",
+                                g, tr, wall > 0 ? tr / wall : 0);
+    }
+    fprintf(stderr, "[tune] %d GPUs: %ld trials in %.1f s, %.1f trials/s (%s)\n", tune_pool_gpus(p),
+            all, wall, wall > 0 ? all / wall : 0, per);
+  }
+  if (st) rc = cli_fail(cc, &err);
+done:
+  cJSON_Delete(out);
+  tune_pool_close(p);
+  free(res);
+  free(tasks);
+  free(first);
+  free(count);
+  free(names);
+  return rc;
+}
+
 /* ---- a model: one budget, the scheduler ---------------------------------- */
 
 typedef struct model_ctx {
@@ -224,15 +462,6 @@ static void print_model(const sched_result *r, const char *model, int verbose) {
     if (!r->workloads[i].supported && verbose >= 0)
       fprintf(stderr, "convtune tune: %s is not tuned: %s\n", r->workloads[i].name,
               r->workloads[i].why);
-}
-
-/* "model_fallback": why the cost model fell back to random proposals, or
- * null when it never did. */
-static void add_fallback(cJSON *o, const char *note) {
-  if (note[0])
-    cJSON_AddStringToObject(o, "model_fallback", note);
-  else
-    cJSON_AddNullToObject(o, "model_fallback");
 }
 
 static cJSON *model_json(const sched_result *r, const char *model) {
@@ -366,7 +595,8 @@ int cmd_tune(int argc, char **argv) {
     O_NO_TRANSFER,
     O_JSON,
     O_AS_MODEL,
-    O_ROUND_TRIALS
+    O_ROUND_TRIALS,
+    O_DEVICES
   };
   struct option opts[48] = {{"db", required_argument, 0, O_DB},
                             {"trials", required_argument, 0, O_TRIALS},
@@ -381,8 +611,9 @@ int cmd_tune(int argc, char **argv) {
                             {"json", no_argument, 0, O_JSON},
                             {"as-model", no_argument, 0, O_AS_MODEL},
                             {"round-trials", required_argument, 0, O_ROUND_TRIALS},
+                            {"devices", required_argument, 0, O_DEVICES},
                             {"help", no_argument, 0, 'h'}};
-  int n_opts = 14;
+  int n_opts = 15;
   for (const struct option *o = cli_wl_options; o->name; o++) opts[n_opts++] = *o;
   cli_common cc = {0};
   cli_wl sel = {0};
@@ -391,7 +622,8 @@ int cmd_tune(int argc, char **argv) {
   tune_opts_default(&to);
   to.stop = &stop_requested;
   long v;
-  int json = 0, opt, rc = EXIT_OK, as_model = 0, round_trials = 0;
+  int json = 0, opt, rc = EXIT_OK, as_model = 0, round_trials = 0, have_device = 0;
+  const char *devices_arg = NULL;
   optind = 1;
   opterr = 0;
   while ((opt = cli_getopt("tune", argc, argv, opts)) != -1) {
@@ -420,6 +652,10 @@ int cmd_tune(int argc, char **argv) {
     case O_DEVICE:
       if (!cli_parse_long("tune", "device", optarg, 0, 1023, &v)) goto usage;
       to.runner.device = (int)v;
+      have_device = 1;
+      break;
+    case O_DEVICES:
+      devices_arg = optarg;
       break;
     case O_SEED:
       if (!cli_parse_long("tune", "seed", optarg, 0, LONG_MAX, &v)) goto usage;
@@ -477,6 +713,28 @@ int cmd_tune(int argc, char **argv) {
     cli_usage_error("tune", "--round-trials: only for a model (--model, or --as-model)");
     goto usage;
   }
+  if (devices_arg && have_device) {
+    cli_usage_error("tune", "--device and --devices: give one of them");
+    goto usage;
+  }
+  if (devices_arg && model_mode) {
+    cli_usage_error("tune", "--devices: a model's scheduler (--model, --as-model) tunes on one "
+                            "GPU; tune the set or file without --as-model on several");
+    goto usage;
+  }
+  int devs[POOL_MAX_GPUS], n_devs = 0;
+  if (devices_arg) {
+    ct_err derr = {0};
+    if (!parse_devices(devices_arg, devs, &n_devs, &derr)) {
+      if (derr.status == CT_ERR_INVALID_ARG) {
+        cli_usage_error("tune", "%s", derr.msg);
+        goto usage;
+      }
+      fprintf(stderr, "convtune tune: %s\n", derr.msg);
+      cli_wl_free(&sel);
+      return EXIT_FAIL;
+    }
+  }
   sched_opts so;
   sched_opts_default(&so);
   if (model_mode) {
@@ -498,6 +756,14 @@ int cmd_tune(int argc, char **argv) {
   tuner *t = NULL;
   if (cli_wl_load(&sel, default_workload, &s, &err)) {
     rc = cli_fail(&cc, &err);
+    goto done;
+  }
+  if (devices_arg) {
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    rc = tune_on_devices(db_path, &to, devs, n_devs, s, sel.set || sel.file, tpl, json, &cc);
     goto done;
   }
   /* The GPU is found before the database is touched: without one, nothing
@@ -525,9 +791,7 @@ int cmd_tune(int argc, char **argv) {
   }
   progress_ctx pc = {.tty = isatty(2), .quiet = cc.verbose < 0};
   cJSON *out = json ? cJSON_CreateArray() : NULL;
-  if (!json)
-    printf("%-28s %-24s %10s %8s %8s %7s %8s  %s\n", "name", "template", "best us", "TOPS",
-           "trials", "errors", "trial/s", "key"); /* 24: the longest template name, whole */
+  if (!json) print_header();
   for (int i = 0; i < s->n_items; i++) {
     char name[300];
     if (sel.set || sel.file)
@@ -546,35 +810,7 @@ int cmd_tune(int argc, char **argv) {
       rc = cli_fail(&cc, &err);
       break;
     }
-    int errors = r.n_trials - r.by_outcome[OUT_OK];
-    if (json) {
-      cJSON *o = cJSON_CreateObject();
-      cJSON_AddItemToArray(out, o);
-      cJSON_AddStringToObject(o, "name", name);
-      cJSON_AddStringToObject(o, "key", r.key);
-      cJSON_AddStringToObject(o, "template", r.template_name);
-      cJSON_AddNumberToObject(o, "best_us", r.best_us);
-      cJSON_AddNumberToObject(o, "best_tops", r.best_tops);
-      cJSON_AddItemToObject(o, "best_config",
-                            r.best_config[0] ? cJSON_Parse(r.best_config) : cJSON_CreateNull());
-      cJSON_AddNumberToObject(o, "trials", r.n_trials);
-      cJSON_AddNumberToObject(o, "resumed", r.n_resumed);
-      cJSON *by = cJSON_AddObjectToObject(o, "outcomes");
-      for (int oc = 0; oc < OUT_COUNT; oc++)
-        cJSON_AddNumberToObject(by, outcome_name((outcome)oc), r.by_outcome[oc]);
-      cJSON_AddNumberToObject(o, "wall_s", r.wall_s);
-      cJSON_AddNumberToObject(o, "trials_per_s", r.trials_per_s);
-      cJSON_AddBoolToObject(o, "stopped_early", r.stopped_early);
-      add_fallback(o, r.model_fallback);
-    } else {
-      printf("%-28s %-24s %10.2f %8.2f %8d %7d %8.1f  %s\n", name, r.template_name, r.best_us,
-             r.best_tops, r.n_trials, errors, r.trials_per_s, r.key);
-      if (r.best_config[0] && cc.verbose >= 0) printf("  best config %s\n", r.best_config);
-      fflush(stdout);
-    }
-    if (r.best_us == 0 && cc.verbose >= 0)
-      fprintf(stderr, "convtune tune: %s: no config ran correctly in %d trials\n", name,
-              r.n_trials);
+    emit_result(out, name, &r, &cc);
   }
   if (json) {
     char *text = cJSON_Print(out);

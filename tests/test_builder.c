@@ -14,6 +14,7 @@
  */
 #include <check.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,6 +213,82 @@ static int exited(pid_t pid) {
   return !p || p[2] == 'Z' || p[2] == 'X';
 }
 
+/* Clients of one builder in threads (the tuners of a host's GPUs): each
+ * submits the same instances under its own tags and gets back exactly its
+ * own, every one once, while the others' results arrive in between. */
+#define N_CLIENTS 4
+typedef struct client_arg {
+  builder *b;
+  const instance *inst;
+  int client;
+  char failure[256];
+} client_arg;
+
+static void *client_main(void *p) {
+  client_arg *a = p;
+  ct_err err = {0};
+  int seen[N_GOOD + 1] = {0};
+  long base = 1000L * a->client;
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i <= N_GOOD; i++)
+      if (builder_submit_for(a->b, a->client, &a->inst[i], base + i, &err) != CT_OK) {
+        snprintf(a->failure, sizeof a->failure, "submit: %.200s", err.msg);
+        return NULL;
+      }
+    memset(seen, 0, sizeof seen);
+    for (int got = 0; got <= N_GOOD; got++) {
+      long tag = -1;
+      cubin c;
+      ct_status st = builder_collect_for(a->b, a->client, &tag, &c, &err);
+      int i = (int)(tag - base);
+      if ((st != CT_OK && st != CT_ERR_NVRTC) || i < 0 || i > N_GOOD || seen[i] ||
+          (st == CT_OK) != (i < N_GOOD) || (st == CT_OK && !is_elf(&c))) {
+        snprintf(a->failure, sizeof a->failure, "client %d: tag %ld, %s (%.160s)", a->client, tag,
+                 ct_status_name(st), err.msg);
+        cubin_free(&c);
+        return NULL;
+      }
+      seen[i] = 1;
+      cubin_free(&c);
+    }
+    long tag;
+    cubin c;
+    if (builder_collect_for(a->b, a->client, &tag, &c, &err) != CT_ERR_NOT_FOUND) {
+      snprintf(a->failure, sizeof a->failure, "client %d: a job too many", a->client);
+      return NULL;
+    }
+  }
+  return NULL;
+}
+
+START_TEST(clients_in_threads_collect_their_own_jobs) {
+  arch a = sm90();
+  instance inst[N_GOOD + 1];
+  make_instances(&a, inst, N_GOOD);
+  builder *b = NULL;
+  ct_err err = {0};
+  ck_assert_msg(builder_start(2, &a, &b, &err) == CT_OK, "%s", err.msg);
+  pthread_t th[N_CLIENTS];
+  client_arg args[N_CLIENTS];
+  for (int c = 0; c < N_CLIENTS; c++) {
+    args[c] = (client_arg){.b = b, .inst = inst, .client = c + 1};
+    ck_assert_int_eq(pthread_create(&th[c], NULL, client_main, &args[c]), 0);
+  }
+  for (int c = 0; c < N_CLIENTS; c++) {
+    pthread_join(th[c], NULL);
+    ck_assert_msg(!args[c].failure[0], "%s", args[c].failure);
+  }
+  ck_assert_int_eq(builder_pending(b), 0);
+  /* 13 distinct jobs: compiled at most once each per client, the rest cached */
+  ck_assert_int_ge(builder_cache_hits(b), N_CLIENTS * (N_GOOD + 1));
+  long tag;
+  cubin c;
+  ck_assert_int_eq(builder_submit_for(b, BUILDER_MAX_CLIENTS, &inst[0], 1, &err), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(builder_collect_for(b, -1, &tag, &c, &err), CT_ERR_INVALID_ARG);
+  builder_stop(b);
+}
+END_TEST
+
 START_TEST(a_dead_worker_is_replaced_and_its_job_reported) {
   arch a = sm90();
   instance inst[N_GOOD + 1];
@@ -384,6 +461,7 @@ END_TEST
 
 static void add_builder(TCase *tc) {
   tcase_add_test(tc, compiles_reports_and_caches);
+  tcase_add_test(tc, clients_in_threads_collect_their_own_jobs);
   tcase_add_test(tc, a_dead_worker_is_replaced_and_its_job_reported);
   tcase_add_test(tc, bad_arguments_are_rejected);
   tcase_add_test(tc, workers_die_with_their_parent);

@@ -14,7 +14,9 @@
  * the wgmma part is skipped, with a message, when the GPU is not sm_90.
  * A workload's first trial is the nearest tuned workload's best config,
  * or with none tuned the template's default; after a template change, its
- * own best config under the retired version.
+ * own best config under the retired version. The pool (tuner/pool.c) on
+ * every GPU of the machine (up to 4) tunes each of its tasks once, with
+ * the planted faults, every trial recorded once.
  * Exits 77 without a GPU.
  */
 #include <check.h>
@@ -25,6 +27,7 @@
 
 #include "core/json.h"
 #include "resolve/resolve.h"
+#include "tuner/pool.h"
 #include "tuner/tune.h"
 #include "tests/tuner_probe.h"
 #include "tests/util.h"
@@ -72,7 +75,7 @@ static const template_desc fault_tpl = {
     .instance = f_instance,
 };
 
-static char db_path[256], near_path[256], retired_path[256];
+static char db_path[256], near_path[256], retired_path[256], pool_path[256];
 
 static void small_workload(ct_workload *w) {
   workload_init(w, CT_OP_CONV2D);
@@ -409,12 +412,101 @@ START_TEST(the_first_trial_is_the_retired_best) {
 }
 END_TEST
 
+typedef struct pool_seen {
+  int gpus[POOL_MAX_GPUS];
+  long last_total;
+} pool_seen;
+
+static void pool_progress_cb(void *user, const pool_progress *p) {
+  pool_seen *s = user;
+  ck_assert(p->gpu >= 0 && p->gpu < POOL_MAX_GPUS);
+  s->gpus[p->gpu]++;
+  ck_assert_int_ge(p->trials, s->last_total); /* reports are serialised */
+  s->last_total = p->trials;
+}
+
+START_TEST(a_pool_tunes_every_task_once) {
+  ct_err err = {0};
+  int n = runner_device_count(&err);
+  ck_assert_msg(n >= 1, "%s", err.msg);
+  if (n > 4) n = 4;
+  int devs[] = {0, 1, 2, 3};
+  tune_opts o;
+  tune_opts_default(&o);
+  search_opts_default(&o.search, "random");
+  o.search.seed = 7;
+  o.n_trials = 24;
+  o.transfer = 0;
+  o.runner.timeout_s = 1.0;
+  tune_pool *p = NULL;
+  ck_assert_msg(tune_pool_open(pool_path, &o, devs, n, &p, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(tune_pool_gpus(p), n);
+  const int kinds = tune_pool_kinds(p);
+  enum { N_TASKS = 5 };
+  pool_task tasks[N_TASKS];
+  char names[N_TASKS][16];
+  for (int i = 0; i < N_TASKS; i++) {
+    snprintf(names[i], sizeof names[i], "pool%d", i);
+    tasks[i] = (pool_task){.name = names[i], .tpl = &fault_tpl};
+    small_workload(&tasks[i].w);
+    tasks[i].w.n = i + 1; /* five keys */
+  }
+  tune_result res[N_TASKS * 4];
+  pool_seen seen = {0};
+  ck_assert_msg(tune_pool_run(p, tasks, N_TASKS, pool_progress_cb, &seen, res, &err) == CT_OK, "%s",
+                err.msg);
+  long all = 0;
+  int busy = 0;
+  for (int g = 0; g < n; g++) {
+    long tr;
+    double s;
+    tune_pool_gpu_stats(p, g, &tr, &s);
+    all += tr;
+    busy += tr > 0;
+    printf("pool: gpu %d (device %d, kind %d): %ld trials in %.1f s, %d reports\n", g,
+           tune_pool_device(p, g)->ordinal, tune_pool_kind(p, g), tr, s, seen.gpus[g]);
+  }
+  tune_pool_close(p);
+  ck_assert_int_eq(all, (long)N_TASKS * 24 * kinds);
+  /* each GPU takes a task as it starts: with one kind, min(n, 5) GPUs work */
+  if (kinds == 1) ck_assert_int_ge(busy, n < N_TASKS ? n : N_TASKS);
+  db *d = NULL;
+  ck_assert_int_eq(db_open(pool_path, 1, &d, &err), CT_OK);
+  char uids[N_TASKS * 4 * 24][40];
+  int n_uids = 0;
+  for (int i = 0; i < N_TASKS; i++) {
+    for (int k = 0; k < kinds; k++) {
+      const tune_result *r = &res[i * kinds + k];
+      ck_assert_int_eq(r->n_trials, 24);
+      ck_assert_msg(r->best_us > 0, "task %d on kind %d: no OK trial", i, k);
+    }
+    char key[CT_KEY_MAX];
+    trial *tr = NULL;
+    int m = 0;
+    ck_assert_int_eq(db_trials(d, workload_key(&tasks[i].w, key, sizeof key), NULL, "fault_dp4a",
+                               NULL, &tr, &m, &err),
+                     CT_OK);
+    ck_assert_int_eq(m, 24 * kinds);
+    for (int j = 0; j < m; j++) {
+      int f = fault_of(&tr[j]);
+      ck_assert_msg(tr[j].outcome == expected[f], "fault %d recorded as %s", f,
+                    outcome_name(tr[j].outcome));
+      for (int u = 0; u < n_uids; u++) ck_assert_str_ne(uids[u], tr[j].uid);
+      snprintf(uids[n_uids++], sizeof uids[0], "%s", tr[j].uid);
+    }
+    trials_free(tr, m);
+  }
+  db_close(d);
+}
+END_TEST
+
 static void add_tune_gpu(TCase *tc) {
   tcase_add_test(tc, planted_faults_are_recorded_and_tuning_completes);
   tcase_add_test(tc, resume_never_measures_a_config_twice);
   tcase_add_test(tc, nhwc_is_tuned_as_it_is);
   tcase_add_test(tc, the_first_trial_is_the_nearest_best);
   tcase_add_test(tc, the_first_trial_is_the_retired_best);
+  tcase_add_test(tc, a_pool_tunes_every_task_once);
 }
 
 static const test_case suite_cases[] = {
@@ -428,6 +520,7 @@ static int have_gpu(char *why, size_t size) {
   snprintf(db_path, sizeof db_path, "%s/t.db", test_root());
   snprintf(near_path, sizeof near_path, "%s/near.db", test_root());
   snprintf(retired_path, sizeof retired_path, "%s/retired.db", test_root());
+  snprintf(pool_path, sizeof pool_path, "%s/pool.db", test_root());
   return tuner_probe(why, size);
 }
 

@@ -17,6 +17,15 @@
  * config is compiled once per run; a hit completes at the next collect. The
  * parent never touches CUDA. Cost: a fork per worker at start (and per crash);
  * a job's bytes (about 5 KB) and its cubin (tens of KB) cross a socket.
+ *
+ * Threads: one builder serves the tuners of several GPUs (tune_pool), each
+ * a client with its own tags and its own queue of finished jobs. A mutex
+ * guards the state; one collecting thread at a time polls the workers with
+ * the mutex released (a poll lasts at most POLL_SLICE_MS, so jobs that
+ * other threads queue meanwhile are handed out soon), routes each result
+ * to its client and wakes the others, who wait on a condition variable.
+ * Only the poller reads from or reaps a busy worker; the others touch idle
+ * ones alone, so the poll set stays valid while it is unlocked.
  */
 #include "tuner/builder.h"
 
@@ -24,6 +33,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,6 +59,9 @@
 #define RESULT_MAX_BYTES ((uint64_t)1 << 30)
 /* More workers than this would only thrash; cores beyond it go unused. */
 #define MAX_WORKERS 256
+/* The longest poll of one collecting thread, so that jobs queued by others
+ * while it waits reach idle workers soon. */
+#define POLL_SLICE_MS 20
 
 typedef struct result_head {
   int32_t status; /* ct_status of nvrtc_compile in the worker */
@@ -62,6 +75,7 @@ typedef struct result_head {
 /* A job waiting for a worker. */
 typedef struct job {
   struct job *next;
+  int client;
   long tag;
   uint64_t hash;
   char *key; /* owned: the cache key text */
@@ -71,6 +85,7 @@ typedef struct job {
 /* A finished job waiting for builder_collect. */
 typedef struct done {
   struct done *next;
+  int client;
   long tag;
   ct_status status;
   cubin c; /* owned until handed to the caller */
@@ -98,8 +113,13 @@ struct builder {
   int n_workers;
   worker *workers;
   job *queue_head, *queue_tail;
-  done *ready_head, *ready_tail;
+  /* finished jobs per client, and each client's jobs not yet collected */
+  done *ready_head[BUILDER_MAX_CLIENTS], *ready_tail[BUILDER_MAX_CLIENTS];
+  int pending[BUILDER_MAX_CLIENTS];
   int n_queued, n_busy, n_ready;
+  pthread_mutex_t lock;
+  pthread_cond_t changed; /* a result was routed, or the poller stepped down */
+  int polling;            /* a thread polls the workers, unlocked */
   cache_entry *cache; /* ring of CACHE_MAX_ENTRIES, oldest at cache_first */
   int cache_first, cache_count;
   size_t cache_bytes;
@@ -240,13 +260,21 @@ static void cache_store(builder *b, const job *j, ct_status status, const cubin 
 /* ---- the parent: queues ------------------------------------------------ */
 
 static void ready_push(builder *b, done *d) {
+  int c = d->client;
   d->next = NULL;
-  if (b->ready_tail)
-    b->ready_tail->next = d;
+  if (b->ready_tail[c])
+    b->ready_tail[c]->next = d;
   else
-    b->ready_head = d;
-  b->ready_tail = d;
+    b->ready_head[c] = d;
+  b->ready_tail[c] = d;
   b->n_ready++;
+}
+
+/* Free j, whose result is lost (out of memory): its client waits no more. */
+static void lose(builder *b, job *j) {
+  b->pending[j->client]--;
+  free(j->key);
+  free(j);
 }
 
 /* Report j as finished with status, cubin c (taken over) and msg; j is freed. */
@@ -256,10 +284,10 @@ static ct_status finish(builder *b, job *j, ct_status status, cubin *c, const ch
   if (!d) {
     cubin_free(c);
     long tag = j->tag;
-    free(j->key);
-    free(j);
+    lose(b, j);
     return ERR_SET(err, CT_ERR_NO_MEMORY, "builder: no memory for the result of job %ld", tag);
   }
+  d->client = j->client;
   d->tag = j->tag;
   d->status = status;
   d->c = *c;
@@ -277,8 +305,7 @@ static ct_status finish_cached(builder *b, job *j, const cache_entry *e, ct_err 
   b->hits++;
   ct_status st = cubin_copy(&e->c, &c, err);
   if (st != CT_OK) {
-    free(j->key);
-    free(j);
+    lose(b, j);
     return st;
   }
   return finish(b, j, e->status, &c, e->msg, err);
@@ -290,8 +317,7 @@ static ct_status finish_dead(builder *b, job *j, const char *what, ct_err *err) 
   memset(&c, 0, sizeof c);
   c.log = strdup(what);
   if (!c.log) {
-    free(j->key);
-    free(j);
+    lose(b, j);
     return ERR_SET(err, CT_ERR_NO_MEMORY, "builder: no memory for a log");
   }
   return finish(b, j, CT_ERR_NVRTC, &c, what, err);
@@ -371,8 +397,7 @@ static ct_status receive(builder *b, worker *w, ct_err *err) {
       reap(w);
       (void)spawn(b, w, NULL);
       long tag = j->tag;
-      free(j->key);
-      free(j);
+      lose(b, j);
       return ERR_SET(err, CT_ERR_NO_MEMORY, "builder: no memory for the result of job %ld", tag);
     }
     ok = proc_recv_all(w->fd, c.data, h.size, 0) == PROC_OK &&
@@ -422,6 +447,8 @@ ct_status builder_start(int n_workers, const arch *a, builder **out, ct_err *err
   }
   b->arch = *a;
   b->n_workers = n_workers;
+  pthread_mutex_init(&b->lock, NULL);
+  pthread_cond_init(&b->changed, NULL);
   for (int i = 0; i < n_workers; i++) b->workers[i].fd = -1;
   for (int i = 0; i < n_workers; i++) {
     ct_status st = spawn(b, &b->workers[i], err);
@@ -435,8 +462,15 @@ ct_status builder_start(int n_workers, const arch *a, builder **out, ct_err *err
 }
 
 ct_status builder_submit(builder *b, const instance *inst, long tag, ct_err *err) {
+  return builder_submit_for(b, 0, inst, tag, err);
+}
+
+ct_status builder_submit_for(builder *b, int client, const instance *inst, long tag, ct_err *err) {
   if (!b || !inst || !inst->tpl)
     return ERR_SET(err, CT_ERR_INVALID_ARG, "builder_submit: NULL builder, instance or template");
+  if (client < 0 || client >= BUILDER_MAX_CLIENTS)
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "builder_submit: client %d, accepted 0..%d", client,
+                   BUILDER_MAX_CLIENTS - 1);
   if (inst->n_options < 0 || inst->n_options > INSTANCE_MAX_OPTIONS)
     return ERR_SET(err, CT_ERR_INVALID_ARG, "instance: n_options is %d, accepted 0..%d",
                    inst->n_options, INSTANCE_MAX_OPTIONS);
@@ -451,12 +485,19 @@ ct_status builder_submit(builder *b, const instance *inst, long tag, ct_err *err
     return ERR_SET(err, CT_ERR_NO_MEMORY, "builder: no memory for job %ld", tag);
   }
   j->next = NULL;
+  j->client = client;
   j->tag = tag;
   j->key = key;
   j->hash = fnv1a(key);
   j->inst = *inst;
+  pthread_mutex_lock(&b->lock);
+  b->pending[client]++;
   const cache_entry *e = cache_find(b, j->hash, j->key);
-  if (e) return finish_cached(b, j, e, err);
+  if (e) {
+    ct_status st = finish_cached(b, j, e, err);
+    pthread_mutex_unlock(&b->lock);
+    return st;
+  }
   if (b->queue_tail)
     b->queue_tail->next = j;
   else
@@ -466,80 +507,130 @@ ct_status builder_submit(builder *b, const instance *inst, long tag, ct_err *err
   /* Start compiling now, so that it overlaps the caller's measuring. A
    * failure to (re)start workers is reported by builder_collect. */
   (void)dispatch(b, NULL);
+  pthread_mutex_unlock(&b->lock);
   return CT_OK;
 }
 
 ct_status builder_collect(builder *b, long *tag, cubin *out, ct_err *err) {
+  return builder_collect_for(b, 0, tag, out, err);
+}
+
+/* Poll the busy workers once, for at most POLL_SLICE_MS, with the lock
+ * released (the caller holds it and has set b->polling), then read what
+ * finished and handle compiles past their time. */
+static ct_status poll_workers(builder *b, ct_err *err) {
+  struct pollfd fds[MAX_WORKERS];
+  int who[MAX_WORKERS], n = 0;
+  double now = proc_now_s(), wait_s = POLL_SLICE_MS / 1000.0;
+  for (int i = 0; i < b->n_workers; i++) {
+    worker *w = &b->workers[i];
+    if (!w->cur) continue;
+    double left = w->started_s + BUILD_TIMEOUT_S - now;
+    if (left < wait_s) wait_s = left;
+    fds[n].fd = w->fd;
+    fds[n].events = POLLIN;
+    fds[n].revents = 0;
+    who[n++] = i;
+  }
+  int ms = wait_s <= 0 ? 0 : (int)(wait_s * 1000) + 1;
+  pthread_mutex_unlock(&b->lock);
+  int k = poll(fds, (nfds_t)n, ms);
+  int poll_errno = errno;
+  pthread_mutex_lock(&b->lock);
+  if (k < 0 && poll_errno != EINTR)
+    return ERR_SET(err, CT_ERR_IO, "builder: poll: %s", strerror(poll_errno));
+  for (int i = 0; k > 0 && i < n; i++) {
+    if (!fds[i].revents) continue;
+    ct_status st = receive(b, &b->workers[who[i]], err);
+    if (st != CT_OK) return st;
+  }
+  /* Compiles past their time: kill, report, replace. */
+  now = proc_now_s();
+  for (int i = 0; i < b->n_workers; i++) {
+    worker *w = &b->workers[i];
+    if (!w->cur || now - w->started_s < BUILD_TIMEOUT_S) continue;
+    job *j = w->cur;
+    w->cur = NULL;
+    b->n_busy--;
+    reap(w);
+    (void)spawn(b, w, NULL);
+    char what[128];
+    snprintf(what, sizeof what,
+             "the compiler process took more than %.0f s compiling this instance: killed",
+             BUILD_TIMEOUT_S);
+    ct_status st = finish_dead(b, j, what, err);
+    if (st != CT_OK) return st;
+  }
+  return CT_OK;
+}
+
+ct_status builder_collect_for(builder *b, int client, long *tag, cubin *out, ct_err *err) {
   if (out) memset(out, 0, sizeof *out);
   if (!b || !tag || !out)
     return ERR_SET(err, CT_ERR_INVALID_ARG, "builder_collect: NULL builder, tag or out");
+  if (client < 0 || client >= BUILDER_MAX_CLIENTS)
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "builder_collect: client %d, accepted 0..%d", client,
+                   BUILDER_MAX_CLIENTS - 1);
+  ct_status st = CT_OK;
+  pthread_mutex_lock(&b->lock);
   for (;;) {
-    if (b->ready_head) {
-      done *d = b->ready_head;
-      b->ready_head = d->next;
-      if (!b->ready_head) b->ready_tail = NULL;
+    done *d = b->ready_head[client];
+    if (d) {
+      b->ready_head[client] = d->next;
+      if (!d->next) b->ready_tail[client] = NULL;
       b->n_ready--;
+      b->pending[client]--;
       *tag = d->tag;
       *out = d->c;
-      ct_status st = d->status;
+      st = d->status;
       if (st != CT_OK) err_set(err, st, __FILE__, __LINE__, "%s", d->msg);
       free(d);
-      return st;
+      break;
     }
-    if (b->n_queued == 0 && b->n_busy == 0)
-      return ERR_SET(err, CT_ERR_NOT_FOUND, "builder: nothing queued or compiling");
-    ct_status st = dispatch(b, err);
-    if (st != CT_OK) return st;
-    if (b->ready_head || b->n_busy == 0) continue;
-
-    struct pollfd fds[MAX_WORKERS];
-    int who[MAX_WORKERS], n = 0;
-    double now = proc_now_s(), wait_s = BUILD_TIMEOUT_S;
-    for (int i = 0; i < b->n_workers; i++) {
-      worker *w = &b->workers[i];
-      if (!w->cur) continue;
-      double left = w->started_s + BUILD_TIMEOUT_S - now;
-      if (left < wait_s) wait_s = left;
-      fds[n].fd = w->fd;
-      fds[n].events = POLLIN;
-      fds[n].revents = 0;
-      who[n++] = i;
+    if (b->pending[client] == 0) {
+      st = ERR_SET(err, CT_ERR_NOT_FOUND, "builder: nothing queued or compiling");
+      break;
     }
-    int ms = wait_s <= 0 ? 0 : (int)(wait_s * 1000) + 1;
-    int k = poll(fds, (nfds_t)n, ms);
-    if (k < 0 && errno != EINTR)
-      return ERR_SET(err, CT_ERR_IO, "builder: poll: %s", strerror(errno));
-    for (int i = 0; k > 0 && i < n; i++) {
-      if (!fds[i].revents) continue;
-      st = receive(b, &b->workers[who[i]], err);
-      if (st != CT_OK) return st;
+    if ((st = dispatch(b, err)) != CT_OK) break;
+    if (b->ready_head[client]) continue;
+    if (b->polling) { /* another client polls: wait for its news */
+      pthread_cond_wait(&b->changed, &b->lock);
+      continue;
     }
-    /* Compiles past their time: kill, report, replace. */
-    now = proc_now_s();
-    for (int i = 0; i < b->n_workers; i++) {
-      worker *w = &b->workers[i];
-      if (!w->cur || now - w->started_s < BUILD_TIMEOUT_S) continue;
-      job *j = w->cur;
-      w->cur = NULL;
-      b->n_busy--;
-      reap(w);
-      (void)spawn(b, w, NULL);
-      char what[128];
-      snprintf(what, sizeof what,
-               "the compiler process took more than %.0f s compiling this instance: killed",
-               BUILD_TIMEOUT_S);
-      st = finish_dead(b, j, what, err);
-      if (st != CT_OK) return st;
+    if (b->n_busy == 0) {
+      /* nothing compiling, yet a job of this client is neither queued nor
+       * finished: dispatch could not start a worker and said so */
+      if (b->n_queued == 0) {
+        st = ERR_SET(err, CT_ERR_INTERNAL, "builder: client %d waits for a job that is nowhere",
+                     client);
+        break;
+      }
+      continue;
     }
+    b->polling = 1;
+    st = poll_workers(b, err);
+    b->polling = 0;
+    pthread_cond_broadcast(&b->changed);
+    if (st != CT_OK) break;
   }
+  pthread_mutex_unlock(&b->lock);
+  return st;
 }
 
-int builder_pending(const builder *b) {
-  return b ? b->n_queued + b->n_busy + b->n_ready : 0;
+int builder_pending(builder *b) {
+  if (!b) return 0;
+  pthread_mutex_lock(&b->lock);
+  int n = b->n_queued + b->n_busy + b->n_ready;
+  pthread_mutex_unlock(&b->lock);
+  return n;
 }
 
-long builder_cache_hits(const builder *b) {
-  return b ? b->hits : 0;
+long builder_cache_hits(builder *b) {
+  if (!b) return 0;
+  pthread_mutex_lock(&b->lock);
+  long n = b->hits;
+  pthread_mutex_unlock(&b->lock);
+  return n;
 }
 
 void builder_stop(builder *b) {
@@ -560,14 +651,17 @@ void builder_stop(builder *b) {
     free(j->key);
     free(j);
   }
-  while (b->ready_head) {
-    done *d = b->ready_head;
-    b->ready_head = d->next;
-    cubin_free(&d->c);
-    free(d);
-  }
+  for (int c = 0; c < BUILDER_MAX_CLIENTS; c++)
+    while (b->ready_head[c]) {
+      done *d = b->ready_head[c];
+      b->ready_head[c] = d->next;
+      cubin_free(&d->c);
+      free(d);
+    }
   while (b->cache && b->cache_count > 0) cache_evict_oldest(b);
   free(b->cache);
   free(b->workers);
+  pthread_cond_destroy(&b->changed);
+  pthread_mutex_destroy(&b->lock);
   free(b);
 }

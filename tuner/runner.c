@@ -691,6 +691,33 @@ static void worker_main(int fd, void *arg) {
 
 /* Close the worker's socket, wait up to grace_s for it to exit, then kill
  * it; reap it. Its wait status, or -1 when unknown. */
+/* The device count, from a child that initialises CUDA (this process
+ * never does): one int32 over its socket. */
+static void count_main(int fd, void *arg) {
+  (void)arg;
+  int32_t n = device_count();
+  _exit(proc_send_all(fd, &n, sizeof n) == 0 ? 0 : 1);
+}
+
+int runner_device_count(ct_err *err) {
+  pid_t pid = 0;
+  int fd = -1;
+  if (proc_spawn("runner", count_main, NULL, &pid, &fd, err)) return -1;
+  int32_t n = -1;
+  int rc = proc_recv_all(fd, &n, sizeof n, proc_now_s() + SETUP_TIMEOUT_S);
+  close(fd);
+  if (rc != PROC_OK) kill(pid, SIGKILL);
+  int ws;
+  while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+  }
+  if (rc != PROC_OK) {
+    ERR_SET(err, CT_ERR_CUDA, "runner: the process counting the GPUs %s",
+            rc == PROC_TIMEOUT ? "did not answer" : "ended without answering");
+    return -1;
+  }
+  return n;
+}
+
 static int stop_worker(runner *r, double grace_s) {
   int ws = -1;
   if (r->fd >= 0) close(r->fd);

@@ -82,6 +82,11 @@ ct_status runner_measure(runner *r, const instance *inst, const void *cubin, siz
 ct_status runner_reference(runner *r, void *out, void *data, int8_t *weights, void *residual,
                            ct_err *err);
 
+/* The number of CUDA devices, counted in a child process (the caller's
+ * process initialises no CUDA): 0 with no GPU or driver; -1 (err set) when
+ * the child could not run or answer. */
+int runner_device_count(ct_err *err);
+
 /* How many times the worker was replaced (after faults and timeouts). */
 int runner_restarts(const runner *r);
 

@@ -34,9 +34,11 @@
 struct tuner {
   tune_opts opts;
   builder *b;
+  int client; /* this tuner's client number in b (0 unless shared) */
+  int shared; /* b and store belong to a pool (tuner_open_shared) */
   runner *r;
   device dev;
-  tune_store store; /* the database's (tune_store_db_open) */
+  tune_store store; /* the database's (tune_store_db_open), or the pool's */
   char session[40];
   long seq; /* trials recorded in this session: uids */
   /* The session whose workload the runner holds (NULL: none, or not one a
@@ -111,11 +113,31 @@ fail:
   return st;
 }
 
+ct_status tuner_open_shared(const tune_opts *o, runner *r, const device *dev, builder *b,
+                            int client, const tune_store *store, tuner **out, ct_err *err) {
+  *out = NULL;
+  tuner *t = calloc(1, sizeof *t);
+  if (!t) return ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+  t->opts = *o;
+  t->opts.runner.device = dev->ordinal;
+  t->r = r;
+  t->dev = *dev;
+  t->b = b;
+  t->client = client;
+  t->shared = 1;
+  t->store = *store;
+  /* uids stay unique across the pool's tuners: the device is in the session */
+  snprintf(t->session, sizeof t->session, "%lx-%x-%d", (unsigned long)time(NULL),
+           (unsigned)getpid(), dev->ordinal);
+  *out = t;
+  return CT_OK;
+}
+
 void tuner_close(tuner *t) {
   if (!t) return;
-  if (t->b) builder_stop(t->b);
+  if (t->b && !t->shared) builder_stop(t->b);
   if (t->r) runner_stop(t->r);
-  if (t->store.close) t->store.close(t->store.ctx);
+  if (t->store.close && !t->shared) t->store.close(t->store.ctx);
   free(t);
 }
 
@@ -269,7 +291,8 @@ static ct_status cache_best(tuner *t, const template_desc *tpl, const ct_workloa
   if ((st = json_parse(best.config_json, "best config", &j, err)) ||
       (st = space_config_from_json(s, j, &c, err)) ||
       (st = instance_make(tpl, w, s, &c, &t->dev.arch, &inst, err)) ||
-      (st = builder_submit(t->b, &inst, -1, err)) || (st = builder_collect(t->b, &tag, &cb, err)))
+      (st = builder_submit_for(t->b, t->client, &inst, -1, err)) ||
+      (st = builder_collect_for(t->b, t->client, &tag, &cb, err)))
     goto done;
   st = t->store.put_kernel(t->store.ctx, &best, cb.data, cb.size, err);
 done:
@@ -463,7 +486,7 @@ static ct_status compile_batch(tune_session *ss, int n, int *submitted, ct_err *
     }
     tr->options = join_options(&ss->insts[i]);
     tr->outcome = OUT_COUNT; /* pending */
-    ct_status st = builder_submit(t->b, &ss->insts[i], i, err);
+    ct_status st = builder_submit_for(t->b, t->client, &ss->insts[i], i, err);
     if (st) return st;
     (*submitted)++;
   }
@@ -479,7 +502,7 @@ static ct_status measure_batch(tune_session *ss, int submitted, ct_err *err) {
     long tag;
     cubin cb = {0};
     ct_err e = {0};
-    ct_status cs = builder_collect(t->b, &tag, &cb, &e);
+    ct_status cs = builder_collect_for(t->b, t->client, &tag, &cb, &e);
     if (cs != CT_OK && cs != CT_ERR_NVRTC) {
       cubin_free(&cb);
       return err_set(err, cs, e.file, e.line, "%s", e.msg);
@@ -718,16 +741,22 @@ ct_status tuner_tune(tuner *t, const char *name, const ct_workload *w, const tem
   tune_task tasks[TUNE_MAX_TASKS];
   int n = 0;
   if ((st = tune_plan(name, w, tpl, tasks, &n, err))) return st;
+  tune_result rs[TUNE_MAX_TASKS];
+  for (int i = 0; i < n; i++)
+    if ((st = run_task(t, name, &tasks[i].w, tasks[i].tpl, fn, user, &rs[i], err))) return st;
+  tune_results_best(rs, n, res);
+  return CT_OK;
+}
+
+void tune_results_best(const tune_result *rs, int n, tune_result *out) {
   tune_result best = {0};
   char note[sizeof best.model_fallback] = "";
   for (int i = 0; i < n; i++) {
-    tune_result r;
-    if ((st = run_task(t, name, &tasks[i].w, tasks[i].tpl, fn, user, &r, err))) return st;
-    if (!note[0]) memcpy(note, r.model_fallback, sizeof note);
-    if (!i || (r.best_us > 0 && (best.best_us == 0 || r.best_us < best.best_us))) best = r;
+    const tune_result *r = &rs[i];
+    if (!note[0]) memcpy(note, r->model_fallback, sizeof note);
+    if (!i || (r->best_us > 0 && (best.best_us == 0 || r->best_us < best.best_us))) best = *r;
   }
   /* the first task's fallback, whichever task holds the best */
   memcpy(best.model_fallback, note, sizeof note);
-  *res = best;
-  return CT_OK;
+  *out = best;
 }

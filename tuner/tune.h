@@ -75,11 +75,21 @@ typedef struct tuner tuner;
 ct_status tuner_open(const char *db_path, const tune_opts *o, tuner **out, ct_err *err);
 void tuner_close(tuner *t);
 
+/* A tuner on a started runner r (taken over: tuner_close stops it) of
+ * device dev, with a builder and a store that it shares with others (a
+ * pool's, tune_pool.h): it compiles as b's client `client` and records
+ * through store, whose functions must be safe to call from its thread;
+ * tuner_close leaves both to their owner. Its trials' uids name dev's
+ * ordinal, so tuners of one process never collide. */
+ct_status tuner_open_shared(const tune_opts *o, runner *r, const device *dev, builder *b,
+                            int client, const tune_store *store, tuner **out, ct_err *err);
+
 /* The device the tuner measures on. Borrowed. */
 const device *tuner_device(const tuner *t);
 
 /* Tune w with tpl (NULL: every template that runs it, see tune_plan), named
- * name for progress and records; *res is the best of its tasks. */
+ * name for progress and records; *res is the best of its tasks
+ * (tune_results_best). */
 ct_status tuner_tune(tuner *t, const char *name, const ct_workload *w, const template_desc *tpl,
                      tune_progress_fn fn, void *user, tune_result *res, ct_err *err);
 
@@ -111,6 +121,11 @@ typedef struct tune_task {
  * the templates of that layout refuse it (e.g. an nhwc stem: C % 16 != 0). */
 ct_status tune_plan(const char *name, const ct_workload *w, const template_desc *tpl,
                     tune_task *tasks, int *n, ct_err *err);
+
+/* The result of a workload from those of its n tasks: the one with the
+ * lowest best (the first when none ran OK), carrying the first task's
+ * model fallback note. */
+void tune_results_best(const tune_result *rs, int n, tune_result *out);
 
 /* Transfer learning reads at most this many trials of other workloads. */
 #define TUNE_TRANSFER_MAX 4000
