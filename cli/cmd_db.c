@@ -34,6 +34,7 @@ typedef struct db_args {
   int has_wl;    /* a workload was given (query, history, export) */
   ct_workload w; /* that workload, parsed before the database is opened */
   FILE *in;      /* import: the file to read, opened before the database */
+  char *in_buf;  /* import of a database: its export in memory, which in reads */
 } db_args;
 
 /* What each command takes besides -h, -v and -q: a flag that is not its
@@ -88,10 +89,12 @@ static const struct db_cmd {
      "\n"},
     {"import", 0,
      "usage: convtune import [options] FILE\n"
-     "Read trials from JSON lines (FILE, or - for stdin) into the database; trials\n"
-     "already there are skipped. A file with two different trials of one uid, or a\n"
-     "trial whose template is not convtune's or not of its workload's op, is refused\n"
-     "whole, naming the line.\n"
+     "Read trials into the database from JSON lines (FILE, or - for stdin) or from\n"
+     "another convtune database (FILE, e.g. one tuned on another host); trials already\n"
+     "there are skipped and every trial keeps its uid. Two different trials of one\n"
+     "uid, in FILE or between FILE and the database, or a trial whose template is not\n"
+     "convtune's or not of its workload's op, is a conflict: the import is refused\n"
+     "whole, naming the line (of the database's export, for a database).\n"
      "\n"
      "Options:\n"
      "  --db PATH              the database (default convtune.db), created when missing\n"
@@ -428,9 +431,56 @@ static int cmd_export(db_args *a, db *d) {
   return EXIT_OK;
 }
 
+/* Whether f starts as an SQLite database does (its 16-byte header); f is
+ * left at its start. */
+static int is_sqlite(FILE *f) {
+  char head[16];
+  size_t n = fread(head, 1, sizeof head, f);
+  rewind(f);
+  return n == sizeof head && !memcmp(head, "SQLite format 3", 16);
+}
+
+/* The trials of the database at path as JSON lines in a memory file, read
+ * from the start (db_export's lines: the same checks as a file's). */
+static ct_status export_database(const char *path, FILE **out, char **mem_buf, ct_err *err) {
+  *out = NULL;
+  *mem_buf = NULL;
+  db *src = NULL;
+  char *buf = NULL;
+  size_t len = 0;
+  ct_status st = db_open(path, 1, &src, err);
+  if (st) return st;
+  FILE *mem = open_memstream(&buf, &len);
+  if (!mem) {
+    db_close(src);
+    return ERR_SET(err, CT_ERR_NO_MEMORY, "no memory to read %s", path);
+  }
+  int n = 0;
+  st = db_export(src, NULL, mem, &n, err);
+  db_close(src);
+  fclose(mem);
+  if (!st && !(*out = fmemopen(buf, len ? len : 1, "r")))
+    st = ERR_SET(err, CT_ERR_NO_MEMORY, "no memory to read %s", path);
+  if (st) {
+    free(buf);
+    return st;
+  }
+  *mem_buf = buf; /* freed after the memory file is closed */
+  return CT_OK;
+}
+
 static int cmd_import(db_args *a, db *d) {
   ct_err err = {0};
   int imported = 0, skipped = 0;
+  if (a->in != stdin && is_sqlite(a->in)) {
+    FILE *mem = NULL;
+    if (export_database(a->pos[0], &mem, &a->in_buf, &err)) {
+      err_prefix(&err, "%s", a->pos[0]);
+      return cli_fail(&a->cc, &err);
+    }
+    fclose(a->in);
+    a->in = mem;
+  }
   ct_status st = db_import(d, a->in, &imported, &skipped, &err);
   if (st) {
     /* a database failure names the database (db_insert_trials), not FILE */
@@ -454,6 +504,8 @@ int cmd_db(const char *cmd, int argc, char **argv) {
   } else if (!strcmp(cmd, "import")) {
     if (a.n_pos != 1) {
       rc = cli_usage_error(a.cmd, "give one file to import");
+    } else if (strcmp(a.pos[0], "-") && outfile_is_database(a.pos[0], a.db_path)) {
+      rc = cli_usage_error(a.cmd, "%s is the database %s itself", a.pos[0], a.db_path);
     } else if (!(a.in = strcmp(a.pos[0], "-") ? fopen(a.pos[0], "r") : stdin)) {
       fprintf(stderr, "convtune import: cannot open %s: %s\n", a.pos[0], strerror(errno));
       rc = EXIT_USAGE;
@@ -488,6 +540,7 @@ int cmd_db(const char *cmd, int argc, char **argv) {
     fprintf(stderr, "convtune %s: warning: skipped %d malformed trial%s in %s, the first: %s\n",
             cmd, n_bad, n_bad == 1 ? "" : "s", a.db_path, bad);
   if (a.in && a.in != stdin) fclose(a.in);
+  free(a.in_buf);
   db_close(d);
   cli_wl_free(&a.sel);
   return rc;

@@ -162,7 +162,8 @@ ct_status db_list(db *d, db_summary **out, int *n, ct_err *err);
  * line number of the first bad one, importing nothing then (a large import
  * commits in batches: see db_insert_trials); two different
  * trials of one uid in f are a conflict (CT_ERR_PARSE naming both lines),
- * the same trial twice is not. */
+ * the same trial twice is not; so is a trial whose uid the database holds
+ * with other values (CT_ERR_PARSE naming the line and the field). */
 ct_status db_export(db *d, const char *workload_key, FILE *f, int *n_written, ct_err *err);
 ct_status db_import(db *d, FILE *f, int *n_imported, int *n_skipped, ct_err *err);
 

@@ -512,6 +512,47 @@ static ct_status check_uid_conflicts(const trial *v, const int *lines, int n, ct
   return st;
 }
 
+/* A record of the import whose uid the database holds with other values: a
+ * conflict, refused with its line and the first field that differs (a
+ * record already there and equal is skipped by the insert). One indexed
+ * lookup a trial. */
+static ct_status check_db_conflicts(db *d, const trial *v, const int *lines, int n, ct_err *err) {
+  ct_status st = CT_OK;
+  sqlite3 *h = d->h;
+  sqlite3_stmt *s = NULL;
+  int rc;
+  SQL_TRY(h, err, sqlite3_prepare_v2(h, TRIAL_SELECT " WHERE t.uid = ?1", -1, &s, NULL));
+  for (int i = 0; i < n && st == CT_OK; i++) {
+    SQL_TRY(h, err, sqlite3_reset(s));
+    SQL_TRY(h, err, sqlite3_bind_text(s, 1, v[i].uid, -1, SQLITE_STATIC));
+    SQL_STEP(h, err, s, rc);
+    if (rc == SQLITE_DONE) continue;
+    trial old;
+    if ((st = db_row_trial(s, &old, err)) != CT_OK) goto done;
+    if (!same_record(&old, &v[i])) {
+      cJSON *a = trial_to_json(&old), *b = trial_to_json(&v[i]);
+      const char *field = "?";
+      for (const cJSON *x = a ? a->child : NULL; x; x = x->next) {
+        const cJSON *y = cJSON_GetObjectItemCaseSensitive(b, x->string);
+        if (!y || !cJSON_Compare(x, y, 1)) {
+          field = x->string;
+          break;
+        }
+      }
+      st = ERR_SET(err, CT_ERR_PARSE,
+                   "line %d: uid '%s' is in the database with another %s: two different trials "
+                   "of one uid",
+                   lines[i], v[i].uid, field);
+      cJSON_Delete(a);
+      cJSON_Delete(b);
+    }
+    trial_free(&old);
+  }
+done:
+  sqlite3_finalize(s);
+  return st;
+}
+
 ct_status db_import(db *d, FILE *f, int *n_imported, int *n_skipped, ct_err *err) {
   ct_status st = CT_OK;
   trial *v = NULL;
@@ -571,6 +612,7 @@ ct_status db_import(db *d, FILE *f, int *n_imported, int *n_skipped, ct_err *err
     goto done;
   }
   if ((st = check_uid_conflicts(v, lines, count, err)) != CT_OK) goto done;
+  if ((st = check_db_conflicts(d, v, lines, count, err)) != CT_OK) goto done;
   if ((st = db_insert_trials(d, v, count, &skipped, err)) != CT_OK) goto done;
   if (n_imported) *n_imported = count - skipped;
   if (n_skipped) *n_skipped = skipped;

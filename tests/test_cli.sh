@@ -322,6 +322,14 @@ assert len(rows) == 2, rows
 sed 's/"median_us":2.5/"median_us":2.25/' "$ds/a.jsonl" >"$dc/b.jsonl"
 cat "$ds/a.jsonl" "$dc/b.jsonl" >"$dc/ab.jsonl"
 expect 2 "line 2: uid 'ds-1' conflicts with line 1" import --db "$dc/c.db" "$dc/ab.jsonl"
+# another database's trials keep their uids; one that differs from the database's is a conflict
+expect 0 'imported 1' import --db "$dc/x.db" "$dc/b.jsonl"
+expect 0 'imported 1' import --db "$dc/y.db" "$ds/t.db"
+expect 0 'skipped 1 already present' import --db "$dc/y.db" "$ds/t.db"
+"$ct" export --db "$dc/y.db" --output "$dc/y.jsonl" 2>/dev/null && cmp -s "$dc/y.jsonl" "$ds/a.jsonl" && ok ||
+  bad "a database's trial imported differs from its export"
+expect 2 "uid 'ds-1' is in the database with another median_us" import --db "$dc/y.db" "$dc/x.db"
+expect 2 'is the database' import --db "$dc/y.db" "$dc/y.db"
 # a template that is none of convtune's is refused, naming the line
 sed 's/conv2d_nchw4c_dp4a/conv3d_ncdhw4c_dp4a/' "$ds/a.jsonl" >"$dc/t3.jsonl"
 expect 2 "line 1: template_name: 'conv3d_ncdhw4c_dp4a' is a conv3d template" import --db "$dc/c.db" "$dc/t3.jsonl"

@@ -854,7 +854,31 @@ START_TEST(import_uid_conflict_refused) {
   fclose(f);
   ck_assert_int_eq(imported, 2);
   ck_assert_int_eq(skipped, 1);
+  /* the database now holds uid 'u' as `one`: `other` conflicts with it,
+   * naming the field, and the good line beside it is not imported either */
+  char *fresh = good_lines(3);
+  snprintf(text, sizeof text, "%s%s\n", fresh, other);
+  snprintf(file, sizeof file, "%s.2.jsonl", path);
+  spit(file, text);
+  f = fopen(file, "r");
+  ck_assert_int_eq(db_import(d, f, &imported, &skipped, &err), CT_ERR_PARSE);
+  fclose(f);
+  ck_assert_msg(strstr(err.msg, "line 4: uid 'u' is in the database with another median_us"), "%s",
+                err.msg);
+  trial *tr = NULL;
+  int n = 0;
+  ck_assert_int_eq(db_trials(d, KEY_A, NULL, NULL, NULL, &tr, &n, &err), CT_OK);
+  ck_assert_int_eq(n, 2);
+  trials_free(tr, n);
+  /* the same record again is no conflict */
+  snprintf(text, sizeof text, "%s\n", one);
+  spit(file, text);
+  f = fopen(file, "r");
+  ck_assert_msg(db_import(d, f, &imported, &skipped, &err) == CT_OK, "%s", err.msg);
+  fclose(f);
+  ck_assert_int_eq(skipped, 1);
   db_close(d);
+  free(fresh);
   free(good);
   free(one);
   free(other);
