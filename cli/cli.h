@@ -25,6 +25,8 @@ typedef struct cli_common {
 /* Print "convtune: MSG" for err on stderr (with its origin under -v) and
  * return the exit code that fits its status. */
 int cli_fail(const cli_common *cc, const ct_err *err);
+/* The exit code of a status, as cli_fail returns it, without printing. */
+int cli_exit_code(ct_status st);
 
 /* Print "convtune CMD: MSG" and a hint to see --help; returns EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -23,7 +23,13 @@ int cli_fail(const cli_common *cc, const ct_err *err) {
             err->line);
   else
     fprintf(stderr, "convtune: %s\n", err->msg);
-  switch (err->status) {
+  return err->status ? cli_exit_code(err->status) : EXIT_FAIL;
+}
+
+int cli_exit_code(ct_status st) {
+  switch (st) {
+  case CT_OK:
+    return EXIT_OK;
   case CT_ERR_INVALID_ARG:
   case CT_ERR_INVALID_WORKLOAD:
   case CT_ERR_PARSE:

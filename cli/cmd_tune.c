@@ -8,6 +8,7 @@
  * Without a GPU: a clear message, exit 1, nothing written.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <limits.h>
 #include <math.h>
@@ -19,6 +20,7 @@
 
 #include "cli/cli.h"
 #include "core/json.h"
+#include "tuner/mpi.h"
 #include "tuner/pool.h"
 #include "tuner/sched.h"
 #include "tuner/tune.h"
@@ -54,6 +56,13 @@ static const char usage[] =
     "                         measuring process per GPU, the compilers shared, each task\n"
     "                         (workload x template) on whichever GPU is free; GPUs of one\n"
     "                         kind share the work, each kind of a mixed host tunes it all\n"
+    "  --mpi                  tune across the ranks of mpirun (or srun): rank 0 keeps the\n"
+    "                         database and hands out the tasks, every rank tunes on its\n"
+    "                         GPUs (--devices, else one: its local rank's); start mpirun\n"
+    "                         with its enable-recovery option, so that a lost rank costs\n"
+    "                         only its trials in flight\n"
+    "  --rank-timeout S       with --mpi: a rank not heard from for S seconds is lost, its\n"
+    "                         tasks go to the others (default 60)\n"
     "  --seed N               seed of the search and the inputs (default 1)\n"
     "  --timeout S            per-trial timeout in seconds (default 5)\n"
     "  --no-transfer          do not seed the model with other workloads' trials\n"
@@ -253,48 +262,100 @@ static void on_pool_progress(void *user, const pool_progress *p) {
           p->elapsed_s > 0 ? p->trials / p->elapsed_s : 0);
 }
 
-/* Tune the selection's workloads on the devices: their tasks go to the
- * pool, then each workload's best of its tasks is reported per kind, in
- * the selection's order, as one GPU reports it. */
-static int tune_on_devices(const char *db_path, const tune_opts *to, const int *devs, int n_devs,
-                           const wlset *s, int named, const template_desc *tpl, int json,
-                           cli_common *cc) {
-  int rc = EXIT_OK;
+/* The selection's tasks (tune_plan's, per workload in order): tasks,
+ * with each workload's first task and count, and the workloads' names. */
+typedef struct plan {
+  pool_task *tasks;
+  int n_tasks;
+  int *first, *count;
+  char (*names)[300];
+} plan;
+
+static void plan_free(plan *pl) {
+  free(pl->tasks);
+  free(pl->first);
+  free(pl->count);
+  free(pl->names);
+}
+
+/* EXIT_OK, or the exit code of a workload no template runs (skipped, with
+ * a message, when a named template cannot run a set's layer). */
+static int make_plan(const wlset *s, int named, const template_desc *tpl, plan *pl, cli_common *cc,
+                     int verbose) {
   ct_err err = {0};
-  pool_task *tasks = calloc((size_t)s->n_items * TUNE_MAX_TASKS + 1, sizeof *tasks);
-  int *first = calloc((size_t)s->n_items + 1, sizeof *first), *count = calloc((size_t)s->n_items + 1, sizeof *count);
-  char(*names)[300] = calloc((size_t)s->n_items + 1, sizeof *names);
-  tune_result *res = NULL;
-  tune_pool *p = NULL;
-  cJSON *out = NULL;
-  int n_tasks = 0;
-  if (!tasks || !first || !count || !names) {
+  memset(pl, 0, sizeof *pl);
+  pl->tasks = calloc((size_t)s->n_items * TUNE_MAX_TASKS + 1, sizeof *pl->tasks);
+  pl->first = calloc((size_t)s->n_items + 1, sizeof *pl->first);
+  pl->count = calloc((size_t)s->n_items + 1, sizeof *pl->count);
+  pl->names = calloc((size_t)s->n_items + 1, sizeof *pl->names);
+  if (!pl->tasks || !pl->first || !pl->count || !pl->names) {
     ERR_SET(&err, CT_ERR_NO_MEMORY, "out of memory");
-    rc = cli_fail(cc, &err);
-    goto done;
+    return cli_fail(cc, &err);
   }
   for (int i = 0; i < s->n_items; i++) {
     if (named)
-      snprintf(names[i], sizeof names[i], "%s/%s", s->name, s->items[i].name);
+      snprintf(pl->names[i], sizeof pl->names[i], "%s/%s", s->name, s->items[i].name);
     else
-      snprintf(names[i], sizeof names[i], "%s", s->items[i].name);
+      snprintf(pl->names[i], sizeof pl->names[i], "%s", s->items[i].name);
     tune_task tt[TUNE_MAX_TASKS];
     int nt = 0;
-    first[i] = n_tasks;
+    pl->first[i] = pl->n_tasks;
     if (workload_validate(&s->items[i].w, &err) ||
-        tune_plan(names[i], &s->items[i].w, tpl, tt, &nt, &err)) {
+        tune_plan(pl->names[i], &s->items[i].w, tpl, tt, &nt, &err)) {
       if (err.status == CT_ERR_UNSUPPORTED && tpl && s->n_items > 1) {
-        if (cc->verbose >= 0) fprintf(stderr, "convtune tune: skipped %s\n", err.msg);
+        if (verbose >= 0) fprintf(stderr, "convtune tune: skipped %s\n", err.msg);
         memset(&err, 0, sizeof err);
         continue;
       }
-      rc = cli_fail(cc, &err);
-      goto done;
+      return verbose >= -1 ? cli_fail(cc, &err) : EXIT_FAIL;
     }
     for (int j = 0; j < nt; j++)
-      tasks[n_tasks++] = (pool_task){.name = names[i], .tpl = tt[j].tpl, .w = tt[j].w};
-    count[i] = nt;
+      pl->tasks[pl->n_tasks++] = (pool_task){.name = pl->names[i], .tpl = tt[j].tpl, .w = tt[j].w};
+    pl->count[i] = nt;
   }
+  return EXIT_OK;
+}
+
+/* Each workload's best of its tasks per kind (res: task i on kind k at
+ * i * kinds + k), in the selection's order, as one GPU reports them; with
+ * several kinds each row names its kind's device. */
+static void report(const wlset *s, const plan *pl, const tune_result *res, int kinds,
+                   const device *kind_dev, int json, cli_common *cc) {
+  cJSON *out = json ? cJSON_CreateArray() : NULL;
+  if (!json) print_header();
+  for (int k = 0; k < kinds; k++)
+    for (int i = 0; i < s->n_items; i++) {
+      if (!pl->count[i]) continue;
+      tune_result tmp[TUNE_MAX_TASKS], best;
+      for (int j = 0; j < pl->count[i]; j++) tmp[j] = res[(size_t)(pl->first[i] + j) * kinds + k];
+      tune_results_best(tmp, pl->count[i], &best);
+      if (!best.key[0]) continue; /* not tuned: stopped, or its kind failed */
+      char name[600];
+      if (kinds > 1)
+        snprintf(name, sizeof name, "%s @ %s (kind %d)", pl->names[i], kind_dev[k].name, k);
+      else
+        snprintf(name, sizeof name, "%s", pl->names[i]);
+      emit_result(out, name, &best, cc);
+    }
+  if (json) {
+    char *text = cJSON_Print(out);
+    if (text) puts(text);
+    free(text);
+    cJSON_Delete(out);
+  }
+}
+
+/* Tune the selection's workloads on the devices: their tasks go to the
+ * pool, then each workload's best is reported. */
+static int tune_on_devices(const char *db_path, const tune_opts *to, const int *devs, int n_devs,
+                           const wlset *s, int named, const template_desc *tpl, int json,
+                           cli_common *cc) {
+  ct_err err = {0};
+  plan pl;
+  tune_result *res = NULL;
+  tune_pool *p = NULL;
+  int rc = make_plan(s, named, tpl, &pl, cc, cc->verbose);
+  if (rc != EXIT_OK) goto done;
   if (tune_pool_open(db_path, to, devs, n_devs, &p, &err)) {
     if (err.status == CT_ERR_NO_DEVICE)
       fprintf(stderr, "convtune tune: %s\n", err.msg);
@@ -304,16 +365,18 @@ static int tune_on_devices(const char *db_path, const tune_opts *to, const int *
     goto done;
   }
   const int kinds = tune_pool_kinds(p);
+  device kind_dev[POOL_MAX_GPUS];
+  for (int g = 0; g < tune_pool_gpus(p); g++) {
+    const device *d = tune_pool_device(p, g);
+    kind_dev[tune_pool_kind(p, g)] = *d;
+    if (cc->verbose >= 0)
+      fprintf(stderr, "[tune] gpu %d: device %d, %s (%s, %d SMs), kind %d\n", g, d->ordinal,
+              d->name, d->arch.name, d->arch.sm_count, tune_pool_kind(p, g));
+  }
   if (cc->verbose >= 0)
-    for (int g = 0; g < tune_pool_gpus(p); g++) {
-      const device *d = tune_pool_device(p, g);
-      fprintf(stderr, "[tune] gpu %d: device %d, %s (%s, %d SMs)%s\n", g, d->ordinal, d->name,
-              d->arch.name, d->arch.sm_count, kinds > 1 ? ", its own kind" : "");
-    }
-  if (cc->verbose >= 0)
-    fprintf(stderr, "[tune] %d GPUs, %d tasks, database %s\n", tune_pool_gpus(p), n_tasks,
+    fprintf(stderr, "[tune] %d GPUs, %d tasks, database %s\n", tune_pool_gpus(p), pl.n_tasks,
             db_path);
-  if (!(res = calloc((size_t)(n_tasks ? n_tasks : 1) * kinds, sizeof *res))) {
+  if (!(res = calloc((size_t)(pl.n_tasks ? pl.n_tasks : 1) * kinds, sizeof *res))) {
     ERR_SET(&err, CT_ERR_NO_MEMORY, "out of memory");
     rc = cli_fail(cc, &err);
     goto done;
@@ -321,34 +384,10 @@ static int tune_on_devices(const char *db_path, const tune_opts *to, const int *
   pool_ctx pc = {.quiet = cc->verbose < 0};
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  ct_status st = tune_pool_run(p, tasks, n_tasks, on_pool_progress, &pc, res, &err);
+  ct_status st = tune_pool_run(p, pl.tasks, pl.n_tasks, on_pool_progress, &pc, res, &err);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double wall = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
-  out = json ? cJSON_CreateArray() : NULL;
-  if (!json) print_header();
-  for (int k = 0; k < kinds; k++)
-    for (int i = 0; i < s->n_items; i++) {
-      if (!count[i]) continue;
-      tune_result tmp[TUNE_MAX_TASKS], best;
-      for (int j = 0; j < count[i]; j++) tmp[j] = res[(size_t)(first[i] + j) * kinds + k];
-      tune_results_best(tmp, count[i], &best);
-      if (!best.key[0]) continue; /* not tuned: stopped, or its kind failed */
-      char name[600];
-      snprintf(name, sizeof name, "%s%s%s", names[i], kinds > 1 ? " @ " : "",
-               kinds > 1 ? tune_pool_device(p, 0)->name : "");
-      if (kinds > 1)
-        for (int g = 0; g < tune_pool_gpus(p); g++)
-          if (tune_pool_kind(p, g) == k) {
-            snprintf(name, sizeof name, "%s @ %s gpu %d", names[i], tune_pool_device(p, g)->name, g);
-            break;
-          }
-      emit_result(out, name, &best, cc);
-    }
-  if (json) {
-    char *text = cJSON_Print(out);
-    if (text) puts(text);
-    free(text);
-  }
+  report(s, &pl, res, kinds, kind_dev, json, cc);
   if (cc->verbose >= 0) {
     long all = 0;
     char per[1024] = "";
@@ -359,21 +398,55 @@ static int tune_on_devices(const char *db_path, const tune_opts *to, const int *
       tune_pool_gpu_stats(p, g, &tr, &busy);
       all += tr;
       if (len < sizeof per)
-        len += (size_t)snprintf(per + len, sizeof per - len, "%sgpu %d %ld trials %.1f/s", g ? ", " : "",
-                                g, tr, wall > 0 ? tr / wall : 0);
+        len += (size_t)snprintf(per + len, sizeof per - len, "%sgpu %d %ld trials %.1f/s",
+                                g ? ", " : "", g, tr, wall > 0 ? tr / wall : 0);
     }
-    fprintf(stderr, "[tune] %d GPUs: %ld trials in %.1f s, %.1f trials/s (%s)\n", tune_pool_gpus(p),
-            all, wall, wall > 0 ? all / wall : 0, per);
+    fprintf(stderr, "[tune] %d GPUs: %ld trials in %.1f s, %.1f trials/s (%s)\n",
+            tune_pool_gpus(p), all, wall, wall > 0 ? all / wall : 0, per);
   }
   if (st) rc = cli_fail(cc, &err);
 done:
-  cJSON_Delete(out);
   tune_pool_close(p);
   free(res);
-  free(tasks);
-  free(first);
-  free(count);
-  free(names);
+  plan_free(&pl);
+  return rc;
+}
+
+/* --mpi: the ranks of mpirun, rank 0 owning the database and the tasks
+ * (tuner/mpi.h). Only rank 0 prints: progress of its own GPUs, the results
+ * and any rank's failure, once. */
+static int tune_with_mpi(const mpi_opts *mo, const wlset *s, int named, const template_desc *tpl,
+                         int json, cli_common *cc) {
+  ct_err err = {0};
+  plan pl;
+  mpi_result mr;
+  const int rank0 = tune_mpi_env_rank() == 0;
+  int rc = make_plan(s, named, tpl, &pl, cc, rank0 ? cc->verbose : -2);
+  if (rc != EXIT_OK) {
+    plan_free(&pl);
+    return rc;
+  }
+  pool_ctx pc = {.quiet = cc->verbose < 0 || !rank0};
+  ct_status st = tune_mpi_run(mo, pl.tasks, pl.n_tasks, rank0 ? on_pool_progress : NULL, &pc, &mr,
+                              &err);
+  if (mr.rank == 0 && mr.results) {
+    report(s, &pl, mr.results, mr.n_kinds, mr.kinds, json, cc);
+    if (cc->verbose >= 0)
+      fprintf(stderr, "[tune] %d ranks, %d GPUs: %ld trials in %.1f s, %.1f trials/s%s%s\n",
+              mr.size, mr.gpus, mr.trials, mr.wall_s, mr.wall_s > 0 ? mr.trials / mr.wall_s : 0,
+              mr.lost ? "; lost " : "", mr.lost ? mr.lost_msg : "");
+  }
+  if (st) {
+    if (mr.quiet)
+      rc = cli_exit_code(err.status);
+    else if (err.status == CT_ERR_NO_DEVICE) {
+      fprintf(stderr, "convtune tune: %s\n", err.msg);
+      rc = EXIT_FAIL;
+    } else
+      rc = cli_fail(cc, &err);
+  }
+  mpi_result_free(&mr);
+  plan_free(&pl);
   return rc;
 }
 
@@ -596,7 +669,9 @@ int cmd_tune(int argc, char **argv) {
     O_JSON,
     O_AS_MODEL,
     O_ROUND_TRIALS,
-    O_DEVICES
+    O_DEVICES,
+    O_MPI,
+    O_RANK_TIMEOUT
   };
   struct option opts[48] = {{"db", required_argument, 0, O_DB},
                             {"trials", required_argument, 0, O_TRIALS},
@@ -612,8 +687,10 @@ int cmd_tune(int argc, char **argv) {
                             {"as-model", no_argument, 0, O_AS_MODEL},
                             {"round-trials", required_argument, 0, O_ROUND_TRIALS},
                             {"devices", required_argument, 0, O_DEVICES},
+                            {"mpi", no_argument, 0, O_MPI},
+                            {"rank-timeout", required_argument, 0, O_RANK_TIMEOUT},
                             {"help", no_argument, 0, 'h'}};
-  int n_opts = 15;
+  int n_opts = 17;
   for (const struct option *o = cli_wl_options; o->name; o++) opts[n_opts++] = *o;
   cli_common cc = {0};
   cli_wl sel = {0};
@@ -624,6 +701,22 @@ int cmd_tune(int argc, char **argv) {
   long v;
   int json = 0, opt, rc = EXIT_OK, as_model = 0, round_trials = 0, have_device = 0;
   const char *devices_arg = NULL;
+  int mpi = 0;
+  double rank_timeout = 60;
+  /* Under mpirun every rank parses the same arguments: only rank 0 says
+   * what is wrong with them, once for the run. */
+  int saved_stderr = -1;
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--mpi") && tune_mpi_env_rank() != 0) {
+      fflush(stderr);
+      saved_stderr = dup(2);
+      int null_fd = open("/dev/null", O_WRONLY);
+      if (null_fd >= 0) {
+        dup2(null_fd, 2);
+        close(null_fd);
+      }
+      break;
+    }
   optind = 1;
   opterr = 0;
   while ((opt = cli_getopt("tune", argc, argv, opts)) != -1) {
@@ -656,6 +749,12 @@ int cmd_tune(int argc, char **argv) {
       break;
     case O_DEVICES:
       devices_arg = optarg;
+      break;
+    case O_MPI:
+      mpi = 1;
+      break;
+    case O_RANK_TIMEOUT:
+      if (!parse_seconds("rank-timeout", optarg, &rank_timeout)) goto usage;
       break;
     case O_SEED:
       if (!cli_parse_long("tune", "seed", optarg, 0, LONG_MAX, &v)) goto usage;
@@ -713,6 +812,19 @@ int cmd_tune(int argc, char **argv) {
     cli_usage_error("tune", "--round-trials: only for a model (--model, or --as-model)");
     goto usage;
   }
+  if (!mpi && rank_timeout != 60) {
+    cli_usage_error("tune", "--rank-timeout: only with --mpi");
+    goto usage;
+  }
+  if (mpi && have_device) {
+    cli_usage_error("tune", "--mpi and --device: give a rank its GPUs with --devices");
+    goto usage;
+  }
+  if (mpi && model_mode) {
+    cli_usage_error("tune", "--mpi: a model's scheduler (--model, --as-model) tunes on one host; "
+                            "tune the set or file without --as-model across the ranks");
+    goto usage;
+  }
   if (devices_arg && have_device) {
     cli_usage_error("tune", "--device and --devices: give one of them");
     goto usage;
@@ -758,12 +870,22 @@ int cmd_tune(int argc, char **argv) {
     rc = cli_fail(&cc, &err);
     goto done;
   }
-  if (devices_arg) {
+  if (saved_stderr >= 0) { /* the arguments are good: a rank's own failures show again */
+    dup2(saved_stderr, 2);
+    close(saved_stderr);
+  }
+  if (devices_arg || mpi) {
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    rc = tune_on_devices(db_path, &to, devs, n_devs, s, sel.set || sel.file, tpl, json, &cc);
+    if (mpi) {
+      mpi_opts mo = {.db_path = db_path, .tune = to, .devices = devs, .n_devices = n_devs,
+                     .rank_timeout_s = rank_timeout};
+      rc = tune_with_mpi(&mo, s, sel.set || sel.file, tpl, json, &cc);
+    } else {
+      rc = tune_on_devices(db_path, &to, devs, n_devs, s, sel.set || sel.file, tpl, json, &cc);
+    }
     goto done;
   }
   /* The GPU is found before the database is touched: without one, nothing

@@ -19,10 +19,7 @@
 
 /* ---- a store behind a lock ---------------------------------------------- */
 
-typedef struct locked_store {
-  tune_store inner;
-  pthread_mutex_t *lock;
-} locked_store;
+typedef tune_locked_store locked_store;
 
 #define LOCKED(call)                   \
   do {                                 \
@@ -64,7 +61,7 @@ static ct_status l_put_kernel(void *ctx, const trial *rec, const void *data, siz
   LOCKED(ls->inner.put_kernel(ls->inner.ctx, rec, data, size, err));
 }
 
-static tune_store locked(locked_store *ls) {
+tune_store tune_store_locked(tune_locked_store *ls) {
   return (tune_store){.ctx = ls,
                       .trials = l_trials,
                       .trials_other = l_trials_other,
@@ -106,16 +103,8 @@ struct tune_pool {
   /* the current run */
   pthread_mutex_t run_lock;
   pthread_cond_t ended;
-  const pool_task *tasks;
-  int n_tasks;
-  tune_result *results;
-  int next[POOL_MAX_GPUS];     /* per kind: the next task not yet handed out */
-  int *back;                   /* per kind, n_tasks slots: tasks handed back */
-  int n_back[POOL_MAX_GPUS];
-  int alive[POOL_MAX_GPUS];    /* per kind: GPUs still tuning */
-  int running;                 /* threads not yet finished */
-  ct_status failed;            /* the first failure of a kind with no GPU left */
-  ct_err fail_err;
+  const pool_source *src;
+  int running; /* threads not yet finished */
   pool_progress_fn fn;
   void *user;
   double t0;
@@ -128,7 +117,7 @@ static double mono_s(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int same_kind(const device *a, const device *b) {
+int tune_same_kind(const device *a, const device *b) {
   db_device x, y;
   tune_db_device(a, &x);
   tune_db_device(b, &y);
@@ -137,8 +126,17 @@ static int same_kind(const device *a, const device *b) {
          x.runtime_version == y.runtime_version;
 }
 
+static ct_status db_store(void *ctx, const device *dev, tune_store *out, ct_err *err) {
+  return tune_store_db_open(ctx, dev, out, err);
+}
+
 ct_status tune_pool_open(const char *db_path, const tune_opts *o, const int *devices, int n,
                          tune_pool **out, ct_err *err) {
+  return tune_pool_open_with(db_store, (void *)db_path, o, devices, n, out, err);
+}
+
+ct_status tune_pool_open_with(pool_store_fn make_store, void *ctx, const tune_opts *o,
+                              const int *devices, int n, tune_pool **out, ct_err *err) {
   *out = NULL;
   if (n < 1 || n > POOL_MAX_GPUS || n > BUILDER_MAX_CLIENTS)
     return ERR_SET(err, CT_ERR_INVALID_ARG, "devices: %d, accepted 1..%d", n, POOL_MAX_GPUS);
@@ -166,7 +164,7 @@ ct_status tune_pool_open(const char *db_path, const tune_opts *o, const int *dev
     p->n = i + 1;
     g->kind = -1;
     for (int k = 0; k < p->n_kinds && g->kind < 0; k++)
-      if (same_kind(&g->dev, &p->gpu[p->kind_first[k]].dev)) g->kind = k;
+      if (tune_same_kind(&g->dev, &p->gpu[p->kind_first[k]].dev)) g->kind = k;
     if (g->kind < 0) {
       g->kind = p->n_kinds;
       p->kind_first[p->n_kinds++] = i;
@@ -192,13 +190,12 @@ ct_status tune_pool_open(const char *db_path, const tune_opts *o, const int *dev
     if ((st = builder_start((int)workers, &p->gpu[first].dev.arch, &p->builders[a], err))) goto fail;
   }
   for (int k = 0; k < p->n_kinds; k++) {
-    if ((st = tune_store_db_open(db_path, &p->gpu[p->kind_first[k]].dev, &p->stores[k], err)))
-      goto fail;
+    if ((st = make_store(ctx, &p->gpu[p->kind_first[k]].dev, &p->stores[k], err))) goto fail;
     p->lstores[k] = (locked_store){.inner = p->stores[k], .lock = &p->db_lock};
   }
   for (int i = 0; i < n; i++) {
     gpu_slot *g = &p->gpu[i];
-    tune_store s = locked(&p->lstores[g->kind]);
+    tune_store s = tune_store_locked(&p->lstores[g->kind]);
     if ((st = tuner_open_shared(o, g->r, &g->dev, p->builders[g->arch_i], g->client, &s, &g->t,
                                 err)))
       goto fail;
@@ -221,7 +218,6 @@ void tune_pool_close(tune_pool *p) {
     if (p->builders[a]) builder_stop(p->builders[a]);
   for (int k = 0; k < p->n_kinds; k++)
     if (p->stores[k].close) p->stores[k].close(p->stores[k].ctx);
-  free(p->back);
   pthread_cond_destroy(&p->ended);
   pthread_mutex_destroy(&p->run_lock);
   pthread_mutex_destroy(&p->db_lock);
@@ -272,46 +268,33 @@ static void on_progress(void *user, const tune_progress *tp) {
   pthread_mutex_unlock(&p->run_lock);
 }
 
-/* The next task of kind k (under the run lock): a handed-back one first. */
-static int take(tune_pool *p, int k) {
-  if (p->n_back[k]) return p->back[k * p->n_tasks + --p->n_back[k]];
-  return p->next[k] < p->n_tasks ? p->next[k]++ : -1;
-}
-
 static void *gpu_main(void *arg) {
   gpu_slot *g = arg;
   tune_pool *p = g->p;
-  const int k = g->kind;
-  pthread_mutex_lock(&p->run_lock);
+  const pool_source *src = p->src;
   for (;;) {
     if (p->stop && *p->stop) break;
-    int i = take(p, k);
-    if (i < 0) break;
-    pthread_mutex_unlock(&p->run_lock);
-    const pool_task *tk = &p->tasks[i];
+    pool_task tk;
+    long id;
+    if (!src->next(src->ctx, g->kind, &g->dev, &tk, &id)) break;
     tune_result r;
     ct_err e = {0};
     double t0 = mono_s();
-    ct_status st = tuner_tune(g->t, tk->name, &tk->w, tk->tpl, on_progress, g, &r, &e);
+    ct_status st = tuner_tune(g->t, tk.name, &tk.w, tk.tpl, on_progress, g, &r, &e);
     pthread_mutex_lock(&p->run_lock);
     g->busy_s += mono_s() - t0;
     g->trials_done += g->trials_cur; /* a run that failed reported no end */
     g->trials_cur = 0;
-    if (st == CT_OK) {
-      p->results[(size_t)i * p->n_kinds + k] = r;
-      continue;
+    pthread_mutex_unlock(&p->run_lock);
+    if (st) err_prefix(&e, "%s (device %d)", g->dev.name, g->dev.ordinal);
+    src->done(src->ctx, g->kind, &g->dev, id, st, st ? NULL : &r, &e);
+    if (st) { /* this GPU is done for */
+      g->dead = 1;
+      break;
     }
-    /* this GPU is done for: its task goes back to the others of its kind */
-    g->dead = 1;
-    p->back[k * p->n_tasks + p->n_back[k]++] = i;
-    if (--p->alive[k] == 0 && !p->failed) {
-      p->failed = st;
-      p->fail_err = e;
-      err_prefix(&p->fail_err, g->dev.name);
-    }
-    break;
   }
   /* wait for the others: the processes this thread started die with it */
+  pthread_mutex_lock(&p->run_lock);
   if (--p->running == 0)
     pthread_cond_broadcast(&p->ended);
   else
@@ -320,31 +303,16 @@ static void *gpu_main(void *arg) {
   return NULL;
 }
 
-ct_status tune_pool_run(tune_pool *p, const pool_task *tasks, int n, pool_progress_fn fn,
-                        void *user, tune_result *results, ct_err *err) {
-  free(p->back);
-  p->back = calloc((size_t)(n ? n : 1) * p->n_kinds, sizeof *p->back);
-  if (!p->back) return ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
-  memset(results, 0, sizeof *results * (size_t)n * p->n_kinds);
-  p->tasks = tasks;
-  p->n_tasks = n;
-  p->results = results;
+ct_status tune_pool_run_source(tune_pool *p, const pool_source *src, pool_progress_fn fn, void *user,
+                               ct_err *err) {
+  p->src = src;
   p->fn = fn;
   p->user = user;
-  p->failed = CT_OK;
-  memset(&p->fail_err, 0, sizeof p->fail_err);
   p->stop = tuner_opts(p->gpu[0].t)->stop;
-  for (int k = 0; k < p->n_kinds; k++) p->next[k] = p->n_back[k] = p->alive[k] = 0;
   for (int i = 0; i < p->n; i++) {
-    gpu_slot *g = &p->gpu[i];
-    g->trials_done = g->trials_cur = 0;
-    g->busy_s = 0;
-    if (!g->dead) p->alive[g->kind]++;
+    p->gpu[i].trials_done = p->gpu[i].trials_cur = 0;
+    p->gpu[i].busy_s = 0;
   }
-  for (int k = 0; k < p->n_kinds; k++)
-    if (!p->alive[k])
-      return ERR_SET(err, CT_ERR_CUDA, "%s: no GPU of this kind is left in the pool",
-                     p->gpu[p->kind_first[k]].dev.name);
   p->t0 = mono_s();
   pthread_mutex_lock(&p->run_lock);
   p->running = 0;
@@ -356,7 +324,6 @@ ct_status tune_pool_run(tune_pool *p, const pool_task *tasks, int n, pool_progre
       st = ERR_SET(err, CT_ERR_INTERNAL, "pool: could not start the thread of GPU %d",
                    g->dev.ordinal);
       g->dead = 1;
-      if (--p->alive[g->kind] == 0) p->failed = st;
       continue;
     }
     g->dead = -1; /* started: joined below */
@@ -368,9 +335,90 @@ ct_status tune_pool_run(tune_pool *p, const pool_task *tasks, int n, pool_progre
       pthread_join(p->gpu[i].thread, NULL);
       if (p->gpu[i].dead == -1) p->gpu[i].dead = 0;
     }
-  if (p->failed && !st) {
-    *err = p->fail_err;
-    st = p->failed;
+  return st;
+}
+
+/* ---- the pool's own queue -------------------------------------------------------- */
+
+/* Each task once per kind: a kind's next task, or one a failed GPU handed
+ * back; a kind whose last GPU failed ends the run in failure. */
+typedef struct queue {
+  tune_pool *p;
+  pthread_mutex_t lock;
+  const pool_task *tasks;
+  int n;
+  tune_result *results;
+  int next[POOL_MAX_GPUS];  /* per kind: the next task not yet handed out */
+  int *back;                /* per kind, n slots: tasks handed back */
+  int n_back[POOL_MAX_GPUS];
+  int alive[POOL_MAX_GPUS]; /* per kind: GPUs still tuning */
+  ct_status failed;         /* the failure of the first kind left without a GPU */
+  ct_err fail_err;
+} queue;
+
+static int q_next(void *ctx, int kind, const device *dev, pool_task *out, long *id) {
+  (void)dev;
+  queue *q = ctx;
+  int i = -1;
+  pthread_mutex_lock(&q->lock);
+  if (q->n_back[kind])
+    i = q->back[kind * q->n + --q->n_back[kind]];
+  else if (q->next[kind] < q->n)
+    i = q->next[kind]++;
+  pthread_mutex_unlock(&q->lock);
+  if (i < 0) return 0;
+  *out = q->tasks[i];
+  *id = i;
+  return 1;
+}
+
+static void q_done(void *ctx, int kind, const device *dev, long id, ct_status st,
+                   const tune_result *res, const ct_err *err) {
+  (void)dev;
+  queue *q = ctx;
+  pthread_mutex_lock(&q->lock);
+  if (!st) {
+    q->results[(size_t)id * q->p->n_kinds + kind] = *res;
+  } else {
+    q->back[kind * q->n + q->n_back[kind]++] = (int)id;
+    if (--q->alive[kind] == 0 && !q->failed) {
+      q->failed = st;
+      q->fail_err = *err;
+    }
   }
+  pthread_mutex_unlock(&q->lock);
+}
+
+ct_status tune_pool_run(tune_pool *p, const pool_task *tasks, int n, pool_progress_fn fn,
+                        void *user, tune_result *results, ct_err *err) {
+  queue q = {.p = p, .tasks = tasks, .n = n, .results = results};
+  pthread_mutex_init(&q.lock, NULL);
+  q.back = calloc((size_t)(n ? n : 1) * p->n_kinds, sizeof *q.back);
+  if (!q.back) {
+    pthread_mutex_destroy(&q.lock);
+    return ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+  }
+  memset(results, 0, sizeof *results * (size_t)n * p->n_kinds);
+  for (int i = 0; i < p->n; i++)
+    if (!p->gpu[i].dead) q.alive[p->gpu[i].kind]++;
+  ct_status st = CT_OK;
+  for (int k = 0; k < p->n_kinds && !st; k++)
+    if (!q.alive[k])
+      st = ERR_SET(err, CT_ERR_CUDA, "%s: no GPU of this kind is left in the pool",
+                   p->gpu[p->kind_first[k]].dev.name);
+  pool_source src = {.ctx = &q, .next = q_next, .done = q_done};
+  if (!st) st = tune_pool_run_source(p, &src, fn, user, err);
+  /* a thread that could not start leaves its kind's tasks to the others */
+  for (int k = 0; k < p->n_kinds && !st && !q.failed; k++)
+    if (q.next[k] < n || q.n_back[k])
+      if (!(p->stop && *p->stop))
+        st = ERR_SET(err, CT_ERR_CUDA, "%s: no GPU of this kind is left in the pool",
+                     p->gpu[p->kind_first[k]].dev.name);
+  if (!st && q.failed) {
+    *err = q.fail_err;
+    st = q.failed;
+  }
+  free(q.back);
+  pthread_mutex_destroy(&q.lock);
   return st;
 }

@@ -22,9 +22,23 @@
 #ifndef CT_TUNER_POOL_H
 #define CT_TUNER_POOL_H
 
+#include <pthread.h>
+
 #include "tuner/tune.h"
 
 #define POOL_MAX_GPUS 64
+
+/* Whether two GPUs are one kind: their records would carry the same
+ * device (name, compute capability, SM count, driver, runtime). */
+int tune_same_kind(const device *a, const device *b);
+
+/* A store whose every call holds *lock (the inner store's close is the
+ * owner's: the wrapper has none). */
+typedef struct tune_locked_store {
+  tune_store inner;
+  pthread_mutex_t *lock;
+} tune_locked_store;
+tune_store tune_store_locked(tune_locked_store *ls);
 
 typedef struct tune_pool tune_pool;
 
@@ -34,6 +48,13 @@ typedef struct tune_pool tune_pool;
  * database at db_path. Owned: tune_pool_close. */
 ct_status tune_pool_open(const char *db_path, const tune_opts *o, const int *devices, int n,
                          tune_pool **out, ct_err *err);
+
+/* Where the pool's stores come from: one per kind, made for a device of
+ * that kind (into *out, which the pool locks around every call and closes
+ * with out->close when not NULL). tune_pool_open's makes the database's. */
+typedef ct_status (*pool_store_fn)(void *ctx, const device *dev, tune_store *out, ct_err *err);
+ct_status tune_pool_open_with(pool_store_fn make_store, void *ctx, const tune_opts *o,
+                              const int *devices, int n, tune_pool **out, ct_err *err);
 void tune_pool_close(tune_pool *p);
 
 int tune_pool_gpus(const tune_pool *p);
@@ -66,6 +87,28 @@ typedef void (*pool_progress_fn)(void *user, const pool_progress *p);
  * what was measured is in the database either way. */
 ct_status tune_pool_run(tune_pool *p, const pool_task *tasks, int n, pool_progress_fn fn,
                         void *user, tune_result *results, ct_err *err);
+
+/* Where a run's tasks come from, and where their results go: the pool's
+ * own queue (tune_pool_run), or MPI's rank 0 (tuner/mpi.c). Called from the
+ * GPUs' threads at once: a source locks what it shares. next: the next task
+ * for a GPU of device dev (kind: the pool's kind index), into *out with the
+ * source's id of it; 0 when none is left for that kind (the GPU ends its
+ * run; a source that may still get a task back, as MPI's while a rank that
+ * may be lost holds one, waits in next instead). done: the task's end, its result when st is CT_OK, else the
+ * failure of the GPU, which ends its run: the source hands the task to
+ * another GPU of its kind, or counts it lost. The strings of *out live
+ * until the run ends. */
+typedef struct pool_source {
+  void *ctx;
+  int (*next)(void *ctx, int kind, const device *dev, pool_task *out, long *id);
+  void (*done)(void *ctx, int kind, const device *dev, long id, ct_status st,
+               const tune_result *res, const ct_err *err);
+} pool_source;
+
+/* tune_pool_run with the tasks of a source; CT_OK unless a thread could not
+ * start (what failed is the source's to say). */
+ct_status tune_pool_run_source(tune_pool *p, const pool_source *src, pool_progress_fn fn, void *user,
+                               ct_err *err);
 
 /* Per GPU over the last run: new trials and the seconds it spent tuning. */
 void tune_pool_gpu_stats(const tune_pool *p, int gpu, long *trials, double *busy_s);
