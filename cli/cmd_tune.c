@@ -22,6 +22,7 @@
 #include "core/json.h"
 #include "tuner/mpi.h"
 #include "tuner/pool.h"
+#include "tuner/proc.h"
 #include "tuner/sched.h"
 #include "tuner/tune.h"
 
@@ -426,6 +427,12 @@ static int tune_with_mpi(const mpi_opts *mo, const wlset *s, int named, const te
     plan_free(&pl);
     return rc;
   }
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (rank0 && cc->verbose >= 0 && proc_usable_cores() < online / 2)
+    fprintf(stderr,
+            "convtune tune: warning: rank 0 may run on %d of this host's %ld cores (the "
+            "launcher's binding): its compilers share them; start mpirun with --bind-to none\n",
+            proc_usable_cores(), online);
   pool_ctx pc = {.quiet = cc->verbose < 0 || !rank0};
   ct_status st = tune_mpi_run(mo, pl.tasks, pl.n_tasks, rank0 ? on_pool_progress : NULL, &pc, &mr,
                               &err);
@@ -857,7 +864,7 @@ int cmd_tune(int argc, char **argv) {
     so.seed = seed;
     so.stop = &stop_requested;
     /* whole waves of the compile pool (sched.h) */
-    long cores = to.n_builders > 0 ? to.n_builders : sysconf(_SC_NPROCESSORS_ONLN);
+    long cores = to.n_builders > 0 ? to.n_builders : proc_usable_cores();
     so.round_multiple = cores < 1 ? 1 : cores > so.max_round ? so.max_round : (int)cores;
     to.time_budget_s = 0;
     to.early_stopping = 0;

@@ -434,7 +434,7 @@ ct_status builder_start(int n_workers, const arch *a, builder **out, ct_err *err
                    "builder: n_workers is %d, accepted 0..%d (0: one per core)", n_workers,
                    MAX_WORKERS);
   if (n_workers == 0) {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long cores = proc_usable_cores();
     n_workers = cores < 1 ? 1 : cores > MAX_WORKERS ? MAX_WORKERS : (int)cores;
   }
   builder *b = calloc(1, sizeof *b);

@@ -21,7 +21,8 @@ typedef struct builder builder;
 /* Clients are numbered 0 .. BUILDER_MAX_CLIENTS - 1. */
 #define BUILDER_MAX_CLIENTS 64
 
-/* Start n_workers compiler processes (0: one per core) for architecture a.
+/* Start n_workers compiler processes (0: one per core this process may
+ * use, proc_usable_cores) for architecture a.
  * Must be called before the process initialises CUDA. Owned: builder_stop. */
 ct_status builder_start(int n_workers, const arch *a, builder **out, ct_err *err);
 

@@ -34,6 +34,7 @@ int tune_mpi_built(void) {
 
 #include "core/json.h"
 #include "resolve/resolve.h"
+#include "tuner/proc.h"
 
 int tune_mpi_env_rank(void) {
   static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
@@ -870,18 +871,24 @@ static void server_free(server *sv) {
 
 /* ---- the run ------------------------------------------------------------------ */
 
+/* This rank's place among the ranks of its host. */
+static void local_place(int *local, int *local_size) {
+  MPI_Comm node;
+  *local = 0;
+  *local_size = 1;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+      MPI_SUCCESS) {
+    MPI_Comm_rank(node, local);
+    MPI_Comm_size(node, local_size);
+    MPI_Comm_free(&node);
+  }
+}
+
 /* The GPUs of this rank: the given ones, or its local rank's. */
-static int local_devices(const mpi_opts *o, int *devs, ct_err *err) {
+static int local_devices(const mpi_opts *o, int local, int *devs, ct_err *err) {
   if (o->n_devices > 0) {
     memcpy(devs, o->devices, sizeof *devs * (size_t)o->n_devices);
     return o->n_devices;
-  }
-  MPI_Comm node;
-  int local = 0;
-  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
-      MPI_SUCCESS) {
-    MPI_Comm_rank(node, &local);
-    MPI_Comm_free(&node);
   }
   int count = runner_device_count(err);
   if (count <= 0) {
@@ -962,12 +969,21 @@ ct_status tune_mpi_run(const mpi_opts *o, const pool_task *tasks, int n_tasks, p
     if (!sv.state || !sv.owner || !sv.results || !sv.heard || !sv.bye || !sv.lost)
       mine = ERR_SET(&my_err, CT_ERR_NO_MEMORY, "out of memory");
   }
-  int devs[POOL_MAX_GPUS], n_devs = 0;
+  int devs[POOL_MAX_GPUS], n_devs = 0, local = 0, local_size = 1;
   tune_pool *p = NULL;
-  if (!mine && (n_devs = local_devices(o, devs, &my_err)) < 0) mine = my_err.status;
+  local_place(&local, &local_size);
+  /* the host's cores shared out by its ranks: 4 ranks of 64 builders each
+   * on one 64-core host measured their first tasks 2.5 times as long as one
+   * rank did (4 H200s, 19f2405) */
+  tune_opts to = o->tune;
+  if (to.n_builders <= 0) {
+    int cores = proc_usable_cores() / local_size;
+    to.n_builders = cores < 1 ? 1 : cores;
+  }
+  if (!mine && (n_devs = local_devices(o, local, devs, &my_err)) < 0) mine = my_err.status;
   if (!mine)
-    mine = l.rank == 0 ? tune_pool_open_with(server_store, &sv, &o->tune, devs, n_devs, &p, &my_err)
-                       : tune_pool_open_with(proxy_store, &l, &o->tune, devs, n_devs, &p, &my_err);
+    mine = l.rank == 0 ? tune_pool_open_with(server_store, &sv, &to, devs, n_devs, &p, &my_err)
+                       : tune_pool_open_with(proxy_store, &l, &to, devs, n_devs, &p, &my_err);
   int gpus = p ? tune_pool_gpus(p) : 0, all_gpus = 0;
   MPI_Reduce(&gpus, &all_gpus, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
   if ((st = agree(&l, mine, &my_err, err))) goto done;

@@ -11,6 +11,8 @@
  */
 #include "tuner/pool.h"
 
+#include "tuner/proc.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,7 +177,7 @@ ct_status tune_pool_open_with(pool_store_fn make_store, void *ctx, const tune_op
     if (g->arch_i < 0) g->arch_i = p->n_archs++;
   }
   /* the builders: the cores shared out by each architecture's GPUs */
-  long total = o->n_builders > 0 ? o->n_builders : sysconf(_SC_NPROCESSORS_ONLN);
+  long total = o->n_builders > 0 ? o->n_builders : proc_usable_cores();
   if (total < 1) total = 1;
   for (int a = 0; a < p->n_archs; a++) {
     int gpus = 0, first = -1;

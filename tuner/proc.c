@@ -1,7 +1,9 @@
 /* proc.c: worker processes of the tuner (see proc.h). */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "tuner/proc.h"
 
 #include <dirent.h>
+#include <sched.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,6 +15,14 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+int proc_usable_cores(void) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : (int)n;
+}
 
 double proc_now_s(void) {
   struct timespec ts;

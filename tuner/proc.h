@@ -17,6 +17,10 @@
 
 enum { PROC_OK, PROC_EOF, PROC_TIMEOUT };
 
+/* The cores this process may run on (its affinity mask: a launcher such
+ * as mpirun may have bound it to a few), at least 1. */
+int proc_usable_cores(void);
+
 /* Monotonic seconds. */
 double proc_now_s(void);
 
