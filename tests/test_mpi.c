@@ -145,6 +145,23 @@ static ct_status send_and_ask(const tune_store *s, void *ctx, ct_err *err) {
   if (!st)
     printf("test_mpi: rank %d recorded %d records in batches of %d in %.3f s: %.0f records/s\n",
            sd->rank, n, bs, secs, secs > 0 ? n / secs : 0);
+  /* what a task's start asks rank 0 for: its own trials (resume) and up to
+   * 4000 of other workloads (transfer), timed */
+  if (!st) {
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    trial *tr = NULL, *to = NULL;
+    int m1 = 0, m2 = 0;
+    const template_desc *tpl = template_find(tpl_names[0]);
+    st = s->trials(s->ctx, KEY_A, tpl, &tr, &m1, err);
+    if (!st) st = s->trials_other(s->ctx, KEY_A, tpl, 4000, &to, &m2, err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    if (!st)
+      printf("test_mpi: rank %d: a task's start (resume %d, transfer %d trials) took %.1f ms\n",
+             sd->rank, m1, m2, secs * 1e3);
+    trials_free(tr, m1);
+    trials_free(to, m2);
+  }
   /* every (workload, template)'s trials come back, by uid, in order */
   for (int a = 0; !st && a < 2; a++)
     for (int b = 0; !st && b < 2; b++) {
