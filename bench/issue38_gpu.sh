@@ -88,7 +88,7 @@ while [ $# -gt 0 ]; do
     while [ $# -gt 0 ] && [ "$1" -eq "$1" ] 2>/dev/null; do gs="$gs $1"; shift; done
     for g in $gs; do
       rm -f /tmp/mpi-g$g.db*
-      timeout 560 mpirun --enable-recovery -n $g -x LD_LIBRARY_PATH $B tune --mpi --set resnet50 \
+      timeout 560 mpirun --bind-to none --enable-recovery -n $g -x LD_LIBRARY_PATH $B tune --mpi --set resnet50 \
         --batch 16 --layout nhwc --trials $trials --db /tmp/mpi-g$g.db --json \
         > $OUT/mpi-g$g.json 2> $OUT/mpi-g$g.err
       echo "mpi g=$g: rc=$? at $(( $(date +%s) - s )) s: $(grep '^\[tune\] [0-9]* ranks' $OUT/mpi-g$g.err)"
@@ -97,7 +97,7 @@ while [ $# -gt 0 ]; do
   kill)
     trials=$2; shift 2
     rm -f /tmp/kill.db*
-    timeout 400 mpirun --enable-recovery -n 4 -x LD_LIBRARY_PATH $B tune --mpi --set resnet50 \
+    timeout 400 mpirun --bind-to none --enable-recovery -n 4 -x LD_LIBRARY_PATH $B tune --mpi --set resnet50 \
       --batch 16 --layout nhwc --trials $trials --rank-timeout 15 --db /tmp/kill.db --json \
       > $OUT/kill.json 2> $OUT/kill.err &
     mp=$!
@@ -127,7 +127,7 @@ print(f"kill: {len(res)} workloads reported, {reported} trials in their best tas
 json.dump(dict(workloads=len(res), integrity=integrity, trials=n, uids=uids),
           open(f"{out}/kill-check.json", "w"))
 PY
-    timeout 300 mpirun --enable-recovery -n 4 -x LD_LIBRARY_PATH $B tune --mpi --set resnet50 \
+    timeout 300 mpirun --bind-to none --enable-recovery -n 4 -x LD_LIBRARY_PATH $B tune --mpi --set resnet50 \
       --batch 16 --layout nhwc --trials $trials --db /tmp/kill.db --json \
       > $OUT/kill-rerun.json 2> $OUT/kill-rerun.err
     echo "kill: rerun rc=$? at $(( $(date +%s) - s )) s: $(grep '^\[tune\] [0-9]* ranks' $OUT/kill-rerun.err)" ;;
