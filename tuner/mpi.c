@@ -513,8 +513,7 @@ static void r_done(void *ctx, int kind, const device *dev, long id, ct_status st
 typedef struct beat {
   link_ *l;
   volatile int stop;
-  const volatile int *tune_stop; /* set when rank 0 is lost: the pool stops */
-  volatile int *set_stop;
+  volatile int *set_stop; /* the tuners' stop flag: set when rank 0 is lost */
 } beat;
 
 static void *heartbeat_main(void *arg) {
