@@ -8,6 +8,9 @@
 #                 $OUT/scale-gG.json (the command's --json) and .err (its progress and
 #                 the last line's trials/s); then a table: GPUs, trials, seconds, trials/s,
 #                 speed-up over the first G, the set's tuned sum and its change
+#   smoke         before the long phases: 2 ranks, 2 workloads of ResNet-50 at 8 trials a
+#                 task, with a 60 s limit; says whether --mpi runs at all here (libmpi,
+#                 mpirun, the binding) and how fast a rank goes
 #   mpiscale T G...  the same with `mpirun --enable-recovery -n G convtune tune --mpi`, one
 #                 rank per GPU (each rank its local rank's GPU): $OUT/mpi-gG.json / .err and
 #                 the table, against the first G
@@ -82,6 +85,14 @@ while [ $# -gt 0 ]; do
       echo "g=$g: rc=$? at $(( $(date +%s) - s )) s: $(grep '^\[tune\] [0-9]* GPUs:' $OUT/scale-g$g.err)"
     done
     table scale $gs ;;
+  smoke)
+    shift
+    rm -f /tmp/smoke.db*
+    timeout 60 mpirun --bind-to none --enable-recovery -n 2 -x LD_LIBRARY_PATH $B tune --mpi \
+      '[{"op":"conv2d","n":16,"c":64,"k":64,"h":56,"w":56,"kernel":3,"pad":1,"layout":"nhwc"},
+        {"op":"conv2d","n":16,"c":256,"k":64,"h":56,"w":56,"kernel":1,"layout":"nhwc"}]' \
+      --trials 8 --db /tmp/smoke.db --json > $OUT/smoke.json 2> $OUT/smoke.err
+    echo "smoke: rc=$? at $(( $(date +%s) - s )) s: $(grep '^\[tune\] [0-9]* ranks\|warning\|convtune' $OUT/smoke.err | tr '\n' ' ')" ;;
   mpiscale)
     trials=$2; shift 2
     gs=""
