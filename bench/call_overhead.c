@@ -76,7 +76,8 @@ int main(int argc, char **argv) {
   if (ct_workload_parse(argv[1], &w, msg, sizeof msg)) die("%s", msg);
   char key[256]; /* ct_workload_key: at least 256 bytes */
   if (ct_workload_key(&w, key, sizeof key)) die("%s", key);
-  if (w.layout != CT_LAYOUT_NHWC) die("%s: a channels-last workload (its weights need no packing)", key);
+  if (w.layout != CT_LAYOUT_NHWC)
+    die("%s: a channels-last workload (its weights need no packing)", key);
 
   ct_context *ctx = NULL;
   if (ct_open(NULL, 0, &ctx)) die("ct_open: %s", ctx ? ct_errmsg(ctx) : "failed");
@@ -106,8 +107,13 @@ int main(int argc, char **argv) {
     if (!hw || !bias || !scale || !hp) die("out of memory");
     for (int k = 0; k < w.k; k++) scale[k] = 1e-4f;
     cuda(cudaMemcpy(hw, wt, wt_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
-    ct_quant q = {.bias = bias, .scale = scale, .clamp_min = -128, .clamp_max = 127,
-                  .residual_scale = 0.5f, .mid_clamp_min = -128, .mid_clamp_max = 127,
+    ct_quant q = {.bias = bias,
+                  .scale = scale,
+                  .clamp_min = -128,
+                  .clamp_max = 127,
+                  .residual_scale = 0.5f,
+                  .mid_clamp_min = -128,
+                  .mid_clamp_max = 127,
                   .mid_scale = 1.0f};
     if (ct_make_params(ctx, &w, &q, hw, hp)) die("ct_make_params: %s", ct_errmsg(ctx));
     cuda(cudaMalloc(&params, pbytes), "cudaMalloc");

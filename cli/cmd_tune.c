@@ -194,8 +194,7 @@ static void emit_result(cJSON *out, const char *name, const tune_result *r, cons
     fflush(stdout);
   }
   if (r->best_us == 0 && cc->verbose >= 0)
-    fprintf(stderr, "convtune tune: %s: no config ran correctly in %d trials\n", name,
-            r->n_trials);
+    fprintf(stderr, "convtune tune: %s: no config ran correctly in %d trials\n", name, r->n_trials);
 }
 
 static void print_header(void) {
@@ -402,8 +401,8 @@ static int tune_on_devices(const char *db_path, const tune_opts *to, const int *
         len += (size_t)snprintf(per + len, sizeof per - len, "%sgpu %d %ld trials %.1f/s",
                                 g ? ", " : "", g, tr, wall > 0 ? tr / wall : 0);
     }
-    fprintf(stderr, "[tune] %d GPUs: %ld trials in %.1f s, %.1f trials/s (%s)\n",
-            tune_pool_gpus(p), all, wall, wall > 0 ? all / wall : 0, per);
+    fprintf(stderr, "[tune] %d GPUs: %ld trials in %.1f s, %.1f trials/s (%s)\n", tune_pool_gpus(p),
+            all, wall, wall > 0 ? all / wall : 0, per);
   }
   if (st) rc = cli_fail(cc, &err);
 done:
@@ -434,8 +433,8 @@ static int tune_with_mpi(const mpi_opts *mo, const wlset *s, int named, const te
             "launcher's binding): its compilers share them; start mpirun with --bind-to none\n",
             proc_usable_cores(), online);
   pool_ctx pc = {.quiet = cc->verbose < 0 || !rank0};
-  ct_status st = tune_mpi_run(mo, pl.tasks, pl.n_tasks, rank0 ? on_pool_progress : NULL, &pc, &mr,
-                              &err);
+  ct_status st =
+      tune_mpi_run(mo, pl.tasks, pl.n_tasks, rank0 ? on_pool_progress : NULL, &pc, &mr, &err);
   if (mr.rank == 0 && mr.results) {
     report(s, &pl, mr.results, mr.n_kinds, mr.kinds, json, cc);
     if (cc->verbose >= 0)
@@ -887,7 +886,10 @@ int cmd_tune(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     if (mpi) {
-      mpi_opts mo = {.db_path = db_path, .tune = to, .devices = devs, .n_devices = n_devs,
+      mpi_opts mo = {.db_path = db_path,
+                     .tune = to,
+                     .devices = devs,
+                     .n_devices = n_devs,
                      .rank_timeout_s = rank_timeout};
       rc = tune_with_mpi(&mo, s, sel.set || sel.file, tpl, json, &cc);
     } else {

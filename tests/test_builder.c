@@ -283,7 +283,8 @@ START_TEST(clients_in_threads_collect_their_own_jobs) {
   ck_assert_int_ge(builder_cache_hits(b), N_CLIENTS * (N_GOOD + 1));
   long tag;
   cubin c;
-  ck_assert_int_eq(builder_submit_for(b, BUILDER_MAX_CLIENTS, &inst[0], 1, &err), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(builder_submit_for(b, BUILDER_MAX_CLIENTS, &inst[0], 1, &err),
+                   CT_ERR_INVALID_ARG);
   ck_assert_int_eq(builder_collect_for(b, -1, &tag, &c, &err), CT_ERR_INVALID_ARG);
   builder_stop(b);
 }

@@ -120,7 +120,7 @@ static ct_status read_file(sender *sd, trial **v, int *n, ct_err *err) {
   for (int i = 0; !st && i < *n; i++) {
     char uid[40];
     snprintf(uid, sizeof uid, "r%d-%.30s", sd->rank, (*v)[i].uid);
-    snprintf((*v)[i].uid, sizeof (*v)[i].uid, "%s", uid);
+    snprintf((*v)[i].uid, sizeof(*v)[i].uid, "%s", uid);
   }
   return st;
 }
@@ -139,7 +139,8 @@ static ct_status send_and_ask(const tune_store *s, void *ctx, ct_err *err) {
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   const int bs = sd->batch;
-  for (int i = 0; !st && i < n; i += bs) st = s->record(s->ctx, &v[i], n - i < bs ? n - i : bs, err);
+  for (int i = 0; !st && i < n; i += bs)
+    st = s->record(s->ctx, &v[i], n - i < bs ? n - i : bs, err);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
   if (!st)
@@ -269,7 +270,8 @@ static int check_database(const char *db_path, const char *file, int senders) {
         cJSON_Delete(b);
       }
       if (!same) {
-        if (bad < 5) fprintf(stderr, "test_mpi: %s is not in the database as the file says\n", want.uid);
+        if (bad < 5)
+          fprintf(stderr, "test_mpi: %s is not in the database as the file says\n", want.uid);
         bad++;
       }
     }

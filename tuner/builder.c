@@ -120,7 +120,7 @@ struct builder {
   pthread_mutex_t lock;
   pthread_cond_t changed; /* a result was routed, or the poller stepped down */
   int polling;            /* a thread polls the workers, unlocked */
-  cache_entry *cache; /* ring of CACHE_MAX_ENTRIES, oldest at cache_first */
+  cache_entry *cache;     /* ring of CACHE_MAX_ENTRIES, oldest at cache_first */
   int cache_first, cache_count;
   size_t cache_bytes;
   long hits;

@@ -261,8 +261,8 @@ static ct_status recv_msg(int src, int tag, double deadline, char **buf, int *le
 static ct_status call0(link_ *l, req_head *q, const void *text, size_t text_len, const void *bin,
                        size_t bin_len, rep_head *rh, char **rtext, ct_err *err) {
   if (rtext) *rtext = NULL;
-  if (l->rank0_lost) return ERR_SET(err, CT_ERR_IO, "rank 0 is lost: no answer within %.0f s",
-                                    l->timeout_s);
+  if (l->rank0_lost)
+    return ERR_SET(err, CT_ERR_IO, "rank 0 is lost: no answer within %.0f s", l->timeout_s);
   q->text_len = text_len;
   q->bin_len = bin_len;
   size_t len;
@@ -302,7 +302,8 @@ static ct_status call0(link_ *l, req_head *q, const void *text, size_t text_len,
     *rtext = t;
   }
   free(r);
-  if (rh->status) return err_set(err, (ct_status)rh->status, __FILE__, __LINE__, "rank 0: %s", rh->msg);
+  if (rh->status)
+    return err_set(err, (ct_status)rh->status, __FILE__, __LINE__, "rank 0: %s", rh->msg);
   return CT_OK;
 }
 
@@ -322,8 +323,8 @@ static req_head *new_req(const proxy *px, op_kind op, const template_desc *tpl, 
   return q;
 }
 
-#define NEW_REQ(q, op, tpl, key)                                               \
-  req_head *q = new_req(ctx, op, tpl, key);                                    \
+#define NEW_REQ(q, op, tpl, key)                                                                   \
+  req_head *q = new_req(ctx, op, tpl, key);                                                        \
   if (!q) return ERR_SET(err, CT_ERR_NO_MEMORY, "no memory for a request")
 
 static ct_status trials_reply(proxy *px, req_head *q, trial **out, int *n, ct_err *err) {
@@ -552,8 +553,8 @@ typedef struct server {
   /* the tasks: once per kind */
   const pool_task *tasks;
   int n_tasks;
-  int8_t *state;     /* per task and kind: 0 to do, 1 running, 2 done */
-  int *owner;        /* per task and kind: the rank running it */
+  int8_t *state; /* per task and kind: 0 to do, 1 running, 2 done */
+  int *owner;    /* per task and kind: the rank running it */
   tune_result *results;
   /* the ranks */
   double *heard;
@@ -611,7 +612,6 @@ static long take(server *sv, int k, int rank) {
   return running ? -2 : -1;
 }
 
-
 static void finish(server *sv, int k, long id, ct_status st, const tune_result *res) {
   size_t at = (size_t)id * POOL_MAX_GPUS + k;
   if (id < 0 || id >= sv->n_tasks || sv->state[at] != 1) return;
@@ -627,8 +627,7 @@ static void finish(server *sv, int k, long id, ct_status st, const tune_result *
 static void lose(server *sv, int rank, const char *why) {
   if (sv->lost[rank]) return;
   sv->lost[rank] = 1;
-  if (!sv->lost_n++)
-    snprintf(sv->lost_msg, sizeof sv->lost_msg, "rank %d: %s", rank, why);
+  if (!sv->lost_n++) snprintf(sv->lost_msg, sizeof sv->lost_msg, "rank %d: %s", rank, why);
   for (size_t at = 0; at < (size_t)sv->n_tasks * POOL_MAX_GPUS; at++)
     if (sv->state[at] == 1 && sv->owner[at] == rank) sv->state[at] = 0;
 }
@@ -951,10 +950,12 @@ ct_status tune_mpi_run(const mpi_opts *o, const pool_task *tasks, int n_tasks, p
   ct_status st = CT_OK, mine = CT_OK;
   ct_err my_err = {0};
   if (provided < MPI_THREAD_SERIALIZED)
-    mine = ERR_SET(&my_err, CT_ERR_IO, "this MPI gives thread level %d, convtune needs "
-                                       "MPI_THREAD_SERIALIZED", provided);
-  server sv = {.l = &l, .db_path = o->db_path, .tasks = tasks, .n_tasks = n_tasks,
-               .stop = o->tune.stop};
+    mine = ERR_SET(&my_err, CT_ERR_IO,
+                   "this MPI gives thread level %d, convtune needs "
+                   "MPI_THREAD_SERIALIZED",
+                   provided);
+  server sv = {
+      .l = &l, .db_path = o->db_path, .tasks = tasks, .n_tasks = n_tasks, .stop = o->tune.stop};
   pthread_mutex_init(&sv.db_lock, NULL);
   pthread_mutex_init(&sv.q_lock, NULL);
   if (l.rank == 0 && !mine) {

@@ -36,10 +36,10 @@
 #define MPI_HEARTBEAT_S 2.0
 
 typedef struct mpi_opts {
-  const char *db_path; /* rank 0's database */
-  tune_opts tune;      /* every rank's tuner options */
-  const int *devices;  /* this rank's GPUs; n_devices 0: one, the rank's local */
-  int n_devices;       /* rank (among the ranks of its host) modulo the host's GPUs */
+  const char *db_path;   /* rank 0's database */
+  tune_opts tune;        /* every rank's tuner options */
+  const int *devices;    /* this rank's GPUs; n_devices 0: one, the rank's local */
+  int n_devices;         /* rank (among the ranks of its host) modulo the host's GPUs */
   double rank_timeout_s; /* a rank not heard from this long is lost (60) */
 } mpi_opts;
 

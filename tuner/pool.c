@@ -23,17 +23,17 @@
 
 typedef tune_locked_store locked_store;
 
-#define LOCKED(call)                   \
-  do {                                 \
-    locked_store *ls = ctx;            \
-    pthread_mutex_lock(ls->lock);      \
-    ct_status st_ = (call);            \
-    pthread_mutex_unlock(ls->lock);    \
-    return st_;                        \
+#define LOCKED(call)                                                                               \
+  do {                                                                                             \
+    locked_store *ls = ctx;                                                                        \
+    pthread_mutex_lock(ls->lock);                                                                  \
+    ct_status st_ = (call);                                                                        \
+    pthread_mutex_unlock(ls->lock);                                                                \
+    return st_;                                                                                    \
   } while (0)
 
-static ct_status l_trials(void *ctx, const char *key, const template_desc *tpl, trial **out,
-                          int *n, ct_err *err) {
+static ct_status l_trials(void *ctx, const char *key, const template_desc *tpl, trial **out, int *n,
+                          ct_err *err) {
   LOCKED(ls->inner.trials(ls->inner.ctx, key, tpl, out, n, err));
 }
 static ct_status l_trials_other(void *ctx, const char *key, const template_desc *tpl, int limit,
@@ -189,7 +189,8 @@ ct_status tune_pool_open_with(pool_store_fn make_store, void *ctx, const tune_op
     long workers = total * gpus / n;
     if (workers < 1) workers = 1;
     if (workers > 256) workers = 256;
-    if ((st = builder_start((int)workers, &p->gpu[first].dev.arch, &p->builders[a], err))) goto fail;
+    if ((st = builder_start((int)workers, &p->gpu[first].dev.arch, &p->builders[a], err)))
+      goto fail;
   }
   for (int k = 0; k < p->n_kinds; k++) {
     if ((st = make_store(ctx, &p->gpu[p->kind_first[k]].dev, &p->stores[k], err))) goto fail;
@@ -305,8 +306,8 @@ static void *gpu_main(void *arg) {
   return NULL;
 }
 
-ct_status tune_pool_run_source(tune_pool *p, const pool_source *src, pool_progress_fn fn, void *user,
-                               ct_err *err) {
+ct_status tune_pool_run_source(tune_pool *p, const pool_source *src, pool_progress_fn fn,
+                               void *user, ct_err *err) {
   p->src = src;
   p->fn = fn;
   p->user = user;
@@ -350,8 +351,8 @@ typedef struct queue {
   const pool_task *tasks;
   int n;
   tune_result *results;
-  int next[POOL_MAX_GPUS];  /* per kind: the next task not yet handed out */
-  int *back;                /* per kind, n slots: tasks handed back */
+  int next[POOL_MAX_GPUS]; /* per kind: the next task not yet handed out */
+  int *back;               /* per kind, n slots: tasks handed back */
   int n_back[POOL_MAX_GPUS];
   int alive[POOL_MAX_GPUS]; /* per kind: GPUs still tuning */
   ct_status failed;         /* the failure of the first kind left without a GPU */

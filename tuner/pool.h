@@ -94,10 +94,9 @@ ct_status tune_pool_run(tune_pool *p, const pool_task *tasks, int n, pool_progre
  * for a GPU of device dev (kind: the pool's kind index), into *out with the
  * source's id of it; 0 when none is left for that kind (the GPU ends its
  * run; a source that may still get a task back, as MPI's while a rank that
- * may be lost holds one, waits in next instead). done: the task's end, its result when st is CT_OK, else the
- * failure of the GPU, which ends its run: the source hands the task to
- * another GPU of its kind, or counts it lost. The strings of *out live
- * until the run ends. */
+ * may be lost holds one, waits in next instead). done: the task's end, its result when st is CT_OK,
+ * else the failure of the GPU, which ends its run: the source hands the task to another GPU of its
+ * kind, or counts it lost. The strings of *out live until the run ends. */
 typedef struct pool_source {
   void *ctx;
   int (*next)(void *ctx, int kind, const device *dev, pool_task *out, long *id);
@@ -107,8 +106,8 @@ typedef struct pool_source {
 
 /* tune_pool_run with the tasks of a source; CT_OK unless a thread could not
  * start (what failed is the source's to say). */
-ct_status tune_pool_run_source(tune_pool *p, const pool_source *src, pool_progress_fn fn, void *user,
-                               ct_err *err);
+ct_status tune_pool_run_source(tune_pool *p, const pool_source *src, pool_progress_fn fn,
+                               void *user, ct_err *err);
 
 /* Per GPU over the last run: new trials and the seconds it spent tuning. */
 void tune_pool_gpu_stats(const tune_pool *p, int gpu, long *trials, double *busy_s);
