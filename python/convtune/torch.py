@@ -209,6 +209,16 @@ class _QConvNd(nn.Module):
                  out_type: str = "int8", out_zero_point: int = 0, relu: bool = False,
                  residual_scale: Optional[float] = None, residual_zero_point: int = 0,
                  input_size: Optional[Sequence[int]] = None, db: Optional[str] = None) -> None:
+        """A quantized convolution from its integer parts (from_float makes them
+        from a float one). weight: int8 (K, C/groups, kernel...); scale: one or
+        K values s_in s_w[k] / s_out; bias: K int32 values or None; data_type
+        and data_zero_point: the input's; out_type ("int8", "uint8") and
+        out_zero_point: the output's; relu clamps at the output zero point;
+        residual_scale (s_residual / s_out) and residual_zero_point make forward
+        add a residual; input_size fixes the spatial size (needed with a data
+        zero point and padding, whose params depend on it); db: the tuning
+        database the op reads (None: the heuristic default for every workload).
+        Raises ConvtuneError, with the library's message, for what it cannot run."""
         super().__init__()
         nd = self._nd
         wq = torch.as_tensor(weight).detach().cpu()
