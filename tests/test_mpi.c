@@ -98,24 +98,36 @@ typedef struct sender {
   char why[512];
 } sender;
 
-/* The file's trials, their uids made the rank's own. */
-static ct_status read_file(sender *sd, trial **v, int *n, ct_err *err) {
-  FILE *f = fopen(sd->path, "r");
-  if (!f) return ERR_SET(err, CT_ERR_IO, "cannot open %s", sd->path);
-  char *text = NULL;
-  size_t cap = 0, len = 0;
-  char buf[4096];
-  size_t k;
-  while ((k = fread(buf, 1, sizeof buf, f)) > 0) {
-    if (len + k + 1 > cap) {
-      cap = (len + k + 1) * 2;
-      text = realloc(text, cap);
+/* A whole file, NUL-terminated (owned: free), its length in *len; NULL when
+ * it cannot be read. */
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "r");
+  if (!f) return NULL;
+  char *text = calloc(1, 1), buf[4096];
+  size_t cap = 1, k;
+  *len = 0;
+  while (text && (k = fread(buf, 1, sizeof buf, f)) > 0) {
+    if (*len + k + 1 > cap) {
+      cap = (*len + k + 1) * 2;
+      char *grown = realloc(text, cap);
+      if (!grown) free(text);
+      text = grown;
+      if (!text) break;
     }
-    memcpy(text + len, buf, k);
-    len += k;
+    memcpy(text + *len, buf, k);
+    *len += k;
+    text[*len] = '\0';
   }
   fclose(f);
-  ct_status st = mpi_trials_parse(text ? text : "", len, v, n, err);
+  return text;
+}
+
+/* The file's trials, their uids made the rank's own. */
+static ct_status read_file(sender *sd, trial **v, int *n, ct_err *err) {
+  size_t len = 0;
+  char *text = slurp(sd->path, &len);
+  if (!text) return ERR_SET(err, CT_ERR_IO, "cannot read %s", sd->path);
+  ct_status st = mpi_trials_parse(text, len, v, n, err);
   free(text);
   for (int i = 0; !st && i < *n; i++) {
     char uid[40];
@@ -219,21 +231,9 @@ static int by_uid(const void *a, const void *b) {
 }
 
 static int check_database(const char *db_path, const char *file, int senders) {
-  FILE *f = fopen(file, "r");
-  if (!f) fail("cannot open %s", file);
-  char *text = NULL;
-  size_t cap = 0, len = 0;
-  char buf[4096];
-  size_t k;
-  while ((k = fread(buf, 1, sizeof buf, f)) > 0) {
-    if (len + k + 1 > cap) {
-      cap = (len + k + 1) * 2;
-      text = realloc(text, cap);
-    }
-    memcpy(text + len, buf, k);
-    len += k;
-  }
-  fclose(f);
+  size_t len = 0;
+  char *text = slurp(file, &len);
+  if (!text) fail("cannot read %s", file);
   trial *v = NULL;
   int n = 0;
   ct_err err = {0};

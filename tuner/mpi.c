@@ -867,6 +867,66 @@ static void server_free(server *sv) {
   pthread_mutex_destroy(&sv->q_lock);
 }
 
+/* Rank 0's server over the database at db_path and n_tasks tasks (none for
+ * a session); every rank counted as heard from now. */
+static ct_status server_init(server *sv, link_ *l, const char *db_path, const pool_task *tasks,
+                             int n_tasks, const volatile int *stop, ct_err *err) {
+  memset(sv, 0, sizeof *sv);
+  *sv = (server){.l = l, .db_path = db_path, .tasks = tasks, .n_tasks = n_tasks, .stop = stop};
+  pthread_mutex_init(&sv->db_lock, NULL);
+  pthread_mutex_init(&sv->q_lock, NULL);
+  size_t cells = (size_t)(n_tasks ? n_tasks : 1) * POOL_MAX_GPUS;
+  sv->state = calloc(cells, 1);
+  sv->owner = calloc(cells, sizeof *sv->owner);
+  sv->results = calloc(cells, sizeof *sv->results);
+  sv->heard = calloc((size_t)l->size, sizeof *sv->heard);
+  sv->bye = calloc((size_t)l->size, 1);
+  sv->lost = calloc((size_t)l->size, 1);
+  if (!sv->state || !sv->owner || !sv->results || !sv->heard || !sv->bye || !sv->lost)
+    return ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+  for (int r = 0; r < l->size; r++) sv->heard[r] = mono_s();
+  return CT_OK;
+}
+
+/* Start MPI and this rank's link. A failure of MPI_Init_thread leaves MPI
+ * down (every rank fails alike); a thread level too low is returned with
+ * MPI up, for the ranks to agree on. */
+static ct_status link_start(link_ *l, double timeout_s, ct_err *err) {
+  int provided = 0;
+  memset(l, 0, sizeof *l);
+  l->rank = -1;
+  if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+    return ERR_SET(err, CT_ERR_IO, "MPI_Init_thread failed");
+  l->timeout_s = timeout_s > 0 ? timeout_s : 60;
+  pthread_mutex_init(&l->lock, NULL);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &l->rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &l->size);
+  if (provided < MPI_THREAD_SERIALIZED)
+    return ERR_SET(err, CT_ERR_IO,
+                   "this MPI gives thread level %d, convtune needs MPI_THREAD_SERIALIZED",
+                   provided);
+  return CT_OK;
+}
+
+static void link_end(link_ *l) {
+  pthread_mutex_destroy(&l->lock);
+  if (!l->rank0_lost) MPI_Finalize(); /* with rank 0 gone it could wait for ever */
+}
+
+/* A worker's last request: it is done. st, or the request's failure when st
+ * is CT_OK. */
+static ct_status say_bye(link_ *l, ct_status st, ct_err *err) {
+  proxy px = {.l = l};
+  req_head *q = new_req(&px, OP_BYE, NULL, NULL);
+  rep_head rh;
+  ct_err bye_err = {0};
+  if (q && call0(l, q, NULL, 0, NULL, 0, &rh, NULL, &bye_err) && !st)
+    st = err_set(err, bye_err.status, __FILE__, __LINE__, "%s", bye_err.msg);
+  free(q);
+  return st;
+}
+
 /* ---- the run ------------------------------------------------------------------ */
 
 /* This rank's place among the ranks of its host. */
@@ -936,39 +996,19 @@ static ct_status agree(link_ *l, ct_status mine, const ct_err *my_err, ct_err *e
 ct_status tune_mpi_run(const mpi_opts *o, const pool_task *tasks, int n_tasks, pool_progress_fn fn,
                        void *user, mpi_result *out, ct_err *err) {
   memset(out, 0, sizeof *out);
-  int provided = 0;
-  if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
-    return ERR_SET(err, CT_ERR_IO, "MPI_Init_thread failed");
-  link_ l = {.timeout_s = o->rank_timeout_s > 0 ? o->rank_timeout_s : 60};
-  pthread_mutex_init(&l.lock, NULL);
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(MPI_COMM_WORLD, &l.rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &l.size);
+  link_ l;
+  ct_err my_err = {0};
+  ct_status st = CT_OK, mine = link_start(&l, o->rank_timeout_s, &my_err);
+  if (l.rank < 0) {
+    *err = my_err;
+    return mine;
+  }
   out->rank = l.rank;
   out->size = l.size;
   out->quiet = l.rank != 0;
-  ct_status st = CT_OK, mine = CT_OK;
-  ct_err my_err = {0};
-  if (provided < MPI_THREAD_SERIALIZED)
-    mine = ERR_SET(&my_err, CT_ERR_IO,
-                   "this MPI gives thread level %d, convtune needs "
-                   "MPI_THREAD_SERIALIZED",
-                   provided);
-  server sv = {
-      .l = &l, .db_path = o->db_path, .tasks = tasks, .n_tasks = n_tasks, .stop = o->tune.stop};
-  pthread_mutex_init(&sv.db_lock, NULL);
-  pthread_mutex_init(&sv.q_lock, NULL);
-  if (l.rank == 0 && !mine) {
-    size_t cells = (size_t)(n_tasks ? n_tasks : 1) * POOL_MAX_GPUS;
-    sv.state = calloc(cells, 1);
-    sv.owner = calloc(cells, sizeof *sv.owner);
-    sv.results = calloc(cells, sizeof *sv.results);
-    sv.heard = calloc((size_t)l.size, sizeof *sv.heard);
-    sv.bye = calloc((size_t)l.size, 1);
-    sv.lost = calloc((size_t)l.size, 1);
-    if (!sv.state || !sv.owner || !sv.results || !sv.heard || !sv.bye || !sv.lost)
-      mine = ERR_SET(&my_err, CT_ERR_NO_MEMORY, "out of memory");
-  }
+  server sv = {0}; /* sv.l is set by server_init: rank 0's, when it ran */
+  if (l.rank == 0 && !mine)
+    mine = server_init(&sv, &l, o->db_path, tasks, n_tasks, o->tune.stop, &my_err);
   int devs[POOL_MAX_GPUS], n_devs = 0, local = 0, local_size = 1;
   tune_pool *p = NULL;
   local_place(&local, &local_size);
@@ -1031,50 +1071,30 @@ ct_status tune_mpi_run(const mpi_opts *o, const pool_task *tasks, int n_tasks, p
     st = tune_pool_run_source(p, &src, fn, user, err);
     b.stop = 1;
     if (hb_ok) pthread_join(hb, NULL);
-    proxy px = {.l = &l};
-    req_head *q = new_req(&px, OP_BYE, NULL, NULL);
-    rep_head rh;
-    ct_err bye_err = {0};
-    if (q && call0(&l, q, NULL, 0, NULL, 0, &rh, NULL, &bye_err) && !st)
-      st = err_set(err, bye_err.status, __FILE__, __LINE__, "%s", bye_err.msg);
-    free(q);
+    st = say_bye(&l, st, err);
     if (!st && l.rank0_lost) st = ERR_SET(err, CT_ERR_IO, "rank 0 was lost");
   }
 done:
   tune_pool_close(p);
-  if (l.rank == 0) server_free(&sv);
-  pthread_mutex_destroy(&l.lock);
-  if (!l.rank0_lost) MPI_Finalize(); /* with rank 0 gone it could wait for ever */
+  if (l.rank == 0 && sv.l) server_free(&sv);
+  link_end(&l);
   return st;
 }
 
 ct_status tune_mpi_session(const char *db_path, double timeout_s, const device *dev,
                            mpi_session_fn fn, void *ctx, int *rank, ct_err *err) {
-  int provided = 0;
-  *rank = -1;
-  if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
-    return ERR_SET(err, CT_ERR_IO, "MPI_Init_thread failed");
-  link_ l = {.timeout_s = timeout_s > 0 ? timeout_s : 60};
-  pthread_mutex_init(&l.lock, NULL);
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(MPI_COMM_WORLD, &l.rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &l.size);
+  link_ l;
+  ct_status st = link_start(&l, timeout_s, err);
   *rank = l.rank;
-  ct_status st = CT_OK;
+  if (l.rank < 0) return st;
+  if (st) { /* a thread level too low: every rank alike */
+    link_end(&l);
+    return st;
+  }
   if (l.rank == 0) {
-    server sv = {.l = &l, .db_path = db_path, .local_done = 1};
-    pthread_mutex_init(&sv.db_lock, NULL);
-    pthread_mutex_init(&sv.q_lock, NULL);
-    sv.state = calloc(1, 1);
-    sv.owner = calloc(1, sizeof *sv.owner);
-    sv.results = calloc(1, sizeof *sv.results);
-    sv.heard = calloc((size_t)l.size, sizeof *sv.heard);
-    sv.bye = calloc((size_t)l.size, 1);
-    sv.lost = calloc((size_t)l.size, 1);
-    if (!sv.state || !sv.owner || !sv.results || !sv.heard || !sv.bye || !sv.lost) {
-      st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
-    } else {
-      for (int r = 0; r < l.size; r++) sv.heard[r] = mono_s();
+    server sv;
+    if (!(st = server_init(&sv, &l, db_path, NULL, 0, NULL, err))) {
+      sv.local_done = 1;
       server_main(&sv);
       if (sv.lost_n) st = ERR_SET(err, CT_ERR_IO, "%s", sv.lost_msg);
     }
@@ -1085,16 +1105,9 @@ ct_status tune_mpi_session(const char *db_path, double timeout_s, const device *
       st = fn(&s, ctx, err);
       s.close(s.ctx);
     }
-    proxy px = {.l = &l};
-    req_head *q = new_req(&px, OP_BYE, NULL, NULL);
-    rep_head rh;
-    ct_err bye_err = {0};
-    if (q && call0(&l, q, NULL, 0, NULL, 0, &rh, NULL, &bye_err) && !st)
-      st = err_set(err, bye_err.status, __FILE__, __LINE__, "%s", bye_err.msg);
-    free(q);
+    st = say_bye(&l, st, err);
   }
-  pthread_mutex_destroy(&l.lock);
-  MPI_Finalize();
+  link_end(&l);
   return st;
 }
 

@@ -185,13 +185,18 @@ class Context:
         if not o:
             return None
         s = _tensor.torch_stream(data.device.index) if stream is None else _tensor.stream_handle(stream)
+        self._launch(w, pl, d, k, p, r, o, s)
+        return out
+
+    def _launch(self, w: Workload, pl: _Plan, d: int, k: int, p: Optional[int], r: Optional[int],
+                o: int, s: int) -> None:
+        """The C call of a checked call, on device addresses."""
         h = self._handle()
         if pl.quantized:
             st = pl.fn(h, w._ptr(), d, k, p, r, o, s)
         else:
             st = pl.fn(h, w._ptr(), d, k, o, s)
         self._check(st, f"{'q' if pl.quantized else ''}conv{pl.nd}d")
-        return out
 
     def _run(self, w: Workload, nd: int, quantized: bool, data: Any, weights: Any, params: Any,
              residual: Any, out: Any, stream: Any) -> Any:
@@ -204,8 +209,8 @@ class Context:
         done = self._fast(w, pl, data, weights, params, residual, out, stream)
         if done is not None:
             return done
-        d = self._tensor(data, "data", w, w.data_shape, NP_DTYPES[w.data_type])
-        k = self._tensor(weights, "weights", w, w.conv_weight_shape, np.int8)
+        d = self._tensor(data, "data", w, pl.data_shape, pl.data_dtype)
+        k = self._tensor(weights, "weights", w, pl.weight_shape, _INT8)
         p = r = None
         if quantized:
             need = pl.params_bytes
@@ -216,24 +221,17 @@ class Context:
                                       f"{w.key} needs {need} contiguous (make_params, copied to the device)")
                 if p.ptr % 16:
                     raise invalid_arg(f"params: address {p.ptr:#x} is not 16-byte aligned")
-            if w.residual:
+            if pl.residual:
                 if residual is None:
                     raise invalid_arg(f"residual: {w.key} adds a residual; none was given")
-                r = self._tensor(residual, "residual", w, w.output_shape, NP_DTYPES[w.out_type])
+                r = self._tensor(residual, "residual", w, pl.out_shape, pl.out_dtype)
             elif residual is not None:
                 raise invalid_arg(f"residual: {w.key} has no residual; one was given")
         if out is None:
-            out = _tensor.empty_like_lib(d, w.output_shape, NP_DTYPES[w.out_type], "out")
-        o = self._tensor(out, "out", w, w.output_shape, NP_DTYPES[w.out_type])
-        s = self._stream(stream, d)
-        h = self._handle()
-        if quantized:
-            fn = _capi.lib.ct_qconv2d if nd == 2 else _capi.lib.ct_qconv3d
-            st = fn(h, w._ptr(), d.ptr, k.ptr, p.ptr if p else None, r.ptr if r else None, o.ptr, s)
-        else:
-            fn = _capi.lib.ct_conv2d if nd == 2 else _capi.lib.ct_conv3d
-            st = fn(h, w._ptr(), d.ptr, k.ptr, o.ptr, s)
-        self._check(st, f"{'q' if quantized else ''}conv{nd}d")
+            out = _tensor.empty_like_lib(d, pl.out_shape, pl.out_dtype, "out")
+        o = self._tensor(out, "out", w, pl.out_shape, pl.out_dtype)
+        self._launch(w, pl, d.ptr, k.ptr, p.ptr if p else None, r.ptr if r else None, o.ptr,
+                     self._stream(stream, d))
         return out
 
     def conv2d(self, w: Workload, data: Any, weights: Any, out: Any = None, stream: Any = None) -> Any:

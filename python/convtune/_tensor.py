@@ -84,10 +84,7 @@ def fast_torch(obj: Any, shape: tuple, dtype: np.dtype, device: Optional[int]) -
         if not (obj.is_cuda and obj.shape == shape and _TORCH_NP.get(obj.dtype) == dtype
                 and obj.is_contiguous()):
             return 0
-        ptr = obj.data_ptr()
-        if ptr % 16 or (device is not None and obj.device.index != device):
-            return 0
-        return ptr
+        return _placed(obj, device)
     except (AttributeError, TypeError):
         return 0
 
@@ -97,12 +94,17 @@ def fast_torch_bytes(obj: Any, nbytes: int, device: Optional[int]) -> int:
     try:
         if not (obj.is_cuda and obj.numel() * obj.element_size() == nbytes and obj.is_contiguous()):
             return 0
-        ptr = obj.data_ptr()
-        if ptr % 16 or (device is not None and obj.device.index != device):
-            return 0
-        return ptr
+        return _placed(obj, device)
     except (AttributeError, TypeError):
         return 0
+
+
+def _placed(obj: Any, device: Optional[int]) -> int:
+    """A torch CUDA tensor's address when 16-byte aligned and on device; else 0."""
+    ptr = obj.data_ptr()
+    if ptr % 16 or (device is not None and obj.device.index != device):
+        return 0
+    return ptr
 
 
 def torch_empty(shape: tuple, dtype: np.dtype, like: Any) -> Any:

@@ -136,30 +136,27 @@ def _fake(data: Tensor, workload: str) -> Tensor:
     return data.new_empty(w.output_shape, dtype=TORCH_DTYPES[w.out_type])
 
 
-@torch.library.custom_op("convtune::qconv2d", mutates_args=())
-def qconv2d(data: Tensor, weight: Tensor, params: Optional[Tensor], residual: Optional[Tensor],
-            workload: str, db: str = "") -> Tensor:
-    """The convolution of workload (a conv2d) on data, by libconvtune."""
-    return _conv(2, data, weight, params, residual, workload, db)
+def _define(nd: int) -> Any:
+    """convtune::qconv{nd}d: _conv as a custom op, with its fake implementation."""
+
+    def op(data: Tensor, weight: Tensor, params: Optional[Tensor], residual: Optional[Tensor],
+           workload: str, db: str = "") -> Tensor:
+        return _conv(nd, data, weight, params, residual, workload, db)
+
+    op.__name__ = op.__qualname__ = f"qconv{nd}d"
+    op.__doc__ = f"The convolution of workload (a conv{nd}d) on data, by libconvtune."
+    defined = torch.library.custom_op(f"convtune::qconv{nd}d", mutates_args=())(op)
+
+    @defined.register_fake
+    def _(data: Tensor, weight: Tensor, params: Optional[Tensor], residual: Optional[Tensor],
+          workload: str, db: str = "") -> Tensor:
+        return _fake(data, workload)
+
+    return defined
 
 
-@qconv2d.register_fake
-def _qconv2d_fake(data: Tensor, weight: Tensor, params: Optional[Tensor], residual: Optional[Tensor],
-                  workload: str, db: str = "") -> Tensor:
-    return _fake(data, workload)
-
-
-@torch.library.custom_op("convtune::qconv3d", mutates_args=())
-def qconv3d(data: Tensor, weight: Tensor, params: Optional[Tensor], residual: Optional[Tensor],
-            workload: str, db: str = "") -> Tensor:
-    """The convolution of workload (a conv3d) on data, by libconvtune."""
-    return _conv(3, data, weight, params, residual, workload, db)
-
-
-@qconv3d.register_fake
-def _qconv3d_fake(data: Tensor, weight: Tensor, params: Optional[Tensor], residual: Optional[Tensor],
-                  workload: str, db: str = "") -> Tensor:
-    return _fake(data, workload)
+qconv2d = _define(2)
+qconv3d = _define(3)
 
 
 # ---- quantizing tensors --------------------------------------------------------------
