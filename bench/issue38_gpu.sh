@@ -13,18 +13,21 @@
 #                 mpirun, the binding) and how fast a rank goes
 #   mpiscale T G...  the same with `mpirun --enable-recovery -n G convtune tune --mpi`, one
 #                 rank per GPU (each rank its local rank's GPU): $OUT/mpi-gG.json / .err and
-#                 the table, against the first G
+#                 the table, against the first G. $MPI_ARGS (e.g. "--builders 32") go to
+#                 every rank, and $PREFIX (default mpi) names the files
+# After each run of scale and mpiscale: its CPU time (user, system) next to its wall time,
+# and bench/tune_timeline.py over its database ($OUT/PREFIX-gG-timeline.json): per GPU,
+# its tasks' start gaps and spans, and the compilers' average load.
 #   kill T        4 ranks as mpiscale (T trials a task, --rank-timeout 15); rank 2 killed
-#                 with SIGKILL once the run is under way: the run must complete, rank 0
-#                 naming the lost rank, with every task tuned; then the database's integrity
-#                 check, its trials (uids distinct) against those the run reports, and a
-#                 second run of the same command, which resumes (no new trial of a task
-#                 that reached its budget)
+#                 with SIGKILL once the database holds 6 T trials (bench/mpi_kill.py): the
+#                 run must complete, rank 0 naming the lost rank, with every task tuned;
+#                 nothing committed at the kill lost; the integrity check passes
 #   capacity N    what rank 0 sustains: N records (build-rel/test_mpi --write) sent by each of
 #                 1 and then 3 ranks in batches of 64 (the tuner's batch) through the records
 #                 protocol into rank 0's database: records/s per sender
 #   pytest37      issue 37's package tests with this machine's PyTorch (its GPU case)
-# Phases run in order: e.g. `tests scale 128 1 2 4`.
+# Phases run in order: e.g. `tests scale 128 1 2 4`. $TLIM: a run's time limit in scale and
+# mpiscale (560 s).
 set -u
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export LD_LIBRARY_PATH=$PWD/build-rel:$PWD/.gpu-libs:/usr/local/cuda/lib64
@@ -65,6 +68,12 @@ for r in rows:
           f"{r['speedup']:.2f}x | {r['set_sum_us']:.2f} | {r['sum_change']:+.1%} |")
 PY
 }
+# timeline NAME DB: bench/tune_timeline.py's summary, indented, and its rows in
+# $OUT/NAME-timeline.json
+timeline() {
+  python3 bench/tune_timeline.py $2 $OUT/$1-timeline.json 2>&1 | sed 's/^/    /'
+}
+TIMEFORMAT='    wall %R s, user %U s, system %S s'
 while [ $# -gt 0 ]; do
   case $1 in
   tests)
@@ -80,9 +89,10 @@ while [ $# -gt 0 ]; do
     for g in $gs; do
       devs=$(seq -s, 0 $((g - 1)))
       rm -f /tmp/scale-g$g.db*
-      timeout 560 $B tune --set resnet50 --batch 16 --layout nhwc --trials $trials --devices $devs \
+      time timeout ${TLIM:-560} $B tune --set resnet50 --batch 16 --layout nhwc --trials $trials --devices $devs \
         --db /tmp/scale-g$g.db --json > $OUT/scale-g$g.json 2> $OUT/scale-g$g.err
       echo "g=$g: rc=$? at $(( $(date +%s) - s )) s: $(grep '^\[tune\] [0-9]* GPUs:' $OUT/scale-g$g.err)"
+      timeline scale-g$g /tmp/scale-g$g.db
     done
     table scale $gs ;;
   smoke)
@@ -97,51 +107,24 @@ while [ $# -gt 0 ]; do
     trials=$2; shift 2
     gs=""
     while [ $# -gt 0 ] && [ "$1" -eq "$1" ] 2>/dev/null; do gs="$gs $1"; shift; done
+    pf=${PREFIX:-mpi}
     for g in $gs; do
-      rm -f /tmp/mpi-g$g.db*
-      timeout 560 mpirun --bind-to none --enable-recovery -n $g -x LD_LIBRARY_PATH $B tune --mpi --set resnet50 \
-        --batch 16 --layout nhwc --trials $trials --db /tmp/mpi-g$g.db --json \
-        > $OUT/mpi-g$g.json 2> $OUT/mpi-g$g.err
-      echo "mpi g=$g: rc=$? at $(( $(date +%s) - s )) s: $(grep '^\[tune\] [0-9]* ranks' $OUT/mpi-g$g.err)"
+      rm -f /tmp/$pf-g$g.db*
+      time timeout ${TLIM:-560} mpirun --bind-to none --enable-recovery -n $g -x LD_LIBRARY_PATH $B tune --mpi \
+        --set resnet50 --batch 16 --layout nhwc --trials $trials ${MPI_ARGS:-} --db /tmp/$pf-g$g.db \
+        --json > $OUT/$pf-g$g.json 2> $OUT/$pf-g$g.err
+      echo "$pf g=$g: rc=$? at $(( $(date +%s) - s )) s: $(grep '^\[tune\] [0-9]* ranks' $OUT/$pf-g$g.err)"
+      timeline $pf-g$g /tmp/$pf-g$g.db
     done
-    table mpi $gs ;;
+    table $pf $gs ;;
   kill)
     trials=$2; shift 2
     rm -f /tmp/kill.db*
-    timeout 400 mpirun --bind-to none --enable-recovery -n 4 -x LD_LIBRARY_PATH $B tune --mpi --set resnet50 \
-      --batch 16 --layout nhwc --trials $trials --rank-timeout 15 --db /tmp/kill.db --json \
-      > $OUT/kill.json 2> $OUT/kill.err &
-    mp=$!
-    victim=""
-    for i in $(seq 1 100); do
-      sleep 0.2
-      for p in $(pgrep -f "convtune tune --mpi"); do
-        grep -qz '^OMPI_COMM_WORLD_RANK=2$' /proc/$p/environ 2>/dev/null && victim=$p
-      done
-      [ -n "$victim" ] && break
-    done
-    sleep 6
-    echo "kill: rank 2 is pid ${victim:-none}; SIGKILL at $(( $(date +%s) - s )) s"
-    [ -n "$victim" ] && kill -9 $victim
-    wait $mp
-    echo "kill: mpirun rc=$? at $(( $(date +%s) - s )) s: $(grep '^\[tune\] [0-9]* ranks' $OUT/kill.err)"
-    python3 - $OUT <<'PY'
-import json, sqlite3, sys
-out = sys.argv[1]
-res = json.load(open(f"{out}/kill.json"))
-db = sqlite3.connect("/tmp/kill.db")
-integrity = db.execute("pragma integrity_check").fetchone()[0]
-n, uids = db.execute("select count(*), count(distinct uid) from trials").fetchone()
-reported = sum(r["trials"] for r in res)
-print(f"kill: {len(res)} workloads reported, {reported} trials in their best tasks; database: "
-      f"{n} trials, {uids} distinct uids, integrity {integrity}")
-json.dump(dict(workloads=len(res), integrity=integrity, trials=n, uids=uids),
-          open(f"{out}/kill-check.json", "w"))
-PY
-    timeout 300 mpirun --bind-to none --enable-recovery -n 4 -x LD_LIBRARY_PATH $B tune --mpi --set resnet50 \
-      --batch 16 --layout nhwc --trials $trials --db /tmp/kill.db --json \
-      > $OUT/kill-rerun.json 2> $OUT/kill-rerun.err
-    echo "kill: rerun rc=$? at $(( $(date +%s) - s )) s: $(grep '^\[tune\] [0-9]* ranks' $OUT/kill-rerun.err)" ;;
+    timeout 400 python3 bench/mpi_kill.py $OUT /tmp/kill.db 2 $((trials * 6)) -- \
+      mpirun --bind-to none --enable-recovery -n 4 -x LD_LIBRARY_PATH $B tune --mpi --set resnet50 \
+      --batch 16 --layout nhwc --trials $trials --rank-timeout 15 --db /tmp/kill.db --json
+    echo "kill: rc=$? at $(( $(date +%s) - s )) s"
+    timeline kill /tmp/kill.db ;;
   capacity)
     n=$2; shift 2
     build-rel/test_mpi --write /tmp/cap.jsonl $n

@@ -64,6 +64,9 @@ static const char usage[] =
     "                         only its trials in flight\n"
     "  --rank-timeout S       with --mpi: a rank not heard from for S seconds is lost, its\n"
     "                         tasks go to the others (default 60)\n"
+    "  --builders N           compiler processes (each rank's, under --mpi), at most 256\n"
+    "                         (default: one per core this process may use; under --mpi, the\n"
+    "                         host's cores shared out by its ranks)\n"
     "  --seed N               seed of the search and the inputs (default 1)\n"
     "  --timeout S            per-trial timeout in seconds (default 5)\n"
     "  --no-transfer          do not seed the model with other workloads' trials\n"
@@ -677,7 +680,8 @@ int cmd_tune(int argc, char **argv) {
     O_ROUND_TRIALS,
     O_DEVICES,
     O_MPI,
-    O_RANK_TIMEOUT
+    O_RANK_TIMEOUT,
+    O_BUILDERS
   };
   struct option opts[48] = {{"db", required_argument, 0, O_DB},
                             {"trials", required_argument, 0, O_TRIALS},
@@ -695,8 +699,9 @@ int cmd_tune(int argc, char **argv) {
                             {"devices", required_argument, 0, O_DEVICES},
                             {"mpi", no_argument, 0, O_MPI},
                             {"rank-timeout", required_argument, 0, O_RANK_TIMEOUT},
+                            {"builders", required_argument, 0, O_BUILDERS},
                             {"help", no_argument, 0, 'h'}};
-  int n_opts = 17;
+  int n_opts = 18;
   for (const struct option *o = cli_wl_options; o->name; o++) opts[n_opts++] = *o;
   cli_common cc = {0};
   cli_wl sel = {0};
@@ -761,6 +766,10 @@ int cmd_tune(int argc, char **argv) {
       break;
     case O_RANK_TIMEOUT:
       if (!parse_seconds("rank-timeout", optarg, &rank_timeout)) goto usage;
+      break;
+    case O_BUILDERS:
+      if (!cli_parse_long("tune", "builders", optarg, 1, 256, &v)) goto usage;
+      to.n_builders = (int)v;
       break;
     case O_SEED:
       if (!cli_parse_long("tune", "seed", optarg, 0, LONG_MAX, &v)) goto usage;

@@ -187,6 +187,8 @@ expect_bad '--time-budget' tune --time-budget 5ms
 expect_bad '--time-budget' tune --time-budget 0m
 expect_bad '--round-trials' tune --round-trials 16
 expect_bad '--round-trials' tune --set resnet50 --as-model --round-trials 0
+expect_bad '--builders' tune --builders 0
+expect_bad '--builders' tune --builders 257
 if [ ! -e /dev/nvidiactl ]; then
   # a duration with a unit is accepted: it fails on the GPU, not the flag
   expect 1 'needs an NVIDIA GPU' tune --set resnet50 --as-model --time-budget 1.5m --db "$tmp/m.db"
@@ -391,7 +393,7 @@ want_flags() { # want_flags CMD FLAG...: each FLAG is in CMD's --help
 wl="--c --k --size --kernel --stride --pad --dilation --groups --layout --op --file --set --model --batch --data --out --epilogue"
 common="-h --help -v -q"
 want_flags workload --json $wl $common
-want_flags tune --db --trials --early-stopping --time-budget --as-model --round-trials --tuner --template --device --seed --timeout --no-transfer --json $wl $common
+want_flags tune --db --trials --early-stopping --time-budget --as-model --round-trials --tuner --template --device --seed --timeout --no-transfer --builders --json $wl $common
 want_flags space --template --arch --samples --json $wl $common
 want_flags bench --db --device --repeats --min-replay-ms --json --json-out --csv-out --results-dir --no-results --seed --layout $wl $common
 want_flags query --db --json $wl $common
