@@ -3,11 +3,14 @@
 # machine, from the repository root, with build-rel built here and carried (its commit in
 # build-rel/COMMIT). Results in $OUT.
 #   tests         test_pool, test_builder and test_tune_gpu (its pool case takes up to 4 GPUs)
+#   warm T        a throwaway run of T trials a task on every GPU, first: a fresh machine's
+#                 first long run compiles about twice as slowly as the later ones
 #   scale T G...  the ResNet-50 set at batch 16 in nhwc (int32 output), T trials a task,
 #                 tuned with --devices 0..G-1 for each G, each into a fresh database:
 #                 $OUT/scale-gG.json (the command's --json) and .err (its progress and
 #                 the last line's trials/s); then a table: GPUs, trials, seconds, trials/s,
-#                 speed-up over the first G, the set's tuned sum and its change
+#                 speed-up over the first G, the set's tuned sum and its change. Runs with -v,
+#                 standard error stamped (bench/stamp.py); $PREFIX (default scale) names the files
 #   smoke         before the long phases: 2 ranks, 2 workloads of ResNet-50 at 8 trials a
 #                 task, with a 60 s limit; says whether --mpi runs at all here (libmpi,
 #                 mpirun, the binding) and how fast a rank goes
@@ -20,8 +23,13 @@
 # its tasks' start gaps and spans, and the compilers' average load.
 #   kill T        4 ranks as mpiscale (T trials a task, --rank-timeout 15); rank 2 killed
 #                 with SIGKILL once the database holds 6 T trials (bench/mpi_kill.py): the
-#                 run must complete, rank 0 naming the lost rank, with every task tuned;
+#                 run must complete, rank 0 naming the lost rank, with every task tuned (a
+#                 task short of T trials as short in mpiscale's 4-rank run, when there was one);
 #                 nothing committed at the kill lost; the integrity check passes
+#   interrupt T   4 ranks as kill, with mpirun's odls_base_sigkill_timeout at 10 s (by
+#                 default mpirun kills the ranks 1 s after signalling them), mpirun sent
+#                 SIGINT (Ctrl-C) once the database holds 6 T trials: every rank must stop
+#                 after its batch in flight, rank 0 reporting, nothing committed lost
 #   capacity N    what rank 0 sustains: N records (build-rel/test_mpi --write) sent by each of
 #                 1 and then 3 ranks in batches of 64 (the tuner's batch) through the records
 #                 protocol into rank 0's database: records/s per sender
@@ -51,7 +59,7 @@ for g in gs:
         res = json.load(open(f"{out}/{prefix}-g{g}.json"))
     except Exception as e:
         print(f"{prefix} g={g}: no results ({e})"); continue
-    line = [l for l in open(f"{out}/{prefix}-g{g}.err") if re.match(r"\[tune\] \d+ (GPUs|ranks)", l)]
+    line = [l for l in open(f"{out}/{prefix}-g{g}.err") if re.search(r"\[tune\] \d+ (GPUs|ranks)", l)]
     m = re.search(r"(\d+) trials in ([\d.]+) s, ([\d.]+) trials/s", line[-1]) if line else None
     total = sum(r["best_us"] for r in res)
     trials, secs, rate = (int(m[1]), float(m[2]), float(m[3])) if m else (0, 0.0, 0.0)
@@ -71,7 +79,9 @@ PY
 # timeline NAME DB: bench/tune_timeline.py's summary, indented, and its rows in
 # $OUT/NAME-timeline.json
 timeline() {
-  python3 bench/tune_timeline.py $2 $OUT/$1-timeline.json 2>&1 | sed 's/^/    /'
+  local e=""
+  [ -e $OUT/$1.err ] && e="--err $OUT/$1.err"
+  python3 bench/tune_timeline.py $2 $OUT/$1-timeline.json $e 2>&1 | sed 's/^/    /'
 }
 TIMEFORMAT='    wall %R s, user %U s, system %S s'
 while [ $# -gt 0 ]; do
@@ -86,15 +96,26 @@ while [ $# -gt 0 ]; do
     trials=$2; shift 2
     gs=""
     while [ $# -gt 0 ] && [ "$1" -eq "$1" ] 2>/dev/null; do gs="$gs $1"; shift; done
+    pf=${PREFIX:-scale}
     for g in $gs; do
       devs=$(seq -s, 0 $((g - 1)))
-      rm -f /tmp/scale-g$g.db*
-      time timeout ${TLIM:-560} $B tune --set resnet50 --batch 16 --layout nhwc --trials $trials --devices $devs \
-        --db /tmp/scale-g$g.db --json > $OUT/scale-g$g.json 2> $OUT/scale-g$g.err
-      echo "g=$g: rc=$? at $(( $(date +%s) - s )) s: $(grep '^\[tune\] [0-9]* GPUs:' $OUT/scale-g$g.err)"
-      timeline scale-g$g /tmp/scale-g$g.db
+      rm -f /tmp/$pf-g$g.db*
+      time timeout ${TLIM:-560} python3 bench/stamp.py $OUT/$pf-g$g.err -- $B tune -v --set resnet50 \
+        --batch 16 --layout nhwc --trials $trials --devices $devs --db /tmp/$pf-g$g.db --json \
+        > $OUT/$pf-g$g.json
+      echo "$pf g=$g: rc=$? at $(( $(date +%s) - s )) s: $(grep -o '\[tune\] [0-9]* GPUs:.*' $OUT/$pf-g$g.err)"
+      timeline $pf-g$g /tmp/$pf-g$g.db
     done
-    table scale $gs ;;
+    table $pf $gs ;;
+  warm)
+    # a throwaway run on every GPU: the first long run of a fresh machine compiles about twice
+    # as slowly as the later ones (4 H200s, 2b7cc0a: 532 ms a compile against 233)
+    trials=$2; shift 2
+    rm -f /tmp/warm.db*
+    n=$(nvidia-smi -L | wc -l)
+    timeout ${TLIM:-560} $B tune -q --set resnet50 --batch 16 --layout nhwc --trials $trials \
+      --devices all --db /tmp/warm.db > /dev/null 2>&1
+    echo "warm: rc=$? at $(( $(date +%s) - s )) s on $n GPUs" ;;
   smoke)
     shift
     rm -f /tmp/smoke.db*
@@ -110,21 +131,31 @@ while [ $# -gt 0 ]; do
     pf=${PREFIX:-mpi}
     for g in $gs; do
       rm -f /tmp/$pf-g$g.db*
-      time timeout ${TLIM:-560} mpirun --bind-to none --enable-recovery -n $g -x LD_LIBRARY_PATH $B tune --mpi \
-        --set resnet50 --batch 16 --layout nhwc --trials $trials ${MPI_ARGS:-} --db /tmp/$pf-g$g.db \
-        --json > $OUT/$pf-g$g.json 2> $OUT/$pf-g$g.err
-      echo "$pf g=$g: rc=$? at $(( $(date +%s) - s )) s: $(grep '^\[tune\] [0-9]* ranks' $OUT/$pf-g$g.err)"
+      time timeout ${TLIM:-560} python3 bench/stamp.py $OUT/$pf-g$g.err -- mpirun --bind-to none \
+        --enable-recovery -n $g -x LD_LIBRARY_PATH $B tune -v --mpi --set resnet50 --batch 16 \
+        --layout nhwc --trials $trials ${MPI_ARGS:-} --db /tmp/$pf-g$g.db --json > $OUT/$pf-g$g.json
+      echo "$pf g=$g: rc=$? at $(( $(date +%s) - s )) s: $(grep -o '\[tune\] [0-9]* ranks.*' $OUT/$pf-g$g.err)"
       timeline $pf-g$g /tmp/$pf-g$g.db
     done
     table $pf $gs ;;
   kill)
     trials=$2; shift 2
     rm -f /tmp/kill.db*
-    timeout 400 python3 bench/mpi_kill.py $OUT /tmp/kill.db 2 $((trials * 6)) -- \
+    ref=""
+    [ -e /tmp/mpi-g4.db ] && ref="--ref /tmp/mpi-g4.db"
+    timeout 400 python3 bench/mpi_kill.py $OUT /tmp/kill.db 2 $((trials * 6)) $ref -- \
       mpirun --bind-to none --enable-recovery -n 4 -x LD_LIBRARY_PATH $B tune --mpi --set resnet50 \
       --batch 16 --layout nhwc --trials $trials --rank-timeout 15 --db /tmp/kill.db --json
     echo "kill: rc=$? at $(( $(date +%s) - s )) s"
     timeline kill /tmp/kill.db ;;
+  interrupt)
+    trials=$2; shift 2
+    rm -f /tmp/int.db*
+    timeout 300 python3 bench/mpi_kill.py $OUT /tmp/int.db int $((trials * 6)) -- \
+      mpirun --bind-to none --enable-recovery --mca odls_base_sigkill_timeout 10 -n 4 \
+      -x LD_LIBRARY_PATH $B tune --mpi --set resnet50 --batch 16 --layout nhwc --trials $trials \
+      --db /tmp/int.db --json
+    echo "interrupt: rc=$? at $(( $(date +%s) - s )) s" ;;
   capacity)
     n=$2; shift 2
     build-rel/test_mpi --write /tmp/cap.jsonl $n

@@ -247,6 +247,7 @@ static int parse_devices(const char *arg, int *devs, int *n, ct_err *err) {
 
 typedef struct pool_ctx {
   int quiet;
+  int verbose; /* every batch's line, with the run's time */
   int fallback_told;
   double last_s; /* the last progress line's time: one a second at most */
 } pool_ctx;
@@ -255,14 +256,15 @@ static void on_pool_progress(void *user, const pool_progress *p) {
   pool_ctx *pc = user;
   if (pc->quiet) return;
   tell_fallback(0, &pc->fallback_told, p->task->model_fallback);
-  if (!p->task->finished && p->elapsed_s - pc->last_s < 1.0) return;
+  if (!pc->verbose && !p->task->finished && p->elapsed_s - pc->last_s < 1.0) return;
   pc->last_s = p->elapsed_s;
-  char best[64] = "best -";
+  char best[64] = "best -", at[32] = "";
   if (p->task->best_us > 0) snprintf(best, sizeof best, "best %.2f us", p->task->best_us);
-  fprintf(stderr, "[tune gpu %d] %s %s %d/%d %s%s; gpu %.1f trials/s, all %.1f trials/s\n", p->gpu,
+  if (pc->verbose) snprintf(at, sizeof at, " at %.2f s", p->elapsed_s);
+  fprintf(stderr, "[tune gpu %d] %s %s %d/%d %s%s; gpu %.1f trials/s, all %.1f trials/s%s\n", p->gpu,
           p->task->name, p->task->template_name, p->task->done, p->task->total, best,
           p->task->finished ? " (done)" : "", p->gpu_trials_per_s,
-          p->elapsed_s > 0 ? p->trials / p->elapsed_s : 0);
+          p->elapsed_s > 0 ? p->trials / p->elapsed_s : 0, at);
 }
 
 /* The selection's tasks (tune_plan's, per workload in order): tasks,
@@ -384,7 +386,7 @@ static int tune_on_devices(const char *db_path, const tune_opts *to, const int *
     rc = cli_fail(cc, &err);
     goto done;
   }
-  pool_ctx pc = {.quiet = cc->verbose < 0};
+  pool_ctx pc = {.quiet = cc->verbose < 0, .verbose = cc->verbose > 0};
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   ct_status st = tune_pool_run(p, pl.tasks, pl.n_tasks, on_pool_progress, &pc, res, &err);
@@ -435,7 +437,7 @@ static int tune_with_mpi(const mpi_opts *mo, const wlset *s, int named, const te
             "convtune tune: warning: rank 0 may run on %d of this host's %ld cores (the "
             "launcher's binding): its compilers share them; start mpirun with --bind-to none\n",
             proc_usable_cores(), online);
-  pool_ctx pc = {.quiet = cc->verbose < 0 || !rank0};
+  pool_ctx pc = {.quiet = cc->verbose < 0 || !rank0, .verbose = cc->verbose > 0};
   ct_status st =
       tune_mpi_run(mo, pl.tasks, pl.n_tasks, rank0 ? on_pool_progress : NULL, &pc, &mr, &err);
   if (mr.rank == 0 && mr.results) {
