@@ -34,7 +34,7 @@
 #                 1 and then 3 ranks in batches of 64 (the tuner's batch) through the records
 #                 protocol into rank 0's database: records/s per sender
 #   pytest37      issue 37's package tests with this machine's PyTorch (its GPU case)
-# Phases run in order: e.g. `tests scale 128 1 2 4`. $TLIM: a run's time limit in scale and
+# Phases run in order: e.g. `tests scale 128 1 2 4`. $TLIM: a run's time limit in tests, scale and
 # mpiscale (560 s).
 set -u
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -89,7 +89,7 @@ while [ $# -gt 0 ]; do
   tests)
     shift
     for t in test_pool test_builder test_tune_gpu; do
-      (cd build-rel && timeout 400 ./$t > $OUT/$t.log 2>&1)
+      (cd build-rel && timeout ${TLIM:-400} ./$t > $OUT/$t.log 2>&1)
       echo "$t: rc=$? at $(( $(date +%s) - s )) s: $(grep -E '^[0-9]+%|pool:' $OUT/$t.log | tr '\n' ' ')"
     done ;;
   scale)
