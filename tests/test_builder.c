@@ -177,17 +177,12 @@ START_TEST(compiles_reports_and_caches) {
 END_TEST
 
 /* The pids of this process's children, at most max. */
-/* This process's descendants at depths lo..hi (1: children, 2: their
- * children), at most max, read from /proc: the builder's workers are the
- * children of its zygote (depth 2), the zygote is a child (depth 1). */
-static int descendants(pid_t *out, int max, int lo, int hi) {
-  enum { TABLE = 4096 };
-  static pid_t pid[TABLE], ppid[TABLE];
-  int n_all = 0;
+static int children(pid_t *out, int max) {
   DIR *d = opendir("/proc");
   ck_assert_ptr_nonnull(d);
+  int n = 0;
   struct dirent *e;
-  while ((e = readdir(d)) != NULL && n_all < TABLE) {
+  while ((e = readdir(d)) != NULL && n < max) {
     char path[300], buf[512];
     snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
     FILE *f = fopen(path, "r");
@@ -197,31 +192,12 @@ static int descendants(pid_t *out, int max, int lo, int hi) {
     buf[k] = '\0';
     const char *p = strrchr(buf, ')'); /* "pid (comm) state ppid ..." */
     char state;
-    int pp;
-    if (p && sscanf(p + 1, " %c %d", &state, &pp) == 2) {
-      pid[n_all] = (pid_t)atoi(e->d_name);
-      ppid[n_all++] = (pid_t)pp;
-    }
+    int ppid;
+    if (p && sscanf(p + 1, " %c %d", &state, &ppid) == 2 && ppid == getpid())
+      out[n++] = (pid_t)atoi(e->d_name);
   }
   closedir(d);
-  static pid_t level[1024], next[1024];
-  int n_level = 1, n = 0;
-  level[0] = getpid();
-  for (int depth = 1; depth <= hi && n_level > 0; depth++) {
-    int n_next = 0;
-    for (int i = 0; i < n_all; i++)
-      for (int j = 0; j < n_level; j++)
-        if (ppid[i] == level[j] && n_next < 1024) next[n_next++] = pid[i];
-    for (int i = 0; depth >= lo && i < n_next && n < max; i++) out[n++] = next[i];
-    memcpy(level, next, sizeof *next * (size_t)n_next);
-    n_level = n_next;
-  }
   return n;
-}
-
-/* The workers of the builders this process started: its grandchildren. */
-static int children(pid_t *out, int max) {
-  return descendants(out, max, 2, 2);
 }
 
 /* Whether pid has exited (a zombie, or gone). */
@@ -359,8 +335,8 @@ START_TEST(a_dead_worker_is_replaced_and_its_job_reported) {
   n = children(pids, 8);
   ck_assert_int_eq(n, 2);
   builder_stop(b);
-  /* Stopped: every worker reaped, and the zygote. */
-  ck_assert_int_eq(descendants(pids, 8, 1, 2), 0);
+  /* Stopped: every worker reaped. */
+  ck_assert_int_eq(children(pids, 8), 0);
 }
 END_TEST
 
@@ -384,7 +360,7 @@ static void pool_helper(int fd) {
   int busy_fd, n = 0;
   if (arch_from_name("sm_90", &a, &err) == CT_OK && builder_start(3, &a, &b, &err) == CT_OK &&
       proc_spawn("test", busy_main, NULL, &busy, &busy_fd, &err) == CT_OK)
-    n = descendants(pids, 16, 1, 2);
+    n = children(pids, 16);
   if (write(fd, &n, sizeof n) != (ssize_t)sizeof n ||
       write(fd, pids, (size_t)n * sizeof *pids) != (ssize_t)((size_t)n * sizeof *pids))
     _exit(1);
@@ -410,7 +386,7 @@ START_TEST(workers_die_with_their_parent) {
   int n = 0;
   pid_t pids[16];
   ck_assert_int_eq(read(p[0], &n, sizeof n), (ssize_t)sizeof n);
-  ck_assert_int_eq(n, 5); /* the zygote, its 3 builders and the busy one */
+  ck_assert_int_eq(n, 4); /* 3 builders and the busy one */
   ck_assert_int_eq(read(p[0], pids, (size_t)n * sizeof *pids), (ssize_t)((size_t)n * sizeof *pids));
   close(p[0]);
   for (int i = 0; i < n; i++) ck_assert_msg(!exited(pids[i]), "worker %d died early", (int)pids[i]);

@@ -1,25 +1,10 @@
 /*
  * builder.c: the NVRTC compile pool (see builder.h).
  *
- * n worker processes, each joined to the parent by a socketpair: a
- * bidirectional pipe that the parent writes with MSG_NOSIGNAL, so that a
- * dead worker is an EPIPE and not a SIGPIPE that kills the tuner.
- *
- * The workers are forked by a zygote: one child of the parent that compiles
- * a small kernel first and then forks every worker (and every replacement)
- * on request, handing the parent its end of the worker's socketpair over
- * the zygote's own socket (SCM_RIGHTS) and reaping the workers when asked.
- * A process's first NVRTC compile pays for NVRTC's start-up: 1.0 s alone
- * on the 4-H200 host, and 2.9 s each for 16 workers starting at once, 8.4 s
- * for 64 (they contend), against 0.2-0.3 s a compile afterwards; workers
- * forked from a zygote that paid it once compile their first job in 0.27 s
- * (1a0d67f). The zygote hides the GPUs from NVRTC (CUDA_VISIBLE_DEVICES
- * empty): NVRTC initialises the CUDA driver in its process, 0.8 s of that
- * first compile, and a compiler needs no GPU. The parent itself never
- * compiles: a process where NVRTC ran cannot fork a runner that uses CUDA
- * (runner.c).
- *
- * Protocol, one job at a time per worker:
+ * n worker processes, forked at start before any CUDA use, each joined to
+ * the parent by a socketpair: a bidirectional pipe that the parent writes
+ * with MSG_NOSIGNAL, so that a dead worker is an EPIPE and not a SIGPIPE that
+ * kills the tuner. Protocol, one job at a time per worker:
  *   job    = the instance's bytes (POD except its tpl pointer, which points
  *            into this same binary image and so stays valid across fork);
  *   result = result_head {status, compile_ms, sizes, one-line message}, then
@@ -30,9 +15,8 @@
  * compile error saying so. Results, failures included, go into a bounded
  * in-memory cache keyed by (template, version, architecture, options), so a
  * config is compiled once per run; a hit completes at the next collect. The
- * parent never touches CUDA. Cost: the zygote's first compile (0.3 s), a
- * fork per worker at start (and per crash); a job's bytes (about 5 KB) and
- * its cubin (tens of KB) cross a socket.
+ * parent never touches CUDA. Cost: a fork per worker at start (and per crash);
+ * a job's bytes (about 5 KB) and its cubin (tens of KB) cross a socket.
  *
  * Threads: one builder serves the tuners of several GPUs (tune_pool), each
  * a client with its own tags and its own queue of finished jobs. A mutex
@@ -61,8 +45,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "templates/template.h"
-
 /* A compile that takes longer is killed and reported: the slowest dp4a
  * configs compile in a few seconds, so this only catches a compiler that
  * hangs, without cutting a legitimately slow one. */
@@ -80,9 +62,6 @@
 /* The longest poll of one collecting thread, so that jobs queued by others
  * while it waits reach idle workers soon. */
 #define POLL_SLICE_MS 20
-/* How long the parent waits for the zygote's answer: its first one comes
- * after its own first compile (a second at most, measured). */
-#define ZYGOTE_TIMEOUT_S 60.0
 
 typedef struct result_head {
   int32_t status; /* ct_status of nvrtc_compile in the worker */
@@ -133,11 +112,6 @@ struct builder {
   arch arch;
   int n_workers;
   worker *workers;
-  /* the zygote: its pid (0: none running) and socket, used under zlock by
-   * whichever thread starts or reaps a worker */
-  pid_t zpid;
-  int zfd;
-  pthread_mutex_t zlock;
   job *queue_head, *queue_tail;
   /* finished jobs per client, and each client's jobs not yet collected */
   done *ready_head[BUILDER_MAX_CLIENTS], *ready_tail[BUILDER_MAX_CLIENTS];
@@ -177,219 +151,20 @@ static void worker_main(int fd, void *arg) {
   }
 }
 
-/* ---- the zygote ----------------------------------------------------------- */
-
-enum { Z_SPAWN = 1, Z_REAP };
-
-typedef struct zreq {
-  int32_t op;
-  int32_t pid; /* Z_REAP: the worker */
-} zreq;
-
-typedef struct zrep {
-  int32_t status; /* ct_status */
-  int32_t pid;    /* Z_SPAWN: the worker; its socket comes with this answer */
-  int32_t ws;     /* Z_REAP: its wait status, -1 when unknown */
-  int32_t reserved;
-  char msg[CT_ERRMSG_MAX];
-} zrep;
-
-/* Send rep on fd, with fd_out attached (SCM_RIGHTS) when it is >= 0. */
-static int send_rep(int fd, const zrep *rep, int fd_out) {
-  struct iovec iov = {.iov_base = (void *)rep, .iov_len = sizeof *rep};
-  union {
-    char buf[CMSG_SPACE(sizeof(int))];
-    struct cmsghdr align;
-  } ctl;
-  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-  if (fd_out >= 0) {
-    memset(&ctl, 0, sizeof ctl);
-    m.msg_control = ctl.buf;
-    m.msg_controllen = sizeof ctl.buf;
-    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &fd_out, sizeof(int));
-  }
-  ssize_t n;
-  while ((n = sendmsg(fd, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
-  }
-  if (n < 0) return -1;
-  /* the rest, if the socket took only part (the descriptor went with the first byte) */
-  return proc_send_all(fd, (const char *)rep + n, sizeof *rep - (size_t)n);
-}
-
-/* Receive a zrep from fd by deadline, and the descriptor attached to it
- * into *fd_in (-1 when none): PROC_OK, PROC_EOF or PROC_TIMEOUT. */
-static int recv_rep(int fd, zrep *rep, int *fd_in, double deadline) {
-  *fd_in = -1;
-  struct pollfd pfd = {.fd = fd, .events = POLLIN};
-  for (;;) {
-    double left = deadline - proc_now_s();
-    if (left <= 0) return PROC_TIMEOUT;
-    int r = poll(&pfd, 1, (int)(left * 1000) + 1);
-    if (r > 0) break;
-    if (r < 0 && errno != EINTR) return PROC_EOF;
-  }
-  struct iovec iov = {.iov_base = rep, .iov_len = sizeof *rep};
-  union {
-    char buf[CMSG_SPACE(sizeof(int))];
-    struct cmsghdr align;
-  } ctl;
-  struct msghdr m = {
-      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
-  ssize_t n;
-  while ((n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
-  }
-  if (n <= 0) return PROC_EOF;
-  for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-        c->cmsg_len == CMSG_LEN(sizeof(int)))
-      memcpy(fd_in, CMSG_DATA(c), sizeof(int));
-  int st = proc_recv_all(fd, (char *)rep + n, sizeof *rep - (size_t)n, deadline);
-  if (st != PROC_OK && *fd_in >= 0) {
-    close(*fd_in);
-    *fd_in = -1;
-  }
-  return st;
-}
-
-/* The zygote: its first compile, then workers forked on request until the
- * parent closes the socket, when it kills and reaps them all. Never returns. */
-static void zygote_main(int fd, void *arg) {
-  const arch *a = arg;
-  /* a compiler needs no GPU: NVRTC, finding none, skips the driver's
-   * start-up (0.8 s of a first compile on the 4-H200 host) */
-  setenv("CUDA_VISIBLE_DEVICES", "", 1);
-  const char *source = template_embedded("ref_conv.cu");
-  if (source) { /* a failure here is only a slower first job */
-    cubin c;
-    ct_err e = {0};
-    (void)nvrtc_compile_source("ref_conv.cu", source, NULL, 0, a, &c, &e);
-    cubin_free(&c);
-  }
-  pid_t *kids = NULL;
-  int n_kids = 0, cap = 0;
-  for (;;) {
-    zreq q;
-    if (proc_recv_all(fd, &q, sizeof q, 0) != PROC_OK) break;
-    zrep rep;
-    memset(&rep, 0, sizeof rep);
-    rep.ws = -1;
-    int wfd = -1;
-    if (q.op == Z_SPAWN) {
-      ct_err e = {0};
-      pid_t pid = 0;
-      if (n_kids == cap) {
-        int ncap = cap ? 2 * cap : 64;
-        pid_t *nk = realloc(kids, sizeof *kids * (size_t)ncap);
-        if (nk) kids = nk, cap = ncap;
-      }
-      if (n_kids == cap)
-        rep.status = ERR_SET(&e, CT_ERR_NO_MEMORY, "builder: the zygote is out of memory");
-      else
-        rep.status = proc_spawn("builder", worker_main, (void *)a, &pid, &wfd, &e);
-      if (rep.status == CT_OK) kids[n_kids++] = pid;
-      rep.pid = pid;
-      snprintf(rep.msg, sizeof rep.msg, "%s", e.msg);
-    } else if (q.op == Z_REAP) {
-      for (int i = 0; i < n_kids; i++)
-        if (kids[i] == q.pid) {
-          kill(q.pid, SIGKILL);
-          int ws = -1;
-          while (waitpid(q.pid, &ws, 0) < 0 && errno == EINTR) {
-          }
-          rep.ws = ws;
-          kids[i] = kids[--n_kids];
-          break;
-        }
-    }
-    int sent = send_rep(fd, &rep, wfd);
-    if (wfd >= 0) close(wfd);
-    if (sent != 0) break;
-  }
-  for (int i = 0; i < n_kids; i++) kill(kids[i], SIGKILL);
-  for (int i = 0; i < n_kids; i++)
-    while (waitpid(kids[i], NULL, 0) < 0 && errno == EINTR) {
-    }
-  _exit(0);
-}
-
 /* ---- the parent: workers ----------------------------------------------- */
 
-/* End the zygote (under zlock): its socket closed, it kills and reaps its
- * workers, and is reaped. */
-static void zygote_end(builder *b) {
-  if (b->zfd >= 0) close(b->zfd);
-  b->zfd = -1;
-  if (b->zpid > 0)
-    while (waitpid(b->zpid, NULL, 0) < 0 && errno == EINTR) {
-    }
-  b->zpid = 0;
-}
-
-/* One request to the zygote and its answer (under zlock), starting the
- * zygote first when none runs. A zygote that is gone (its workers died
- * with it) is replaced once. */
-static ct_status zygote_ask(builder *b, const zreq *q, zrep *rep, int *fd, ct_err *err) {
-  for (int attempt = 0;; attempt++) {
-    ct_status st = CT_OK;
-    if (b->zpid == 0 &&
-        (st = proc_spawn("builder", zygote_main, &b->arch, &b->zpid, &b->zfd, err)) != CT_OK) {
-      b->zpid = 0;
-      b->zfd = -1;
-      return st;
-    }
-    int got = PROC_EOF;
-    if (proc_send_all(b->zfd, q, sizeof *q) == 0)
-      got = recv_rep(b->zfd, rep, fd, proc_now_s() + ZYGOTE_TIMEOUT_S);
-    if (got == PROC_OK) {
-      rep->msg[sizeof rep->msg - 1] = '\0';
-      return CT_OK;
-    }
-    if (b->zpid > 0) kill(b->zpid, SIGKILL);
-    zygote_end(b);
-    /* a reap's worker died with the zygote: nothing left to ask */
-    if (q->op == Z_REAP || attempt == 1)
-      return ERR_SET(err, CT_ERR_IO, "builder: the compilers' zygote %s",
-                     got == PROC_TIMEOUT ? "did not answer" : "died");
-  }
-}
-
 static ct_status spawn(builder *b, worker *w, ct_err *err) {
-  zreq q = {.op = Z_SPAWN};
-  zrep rep;
-  int fd = -1;
-  pthread_mutex_lock(&b->zlock);
-  ct_status st = zygote_ask(b, &q, &rep, &fd, err);
-  pthread_mutex_unlock(&b->zlock);
-  if (st == CT_OK && rep.status != CT_OK)
-    st = err_set(err, (ct_status)rep.status, __FILE__, __LINE__, "%s", rep.msg);
-  if (st == CT_OK && fd < 0)
-    st = ERR_SET(err, CT_ERR_IO, "builder: the zygote sent no socket for worker %d", rep.pid);
-  if (st != CT_OK) {
-    if (fd >= 0) close(fd);
-    return st;
-  }
-  w->pid = rep.pid;
-  w->fd = fd;
-  return CT_OK;
+  return proc_spawn("builder", worker_main, &b->arch, &w->pid, &w->fd, err);
 }
 
-/* Kill and reap w's process (the zygote's child); its wait status, or -1
- * when unknown. */
-static int reap(worker *w, builder *b) {
+/* Kill and reap w's process; its wait status, or -1 when unknown. */
+static int reap(worker *w) {
   int ws = -1;
   if (w->fd >= 0) close(w->fd);
   if (w->pid > 0) {
-    zreq q = {.op = Z_REAP, .pid = w->pid};
-    zrep rep;
-    int fd = -1;
-    pthread_mutex_lock(&b->zlock);
-    if (b->zpid > 0 && zygote_ask(b, &q, &rep, &fd, NULL) == CT_OK) ws = rep.ws;
-    pthread_mutex_unlock(&b->zlock);
-    if (fd >= 0) close(fd);
+    kill(w->pid, SIGKILL);
+    while (waitpid(w->pid, &ws, 0) < 0 && errno == EINTR) {
+    }
   }
   w->pid = 0;
   w->fd = -1;
@@ -581,7 +356,7 @@ static ct_status dispatch(builder *b, ct_err *err) {
         b->queue_head = j;
         if (!b->queue_tail) b->queue_tail = j;
         b->n_queued++;
-        reap(w, b);
+        reap(w);
         if (respawned) break;
         respawned = 1;
         ct_status st = spawn(b, w, err);
@@ -619,7 +394,7 @@ static ct_status receive(builder *b, worker *w, ct_err *err) {
       /* The stream cannot be resynchronised without the bytes: replace the
        * worker and report the job as a parent-side failure. */
       cubin_free(&c);
-      reap(w, b);
+      reap(w);
       (void)spawn(b, w, NULL);
       long tag = j->tag;
       lose(b, j);
@@ -630,7 +405,7 @@ static ct_status receive(builder *b, worker *w, ct_err *err) {
   }
   if (!ok) {
     cubin_free(&c);
-    int ws = reap(w, b);
+    int ws = reap(w);
     char how[96], what[192];
     proc_describe_exit(ws, how, sizeof how);
     snprintf(what, sizeof what, "the compiler process died (%s) compiling this instance", how);
@@ -672,8 +447,6 @@ ct_status builder_start(int n_workers, const arch *a, builder **out, ct_err *err
   }
   b->arch = *a;
   b->n_workers = n_workers;
-  b->zfd = -1;
-  pthread_mutex_init(&b->zlock, NULL);
   pthread_mutex_init(&b->lock, NULL);
   pthread_cond_init(&b->changed, NULL);
   for (int i = 0; i < n_workers; i++) b->workers[i].fd = -1;
@@ -779,7 +552,7 @@ static ct_status poll_workers(builder *b, ct_err *err) {
     job *j = w->cur;
     w->cur = NULL;
     b->n_busy--;
-    reap(w, b);
+    reap(w);
     (void)spawn(b, w, NULL);
     char what[128];
     snprintf(what, sizeof what,
@@ -863,13 +636,10 @@ long builder_cache_hits(builder *b) {
 void builder_stop(builder *b) {
   if (!b) return;
   /* Killed, not asked: a worker holds nothing worth a clean exit, and a
-   * compile in flight would otherwise delay the stop by its whole length.
-   * The zygote kills and reaps them all when its socket closes. */
+   * compile in flight would otherwise delay the stop by its whole length. */
   for (int i = 0; b->workers && i < b->n_workers; i++) {
     worker *w = &b->workers[i];
-    if (w->fd >= 0) close(w->fd);
-    w->fd = -1;
-    w->pid = 0;
+    reap(w);
     if (w->cur) {
       free(w->cur->key);
       free(w->cur);
@@ -891,9 +661,7 @@ void builder_stop(builder *b) {
   while (b->cache && b->cache_count > 0) cache_evict_oldest(b);
   free(b->cache);
   free(b->workers);
-  zygote_end(b);
   pthread_cond_destroy(&b->changed);
   pthread_mutex_destroy(&b->lock);
-  pthread_mutex_destroy(&b->zlock);
   free(b);
 }
