@@ -18,9 +18,6 @@
 #                 rank per GPU (each rank its local rank's GPU): $OUT/mpi-gG.json / .err and
 #                 the table, against the first G. $MPI_ARGS (e.g. "--builders 32") go to
 #                 every rank, and $PREFIX (default mpi) names the files
-# After each run of scale and mpiscale: its CPU time (user, system) next to its wall time,
-# and bench/tune_timeline.py over its database ($OUT/PREFIX-gG-timeline.json): per GPU,
-# its tasks' start gaps and spans, and the compilers' average load.
 #   kill T        4 ranks as mpiscale (T trials a task, --rank-timeout 15); rank 2 killed
 #                 with SIGKILL once the database holds 6 T trials (bench/mpi_kill.py): the
 #                 run must complete, rank 0 naming the lost rank, with every task tuned (a
@@ -34,6 +31,9 @@
 #                 1 and then 3 ranks in batches of 64 (the tuner's batch) through the records
 #                 protocol into rank 0's database: records/s per sender
 #   pytest37      issue 37's package tests with this machine's PyTorch (its GPU case)
+# After each run of scale and mpiscale: its CPU time (user, system) next to its wall time,
+# and bench/tune_timeline.py over its database ($OUT/PREFIX-gG-timeline.json): per GPU,
+# its tasks' start gaps and spans, and the compilers' average load.
 # Phases run in order: e.g. `tests scale 128 1 2 4`. $TLIM: a run's time limit in tests, scale and
 # mpiscale (560 s).
 set -u
