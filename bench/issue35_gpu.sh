@@ -28,6 +28,12 @@
 #           is one), then tuning of ResNeXt's grouped layers, 2D and 3D, at batch 32 (int8 output,
 #           bias, per-channel scales) into /tmp/t.db: the 2D ones on conv2d_nhwc_grouped_mma (the
 #           other templates' records stand), the 3D set on every template
+#   dp4a    the depthwise CUDA-core templates (conv2d_nhwc_dw, conv3d_ndhwc_dw; mac 1 is dp4a over
+#           a kernel row's taps) alone: their GPU cases (16 configs a workload, every launch
+#           traced, so the mac 1 ones are counted), then the depthwise layers of the three
+#           depthwise sets at batch 32 tuned on them into /tmp/t.db (int8 output, bias,
+#           per-channel scales), each layer's best config listed
+#   dwsets  the three depthwise sets' bench at batch 32 (nhwc / ndhwc) against cuDNN
 #   savedb  /tmp/t.db as $OUT/t.db.xz; pass it back as .gpu-bin/t.db.xz (or t.db)
 # Phases run in one call share /tmp/t.db: e.g. dwmma, model, bench, savedb.
 set -u
@@ -147,6 +153,41 @@ dwmma)
   mma_cases _dw_mma
   dwtune
   cd $OUT && tar czf dwmma.tgz *.log tune-* && rm -f *.log tune-* ;;
+dp4a)
+  s=$(date +%s)
+  for c in grouped grouped8 grouped_onnx; do
+    for t in conv2d_nhwc_dw conv3d_ndhwc_dw; do
+      ( cd build-rel && CT_GT_TRACE=1 CT_GT_TEMPLATE="$t\$" CK_RUN_CASE=$c timeout 200 ./test_gpu_templates 16 > $OUT/gt-$t-$c.log 2>&1; echo "rc=$?" >> $OUT/gt-$t-$c.log ) &
+    done
+  done
+  wait
+  echo "tests: $(( $(date +%s) - s )) s"
+  for f in $OUT/gt-*.log; do
+    echo "== $(basename $f): $(grep -E 'Checks|rc=' $f | tr '\n' ' ') launches $(grep -c '^launch' $f), mac=1 $(grep '^launch' $f | grep -c 'mac=1')"
+    grep -E "exact over|FAIL|F:|E:" $f | head -6 | cut -c1-150
+  done
+  Q="--batch 32 --out int8 --epilogue bias,qc --trials 80 --early-stopping 32 --time-budget 5"
+  tq mobilenetv2-dw --set mobilenetv2 --layout nhwc $Q --template conv2d_nhwc_dw
+  tq efficientnet-dw --set efficientnet_b0_dw --layout nhwc $Q --template conv2d_nhwc_dw
+  tq csn-dw --set csn_dw3d --layout ndhwc $Q --template conv3d_ndhwc_dw
+  for f in $OUT/tune-*-dw.json; do
+    python3 - "$f" <<'PY'
+import json, sys
+for w in json.load(open(sys.argv[1])):
+  print("  %-22s %8.2f us %4d trials  %s" % (w["name"][:22], w["best_us"] or -1, w["trials"],
+        (" ".join("%s=%s" % kv for kv in w["best_config"].items()) if isinstance(w["best_config"], dict) else str(w["best_config"]))[:130]))
+PY
+  done
+  cd $OUT && tar czf dp4a.tgz *.log tune-* && rm -f *.log tune-* ;;
+dwsets)
+  s=$(date +%s)
+  for set in mobilenetv2 efficientnet_b0_dw csn_dw3d; do
+    l=nhwc; [ $set = csn_dw3d ] && l=ndhwc
+    timeout 150 $B bench --set $set --batch 32 --layout $l --db /tmp/t.db --results-dir $OUT --json-out $OUT/$set-b32.json \
+      > $OUT/$set-b32.md 2> $OUT/$set-b32.err
+    echo "bench $set rc=$? at $(( $(date +%s) - s )) s"; summary $OUT/$set-b32.json
+  done
+  cd $OUT && tar czf dwsets.tgz *.md *.json *.err && find . -type f ! -name '*.tgz' ! -name '*.xz' -delete ;;
 dwtune)
   s=$(date +%s)
   dwtune

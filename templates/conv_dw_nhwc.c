@@ -1,14 +1,16 @@
 /*
  * conv_dw_nhwc.c: the C descriptor of conv2d_nhwc_dw and conv3d_ndhwc_dw
  * (kernel body: conv_dw_nhwc.cuh): channels-last depthwise convolution (G
- * = C, channel multiplier M = K / C) with exact float multiply-adds. Its
- * knob space, validity, the instance, the features for the cost model and
- * a default.
+ * = C, channel multiplier M = K / C) with exact float multiply-adds or
+ * dp4a over a kernel row's taps. Its knob space, validity, the instance,
+ * the features for the cost model and a default.
  *
  * Knobs: chans (a thread's consecutive output channels: 4, 8, 16), pix and
  * rows (its output columns and rows), block_c, block_w, block_h (threads
  * of a block along channels, columns, rows), staging (1: the block's
- * input window in shared memory) and blocks_per_sm (launch bounds).
+ * input window in shared memory), blocks_per_sm (launch bounds) and mac
+ * (0: FFMA on the FP32 pipe; 1: dp4a over 4 taps, multiplier 1 and no
+ * column dilation).
  *
  * Validity (each a fact of the kernel): chans divides K; staging only
  * where M divides chans; 32 to 1024 threads; a register estimate (the
@@ -30,7 +32,7 @@
 
 static const int chans_s[] = {4, 8, 16};
 static const int pix_s[] = {1, 2, 4, 8};
-static const int rows_s[] = {1, 2, 4};
+static const int rows_s[] = {1, 2, 4, 8};
 static const int block_cs[] = {1, 2, 4, 8, 16, 32};
 static const int block_ws[] = {1, 2, 4, 8, 16, 32};
 static const int block_hs[] = {1, 2, 4, 8};
@@ -38,15 +40,11 @@ static const int zero_one[] = {0, 1};
 static const int blocks_per_sms[] = {1, 2, 3, 4};
 
 static const knob_def knobs[] = {
-    KNOB("chans", chans_s, 8),
-    KNOB("pix", pix_s, 4),
-    KNOB("rows", rows_s, 2),
-    KNOB("block_c", block_cs, 4),
-    KNOB("block_w", block_ws, 8),
-    KNOB("block_h", block_hs, 4),
-    KNOB("staging", zero_one, 0),
-    KNOB("blocks_per_sm", blocks_per_sms, 2),
-    KNOB_END,
+    KNOB("chans", chans_s, 8),    KNOB("pix", pix_s, 4),
+    KNOB("rows", rows_s, 2),      KNOB("block_c", block_cs, 4),
+    KNOB("block_w", block_ws, 8), KNOB("block_h", block_hs, 4),
+    KNOB("staging", zero_one, 0), KNOB("blocks_per_sm", blocks_per_sms, 2),
+    KNOB("mac", zero_one, 0),     KNOB_END,
 };
 
 static long kvol_of(const ct_workload *w) {
@@ -71,7 +69,7 @@ static const char *refusal(const ct_workload *w, ct_op op) {
 }
 
 typedef struct dplan {
-  int chans, pix, rows, bc, bw, bh, staging, minb;
+  int chans, pix, rows, bc, bw, bh, staging, minb, mac;
   long m, mode, nin, nw, threads, wrow, hrow, www, whh, cwp, smem_bytes, kvol;
   long acc, regs, grid_x, grid_y, tiles_pix, m_total, loads;
 } dplan;
@@ -92,6 +90,7 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, d
   p->bh = knobs_get(knobs, s, cfg, "block_h");
   p->staging = knobs_get(knobs, s, cfg, "staging");
   p->minb = knobs_get(knobs, s, cfg, "blocks_per_sm");
+  p->mac = knobs_get(knobs, s, cfg, "mac");
   p->m = w->c > 0 ? w->k / w->c : 1;
   p->mode = p->chans % p->m == 0 ? 0 : p->m % p->chans == 0 ? 1 : 2;
   p->nin = p->mode == 0 ? p->chans / p->m : p->mode == 1 ? 1 : p->chans;
@@ -105,9 +104,15 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, d
   p->cwp = ceil_div((long)p->bc * p->nin, 16) * 16;
   p->smem_bytes = p->staging ? g.ker[0] * p->whh * p->www * p->cwp : 0;
   p->acc = (long)p->rows * p->pix * p->chans;
-  /* the loop: filters, accumulators, a row's words and its floats; the
-   * epilogue: values and each channel's params (about 6 words) */
-  const long loop = p->chans * p->kvol + p->acc + p->wrow * p->nw + p->nin;
+  /* the loop: filters, accumulators, a row's words and its floats (mac
+   * 1: the filter words, a row's words, its channels' byte streams and
+   * each output column's tap words); the epilogue: values and each
+   * channel's params (about 6 words) */
+  const long kww = ceil_div(g.ker[2], 4);
+  const long xb = ((p->pix - 1) * g.str[2] + 3) / 4 + kww;
+  const long loop = p->mac ? p->chans * g.ker[0] * g.ker[1] * kww + p->acc + p->wrow * p->nw +
+                                 p->chans * xb + p->pix * kww * p->chans
+                           : p->chans * p->kvol + p->acc + p->wrow * p->nw + p->nin;
   const long epi = p->acc + 6L * p->chans;
   p->regs = (loop > epi ? loop : epi) + DW_REG_OVERHEAD;
   p->grid_x = g.n * g.out[0] * ceil_div(g.out[1], (long)p->bh * p->rows) *
@@ -126,6 +131,10 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
   geom3 g;
   workload_geom(w, &g);
   if (w->k % p.chans) return template_fail(why, "chans %ld does not divide K %ld", p.chans, w->k);
+  if (p.mac && (p.m != 1 || g.dil[2] != 1))
+    return template_fail(why,
+                         "mac 1 needs the multiplier 1 (is %ld) and no column dilation (is %ld)",
+                         p.m, g.dil[2]);
   if (p.staging && p.mode != 0)
     return template_fail(why, "staging needs the multiplier %ld to divide chans %ld", p.m, p.chans);
   if (p.threads < 32 || p.threads > a->max_threads_per_block)
@@ -201,7 +210,8 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
                       p.minb,
                       (double)p.loads / ((double)p.pix * p.rows),
                       p.m,
-                      (double)p.m_total / (double)p.tiles_pix};
+                      (double)p.m_total / (double)p.tiles_pix,
+                      p.mac + 1};
   return template_features(v, (int)(sizeof v / sizeof v[0]), out, max);
 }
 
@@ -235,6 +245,7 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
                       template_set_choice(s, &c, "block_w", block_ws[ibw]) &&
                       template_set_choice(s, &c, "block_h", block_hs[ibh]) &&
                       template_set_choice(s, &c, "staging", 0) &&
+                      template_set_choice(s, &c, "mac", 0) &&
                       template_set_choice(s, &c, "blocks_per_sm", mb)))
                   continue;
                 if (!valid(w, s, &c, a, NULL)) continue;
@@ -278,7 +289,7 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
                 template_set_choice(s, &c, "block_c", block_cs[ibc]) &&
                 template_set_choice(s, &c, "block_w", block_ws[ibw]) &&
                 template_set_choice(s, &c, "block_h", block_hs[ibh]) &&
-                template_set_choice(s, &c, "staging", 0) &&
+                template_set_choice(s, &c, "staging", 0) && template_set_choice(s, &c, "mac", 0) &&
                 template_set_choice(s, &c, "blocks_per_sm", 1)))
             continue;
           if (valid(w, s, &c, a, NULL)) {

@@ -21,6 +21,18 @@
  * uses it. A block: BLOCK_C x BLOCK_W x BLOCK_H threads, channels fastest
  * (coalesced NHWC rows). STAGING 1 (M | CHANS): the block's window, padding
  * included, is staged in shared memory first. Epilogue: tc_common.cuh's.
+ *
+ * MAC 1 (multiplier 1, no column dilation): the multiply-adds are dp4a
+ * over 4 taps of one kernel row, 3 or 4 products an instruction where the
+ * FP32 pipe does 1 and the grouped template's depthwise dp4a 1. A row's
+ * pixels load as above (4 channels a word); each 4 x 4 block of bytes
+ * (pixels x channels) is transposed by 8 PRMTs into 4 words of one
+ * channel's consecutive pixels, and an output's taps kx .. kx + 3 are the
+ * word at its column's offset (one PRMT of two words where it is not
+ * 4-aligned), dotted with the filter row's bytes (zero past KW). Each
+ * transposed and shifted word serves every output row that reads the
+ * input row. The sums are int32 as the FP32 path's: the epilogue is the
+ * same.
  */
 #include "quant.cuh"
 
@@ -36,7 +48,9 @@ static_assert(DW_C > 0 && (DW_C + 3) / 4 == CT_C4, "DW_C must round up to 4 * CT
 static_assert(DW_M >= 1 && CT_KR == DW_C * DW_M, "depthwise: K = M x C");
 static_assert(CHANS == 4 || CHANS == 8 || CHANS == 16, "chans: 4, 8 or 16");
 static_assert(PIX == 1 || PIX == 2 || PIX == 4 || PIX == 8, "pix: 1 to 8");
-static_assert(ROWS == 1 || ROWS == 2 || ROWS == 4, "rows: 1, 2 or 4");
+static_assert(ROWS == 1 || ROWS == 2 || ROWS == 4 || ROWS == 8, "rows: 1, 2, 4 or 8");
+static_assert(MAC == 0 || MAC == 1, "mac: 0 (FP32 FFMA) or 1 (dp4a over taps)");
+static_assert(MAC == 0 || (DW_M == 1 && CT_DIL_W == 1), "mac 1: multiplier 1, no column dilation");
 static_assert(BLOCK_C >= 1 && BLOCK_C <= 32 && BLOCK_W >= 1 && BLOCK_W <= 32 && BLOCK_H >= 1 &&
                   BLOCK_H <= 8,
               "block_c, block_w: 1 to 32 threads; block_h: 1 to 8");
@@ -76,6 +90,11 @@ __host__ __device__ constexpr int load_bytes() {
 static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the block");
 static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the tile");
 static_assert(!STAGING || MODE == 0, "staging needs M to divide chans");
+
+/* mac 1: a kernel row's filter words (4 taps each) and the words of one
+ * channel's bytes along a row of the window that its outputs' taps read */
+#define KWW ((CT_KW + 3) / 4)
+#define XB  (((PIX - 1) * CT_STR_W + 3) / 4 + KWW)
 
 /* Whether input row y / column x of a thread's window feeds a tap of one
  * of its outputs (dilation and stride leave gaps: those are never loaded). */
@@ -124,6 +143,32 @@ __device__ __forceinline__ float byte_float(unsigned x, int i) {
 /* What byte_float adds: 2^23, and for signed data the xor's 128. */
 #define BYTE_BIAS (CT_DATA_U8 ? 8388608.0f : 8388736.0f)
 #define XFLIP     (CT_DATA_U8 ? 0u : 0x80808080u)
+
+/* n (1 to 4) bytes of the byte stream w from byte e, the rest zero: one
+ * PRMT of the two words they span (e and n constants once unrolled). */
+template <int NWORDS>
+__device__ __forceinline__ unsigned bytes_at(const unsigned (&w)[NWORDS], int e, int n) {
+  const int s = e % 4;
+  unsigned v;
+  if (s == 0)
+    v = w[e / 4];
+  else if (s + n <= 4)
+    v = w[e / 4] >> (8 * s);
+  else
+    v = __byte_perm(w[e / 4], w[e / 4 + 1 < NWORDS ? e / 4 + 1 : e / 4],
+                    (unsigned)(s | (s + 1) << 4 | (s + 2) << 8 | (s + 3) << 12));
+  return n >= 4 ? v : v & ((1u << (8 * n)) - 1u);
+}
+
+/* 4 words of 4 bytes (p_i's byte j: pixel i, channel j) transposed: c_j's
+ * byte i is p_i's byte j. 8 PRMTs. */
+__device__ __forceinline__ void transpose4(unsigned p0, unsigned p1, unsigned p2, unsigned p3,
+                                           unsigned &c0, unsigned &c1, unsigned &c2, unsigned &c3) {
+  const unsigned t0 = __byte_perm(p0, p1, 0x5140u), t1 = __byte_perm(p0, p1, 0x7362u);
+  const unsigned t2 = __byte_perm(p2, p3, 0x5140u), t3 = __byte_perm(p2, p3, 0x7362u);
+  c0 = __byte_perm(t0, t2, 0x5410u), c1 = __byte_perm(t0, t2, 0x7632u);
+  c2 = __byte_perm(t1, t3, 0x5410u), c3 = __byte_perm(t1, t3, 0x7632u);
+}
 
 /* ---- the kernel ---------------------------------------------------------- */
 extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
@@ -180,6 +225,38 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 #endif
   if (k0 >= CT_KR) return; /* no barrier follows */
 
+  /* mode 2: each channel's input byte */
+  int cin[MODE == 2 ? CHANS : 1];
+#pragma unroll
+  for (int j = 0; j < (MODE == 2 ? CHANS : 1); j++) cin[j] = (k0 + j) / DW_M;
+  const int ci = k0 / DW_M; /* modes 0, 1: the first input channel */
+
+#if MAC
+  /* the thread's filters, CHANS x KVOL bytes from k0 x KVOL (4-aligned:
+   * CHANS is), as 4-tap words of each kernel row */
+  unsigned wq[CHANS][CT_KD * CT_KH][KWW];
+  {
+    const unsigned *wp = (const unsigned *)(weights + (long)k0 * KVOL);
+    unsigned wraw[CHANS * KVOL / 4];
+#pragma unroll
+    for (int i = 0; i < CHANS * KVOL / 4; i++) wraw[i] = wp[i];
+#pragma unroll
+    for (int j = 0; j < CHANS; j++)
+#pragma unroll
+      for (int t = 0; t < CT_KD * CT_KH; t++)
+#pragma unroll
+        for (int a = 0; a < KWW; a++)
+          wq[j][t][a] = bytes_at(wraw, (j * CT_KD * CT_KH + t) * CT_KW + 4 * a,
+                                 CT_KW - 4 * a < 4 ? CT_KW - 4 * a : 4);
+  }
+  int acc[ROWS][PIX][CHANS];
+#pragma unroll
+  for (int r = 0; r < ROWS; r++)
+#pragma unroll
+    for (int p = 0; p < PIX; p++)
+#pragma unroll
+      for (int j = 0; j < CHANS; j++) acc[r][p][j] = 0;
+#else
   /* the thread's filters, CHANS x KVOL bytes from k0 x KVOL (4-aligned:
    * CHANS is), as floats */
   float wf[CHANS][KVOL];
@@ -193,12 +270,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
         wf[(4 * i + b) / KVOL][(4 * i + b) % KVOL] = (float)(signed char)(v >> (8 * b));
     }
   }
-  /* mode 2: each channel's input byte */
-  int cin[MODE == 2 ? CHANS : 1];
-#pragma unroll
-  for (int j = 0; j < (MODE == 2 ? CHANS : 1); j++) cin[j] = (k0 + j) / DW_M;
-  const int ci = k0 / DW_M; /* modes 0, 1: the first input channel */
-
   float acc[ROWS][PIX][CHANS];
 #pragma unroll
   for (int r = 0; r < ROWS; r++)
@@ -206,6 +277,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     for (int p = 0; p < PIX; p++)
 #pragma unroll
       for (int j = 0; j < CHANS; j++) acc[r][p][j] = 0.0f;
+#endif
 
 #pragma unroll
   for (int tz = 0; tz < CT_KD; tz++) {
@@ -251,6 +323,44 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 #endif
       }
       (void)iny;
+#if MAC
+      /* the row as CHANS byte streams along x (zeros past the window and
+       * in the columns no output reads), then each output column's taps */
+      unsigned xs[CHANS][XB];
+#pragma unroll
+      for (int i = 0; i < NW; i++)
+#pragma unroll
+        for (int q = 0; q < XB; q++) {
+          unsigned pw[4];
+#pragma unroll
+          for (int b = 0; b < 4; b++)
+            pw[b] = 4 * q + b < WROW && col_used(4 * q + b)
+                        ? xw[4 * q + b < WROW ? 4 * q + b : 0][i]
+                        : 0u;
+          transpose4(pw[0], pw[1], pw[2], pw[3], xs[4 * i][q], xs[4 * i + 1][q], xs[4 * i + 2][q],
+                     xs[4 * i + 3][q]);
+        }
+      unsigned xt[PIX][KWW][CHANS];
+#pragma unroll
+      for (int p = 0; p < PIX; p++)
+#pragma unroll
+        for (int a = 0; a < KWW; a++)
+#pragma unroll
+          for (int j = 0; j < CHANS; j++) xt[p][a][j] = bytes_at(xs[j], p * CT_STR_W + 4 * a, 4);
+#pragma unroll
+      for (int r = 0; r < ROWS; r++) {
+        const int dy = y - r * CT_STR_H;
+        if (dy < 0 || dy % CT_DIL_H || dy / CT_DIL_H >= CT_KH) continue;
+#pragma unroll
+        for (int p = 0; p < PIX; p++)
+#pragma unroll
+          for (int a = 0; a < KWW; a++)
+#pragma unroll
+            for (int j = 0; j < CHANS; j++)
+              acc[r][p][j] =
+                  dp4a_data(xt[p][a][j], wq[j][tz * CT_KH + dy / CT_DIL_H][a], acc[r][p][j]);
+      }
+#else
 #pragma unroll
       for (int x = 0; x < WROW; x++) {
         if (!col_used(x)) continue;
@@ -277,6 +387,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
           }
         }
       }
+#endif
     }
   }
 
@@ -290,12 +401,19 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 #pragma unroll
   for (int j = 0; j < CHANS; j++) {
     qc[j] = load_chan(params, qh, k0 + j);
+#if MAC
+#pragma unroll
+    for (int r = 0; r < ROWS; r++)
+#pragma unroll
+      for (int p = 0; p < PIX; p++) v[r][p][j] = acc[r][p][j] + qc[j].off; /* corrected() */
+#else
     const unsigned off = (unsigned)qc[j].off - 0x4B400000u; /* corrected(): acc + off[k] */
 #pragma unroll
     for (int r = 0; r < ROWS; r++)
 #pragma unroll
       for (int p = 0; p < PIX; p++)
         v[r][p][j] = (int)((unsigned)__float_as_int(acc[r][p][j] + 12582912.0f) + off);
+#endif
   }
 #if CT_OUT == 0
   (void)residual, (void)qh;

@@ -108,18 +108,6 @@ __host__ __device__ constexpr int store_vec() {
 #define CW8(i) ((i) < (CHANS + 3) / 4 ? (i) : (CHANS + 3) / 4 - 1)
 
 /* ---- loads -------------------------------------------------------------- */
-/* a . b + c over 4 byte lanes: data lanes signed, or unsigned for uint8 data
- * (PTX dp4a.u32.s32: the weights stay signed). */
-__device__ __forceinline__ int dp4a_data(unsigned a, unsigned b, int c) {
-#if CT_DATA_U8
-  int d;
-  asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  return d;
-#else
-  return __dp4a((int)a, (int)b, c);
-#endif
-}
-
 /* NB bytes from p (global or shared) into x, in pieces of VEC bytes; the
  * pieces at or past lim bytes are zero (not read). */
 __device__ __forceinline__ void load_vec(unsigned (&x)[NW], const unsigned char *p, int lim) {

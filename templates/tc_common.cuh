@@ -43,6 +43,18 @@ __device__ __forceinline__ void mma16832(int *d, const unsigned *a, const unsign
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+/* a . b + c over 4 byte lanes: data lanes signed, or unsigned for uint8 data
+ * (PTX dp4a.u32.s32: the weights stay signed). The CUDA-core templates'. */
+__device__ __forceinline__ int dp4a_data(unsigned a, unsigned b, int c) {
+#if CT_DATA_U8
+  int d;
+  asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+#else
+  return __dp4a((int)a, (int)b, c);
+#endif
+}
+
 /* Thread-block clusters (sm_90): split-K blocks meet in distributed
  * shared memory. */
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900

@@ -2,7 +2,9 @@
  * test_dw_nhwc.c: the depthwise float templates (templates/conv_dw_nhwc.{c,cuh})
  * on the CPU: what they refuse; a CPU emulation of the kernel, loop for loop
  * (block, thread, the row window, the staged window, the magic-number byte
- * and int conversions in float, the folded offset) followed by the host's
+ * and int conversions in float, the folded offset; mac 1: the row's
+ * transposed byte streams, each output column's 4-tap words and their
+ * dp4a against the filter rows' words) followed by the host's
  * requantization of the same params, checked exactly against
  * reference_qconv for sampled valid configs and the preferred one in four
  * epilogues (int32 with bias; int8 per-channel with a residual; uint8 with
@@ -115,7 +117,7 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
   const int CH = space_get(s, cfg, "chans", 8), PIX = space_get(s, cfg, "pix", 4),
             ROWS = space_get(s, cfg, "rows", 2), BC = space_get(s, cfg, "block_c", 4),
             BW = space_get(s, cfg, "block_w", 8), BH = space_get(s, cfg, "block_h", 4),
-            ST = space_get(s, cfg, "staging", 0);
+            ST = space_get(s, cfg, "staging", 0), MAC = space_get(s, cfg, "mac", 0);
   const long C = w->c, K = w->k, M = K / C, KVOL = g.ker[0] * g.ker[1] * g.ker[2];
   const int MODE = CH % M == 0 ? 0 : M % CH == 0 ? 1 : 2;
   const int NIN = MODE == 0 ? CH / (int)M : MODE == 1 ? 1 : CH;
@@ -163,12 +165,19 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
                    ow0 = tw * TILE_W + txw * PIX;
         const long iy0 = oh0 * g.str[1] - g.pb[1], ix0 = ow0 * g.str[2] - g.pb[2];
         if (k0 >= K) continue;
-        float acc[4][8][16];
+        float acc[8][8][16];
         memset(acc, 0, sizeof acc);
+        int32_t iacc[8][8][16]; /* mac 1 */
+        memset(iacc, 0, sizeof iacc);
+        const long KWW = (g.ker[2] + 3) / 4, XB = ((PIX - 1) * g.str[2] + 3) / 4 + KWW;
         for (long tz = 0; tz < g.ker[0]; tz++) {
           const long iz = iz0 + tz * g.dil[0];
           for (long y = 0; y < HROW; y++) {
             const long iy = iy0 + y;
+            /* mac 1: the row's channel streams, xs[j][x] (4 * XB bytes, zero
+             * past WROW and in columns no output reads) */
+            unsigned char xs[16][64];
+            memset(xs, 0, sizeof xs);
             for (long xc = 0; xc < WROW; xc++) {
               unsigned char xb[16];
               for (int i = 0; i < NIN; i++) {
@@ -187,6 +196,15 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
                              : (unsigned char)zx;
                 }
               }
+              if (MAC) {
+                int used = 0;
+                for (int p = 0; p < PIX; p++) {
+                  const long dx = xc - p * g.str[2];
+                  used |= dx >= 0 && dx % g.dil[2] == 0 && dx / g.dil[2] < g.ker[2];
+                }
+                for (int j = 0; j < CH && used; j++) xs[j][xc] = xb[j];
+                continue;
+              }
               for (int r = 0; r < ROWS; r++) {
                 const long dy = y - r * g.str[1];
                 if (dy < 0 || dy % g.dil[1] || dy / g.dil[1] >= g.ker[1]) continue;
@@ -204,6 +222,25 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
                 }
               }
             }
+            if (!MAC) continue;
+            ck_assert_int_le(4 * XB, 64);
+            for (int r = 0; r < ROWS; r++) {
+              const long dy = y - r * g.str[1];
+              if (dy < 0 || dy % g.dil[1] || dy / g.dil[1] >= g.ker[1]) continue;
+              for (int p = 0; p < PIX; p++)
+                for (long a = 0; a < KWW; a++)
+                  for (int j = 0; j < CH; j++)
+                    for (int b = 0; b < 4; b++) { /* dp4a: the word at p * SW + 4a */
+                      const long kx = 4 * a + b, o = p * g.str[2] + kx;
+                      *bad += o >= 4 * XB;
+                      const int xv = u8 ? xs[j][o] : (signed char)xs[j][o];
+                      const int wv = kx < g.ker[2]
+                                         ? wt[(k0 + j) * KVOL +
+                                              (tz * g.ker[1] + dy / g.dil[1]) * g.ker[2] + kx]
+                                         : 0;
+                      iacc[r][p][j] += xv * wv;
+                    }
+            }
           }
         }
         for (int r = 0; r < ROWS; r++)
@@ -216,7 +253,8 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
                                        ? (uint32_t)params[CTQ_HEADER + CTQ_OFF * kp + k]
                                        : 0;
               const int32_t v =
-                  (int32_t)(float_bits(acc[r][p][j] + 12582912.0f) + (off - 0x4B400000u));
+                  MAC ? (int32_t)((uint32_t)iacc[r][p][j] + off)
+                      : (int32_t)(float_bits(acc[r][p][j] + 12582912.0f) + (off - 0x4B400000u));
               const long o = (((n * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow) * K + k;
               writes[o]++;
               if (w->out_type == CT_DTYPE_INT32) {
@@ -260,6 +298,59 @@ START_TEST(an_invalid_point_fails_to_compile) {
 }
 END_TEST
 
+/* mac 1 (dp4a over taps) on a multiplier of 2 is refused, and its
+ * instance fails its static_assert. */
+START_TEST(mac1_refuses_a_multiplier) {
+  const ct_workload w = dw_shape(0, 1, 16, 2, 9, 3, 1, 1);
+  invalid_point_fails_to_compile(&w, "mac", 1, "multiplier 1", "mac 1: multiplier 1", tpl_of(&w));
+}
+END_TEST
+
+/* mac 1 on the depthwise shapes that ship (MobileNetV2's 3x3, EfficientNet's
+ * 5x5 stride 2, CSN's 3x3x3), at the widest tiles its knobs allow: valid,
+ * and compiled for sm_90 without spills. */
+START_TEST(mac1_compiles_without_spills) {
+  static const int shapes[][5] = {{0, 144, 56, 3, 1}, {0, 144, 56, 5, 2}, {1, 64, 14, 3, 1}};
+  /* chans, pix, rows; 5x5's and 3x3x3's filters of 16 channels alone take
+   * 160 and 144 registers */
+  static const int tiles[][3] = {{4, 4, 8}, {8, 2, 4}, {16, 2, 2}}, narrow[3] = {4, 2, 8};
+  arch a;
+  ck_assert_int_eq(arch_from_name("sm_90", &a, NULL), CT_OK);
+  for (int si = 0; si < 3; si++)
+    for (int ti = 0; ti < 3; ti++) {
+      const ct_workload w = dw_shape(shapes[si][0], 32, shapes[si][1], 1, shapes[si][2],
+                                     shapes[si][3], shapes[si][4], shapes[si][3] / 2);
+      const template_desc *tpl = tpl_of(&w);
+      space sp;
+      space_init(&sp);
+      ck_assert_int_eq(tpl->space(&w, &sp, NULL), CT_OK);
+      const int *t = si > 0 && ti == 2 ? narrow : tiles[ti];
+      config c;
+      ck_assert(tpl->preferred(&w, &sp, &a, &c));
+      ck_assert(template_set_choice(&sp, &c, "mac", 1));
+      ck_assert(template_set_choice(&sp, &c, "chans", t[0]));
+      ck_assert(template_set_choice(&sp, &c, "pix", t[1]));
+      ck_assert(template_set_choice(&sp, &c, "rows", t[2]));
+      ck_assert(template_set_choice(&sp, &c, "blocks_per_sm", 1));
+      ck_assert(template_set_choice(&sp, &c, "block_c", 4));
+      ck_assert(template_set_choice(&sp, &c, "block_w", 4));
+      ck_assert(template_set_choice(&sp, &c, "block_h", 2));
+      char why[TEMPLATE_WHY_MAX], text[512];
+      ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "shape %d tile %d: %s", si, ti, why);
+      instance inst;
+      ct_err err = {0};
+      ck_assert_msg(instance_make(tpl, &w, &sp, &c, &a, &inst, &err) == CT_OK, "%s", err.msg);
+      cubin cb;
+      ck_assert_msg(nvrtc_compile(&inst, &a, &cb, &err) == CT_OK, "%s: %s\n%s",
+                    space_config_str(&sp, &c, text, sizeof text), err.msg, cb.log ? cb.log : "");
+      ck_assert_msg(!cb.log || !strstr(cb.log, "stack frame"), "%s: spills\n%s",
+                    space_config_str(&sp, &c, text, sizeof text), cb.log);
+      cubin_free(&cb);
+      space_free(&sp);
+    }
+}
+END_TEST
+
 static void add_cpu(TCase *tc) {
   tcase_add_test(tc, refuses_what_it_cannot_run);
   tcase_add_loop_test(tc, emulated_kernel_matches_reference_qconv, 0, N_CASES);
@@ -267,6 +358,8 @@ static void add_cpu(TCase *tc) {
 
 static void add_compile(TCase *tc) {
   tcase_add_test(tc, an_invalid_point_fails_to_compile);
+  tcase_add_test(tc, mac1_refuses_a_multiplier);
+  tcase_add_test(tc, mac1_compiles_without_spills);
   tcase_add_loop_test(tc, configs_compile_for_sm90_and_sm80, 0, N_CASES);
 }
 

@@ -44,7 +44,8 @@
  * sanitizer's report can be matched to its config. With one config per
  * workload (argument 1), the configs as on 1 to 3 SMs alternate over the
  * workloads, not within one (where there would be none). CT_GT_TEMPLATE=S
- * keeps the registry cases' templates whose name contains S. CT_GT_REF=1 adds
+ * keeps the registry cases' templates whose name contains S (S ending in
+ * '$': whose name ends in the rest). CT_GT_REF=1 adds
  * case ref: the runner's GPU reference (templates/ref_conv.cu) in this
  * process, which test_runner checks in a forked worker beside planted faults.
  */
@@ -628,12 +629,21 @@ static kind kind_of(const template_desc *t) {
   return k;
 }
 
-/* CT_GT_TEMPLATE: only the templates whose name contains it (NULL: all) */
+/* CT_GT_TEMPLATE: only the templates whose name contains it, or with a
+ * final '$' ends in the rest (NULL: all) */
 static const char *only_template;
+
+static int template_selected(const char *name) {
+  if (!only_template) return 1;
+  const size_t n = strlen(only_template), m = strlen(name);
+  if (n > 0 && only_template[n - 1] == '$')
+    return m >= n - 1 && !strncmp(name + m - (n - 1), only_template, n - 1);
+  return strstr(name, only_template) != NULL;
+}
 
 /* Whether case c runs t. */
 static int in_case(const template_desc *t, const char *c) {
-  if (only_template && !strstr(t->name, only_template)) return 0;
+  if (!template_selected(t->name)) return 0;
   kind k = kind_of(t);
   int nhwc_wgmma = !k.packed && k.wgmma && !k.stem, stem_wgmma = !k.packed && k.wgmma && k.stem;
   /* grouped, grouped8, grouped_onnx: the grouped templates and the
