@@ -34,6 +34,9 @@
 #           depthwise sets at batch 32 tuned on them into /tmp/t.db (int8 output, bias,
 #           per-channel scales), each layer's best config listed
 #   dwsets  the three depthwise sets' bench at batch 32 (nhwc / ndhwc) against cuDNN
+#   prof T K C  ncu (--set full, clocks left alone) of template T's config C (JSON) on workload
+#           key K, one launch by build-rel/config_run: the throughputs, occupancy, instructions
+#           and each stall reason's share; then its timing (400 launches in a graph). Repeatable.
 #   savedb  /tmp/t.db as $OUT/t.db.xz; pass it back as .gpu-bin/t.db.xz (or t.db)
 # Phases run in one call share /tmp/t.db: e.g. dwmma, model, bench, savedb.
 set -u
@@ -98,6 +101,37 @@ gtune() {
   tq resnext --set resnext50_g --layout nhwc $Q --template conv2d_nhwc_grouped_mma
   tq resnext3d --set resnext3d_g --layout ndhwc $Q
 }
+if [ "$1" = prof ]; then
+  shift
+  np=0
+  while [ $# -ge 3 ]; do
+    timeout 200 ncu --clock-control none --set full -c 1 -o $OUT/prof-$np build-rel/config_run "$1" "$2" "$3" > $OUT/prof-$np.log 2>&1
+    echo "== prof $np rc=$?: $1 $2 $3"
+    ncu --import $OUT/prof-$np.ncu-rep --page raw --csv > $OUT/prof-$np.csv 2>&1
+    python3 - $OUT/prof-$np.csv <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+h, u, v = rows[0], rows[1], rows[2]
+m = dict(zip(h, v))
+def g(k): return m.get(k, "-")
+for k in ["gpu__time_duration.sum", "launch__registers_per_thread", "launch__occupancy_limit_registers",
+          "sm__warps_active.avg.pct_of_peak_sustained_active", "smsp__issue_active.avg.pct_of_peak_sustained_active",
+          "dram__throughput.avg.pct_of_peak_sustained_elapsed", "l1tex__throughput.avg.pct_of_peak_sustained_active",
+          "lts__throughput.avg.pct_of_peak_sustained_elapsed", "smsp__inst_executed.sum", "l1tex__t_sector_hit_rate.pct",
+          "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active",
+          "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+          "dram__bytes_read.sum", "dram__bytes_write.sum"]:
+  print("  %-62s %s" % (k, g(k)))
+st = [(float(v or 0), k) for k, v in m.items() if k.startswith("smsp__average_warps_issue_stalled_") and k.endswith("_per_issue_active.ratio")]
+st.sort(reverse=True)
+print("  stalls per issued instruction: " + ", ".join("%s %.2f" % (k[len("smsp__average_warps_issue_stalled_"):-len("_per_issue_active.ratio")], x) for x, k in st[:7]))
+PY
+    echo "  timing: $(timeout 60 build-rel/config_run "$1" "$2" "$3" 400 2>&1 | tail -1)"
+    np=$((np + 1)); shift 3
+  done
+  cd $OUT && tar czf prof.tgz prof-* && rm -f prof-*
+  exit 0
+fi
 case $1 in
 tests)
   s=$(date +%s)
