@@ -170,6 +170,77 @@ __device__ __forceinline__ void transpose4(unsigned p0, unsigned p1, unsigned p2
   c2 = __byte_perm(t1, t3, 0x5410u), c3 = __byte_perm(t1, t3, 0x7632u);
 }
 
+#if CT_OUT != 0
+/* ctq_fast_value by PTX's mad.wide.s32: ptxas builds the C form's signed
+ * 64-bit product here from IMAD.WIDE.U32, two IMADs for the signs and two
+ * moves of the addend (10 instructions with the borrow and shift, 7 here). */
+__device__ __forceinline__ int fast_value(const ctq_fast &f, int v) {
+  long long p;
+  asm("mad.wide.s32 %0, %1, %2, %3;" : "=l"(p) : "r"(v), "r"(f.m), "l"((long long)f.add));
+  const unsigned borrow = ((unsigned)v & ~(unsigned)p) >> 31;
+  return ((int)(p >> 32) - (int)borrow) >> f.sh;
+}
+
+/* The 8-bit epilogue of a thread's outputs (v: corrected sums), every pair
+ * of channels in requant2's form RQ: one branch a thread, so that the
+ * pixels' requantizations interleave (a branch per pair fenced each). */
+template <int RQ>
+__device__ __forceinline__ void store8(void *__restrict__ out, const void *__restrict__ residual,
+                                       const q_head &qh, const q_chan (&qc)[CHANS],
+                                       const int (&v)[ROWS][PIX][CHANS], long m0, int oh0, int ow0,
+                                       int k0) {
+#pragma unroll
+  for (int r = 0; r < ROWS; r++)
+#pragma unroll
+    for (int p = 0; p < PIX; p++) {
+      const int oh = oh0 + r, ow = ow0 + p;
+      if (oh >= CT_OH || ow >= CT_OW) continue;
+      const long o = ((m0 + oh) * CT_OW + ow) * CT_KR + k0;
+      unsigned rb[CHANS / 4];
+#pragma unroll
+      for (int i = 0; i < CHANS / 4; i++) rb[i] = 0;
+      if (CT_RES) {
+        const unsigned char *rp = (const unsigned char *)residual + o;
+        if (CHANS == 16) {
+          const uint4 q = *(const uint4 *)rp;
+          rb[0] = q.x, rb[CHANS > 4 ? 1 : 0] = q.y, rb[CHANS > 8 ? 2 : 0] = q.z,
+          rb[CHANS > 8 ? 3 : 0] = q.w;
+        } else if (CHANS == 8) {
+          const uint2 q = *(const uint2 *)rp;
+          rb[0] = q.x, rb[CHANS > 4 ? 1 : 0] = q.y;
+        } else {
+          rb[0] = *(const unsigned *)rp;
+        }
+      }
+      /* pairs of channels: bytes 0, 1 of a requant2 word */
+      unsigned half[CHANS / 2];
+#pragma unroll
+      for (int j = 0; j < CHANS; j += 2) {
+        if (RQ == RQ_SAT && !CT_ONNX) { /* requant2's RQ_SAT */
+          const int y0 = fast_value(qc[j].f, v[r][p][j]),
+                    y1 = fast_value(qc[j + 1].f, v[r][p][j + 1]);
+          half[j / 2] = pack_sat2(y0 > qh.lo ? y0 : qh.lo, y1 > qh.lo ? y1 : qh.lo);
+        } else {
+          half[j / 2] = requant2<RQ>(qh, qc[j], qc[j + 1], v[r][p][j], v[r][p][j + 1],
+                                     rb[j / 4] >> (8 * (j % 4)));
+        }
+      }
+      unsigned w8[CHANS / 4];
+#pragma unroll
+      for (int i = 0; i < CHANS / 4; i++) w8[i] = join_halves(half[2 * i], half[2 * i + 1]);
+      unsigned char *op = (unsigned char *)out + o;
+      if (CHANS == 16)
+        *(uint4 *)op =
+            make_uint4(w8[0], w8[CHANS > 4 ? 1 : 0], w8[CHANS > 8 ? 2 : 0], w8[CHANS > 8 ? 3 : 0]);
+      else if (CHANS == 8)
+        *(uint2 *)op = make_uint2(w8[0], w8[CHANS > 4 ? 1 : 0]);
+      else
+        *(unsigned *)op = w8[0];
+    }
+}
+
+#endif
+
 /* ---- the kernel ---------------------------------------------------------- */
 extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     conv_dw_nhwc(const unsigned char *__restrict__ data, const unsigned char *__restrict__ weights,
@@ -429,54 +500,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
         o[j / 4] = make_int4(v[r][p][j], v[r][p][j + 1], v[r][p][j + 2], v[r][p][j + 3]);
     }
 #else
+  /* the fast forms where all the thread's channels take them */
+  bool fast = true;
 #pragma unroll
-  for (int r = 0; r < ROWS; r++)
-#pragma unroll
-    for (int p = 0; p < PIX; p++) {
-      const int oh = oh0 + r, ow = ow0 + p;
-      if (oh >= CT_OH || ow >= CT_OW) continue;
-      const long o = ((m0 + oh) * CT_OW + ow) * CT_KR + k0;
-      unsigned rb[CHANS / 4];
-#pragma unroll
-      for (int i = 0; i < CHANS / 4; i++) rb[i] = 0;
-      if (CT_RES) {
-        const unsigned char *rp = (const unsigned char *)residual + o;
-        if (CHANS == 16) {
-          const uint4 q = *(const uint4 *)rp;
-          rb[0] = q.x, rb[CHANS > 4 ? 1 : 0] = q.y, rb[CHANS > 8 ? 2 : 0] = q.z,
-          rb[CHANS > 8 ? 3 : 0] = q.w;
-        } else if (CHANS == 8) {
-          const uint2 q = *(const uint2 *)rp;
-          rb[0] = q.x, rb[CHANS > 4 ? 1 : 0] = q.y;
-        } else {
-          rb[0] = *(const unsigned *)rp;
-        }
-      }
-      /* pairs of channels: bytes 0, 1 of a requant2 word; the fast forms
-       * where both channels take them (a branch per pair, not per element) */
-      unsigned half[CHANS / 2];
-#pragma unroll
-      for (int j = 0; j < CHANS; j += 2) {
-        const unsigned rb2 = rb[j / 4] >> (8 * (j % 4));
-        if (qc[j].f.ok && qc[j + 1].f.ok) {
-          half[j / 2] =
-              qh.sat ? requant2<RQ_SAT>(qh, qc[j], qc[j + 1], v[r][p][j], v[r][p][j + 1], rb2)
-                     : requant2<RQ_FAST>(qh, qc[j], qc[j + 1], v[r][p][j], v[r][p][j + 1], rb2);
-        } else {
-          half[j / 2] = requant2<RQ_GENERAL>(qh, qc[j], qc[j + 1], v[r][p][j], v[r][p][j + 1], rb2);
-        }
-      }
-      unsigned w8[CHANS / 4];
-#pragma unroll
-      for (int i = 0; i < CHANS / 4; i++) w8[i] = join_halves(half[2 * i], half[2 * i + 1]);
-      unsigned char *op = (unsigned char *)out + o;
-      if (CHANS == 16)
-        *(uint4 *)op =
-            make_uint4(w8[0], w8[CHANS > 4 ? 1 : 0], w8[CHANS > 8 ? 2 : 0], w8[CHANS > 8 ? 3 : 0]);
-      else if (CHANS == 8)
-        *(uint2 *)op = make_uint2(w8[0], w8[CHANS > 4 ? 1 : 0]);
-      else
-        *(unsigned *)op = w8[0];
-    }
+  for (int j = 0; j < CHANS; j++) fast = fast && qc[j].f.ok;
+  if (fast && qh.sat)
+    store8<RQ_SAT>(out, residual, qh, qc, v, m0, oh0, ow0, k0);
+  else if (fast)
+    store8<RQ_FAST>(out, residual, qh, qc, v, m0, oh0, ow0, k0);
+  else
+    store8<RQ_GENERAL>(out, residual, qh, qc, v, m0, oh0, ow0, k0);
 #endif
 }
