@@ -34,6 +34,8 @@
 #           depthwise sets at batch 32 tuned on them into /tmp/t.db (int8 output, bias,
 #           per-channel scales), each layer's best config listed
 #   dwsets  the three depthwise sets' bench at batch 32 (nhwc / ndhwc) against cuDNN
+#   dwcheck test_gpu_dispatch's grouped case on /tmp/t.db at batch 1, 3 and 32 (every layer of
+#           the four sets and the odd layer, as the tuned database serves them)
 #   prof T K C  ncu (--set full, clocks left alone) of template T's config C (JSON) on workload
 #           key K, one launch by build-rel/config_run: the throughputs, occupancy, instructions
 #           and each stall reason's share; then its timing (400 launches in a graph). Repeatable.
@@ -222,6 +224,13 @@ dwsets)
     echo "bench $set rc=$? at $(( $(date +%s) - s )) s"; summary $OUT/$set-b32.json
   done
   cd $OUT && tar czf dwsets.tgz *.md *.json *.err && find . -type f ! -name '*.tgz' ! -name '*.xz' -delete ;;
+dwcheck)
+  for b in 1 3 32; do
+    ( cd build-rel && CK_RUN_CASE=grouped CT_DISPATCH_DB=/tmp/t.db CT_DISPATCH_BATCH=$b timeout 250 ./test_gpu_dispatch > $OUT/gd-b$b.log 2>&1; echo "rc=$?" >> $OUT/gd-b$b.log ) &
+  done
+  wait
+  for b in 1 3 32; do echo "dispatch b$b: $(grep -E 'Checks|rc=' $OUT/gd-b$b.log | tr '\n' ' ') $(grep -c ' exact$' $OUT/gd-b$b.log) exact"; grep -vE ' exact$|^Running|^database|Checks|rc=' $OUT/gd-b$b.log | head -5; echo "  of them served by conv2d_nhwc_dw / conv3d_ndhwc_dw: $(grep -cE '_dw +exact$' $OUT/gd-b$b.log)"; done
+  cd $OUT && tar czf dwcheck.tgz gd-*.log && rm -f gd-*.log ;;
 dwtune)
   s=$(date +%s)
   dwtune
