@@ -34,6 +34,11 @@
 #           depthwise sets at batch 32 tuned on them into /tmp/t.db (int8 output, bias,
 #           per-channel scales), each layer's best config listed
 #   dwsets  the three depthwise sets' bench at batch 32 (nhwc / ndhwc) against cuDNN
+#   dwsan   compute-sanitizer over the depthwise CUDA-core templates' mac 1 (memcheck and
+#           initcheck; racecheck and synccheck where the window is staged): direct and staged
+#           windows, uint8 with a data zero point and a residual, 5x5 stride 2, 3D
+#   dwmodel the MobileNetV2 model at batch 32 tuned (150 s, every template) into /tmp/t.db, then
+#           bench --model against cuDNN; the depthwise nodes' sums
 #   dwcheck test_gpu_dispatch's grouped case on /tmp/t.db at batch 1, 3 and 32 (every layer of
 #           the four sets and the odd layer, as the tuned database serves them)
 #   prof T K C  ncu (--set full, clocks left alone) of template T's config C (JSON) on workload
@@ -224,6 +229,41 @@ dwsets)
     echo "bench $set rc=$? at $(( $(date +%s) - s )) s"; summary $OUT/$set-b32.json
   done
   cd $OUT && tar czf dwsets.tgz *.md *.json *.err && find . -type f ! -name '*.tgz' ! -name '*.xz' -delete ;;
+dwsan)
+  CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  K2=conv2d-nhwc-i8.i8.i8-n2-c48-k48-15x13-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-g48
+  K2Z=conv2d-nhwc-u8.i8.u8-n2-c40-k40-13x11-r5x5-s2x2-p2x2.2x2-d1x1-zd-bias-qc-res-g40
+  K3=conv3d-ndhwc-i8.i8.i32-n1-c32-k32-4x9x9-r3x3x3-s1x1x1-p1x1x1.1x1x1-d1x1x1-g32
+  dsan() { # template key config tools...
+    local t=$1 k=$2 c=$3; shift 3
+    for tool in "$@"; do
+      out=$($CS --tool $tool --error-exitcode 9 build-rel/config_run $t $k "$c" 2>&1); rc=$?
+      echo "$tool $t $k $c: $(echo "$out" | grep -E "SUMMARY|config_run" | tr '\n' ' ') rc=$rc"
+    done
+  }
+  D='"blocks_per_sm":1,"mac":1'
+  dsan conv2d_nhwc_dw $K2 '{"chans":4,"pix":2,"rows":8,"block_c":4,"block_w":4,"block_h":2,"staging":0,'"$D"'}' memcheck initcheck
+  dsan conv2d_nhwc_dw $K2 '{"chans":8,"pix":2,"rows":4,"block_c":2,"block_w":4,"block_h":4,"staging":1,'"$D"'}' memcheck initcheck racecheck synccheck
+  dsan conv2d_nhwc_dw $K2Z '{"chans":4,"pix":2,"rows":2,"block_c":2,"block_w":4,"block_h":4,"staging":0,'"$D"'}' memcheck initcheck
+  dsan conv2d_nhwc_dw $K2Z '{"chans":8,"pix":2,"rows":2,"block_c":2,"block_w":4,"block_h":4,"staging":1,'"$D"'}' memcheck initcheck racecheck
+  dsan conv3d_ndhwc_dw $K3 '{"chans":4,"pix":2,"rows":4,"block_c":8,"block_w":2,"block_h":2,"staging":0,'"$D"'}' memcheck initcheck ;;
+dwmodel)
+  s=$(date +%s)
+  tq model-b32 --model $MODEL --batch 32 --time-budget 150
+  timeout 150 $B bench --model $MODEL --batch 32 --db /tmp/t.db --results-dir $OUT --json-out $OUT/model-b32.json \
+    > $OUT/model-b32.md 2> $OUT/model-b32.err
+  echo "bench model b32 rc=$? at $(( $(date +%s) - s )) s"; grep -E "as fast as|images per second|convtune / side|exact" $OUT/model-b32.md | head -6
+  python3 - $OUT/model-b32.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); N = d["nodes"]
+dw = [n for n in N if "-g" in n["key"].split("-")[-1] or n["key"].split("-")[-1].startswith("g")]
+def s(L, f): return sum(n.get(f) or 0 for n in L)
+print("chain %s us, cuDNN fp16 %s; %d depthwise nodes: convtune %.1f us, cuDNN fp16 %.1f; the %d others %.1f against %.1f" % (
+  d.get("chain", {}).get("convtune_us") if isinstance(d.get("chain"), dict) else d.get("chain"), d.get("convtune_over_cudnn_fp16"),
+  len(dw), s(dw, "convtune_us"), s(dw, "cudnn_fp16_us"), len(N) - len(dw), s(N, "convtune_us") - s(dw, "convtune_us"),
+  s(N, "cudnn_fp16_us") - s(dw, "cudnn_fp16_us")))
+PY
+  cd $OUT && tar czf dwmodel.tgz model-b32.* tune-model-b32.* && rm -f model-b32.* tune-model-b32.* ;;
 dwcheck)
   for b in 1 3 32; do
     ( cd build-rel && CK_RUN_CASE=grouped CT_DISPATCH_DB=/tmp/t.db CT_DISPATCH_BATCH=$b timeout 250 ./test_gpu_dispatch > $OUT/gd-b$b.log 2>&1; echo "rc=$?" >> $OUT/gd-b$b.log ) &
