@@ -37,8 +37,8 @@
 #   dwsan   compute-sanitizer over the depthwise CUDA-core templates' mac 1 (memcheck and
 #           initcheck; racecheck and synccheck where the window is staged): direct and staged
 #           windows, uint8 with a data zero point and a residual, 5x5 stride 2, 3D
-#   dwmodel the MobileNetV2 model at batch 32 tuned (150 s, every template) into /tmp/t.db, then
-#           bench --model against cuDNN; the depthwise nodes' sums
+#   dwmodel [B]  the MobileNetV2 model at batch B (default 32) tuned (150 s; batch 1: 60 s; every
+#           template) into /tmp/t.db, then bench --model against cuDNN; the depthwise nodes' sums
 #   dwcheck test_gpu_dispatch's grouped case on /tmp/t.db at batch 1, 3 and 32 (every layer of
 #           the four sets and the odd layer, as the tuned database serves them)
 #   prof T K C  ncu (--set full, clocks left alone) of template T's config C (JSON) on workload
@@ -248,12 +248,12 @@ dwsan)
   dsan conv2d_nhwc_dw $K2Z '{"chans":8,"pix":2,"rows":2,"block_c":2,"block_w":4,"block_h":4,"staging":1,'"$D"'}' memcheck initcheck racecheck
   dsan conv3d_ndhwc_dw $K3 '{"chans":4,"pix":2,"rows":4,"block_c":8,"block_w":2,"block_h":2,"staging":0,'"$D"'}' memcheck initcheck ;;
 dwmodel)
-  s=$(date +%s)
-  tq model-b32 --model $MODEL --batch 32 --time-budget 150
-  timeout 150 $B bench --model $MODEL --batch 32 --db /tmp/t.db --results-dir $OUT --json-out $OUT/model-b32.json \
-    > $OUT/model-b32.md 2> $OUT/model-b32.err
-  echo "bench model b32 rc=$? at $(( $(date +%s) - s )) s"; grep -E "as fast as|images per second|convtune / side|exact" $OUT/model-b32.md | head -6
-  python3 - $OUT/model-b32.json <<'PY'
+  s=$(date +%s) MB=${2:-32}
+  tq model-b$MB --model $MODEL --batch $MB --time-budget $((MB > 1 ? 150 : 60))
+  timeout 150 $B bench --model $MODEL --batch $MB --db /tmp/t.db --results-dir $OUT --json-out $OUT/model-b$MB.json \
+    > $OUT/model-b$MB.md 2> $OUT/model-b$MB.err
+  echo "bench model b$MB rc=$? at $(( $(date +%s) - s )) s"; grep -E "as fast as|images per second|convtune / side|exact" $OUT/model-b$MB.md | head -6
+  python3 - $OUT/model-b$MB.json <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1])); N = d["nodes"]
 dw = [n for n in N if "-g" in n["key"].split("-")[-1] or n["key"].split("-")[-1].startswith("g")]
@@ -263,7 +263,7 @@ print("chain %s us, cuDNN fp16 %s; %d depthwise nodes: convtune %.1f us, cuDNN f
   len(dw), s(dw, "convtune_us"), s(dw, "cudnn_fp16_us"), len(N) - len(dw), s(N, "convtune_us") - s(dw, "convtune_us"),
   s(N, "cudnn_fp16_us") - s(dw, "cudnn_fp16_us")))
 PY
-  cd $OUT && tar czf dwmodel.tgz model-b32.* tune-model-b32.* && rm -f model-b32.* tune-model-b32.* ;;
+  cd $OUT && tar czf dwmodel.tgz model-b$MB.* tune-model-b$MB.* && rm -f model-b$MB.* tune-model-b$MB.* ;;
 dwcheck)
   for b in 1 3 32; do
     ( cd build-rel && CK_RUN_CASE=grouped CT_DISPATCH_DB=/tmp/t.db CT_DISPATCH_BATCH=$b timeout 250 ./test_gpu_dispatch > $OUT/gd-b$b.log 2>&1; echo "rc=$?" >> $OUT/gd-b$b.log ) &
