@@ -80,18 +80,20 @@ for l in L:
     "%.0f%%" % (100 * sh) if sh else "-", (l.get("source") or "")[:60]))
 PY
 }
-# mma_cases FILTER...: test_gpu_templates' grouped, grouped8 and grouped_onnx cases on the
-# templates whose names contain each FILTER (16 configs a workload), in parallel; a summary
-mma_cases() {
+# gt_cases FILTER...: test_gpu_templates' grouped, grouped8 and grouped_onnx cases on the
+# templates CT_GT_TEMPLATE=FILTER selects (16 configs a workload, every launch traced), in
+# parallel; a summary per log with its launches and those of mac 1 (the depthwise CUDA-core family)
+gt_cases() {
   for c in grouped grouped8 grouped_onnx; do
     for t in "$@"; do
-      ( cd build-rel && CT_GT_TEMPLATE=$t CK_RUN_CASE=$c timeout 200 ./test_gpu_templates 16 > $OUT/gt$t-$c.log 2>&1; echo "rc=$?" >> $OUT/gt$t-$c.log ) &
+      f=$OUT/gt-${t//[^A-Za-z0-9_]/}-$c.log
+      ( cd build-rel && CT_GT_TRACE=1 CT_GT_TEMPLATE="$t" CK_RUN_CASE=$c timeout 200 ./test_gpu_templates 16 > $f 2>&1; echo "rc=$?" >> $f ) &
     done
   done
   wait
   echo "tests: $(( $(date +%s) - s )) s"
-  for f in $OUT/gt_*.log; do
-    echo "== $(basename $f): $(grep -E 'Checks|rc=' $f | tr '\n' ' ')"
+  for f in $OUT/gt-*.log; do
+    echo "== $(basename $f): $(grep -E 'Checks|rc=' $f | tr '\n' ' ') launches $(grep -c '^launch' $f), mac=1 $(grep '^launch' $f | grep -c 'mac=1')"
     grep -E "exact over|FAIL|F:|E:" $f | head -8 | cut -c1-200
   done
 }
@@ -191,22 +193,12 @@ tune)
   cd $OUT && tar czf tune.tgz *.log tune-* && rm -f *.log tune-* ;;
 dwmma)
   s=$(date +%s)
-  mma_cases _dw_mma
+  gt_cases _dw_mma
   dwtune
   cd $OUT && tar czf dwmma.tgz *.log tune-* && rm -f *.log tune-* ;;
 dp4a)
   s=$(date +%s)
-  for c in grouped grouped8 grouped_onnx; do
-    for t in conv2d_nhwc_dw conv3d_ndhwc_dw; do
-      ( cd build-rel && CT_GT_TRACE=1 CT_GT_TEMPLATE="$t\$" CK_RUN_CASE=$c timeout 200 ./test_gpu_templates 16 > $OUT/gt-$t-$c.log 2>&1; echo "rc=$?" >> $OUT/gt-$t-$c.log ) &
-    done
-  done
-  wait
-  echo "tests: $(( $(date +%s) - s )) s"
-  for f in $OUT/gt-*.log; do
-    echo "== $(basename $f): $(grep -E 'Checks|rc=' $f | tr '\n' ' ') launches $(grep -c '^launch' $f), mac=1 $(grep '^launch' $f | grep -c 'mac=1')"
-    grep -E "exact over|FAIL|F:|E:" $f | head -6 | cut -c1-150
-  done
+  gt_cases 'conv2d_nhwc_dw$' 'conv3d_ndhwc_dw$'
   Q="--batch 32 --out int8 --epilogue bias,qc --trials 80 --early-stopping 32 --time-budget 5"
   tq mobilenetv2-dw --set mobilenetv2 --layout nhwc $Q --template conv2d_nhwc_dw
   tq efficientnet-dw --set efficientnet_b0_dw --layout nhwc $Q --template conv2d_nhwc_dw
@@ -302,7 +294,7 @@ san)
   sanrun conv3d_ndhwc_grouped_mma $G3 '{"tile_w":4,"tile_h":4,"n_tiles":4,"warps_m":1,"m_unroll":1,"blocks_per_sm":1,"tiles":2,"tma":1,"sg_c":32,"n_per_warp":1}' ;;
 gmma)
   s=$(date +%s)
-  mma_cases _dw_mma _grouped_mma
+  gt_cases _dw_mma _grouped_mma
   gtune
   cd $OUT && tar czf gmma.tgz *.log tune-* && rm -f *.log tune-* ;;
 gtune)

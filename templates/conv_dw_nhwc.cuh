@@ -320,13 +320,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
           wq[j][t][a] = bytes_at(wraw, (j * CT_KD * CT_KH + t) * CT_KW + 4 * a,
                                  CT_KW - 4 * a < 4 ? CT_KW - 4 * a : 4);
   }
-  int acc[ROWS][PIX][CHANS];
-#pragma unroll
-  for (int r = 0; r < ROWS; r++)
-#pragma unroll
-    for (int p = 0; p < PIX; p++)
-#pragma unroll
-      for (int j = 0; j < CHANS; j++) acc[r][p][j] = 0;
+  typedef int acc_t;
 #else
   /* the thread's filters, CHANS x KVOL bytes from k0 x KVOL (4-aligned:
    * CHANS is), as floats */
@@ -341,14 +335,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
         wf[(4 * i + b) / KVOL][(4 * i + b) % KVOL] = (float)(signed char)(v >> (8 * b));
     }
   }
-  float acc[ROWS][PIX][CHANS];
+  typedef float acc_t;
+#endif
+  acc_t acc[ROWS][PIX][CHANS]; /* mac 1: int32 sums; 0: exact float sums */
 #pragma unroll
   for (int r = 0; r < ROWS; r++)
 #pragma unroll
     for (int p = 0; p < PIX; p++)
 #pragma unroll
-      for (int j = 0; j < CHANS; j++) acc[r][p][j] = 0.0f;
-#endif
+      for (int j = 0; j < CHANS; j++) acc[r][p][j] = acc_t(0);
 
 #pragma unroll
   for (int tz = 0; tz < CT_KD; tz++) {
