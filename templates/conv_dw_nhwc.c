@@ -33,9 +33,14 @@
 static const int chans_s[] = {4, 8, 16};
 static const int pix_s[] = {1, 2, 4, 8};
 static const int rows_s[] = {1, 2, 4, 8};
-static const int block_cs[] = {1, 2, 4, 8, 16, 32};
-static const int block_ws[] = {1, 2, 4, 8, 16, 32};
-static const int block_hs[] = {1, 2, 4, 8};
+/* 6, 12, 24 threads along channels and 7 along rows and columns: tiles
+ * that divide the channel counts of 3 x 2^n vectors (144, 192, 576, 240,
+ * 480, 672, 1152) and the 7 x 2^n sizes (112 to 7) of the mobile nets,
+ * where a power of two leaves up to half a tile of padding */
+static const int block_cs[] = {1, 2, 4, 6, 8, 12, 16, 24, 32};
+static const int block_ws[] = {1, 2, 4, 7, 8, 16, 32};
+static const int block_hs[] = {1, 2, 4, 7, 8};
+#define N_OF(a) ((int)(sizeof(a) / sizeof(a)[0]))
 static const int zero_one[] = {0, 1};
 static const int blocks_per_sms[] = {1, 2, 3, 4};
 
@@ -137,8 +142,8 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
                          p.m, g.dil[2]);
   if (p.staging && p.mode != 0)
     return template_fail(why, "staging needs the multiplier %ld to divide chans %ld", p.m, p.chans);
-  if (p.threads < 32 || p.threads > a->max_threads_per_block)
-    return template_fail(why, "%ld threads per block; 32 to %ld", p.threads,
+  if (p.threads < 32 || p.threads > a->max_threads_per_block || p.threads % 32)
+    return template_fail(why, "%ld threads per block; whole warps, 32 to %ld", p.threads,
                          a->max_threads_per_block);
   if (!template_tile_fits("block_w x pix", (long)p.bw * p.pix, 8, g.out[2], "output columns",
                           why) ||
@@ -244,9 +249,9 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
     for (int ic = 0; ic < 3; ic++)
       for (int ip = 0; ip < 4; ip++)
         for (int ir = 0; ir < 4; ir++)
-          for (int ibc = 0; ibc < 6; ibc++)
-            for (int ibw = 0; ibw < 6; ibw++)
-              for (int ibh = 0; ibh < 4; ibh++)
+          for (int ibc = 0; ibc < N_OF(block_cs); ibc++)
+            for (int ibw = 0; ibw < N_OF(block_ws); ibw++)
+              for (int ibh = 0; ibh < N_OF(block_hs); ibh++)
                 for (int mb = 1; mb <= 4; mb++) {
                   if (!(template_set_choice(s, &c, "chans", chans_s[ic]) &&
                         template_set_choice(s, &c, "pix", pix_s[ip]) &&
@@ -293,9 +298,9 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
   if (found) return 1;
   /* a layer too small or too large for those bounds: the first valid config */
   for (int ic = 0; ic < 3; ic++)
-    for (int ibc = 0; ibc < 6; ibc++)
-      for (int ibw = 0; ibw < 6; ibw++)
-        for (int ibh = 0; ibh < 4; ibh++) {
+    for (int ibc = 0; ibc < N_OF(block_cs); ibc++)
+      for (int ibw = 0; ibw < N_OF(block_ws); ibw++)
+        for (int ibh = 0; ibh < N_OF(block_hs); ibh++) {
           if (!(template_set_choice(s, &c, "chans", chans_s[ic]) &&
                 template_set_choice(s, &c, "pix", 1) && template_set_choice(s, &c, "rows", 1) &&
                 template_set_choice(s, &c, "block_c", block_cs[ibc]) &&

@@ -52,8 +52,8 @@ static_assert(ROWS == 1 || ROWS == 2 || ROWS == 4 || ROWS == 8, "rows: 1, 2, 4 o
 static_assert(MAC == 0 || MAC == 1, "mac: 0 (FP32 FFMA) or 1 (dp4a over taps)");
 static_assert(MAC == 0 || (DW_M == 1 && CT_DIL_W == 1), "mac 1: multiplier 1, no column dilation");
 static_assert(BLOCK_C >= 1 && BLOCK_C <= 32 && BLOCK_W >= 1 && BLOCK_W <= 32 && BLOCK_H >= 1 &&
-                  BLOCK_H <= 8,
-              "block_c, block_w: 1 to 32 threads; block_h: 1 to 8");
+                  BLOCK_H <= 8 && CT_THREADS % 32 == 0,
+              "block_c, block_w: 1 to 32 threads; block_h: 1 to 8; whole warps");
 static_assert(STAGING == 0 || STAGING == 1, "staging: 0 (direct) or 1 (shared memory)");
 static_assert(BLOCKS_PER_SM >= 1 && BLOCKS_PER_SM <= 4, "blocks_per_sm: 1 to 4");
 static_assert(CT_KR % CHANS == 0, "chans must divide K (one output vector a pixel)");
@@ -241,6 +241,33 @@ __device__ __forceinline__ void store8(void *__restrict__ out, const void *__res
 
 #endif
 
+/* load_chan of the CHANS channels from k0 (4-aligned, as the params
+ * arrays are): 16-byte loads, a quarter of load_chan's 4-byte ones. */
+__device__ __forceinline__ void load_chans(const int *__restrict__ params, const q_head &h, int k0,
+                                           q_chan (&qc)[CHANS]) {
+#pragma unroll
+  for (int j = 0; j < CHANS; j += 4) {
+    const int4 z = make_int4(0, 0, 0, 0);
+    const int4 o4 = CT_OFF ? *(const int4 *)&params[CTQ_HEADER + CTQ_OFF * KP + k0 + j] : z;
+    const int4 m4 = CT_QC ? *(const int4 *)&params[CTQ_HEADER + CTQ_MULTS * KP + k0 + j]
+                          : make_int4(h.mult, h.mult, h.mult, h.mult);
+    const int4 s4 = CT_QC ? *(const int4 *)&params[CTQ_HEADER + CTQ_SHIFTS * KP + k0 + j]
+                          : make_int4(h.shift, h.shift, h.shift, h.shift);
+    const int o[4] = {o4.x, o4.y, o4.z, o4.w}, m[4] = {m4.x, m4.y, m4.z, m4.w},
+              sh[4] = {s4.x, s4.y, s4.z, s4.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      q_chan &c = qc[j + i];
+      c.off = o[i], c.zw = 0, c.mult = m[i], c.shift = sh[i];
+#if CT_OUT != 0 && !CT_ONNX
+      c.f = ctq_fast_make(c.mult, c.shift, h.zp, h.fast);
+#else
+      c.f = ctq_fast{0, 0, 0, 0};
+#endif
+    }
+  }
+}
+
 /* ---- the kernel ---------------------------------------------------------- */
 extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     conv_dw_nhwc(const unsigned char *__restrict__ data, const unsigned char *__restrict__ weights,
@@ -294,7 +321,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     __syncthreads();
   }
 #endif
-  if (k0 >= CT_KR) return; /* no barrier follows */
+  /* no barrier follows: a thread whose channels, rows or columns are all
+   * past the layer's (the last tiles') stops here, and so does a warp of
+   * them, where it ran the loop on padding before */
+  if (k0 >= CT_KR || oh0 >= CT_OH || ow0 >= CT_OW) return;
 
   /* mode 2: each channel's input byte */
   int cin[MODE == 2 ? CHANS : 1];
@@ -321,6 +351,16 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
                                  CT_KW - 4 * a < 4 ? CT_KW - 4 * a : 4);
   }
   typedef int acc_t;
+  /* the sums start at the folded offset (corrected(): acc + off[k]): one
+   * 16-byte load of 4 channels' (the arrays are 16-byte aligned, k0 is
+   * 4-aligned) where the epilogue added it to each output */
+  int off0[CHANS];
+#pragma unroll
+  for (int j = 0; j < CHANS; j += 4) {
+    const int4 o = CT_OFF ? *(const int4 *)&params[CTQ_HEADER + CTQ_OFF * KP + k0 + j]
+                          : make_int4(0, 0, 0, 0);
+    off0[j] = o.x, off0[j + 1] = o.y, off0[j + 2] = o.z, off0[j + 3] = o.w;
+  }
 #else
   /* the thread's filters, CHANS x KVOL bytes from k0 x KVOL (4-aligned:
    * CHANS is), as floats */
@@ -337,13 +377,19 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   }
   typedef float acc_t;
 #endif
-  acc_t acc[ROWS][PIX][CHANS]; /* mac 1: int32 sums; 0: exact float sums */
+  acc_t acc[ROWS][PIX][CHANS]; /* mac 1: int32 sums from off[k]; 0: exact float sums */
 #pragma unroll
   for (int r = 0; r < ROWS; r++)
 #pragma unroll
     for (int p = 0; p < PIX; p++)
 #pragma unroll
-      for (int j = 0; j < CHANS; j++) acc[r][p][j] = acc_t(0);
+      for (int j = 0; j < CHANS; j++) {
+#if MAC
+        acc[r][p][j] = off0[j];
+#else
+        acc[r][p][j] = 0.0f;
+#endif
+      }
 
 #pragma unroll
   for (int tz = 0; tz < CT_KD; tz++) {
@@ -464,14 +510,14 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   const long m0 = ((long)n * CT_OD + od) * CT_OH; /* output row of (n, od, oh 0) */
   int v[ROWS][PIX][CHANS];
   q_chan qc[CHANS];
+  load_chans(params, qh, k0, qc);
 #pragma unroll
   for (int j = 0; j < CHANS; j++) {
-    qc[j] = load_chan(params, qh, k0 + j);
 #if MAC
 #pragma unroll
     for (int r = 0; r < ROWS; r++)
 #pragma unroll
-      for (int p = 0; p < PIX; p++) v[r][p][j] = acc[r][p][j] + qc[j].off; /* corrected() */
+      for (int p = 0; p < PIX; p++) v[r][p][j] = acc[r][p][j]; /* corrected(): seeded with off */
 #else
     const unsigned off = (unsigned)qc[j].off - 0x4B400000u; /* corrected(): acc + off[k] */
 #pragma unroll

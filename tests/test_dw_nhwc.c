@@ -306,6 +306,63 @@ START_TEST(mac1_refuses_a_multiplier) {
 }
 END_TEST
 
+/* The tiles beyond powers of two: on MobileNetV2's dw144_56 at batch 32,
+ * 12 x 4 channels a block divide 144 (3 blocks along grid y, where 32
+ * channels a block take 5 with half of the last idle) and 7 x 8 rows divide
+ * 56 (one tile a column of tiles); a block of part of a warp (12 x 4 x 7
+ * threads) is refused, and its instance fails the kernel's static_assert. */
+START_TEST(tiles_fit_the_mobile_sizes) {
+  const ct_workload w = dw_shape(0, 32, 144, 1, 56, 3, 1, 1);
+  const template_desc *tpl = tpl_of(&w);
+  arch a;
+  ck_assert_int_eq(arch_from_name("sm_90", &a, NULL), CT_OK);
+  space sp;
+  space_init(&sp);
+  ck_assert_int_eq(tpl->space(&w, &sp, NULL), CT_OK);
+  static const int tiles[][4] = {/* block_c, block_w, block_h, grid y */ {12, 8, 1, 3},
+                                 {8, 4, 7, 5},
+                                 {24, 4, 1, 2},
+                                 {6, 16, 1, 6},
+                                 {12, 4, 7, 3}};
+  for (int i = 0; i < 5; i++) {
+    config c;
+    ck_assert(tpl->preferred(&w, &sp, &a, &c));
+    ck_assert(template_set_choice(&sp, &c, "mac", 1));
+    ck_assert(template_set_choice(&sp, &c, "chans", 4));
+    ck_assert(template_set_choice(&sp, &c, "pix", 2));
+    ck_assert(template_set_choice(&sp, &c, "rows", 8));
+    ck_assert(template_set_choice(&sp, &c, "staging", 0));
+    ck_assert(template_set_choice(&sp, &c, "blocks_per_sm", 1));
+    ck_assert(template_set_choice(&sp, &c, "block_c", tiles[i][0]));
+    ck_assert(template_set_choice(&sp, &c, "block_w", tiles[i][1]));
+    ck_assert(template_set_choice(&sp, &c, "block_h", tiles[i][2]));
+    char why[TEMPLATE_WHY_MAX];
+    instance inst;
+    ct_err err = {0};
+    if (i == 4) { /* 336 threads */
+      ck_assert_int_eq(tpl->valid(&w, &sp, &c, &a, why), 0);
+      ck_assert_ptr_nonnull(strstr(why, "whole warps"));
+      memset(&inst, 0, sizeof inst);
+      inst.tpl = tpl;
+      ck_assert_int_eq(tpl->instance(&w, &sp, &c, &a, &inst, NULL), CT_OK);
+      cubin cb;
+      ck_assert_int_eq(nvrtc_compile(&inst, &a, &cb, &err), CT_ERR_NVRTC);
+      ck_assert_ptr_nonnull(strstr(cb.log, "whole warps"));
+      cubin_free(&cb);
+      break;
+    }
+    ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "tile %d: %s", i, why);
+    ck_assert_msg(instance_make(tpl, &w, &sp, &c, &a, &inst, &err) == CT_OK, "%s", err.msg);
+    ck_assert_uint_eq(inst.grid[1], (unsigned)tiles[i][3]);
+    /* 56 columns in tiles of block_w x 2, 56 rows in tiles of block_h x 8 */
+    const unsigned tw = (56 + 2 * tiles[i][1] - 1) / (2 * tiles[i][1]),
+                   th = (56 + 8 * tiles[i][2] - 1) / (8 * tiles[i][2]);
+    ck_assert_uint_eq(inst.grid[0], 32u * tw * th);
+  }
+  space_free(&sp);
+}
+END_TEST
+
 /* mac 1 on the depthwise shapes that ship (MobileNetV2's 3x3, EfficientNet's
  * 5x5 stride 2, CSN's 3x3x3), at the widest tiles its knobs allow: valid,
  * and compiled for sm_90 without spills. */
@@ -359,6 +416,7 @@ static void add_cpu(TCase *tc) {
 static void add_compile(TCase *tc) {
   tcase_add_test(tc, an_invalid_point_fails_to_compile);
   tcase_add_test(tc, mac1_refuses_a_multiplier);
+  tcase_add_test(tc, tiles_fit_the_mobile_sizes);
   tcase_add_test(tc, mac1_compiles_without_spills);
   tcase_add_loop_test(tc, configs_compile_for_sm90_and_sm80, 0, N_CASES);
 }
