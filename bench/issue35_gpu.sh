@@ -36,7 +36,7 @@
 #   dwsets  the three depthwise sets' bench at batch 32 (nhwc / ndhwc) against cuDNN
 #   dwsan   compute-sanitizer over the depthwise CUDA-core templates' mac 1 (memcheck and
 #           initcheck; racecheck and synccheck where the window is staged): direct and staged
-#           windows, uint8 with a data zero point and a residual, 5x5 stride 2, 3D
+#           windows, uint8 with a data zero point and a residual, 5x5 stride 2, 3D, stream 1 and 2
 #   dwmodel [B]  the MobileNetV2 model at batch B (default 32) tuned (150 s; batch 1: 60 s; every
 #           template) into /tmp/t.db, then bench --model against cuDNN; the depthwise nodes' sums
 #   dwcheck test_gpu_dispatch's grouped case on /tmp/t.db at batch 1, 3 and 32 (every layer of
@@ -233,12 +233,16 @@ dwsan)
       echo "$tool $t $k $c: $(echo "$out" | grep -E "SUMMARY|config_run" | tr '\n' ' ') rc=$rc"
     done
   }
-  D='"blocks_per_sm":1,"mac":1'
+  D='"blocks_per_sm":1,"mac":1,"stream":0'
   dsan conv2d_nhwc_dw $K2 '{"chans":4,"pix":2,"rows":8,"block_c":4,"block_w":4,"block_h":2,"staging":0,'"$D"'}' memcheck initcheck
   dsan conv2d_nhwc_dw $K2 '{"chans":8,"pix":2,"rows":4,"block_c":2,"block_w":4,"block_h":4,"staging":1,'"$D"'}' memcheck initcheck racecheck synccheck
   dsan conv2d_nhwc_dw $K2Z '{"chans":4,"pix":2,"rows":2,"block_c":2,"block_w":4,"block_h":4,"staging":0,'"$D"'}' memcheck initcheck
   dsan conv2d_nhwc_dw $K2Z '{"chans":8,"pix":2,"rows":2,"block_c":2,"block_w":4,"block_h":4,"staging":1,'"$D"'}' memcheck initcheck racecheck
-  dsan conv3d_ndhwc_dw $K3 '{"chans":4,"pix":2,"rows":4,"block_c":8,"block_w":2,"block_h":2,"staging":0,'"$D"'}' memcheck initcheck ;;
+  dsan conv3d_ndhwc_dw $K3 '{"chans":4,"pix":2,"rows":4,"block_c":8,"block_w":2,"block_h":2,"staging":0,'"$D"'}' memcheck initcheck
+  # stream: 2 and 1 steps ahead (the 5x5 stride 2 one: uint8, a data zero point, a residual)
+  S='"staging":0,"blocks_per_sm":1,"mac":1'
+  dsan conv2d_nhwc_dw $K2 '{"chans":4,"pix":1,"rows":14,"block_c":4,"block_w":8,"block_h":1,"stream":2,'"$S"'}' memcheck initcheck
+  dsan conv2d_nhwc_dw $K2Z '{"chans":4,"pix":2,"rows":7,"block_c":2,"block_w":8,"block_h":2,"stream":1,'"$S"'}' memcheck initcheck ;;
 dwmodel)
   s=$(date +%s) MB=${2:-32}
   tq model-b$MB --model $MODEL --batch $MB --time-budget $((MB > 1 ? 150 : 60))
