@@ -49,11 +49,16 @@ static const int streams[] = {0, 1, 2};
 static const int blocks_per_sms[] = {1, 2, 3, 4};
 
 static const knob_def knobs[] = {
-    KNOB("chans", chans_s, 8),    KNOB("pix", pix_s, 4),
-    KNOB("rows", rows_s, 2),      KNOB("block_c", block_cs, 4),
-    KNOB("block_w", block_ws, 8), KNOB("block_h", block_hs, 4),
-    KNOB("staging", zero_one, 0), KNOB("blocks_per_sm", blocks_per_sms, 2),
-    KNOB("mac", zero_one, 0),     KNOB("stream", streams, 0),
+    KNOB("chans", chans_s, 8),
+    KNOB("pix", pix_s, 4),
+    KNOB("rows", rows_s, 2),
+    KNOB("block_c", block_cs, 4),
+    KNOB("block_w", block_ws, 8),
+    KNOB("block_h", block_hs, 4),
+    KNOB("staging", zero_one, 0),
+    KNOB("blocks_per_sm", blocks_per_sms, 2),
+    KNOB("mac", zero_one, 0),
+    KNOB("stream", streams, 0),
     KNOB_END,
 };
 

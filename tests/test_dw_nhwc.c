@@ -128,7 +128,7 @@ static void emulate_stream(const ct_workload *w, const geom3 *g, int CH, int PIX
   ck_assert_int_le(SHW, 8);
   ck_assert_int_le(4 * XB, 64);
   static unsigned char ring[8][64][16], slot[2][8][64][16]; /* [row][x][channel] streams */
-  memset(ring, 0xcd, sizeof ring); /* poison: a stale ring row shows */
+  memset(ring, 0xcd, sizeof ring);                          /* poison: a stale ring row shows */
   memset(slot, 0xcd, sizeof slot);
   /* input row iy (absolute) as raw bytes per column: the zero point where
    * outside, zero in the columns no tap reads */
@@ -143,9 +143,10 @@ static void emulate_stream(const ct_workload *w, const geom3 *g, int CH, int PIX
     const int in = inz && (iy) >= 0 && (iy) < g->in[1] && ix >= 0 && ix < g->in[2];                \
     for (int j = 0; j < CH; j++) {                                                                 \
       *bad += k0 + j >= C;                                                                         \
-      (dst)[xc][j] = !used ? 0                                                                     \
-                     : in  ? x[(((n * g->in[0] + iz0) * g->in[1] + (iy)) * g->in[2] + ix) * C + k0 + j] \
-                           : (unsigned char)zx;                                                    \
+      (dst)[xc][j] =                                                                               \
+          !used ? 0                                                                                \
+          : in  ? x[(((n * g->in[0] + iz0) * g->in[1] + (iy)) * g->in[2] + ix) * C + k0 + j]       \
+                : (unsigned char)zx;                                                                \
     }                                                                                              \
   }                                                                                                \
   for (long xc = WROW; xc < 64; xc++)                                                              \
@@ -470,9 +471,8 @@ START_TEST(stream_compiles_without_spills) {
     space_free(&sp);
   }
   static const int shapes[][4] = {{144, 56, 3, 1}, {240, 28, 5, 1}, {144, 56, 5, 2}};
-  static const int tiles[][4] = {/* chans, pix, stream, block_w */ {4, 1, 2, 8},
-                                 {8, 1, 1, 4},
-                                 {4, 2, 2, 8}};
+  static const int tiles[][4] = {
+      /* chans, pix, stream, block_w */ {4, 1, 2, 8}, {8, 1, 1, 4}, {4, 2, 2, 8}};
   for (int si = 0; si < 3; si++)
     for (int ti = 0; ti < 3; ti++) {
       const ct_workload w = dw_shape(0, 32, shapes[si][0], 1, shapes[si][1], shapes[si][2],
