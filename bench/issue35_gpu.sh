@@ -32,11 +32,12 @@
 #           a kernel row's taps) alone: their GPU cases (16 configs a workload, every launch
 #           traced, so the mac 1 ones are counted), then the depthwise layers of the three
 #           depthwise sets at batch 32 tuned on them into /tmp/t.db (int8 output, bias,
-#           per-channel scales), each layer's best config listed
+#           per-channel scales), each layer's best config listed. DW_NO_GT=1: the tuning
+#           alone; DW_TRIALS, DW_ES, DW_TB: trials, early stopping, seconds a layer (80, 32, 5)
 #   dwsets  the three depthwise sets' bench at batch 32 (nhwc / ndhwc) against cuDNN
 #   dwsan   compute-sanitizer over the depthwise CUDA-core templates' mac 1 (memcheck and
 #           initcheck; racecheck and synccheck where the window is staged): direct and staged
-#           windows, uint8 with a data zero point and a residual, 5x5 stride 2, 3D, stream 1 and 2
+#           windows, uint8 with a data zero point and a residual, 5x5 stride 2, 3D, 7 rows a thread
 #   dwmodel [B]  the MobileNetV2 model at batch B (default 32) tuned (150 s; batch 1: 60 s; every
 #           template) into /tmp/t.db, then bench --model against cuDNN; the depthwise nodes' sums
 #   dwcheck test_gpu_dispatch's grouped case on /tmp/t.db at batch 1, 3 and 32 (every layer of
@@ -198,8 +199,8 @@ dwmma)
   cd $OUT && tar czf dwmma.tgz *.log tune-* && rm -f *.log tune-* ;;
 dp4a)
   s=$(date +%s)
-  gt_cases 'conv2d_nhwc_dw$' 'conv3d_ndhwc_dw$'
-  Q="--batch 32 --out int8 --epilogue bias,qc --trials 80 --early-stopping 32 --time-budget 5"
+  [ -n "${DW_NO_GT:-}" ] || gt_cases 'conv2d_nhwc_dw$' 'conv3d_ndhwc_dw$'
+  Q="--batch 32 --out int8 --epilogue bias,qc --trials ${DW_TRIALS:-80} --early-stopping ${DW_ES:-32} --time-budget ${DW_TB:-5}"
   tq mobilenetv2-dw --set mobilenetv2 --layout nhwc $Q --template conv2d_nhwc_dw
   tq efficientnet-dw --set efficientnet_b0_dw --layout nhwc $Q --template conv2d_nhwc_dw
   tq csn-dw --set csn_dw3d --layout ndhwc $Q --template conv3d_ndhwc_dw
@@ -233,16 +234,14 @@ dwsan)
       echo "$tool $t $k $c: $(echo "$out" | grep -E "SUMMARY|config_run" | tr '\n' ' ') rc=$rc"
     done
   }
-  D='"blocks_per_sm":1,"mac":1,"stream":0'
+  D='"blocks_per_sm":1,"mac":1'
   dsan conv2d_nhwc_dw $K2 '{"chans":4,"pix":2,"rows":8,"block_c":4,"block_w":4,"block_h":2,"staging":0,'"$D"'}' memcheck initcheck
   dsan conv2d_nhwc_dw $K2 '{"chans":8,"pix":2,"rows":4,"block_c":2,"block_w":4,"block_h":4,"staging":1,'"$D"'}' memcheck initcheck racecheck synccheck
   dsan conv2d_nhwc_dw $K2Z '{"chans":4,"pix":2,"rows":2,"block_c":2,"block_w":4,"block_h":4,"staging":0,'"$D"'}' memcheck initcheck
   dsan conv2d_nhwc_dw $K2Z '{"chans":8,"pix":2,"rows":2,"block_c":2,"block_w":4,"block_h":4,"staging":1,'"$D"'}' memcheck initcheck racecheck
   dsan conv3d_ndhwc_dw $K3 '{"chans":4,"pix":2,"rows":4,"block_c":8,"block_w":2,"block_h":2,"staging":0,'"$D"'}' memcheck initcheck
-  # stream: 2 and 1 steps ahead (the 5x5 stride 2 one: uint8, a data zero point, a residual)
-  S='"staging":0,"blocks_per_sm":1,"mac":1'
-  dsan conv2d_nhwc_dw $K2 '{"chans":4,"pix":1,"rows":14,"block_c":4,"block_w":8,"block_h":1,"stream":2,'"$S"'}' memcheck initcheck
-  dsan conv2d_nhwc_dw $K2Z '{"chans":4,"pix":2,"rows":7,"block_c":2,"block_w":8,"block_h":2,"stream":1,'"$S"'}' memcheck initcheck ;;
+  # 7 rows a thread, 12 threads along channels
+  dsan conv2d_nhwc_dw $K2 '{"chans":4,"pix":2,"rows":7,"block_c":12,"block_w":8,"block_h":1,"staging":0,'"$D"'}' memcheck initcheck ;;
 dwmodel)
   s=$(date +%s) MB=${2:-32}
   tq model-b$MB --model $MODEL --batch $MB --time-budget $((MB > 1 ? 150 : 60))

@@ -4,7 +4,7 @@
  * over a kernel row's taps. Data NDHWC, weights ODHWI [K][kd][kh][kw][1],
  * output NDHWC; one output depth a block (the grid runs over D). The body
  * is conv_dw_nhwc.cuh. Knobs: chans, pix, rows, block_c, block_w, block_h,
- * staging, blocks_per_sm, mac, stream.
+ * staging, blocks_per_sm, mac.
  * templates/conv_dw_nhwc.c's knob table describes them and sets each as a
  * -D macro, its name in upper case.
  */

@@ -8,11 +8,9 @@
  * Knobs: chans (a thread's consecutive output channels: 4, 8, 16), pix and
  * rows (its output columns and rows), block_c, block_w, block_h (threads
  * of a block along channels, columns, rows), staging (1: the block's
- * input window in shared memory), blocks_per_sm (launch bounds), mac
+ * input window in shared memory), blocks_per_sm (launch bounds) and mac
  * (0: FFMA on the FP32 pipe; 1: dp4a over 4 taps, multiplier 1 and no
- * column dilation) and stream (0: a thread's rows at once; 1, 2: mac 1
- * walking its rows with a ring of the window's rows, loads 1 or 2 output
- * rows ahead; rows up to 56).
+ * column dilation).
  *
  * Validity (each a fact of the kernel): chans divides K; staging only
  * where M divides chans; 32 to 1024 threads; a register estimate (the
@@ -34,32 +32,24 @@
 
 static const int chans_s[] = {4, 8, 16};
 static const int pix_s[] = {1, 2, 4, 8};
-/* rows above 8: stream only (a thread holds one row of sums) */
-static const int rows_s[] = {1, 2, 4, 7, 8, 14, 28, 56};
-/* 6, 12, 24 threads along channels and 7 along rows and columns: tiles
- * that divide the channel counts of 3 x 2^n vectors (144, 192, 576, 240,
- * 480, 672, 1152) and the 7 x 2^n sizes (112 to 7) of the mobile nets,
- * where a power of two leaves up to half a tile of padding */
+static const int rows_s[] = {1, 2, 4, 7, 8};
+/* 6, 12, 24 threads along channels, 7 along rows and columns and 7 rows
+ * a thread: tiles that divide the channel counts of 3 x 2^n vectors (144,
+ * 192, 576, 240, 480, 672, 1152) and the 7 x 2^n sizes (112 to 7) of the
+ * mobile nets, where a power of two leaves up to half a tile of padding */
 static const int block_cs[] = {1, 2, 4, 6, 8, 12, 16, 24, 32};
 static const int block_ws[] = {1, 2, 4, 7, 8, 16, 32};
 static const int block_hs[] = {1, 2, 4, 7, 8};
 #define N_OF(a) ((int)(sizeof(a) / sizeof(a)[0]))
 static const int zero_one[] = {0, 1};
-static const int streams[] = {0, 1, 2};
 static const int blocks_per_sms[] = {1, 2, 3, 4};
 
 static const knob_def knobs[] = {
-    KNOB("chans", chans_s, 8),
-    KNOB("pix", pix_s, 4),
-    KNOB("rows", rows_s, 2),
-    KNOB("block_c", block_cs, 4),
-    KNOB("block_w", block_ws, 8),
-    KNOB("block_h", block_hs, 4),
-    KNOB("staging", zero_one, 0),
-    KNOB("blocks_per_sm", blocks_per_sms, 2),
-    KNOB("mac", zero_one, 0),
-    KNOB("stream", streams, 0),
-    KNOB_END,
+    KNOB("chans", chans_s, 8),    KNOB("pix", pix_s, 4),
+    KNOB("rows", rows_s, 2),      KNOB("block_c", block_cs, 4),
+    KNOB("block_w", block_ws, 8), KNOB("block_h", block_hs, 4),
+    KNOB("staging", zero_one, 0), KNOB("blocks_per_sm", blocks_per_sms, 2),
+    KNOB("mac", zero_one, 0),     KNOB_END,
 };
 
 static long kvol_of(const ct_workload *w) {
@@ -84,7 +74,7 @@ static const char *refusal(const ct_workload *w, ct_op op) {
 }
 
 typedef struct dplan {
-  int chans, pix, rows, bc, bw, bh, staging, minb, mac, stream;
+  int chans, pix, rows, bc, bw, bh, staging, minb, mac;
   long m, mode, nin, nw, threads, wrow, hrow, www, whh, cwp, smem_bytes, kvol;
   long acc, regs, grid_x, grid_y, tiles_pix, m_total, loads;
 } dplan;
@@ -106,7 +96,6 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, d
   p->staging = knobs_get(knobs, s, cfg, "staging");
   p->minb = knobs_get(knobs, s, cfg, "blocks_per_sm");
   p->mac = knobs_get(knobs, s, cfg, "mac");
-  p->stream = knobs_get(knobs, s, cfg, "stream");
   p->m = w->c > 0 ? w->k / w->c : 1;
   p->mode = p->chans % p->m == 0 ? 0 : p->m % p->chans == 0 ? 1 : 2;
   p->nin = p->mode == 0 ? p->chans / p->m : p->mode == 1 ? 1 : p->chans;
@@ -131,22 +120,13 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, d
                            : p->chans * p->kvol + p->acc + p->wrow * p->nw + p->nin;
   const long epi = p->acc + 6L * p->chans;
   p->regs = (loop > epi ? loop : epi) + DW_REG_OVERHEAD;
-  /* stream: the ring of the window's rows (each output column's tap
-   * words), the slots of rows loaded ahead, one row of sums, the filter
-   * words, each channel's params (held through the loop) */
-  const long shw = (g.ker[1] - 1) * g.dil[1] + 1, snr = g.str[1] < shw ? g.str[1] : shw;
-  if (p->stream) {
-    p->regs = shw * p->pix * kww * p->chans + (long)p->stream * snr * p->wrow * p->nw +
-              (long)p->pix * p->chans + p->chans * g.ker[1] * kww + 6L * p->chans + DW_REG_OVERHEAD;
-    p->acc = (long)p->pix * p->chans;
-  }
   p->grid_x = g.n * g.out[0] * ceil_div(g.out[1], (long)p->bh * p->rows) *
               ceil_div(g.out[2], (long)p->bw * p->pix);
   p->grid_y = ceil_div(g.k, (long)p->bc * p->chans);
   p->tiles_pix = p->grid_x * p->bh * p->rows * p->bw * p->pix;
   p->m_total = g.n * g.out[0] * g.out[1] * g.out[2];
   /* input pixels a thread loads per output pixel (ALU: one PRMT a byte) */
-  p->loads = p->stream ? (shw + (p->rows - 1) * snr) * p->wrow : g.ker[0] * p->hrow * p->wrow;
+  p->loads = g.ker[0] * p->hrow * p->wrow;
 }
 
 static int valid(const ct_workload *w, const space *s, const config *cfg, const arch *a,
@@ -160,11 +140,6 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
     return template_fail(why,
                          "mac 1 needs the multiplier 1 (is %ld) and no column dilation (is %ld)",
                          p.m, g.dil[2]);
-  if (p.stream && (!p.mac || p.staging || g.ker[0] != 1))
-    return template_fail(why, "stream %ld needs mac 1, no staging and one depth tap (has %ld)",
-                         p.stream, g.ker[0]);
-  if (!p.stream && p.rows > 8)
-    return template_fail(why, "rows %ld: above %ld only with stream", p.rows, 8);
   if (p.staging && p.mode != 0)
     return template_fail(why, "staging needs the multiplier %ld to divide chans %ld", p.m, p.chans);
   if (p.threads < 32 || p.threads > a->max_threads_per_block || p.threads % 32)
@@ -241,8 +216,7 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
                       (double)p.loads / ((double)p.pix * p.rows),
                       p.m,
                       (double)p.m_total / (double)p.tiles_pix,
-                      p.mac + 1,
-                      p.stream + 1};
+                      p.mac + 1};
   return template_features(v, (int)(sizeof v / sizeof v[0]), out, max);
 }
 
@@ -287,7 +261,6 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
                         template_set_choice(s, &c, "block_h", block_hs[ibh]) &&
                         template_set_choice(s, &c, "staging", 0) &&
                         template_set_choice(s, &c, "mac", mac) &&
-                        template_set_choice(s, &c, "stream", 0) &&
                         template_set_choice(s, &c, "blocks_per_sm", mb)))
                     continue;
                   if (!valid(w, s, &c, a, NULL)) continue;
@@ -334,7 +307,6 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
                 template_set_choice(s, &c, "block_w", block_ws[ibw]) &&
                 template_set_choice(s, &c, "block_h", block_hs[ibh]) &&
                 template_set_choice(s, &c, "staging", 0) && template_set_choice(s, &c, "mac", 0) &&
-                template_set_choice(s, &c, "stream", 0) &&
                 template_set_choice(s, &c, "blocks_per_sm", 1)))
             continue;
           if (valid(w, s, &c, a, NULL)) {

@@ -48,13 +48,9 @@ static_assert(DW_C > 0 && (DW_C + 3) / 4 == CT_C4, "DW_C must round up to 4 * CT
 static_assert(DW_M >= 1 && CT_KR == DW_C * DW_M, "depthwise: K = M x C");
 static_assert(CHANS == 4 || CHANS == 8 || CHANS == 16, "chans: 4, 8 or 16");
 static_assert(PIX == 1 || PIX == 2 || PIX == 4 || PIX == 8, "pix: 1 to 8");
-static_assert(ROWS >= 1 && (ROWS <= 8 || (STREAM && ROWS <= 56)),
-              "rows: 1 to 8 (a thread's accumulators); stream: up to 56");
+static_assert(ROWS >= 1 && ROWS <= 8, "rows: 1 to 8");
 static_assert(MAC == 0 || MAC == 1, "mac: 0 (FP32 FFMA) or 1 (dp4a over taps)");
 static_assert(MAC == 0 || (DW_M == 1 && CT_DIL_W == 1), "mac 1: multiplier 1, no column dilation");
-static_assert(STREAM >= 0 && STREAM <= 2, "stream: 0 (off), 1 or 2 (steps loaded ahead)");
-static_assert(STREAM == 0 || (MAC == 1 && STAGING == 0 && CT_KD == 1),
-              "stream: mac 1, no staging, one depth tap");
 static_assert(BLOCK_C >= 1 && BLOCK_C <= 32 && BLOCK_W >= 1 && BLOCK_W <= 32 && BLOCK_H >= 1 &&
                   BLOCK_H <= 8 && CT_THREADS % 32 == 0,
               "block_c, block_w: 1 to 32 threads; block_h: 1 to 8; whole warps");
@@ -185,78 +181,65 @@ __device__ __forceinline__ int fast_value(const ctq_fast &f, int v) {
   return ((int)(p >> 32) - (int)borrow) >> f.sh;
 }
 
-/* The 8-bit epilogue of one output row of a thread (v: corrected sums,
- * PIX x CHANS), every pair of channels in requant2's form RQ: one branch a
- * thread, so that the pixels' requantizations interleave (a branch per
- * pair fenced each). */
+/* The 8-bit epilogue of a thread's outputs (v: corrected sums), every pair
+ * of channels in requant2's form RQ: one branch a thread, so that the
+ * pixels' requantizations interleave (a branch per pair fenced each). */
 template <int RQ>
-__device__ __forceinline__ void store8_row(void *__restrict__ out,
-                                           const void *__restrict__ residual, const q_head &qh,
-                                           const q_chan (&qc)[CHANS], const int (&v)[PIX][CHANS],
-                                           long m0, int oh, int ow0, int k0) {
-  if (oh >= CT_OH) return;
+__device__ __forceinline__ void store8(void *__restrict__ out, const void *__restrict__ residual,
+                                       const q_head &qh, const q_chan (&qc)[CHANS],
+                                       const int (&v)[ROWS][PIX][CHANS], long m0, int oh0, int ow0,
+                                       int k0) {
 #pragma unroll
-  for (int p = 0; p < PIX; p++) {
-    const int ow = ow0 + p;
-    if (ow >= CT_OW) continue;
-    const long o = ((m0 + oh) * CT_OW + ow) * CT_KR + k0;
-    unsigned rb[CHANS / 4];
+  for (int r = 0; r < ROWS; r++)
 #pragma unroll
-    for (int i = 0; i < CHANS / 4; i++) rb[i] = 0;
-    if (CT_RES) {
-      const unsigned char *rp = (const unsigned char *)residual + o;
-      if (CHANS == 16) {
-        const uint4 q = *(const uint4 *)rp;
-        rb[0] = q.x, rb[CHANS > 4 ? 1 : 0] = q.y, rb[CHANS > 8 ? 2 : 0] = q.z,
-        rb[CHANS > 8 ? 3 : 0] = q.w;
-      } else if (CHANS == 8) {
-        const uint2 q = *(const uint2 *)rp;
-        rb[0] = q.x, rb[CHANS > 4 ? 1 : 0] = q.y;
-      } else {
-        rb[0] = *(const unsigned *)rp;
+    for (int p = 0; p < PIX; p++) {
+      const int oh = oh0 + r, ow = ow0 + p;
+      if (oh >= CT_OH || ow >= CT_OW) continue;
+      const long o = ((m0 + oh) * CT_OW + ow) * CT_KR + k0;
+      unsigned rb[CHANS / 4];
+#pragma unroll
+      for (int i = 0; i < CHANS / 4; i++) rb[i] = 0;
+      if (CT_RES) {
+        const unsigned char *rp = (const unsigned char *)residual + o;
+        if (CHANS == 16) {
+          const uint4 q = *(const uint4 *)rp;
+          rb[0] = q.x, rb[CHANS > 4 ? 1 : 0] = q.y, rb[CHANS > 8 ? 2 : 0] = q.z,
+          rb[CHANS > 8 ? 3 : 0] = q.w;
+        } else if (CHANS == 8) {
+          const uint2 q = *(const uint2 *)rp;
+          rb[0] = q.x, rb[CHANS > 4 ? 1 : 0] = q.y;
+        } else {
+          rb[0] = *(const unsigned *)rp;
+        }
       }
-    }
-    /* pairs of channels: bytes 0, 1 of a requant2 word */
-    unsigned half[CHANS / 2];
+      /* pairs of channels: bytes 0, 1 of a requant2 word */
+      unsigned half[CHANS / 2];
 #pragma unroll
-    for (int j = 0; j < CHANS; j += 2) {
-      if (RQ == RQ_SAT && !CT_ONNX) { /* requant2's RQ_SAT */
-        const int y0 = fast_value(qc[j].f, v[p][j]), y1 = fast_value(qc[j + 1].f, v[p][j + 1]);
-        half[j / 2] = pack_sat2(y0 > qh.lo ? y0 : qh.lo, y1 > qh.lo ? y1 : qh.lo);
-      } else {
-        half[j / 2] = requant2<RQ>(qh, qc[j], qc[j + 1], v[p][j], v[p][j + 1],
-                                   rb[j / 4] >> (8 * (j % 4)));
+      for (int j = 0; j < CHANS; j += 2) {
+        if (RQ == RQ_SAT && !CT_ONNX) { /* requant2's RQ_SAT */
+          const int y0 = fast_value(qc[j].f, v[r][p][j]),
+                    y1 = fast_value(qc[j + 1].f, v[r][p][j + 1]);
+          half[j / 2] = pack_sat2(y0 > qh.lo ? y0 : qh.lo, y1 > qh.lo ? y1 : qh.lo);
+        } else {
+          half[j / 2] = requant2<RQ>(qh, qc[j], qc[j + 1], v[r][p][j], v[r][p][j + 1],
+                                     rb[j / 4] >> (8 * (j % 4)));
+        }
       }
-    }
-    unsigned w8[CHANS / 4];
+      unsigned w8[CHANS / 4];
 #pragma unroll
-    for (int i = 0; i < CHANS / 4; i++) w8[i] = join_halves(half[2 * i], half[2 * i + 1]);
-    unsigned char *op = (unsigned char *)out + o;
-    if (CHANS == 16)
-      *(uint4 *)op =
-          make_uint4(w8[0], w8[CHANS > 4 ? 1 : 0], w8[CHANS > 8 ? 2 : 0], w8[CHANS > 8 ? 3 : 0]);
-    else if (CHANS == 8)
-      *(uint2 *)op = make_uint2(w8[0], w8[CHANS > 4 ? 1 : 0]);
-    else
-      *(unsigned *)op = w8[0];
-  }
+      for (int i = 0; i < CHANS / 4; i++) w8[i] = join_halves(half[2 * i], half[2 * i + 1]);
+      unsigned char *op = (unsigned char *)out + o;
+      if (CHANS == 16)
+        *(uint4 *)op =
+            make_uint4(w8[0], w8[CHANS > 4 ? 1 : 0], w8[CHANS > 8 ? 2 : 0], w8[CHANS > 8 ? 3 : 0]);
+      else if (CHANS == 8)
+        *(uint2 *)op = make_uint2(w8[0], w8[CHANS > 4 ? 1 : 0]);
+      else
+        *(unsigned *)op = w8[0];
+    }
 }
-#endif
 
-/* The int32 output of one row of a thread. */
-__device__ __forceinline__ void store32_row(void *__restrict__ out, const int (&v)[PIX][CHANS],
-                                            long m0, int oh, int ow0, int k0) {
-  if (oh >= CT_OH) return;
-#pragma unroll
-  for (int p = 0; p < PIX; p++) {
-    const int ow = ow0 + p;
-    if (ow >= CT_OW) continue;
-    int4 *o = (int4 *)((int *)out + ((m0 + oh) * CT_OW + ow) * CT_KR + k0);
-#pragma unroll
-    for (int j = 0; j < CHANS; j += 4)
-      o[j / 4] = make_int4(v[p][j], v[p][j + 1], v[p][j + 2], v[p][j + 3]);
-  }
-}
+#endif
 
 /* load_chan of the CHANS channels from k0 (4-aligned, as the params
  * arrays are): 16-byte loads, a quarter of load_chan's 4-byte ones. */
@@ -284,147 +267,6 @@ __device__ __forceinline__ void load_chans(const int *__restrict__ params, const
     }
   }
 }
-
-/* ---- stream (mac 1, one depth tap) -----------------------------------------
- * A thread walks down its ROWS output rows one step at a time (an output
- * row of PIX x CHANS), where the other path holds all of them. The window's
- * SHW input rows stay in a ring as each output column's shifted tap words
- * (made once, when the row comes in: 8 PRMTs a 4 x 4 transpose, one a
- * shifted word); a step brings in SNR new rows, which were loaded STREAM
- * steps earlier into a slot of raw words, loads the rows of step r + STREAM
- * into the slot it freed, runs the dp4a over the ring and stores the row.
- * The loads are in flight across STREAM steps of work and a thread holds
- * one row of sums, so registers do not grow with the rows. The step loop is
- * unrolled by SU steps, a multiple of the ring's period and of STREAM, so
- * that ring and slot indices are constants; it is not unrolled further
- * (ptxas would hoist the loads again). */
-__host__ __device__ constexpr int ct_gcd(int a, int b) {
-  return b ? ct_gcd(b, a % b) : a;
-}
-#define SHW  ((CT_KH - 1) * CT_DIL_H + 1)         /* input rows an output row's window spans */
-#define SNR  (CT_STR_H < SHW ? CT_STR_H : SHW)    /* new input rows a step */
-#define SPER (SHW / ct_gcd(SHW, CT_STR_H))        /* steps before the ring's indices repeat */
-#define SU   (STREAM ? SPER / ct_gcd(SPER, STREAM) * STREAM : 1) /* lcm(SPER, STREAM) */
-
-#if STREAM
-/* Input row iy (absolute) into raw words: padding (padw) where the row or
- * the column lies outside, zero where no tap reads the column. */
-__device__ __forceinline__ void stream_load(unsigned (&dst)[WROW][NW],
-                                            const unsigned char *__restrict__ plane, bool inz,
-                                            int iy, const bool (&colok)[WROW], int ix0, int ci,
-                                            unsigned padw) {
-  const bool rowok = inz && iy >= 0 && iy < CT_IH;
-  const unsigned char *rowp = plane + ((long)iy * CT_IW + ix0) * DW_C + ci;
-#pragma unroll
-  for (int x = 0; x < WROW; x++) {
-    if (!col_used(x)) {
-#pragma unroll
-      for (int w = 0; w < NW; w++) dst[x][w] = 0u;
-    } else if (rowok && colok[x]) {
-      load_px(dst[x], rowp + (long)x * DW_C);
-    } else {
-#pragma unroll
-      for (int w = 0; w < NW; w++) dst[x][w] = padw;
-    }
-  }
-}
-
-/* A row's raw words into the ring: CHANS byte streams along x (4 x 4
- * transposes), then each output column's tap words. */
-__device__ __forceinline__ void stream_put(unsigned (&xt)[PIX][KWW][CHANS],
-                                           const unsigned (&xw)[WROW][NW]) {
-  unsigned xs[CHANS][XB];
-#pragma unroll
-  for (int i = 0; i < NW; i++)
-#pragma unroll
-    for (int q = 0; q < XB; q++) {
-      unsigned pw[4];
-#pragma unroll
-      for (int b = 0; b < 4; b++) pw[b] = 4 * q + b < WROW ? xw[4 * q + b < WROW ? 4 * q + b : 0][i] : 0u;
-      transpose4(pw[0], pw[1], pw[2], pw[3], xs[4 * i][q], xs[4 * i + 1][q], xs[4 * i + 2][q],
-                 xs[4 * i + 3][q]);
-    }
-#pragma unroll
-  for (int p = 0; p < PIX; p++)
-#pragma unroll
-    for (int a = 0; a < KWW; a++)
-#pragma unroll
-      for (int j = 0; j < CHANS; j++) xt[p][a][j] = bytes_at(xs[j], p * CT_STR_W + 4 * a, 4);
-}
-
-/* The strip: RQ the 8-bit epilogue's form (any for int32 output). */
-template <int RQ>
-__device__ __forceinline__ void stream_strip(const unsigned char *__restrict__ plane, bool inz,
-                                             void *__restrict__ out,
-                                             const void *__restrict__ residual, const q_head &qh,
-                                             const q_chan (&qc)[CHANS],
-                                             const unsigned (&wq)[CHANS][CT_KD * CT_KH][KWW],
-                                             long m0, int oh0, int ow0, int k0, int ci, int iy0,
-                                             int ix0, unsigned padw) {
-  bool colok[WROW];
-#pragma unroll
-  for (int x = 0; x < WROW; x++) colok[x] = ix0 + x >= 0 && ix0 + x < CT_IW;
-  const int nrows = ROWS < CT_OH - oh0 ? ROWS : CT_OH - oh0; /* >= 1: the early exit */
-  unsigned ring[SHW][PIX][KWW][CHANS];
-  unsigned slot[STREAM][SNR][WROW][NW];
-  /* step 0's window, then the rows of steps 1 .. STREAM - 1 into their
-   * slots (step r's: input rows r S + SHW - SNR + i of the strip) */
-#pragma unroll
-  for (int y = 0; y < SHW; y++) {
-    unsigned t[WROW][NW];
-    stream_load(t, plane, inz, iy0 + y, colok, ix0, ci, padw);
-    stream_put(ring[y], t);
-  }
-#pragma unroll
-  for (int st = 1; st < STREAM; st++) {
-    if (st >= nrows) break;
-#pragma unroll
-    for (int i = 0; i < SNR; i++)
-      stream_load(slot[st][i], plane, inz, iy0 + st * CT_STR_H + SHW - SNR + i, colok, ix0, ci,
-                  padw);
-  }
-#pragma unroll 1
-  for (int r0 = 0; r0 < nrows; r0 += SU) {
-#pragma unroll
-    for (int u = 0; u < SU; u++) {
-      const int r = r0 + u;
-      if (r >= nrows) break;
-      if (u > 0 || r0 > 0) { /* step r's new rows into the ring */
-#pragma unroll
-        for (int i = 0; i < SNR; i++)
-          stream_put(ring[(u * CT_STR_H + SHW - SNR + i) % SHW], slot[u % STREAM][i]);
-      }
-      if (r + STREAM < nrows) {
-#pragma unroll
-        for (int i = 0; i < SNR; i++)
-          stream_load(slot[u % STREAM][i], plane, inz,
-                      iy0 + (r + STREAM) * CT_STR_H + SHW - SNR + i, colok, ix0, ci, padw);
-      }
-      int v[PIX][CHANS];
-#pragma unroll
-      for (int p = 0; p < PIX; p++)
-#pragma unroll
-        for (int j = 0; j < CHANS; j++) v[p][j] = qc[j].off; /* corrected(): the folded offset */
-#pragma unroll
-      for (int dy = 0; dy < CT_KH; dy++)
-#pragma unroll
-        for (int p = 0; p < PIX; p++)
-#pragma unroll
-          for (int a = 0; a < KWW; a++)
-#pragma unroll
-            for (int j = 0; j < CHANS; j++)
-              v[p][j] = dp4a_data(ring[(u * CT_STR_H + dy * CT_DIL_H) % SHW][p][a][j], wq[j][dy][a],
-                                  v[p][j]);
-#if CT_OUT == 0
-      (void)residual, (void)qh;
-      store32_row(out, v, m0, oh0 + r, ow0, k0);
-#else
-      store8_row<RQ>(out, residual, qh, qc, v, m0, oh0 + r, ow0, k0);
-#endif
-    }
-  }
-}
-#endif
 
 /* ---- the kernel ---------------------------------------------------------- */
 extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
@@ -534,35 +376,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     }
   }
   typedef float acc_t;
-#endif
-#if STREAM
-  {
-    const q_head qh = load_head(params);
-    q_chan qc[CHANS];
-    load_chans(params, qh, k0, qc);
-    const long m0 = ((long)n * CT_OD + od) * CT_OH;
-    const bool inz = iz0 >= 0 && iz0 < CT_ID;
-    const unsigned char *plane =
-        data + ((long)n * CT_ID + (inz ? iz0 : 0)) * CT_IH * CT_IW * DW_C;
-    (void)off0;
-#if CT_OUT == 0
-    stream_strip<0>(plane, inz, out, residual, qh, qc, wq, m0, oh0, ow0, k0, ci, iy0, ix0, padw);
-#else
-    bool fast = true;
-#pragma unroll
-    for (int j = 0; j < CHANS; j++) fast = fast && qc[j].f.ok;
-    if (fast && qh.sat)
-      stream_strip<RQ_SAT>(plane, inz, out, residual, qh, qc, wq, m0, oh0, ow0, k0, ci, iy0, ix0,
-                           padw);
-    else if (fast)
-      stream_strip<RQ_FAST>(plane, inz, out, residual, qh, qc, wq, m0, oh0, ow0, k0, ci, iy0, ix0,
-                            padw);
-    else
-      stream_strip<RQ_GENERAL>(plane, inz, out, residual, qh, qc, wq, m0, oh0, ow0, k0, ci, iy0,
-                               ix0, padw);
-#endif
-    return;
-  }
 #endif
   acc_t acc[ROWS][PIX][CHANS]; /* mac 1: int32 sums from off[k]; 0: exact float sums */
 #pragma unroll
@@ -717,22 +530,26 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 #if CT_OUT == 0
   (void)residual, (void)qh;
 #pragma unroll
-  for (int r = 0; r < ROWS; r++) store32_row(out, v[r], m0, oh0 + r, ow0, k0);
+  for (int r = 0; r < ROWS; r++)
+#pragma unroll
+    for (int p = 0; p < PIX; p++) {
+      const int oh = oh0 + r, ow = ow0 + p;
+      if (oh >= CT_OH || ow >= CT_OW) continue;
+      int4 *o = (int4 *)((int *)out + ((m0 + oh) * CT_OW + ow) * CT_KR + k0);
+#pragma unroll
+      for (int j = 0; j < CHANS; j += 4)
+        o[j / 4] = make_int4(v[r][p][j], v[r][p][j + 1], v[r][p][j + 2], v[r][p][j + 3]);
+    }
 #else
   /* the fast forms where all the thread's channels take them */
   bool fast = true;
 #pragma unroll
   for (int j = 0; j < CHANS; j++) fast = fast && qc[j].f.ok;
-  if (fast && qh.sat) {
-#pragma unroll
-    for (int r = 0; r < ROWS; r++) store8_row<RQ_SAT>(out, residual, qh, qc, v[r], m0, oh0 + r, ow0, k0);
-  } else if (fast) {
-#pragma unroll
-    for (int r = 0; r < ROWS; r++) store8_row<RQ_FAST>(out, residual, qh, qc, v[r], m0, oh0 + r, ow0, k0);
-  } else {
-#pragma unroll
-    for (int r = 0; r < ROWS; r++)
-      store8_row<RQ_GENERAL>(out, residual, qh, qc, v[r], m0, oh0 + r, ow0, k0);
-  }
+  if (fast && qh.sat)
+    store8<RQ_SAT>(out, residual, qh, qc, v, m0, oh0, ow0, k0);
+  else if (fast)
+    store8<RQ_FAST>(out, residual, qh, qc, v, m0, oh0, ow0, k0);
+  else
+    store8<RQ_GENERAL>(out, residual, qh, qc, v, m0, oh0, ow0, k0);
 #endif
 }

@@ -104,87 +104,6 @@ static uint32_t float_bits(float f) {
   return b;
 }
 
-static long gcd_l(long a, long b) {
-  return b ? gcd_l(b, a % b) : a;
-}
-
-/* One thread of stream (conv_dw_nhwc.cuh's stream_strip), step for step:
- * the ring of the window's rows as each output column's tap words, the
- * slots of rows loaded STREAM steps ahead, the ring and slot indices as the
- * kernel's unrolled loop computes them (from the step within SU), the
- * dp4a sums from the folded offset; each output's int32 sum into v
- * [ROWS][PIX][CH] (rows past nrows untouched). */
-static void emulate_stream(const ct_workload *w, const geom3 *g, int CH, int PIX, int ROWS,
-                           int STREAM, const unsigned char *x, const signed char *wt, long n,
-                           long iz0, long oh0, long iy0, long ix0, long k0, int zx, int u8,
-                           int32_t v[56][8][16], long *bad) {
-  const long C = w->c, KH = g->ker[1], KW = g->ker[2], SH = g->str[1], SW = g->str[2];
-  const long SHW = (KH - 1) * g->dil[1] + 1, SNR = SH < SHW ? SH : SHW;
-  const long SPER = SHW / gcd_l(SHW, SH), SU = SPER / gcd_l(SPER, STREAM) * STREAM;
-  const long KWW = (KW + 3) / 4, XB = ((PIX - 1) * SW + 3) / 4 + KWW;
-  const long WROW = (PIX - 1) * SW + (KW - 1) * g->dil[2] + 1;
-  const long nrows = ROWS < g->out[1] - oh0 ? ROWS : g->out[1] - oh0;
-  const int inz = iz0 >= 0 && iz0 < g->in[0];
-  ck_assert_int_le(SHW, 8);
-  ck_assert_int_le(4 * XB, 64);
-  static unsigned char ring[8][64][16], slot[2][8][64][16]; /* [row][x][channel] streams */
-  memset(ring, 0xcd, sizeof ring);                          /* poison: a stale ring row shows */
-  memset(slot, 0xcd, sizeof slot);
-  /* input row iy (absolute) as raw bytes per column: the zero point where
-   * outside, zero in the columns no tap reads */
-#define LOAD_ROW(dst, iy)                                                                          \
-  for (long xc = 0; xc < WROW; xc++) {                                                             \
-    int used = 0;                                                                                  \
-    for (int p = 0; p < PIX; p++) {                                                                \
-      const long dx = xc - p * SW;                                                                 \
-      used |= dx >= 0 && dx % g->dil[2] == 0 && dx / g->dil[2] < KW;                               \
-    }                                                                                              \
-    const long ix = ix0 + xc;                                                                      \
-    const int in = inz && (iy) >= 0 && (iy) < g->in[1] && ix >= 0 && ix < g->in[2];                \
-    for (int j = 0; j < CH; j++) {                                                                 \
-      *bad += k0 + j >= C;                                                                         \
-      (dst)[xc][j] =                                                                               \
-          !used ? 0                                                                                \
-          : in  ? x[(((n * g->in[0] + iz0) * g->in[1] + (iy)) * g->in[2] + ix) * C + k0 + j]       \
-                : (unsigned char)zx;                                                                \
-    }                                                                                              \
-  }                                                                                                \
-  for (long xc = WROW; xc < 64; xc++)                                                              \
-    for (int j = 0; j < CH; j++) (dst)[xc][j] = 0
-  for (long y = 0; y < SHW; y++) {
-    LOAD_ROW(ring[y], iy0 + y);
-  }
-  for (long st = 1; st < STREAM && st < nrows; st++)
-    for (long i = 0; i < SNR; i++) {
-      LOAD_ROW(slot[st][i], iy0 + st * SH + SHW - SNR + i);
-    }
-  for (long r = 0; r < nrows; r++) {
-    const long u = r % SU;
-    if (r > 0)
-      for (long i = 0; i < SNR; i++)
-        memcpy(ring[(u * SH + SHW - SNR + i) % SHW], slot[u % STREAM][i], sizeof ring[0]);
-    if (r + STREAM < nrows)
-      for (long i = 0; i < SNR; i++) {
-        LOAD_ROW(slot[u % STREAM][i], iy0 + (r + STREAM) * SH + SHW - SNR + i);
-      }
-    for (int p = 0; p < PIX; p++)
-      for (int j = 0; j < CH; j++) {
-        int32_t sum = 0;
-        for (long dy = 0; dy < KH; dy++)
-          for (long a = 0; a < KWW; a++)
-            for (int b = 0; b < 4; b++) { /* dp4a: the word at p * SW + 4a */
-              const long kx = 4 * a + b, o = p * SW + kx;
-              *bad += o >= 4 * XB;
-              const unsigned char xb = ring[(u * SH + dy * g->dil[1]) % SHW][o][j];
-              const int xv = u8 ? xb : (signed char)xb;
-              sum += xv * (kx < KW ? wt[(k0 + j) * KH * KW + dy * KW + kx] : 0);
-            }
-        v[r][p][j] = sum;
-      }
-  }
-#undef LOAD_ROW
-}
-
 /* The kernel on the CPU, macro for macro (conv_dw_nhwc.cuh): x the data
  * bytes, wt the weights, params the folded block, res the residual bytes;
  * out in w's output type, writes counted, *bad the reads outside the staged
@@ -198,8 +117,7 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
   const int CH = space_get(s, cfg, "chans", 8), PIX = space_get(s, cfg, "pix", 4),
             ROWS = space_get(s, cfg, "rows", 2), BC = space_get(s, cfg, "block_c", 4),
             BW = space_get(s, cfg, "block_w", 8), BH = space_get(s, cfg, "block_h", 4),
-            ST = space_get(s, cfg, "staging", 0), MAC = space_get(s, cfg, "mac", 0),
-            STREAM = space_get(s, cfg, "stream", 0);
+            ST = space_get(s, cfg, "staging", 0), MAC = space_get(s, cfg, "mac", 0);
   const long C = w->c, K = w->k, M = K / C, KVOL = g.ker[0] * g.ker[1] * g.ker[2];
   const int MODE = CH % M == 0 ? 0 : M % CH == 0 ? 1 : 2;
   const int NIN = MODE == 0 ? CH / (int)M : MODE == 1 ? 1 : CH;
@@ -246,17 +164,13 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
         const long k0 = k0b + tc * CH, oh0 = th * TILE_H + tyh * ROWS,
                    ow0 = tw * TILE_W + txw * PIX;
         const long iy0 = oh0 * g.str[1] - g.pb[1], ix0 = ow0 * g.str[2] - g.pb[2];
-        if (k0 >= K || oh0 >= g.out[1] || ow0 >= g.out[2]) continue; /* the early exit */
-        static float acc[56][8][16];
+        if (k0 >= K) continue;
+        float acc[8][8][16];
         memset(acc, 0, sizeof acc);
-        static int32_t iacc[56][8][16]; /* mac 1 */
+        int32_t iacc[8][8][16]; /* mac 1 */
         memset(iacc, 0, sizeof iacc);
-        ck_assert_int_le(ROWS, STREAM ? 56 : 8);
-        if (STREAM)
-          emulate_stream(w, &g, CH, PIX, ROWS, STREAM, x, wt, n, iz0, oh0, iy0, ix0, k0, zx, u8,
-                         iacc, bad);
         const long KWW = (g.ker[2] + 3) / 4, XB = ((PIX - 1) * g.str[2] + 3) / 4 + KWW;
-        for (long tz = 0; tz < (STREAM ? 0 : g.ker[0]); tz++) {
+        for (long tz = 0; tz < g.ker[0]; tz++) {
           const long iz = iz0 + tz * g.dil[0];
           for (long y = 0; y < HROW; y++) {
             const long iy = iy0 + y;
@@ -394,9 +308,10 @@ END_TEST
 
 /* The tiles beyond powers of two: on MobileNetV2's dw144_56 at batch 32,
  * 12 x 4 channels a block divide 144 (3 blocks along grid y, where 32
- * channels a block take 5 with half of the last idle) and 7 x 8 rows divide
- * 56 (one tile a column of tiles); a block of part of a warp (12 x 4 x 7
- * threads) is refused, and its instance fails the kernel's static_assert. */
+ * channels a block take 5 with half of the last idle), 7 x 8 rows divide
+ * 56 (one tile a column of tiles) and so do 4 x 7; a block of part of a
+ * warp (12 x 4 x 7 threads) is refused, and its instance fails the
+ * kernel's static_assert. */
 START_TEST(tiles_fit_the_mobile_sizes) {
   const ct_workload w = dw_shape(0, 32, 144, 1, 56, 3, 1, 1);
   const template_desc *tpl = tpl_of(&w);
@@ -405,18 +320,19 @@ START_TEST(tiles_fit_the_mobile_sizes) {
   space sp;
   space_init(&sp);
   ck_assert_int_eq(tpl->space(&w, &sp, NULL), CT_OK);
-  static const int tiles[][4] = {/* block_c, block_w, block_h, grid y */ {12, 8, 1, 3},
-                                 {8, 4, 7, 5},
-                                 {24, 4, 1, 2},
-                                 {6, 16, 1, 6},
-                                 {12, 4, 7, 3}};
-  for (int i = 0; i < 5; i++) {
+  static const int tiles[][5] = {/* block_c, block_w, block_h, grid y, rows */ {12, 8, 1, 3, 8},
+                                 {8, 4, 7, 5, 8},
+                                 {24, 4, 1, 2, 8},
+                                 {6, 16, 1, 6, 8},
+                                 {8, 4, 4, 5, 7},
+                                 {12, 4, 7, 3, 8}};
+  for (int i = 0; i < 6; i++) {
     config c;
     ck_assert(tpl->preferred(&w, &sp, &a, &c));
     ck_assert(template_set_choice(&sp, &c, "mac", 1));
     ck_assert(template_set_choice(&sp, &c, "chans", 4));
     ck_assert(template_set_choice(&sp, &c, "pix", 2));
-    ck_assert(template_set_choice(&sp, &c, "rows", 8));
+    ck_assert(template_set_choice(&sp, &c, "rows", tiles[i][4]));
     ck_assert(template_set_choice(&sp, &c, "staging", 0));
     ck_assert(template_set_choice(&sp, &c, "blocks_per_sm", 1));
     ck_assert(template_set_choice(&sp, &c, "block_c", tiles[i][0]));
@@ -425,7 +341,7 @@ START_TEST(tiles_fit_the_mobile_sizes) {
     char why[TEMPLATE_WHY_MAX];
     instance inst;
     ct_err err = {0};
-    if (i == 4) { /* 336 threads */
+    if (i == 5) { /* 336 threads */
       ck_assert_int_eq(tpl->valid(&w, &sp, &c, &a, why), 0);
       ck_assert_ptr_nonnull(strstr(why, "whole warps"));
       memset(&inst, 0, sizeof inst);
@@ -440,80 +356,12 @@ START_TEST(tiles_fit_the_mobile_sizes) {
     ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "tile %d: %s", i, why);
     ck_assert_msg(instance_make(tpl, &w, &sp, &c, &a, &inst, &err) == CT_OK, "%s", err.msg);
     ck_assert_uint_eq(inst.grid[1], (unsigned)tiles[i][3]);
-    /* 56 columns in tiles of block_w x 2, 56 rows in tiles of block_h x 8 */
+    /* 56 columns in tiles of block_w x 2, 56 rows in tiles of block_h x rows */
     const unsigned tw = (56 + 2 * tiles[i][1] - 1) / (2 * tiles[i][1]),
-                   th = (56 + 8 * tiles[i][2] - 1) / (8 * tiles[i][2]);
+                   th = (56 + tiles[i][4] * tiles[i][2] - 1) / (tiles[i][4] * tiles[i][2]);
     ck_assert_uint_eq(inst.grid[0], 32u * tw * th);
   }
   space_free(&sp);
-}
-END_TEST
-
-/* stream: refused without mac 1, with staging, on a kernel of several
- * depth taps, and rows above 8 without it; on MobileNetV2's and
- * EfficientNet's 3x3 and 5x5 shapes at 28 rows a thread, both prefetch
- * depths: valid, and compiled for sm_90 without spills. */
-START_TEST(stream_compiles_without_spills) {
-  arch a;
-  ck_assert_int_eq(arch_from_name("sm_90", &a, NULL), CT_OK);
-  char why[TEMPLATE_WHY_MAX], text[512];
-  {
-    const ct_workload w = dw_shape(1, 1, 32, 1, 9, 3, 1, 1); /* 3 depth taps */
-    space sp;
-    space_init(&sp);
-    ck_assert_int_eq(tpl_of(&w)->space(&w, &sp, NULL), CT_OK);
-    config c;
-    ck_assert(tpl_of(&w)->preferred(&w, &sp, &a, &c));
-    ck_assert(template_set_choice(&sp, &c, "mac", 1));
-    ck_assert(template_set_choice(&sp, &c, "stream", 1));
-    ck_assert_int_eq(tpl_of(&w)->valid(&w, &sp, &c, &a, why), 0);
-    ck_assert_ptr_nonnull(strstr(why, "one depth tap"));
-    space_free(&sp);
-  }
-  static const int shapes[][4] = {{144, 56, 3, 1}, {240, 28, 5, 1}, {144, 56, 5, 2}};
-  static const int tiles[][4] = {
-      /* chans, pix, stream, block_w */ {4, 1, 2, 8}, {8, 1, 1, 4}, {4, 2, 2, 8}};
-  for (int si = 0; si < 3; si++)
-    for (int ti = 0; ti < 3; ti++) {
-      const ct_workload w = dw_shape(0, 32, shapes[si][0], 1, shapes[si][1], shapes[si][2],
-                                     shapes[si][3], shapes[si][2] / 2);
-      const template_desc *tpl = tpl_of(&w);
-      space sp;
-      space_init(&sp);
-      ck_assert_int_eq(tpl->space(&w, &sp, NULL), CT_OK);
-      config c;
-      ck_assert(tpl->preferred(&w, &sp, &a, &c));
-      ck_assert(template_set_choice(&sp, &c, "mac", 1));
-      ck_assert(template_set_choice(&sp, &c, "staging", 0));
-      /* 5x5's ring and filters of 8 channels alone take about 160 registers */
-      const int chans = shapes[si][2] == 5 ? 4 : tiles[ti][0];
-      ck_assert(template_set_choice(&sp, &c, "chans", chans));
-      ck_assert(template_set_choice(&sp, &c, "pix", tiles[ti][1]));
-      ck_assert(template_set_choice(&sp, &c, "rows", 28));
-      ck_assert(template_set_choice(&sp, &c, "block_c", 8));
-      ck_assert(template_set_choice(&sp, &c, "block_w", tiles[ti][3]));
-      ck_assert(template_set_choice(&sp, &c, "block_h", 1));
-      ck_assert(template_set_choice(&sp, &c, "blocks_per_sm", 1));
-      ck_assert(template_set_choice(&sp, &c, "stream", 0));
-      ck_assert_int_eq(tpl->valid(&w, &sp, &c, &a, why), 0); /* 28 rows of sums */
-      ck_assert_ptr_nonnull(strstr(why, "only with stream"));
-      ck_assert(template_set_choice(&sp, &c, "stream", tiles[ti][2]));
-      ck_assert(template_set_choice(&sp, &c, "mac", 0));
-      ck_assert_int_eq(tpl->valid(&w, &sp, &c, &a, why), 0);
-      ck_assert_ptr_nonnull(strstr(why, "stream"));
-      ck_assert(template_set_choice(&sp, &c, "mac", 1));
-      ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "shape %d tile %d: %s", si, ti, why);
-      instance inst;
-      ct_err err = {0};
-      ck_assert_msg(instance_make(tpl, &w, &sp, &c, &a, &inst, &err) == CT_OK, "%s", err.msg);
-      cubin cb;
-      ck_assert_msg(nvrtc_compile(&inst, &a, &cb, &err) == CT_OK, "%s: %s\n%s",
-                    space_config_str(&sp, &c, text, sizeof text), err.msg, cb.log ? cb.log : "");
-      ck_assert_msg(!cb.log || !strstr(cb.log, "stack frame"), "%s: spills\n%s",
-                    space_config_str(&sp, &c, text, sizeof text), cb.log);
-      cubin_free(&cb);
-      space_free(&sp);
-    }
 }
 END_TEST
 
@@ -571,7 +419,6 @@ static void add_compile(TCase *tc) {
   tcase_add_test(tc, an_invalid_point_fails_to_compile);
   tcase_add_test(tc, mac1_refuses_a_multiplier);
   tcase_add_test(tc, tiles_fit_the_mobile_sizes);
-  tcase_add_test(tc, stream_compiles_without_spills);
   tcase_add_test(tc, mac1_compiles_without_spills);
   tcase_add_loop_test(tc, configs_compile_for_sm90_and_sm80, 0, N_CASES);
 }
