@@ -16,17 +16,26 @@
  * 0.3 s at -O0. The packed and channels-last layouts add one scratch
  * allocation (plain copies of all three tensors) and a pass over each: they
  * are converted to plain, computed plain, and the output converted back, so
- * every layout shares the one loop nest and its results exactly.
+ * every layout shares the one loop nest and its results exactly. Work of
+ * more than 2^24 multiply-adds is split by output plane (image, channel)
+ * over up to 32 threads, one a CPU: the same sums, bit for bit.
  */
 #include "core/reference.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/pack.h"
 #include "core/quant.cuh"
 #include "core/quant.h"
+
+/* Work (multiply-adds) from which reference_conv_plain splits its planes
+ * over threads (about 10 ms of one core below it), and the most threads. */
+#define REF_THREAD_MACS (1LL << 24)
+#define REF_MAX_THREADS 32
 
 /* o[i] += w * x[i]: the stride-1 inner loop. restrict because int8_t may
  * alias anything, which would keep the compiler from vectorising; blocks of a
@@ -54,53 +63,101 @@ static void valid_range(int64_t in, int64_t out, int64_t str, int64_t off, int64
   if (*hi > out) *hi = out;
 }
 
-void reference_conv_plain(const geom3 *g, const int16_t *data, const int16_t *weights,
-                          int32_t *out) {
+/* One output plane: image n, output channel k (every input channel of its
+ * group, every tap). */
+static void conv_plane(const geom3 *g, const int16_t *data, const int16_t *weights, uint32_t *acc,
+                       int64_t n, int64_t k) {
   const int64_t D = g->in[0], H = g->in[1], W = g->in[2];
   const int64_t KD = g->ker[0], KH = g->ker[1], KW = g->ker[2];
   const int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2];
   const int64_t in_plane = D * H * W, out_plane = OD * OH * OW, kvol = KD * KH * KW;
-  /* int32 and uint32 may alias: the sums are kept unsigned so that they wrap. */
-  uint32_t *acc = (uint32_t *)out;
-
   /* groups: output channel k reads the cpg input channels of its group */
   const int64_t groups = g->g > 1 ? g->g : 1, cpg = g->c / groups, kpg = g->k / groups;
-
-  memset(out, 0, (size_t)(g->n * g->k * out_plane) * sizeof *out);
-  for (int64_t n = 0; n < g->n; n++)
-    for (int64_t k = 0; k < g->k; k++) {
-      uint32_t *oplane = acc + (n * g->k + k) * out_plane;
-      const int64_t c0 = k / kpg * cpg;
-      for (int64_t c = 0; c < cpg; c++) {
-        const int16_t *iplane = data + (n * g->c + c0 + c) * in_plane;
-        const int16_t *wk = weights + (k * cpg + c) * kvol;
-        for (int64_t kd = 0; kd < KD; kd++)
-          for (int64_t kh = 0; kh < KH; kh++)
-            for (int64_t kw = 0; kw < KW; kw++) {
-              int32_t wv = wk[(kd * KH + kh) * KW + kw];
-              /* input coordinate = output * stride + off, per dimension */
-              int64_t off_d = kd * g->dil[0] - g->pb[0];
-              int64_t off_h = kh * g->dil[1] - g->pb[1];
-              int64_t off_w = kw * g->dil[2] - g->pb[2];
-              int64_t od_lo, od_hi, oh_lo, oh_hi, ow_lo, ow_hi;
-              valid_range(D, OD, g->str[0], off_d, &od_lo, &od_hi);
-              valid_range(H, OH, g->str[1], off_h, &oh_lo, &oh_hi);
-              valid_range(W, OW, g->str[2], off_w, &ow_lo, &ow_hi);
-              /* a zero weight adds nothing (the zero lanes of a packed stem) */
-              if (wv == 0 || ow_lo >= ow_hi) continue;
-              for (int64_t od = od_lo; od < od_hi; od++)
-                for (int64_t oh = oh_lo; oh < oh_hi; oh++) {
-                  int64_t id = od * g->str[0] + off_d, ih = oh * g->str[1] + off_h;
-                  uint32_t *orow = oplane + (od * OH + oh) * OW + ow_lo;
-                  const int16_t *irow = iplane + ((id * H + ih) * W + ow_lo * g->str[2] + off_w);
-                  if (g->str[2] == 1)
-                    madd_row(orow, irow, wv, ow_hi - ow_lo);
-                  else
-                    madd_row_strided(orow, irow, g->str[2], wv, ow_hi - ow_lo);
-                }
+  uint32_t *oplane = acc + (n * g->k + k) * out_plane;
+  const int64_t c0 = k / kpg * cpg;
+  for (int64_t c = 0; c < cpg; c++) {
+    const int16_t *iplane = data + (n * g->c + c0 + c) * in_plane;
+    const int16_t *wk = weights + (k * cpg + c) * kvol;
+    for (int64_t kd = 0; kd < KD; kd++)
+      for (int64_t kh = 0; kh < KH; kh++)
+        for (int64_t kw = 0; kw < KW; kw++) {
+          int32_t wv = wk[(kd * KH + kh) * KW + kw];
+          /* input coordinate = output * stride + off, per dimension */
+          int64_t off_d = kd * g->dil[0] - g->pb[0];
+          int64_t off_h = kh * g->dil[1] - g->pb[1];
+          int64_t off_w = kw * g->dil[2] - g->pb[2];
+          int64_t od_lo, od_hi, oh_lo, oh_hi, ow_lo, ow_hi;
+          valid_range(D, OD, g->str[0], off_d, &od_lo, &od_hi);
+          valid_range(H, OH, g->str[1], off_h, &oh_lo, &oh_hi);
+          valid_range(W, OW, g->str[2], off_w, &ow_lo, &ow_hi);
+          /* a zero weight adds nothing (the zero lanes of a packed stem) */
+          if (wv == 0 || ow_lo >= ow_hi) continue;
+          for (int64_t od = od_lo; od < od_hi; od++)
+            for (int64_t oh = oh_lo; oh < oh_hi; oh++) {
+              int64_t id = od * g->str[0] + off_d, ih = oh * g->str[1] + off_h;
+              uint32_t *orow = oplane + (od * OH + oh) * OW + ow_lo;
+              const int16_t *irow = iplane + ((id * H + ih) * W + ow_lo * g->str[2] + off_w);
+              if (g->str[2] == 1)
+                madd_row(orow, irow, wv, ow_hi - ow_lo);
+              else
+                madd_row_strided(orow, irow, g->str[2], wv, ow_hi - ow_lo);
             }
-      }
-    }
+        }
+  }
+}
+
+/* A thread's share of the planes: every nth from its first. */
+typedef struct plane_job {
+  const geom3 *g;
+  const int16_t *data, *weights;
+  uint32_t *acc;
+  int64_t first, step;
+} plane_job;
+
+static void *plane_worker(void *arg) {
+  const plane_job *j = arg;
+  for (int64_t p = j->first; p < j->g->n * j->g->k; p += j->step)
+    conv_plane(j->g, j->data, j->weights, j->acc, p / j->g->k, p % j->g->k);
+  return NULL;
+}
+
+void reference_conv_plain(const geom3 *g, const int16_t *data, const int16_t *weights,
+                          int32_t *out) {
+  reference_conv_plain_threads(g, data, weights, out, 0);
+}
+
+void reference_conv_plain_threads(const geom3 *g, const int16_t *data, const int16_t *weights,
+                                  int32_t *out, int threads) {
+  const int64_t out_plane = g->out[0] * g->out[1] * g->out[2], planes = g->n * g->k;
+  const int64_t groups = g->g > 1 ? g->g : 1;
+  /* int32 and uint32 may alias: the sums are kept unsigned so that they wrap. */
+  uint32_t *acc = (uint32_t *)out;
+  memset(out, 0, (size_t)(planes * out_plane) * sizeof *out);
+  /* The planes are independent and each is one thread's, in the same order
+   * of taps whatever the split: the sums are the same bit for bit. Work
+   * above REF_THREAD_MACS multiply-adds is split over the online CPUs (at
+   * most REF_MAX_THREADS): a checked batch-32 layer set took minutes of one
+   * core on the GPU machine's 16. A thread that cannot start leaves its
+   * planes to the caller's thread. */
+  const int64_t macs = planes * (g->c / groups) * g->ker[0] * g->ker[1] * g->ker[2] * out_plane;
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int64_t nt = threads > 0 ? threads : macs < REF_THREAD_MACS || cpus < 2 ? 1 : cpus;
+  if (nt > REF_MAX_THREADS) nt = REF_MAX_THREADS;
+  if (nt > planes) nt = planes;
+  plane_job jobs[REF_MAX_THREADS];
+  pthread_t tids[REF_MAX_THREADS];
+  int started[REF_MAX_THREADS];
+  for (int64_t t = 0; t < nt; t++) {
+    jobs[t] = (plane_job){g, data, weights, acc, t, nt};
+    started[t] = t > 0 && pthread_create(&tids[t], NULL, plane_worker, &jobs[t]) == 0;
+  }
+  plane_worker(&jobs[0]);
+  for (int64_t t = 1; t < nt; t++) {
+    if (started[t])
+      pthread_join(tids[t], NULL);
+    else
+      plane_worker(&jobs[t]);
+  }
 }
 
 /* Scratch of reference_qconv, one block. */

@@ -40,5 +40,10 @@ ct_status reference_qconv(const ct_workload *w, const ct_quant *q, const void *d
  * channels k / (K/G) x C/G onwards), out [N][K][OD][OH][OW], sums modulo 2^32. */
 void reference_conv_plain(const geom3 *g, const int16_t *data, const int16_t *weights,
                           int32_t *out);
+/* The same on threads threads (at most 32, one an output plane at most; 0:
+ * reference_conv_plain's choice, by the work and the online CPUs): the
+ * same sums bit for bit, whatever the count. */
+void reference_conv_plain_threads(const geom3 *g, const int16_t *data, const int16_t *weights,
+                                  int32_t *out, int threads);
 
 #endif

@@ -12,8 +12,8 @@
  * every element must be written. Rejected workloads and the int32 accumulator extreme have their
  * own tests. The named shapes run once more requantized with onnx rounding (8-bit output, bias,
  * per-tensor and per-channel scales, a residual in both orders), against ONNX Runtime's formula
- * written out here. Element loops call Check only on a mismatch (each passing ck_assert writes a
- * log).
+ * written out here. The reference's split over threads gives the sums of one thread. Element
+ * loops call Check only on a mismatch (each passing ck_assert writes a log).
  */
 #include <check.h>
 #include <math.h>
@@ -321,6 +321,57 @@ START_TEST(grouped_shapes) {
 }
 END_TEST
 
+/* ---- threads ------------------------------------------------------------------- */
+
+/* reference_conv_plain_threads on 2, 3, 7 and 64 threads (more than there
+ * are planes; the limit is 32), and with the automatic count, gives the
+ * sums of one thread bit for bit (the one-thread path is what the naive
+ * checks above test): a dense 2D layer of 37.7M multiply-adds, above the
+ * automatic split's threshold, a grouped 3D layer with a stride, and a
+ * depthwise one with fewer planes than threads. */
+START_TEST(threads_give_the_same_sums) {
+  static const struct {
+    ct_op op;
+    int n, c, k, g, size, depth, ker, str;
+  } tcases[] = {{CT_OP_CONV2D, 4, 32, 32, 1, 32, 1, 3, 1},
+                {CT_OP_CONV3D, 2, 16, 24, 4, 12, 5, 3, 2},
+                {CT_OP_CONV2D, 1, 5, 5, 5, 19, 1, 5, 1}};
+  static const int counts[] = {2, 3, 7, 64, 0};
+  for (int ci = 0; ci < 3; ci++) {
+    ct_workload w;
+    workload_init(&w, tcases[ci].op);
+    w.n = tcases[ci].n, w.c = tcases[ci].c, w.k = tcases[ci].k, w.groups = tcases[ci].g;
+    for (int i = 0; i < workload_nd(&w); i++) {
+      const int depth = workload_nd(&w) == 3 && i == 0;
+      w.in[i] = depth ? tcases[ci].depth : tcases[ci].size;
+      w.kernel[i] = tcases[ci].ker;
+      w.stride[i] = tcases[ci].str;
+      w.pad_before[i] = w.pad_after[i] = tcases[ci].ker / 2;
+    }
+    ck_assert_int_eq(workload_validate(&w, NULL), CT_OK);
+    geom3 g;
+    workload_geom(&w, &g);
+    const size_t nd = (size_t)workload_data_elems(&w), nw = (size_t)workload_weight_elems(&w),
+                 no = (size_t)workload_out_elems(&w);
+    int16_t *x = xmalloc(nd * sizeof *x), *wt = xmalloc(nw * sizeof *wt);
+    int32_t *one = xmalloc(no * sizeof *one), *many = xmalloc(no * sizeof *many);
+    rng r;
+    rng_seed(&r, 77u + (uint32_t)ci);
+    for (size_t i = 0; i < nd; i++) x[i] = (int16_t)((int)(rng_next(&r) % 511) - 255);
+    for (size_t i = 0; i < nw; i++) wt[i] = (int16_t)((int)(rng_next(&r) % 511) - 255);
+    memset(one, 0x5a, no * sizeof *one);
+    reference_conv_plain_threads(&g, x, wt, one, 1);
+    for (int t = 0; t < 5; t++) {
+      memset(many, 0x5a, no * sizeof *many); /* poison: every plane must be written */
+      reference_conv_plain_threads(&g, x, wt, many, counts[t]);
+      ck_assert_msg(!memcmp(one, many, no * sizeof *one), "case %d on %d threads: other sums", ci,
+                    counts[t]);
+    }
+    free(x), free(wt), free(one), free(many);
+  }
+}
+END_TEST
+
 /* ---- onnx rounding ------------------------------------------------------------ */
 
 /* x rounded half to even, written out (x a float, or +-inf). */
@@ -555,6 +606,7 @@ static void add_core(TCase *tc) {
   tcase_add_loop_test(tc, grouped_shapes, 0, RANDOM_LOOPS);
   tcase_add_loop_test(tc, rejects_invalid_workload, 0, 10);
   tcase_add_loop_test(tc, accumulator_extreme, 0, 6);
+  tcase_add_test(tc, threads_give_the_same_sums);
 }
 
 static const test_case suite_cases[] = {
