@@ -379,7 +379,9 @@ CT_API ct_status ct_explain(ct_context *ctx, const ct_workload *w, ct_explanatio
 /* The CPU reference: out = conv(data, weights) in w's layout (plain weights
  * OIHW for CT_LAYOUT_NCHW, packed for CT_LAYOUT_NCHW4C, OHWI for
  * CT_LAYOUT_NHWC), host memory, for a workload without epilogue values. For
- * checking results; cost N*K*C*kernel*output multiply-adds. */
+ * checking results; cost N*K*C*kernel*output multiply-adds, split over up
+ * to 32 threads (one an online CPU, joined before it returns) above 2^24 of
+ * them. */
 CT_API ct_status ct_reference_conv(const ct_workload *w, const int8_t *data, const int8_t *weights,
                                    int32_t *out);
 
