@@ -13,11 +13,11 @@
  * column dilation).
  *
  * Validity (each a fact of the kernel): chans divides K; staging only
- * where M divides chans; 32 to 1024 threads; a register estimate (the
- * filters chans x kvol, the accumulators, a row of the window; or the
- * epilogue's per-channel values) within what blocks_per_sm blocks leave;
- * the staged window within shared memory; tiles not larger than twice the
- * layer; grid y within 65535. Cost: a few dozen operations.
+ * where M divides chans; whole warps, 32 to 1024 threads; a register
+ * estimate (the filters chans x kvol, the accumulators, a row of the
+ * window; or the epilogue's per-channel values) within what blocks_per_sm
+ * blocks leave; the staged window within shared memory; tiles not larger
+ * than twice the layer; grid y within 65535. Cost: a few dozen operations.
  */
 #include <stdio.h>
 #include <string.h>
