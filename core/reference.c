@@ -136,14 +136,16 @@ void reference_conv_plain_threads(const geom3 *g, const int16_t *data, const int
   /* The planes are independent and each is one thread's, in the same order
    * of taps whatever the split: the sums are the same bit for bit. Work
    * above REF_THREAD_MACS multiply-adds is split over the online CPUs (at
-   * most REF_MAX_THREADS): a checked batch-32 layer set took minutes of one
-   * core on the GPU machine's 16. A thread that cannot start leaves its
-   * planes to the caller's thread. */
+   * most REF_MAX_THREADS): the GPU machine's batch-32 dispatch check of the
+   * grouped sets, which computes these on the CPU, ran past 215 s on one of
+   * its 16 cores. A thread that cannot start leaves its planes to the
+   * caller's thread. */
   const int64_t macs = planes * (g->c / groups) * g->ker[0] * g->ker[1] * g->ker[2] * out_plane;
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   int64_t nt = threads > 0 ? threads : macs < REF_THREAD_MACS || cpus < 2 ? 1 : cpus;
   if (nt > REF_MAX_THREADS) nt = REF_MAX_THREADS;
   if (nt > planes) nt = planes;
+  if (nt < 1) nt = 1; /* no planes: nothing to run */
   plane_job jobs[REF_MAX_THREADS];
   pthread_t tids[REF_MAX_THREADS];
   int started[REF_MAX_THREADS];
