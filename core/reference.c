@@ -106,19 +106,56 @@ static void conv_plane(const geom3 *g, const int16_t *data, const int16_t *weigh
   }
 }
 
-/* A thread's share of the planes: every nth from its first. */
+/* Work on output planes (image, channel) that are independent: fn(ctx, p)
+ * for p in [0, planes), split over threads when the work is large. Each
+ * plane is one thread's, so results do not depend on the split. */
+typedef void (*plane_fn)(void *ctx, int64_t plane);
 typedef struct plane_job {
-  const geom3 *g;
-  const int16_t *data, *weights;
-  uint32_t *acc;
-  int64_t first, step;
+  plane_fn fn;
+  void *ctx;
+  int64_t planes, first, step;
 } plane_job;
 
 static void *plane_worker(void *arg) {
   const plane_job *j = arg;
-  for (int64_t p = j->first; p < j->g->n * j->g->k; p += j->step)
-    conv_plane(j->g, j->data, j->weights, j->acc, p / j->g->k, p % j->g->k);
+  for (int64_t p = j->first; p < j->planes; p += j->step) j->fn(j->ctx, p);
   return NULL;
+}
+
+/* threads > 0: that many (at most REF_MAX_THREADS and planes); 0: one a
+ * CPU where work (multiply-adds or their like) reaches REF_THREAD_MACS. A
+ * thread that cannot start leaves its planes to the caller's thread. */
+static void run_planes(plane_fn fn, void *ctx, int64_t planes, int64_t work, int threads) {
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int64_t nt = threads > 0 ? threads : work < REF_THREAD_MACS || cpus < 2 ? 1 : cpus;
+  if (nt > REF_MAX_THREADS) nt = REF_MAX_THREADS;
+  if (nt > planes) nt = planes;
+  if (nt < 1) nt = 1; /* no planes: nothing to run */
+  plane_job jobs[REF_MAX_THREADS];
+  pthread_t tids[REF_MAX_THREADS];
+  int started[REF_MAX_THREADS];
+  for (int64_t t = 0; t < nt; t++) {
+    jobs[t] = (plane_job){fn, ctx, planes, t, nt};
+    started[t] = t > 0 && pthread_create(&tids[t], NULL, plane_worker, &jobs[t]) == 0;
+  }
+  plane_worker(&jobs[0]);
+  for (int64_t t = 1; t < nt; t++) {
+    if (started[t])
+      pthread_join(tids[t], NULL);
+    else
+      plane_worker(&jobs[t]);
+  }
+}
+
+typedef struct conv_ctx {
+  const geom3 *g;
+  const int16_t *data, *weights;
+  uint32_t *acc;
+} conv_ctx;
+
+static void conv_plane_fn(void *ctx, int64_t p) {
+  const conv_ctx *c = ctx;
+  conv_plane(c->g, c->data, c->weights, c->acc, p / c->g->k, p % c->g->k);
 }
 
 void reference_conv_plain(const geom3 *g, const int16_t *data, const int16_t *weights,
@@ -130,36 +167,15 @@ void reference_conv_plain_threads(const geom3 *g, const int16_t *data, const int
                                   int32_t *out, int threads) {
   const int64_t out_plane = g->out[0] * g->out[1] * g->out[2], planes = g->n * g->k;
   const int64_t groups = g->g > 1 ? g->g : 1;
-  /* int32 and uint32 may alias: the sums are kept unsigned so that they wrap. */
-  uint32_t *acc = (uint32_t *)out;
   memset(out, 0, (size_t)(planes * out_plane) * sizeof *out);
-  /* The planes are independent and each is one thread's, in the same order
-   * of taps whatever the split: the sums are the same bit for bit. Work
-   * above REF_THREAD_MACS multiply-adds is split over the online CPUs (at
-   * most REF_MAX_THREADS): the GPU machine's batch-32 dispatch check of the
-   * grouped sets, which computes these on the CPU, ran past 215 s on one of
-   * its 16 cores. A thread that cannot start leaves its planes to the
-   * caller's thread. */
+  /* Work above REF_THREAD_MACS multiply-adds is split over the online CPUs
+   * (at most REF_MAX_THREADS): the GPU machine's batch-32 dispatch check of
+   * the grouped sets, which computes these on the CPU, ran past 215 s on
+   * one of its 16 cores. int32 and uint32 may alias: the sums are kept
+   * unsigned so that they wrap. */
+  conv_ctx c = {g, data, weights, (uint32_t *)out};
   const int64_t macs = planes * (g->c / groups) * g->ker[0] * g->ker[1] * g->ker[2] * out_plane;
-  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  int64_t nt = threads > 0 ? threads : macs < REF_THREAD_MACS || cpus < 2 ? 1 : cpus;
-  if (nt > REF_MAX_THREADS) nt = REF_MAX_THREADS;
-  if (nt > planes) nt = planes;
-  if (nt < 1) nt = 1; /* no planes: nothing to run */
-  plane_job jobs[REF_MAX_THREADS];
-  pthread_t tids[REF_MAX_THREADS];
-  int started[REF_MAX_THREADS];
-  for (int64_t t = 0; t < nt; t++) {
-    jobs[t] = (plane_job){g, data, weights, acc, t, nt};
-    started[t] = t > 0 && pthread_create(&tids[t], NULL, plane_worker, &jobs[t]) == 0;
-  }
-  plane_worker(&jobs[0]);
-  for (int64_t t = 1; t < nt; t++) {
-    if (started[t])
-      pthread_join(tids[t], NULL);
-    else
-      plane_worker(&jobs[t]);
-  }
+  run_planes(conv_plane_fn, &c, planes, macs, threads);
 }
 
 /* Scratch of reference_qconv, one block. */
@@ -205,8 +221,63 @@ static void weights_to_plain(ct_layout l, const int8_t *src, int8_t *dst, int64_
     memcpy(dst, src, (size_t)(k * c * kvol));
 }
 
+/* The epilogue of reference_qconv on one plane (image n, channel k of
+ * the conv's output): the bias, the requantization and the
+ * depth_to_space remap, element by element. */
+typedef struct epi_ctx {
+  const ct_workload *w;
+  const geom3 *g;
+  const int32_t *raw, *bias, *mult, *shift;
+  const ctq_onnx *ox;
+  const uint32_t *acc;
+  const uint8_t *res;
+  void *po;
+  int64_t cout, vol, bd, OD, OH, OW;
+  int b, onnx;
+  size_t eb;
+} epi_ctx;
+
+static void epi_plane(void *ctx, int64_t p) {
+  const epi_ctx *e = ctx;
+  const ct_workload *w = e->w;
+  const geom3 *g = e->g;
+  const int64_t n = p / g->k, k = p % g->k, b = e->b;
+  const int32_t zy = e->raw[1], lo = e->raw[2], hi = e->raw[3];
+  int c = (int)k, i_d = 0, i_h = 0, i_w = 0;
+  if (e->vol > 1)
+    ctq_d2s((int)k, (int)e->cout, e->b, (int)e->vol, w->epi.d2s_mode == CT_D2S_CRD, &c, &i_d, &i_h,
+            &i_w);
+  for (int64_t od = 0; od < g->out[0]; od++)
+    for (int64_t oh = 0; oh < g->out[1]; oh++)
+      for (int64_t ow = 0; ow < g->out[2]; ow++) {
+        int64_t src =
+            ((n * g->k + k) * g->out[0] + od) * g->out[1] * g->out[2] + oh * g->out[2] + ow;
+        int64_t dst =
+            (((n * e->cout + c) * e->OD + od * e->bd + i_d) * e->OH + oh * b + i_h) * e->OW +
+            ow * b + i_w;
+        int32_t v = (int32_t)(e->acc[src] + (uint32_t)e->bias[k]);
+        if (e->eb == 4) {
+          ((int32_t *)e->po)[dst] = v;
+          continue;
+        }
+        int32_t r = 0;
+        if (w->epi.residual) r = w->out_type == CT_DTYPE_UINT8 ? e->res[dst] : (int8_t)e->res[dst];
+        int32_t y = e->onnx
+                        ? ctq_requant_onnx(v, ctq_bits_float(e->mult[k]), e->ox, w->epi.residual, r)
+                        : ctq_requant(v, e->mult[k], e->shift[k], zy, lo, hi, w->epi.residual, r,
+                                      e->raw[4], e->raw[5], e->raw[6]);
+        ((uint8_t *)e->po)[dst] = (uint8_t)y;
+      }
+}
+
 ct_status reference_qconv(const ct_workload *w, const ct_quant *q, const void *data,
                           const int8_t *weights, const void *residual, void *out, ct_err *err) {
+  return reference_qconv_threads(w, q, data, weights, residual, out, 0, err);
+}
+
+ct_status reference_qconv_threads(const ct_workload *w, const ct_quant *q, const void *data,
+                                  const int8_t *weights, const void *residual, void *out,
+                                  int threads, ct_err *err) {
   ct_status st = workload_validate(w, err);
   if (st != CT_OK) return st;
   if ((st = quant_check(w, q, err)) != CT_OK) return st;
@@ -215,7 +286,7 @@ ct_status reference_qconv(const ct_workload *w, const ct_quant *q, const void *d
   int32_t *raw = malloc(quant_raw_words(w) * sizeof *raw);
   if (!raw) return ERR_SET(err, CT_ERR_NO_MEMORY, "reference: no memory");
   (void)quant_raw(w, q, raw, NULL);
-  const int32_t zx = raw[0], zy = raw[1], lo = raw[2], hi = raw[3];
+  const int32_t zx = raw[0], lo = raw[2], hi = raw[3];
   const int32_t *bias = raw + QRAW_HEADER, *zw = bias + w->k, *mult = zw + w->k,
                 *shift = mult + w->k;
   /* onnx rounding: ONNX Runtime's float32 form, mult the float scales */
@@ -260,7 +331,7 @@ ct_status reference_qconv(const ct_workload *w, const ct_quant *q, const void *d
     wb = (const int8_t *)s.tmp;
   }
   for (int64_t i = 0; i < n_weights; i++) s.w[i] = (int16_t)(wb[i] - zw[i / (cpg * kvol)]);
-  reference_conv_plain(&g, s.x, s.w, s.acc);
+  reference_conv_plain_threads(&g, s.x, s.w, s.acc, threads);
 
   /* The remapped output: C' channels, each spatial size b times larger
    * (depth only in conv3d). */
@@ -270,33 +341,28 @@ ct_status reference_qconv(const ct_workload *w, const ct_quant *q, const void *d
   const int64_t OD = g.out[0] * bd, OH = g.out[1] * b, OW = g.out[2] * b;
   if (w->epi.residual) act_to_plain(w->layout, residual, s.res, 1, g.n, cout, OD * OH * OW);
   void *po = converted ? s.out : out;
-  for (int64_t n = 0; n < g.n; n++)
-    for (int64_t k = 0; k < g.k; k++) {
-      int c = (int)k, i_d = 0, i_h = 0, i_w = 0;
-      if (vol > 1)
-        ctq_d2s((int)k, (int)cout, b, (int)vol, w->epi.d2s_mode == CT_D2S_CRD, &c, &i_d, &i_h,
-                &i_w);
-      for (int64_t od = 0; od < g.out[0]; od++)
-        for (int64_t oh = 0; oh < g.out[1]; oh++)
-          for (int64_t ow = 0; ow < g.out[2]; ow++) {
-            int64_t src =
-                ((n * g.k + k) * g.out[0] + od) * g.out[1] * g.out[2] + oh * g.out[2] + ow;
-            int64_t dst =
-                (((n * cout + c) * OD + od * bd + i_d) * OH + oh * b + i_h) * OW + ow * b + i_w;
-            int32_t v = (int32_t)((uint32_t)s.acc[src] + (uint32_t)bias[k]);
-            if (eb == 4) {
-              ((int32_t *)po)[dst] = v;
-              continue;
-            }
-            int32_t r = 0;
-            if (w->epi.residual)
-              r = w->out_type == CT_DTYPE_UINT8 ? s.res[dst] : (int8_t)s.res[dst];
-            int32_t y = onnx ? ctq_requant_onnx(v, ctq_bits_float(mult[k]), &ox, w->epi.residual, r)
-                             : ctq_requant(v, mult[k], shift[k], zy, lo, hi, w->epi.residual, r,
-                                           raw[4], raw[5], raw[6]);
-            ((uint8_t *)po)[dst] = (uint8_t)y;
-          }
-    }
+  /* about 8 operations an element (the requantization's), the same split
+   * as the conv's */
+  epi_ctx e = {.w = w,
+               .g = &g,
+               .raw = raw,
+               .bias = bias,
+               .mult = mult,
+               .shift = shift,
+               .ox = &ox,
+               .acc = (const uint32_t *)s.acc,
+               .res = s.res,
+               .po = po,
+               .cout = cout,
+               .vol = vol,
+               .bd = bd,
+               .OD = OD,
+               .OH = OH,
+               .OW = OW,
+               .b = b,
+               .onnx = onnx,
+               .eb = eb};
+  run_planes(epi_plane, &e, g.n * g.k, 8 * n_out, threads);
   if (converted) act_from_plain(w->layout, s.out, out, eb, g.n, cout, OD * OH * OW);
 done:
   free(s.x);

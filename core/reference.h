@@ -33,6 +33,11 @@ ct_status reference_conv(const ct_workload *w, const int8_t *data, const int8_t 
  * in w's layouts; q as quant_check wants it (NULL when w has no params). */
 ct_status reference_qconv(const ct_workload *w, const ct_quant *q, const void *data,
                           const int8_t *weights, const void *residual, void *out, ct_err *err);
+/* The same with the conv and the epilogue on threads threads (0:
+ * reference_conv_plain's choice): the same bytes whatever the count. */
+ct_status reference_qconv_threads(const ct_workload *w, const ct_quant *q, const void *data,
+                                  const int8_t *weights, const void *residual, void *out,
+                                  int threads, ct_err *err);
 
 /* The plain-layout kernel behind both, on the normalised geometry: data
  * [N][C][D][H][W] and weights [K][C/G][KD][KH][KW] as int16 (zero points

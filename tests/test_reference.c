@@ -22,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/quant.h"
 #include "core/reference.h"
+#include "core/rng.h"
 #include "core/workload.h"
 #include "tests/util.h"
 
@@ -372,6 +374,60 @@ START_TEST(threads_give_the_same_sums) {
 }
 END_TEST
 
+/* reference_qconv_threads on 2 and 5 threads and the automatic count
+ * gives the bytes of one thread, conv and epilogue both split: channels
+ * last with 8-bit output, bias, per-channel scales and a residual; a plain
+ * conv2d with depth_to_space and uint8 data with a zero point; a 3D one
+ * with onnx rounding. */
+START_TEST(qconv_threads_give_the_same_bytes) {
+  for (int ci = 0; ci < 3; ci++) {
+    ct_workload w;
+    workload_init(&w, ci == 2 ? CT_OP_CONV3D : CT_OP_CONV2D);
+    w.n = 2, w.c = 32, w.k = 48;
+    for (int i = 0; i < workload_nd(&w); i++) {
+      w.in[i] = ci == 2 && i == 0 ? 6 : 20;
+      w.kernel[i] = 3;
+      w.pad_before[i] = w.pad_after[i] = 1;
+    }
+    w.out_type = CT_DTYPE_INT8;
+    w.epi.bias = 1;
+    w.epi.scale = ci == 1 ? CT_SCALE_TENSOR : CT_SCALE_CHANNEL;
+    if (ci == 0) w.layout = CT_LAYOUT_NHWC, w.epi.residual = 1;
+    if (ci == 1) {
+      w.data_type = CT_DTYPE_UINT8, w.out_type = CT_DTYPE_UINT8;
+      w.epi.data_zero_point = 1;
+      w.epi.d2s_block = 2, w.epi.d2s_mode = CT_D2S_CRD;
+    }
+    if (ci == 2) w.epi.rounding = CT_ROUND_ONNX;
+    ck_assert_int_eq(workload_validate(&w, NULL), CT_OK);
+    const size_t nd = (size_t)workload_data_elems(&w), nw = (size_t)workload_weight_elems(&w),
+                 no = (size_t)workload_out_elems(&w);
+    uint8_t *x = xmalloc(nd), *res = xmalloc(no), *one = xmalloc(no), *many = xmalloc(no);
+    int8_t *wt = xmalloc(nw);
+    rng r;
+    rng_seed(&r, 91u + (uint32_t)ci);
+    for (size_t i = 0; i < nd; i++) x[i] = (uint8_t)rng_next(&r);
+    for (size_t i = 0; i < nw; i++) wt[i] = (int8_t)rng_next(&r);
+    for (size_t i = 0; i < no; i++) res[i] = (uint8_t)rng_next(&r);
+    quant_store qs;
+    ct_err err = {0};
+    ck_assert_msg(quant_random(&w, 7u + (uint64_t)ci, &qs, &err) == CT_OK, "%s", err.msg);
+    memset(one, 0xa5, no);
+    ck_assert_msg(reference_qconv_threads(&w, &qs.q, x, wt, w.epi.residual ? res : NULL, one, 1,
+                                          &err) == CT_OK,
+                  "%s", err.msg);
+    static const int counts[] = {2, 5, 0};
+    for (int t = 0; t < 3; t++) {
+      memset(many, 0xa5, no);
+      ck_assert(reference_qconv_threads(&w, &qs.q, x, wt, w.epi.residual ? res : NULL, many,
+                                        counts[t], &err) == CT_OK);
+      ck_assert_msg(!memcmp(one, many, no), "case %d on %d threads: other bytes", ci, counts[t]);
+    }
+    free(x), free(res), free(one), free(many), free(wt);
+  }
+}
+END_TEST
+
 /* ---- onnx rounding ------------------------------------------------------------ */
 
 /* x rounded half to even, written out (x a float, or +-inf). */
@@ -607,6 +663,7 @@ static void add_core(TCase *tc) {
   tcase_add_loop_test(tc, rejects_invalid_workload, 0, 10);
   tcase_add_loop_test(tc, accumulator_extreme, 0, 6);
   tcase_add_test(tc, threads_give_the_same_sums);
+  tcase_add_test(tc, qconv_threads_give_the_same_bytes);
 }
 
 static const test_case suite_cases[] = {
