@@ -16,9 +16,10 @@
  * 0.3 s at -O0. The packed and channels-last layouts add one scratch
  * allocation (plain copies of all three tensors) and a pass over each: they
  * are converted to plain, computed plain, and the output converted back, so
- * every layout shares the one loop nest and its results exactly. Work of
- * more than 2^24 multiply-adds is split by output plane (image, channel)
- * over up to 32 threads, one a CPU: the same sums, bit for bit.
+ * every layout shares the one loop nest and its results exactly. The conv
+ * and the epilogue are split by output plane (image, channel) over up to
+ * 32 threads, one a CPU, where their work passes 2^24 operations: the same
+ * results, bit for bit, whatever the split.
  */
 #include "core/reference.h"
 
