@@ -423,6 +423,7 @@ START_TEST(qconv_threads_give_the_same_bytes) {
                                         counts[t], &err) == CT_OK);
       ck_assert_msg(!memcmp(one, many, no), "case %d on %d threads: other bytes", ci, counts[t]);
     }
+    quant_store_free(&qs);
     free(x), free(res), free(one), free(many), free(wt);
   }
 }
