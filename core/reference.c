@@ -211,6 +211,35 @@ static void act_from_plain(ct_layout l, const void *src, void *dst, size_t eb, i
     memcpy(dst, src, (size_t)(n * c * spatial) * eb);
 }
 
+/* act_to_plain (to_plain) or act_from_plain of n images, an image a plane
+ * of run_planes (the conversions are strided copies: a few operations an
+ * element). */
+typedef struct act_ctx {
+  ct_layout l;
+  const uint8_t *src;
+  uint8_t *dst;
+  size_t eb;
+  int64_t c, sp;
+  int to_plain;
+} act_ctx;
+
+static void act_image(void *ctx, int64_t i) {
+  const act_ctx *a = ctx;
+  const int64_t plain = a->c * a->sp * (int64_t)a->eb,
+                other =
+                    (a->l == CT_LAYOUT_NCHW4C ? pack_round4(a->c) : a->c) * a->sp * (int64_t)a->eb;
+  if (a->to_plain)
+    act_to_plain(a->l, a->src + i * other, a->dst + i * plain, a->eb, 1, a->c, a->sp);
+  else
+    act_from_plain(a->l, a->src + i * plain, a->dst + i * other, a->eb, 1, a->c, a->sp);
+}
+
+static void act_convert(ct_layout l, const void *src, void *dst, size_t eb, int64_t n, int64_t c,
+                        int64_t sp, int to_plain, int threads) {
+  act_ctx a = {l, src, dst, eb, c, sp, to_plain};
+  run_planes(act_image, &a, n, 4 * n * c * sp, threads);
+}
+
 /* Weights of layout l into plain OIDHW. */
 static void weights_to_plain(ct_layout l, const int8_t *src, int8_t *dst, int64_t k, int64_t c,
                              int64_t kvol) {
@@ -321,7 +350,7 @@ ct_status reference_qconv_threads(const ct_workload *w, const ct_quant *q, const
    * because a padded x equals zx. */
   const uint8_t *xb = data;
   if (converted) {
-    act_to_plain(w->layout, data, s.tmp, 1, g.n, g.c, in_sp);
+    act_convert(w->layout, data, s.tmp, 1, g.n, g.c, in_sp, 1, threads);
     xb = s.tmp;
   }
   for (int64_t i = 0; i < n_data; i++)
@@ -340,7 +369,8 @@ ct_status reference_qconv_threads(const ct_workload *w, const ct_quant *q, const
   const int64_t vol = workload_d2s_volume(w), cout = g.k / vol;
   const int64_t bd = workload_nd(w) == 3 ? b : 1;
   const int64_t OD = g.out[0] * bd, OH = g.out[1] * b, OW = g.out[2] * b;
-  if (w->epi.residual) act_to_plain(w->layout, residual, s.res, 1, g.n, cout, OD * OH * OW);
+  if (w->epi.residual)
+    act_convert(w->layout, residual, s.res, 1, g.n, cout, OD * OH * OW, 1, threads);
   void *po = converted ? s.out : out;
   /* about 8 operations an element (the requantization's), the same split
    * as the conv's */
@@ -364,7 +394,7 @@ ct_status reference_qconv_threads(const ct_workload *w, const ct_quant *q, const
                .onnx = onnx,
                .eb = eb};
   run_planes(epi_plane, &e, g.n * g.k, 8 * n_out, threads);
-  if (converted) act_from_plain(w->layout, s.out, out, eb, g.n, cout, OD * OH * OW);
+  if (converted) act_convert(w->layout, s.out, out, eb, g.n, cout, OD * OH * OW, 0, threads);
 done:
   free(s.x);
   free(s.w);

@@ -375,12 +375,13 @@ START_TEST(threads_give_the_same_sums) {
 END_TEST
 
 /* reference_qconv_threads on 2 and 5 threads and the automatic count
- * gives the bytes of one thread, conv and epilogue both split: channels
- * last with 8-bit output, bias, per-channel scales and a residual; a plain
- * conv2d with depth_to_space and uint8 data with a zero point; a 3D one
- * with onnx rounding. */
+ * gives the bytes of one thread, conv, epilogue and layout conversions
+ * all split: channels last with 8-bit output, bias, per-channel scales and
+ * a residual; a plain conv2d with depth_to_space and uint8 data with a
+ * zero point; a 3D one with onnx rounding; the packed layout with a
+ * residual. */
 START_TEST(qconv_threads_give_the_same_bytes) {
-  for (int ci = 0; ci < 3; ci++) {
+  for (int ci = 0; ci < 4; ci++) {
     ct_workload w;
     workload_init(&w, ci == 2 ? CT_OP_CONV3D : CT_OP_CONV2D);
     w.n = 2, w.c = 32, w.k = 48;
@@ -399,6 +400,7 @@ START_TEST(qconv_threads_give_the_same_bytes) {
       w.epi.d2s_block = 2, w.epi.d2s_mode = CT_D2S_CRD;
     }
     if (ci == 2) w.epi.rounding = CT_ROUND_ONNX;
+    if (ci == 3) w.layout = CT_LAYOUT_NCHW4C, w.epi.residual = 1;
     ck_assert_int_eq(workload_validate(&w, NULL), CT_OK);
     const size_t nd = (size_t)workload_data_elems(&w), nw = (size_t)workload_weight_elems(&w),
                  no = (size_t)workload_out_elems(&w);
