@@ -159,13 +159,8 @@ static void conv_plane_fn(void *ctx, int64_t p) {
   conv_plane(c->g, c->data, c->weights, c->acc, p / c->g->k, p % c->g->k);
 }
 
-void reference_conv_plain(const geom3 *g, const int16_t *data, const int16_t *weights,
-                          int32_t *out) {
-  reference_conv_plain_threads(g, data, weights, out, 0);
-}
-
-void reference_conv_plain_threads(const geom3 *g, const int16_t *data, const int16_t *weights,
-                                  int32_t *out, int threads) {
+void reference_conv_plain(const geom3 *g, const int16_t *data, const int16_t *weights, int32_t *out,
+                          int threads) {
   const int64_t out_plane = g->out[0] * g->out[1] * g->out[2], planes = g->n * g->k;
   const int64_t groups = g->g > 1 ? g->g : 1;
   memset(out, 0, (size_t)(planes * out_plane) * sizeof *out);
@@ -361,7 +356,7 @@ ct_status reference_qconv_threads(const ct_workload *w, const ct_quant *q, const
     wb = (const int8_t *)s.tmp;
   }
   for (int64_t i = 0; i < n_weights; i++) s.w[i] = (int16_t)(wb[i] - zw[i / (cpg * kvol)]);
-  reference_conv_plain_threads(&g, s.x, s.w, s.acc, threads);
+  reference_conv_plain(&g, s.x, s.w, s.acc, threads);
 
   /* The remapped output: C' channels, each spatial size b times larger
    * (depth only in conv3d). */

@@ -34,7 +34,7 @@ ct_status reference_conv(const ct_workload *w, const int8_t *data, const int8_t 
 ct_status reference_qconv(const ct_workload *w, const ct_quant *q, const void *data,
                           const int8_t *weights, const void *residual, void *out, ct_err *err);
 /* The same with the conv and the epilogue on threads threads (0:
- * reference_conv_plain's choice): the same bytes whatever the count. */
+ * reference_conv_plain's): the same bytes whatever the count. */
 ct_status reference_qconv_threads(const ct_workload *w, const ct_quant *q, const void *data,
                                   const int8_t *weights, const void *residual, void *out,
                                   int threads, ct_err *err);
@@ -42,13 +42,10 @@ ct_status reference_qconv_threads(const ct_workload *w, const ct_quant *q, const
 /* The plain-layout kernel behind both, on the normalised geometry: data
  * [N][C][D][H][W] and weights [K][C/G][KD][KH][KW] as int16 (zero points
  * already taken off; G = g->g groups, output channel k reading input
- * channels k / (K/G) x C/G onwards), out [N][K][OD][OH][OW], sums modulo 2^32. */
-void reference_conv_plain(const geom3 *g, const int16_t *data, const int16_t *weights,
-                          int32_t *out);
-/* The same on threads threads (at most 32, one an output plane at most; 0:
- * reference_conv_plain's choice, by the work and the online CPUs): the
- * same sums bit for bit, whatever the count. */
-void reference_conv_plain_threads(const geom3 *g, const int16_t *data, const int16_t *weights,
-                                  int32_t *out, int threads);
+ * channels k / (K/G) x C/G onwards), out [N][K][OD][OH][OW], sums modulo 2^32.
+ * On threads threads (at most 32, one an output plane at most; 0: by the
+ * work and the online CPUs): the same sums bit for bit, whatever the count. */
+void reference_conv_plain(const geom3 *g, const int16_t *data, const int16_t *weights, int32_t *out,
+                          int threads);
 
 #endif

@@ -1853,6 +1853,18 @@ static int write_locked(const char *path) {
 /* Tries at catching the long insert mid-way (below). */
 #define N_LONG_TRIES 4
 
+/* The long insert's end: the time its child reported on fd, once the child
+ * has exited successfully. */
+static double long_insert_end(int fd, pid_t pid) {
+  double long_end = 0;
+  ck_assert_int_eq(read(fd, &long_end, sizeof long_end), (ssize_t)sizeof long_end);
+  close(fd);
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the long insert failed");
+  return long_end;
+}
+
 /* A long insert commits in bounded batches and lets a waiting writer in
  * between them: the short insert finishes while the long one still runs
  * (before, it waited for the whole of it, and failed after 10 s). The long
@@ -1897,12 +1909,7 @@ START_TEST(long_insert_lets_a_waiting_writer_in) {
       sqlite3_sleep(1);
     }
     if (!locked) {
-      double long_end = 0;
-      ck_assert_int_eq(read(done[0], &long_end, sizeof long_end), (ssize_t)sizeof long_end);
-      close(done[0]);
-      int status = 0;
-      ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-      ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the long insert failed");
+      (void)long_insert_end(done[0], pid);
       ck_assert_msg(ended && attempt + 1 < N_LONG_TRIES,
                     "the long insert was never seen holding the lock (%d tries)", attempt + 1);
       continue; /* it ran and ended unseen: try again */
@@ -1913,12 +1920,7 @@ START_TEST(long_insert_lets_a_waiting_writer_in) {
     ct_err err = {0};
     double start = mono_ms();
     ck_assert_msg(db_insert_trials(d, &t, 1, NULL, &err) == CT_OK, "%s", err.msg);
-    double end = mono_ms(), long_end = 0;
-    ck_assert_int_eq(read(done[0], &long_end, sizeof long_end), (ssize_t)sizeof long_end);
-    close(done[0]);
-    int status = 0;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the long insert failed");
+    double end = mono_ms(), long_end = long_insert_end(done[0], pid);
     ck_assert_msg(end < long_end,
                   "the short insert waited %.0f ms, until %.0f ms after the long one", end - start,
                   end - long_end);

@@ -325,7 +325,7 @@ END_TEST
 
 /* ---- threads ------------------------------------------------------------------- */
 
-/* reference_conv_plain_threads on 2, 3, 7 and 64 threads (more than there
+/* reference_conv_plain on 2, 3, 7 and 64 threads (more than there
  * are planes; the limit is 32), and with the automatic count, gives the
  * sums of one thread bit for bit (the one-thread path is what the naive
  * checks above test): a dense 2D layer of 37.7M multiply-adds, above the
@@ -362,10 +362,10 @@ START_TEST(threads_give_the_same_sums) {
     for (size_t i = 0; i < nd; i++) x[i] = (int16_t)((int)(rng_next(&r) % 511) - 255);
     for (size_t i = 0; i < nw; i++) wt[i] = (int16_t)((int)(rng_next(&r) % 511) - 255);
     memset(one, 0x5a, no * sizeof *one);
-    reference_conv_plain_threads(&g, x, wt, one, 1);
+    reference_conv_plain(&g, x, wt, one, 1);
     for (int t = 0; t < 5; t++) {
       memset(many, 0x5a, no * sizeof *many); /* poison: every plane must be written */
-      reference_conv_plain_threads(&g, x, wt, many, counts[t]);
+      reference_conv_plain(&g, x, wt, many, counts[t]);
       ck_assert_msg(!memcmp(one, many, no * sizeof *one), "case %d on %d threads: other sums", ci,
                     counts[t]);
     }
