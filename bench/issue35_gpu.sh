@@ -45,6 +45,12 @@
 #   prof T K C  ncu (--set full, clocks left alone) of template T's config C (JSON) on workload
 #           key K, one launch by build-rel/config_run: the throughputs, occupancy, instructions
 #           and each stall reason's share; then its timing (400 launches in a graph). Repeatable.
+#   pw      the pointwise mma templates (conv2d_nhwc_pw_mma, conv3d_ndhwc_pw_mma): test_gpu_templates'
+#           pointwise case (int32, the four 8-bit kinds, onnx rounding; PW_CONFIGS a workload,
+#           default 12), both templates in parallel; then compute-sanitizer's memcheck,
+#           racecheck and synccheck over three configs (C 24 with a residual, uint8 with a data
+#           zero point and 8-byte pieces, 3D int32 with stride 2 and the weights from shared
+#           memory)
 #   savedb  /tmp/t.db as $OUT/t.db.xz; pass it back as .gpu-bin/t.db.xz (or t.db)
 # Phases run in one call share /tmp/t.db: e.g. dwmma, model, bench, savedb.
 set -u
@@ -242,6 +248,31 @@ dwsan)
   dsan conv3d_ndhwc_dw $K3 '{"chans":4,"pix":2,"rows":4,"block_c":8,"block_w":2,"block_h":2,"staging":0,'"$D"'}' memcheck initcheck
   # 7 rows a thread, 12 threads along channels
   dsan conv2d_nhwc_dw $K2 '{"chans":4,"pix":2,"rows":7,"block_c":12,"block_w":8,"block_h":1,"staging":0,'"$D"'}' memcheck initcheck ;;
+pw)
+  s=$(date +%s)
+  for t in conv2d_nhwc_pw_mma conv3d_ndhwc_pw_mma; do
+    ( cd build-rel && CT_GT_TEMPLATE=$t CK_RUN_CASE=pointwise timeout 250 ./test_gpu_templates ${PW_CONFIGS:-12} \
+        > $OUT/gt-$t.log 2>&1; echo "rc=$?" >> $OUT/gt-$t.log ) &
+  done
+  wait
+  echo "pointwise tests: $(( $(date +%s) - s )) s"
+  for t in conv2d_nhwc_pw_mma conv3d_ndhwc_pw_mma; do
+    echo "== $t: $(grep -E 'Checks|rc=' $OUT/gt-$t.log | tr '\n' ' ')"; grep -E "exact over|F:|E:" $OUT/gt-$t.log | head -8 | cut -c1-220
+  done
+  CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  P1=conv2d-nhwc-i8.i8.i8-n2-c24-k144-9x9-r1x1-s1x1-p0x0.0x0-d1x1-bias-qc-res
+  P2=conv2d-nhwc-u8.i8.u8-n1-c40-k24-11x13-r1x1-s1x1-p0x0.0x0-d1x1-zd-bias-qc
+  P3=conv3d-ndhwc-i8.i8.i32-n2-c288-k40-5x7x6-r1x1x1-s2x2x2-p0x0x0.0x0x0-d1x1x1
+  psan() { # template key config
+    for tool in memcheck racecheck synccheck; do
+      out=$($CS --tool $tool --error-exitcode 9 build-rel/config_run $1 $2 "$3" 2>&1); rc=$?
+      echo "$tool $1 $2 $3: $(echo "$out" | grep -E "SUMMARY|config_run" | tr '\n' ' ') rc=$rc"
+    done
+  }
+  psan conv2d_nhwc_pw_mma $P1 '{"m_tiles":2,"n_tiles":6,"n_per_warp":3,"warps_m":2,"m_unroll":1,"stages":3,"blocks_per_sm":2}'
+  psan conv2d_nhwc_pw_mma $P2 '{"m_tiles":4,"n_tiles":3,"n_per_warp":1,"warps_m":1,"m_unroll":2,"stages":2,"blocks_per_sm":2}'
+  psan conv3d_ndhwc_pw_mma $P3 '{"m_tiles":2,"n_tiles":2,"n_per_warp":1,"warps_m":2,"m_unroll":1,"stages":4,"blocks_per_sm":1}'
+  cd $OUT && tar czf pw.tgz gt-*.log && rm -f gt-*.log ;;
 dwmodel)
   s=$(date +%s) MB=${2:-32}
   tq model-b$MB --model $MODEL --batch $MB --time-budget $((MB > 1 ? 150 : 60))

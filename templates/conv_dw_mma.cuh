@@ -139,18 +139,6 @@ static_assert(TMA == 0 || (!CT_ZD && CB_IN % 16 == 0 && GM_C % 16 == 0 && CT_DIL
 static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the block");
 static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the tile");
 
-/* 8 bytes of shared memory at byte offset off. */
-__device__ __forceinline__ uint2 lds64(unsigned off) {
-  uint2 v;
-  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(off));
-  return v;
-}
-
-/* 8 bytes global -> shared, asynchronously (cp.async.ca: 4, 8 or 16). */
-__device__ __forceinline__ void cp_async8(unsigned dst, const void *src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"(src));
-}
-
 /* Where tile i of the grid's sequence starts: its image, output depth and
  * first output row and column (tiles along W fastest, so a block's
  * consecutive tiles share their halo). */

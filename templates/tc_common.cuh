@@ -23,6 +23,16 @@ __device__ __forceinline__ void cp_async16(unsigned dst, const void *src, int sr
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
                "r"(src_bytes));
 }
+/* 8 bytes global -> shared, asynchronously (cp.async.ca: 4, 8 or 16). */
+__device__ __forceinline__ void cp_async8(unsigned dst, const void *src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"(src));
+}
+/* 8 bytes of shared memory at byte offset off. */
+__device__ __forceinline__ uint2 lds64(unsigned off) {
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(off));
+  return v;
+}
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::);
 }

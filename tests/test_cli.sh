@@ -165,7 +165,7 @@ expect 0 'template conv2d_nhwc_mma' space --set resnet50 --layout nhwc --arch sm
 expect_bad 'needs layout nchw4c' space --set resnet50 --layout nhwc --template conv2d_nchw4c_mma --arch sm_90 --samples 500
 expect_bad '--template' space --set resnet50 --template nope
 # every template named, the last registered one too (the list outgrew a fixed buffer once)
-expect_bad 'conv3d_ndhwc_grouped_mma (see' space --set resnet50 --template nope
+expect_bad 'conv3d_ndhwc_pw_mma (see' space --set resnet50 --template nope
 expect_bad 'unknown architecture' space --set resnet50 --arch sm_13
 expect_bad '--samples' space --set resnet50 --samples 0
 expect_bad 'no workload given' space

@@ -25,6 +25,9 @@
  * channels-last grouped templates with data and weight zero points (the
  * channels-last fallback's), int32 and 8-bit.
  *
+ * Case pointwise: the pointwise mma templates (dense 1x1, no padding) on
+ * their own shapes, int32, the four 8-bit kinds and onnx rounding.
+ *
  * Case nhwc_zpad: the channels-last wgmma templates with a data zero point
  * (int8 and uint8 data) and padding, which TMA fills with zeros: the
  * params block's border-class corrections, int32 and 8-bit output.
@@ -330,6 +333,28 @@ static const shape gm3d[] = {
     {"g2 cpg16 3x3x3 s2 c32 5x8x8", CT_OP_CONV3D, 1, 32, 32, {5, 8, 8}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 2},
 };
 
+/* the pointwise mma templates (dense 1x1, no padding, C and K multiples of
+ * 8): MobileNetV2's expand (C 24, rows of 32 bytes) and project (K 24)
+ * layers, a partial last tile and K past a block's channels (40, 72),
+ * stride 2, 8-byte pieces (C 40), 8 k-steps (the weights from shared
+ * memory), 3D */
+/* clang-format off */
+static const shape pw2d[] = {
+    {"pw c24 k144 b2 9x9", CT_OP_CONV2D, 2, 24, 144, {0, 9, 9}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 1},
+    {"pw c16 k96 b3 5x5", CT_OP_CONV2D, 3, 16, 96, {0, 5, 5}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 1},
+    {"pw c144 k24 14x13", CT_OP_CONV2D, 1, 144, 24, {0, 14, 13}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 1},
+    {"pw s2 c96 k40 b2 11x11", CT_OP_CONV2D, 2, 96, 40, {0, 11, 11}, {0, 1, 1}, {0, 2, 2}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 1},
+    {"pw c256 k72 6x7", CT_OP_CONV2D, 1, 256, 72, {0, 6, 7}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 1},
+    {"pw c40 k8 b3 3x3", CT_OP_CONV2D, 3, 40, 8, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 1},
+};
+static const shape pw3d[] = {
+    {"pw c32 k64 b2 3x5x6", CT_OP_CONV3D, 2, 32, 64, {3, 5, 6}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, 1},
+    {"pw s2 c40 k16 5x7x7", CT_OP_CONV3D, 1, 40, 16, {5, 7, 7}, {1, 1, 1}, {2, 2, 2}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, 1},
+    {"pw c64 k24 b2 2x4x4", CT_OP_CONV3D, 2, 64, 24, {2, 4, 4}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, 1},
+    {"pw s(1,2,2) c24 k48 4x9x8", CT_OP_CONV3D, 1, 24, 48, {4, 9, 8}, {1, 1, 1}, {1, 2, 2}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, 1},
+};
+/* clang-format on */
+
 /* weight zero points on the channels-last fallback (the grouped
  * templates): G 1 layers no tensor-core template runs with them, grouped
  * and depthwise ones, 2D and 3D, all padded */
@@ -616,6 +641,7 @@ static void run_onnx(const char *name, const shape *shapes, int n_shapes, const 
  * != 0); its shapes from the same. */
 typedef struct kind {
   int packed, wgmma, stem, mma, grouped, dw; /* dw: depthwise only (also grouped) */
+  int pw;                                    /* pointwise only (also mma) */
 } kind;
 
 static kind kind_of(const template_desc *t) {
@@ -626,6 +652,7 @@ static kind kind_of(const template_desc *t) {
   k.mma = !k.wgmma && strstr(t->name, "mma") != NULL;
   k.dw = strstr(t->name, "_dw") != NULL;
   k.grouped = strstr(t->name, "grouped") != NULL || k.dw;
+  k.pw = strstr(t->name, "_pw") != NULL;
   return k;
 }
 
@@ -646,6 +673,8 @@ static int in_case(const template_desc *t, const char *c) {
   if (!template_selected(t->name)) return 0;
   kind k = kind_of(t);
   int nhwc_wgmma = !k.packed && k.wgmma && !k.stem, stem_wgmma = !k.packed && k.wgmma && k.stem;
+  /* pointwise: its own shapes, int32, the 8-bit kinds and onnx rounding */
+  if (k.pw) return !strcmp(c, "pointwise");
   /* grouped, grouped8, grouped_onnx: the grouped templates and the
    * channels-last mma ones on the grouped and odd-K shapes */
   /* grouped_zw: the channels-last fallback, which takes weight zero points */
@@ -747,6 +776,21 @@ START_TEST(registered_grouped_configs_match_the_reference) {
   out8 = !strcmp(running_case, "grouped8");
   run_template(t->name, sh.list, sh.n, sh.more, sh.n_more);
   out8 = 0;
+}
+END_TEST
+
+/* Case pointwise: the pointwise templates on their shapes, int32, the four
+ * 8-bit kinds, then onnx rounding. */
+START_TEST(registered_pointwise_configs_match_the_reference) {
+  const template_desc *t = case_template(running_case, _i);
+  const int d3 = t->op == CT_OP_CONV3D;
+  const shape *list = d3 ? pw3d : pw2d;
+  const int n = d3 ? N_OF(pw3d) : N_OF(pw2d);
+  run_template(t->name, list, n, NULL, 0);
+  out8 = 1;
+  run_template(t->name, list, n, NULL, 0);
+  out8 = 0;
+  run_onnx(t->name, list, n, NULL, 0);
 }
 END_TEST
 
@@ -1140,6 +1184,7 @@ REGISTRY_CASE(grouped, registered_grouped_configs_match_the_reference)
 REGISTRY_CASE(grouped8, registered_grouped_configs_match_the_reference)
 REGISTRY_CASE(grouped_onnx, registered_grouped_configs_match_the_reference)
 REGISTRY_CASE(grouped_zw, registered_grouped_configs_match_the_reference)
+REGISTRY_CASE(pointwise, registered_pointwise_configs_match_the_reference)
 
 /* CT_GT_REF=1, for the sanitizer run: CK_RUN_CASE=ref (otherwise empty) */
 static void add_ref(TCase *tc) {
@@ -1162,6 +1207,7 @@ static const test_case suite_cases[] = {
     {"grouped8", 1200, add_grouped8},
     {"grouped_onnx", 1200, add_grouped_onnx},
     {"grouped_zw", 1200, add_grouped_zw},
+    {"pointwise", 1200, add_pointwise},
     {"ref", 1200, add_ref},
     {NULL, 0, NULL},
 };

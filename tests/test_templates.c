@@ -33,13 +33,17 @@ static long n_compile = 300;
 /* The workloads of the sets a template runs, in its layout (packed, or
  * channels-last): the dense sets' layers for the templates of dense
  * layers, and the grouped sets' grouped layers (issue 35) for whichever
- * template supports them (the grouped templates run only those). */
+ * template supports them (the grouped templates run only those); for the
+ * pointwise templates, the layers of every set that they run. */
 static wlset *load_sets(const template_desc *tpl, int batch) {
   const char *names2[] = {"resnet50",           "resnet18",    "mobilenetv2",
                           "efficientnet_b0_dw", "resnext50_g", NULL};
   const char *names3[] = {"resnet3d18", "csn_dw3d", "resnext3d_g", NULL};
   const char **names = tpl->op == CT_OP_CONV2D ? names2 : names3;
   const int grouped_only = strstr(tpl->name, "grouped") != NULL || strstr(tpl->name, "_dw") != NULL;
+  /* the pointwise templates: every set's layers they run (dense 1x1
+   * without padding) */
+  const int pointwise_only = strstr(tpl->name, "_pw") != NULL;
   wlset *all = calloc(1, sizeof *all);
   ck_assert_ptr_nonnull(all);
   all->items = calloc(160, sizeof *all->items);
@@ -60,7 +64,10 @@ static wlset *load_sets(const template_desc *tpl, int batch) {
        * are written for ResNet's */
       const int new_set = strcmp(names[i], "resnet50") && strcmp(names[i], "resnet18") &&
                           strcmp(names[i], "resnet3d18");
-      if (w.groups > 1 ? !tpl->supports(&w, NULL) : grouped_only || new_set) continue;
+      if (pointwise_only ? !tpl->supports(&w, NULL)
+          : w.groups > 1 ? !tpl->supports(&w, NULL)
+                         : grouped_only || new_set)
+        continue;
       ck_assert_int_lt(all->n_items, 160);
       wlset_item *it = &all->items[all->n_items++];
       it->w = w;
@@ -142,9 +149,11 @@ START_TEST(spaces_cover_every_layer_and_are_large) {
       space sp;
       ct_err err = {0};
       const ct_workload *w = &s->items[i].w;
-      const int nhwc_mma = tpl->layout == CT_LAYOUT_NHWC && strstr(tpl->name, "_mma") != NULL;
+      const int pw = strstr(tpl->name, "_pw_mma") != NULL;
+      const int nhwc_mma =
+          tpl->layout == CT_LAYOUT_NHWC && strstr(tpl->name, "_mma") != NULL && !pw;
       const int nhwc_stem = tpl->layout == CT_LAYOUT_NHWC && strstr(tpl->name, "_stem") != NULL;
-      if (tpl->layout == CT_LAYOUT_NHWC && w->groups == 1 &&
+      if (tpl->layout == CT_LAYOUT_NHWC && w->groups == 1 && !pw &&
           (nhwc_mma || nhwc_stem ? w->c % 16 == 0 : w->c % 16 != 0)) {
         /* wgmma: all but the stems (C not a multiple of 16); the stem
          * templates (mma, wgmma_stem): the stems only */
@@ -160,7 +169,13 @@ START_TEST(spaces_cover_every_layer_and_are_large) {
       }
       ck_assert_msg(template_space(tpl, w, &sp, &err) == CT_OK, "%s: %s", s->items[i].name,
                     err.msg);
-      if (strstr(tpl->name, "_dw_mma")) {
+      if (pw) {
+        /* the pointwise templates: a tile of pixels, the block's n-tiles,
+         * the stages */
+        ck_assert_int_ge(space_find(&sp, "m_tiles"), 0);
+        ck_assert_int_ge(space_find(&sp, "n_tiles"), 0);
+        ck_assert_int_ge(space_find(&sp, "stages"), 0);
+      } else if (strstr(tpl->name, "_dw_mma")) {
         /* the depthwise mma templates: a pixel tile, n-tiles, warps */
         ck_assert_int_ge(space_find(&sp, "tile_w"), 0);
         ck_assert_int_ge(space_find(&sp, "n_tiles"), 0);

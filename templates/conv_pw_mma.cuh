@@ -1,0 +1,337 @@
+/*
+ * conv_pw_mma.cuh: the body of conv2d_nhwc_pw_mma and conv3d_ndhwc_pw_mma
+ * (conv2d is the D = 1 case): dense pointwise (1x1 or 1x1x1, no padding,
+ * any stride) int8 convolution, channels-last, on mma.sync m16n8k32.
+ *
+ * Why a family of its own: a pointwise layer is the matrix product of the
+ * pixels (M x C) and the weights (C x K), and where C or K is small (the
+ * expand and project layers of MobileNet and EfficientNet: 16 to 160
+ * channels on one side) it is bound by its bytes, not its multiply-adds.
+ * The implicit-GEMM templates then pay for what they are built around:
+ * TMA needs C a multiple of 16, a tile's reduction is one block_k slice
+ * with the prologue, barriers and epilogue of a whole GEMM around it, and
+ * the stem runs C 24 at a quarter of the memory floor. Here:
+ *   - a block keeps its N_TILES x 8 output channels' weights (BN x C bytes)
+ *     in shared memory for its life, and in registers where they are few
+ *     (BREG);
+ *   - it is persistent: grid x blocks loop over the tiles of BM consecutive
+ *     output pixels (M_TILES x 16), the next STAGES - 1 tiles' pixel rows
+ *     (and residual rows) loading by cp.async while one computes, so that
+ *     the loads of a memory-bound layer are in flight all the time;
+ *   - a pixel's C bytes are one row of the tile (row stride RS: C padded to
+ *     32, plus 32 where that keeps a half-warp's four rows of one load on
+ *     distinct banks); the k-steps are 32-byte slices of it. Bytes past C
+ *     are whatever the row holds (the next pixel, or stale): their weights
+ *     are zero in shared memory, so they add nothing.
+ * The k order within a k-step makes each A register pair one 8-byte load
+ * (lane g, q: bytes 8q .. 8q + 7 of rows g and g + 8 as a0, a2 and a1, a3)
+ * and B's the same map (b0, b1 = weight bytes 8q .. 8q + 7 of output
+ * channel g). The sums start from params' folded offset off[k] (bias - zx
+ * x sum(w[k]), quant.c); each fragment is requantized (tc_common.cuh) into
+ * a shared output tile, which the block writes out in 16-byte (8-byte)
+ * pieces, whole rows of the output: coalesced.
+ *
+ * Warps: WARPS_N x WARPS_M; warp (wn, wm) holds the n-tiles N_PER_WARP wn
+ * .. + N_PER_WARP - 1 and the m-tiles wm M_UNROLL, + WARPS_M M_UNROLL, ...
+ * of each tile, M_UNROLL at once.
+ *
+ * Macros (conv_pw_mma.c): PW_C (C), the knobs M_TILES, N_TILES,
+ * N_PER_WARP, WARPS_M, M_UNROLL, STAGES, BLOCKS_PER_SM, and CT_THREADS,
+ * CT_SMEM_BYTES.
+ */
+#include "quant.cuh"
+
+#ifndef CT_N
+#error "conv_pw_mma.cuh: compile through convtune: every shape and knob is a -D macro"
+#endif
+
+#include "conv_shape.cuh"
+#include "tc_common.cuh"
+
+static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: not here");
+static_assert(CT_KD * CT_KH * CT_KW == 1, "pointwise: a 1x1 (1x1x1) kernel");
+static_assert(CT_PAD_D + CT_PAD_H + CT_PAD_W + CT_PADA_D + CT_PADA_H + CT_PADA_W == 0,
+              "pointwise: no padding");
+static_assert(PW_C > 0 && PW_C % 8 == 0 && CT_C4 * 4 == PW_C, "C must be a multiple of 8");
+static_assert(CT_KR % 8 == 0, "K must be a multiple of 8 (mma n-tiles of 8 channels)");
+static_assert(M_TILES == 2 || M_TILES == 4 || M_TILES == 8 || M_TILES == 16,
+              "m_tiles: 2, 4, 8 or 16 (32 to 256 pixels a tile)");
+static_assert(N_TILES >= 1 && N_TILES <= 16, "n_tiles: 1 to 16");
+static_assert(N_PER_WARP >= 1 && N_PER_WARP <= 4 && N_TILES % N_PER_WARP == 0,
+              "n_per_warp: 1 to 4, dividing n_tiles");
+static_assert(WARPS_M == 1 || WARPS_M == 2 || WARPS_M == 4 || WARPS_M == 8, "warps_m: 1 to 8");
+static_assert(M_UNROLL == 1 || M_UNROLL == 2, "m_unroll: 1 or 2");
+static_assert(M_TILES >= WARPS_M * M_UNROLL, "warps_m x m_unroll m-tiles at most: no warp idles");
+static_assert(STAGES >= 2 && STAGES <= 4, "stages: 2 to 4");
+static_assert(BLOCKS_PER_SM >= 1 && BLOCKS_PER_SM <= 4, "blocks_per_sm: 1 to 4");
+
+#define CPAD    ((PW_C + 31) / 32 * 32)
+#define KS      (CPAD / 32)                 /* k-steps */
+#define RS      (KS % 2 ? CPAD : CPAD + 32) /* a pixel row's stride in shared memory */
+#define BM      (16 * M_TILES)              /* pixels a tile */
+#define BN      (8 * N_TILES)               /* output channels a block */
+#define WARPS_N (N_TILES / N_PER_WARP)
+#define THREADS (32 * WARPS_N * WARPS_M)
+#define ESZ     (CT_OUT == 0 ? 4 : 1)
+/* the output tile's row stride: a fragment's 8 rows on distinct banks and
+ * a multiple of 16 (the copy's pieces); int32: OPS % 64 == 32, 8-bit: OPS
+ * % 32 == 16. The residual tile's the same (8-bit only). */
+#define OPS_OF(x, m)                                                                               \
+  ((x) % (m) <= (m) / 2 ? (x) - (x) % (m) + (m) / 2 : (x) - (x) % (m) + 3 * (m) / 2)
+#define OPS        (ESZ == 4 ? OPS_OF(4 * BN, 64) : OPS_OF(BN, 32))
+#define SB_BYTES   ((long)BN * RS)
+#define SA_BYTES   ((long)BM * RS)
+#define SR_BYTES   (CT_RES ? (long)BM * OPS : 0L)
+#define SO_BYTES   ((long)BM * OPS)
+#define SMEM_BYTES (SB_BYTES + STAGES * (SA_BYTES + SR_BYTES) + SO_BYTES)
+/* the pieces: a pixel row's loads (16 bytes where C allows), the residual's
+ * and the output's (16 where the block's channels and K allow) */
+#define APIECE (PW_C % 16 == 0 ? 16 : 8)
+#define RPIECE (BN % 16 == 0 && CT_KR % 16 == 0 ? 16 : 8)
+#define PIECE  ((BN * ESZ) % 16 == 0 && (CT_KR * ESZ) % 16 == 0 ? 16 : 8)
+/* the B fragments in registers where they are few */
+#define BREG    (KS * N_PER_WARP <= 8)
+#define M_TOTAL ((long)CT_N * CT_OD * CT_OH * CT_OW)
+#define TILES_M ((M_TOTAL + BM - 1) / BM)
+#define STRIDED (CT_STR_D * CT_STR_H * CT_STR_W != 1)
+
+static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the block");
+static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the tile");
+static_assert(TILES_M < 2147483648L, "fewer than 2^31 tiles");
+
+/* The input pixel of output pixel m (N x OD x OH x OW order). */
+__device__ __forceinline__ long in_pixel(long m) {
+#if STRIDED
+  const long ow = m % CT_OW, t = m / CT_OW, oh = t % CT_OH, t2 = t / CT_OH, od = t2 % CT_OD,
+             n = t2 / CT_OD;
+  return ((n * CT_ID + od * CT_STR_D) * CT_IH + oh * CT_STR_H) * CT_IW + ow * CT_STR_W;
+#else
+  return m;
+#endif
+}
+
+/* Start tile t's pixel rows (and residual rows) into stage buffers sa (and
+ * sr), cp.async a piece at a time; rows past the last pixel and residual
+ * pieces past K are left as they are (never stored). The caller commits. */
+__device__ __forceinline__ void load_tile(const unsigned char *__restrict__ data,
+                                          const void *__restrict__ residual, long t, unsigned sa,
+                                          unsigned sr, int n0, int tid) {
+  const long m0 = t * BM;
+  constexpr int PPR = PW_C / APIECE; /* pieces a pixel row */
+#pragma unroll 4
+  for (int u = tid; u < BM * PPR; u += THREADS) {
+    const int r = u / PPR, p = u - r * PPR;
+    const long m = m0 + r;
+    if (m >= M_TOTAL) continue;
+    const unsigned char *src = data + in_pixel(m) * PW_C + p * APIECE;
+    const unsigned dst = sa + (unsigned)(r * RS + p * APIECE);
+    if (APIECE == 16)
+      cp_async16(dst, src, 16);
+    else
+      cp_async8(dst, src);
+  }
+#if CT_RES
+  constexpr int PPQ = BN / RPIECE; /* pieces a residual row */
+#pragma unroll 2
+  for (int u = tid; u < BM * PPQ; u += THREADS) {
+    const int r = u / PPQ, p = u - r * PPQ;
+    const long m = m0 + r;
+    const int k = n0 + p * RPIECE;
+    if (m >= M_TOTAL || k >= CT_KR) continue;
+    const unsigned char *src = (const unsigned char *)residual + m * CT_KR + k;
+    const unsigned dst = sr + (unsigned)(r * OPS + p * RPIECE);
+    if (RPIECE == 16)
+      cp_async16(dst, src, 16);
+    else
+      cp_async8(dst, src);
+  }
+#else
+  (void)residual, (void)sr, (void)n0;
+#endif
+}
+
+/* ---- the kernel ---------------------------------------------------------- */
+extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
+    conv_pw_mma(const unsigned char *__restrict__ data, const unsigned char *__restrict__ weights,
+                void *__restrict__ out, const int *__restrict__ params,
+                const void *__restrict__ residual) {
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int g = lane / 4, q = lane % 4;
+  const int wn = warp % WARPS_N, wm = warp / WARPS_N;
+  const int n0 = blockIdx.y * BN;          /* the block's first output channel */
+  const int kw = n0 + wn * N_PER_WARP * 8; /* the warp's */
+  unsigned char *so = smem_raw + SB_BYTES + STAGES * (SA_BYTES + SR_BYTES);
+  const unsigned sbase = smem_addr(smem_raw);
+  const unsigned sb = sbase, sa0 = sbase + (unsigned)SB_BYTES,
+                 sr0 = sa0 + (unsigned)(STAGES * SA_BYTES);
+
+  /* the block's weights, BN rows of RS bytes: zero past C and past K (the
+   * weights are constant: read before the wait) */
+  for (int u = tid; u < BN * (RS / 4); u += THREADS) {
+    const int n = u / (RS / 4), c = (u - n * (RS / 4)) * 4;
+    const unsigned v =
+        n0 + n < CT_KR && c < PW_C ? *(const unsigned *)(weights + (long)(n0 + n) * PW_C + c) : 0u;
+    *(unsigned *)(smem_raw + n * RS + c) = v;
+  }
+  __syncthreads();
+  /* n-tile j of the warp: output channel kw + 8 j + g's bytes 8q .. 8q + 7
+   * of k-step s */
+  const unsigned bofs = sb + (unsigned)((kw - n0 + g) * RS + 8 * q);
+#if BREG
+  unsigned bf[KS][N_PER_WARP][2];
+#pragma unroll
+  for (int s = 0; s < KS; s++)
+#pragma unroll
+    for (int j = 0; j < N_PER_WARP; j++) {
+      const uint2 b = lds64(bofs + (unsigned)(8 * j * RS + 32 * s));
+      bf[s][j][0] = b.x, bf[s][j][1] = b.y;
+    }
+#endif
+
+  pdl_wait_then_release(); /* nothing global but the weights before: the previous kernel may run */
+  const q_head qh = load_head(params);
+  q_chan c0[N_PER_WARP] = {}, c1[N_PER_WARP] = {};
+  bool live[N_PER_WARP]; /* K is a multiple of 8: an n-tile is whole or absent */
+#pragma unroll
+  for (int j = 0; j < N_PER_WARP; j++) {
+    live[j] = kw + 8 * j < CT_KR;
+    if (live[j]) load_chan2(params, qh, kw + 8 * j + 2 * q, c0[j], c1[j]);
+  }
+
+  /* the block's tiles: blockIdx.x, + gridDim.x, ... */
+  const long t0 = blockIdx.x, tstep = gridDim.x;
+  const int nt = t0 < TILES_M ? (int)((TILES_M - 1 - t0) / tstep + 1) : 0;
+#pragma unroll 1
+  for (int i = 0; i < STAGES - 1; i++) {
+    if (i < nt)
+      load_tile(data, residual, t0 + i * tstep, sa0 + (unsigned)(i * SA_BYTES),
+                sr0 + (unsigned)(i * SR_BYTES), n0, tid);
+    cp_async_commit();
+  }
+  /* rows g and g + 8 of an m-tile, the lane's 8 bytes */
+  const unsigned arow = (unsigned)(g * RS + 8 * q);
+  /* the thread's place in the output tile: row g, channels 2q, 2q + 1 of
+   * its first n-tile */
+  const unsigned oslot = (unsigned)g * OPS + (unsigned)(kw - n0 + 2 * q) * ESZ;
+
+#pragma unroll 1
+  for (int i = 0; i < nt; i++) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads(); /* tile i is in; every thread is past tile i - 1 (its stage, the copy-out) */
+    {
+      const int j = i + STAGES - 1; /* into the stage tile i - 1 used */
+      if (j < nt)
+        load_tile(data, residual, t0 + j * tstep, sa0 + (unsigned)((j % STAGES) * SA_BYTES),
+                  sr0 + (unsigned)((j % STAGES) * SR_BYTES), n0, tid);
+      cp_async_commit();
+    }
+    const long m0 = (t0 + i * tstep) * BM;
+    const unsigned sa = sa0 + (unsigned)((i % STAGES) * SA_BYTES);
+#if CT_RES
+    const unsigned char *sr = smem_raw + SB_BYTES + STAGES * SA_BYTES + (i % STAGES) * SR_BYTES;
+#endif
+
+    /* ---- the mma and each m-tile's epilogue ---- */
+    if (live[0]) {
+#pragma unroll 1
+      for (int mb = wm * M_UNROLL; mb < M_TILES; mb += WARPS_M * M_UNROLL) {
+        int acc[M_UNROLL][N_PER_WARP][4];
+#pragma unroll
+        for (int u = 0; u < M_UNROLL; u++)
+#pragma unroll
+          for (int j = 0; j < N_PER_WARP; j++)
+            acc[u][j][0] = acc[u][j][2] = c0[j].off, acc[u][j][1] = acc[u][j][3] = c1[j].off;
+#pragma unroll
+        for (int s = 0; s < KS; s++)
+#pragma unroll
+          for (int u = 0; u < M_UNROLL; u++) {
+            const unsigned ab = sa + (unsigned)((mb + u) * 16 * RS) + arow + 32u * s;
+            const uint2 x0 = lds64(ab), x1 = lds64(ab + 8u * RS);
+            const unsigned a[4] = {x0.x, x1.x, x0.y, x1.y};
+#pragma unroll
+            for (int j = 0; j < N_PER_WARP; j++) {
+#if BREG
+              mma16832(acc[u][j], a, bf[s][j]);
+#else
+              const uint2 b = lds64(bofs + (unsigned)(8 * j * RS + 32 * s));
+              const unsigned bb[2] = {b.x, b.y};
+              mma16832(acc[u][j], a, bb);
+#endif
+            }
+          }
+        /* the channels' values, opaque here: the compiler would otherwise
+         * hoist their sign extension out of the loop and split the
+         * requantization's 64-bit multiply-add into five instructions */
+        q_chan l0[N_PER_WARP], l1[N_PER_WARP];
+#pragma unroll
+        for (int j = 0; j < N_PER_WARP; j++) {
+          l0[j] = c0[j], l1[j] = c1[j];
+          asm("" : "+r"(l0[j].f.m), "+r"(l1[j].f.m));
+        }
+#pragma unroll
+        for (int u = 0; u < M_UNROLL; u++) {
+          const unsigned mt = (unsigned)(mb + u);
+#pragma unroll
+          for (int j = 0; j < N_PER_WARP; j++) {
+            if (!live[j]) continue;
+            unsigned char *o0 = so + mt * 16u * OPS + oslot + 8 * j * ESZ, *o1 = o0 + 8 * OPS;
+            /* channels kw + 8 j + 2q, + 1 of rows 16 mt + g (acc 0, 1) and
+             * + 8 (acc 2, 3) */
+            const int v00 = acc[u][j][0], v01 = acc[u][j][1], v10 = acc[u][j][2],
+                      v11 = acc[u][j][3];
+#if CT_OUT == 0
+            *(int2 *)o0 = make_int2(v00, v01);
+            *(int2 *)o1 = make_int2(v10, v11);
+#else
+            unsigned rr[2] = {0, 0};
+#if CT_RES
+            {
+              const unsigned char *rp =
+                  sr + (mt * 16u + (unsigned)g) * OPS + (kw - n0 + 8 * j + 2 * q);
+              rr[0] = *(const unsigned short *)rp;
+              rr[1] = *(const unsigned short *)(rp + 8 * OPS);
+            }
+#endif
+            unsigned y0, y1;
+            if (l0[j].f.ok && l1[j].f.ok) {
+              if (qh.sat) {
+                y0 = requant2<RQ_SAT>(qh, l0[j], l1[j], v00, v01, rr[0]);
+                y1 = requant2<RQ_SAT>(qh, l0[j], l1[j], v10, v11, rr[1]);
+              } else {
+                y0 = requant2<RQ_FAST>(qh, l0[j], l1[j], v00, v01, rr[0]);
+                y1 = requant2<RQ_FAST>(qh, l0[j], l1[j], v10, v11, rr[1]);
+              }
+            } else {
+              y0 = requant2<RQ_GENERAL>(qh, l0[j], l1[j], v00, v01, rr[0]);
+              y1 = requant2<RQ_GENERAL>(qh, l0[j], l1[j], v10, v11, rr[1]);
+            }
+            *(unsigned short *)o0 = (unsigned short)y0;
+            *(unsigned short *)o1 = (unsigned short)y1;
+#endif
+          }
+        }
+      }
+    }
+    __syncthreads(); /* the output tile is whole */
+
+    /* ---- the output tile, whole rows of the output, PIECE bytes at a time ---- */
+    {
+      constexpr int PPO = BN * ESZ / PIECE; /* pieces a pixel */
+#pragma unroll 2
+      for (int u = tid; u < BM * PPO; u += THREADS) {
+        const int r = u / PPO, jj = u - r * PPO;
+        const long m = m0 + r;
+        const int kb = n0 * ESZ + jj * PIECE; /* the piece's byte offset in the pixel */
+        if (m >= M_TOTAL || kb >= CT_KR * ESZ) continue;
+        unsigned char *dst = (unsigned char *)out + m * (CT_KR * ESZ) + kb;
+        const unsigned char *src = so + r * OPS + jj * PIECE;
+        if (PIECE == 16)
+          *(uint4 *)dst = *(const uint4 *)src;
+        else
+          *(uint2 *)dst = *(const uint2 *)src;
+      }
+    }
+  }
+  cp_async_wait<0>(); /* no copy outlives the block */
+}
