@@ -37,7 +37,7 @@ static const int n_per_warps[] = {1, 2, 3, 4};
 static const int warps_ms[] = {1, 2, 4, 8};
 static const int m_unrolls[] = {1, 2};
 static const int stagess[] = {2, 3, 4};
-static const int blocks_per_sms[] = {1, 2, 3, 4};
+static const int blocks_per_sms[] = {1, 2, 3, 4, 6, 8};
 
 static const knob_def knobs[] = {
     KNOB("m_tiles", m_tiless, 8),

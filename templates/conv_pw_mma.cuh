@@ -63,7 +63,7 @@ static_assert(WARPS_M == 1 || WARPS_M == 2 || WARPS_M == 4 || WARPS_M == 8, "war
 static_assert(M_UNROLL == 1 || M_UNROLL == 2, "m_unroll: 1 or 2");
 static_assert(M_TILES >= WARPS_M * M_UNROLL, "warps_m x m_unroll m-tiles at most: no warp idles");
 static_assert(STAGES >= 2 && STAGES <= 4, "stages: 2 to 4");
-static_assert(BLOCKS_PER_SM >= 1 && BLOCKS_PER_SM <= 4, "blocks_per_sm: 1 to 4");
+static_assert(BLOCKS_PER_SM >= 1 && BLOCKS_PER_SM <= 8, "blocks_per_sm: 1 to 8");
 
 #define CPAD    ((PW_C + 31) / 32 * 32)
 #define KS      (CPAD / 32)                 /* k-steps */
