@@ -41,7 +41,8 @@
 #   dwmodel [B]  the MobileNetV2 model at batch B (default 32) tuned (150 s; batch 1: 60 s; every
 #           template) into /tmp/t.db, then bench --model against cuDNN; the depthwise nodes' sums
 #   dwcheck test_gpu_dispatch's grouped case on /tmp/t.db at batch 1, 3 and 32 (every layer of
-#           the four sets and the odd layer, as the tuned database serves them)
+#           the four sets and the odd layer, as the tuned database serves them), the three in
+#           parallel, each within DWCHECK_S seconds (default 250)
 #   prof T K C  ncu (--set full, clocks left alone) of template T's config C (JSON) on workload
 #           key K, one launch by build-rel/config_run: the throughputs, occupancy, instructions
 #           and each stall reason's share; then its timing (400 launches in a graph). Repeatable.
@@ -51,6 +52,8 @@
 #           racecheck and synccheck over three configs (C 24 with a residual, uint8 with a data
 #           zero point and 8-byte pieces, 3D int32 with stride 2 and the weights from shared
 #           memory)
+#   pwset   the MobileNetV2 set's dense pointwise layers at batch 32 tuned on conv2d_nhwc_pw_mma
+#           (int8 output, bias, per-channel scales) into /tmp/t.db, each layer's best listed
 #   savedb  /tmp/t.db as $OUT/t.db.xz; pass it back as .gpu-bin/t.db.xz (or t.db)
 # Phases run in one call share /tmp/t.db: e.g. dwmma, model, bench, savedb.
 set -u
@@ -219,6 +222,16 @@ for w in json.load(open(sys.argv[1])):
 PY
   done
   cd $OUT && tar czf dp4a.tgz *.log tune-* && rm -f *.log tune-* ;;
+pwset)
+  s=$(date +%s)
+  tq mobilenetv2-pw --set mobilenetv2 --layout nhwc --batch 32 --out int8 --epilogue bias,qc --trials 96 \
+    --early-stopping 40 --time-budget 5 --template conv2d_nhwc_pw_mma
+  python3 - $OUT/tune-mobilenetv2-pw.json <<'PY'
+import json, sys
+for w in json.load(open(sys.argv[1])):
+  print("  %-22s %8.2f us %4d trials" % (w["name"][:22], w["best_us"] or -1, w["trials"]))
+PY
+  cd $OUT && tar czf pwset.tgz tune-* && rm -f tune-* ;;
 dwsets)
   s=$(date +%s)
   for set in mobilenetv2 efficientnet_b0_dw csn_dw3d; do
@@ -292,10 +305,10 @@ PY
   cd $OUT && tar czf dwmodel.tgz model-b$MB.* tune-model-b$MB.* && rm -f model-b$MB.* tune-model-b$MB.* ;;
 dwcheck)
   for b in 1 3 32; do
-    ( cd build-rel && CK_RUN_CASE=grouped CT_DISPATCH_DB=/tmp/t.db CT_DISPATCH_BATCH=$b timeout 250 ./test_gpu_dispatch > $OUT/gd-b$b.log 2>&1; echo "rc=$?" >> $OUT/gd-b$b.log ) &
+    ( cd build-rel && CK_RUN_CASE=grouped CT_DISPATCH_DB=/tmp/t.db CT_DISPATCH_BATCH=$b timeout ${DWCHECK_S:-250} ./test_gpu_dispatch > $OUT/gd-b$b.log 2>&1; echo "rc=$?" >> $OUT/gd-b$b.log ) &
   done
   wait
-  for b in 1 3 32; do echo "dispatch b$b: $(grep -E 'Checks|rc=' $OUT/gd-b$b.log | tr '\n' ' ') $(grep -c ' exact$' $OUT/gd-b$b.log) exact"; grep -vE ' exact$|^Running|^database|Checks|rc=' $OUT/gd-b$b.log | head -5; echo "  of them served by conv2d_nhwc_dw / conv3d_ndhwc_dw: $(grep -cE '_dw +exact$' $OUT/gd-b$b.log)"; done
+  for b in 1 3 32; do echo "dispatch b$b: $(grep -E 'Checks|rc=' $OUT/gd-b$b.log | tr '\n' ' ') $(grep -c ' exact$' $OUT/gd-b$b.log) exact"; grep -vE ' exact$|^Running|^database|Checks|rc=' $OUT/gd-b$b.log | head -5; echo "  of them served by conv2d_nhwc_dw / conv3d_ndhwc_dw: $(grep -cE '_dw +exact$' $OUT/gd-b$b.log), by the pointwise mma ones: $(grep -cE '_pw_mma +exact$' $OUT/gd-b$b.log)"; done
   cd $OUT && tar czf dwcheck.tgz gd-*.log && rm -f gd-*.log ;;
 dwtune)
   s=$(date +%s)
