@@ -110,43 +110,98 @@ __device__ __forceinline__ long in_pixel(long m) {
 #endif
 }
 
+/* A thread's share of a tile's NP pieces (PPR_ a row): piece u = tid +
+ * THREADS i, row u / PPR_, column piece u % PPR_. Where a thread has few
+ * (PRE), each one's row and offsets are set once for the block's life, so
+ * that a tile costs an add, a compare and the copy a piece (the loop's
+ * division and 64-bit address took about 50 instructions a piece); row
+ * NOROW: no piece (past the tile, or its channels past K). */
+#define NOROW   (1 << 30)
+#define UP(np)  (((np) + THREADS - 1) / THREADS)
+#define PRE_MAX 6
+template <int N> struct piece_set {
+  int row[N];
+  unsigned soff[N]; /* shared offset in the tile's buffer */
+  int goff[N];      /* global offset from the tile's first pixel (bytes) */
+};
+/* The set of NP pieces of PB bytes, PPR_ a row, shared row stride SROW,
+ * global row stride GROW, global column offset G0 (bytes); cols: the row's
+ * bytes that exist (pieces at or past it have none). */
+template <int N>
+__device__ __forceinline__ piece_set<N> pieces_of(int tid, int np, int ppr, int pb, int srow,
+                                                  int grow, int g0, int cols) {
+  piece_set<N> ps;
+#pragma unroll
+  for (int i = 0; i < N; i++) {
+    const int u = tid + THREADS * i, r = u / ppr, c = (u - r * ppr) * pb;
+    ps.row[i] = u < np && c < cols ? r : NOROW;
+    ps.soff[i] = (unsigned)(r * srow + c);
+    ps.goff[i] = r * grow + g0 + c;
+  }
+  return ps;
+}
+
+/* PB bytes global -> shared, asynchronously. */
+template <int PB> __device__ __forceinline__ void cp_piece(unsigned dst, const void *src) {
+  if (PB == 16)
+    cp_async16(dst, src, 16);
+  else
+    cp_async8(dst, src);
+}
+
+#define PPR_A (PW_C / APIECE) /* pieces a pixel row */
+#define PPR_R (BN / RPIECE)   /* pieces a residual row */
+#define PPR_O (BN * ESZ / PIECE)
+#define PRE_A (!STRIDED && UP(BM * PPR_A) <= PRE_MAX)
+#define PRE_R (UP(BM * PPR_R) <= PRE_MAX)
+#define PRE_O (UP(BM * PPR_O) <= PRE_MAX)
+typedef piece_set<PRE_A ? UP(BM *PPR_A) : 1> a_set;
+typedef piece_set<PRE_R ? UP(BM *PPR_R) : 1> r_set;
+typedef piece_set<PRE_O ? UP(BM *PPR_O) : 1> o_set;
+
 /* Start tile t's pixel rows (and residual rows) into stage buffers sa (and
  * sr), cp.async a piece at a time; rows past the last pixel and residual
  * pieces past K are left as they are (never stored). The caller commits. */
 __device__ __forceinline__ void load_tile(const unsigned char *__restrict__ data,
                                           const void *__restrict__ residual, long t, unsigned sa,
-                                          unsigned sr, int n0, int tid) {
+                                          unsigned sr, int n0, int tid, const a_set &pa,
+                                          const r_set &pr) {
   const long m0 = t * BM;
-  constexpr int PPR = PW_C / APIECE; /* pieces a pixel row */
-#pragma unroll 4
-  for (int u = tid; u < BM * PPR; u += THREADS) {
-    const int r = u / PPR, p = u - r * PPR;
-    const long m = m0 + r;
-    if (m >= M_TOTAL) continue;
-    const unsigned char *src = data + in_pixel(m) * PW_C + p * APIECE;
-    const unsigned dst = sa + (unsigned)(r * RS + p * APIECE);
-    if (APIECE == 16)
-      cp_async16(dst, src, 16);
-    else
-      cp_async8(dst, src);
-  }
-#if CT_RES
-  constexpr int PPQ = BN / RPIECE; /* pieces a residual row */
-#pragma unroll 2
-  for (int u = tid; u < BM * PPQ; u += THREADS) {
-    const int r = u / PPQ, p = u - r * PPQ;
-    const long m = m0 + r;
-    const int k = n0 + p * RPIECE;
-    if (m >= M_TOTAL || k >= CT_KR) continue;
-    const unsigned char *src = (const unsigned char *)residual + m * CT_KR + k;
-    const unsigned dst = sr + (unsigned)(r * OPS + p * RPIECE);
-    if (RPIECE == 16)
-      cp_async16(dst, src, 16);
-    else
-      cp_async8(dst, src);
-  }
+  const int left = M_TOTAL - m0 < BM ? (int)(M_TOTAL - m0) : BM; /* rows of the tile that exist */
+#if PRE_A
+  const unsigned char *base = data + m0 * PW_C;
+#pragma unroll
+  for (int i = 0; i < UP(BM * PPR_A); i++)
+    if (pa.row[i] < left) cp_piece<APIECE>(sa + pa.soff[i], base + pa.goff[i]);
 #else
-  (void)residual, (void)sr, (void)n0;
+  (void)pa;
+#pragma unroll 4
+  for (int u = tid; u < BM * PPR_A; u += THREADS) {
+    const int r = u / PPR_A, p = u - r * PPR_A;
+    if (r >= left) continue;
+    cp_piece<APIECE>(sa + (unsigned)(r * RS + p * APIECE),
+                     data + in_pixel(m0 + r) * PW_C + p * APIECE);
+  }
+#endif
+#if CT_RES
+  const unsigned char *rbase = (const unsigned char *)residual + m0 * CT_KR;
+#if PRE_R
+  (void)n0;
+#pragma unroll
+  for (int i = 0; i < UP(BM * PPR_R); i++)
+    if (pr.row[i] < left) cp_piece<RPIECE>(sr + pr.soff[i], rbase + pr.goff[i]);
+#else
+  (void)pr;
+#pragma unroll 2
+  for (int u = tid; u < BM * PPR_R; u += THREADS) {
+    const int r = u / PPR_R, p = u - r * PPR_R;
+    const int k = n0 + p * RPIECE;
+    if (r >= left || k >= CT_KR) continue;
+    cp_piece<RPIECE>(sr + (unsigned)(r * OPS + p * RPIECE), rbase + (long)r * CT_KR + k);
+  }
+#endif
+#else
+  (void)residual, (void)sr, (void)n0, (void)pr;
 #endif
 }
 
@@ -199,6 +254,16 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     if (live[j]) load_chan2(params, qh, kw + 8 * j + 2 * q, c0[j], c1[j]);
   }
 
+  /* the thread's pieces of a tile: pixel rows, residual rows, output rows */
+  const a_set pa =
+      pieces_of < PRE_A ? UP(BM * PPR_A) : 1 > (tid, BM * PPR_A, PPR_A, APIECE, RS, PW_C, 0, PW_C);
+  const r_set pr = pieces_of < PRE_R
+                       ? UP(BM * PPR_R)
+                       : 1 > (tid, BM * PPR_R, PPR_R, RPIECE, OPS, CT_KR, n0, CT_KR - n0);
+  const o_set po = pieces_of < PRE_O ? UP(BM * PPR_O)
+                                     : 1 > (tid, BM * PPR_O, PPR_O, PIECE, OPS, CT_KR * ESZ,
+                                            n0 * ESZ, (CT_KR - n0) * ESZ);
+
   /* the block's tiles: blockIdx.x, + gridDim.x, ... */
   const long t0 = blockIdx.x, tstep = gridDim.x;
   const int nt = t0 < TILES_M ? (int)((TILES_M - 1 - t0) / tstep + 1) : 0;
@@ -206,7 +271,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   for (int i = 0; i < STAGES - 1; i++) {
     if (i < nt)
       load_tile(data, residual, t0 + i * tstep, sa0 + (unsigned)(i * SA_BYTES),
-                sr0 + (unsigned)(i * SR_BYTES), n0, tid);
+                sr0 + (unsigned)(i * SR_BYTES), n0, tid, pa, pr);
     cp_async_commit();
   }
   /* rows g and g + 8 of an m-tile, the lane's 8 bytes */
@@ -223,7 +288,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
       const int j = i + STAGES - 1; /* into the stage tile i - 1 used */
       if (j < nt)
         load_tile(data, residual, t0 + j * tstep, sa0 + (unsigned)((j % STAGES) * SA_BYTES),
-                  sr0 + (unsigned)((j % STAGES) * SR_BYTES), n0, tid);
+                  sr0 + (unsigned)((j % STAGES) * SR_BYTES), n0, tid, pa, pr);
       cp_async_commit();
     }
     const long m0 = (t0 + i * tstep) * BM;
@@ -317,20 +382,32 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 
     /* ---- the output tile, whole rows of the output, PIECE bytes at a time ---- */
     {
-      constexpr int PPO = BN * ESZ / PIECE; /* pieces a pixel */
+      const int left = M_TOTAL - m0 < BM ? (int)(M_TOTAL - m0) : BM;
+      unsigned char *obase = (unsigned char *)out + m0 * (CT_KR * ESZ);
+#if PRE_O
+#pragma unroll
+      for (int i = 0; i < UP(BM * PPR_O); i++) {
+        if (po.row[i] >= left) continue;
+        if (PIECE == 16)
+          *(uint4 *)(obase + po.goff[i]) = *(const uint4 *)(so + po.soff[i]);
+        else
+          *(uint2 *)(obase + po.goff[i]) = *(const uint2 *)(so + po.soff[i]);
+      }
+#else
+      (void)po;
 #pragma unroll 2
-      for (int u = tid; u < BM * PPO; u += THREADS) {
-        const int r = u / PPO, jj = u - r * PPO;
-        const long m = m0 + r;
+      for (int u = tid; u < BM * PPR_O; u += THREADS) {
+        const int r = u / PPR_O, jj = u - r * PPR_O;
         const int kb = n0 * ESZ + jj * PIECE; /* the piece's byte offset in the pixel */
-        if (m >= M_TOTAL || kb >= CT_KR * ESZ) continue;
-        unsigned char *dst = (unsigned char *)out + m * (CT_KR * ESZ) + kb;
+        if (r >= left || kb >= CT_KR * ESZ) continue;
+        unsigned char *dst = obase + (long)r * (CT_KR * ESZ) + kb;
         const unsigned char *src = so + r * OPS + jj * PIECE;
         if (PIECE == 16)
           *(uint4 *)dst = *(const uint4 *)src;
         else
           *(uint2 *)dst = *(const uint2 *)src;
       }
+#endif
     }
   }
   cp_async_wait<0>(); /* no copy outlives the block */
