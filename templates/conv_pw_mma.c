@@ -98,7 +98,7 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   p->minb = knobs_get(knobs, s, cfg, "blocks_per_sm");
   p->cpad = ceil_div(g.c, 32) * 32;
   p->ks = p->cpad / 32;
-  p->rs = p->ks % 2 ? p->cpad : p->cpad + 32;
+  p->rs = p->cpad + 16;
   p->bm = 16L * p->mt;
   p->bn = 8L * p->nt;
   p->threads = 32L * (p->nt / p->npw > 0 ? p->nt / p->npw : 1) * p->wm;

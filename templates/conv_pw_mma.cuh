@@ -19,14 +19,14 @@
  *     (and residual rows) loading by cp.async while one computes, so that
  *     the loads of a memory-bound layer are in flight all the time;
  *   - a pixel's C bytes are one row of the tile (row stride RS: C padded to
- *     32, plus 32 where that keeps a half-warp's four rows of one load on
- *     distinct banks); the k-steps are 32-byte slices of it. Bytes past C
- *     are whatever the row holds (the next pixel, or stale): their weights
- *     are zero in shared memory, so they add nothing.
- * The k order within a k-step makes each A register pair one 8-byte load
- * (lane g, q: bytes 8q .. 8q + 7 of rows g and g + 8 as a0, a2 and a1, a3)
- * and B's the same map (b0, b1 = weight bytes 8q .. 8q + 7 of output
- * channel g). The sums start from params' folded offset off[k] (bias - zx
+ *     32, plus 16, so that ldmatrix's 8 rows of 16 bytes fall on distinct
+ *     banks); the k-steps are 32-byte slices of it. Bytes past C are
+ *     whatever the row holds (stale, or never written): their weights are
+ *     zero in shared memory, so they add nothing.
+ * A k-step's A fragments (16 rows x 32 bytes) are one ldmatrix.x4 and an
+ * n-tile's B fragments (8 output channels' weight rows) one ldmatrix.x2,
+ * each landing in mma.sync's register order (8-byte loads of a lane's
+ * bytes took four moves a fragment). The sums start from params' folded offset off[k] (bias - zx
  * x sum(w[k]), quant.c); each fragment is requantized (tc_common.cuh) into
  * a shared output tile, which the block writes out in 16-byte (8-byte)
  * pieces, whole rows of the output: coalesced.
@@ -66,10 +66,10 @@ static_assert(STAGES >= 2 && STAGES <= 4, "stages: 2 to 4");
 static_assert(BLOCKS_PER_SM >= 1 && BLOCKS_PER_SM <= 8, "blocks_per_sm: 1 to 8");
 
 #define CPAD    ((PW_C + 31) / 32 * 32)
-#define KS      (CPAD / 32)                 /* k-steps */
-#define RS      (KS % 2 ? CPAD : CPAD + 32) /* a pixel row's stride in shared memory */
-#define BM      (16 * M_TILES)              /* pixels a tile */
-#define BN      (8 * N_TILES)               /* output channels a block */
+#define KS      (CPAD / 32)    /* k-steps */
+#define RS      (CPAD + 16)    /* a pixel row's stride in shared memory: RS / 16 odd */
+#define BM      (16 * M_TILES) /* pixels a tile */
+#define BN      (8 * N_TILES)  /* output channels a block */
 #define WARPS_N (N_TILES / N_PER_WARP)
 #define THREADS (32 * WARPS_N * WARPS_M)
 #define ESZ     (CT_OUT == 0 ? 4 : 1)
@@ -110,6 +110,21 @@ __device__ __forceinline__ long in_pixel(long m) {
 #endif
 }
 
+/* ldmatrix: four (two) 8x8 matrices of 16-bit elements, each lane giving
+ * a row address (16-byte aligned), each lane receiving its fragment's words:
+ * lane (g, q) gets row g's bytes 4q .. 4q + 3 of each matrix, in mma.sync's
+ * register order (lanes 0-7 address the first matrix, 8-15 the second...). */
+__device__ __forceinline__ void ldsm_x4(unsigned addr, unsigned (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x2(unsigned addr, unsigned (&r)[2]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(addr));
+}
+
 /* A thread's share of a tile's NP pieces (PPR_ a row): piece u = tid +
  * THREADS i, row u / PPR_, column piece u % PPR_. Where a thread has few
  * (PRE), each one's row and offsets are set once for the block's life, so
@@ -127,10 +142,11 @@ template <int N> struct piece_set {
 /* The set of NP pieces of PB bytes, PPR_ a row, shared row stride SROW,
  * global row stride GROW, global column offset G0 (bytes); cols: the row's
  * bytes that exist (pieces at or past it have none). */
-template <int N>
-__device__ __forceinline__ piece_set<N> pieces_of(int tid, int np, int ppr, int pb, int srow,
-                                                  int grow, int g0, int cols) {
-  piece_set<N> ps;
+template <typename SET>
+__device__ __forceinline__ SET pieces_of(int tid, int np, int ppr, int pb, int srow, int grow,
+                                         int g0, int cols) {
+  SET ps;
+  constexpr int N = sizeof ps.row / sizeof ps.row[0];
 #pragma unroll
   for (int i = 0; i < N; i++) {
     const int u = tid + THREADS * i, r = u / ppr, c = (u - r * ppr) * pb;
@@ -230,18 +246,16 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     *(unsigned *)(smem_raw + n * RS + c) = v;
   }
   __syncthreads();
-  /* n-tile j of the warp: output channel kw + 8 j + g's bytes 8q .. 8q + 7
-   * of k-step s */
-  const unsigned bofs = sb + (unsigned)((kw - n0 + g) * RS + 8 * q);
+  /* the lane's row address for ldmatrix in n-tile j of the warp (add 8 j
+   * RS) and k-step s (add 32 s): lanes 0-7 its 8 rows' bytes 0-15, lanes 8-15
+   * their bytes 16-31 (b0, b1) */
+  const unsigned bofs = sb + (unsigned)((kw - n0 + lane % 8) * RS + 16 * (lane / 8 % 2));
 #if BREG
   unsigned bf[KS][N_PER_WARP][2];
 #pragma unroll
   for (int s = 0; s < KS; s++)
 #pragma unroll
-    for (int j = 0; j < N_PER_WARP; j++) {
-      const uint2 b = lds64(bofs + (unsigned)(8 * j * RS + 32 * s));
-      bf[s][j][0] = b.x, bf[s][j][1] = b.y;
-    }
+    for (int j = 0; j < N_PER_WARP; j++) ldsm_x2(bofs + (unsigned)(8 * j * RS + 32 * s), bf[s][j]);
 #endif
 
   pdl_wait_then_release(); /* nothing global but the weights before: the previous kernel may run */
@@ -255,14 +269,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   }
 
   /* the thread's pieces of a tile: pixel rows, residual rows, output rows */
-  const a_set pa =
-      pieces_of < PRE_A ? UP(BM * PPR_A) : 1 > (tid, BM * PPR_A, PPR_A, APIECE, RS, PW_C, 0, PW_C);
-  const r_set pr = pieces_of < PRE_R
-                       ? UP(BM * PPR_R)
-                       : 1 > (tid, BM * PPR_R, PPR_R, RPIECE, OPS, CT_KR, n0, CT_KR - n0);
-  const o_set po = pieces_of < PRE_O ? UP(BM * PPR_O)
-                                     : 1 > (tid, BM * PPR_O, PPR_O, PIECE, OPS, CT_KR * ESZ,
-                                            n0 * ESZ, (CT_KR - n0) * ESZ);
+  const a_set pa = pieces_of<a_set>(tid, BM * PPR_A, PPR_A, APIECE, RS, PW_C, 0, PW_C);
+  const r_set pr = pieces_of<r_set>(tid, BM * PPR_R, PPR_R, RPIECE, OPS, CT_KR, n0, CT_KR - n0);
+  const o_set po = pieces_of<o_set>(tid, BM * PPR_O, PPR_O, PIECE, OPS, CT_KR * ESZ, n0 * ESZ,
+                                    (CT_KR - n0) * ESZ);
 
   /* the block's tiles: blockIdx.x, + gridDim.x, ... */
   const long t0 = blockIdx.x, tstep = gridDim.x;
@@ -274,8 +284,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
                 sr0 + (unsigned)(i * SR_BYTES), n0, tid, pa, pr);
     cp_async_commit();
   }
-  /* rows g and g + 8 of an m-tile, the lane's 8 bytes */
-  const unsigned arow = (unsigned)(g * RS + 8 * q);
+  /* the lane's row address for ldmatrix in an m-tile: lanes 0-15 its rows'
+   * bytes 0-15, lanes 16-31 their bytes 16-31 (a0, a1 and a2, a3) */
+  const unsigned arow = (unsigned)(lane % 16 * RS + 16 * (lane / 16));
   /* the thread's place in the output tile: row g, channels 2q, 2q + 1 of
    * its first n-tile */
   const unsigned oslot = (unsigned)g * OPS + (unsigned)(kw - n0 + 2 * q) * ESZ;
@@ -311,16 +322,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
         for (int s = 0; s < KS; s++)
 #pragma unroll
           for (int u = 0; u < M_UNROLL; u++) {
-            const unsigned ab = sa + (unsigned)((mb + u) * 16 * RS) + arow + 32u * s;
-            const uint2 x0 = lds64(ab), x1 = lds64(ab + 8u * RS);
-            const unsigned a[4] = {x0.x, x1.x, x0.y, x1.y};
+            unsigned a[4];
+            ldsm_x4(sa + (unsigned)((mb + u) * 16 * RS) + arow + 32u * s, a);
 #pragma unroll
             for (int j = 0; j < N_PER_WARP; j++) {
 #if BREG
               mma16832(acc[u][j], a, bf[s][j]);
 #else
-              const uint2 b = lds64(bofs + (unsigned)(8 * j * RS + 32 * s));
-              const unsigned bb[2] = {b.x, b.y};
+              unsigned bb[2];
+              ldsm_x2(bofs + (unsigned)(8 * j * RS + 32 * s), bb);
               mma16832(acc[u][j], a, bb);
 #endif
             }

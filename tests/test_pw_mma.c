@@ -158,12 +158,6 @@ static ct_workload case_shape(int i) {
 }
 #define N_CASES 9
 
-/* Byte i of word v as the mma's operand: signed, or unsigned (u8 data). */
-static int opnd(uint32_t v, int i, int u8) {
-  const unsigned b = (v >> (8 * i)) & 0xffu;
-  return u8 ? (int)b : (int)(signed char)b;
-}
-
 /* The kernel on the CPU, macro for macro (conv_pw_mma.cuh), as on 132 SMs:
  * x the data bytes, wt the weights, params the folded block, res the
  * residual bytes; out in w's output type, writes counted, *bad the shared
@@ -178,7 +172,7 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
              MU = space_get(s, cfg, "m_unroll", 1), ST = space_get(s, cfg, "stages", 3),
              MINB = space_get(s, cfg, "blocks_per_sm", 2);
   const long C = w->c, K = w->k, CPAD = (C + 31) / 32 * 32, KS = CPAD / 32;
-  const long RS = KS % 2 ? CPAD : CPAD + 32, BM = 16 * MT, BN = 8 * NT;
+  const long RS = CPAD + 16, BM = 16 * MT, BN = 8 * NT;
   const long M = g.n * g.out[0] * g.out[1] * g.out[2], TILES = (M + BM - 1) / BM;
   const long GY = (K + BN - 1) / BN;
   long GX = (132 * MINB + GY - 1) / GY;
@@ -226,27 +220,27 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
                   int a[16][32], b[32][8];
                   for (int lane = 0; lane < 32; lane++) {
                     const int lg = lane / 4, q = lane % 4;
-                    for (int h = 0; h < 2; h++) {
-                      const long off = (mt * 16 + lg + 8 * h) * RS + 8 * q + 32 * st;
-                      if (off < 0 || off + 8 > BM * RS) {
+                    /* ldmatrix: a0..a3 are rows lg, lg + 8 at bytes 4q and
+                     * 16 + 4q of the k-step; b0, b1 weight row lg's */
+                    for (int h = 0; h < 4; h++) {
+                      const long r = mt * 16 + lg + 8 * (h % 2), k0 = 4 * q + 16 * (h / 2);
+                      const long off = r * RS + 32 * st + k0;
+                      if (off < 0 || off + 4 > BM * RS) {
                         (*bad)++;
                         continue;
                       }
-                      uint32_t lo, hi;
-                      memcpy(&lo, stage + off, 4);
-                      memcpy(&hi, stage + off + 4, 4);
-                      for (int v = 0; v < 4; v++) {
-                        a[lg + 8 * h][4 * q + v] = opnd(lo, v, u8);
-                        a[lg + 8 * h][16 + 4 * q + v] = opnd(hi, v, u8);
+                      for (int v = 0; v < 4; v++)
+                        a[lg + 8 * (h % 2)][k0 + v] =
+                            u8 ? (int)stage[off + v] : (int)(signed char)stage[off + v];
+                    }
+                    for (int h = 0; h < 2; h++) {
+                      const long k0 = 4 * q + 16 * h, boff = (kn - n0 + lg) * RS + 32 * st + k0;
+                      if (boff < 0 || boff + 4 > BN * RS) {
+                        (*bad)++;
+                        continue;
                       }
+                      for (int v = 0; v < 4; v++) b[k0 + v][lg] = (signed char)sb[boff + v];
                     }
-                    const long boff = (kn - n0 + lg) * RS + 8 * q + 32 * st;
-                    if (boff < 0 || boff + 8 > BN * RS) {
-                      (*bad)++;
-                      continue;
-                    }
-                    for (int v = 0; v < 8; v++)
-                      b[(v < 4 ? 4 * q : 16 + 4 * q) + v % 4][lg] = (signed char)sb[boff + v];
                   }
                   for (int r = 0; r < 16; r++)
                     for (int col = 0; col < 8; col++)
