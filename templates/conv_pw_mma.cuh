@@ -335,15 +335,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 #endif
             }
           }
-        /* the channels' values, opaque here: the compiler would otherwise
-         * hoist their sign extension out of the loop and split the
-         * requantization's 64-bit multiply-add into five instructions */
-        q_chan l0[N_PER_WARP], l1[N_PER_WARP];
+        q_chan l0[N_PER_WARP], l1[N_PER_WARP]; /* the channels' values, opaque here */
 #pragma unroll
-        for (int j = 0; j < N_PER_WARP; j++) {
-          l0[j] = c0[j], l1[j] = c1[j];
-          asm("" : "+r"(l0[j].f.m), "+r"(l1[j].f.m));
-        }
+        for (int j = 0; j < N_PER_WARP; j++) l0[j] = opaque_chan(c0[j]), l1[j] = opaque_chan(c1[j]);
 #pragma unroll
         for (int u = 0; u < M_UNROLL; u++) {
           const unsigned mt = (unsigned)(mb + u);
@@ -369,18 +363,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
             }
 #endif
             unsigned y0, y1;
-            if (l0[j].f.ok && l1[j].f.ok) {
-              if (qh.sat) {
-                y0 = requant2<RQ_SAT>(qh, l0[j], l1[j], v00, v01, rr[0]);
-                y1 = requant2<RQ_SAT>(qh, l0[j], l1[j], v10, v11, rr[1]);
-              } else {
-                y0 = requant2<RQ_FAST>(qh, l0[j], l1[j], v00, v01, rr[0]);
-                y1 = requant2<RQ_FAST>(qh, l0[j], l1[j], v10, v11, rr[1]);
-              }
-            } else {
-              y0 = requant2<RQ_GENERAL>(qh, l0[j], l1[j], v00, v01, rr[0]);
-              y1 = requant2<RQ_GENERAL>(qh, l0[j], l1[j], v10, v11, rr[1]);
-            }
+            requant2_rows(qh, l0[j], l1[j], v00, v01, v10, v11, rr, y0, y1);
             *(unsigned short *)o0 = (unsigned short)y0;
             *(unsigned short *)o1 = (unsigned short)y1;
 #endif

@@ -255,6 +255,37 @@ __device__ __forceinline__ unsigned requant2(const q_head &h, const q_chan &c0, 
   return __byte_perm((unsigned)y0, (unsigned)y1, 0x0040u); /* one PRMT, no masks */
 }
 
+/* c with its multiplier opaque to the compiler (an empty asm), for use in
+ * a loop: otherwise it hoists the value's sign extension out of the loop
+ * and splits the requantization's 64-bit multiply-add into five
+ * instructions. */
+__device__ __forceinline__ q_chan opaque_chan(q_chan c) {
+  asm("" : "+r"(c.f.m));
+  return c;
+}
+
+/* A fragment's two rows of one channel pair (c0, c1): values v00, v01
+ * (row 0) and v10, v11 (row 1), rr the residual's two bytes of each row,
+ * into y0 and y1 (requant2's bytes 0, 1), in the form the pair admits,
+ * chosen once for both rows: RQ_SAT where both channels take the fast form
+ * and the header saturates, RQ_FAST where they take it, else RQ_GENERAL. */
+__device__ __forceinline__ void requant2_rows(const q_head &qh, const q_chan &c0, const q_chan &c1,
+                                              int v00, int v01, int v10, int v11,
+                                              const unsigned (&rr)[2], unsigned &y0, unsigned &y1) {
+  if (c0.f.ok && c1.f.ok) {
+    if (qh.sat) {
+      y0 = requant2<RQ_SAT>(qh, c0, c1, v00, v01, rr[0]);
+      y1 = requant2<RQ_SAT>(qh, c0, c1, v10, v11, rr[1]);
+    } else {
+      y0 = requant2<RQ_FAST>(qh, c0, c1, v00, v01, rr[0]);
+      y1 = requant2<RQ_FAST>(qh, c0, c1, v10, v11, rr[1]);
+    }
+  } else {
+    y0 = requant2<RQ_GENERAL>(qh, c0, c1, v00, v01, rr[0]);
+    y1 = requant2<RQ_GENERAL>(qh, c0, c1, v10, v11, rr[1]);
+  }
+}
+
 #if CT_ONNX
 /* requant2 of ONNX rounding with the residual's values r0, r1 as ints,
  * loaded as the type's bytes (a signed or unsigned byte load each, then

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/quant.cuh"
 #include "core/quant.h"
 #include "core/reference.h"
 #include "gpu/nvrtc.h"
@@ -41,6 +42,19 @@ void dw_epilogue(ct_workload *w, int e) {
     w->epi.bias = 1;
     break;
   }
+}
+
+void emulated_store(const ct_workload *w, const int32_t *params, long o, long k, int32_t v,
+                    const unsigned char *res, void *out, int *writes) {
+  writes[o]++;
+  if (w->out_type == CT_DTYPE_INT32) {
+    ((int32_t *)out)[o] = v;
+    return;
+  }
+  const int kp = (int)((w->k + 3) / 4 * 4);
+  ((unsigned char *)out)[o] = (unsigned char)ctq_requant_lane(
+      params, kp, (int)k, v, res ? res[o] : 0, w->epi.scale == CT_SCALE_CHANNEL,
+      w->out_type == CT_DTYPE_UINT8, w->epi.residual, w->epi.rounding == CT_ROUND_ONNX);
 }
 
 void emulations_match(const tpl_family *f, int i, int draws, unsigned seed) {

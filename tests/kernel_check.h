@@ -24,6 +24,12 @@ ct_workload dw_shape(int d3, int n, int c, int m, int in, int ker, int str, int 
  * rounding with a data zero point and a residual. */
 void dw_epilogue(ct_workload *w, int e);
 
+/* What an emulated kernel writes as output o (channel k) of w, its int32 sum
+ * v: v itself, or the requantized byte of the folded params (the residual's
+ * byte res[o] where res is not NULL); counted in writes[o]. */
+void emulated_store(const ct_workload *w, const int32_t *params, long o, long k, int32_t v,
+                    const unsigned char *res, void *out, int *writes);
+
 /* A family's test: its shapes (case i), the epilogue rotation (e), the
  * template of a workload, and (for emulations_match) its kernel
  * emulated on the CPU: x the data,

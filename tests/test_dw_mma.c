@@ -349,14 +349,7 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
                   const long oh = oh0 + m / TW, ow = ow0 + m % TW;
                   if (oh >= g.out[1] || ow >= g.out[2]) continue; /* never copied out */
                   const long o = (((n * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow) * K + k;
-                  writes[o]++;
-                  if (w->out_type == CT_DTYPE_INT32)
-                    ((int32_t *)out)[o] = d[r][col];
-                  else
-                    ((unsigned char *)out)[o] = (unsigned char)ctq_requant_lane(
-                        params, kp, (int)k, d[r][col], res ? res[o] : 0,
-                        w->epi.scale == CT_SCALE_CHANNEL, w->out_type == CT_DTYPE_UINT8,
-                        w->epi.residual, w->epi.rounding == CT_ROUND_ONNX);
+                  emulated_store(w, params, o, k, d[r][col], res, out, writes);
                 }
             }
       }

@@ -256,15 +256,7 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
                   MAC ? (int32_t)((uint32_t)iacc[r][p][j] + off)
                       : (int32_t)(float_bits(acc[r][p][j] + 12582912.0f) + (off - 0x4B400000u));
               const long o = (((n * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow) * K + k;
-              writes[o]++;
-              if (w->out_type == CT_DTYPE_INT32) {
-                ((int32_t *)out)[o] = v;
-              } else {
-                ((unsigned char *)out)[o] = (unsigned char)ctq_requant_lane(
-                    params, kp, (int)k, v, res ? res[o] : 0, w->epi.scale == CT_SCALE_CHANNEL,
-                    w->out_type == CT_DTYPE_UINT8, w->epi.residual,
-                    w->epi.rounding == CT_ROUND_ONNX);
-              }
+              emulated_store(w, params, o, k, v, res, out, writes);
             }
           }
       }

@@ -250,15 +250,7 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
                   for (int col = 0; col < 8; col++) {
                     const long m = m0 + mt * 16 + r, k = kn + col;
                     if (m >= M) continue; /* never copied out */
-                    const long o = m * K + k;
-                    writes[o]++;
-                    if (w->out_type == CT_DTYPE_INT32)
-                      ((int32_t *)out)[o] = d[r][col];
-                    else
-                      ((unsigned char *)out)[o] = (unsigned char)ctq_requant_lane(
-                          params, kp, (int)k, d[r][col], res ? res[o] : 0,
-                          w->epi.scale == CT_SCALE_CHANNEL, w->out_type == CT_DTYPE_UINT8,
-                          w->epi.residual, w->epi.rounding == CT_ROUND_ONNX);
+                    emulated_store(w, params, m * K + k, k, d[r][col], res, out, writes);
                   }
               }
         }
