@@ -10,8 +10,8 @@
  * sharing its A fragments), warps_m (warps along the pixels per n-tile
  * column), m_unroll (m-tiles a warp computes at once), stages (tiles in
  * shared memory: the next stages - 1 loading while one computes) and
- * blocks_per_sm (launch bounds; the grid is as many blocks as fit at once,
- * each looping over tiles).
+ * blocks_per_sm (launch bounds, and the grid: that many blocks an SM over
+ * the block columns, each looping over tiles).
  *
  * Validity (each a fact of the kernel): sm_80 or later; n_per_warp dividing
  * n_tiles; at most 1024 threads; m_tiles at least warps_m x m_unroll (no
@@ -108,8 +108,8 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   p->smem_bytes = p->bn * p->rs + p->stages * (p->bm * p->rs + sr) + p->bm * p->ops;
   /* about 48 + per n-tile a warp 16 (its two channels' epilogue values)
    * and 4 an m-tile at once (accumulators), 4 an m-tile at once (its A
-   * pair), and the B fragments where they stay in registers (2 a k-step
-   * and n-tile, else 2 an n-tile loaded) */
+   * fragment), and the B fragments where they stay in registers (2 a
+   * k-step and n-tile, else 2 an n-tile loaded) */
   const long breg = p->ks * p->npw <= 8;
   p->regs = PW_REG_BASE + 16L * p->npw + 4L * p->mu * p->npw + 4L * p->mu +
             (breg ? 2 * p->ks * p->npw : 2L * p->npw);
