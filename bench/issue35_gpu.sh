@@ -72,6 +72,16 @@ tq() {
   timeout 200 $B tune "$@" --seed 1 --db /tmp/t.db -q --json > $OUT/tune-$n.json 2> $OUT/tune-$n.err
   echo "tune $n rc=$? at $(( $(date +%s) - s )) s $(tail -1 $OUT/tune-$n.err)"
 }
+# csan TEMPLATE KEY CONFIG TOOL...: compute-sanitizer's tools, one after another, over one launch
+# of the config (build-rel/config_run); each tool's summary and exit status
+CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+csan() {
+  local t=$1 k=$2 c=$3; shift 3
+  for tool in "$@"; do
+    out=$($CS --tool $tool --error-exitcode 9 build-rel/config_run $t $k "$c" 2>&1); rc=$?
+    echo "$tool $t $k $c: $(echo "$out" | grep -E "SUMMARY|config_run" | tr '\n' ' ') rc=$rc"
+  done
+}
 # a summary of a set's results JSON: the sums and the per-layer ratios the issue judges
 summary() { # json
   python3 - "$1" <<'PY'
@@ -242,25 +252,17 @@ dwsets)
   done
   cd $OUT && tar czf dwsets.tgz *.md *.json *.err && find . -type f ! -name '*.tgz' ! -name '*.xz' -delete ;;
 dwsan)
-  CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   K2=conv2d-nhwc-i8.i8.i8-n2-c48-k48-15x13-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-g48
   K2Z=conv2d-nhwc-u8.i8.u8-n2-c40-k40-13x11-r5x5-s2x2-p2x2.2x2-d1x1-zd-bias-qc-res-g40
   K3=conv3d-ndhwc-i8.i8.i32-n1-c32-k32-4x9x9-r3x3x3-s1x1x1-p1x1x1.1x1x1-d1x1x1-g32
-  dsan() { # template key config tools...
-    local t=$1 k=$2 c=$3; shift 3
-    for tool in "$@"; do
-      out=$($CS --tool $tool --error-exitcode 9 build-rel/config_run $t $k "$c" 2>&1); rc=$?
-      echo "$tool $t $k $c: $(echo "$out" | grep -E "SUMMARY|config_run" | tr '\n' ' ') rc=$rc"
-    done
-  }
   D='"blocks_per_sm":1,"mac":1'
-  dsan conv2d_nhwc_dw $K2 '{"chans":4,"pix":2,"rows":8,"block_c":4,"block_w":4,"block_h":2,"staging":0,'"$D"'}' memcheck initcheck
-  dsan conv2d_nhwc_dw $K2 '{"chans":8,"pix":2,"rows":4,"block_c":2,"block_w":4,"block_h":4,"staging":1,'"$D"'}' memcheck initcheck racecheck synccheck
-  dsan conv2d_nhwc_dw $K2Z '{"chans":4,"pix":2,"rows":2,"block_c":2,"block_w":4,"block_h":4,"staging":0,'"$D"'}' memcheck initcheck
-  dsan conv2d_nhwc_dw $K2Z '{"chans":8,"pix":2,"rows":2,"block_c":2,"block_w":4,"block_h":4,"staging":1,'"$D"'}' memcheck initcheck racecheck
-  dsan conv3d_ndhwc_dw $K3 '{"chans":4,"pix":2,"rows":4,"block_c":8,"block_w":2,"block_h":2,"staging":0,'"$D"'}' memcheck initcheck
+  csan conv2d_nhwc_dw $K2 '{"chans":4,"pix":2,"rows":8,"block_c":4,"block_w":4,"block_h":2,"staging":0,'"$D"'}' memcheck initcheck
+  csan conv2d_nhwc_dw $K2 '{"chans":8,"pix":2,"rows":4,"block_c":2,"block_w":4,"block_h":4,"staging":1,'"$D"'}' memcheck initcheck racecheck synccheck
+  csan conv2d_nhwc_dw $K2Z '{"chans":4,"pix":2,"rows":2,"block_c":2,"block_w":4,"block_h":4,"staging":0,'"$D"'}' memcheck initcheck
+  csan conv2d_nhwc_dw $K2Z '{"chans":8,"pix":2,"rows":2,"block_c":2,"block_w":4,"block_h":4,"staging":1,'"$D"'}' memcheck initcheck racecheck
+  csan conv3d_ndhwc_dw $K3 '{"chans":4,"pix":2,"rows":4,"block_c":8,"block_w":2,"block_h":2,"staging":0,'"$D"'}' memcheck initcheck
   # 7 rows a thread, 12 threads along channels
-  dsan conv2d_nhwc_dw $K2 '{"chans":4,"pix":2,"rows":7,"block_c":12,"block_w":8,"block_h":1,"staging":0,'"$D"'}' memcheck initcheck ;;
+  csan conv2d_nhwc_dw $K2 '{"chans":4,"pix":2,"rows":7,"block_c":12,"block_w":8,"block_h":1,"staging":0,'"$D"'}' memcheck initcheck ;;
 pw)
   s=$(date +%s)
   for t in conv2d_nhwc_pw_mma conv3d_ndhwc_pw_mma; do
@@ -272,19 +274,13 @@ pw)
   for t in conv2d_nhwc_pw_mma conv3d_ndhwc_pw_mma; do
     echo "== $t: $(grep -E 'Checks|rc=' $OUT/gt-$t.log | tr '\n' ' ')"; grep -E "exact over|F:|E:" $OUT/gt-$t.log | head -8 | cut -c1-220
   done
-  CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  PT="memcheck racecheck synccheck"
   P1=conv2d-nhwc-i8.i8.i8-n2-c24-k144-9x9-r1x1-s1x1-p0x0.0x0-d1x1-bias-qc-res
   P2=conv2d-nhwc-u8.i8.u8-n1-c40-k24-11x13-r1x1-s1x1-p0x0.0x0-d1x1-zd-bias-qc
   P3=conv3d-ndhwc-i8.i8.i32-n2-c288-k40-5x7x6-r1x1x1-s2x2x2-p0x0x0.0x0x0-d1x1x1
-  psan() { # template key config
-    for tool in memcheck racecheck synccheck; do
-      out=$($CS --tool $tool --error-exitcode 9 build-rel/config_run $1 $2 "$3" 2>&1); rc=$?
-      echo "$tool $1 $2 $3: $(echo "$out" | grep -E "SUMMARY|config_run" | tr '\n' ' ') rc=$rc"
-    done
-  }
-  psan conv2d_nhwc_pw_mma $P1 '{"m_tiles":2,"n_tiles":6,"n_per_warp":3,"warps_m":2,"m_unroll":1,"stages":3,"blocks_per_sm":2}'
-  psan conv2d_nhwc_pw_mma $P2 '{"m_tiles":4,"n_tiles":3,"n_per_warp":1,"warps_m":1,"m_unroll":2,"stages":2,"blocks_per_sm":2}'
-  psan conv3d_ndhwc_pw_mma $P3 '{"m_tiles":2,"n_tiles":2,"n_per_warp":1,"warps_m":2,"m_unroll":1,"stages":4,"blocks_per_sm":1}'
+  csan conv2d_nhwc_pw_mma $P1 '{"m_tiles":2,"n_tiles":6,"n_per_warp":3,"warps_m":2,"m_unroll":1,"stages":3,"blocks_per_sm":2}' $PT
+  csan conv2d_nhwc_pw_mma $P2 '{"m_tiles":4,"n_tiles":3,"n_per_warp":1,"warps_m":1,"m_unroll":2,"stages":2,"blocks_per_sm":2}' $PT
+  csan conv3d_ndhwc_pw_mma $P3 '{"m_tiles":2,"n_tiles":2,"n_per_warp":1,"warps_m":2,"m_unroll":1,"stages":4,"blocks_per_sm":1}' $PT
   cd $OUT && tar czf pw.tgz gt-*.log && rm -f gt-*.log ;;
 dwmodel)
   s=$(date +%s) MB=${2:-32}
@@ -318,27 +314,20 @@ san)
   # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) over the depthwise mma family,
   # one launch a config (build-rel/config_run): TMA and cp.async windows, prefetched tiles, a
   # data zero point with a residual and uint8, 3D
-  CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   K2=conv2d-nhwc-i8.i8.i8-n2-c48-k48-15x13-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-g48
   K2Z=conv2d-nhwc-u8.i8.u8-n2-c40-k40-13x11-r5x5-s2x2-p2x2.2x2-d1x1-zd-bias-qc-res-g40
   K3=conv3d-ndhwc-i8.i8.i32-n1-c32-k32-4x9x9-r3x3x3-s1x1x1-p1x1x1.1x1x1-d1x1x1-g32
   G2=conv2d-nhwc-i8.i8.i8-n2-c128-k128-9x9-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-res-g32
   G2Z=conv2d-nhwc-u8.i8.u8-n1-c80-k40-7x9-r3x3-s2x2-p1x1.1x1-d1x1-zd-bias-qc-g5
   G3=conv3d-ndhwc-i8.i8.i32-n2-c64-k64-1x4x4-r3x3x3-s1x1x1-p1x1x1.1x1x1-d1x1x1-g2
-  sanrun() { # template key config
-    for tool in memcheck racecheck synccheck initcheck; do
-      out=$($CS --tool $tool --error-exitcode 9 build-rel/config_run $1 $2 "$3" 2>&1); rc=$?
-      echo "$tool $1 $2 $3: $(echo "$out" | grep -E "SUMMARY|config_run" | tr '\n' ' ') rc=$rc"
-    done
-  }
-  sanrun conv2d_nhwc_dw_mma $K2 '{"tile_w":8,"tile_h":4,"n_tiles":2,"warps_m":2,"m_unroll":1,"blocks_per_sm":2,"tiles":2,"tma":1}'
-  sanrun conv2d_nhwc_dw_mma $K2 '{"tile_w":16,"tile_h":4,"n_tiles":4,"warps_m":1,"m_unroll":2,"blocks_per_sm":2,"tiles":4,"tma":0}'
-  sanrun conv2d_nhwc_dw_mma $K2Z '{"tile_w":4,"tile_h":8,"n_tiles":1,"warps_m":2,"m_unroll":1,"blocks_per_sm":2,"tiles":2,"tma":0}'
-  sanrun conv3d_ndhwc_dw_mma $K3 '{"tile_w":8,"tile_h":4,"n_tiles":4,"warps_m":1,"m_unroll":2,"blocks_per_sm":2,"tiles":2,"tma":1}'
-  sanrun conv2d_nhwc_grouped_mma $G2 '{"tile_w":8,"tile_h":4,"n_tiles":4,"warps_m":2,"m_unroll":1,"blocks_per_sm":2,"tiles":2,"tma":1,"sg_c":8,"n_per_warp":1}'
-  sanrun conv2d_nhwc_grouped_mma $G2 '{"tile_w":4,"tile_h":8,"n_tiles":8,"warps_m":1,"m_unroll":2,"blocks_per_sm":2,"tiles":4,"tma":0,"sg_c":16,"n_per_warp":2}'
-  sanrun conv2d_nhwc_grouped_mma $G2Z '{"tile_w":4,"tile_h":4,"n_tiles":4,"warps_m":1,"m_unroll":1,"blocks_per_sm":2,"tiles":2,"tma":0,"sg_c":16,"n_per_warp":1}'
-  sanrun conv3d_ndhwc_grouped_mma $G3 '{"tile_w":4,"tile_h":4,"n_tiles":4,"warps_m":1,"m_unroll":1,"blocks_per_sm":1,"tiles":2,"tma":1,"sg_c":32,"n_per_warp":1}' ;;
+  csan conv2d_nhwc_dw_mma $K2 '{"tile_w":8,"tile_h":4,"n_tiles":2,"warps_m":2,"m_unroll":1,"blocks_per_sm":2,"tiles":2,"tma":1}' memcheck racecheck synccheck initcheck
+  csan conv2d_nhwc_dw_mma $K2 '{"tile_w":16,"tile_h":4,"n_tiles":4,"warps_m":1,"m_unroll":2,"blocks_per_sm":2,"tiles":4,"tma":0}' memcheck racecheck synccheck initcheck
+  csan conv2d_nhwc_dw_mma $K2Z '{"tile_w":4,"tile_h":8,"n_tiles":1,"warps_m":2,"m_unroll":1,"blocks_per_sm":2,"tiles":2,"tma":0}' memcheck racecheck synccheck initcheck
+  csan conv3d_ndhwc_dw_mma $K3 '{"tile_w":8,"tile_h":4,"n_tiles":4,"warps_m":1,"m_unroll":2,"blocks_per_sm":2,"tiles":2,"tma":1}' memcheck racecheck synccheck initcheck
+  csan conv2d_nhwc_grouped_mma $G2 '{"tile_w":8,"tile_h":4,"n_tiles":4,"warps_m":2,"m_unroll":1,"blocks_per_sm":2,"tiles":2,"tma":1,"sg_c":8,"n_per_warp":1}' memcheck racecheck synccheck initcheck
+  csan conv2d_nhwc_grouped_mma $G2 '{"tile_w":4,"tile_h":8,"n_tiles":8,"warps_m":1,"m_unroll":2,"blocks_per_sm":2,"tiles":4,"tma":0,"sg_c":16,"n_per_warp":2}' memcheck racecheck synccheck initcheck
+  csan conv2d_nhwc_grouped_mma $G2Z '{"tile_w":4,"tile_h":4,"n_tiles":4,"warps_m":1,"m_unroll":1,"blocks_per_sm":2,"tiles":2,"tma":0,"sg_c":16,"n_per_warp":1}' memcheck racecheck synccheck initcheck
+  csan conv3d_ndhwc_grouped_mma $G3 '{"tile_w":4,"tile_h":4,"n_tiles":4,"warps_m":1,"m_unroll":1,"blocks_per_sm":1,"tiles":2,"tma":1,"sg_c":32,"n_per_warp":1}' memcheck racecheck synccheck initcheck ;;
 gmma)
   s=$(date +%s)
   gt_cases _dw_mma _grouped_mma
