@@ -9,6 +9,7 @@
  * byte-identical. A worker killed mid-compile is replaced and its job
  * reported as a compile error that names the signal. Workers, idle or
  * busy, end within a second of a kill -9 of the process that started them.
+ * A compiler holds no GPU device file open after compiling.
  * About 15 compiles of tens to hundreds of milliseconds each: a few seconds
  * on two cores.
  */
@@ -340,6 +341,54 @@ START_TEST(a_dead_worker_is_replaced_and_its_job_reported) {
 }
 END_TEST
 
+/* The GPU device files (/dev/nvidia0, /dev/nvidia1, ...) that pid holds
+ * open, counted from its /proc/PID/fd links; /dev/nvidiactl and
+ * /dev/nvidia-uvm are the driver's, not a device's. */
+static int gpu_files_open(pid_t pid) {
+  char dir[64];
+  snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+  DIR *d = opendir(dir);
+  ck_assert_msg(d != NULL, "cannot list %s", dir);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    char path[400], target[256];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    ssize_t k = readlink(path, target, sizeof target - 1);
+    if (k <= 0) continue;
+    target[k] = '\0';
+    n += strncmp(target, "/dev/nvidia", 11) == 0 && target[11] >= '0' && target[11] <= '9';
+  }
+  closedir(d);
+  return n;
+}
+
+/* A compiler holds no GPU: its first compile, which starts NVRTC (and with
+ * it the CUDA driver, for its compute cache), happens with the GPUs hidden
+ * (builder.c, worker_main). On a machine without a GPU this holds trivially;
+ * the GPU machine's run (bench/issue38_gpu.sh tests) is where it can fail. */
+START_TEST(a_compiler_holds_no_gpu) {
+  arch a = sm90();
+  instance inst[2];
+  make_instances(&a, inst, 1);
+  builder *b = NULL;
+  ct_err err = {0};
+  ck_assert_msg(builder_start(1, &a, &b, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(builder_submit(b, &inst[0], 1, &err), CT_OK);
+  long tag = -1;
+  cubin c;
+  ck_assert_msg(builder_collect(b, &tag, &c, &err) == CT_OK, "%s", err.msg);
+  ck_assert(is_elf(&c));
+  cubin_free(&c);
+  pid_t pids[4];
+  int n = children(pids, 4);
+  ck_assert_int_eq(n, 1);
+  int open = gpu_files_open(pids[0]);
+  ck_assert_msg(open == 0, "the compiler process holds %d GPU device files open", open);
+  builder_stop(b);
+}
+END_TEST
+
 /* A worker busy with something long (the runner in a measurement, a builder
  * in a slow compile): it never reads its socket, so only its parent's death
  * can end it. */
@@ -465,6 +514,7 @@ static void add_builder(TCase *tc) {
   tcase_add_test(tc, clients_in_threads_collect_their_own_jobs);
   tcase_add_test(tc, a_dead_worker_is_replaced_and_its_job_reported);
   tcase_add_test(tc, bad_arguments_are_rejected);
+  tcase_add_test(tc, a_compiler_holds_no_gpu);
   tcase_add_test(tc, workers_die_with_their_parent);
 }
 
