@@ -31,11 +31,21 @@
 #                 1 and then 3 ranks in batches of 64 (the tuner's batch) through the records
 #                 protocol into rank 0's database: records/s per sender
 #   pytest37      issue 37's package tests with this machine's PyTorch (its GPU case)
+#   compile       what NVRTC costs a fresh process (build-rel/nvrtc_probe): 1, 16 and all cores'
+#                 processes starting at once, each compiling one config twice, with the GPUs
+#                 visible to the CUDA driver that NVRTC starts for its compute cache, and
+#                 hidden (CUDA_VISIBLE_DEVICES empty, as the builder's workers run); then all
+#                 cores' processes compiling ResNet-50's configs (one per template and layer,
+#                 a seed each) into a fresh cache (cold), the same again (warm), and with the
+#                 GPUs hidden (no cache): per variant the compiles' mean wall and CPU time
 # After each run of scale and mpiscale: its CPU time (user, system) next to its wall time,
 # and bench/tune_timeline.py over its database ($OUT/PREFIX-gG-timeline.json): per GPU,
 # its tasks' start gaps and spans, and the compilers' average load.
 # Phases run in order: e.g. `tests scale 128 1 2 4`. $TLIM: a run's time limit in tests, scale and
-# mpiscale (560 s).
+# mpiscale (560 s). $BIN: the convtune binary to run (build-rel/convtune). Every run of scale,
+# mpiscale, kill and interrupt gets its own fresh CUDA_CACHE_PATH: a compiler that starts the
+# driver (convtune before 2026-11-27) would otherwise find the configs an earlier run compiled,
+# with the same seed, in the driver's compute cache, which a user's first run does not.
 set -u
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export LD_LIBRARY_PATH=$PWD/build-rel:$PWD/.gpu-libs:/usr/local/cuda/lib64
@@ -43,9 +53,9 @@ export CT_SOURCE_DIR=$PWD CT_COMMIT=$(cat build-rel/COMMIT)
 for l in libconvtune.so libconvtune.so.0; do
   [ -e build-rel/$l ] || ln -sf libconvtune.so.0.1.0 build-rel/$l
 done
-B=build-rel/convtune
+B=${BIN:-build-rel/convtune}
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
-echo "cores: $(nproc); commit $CT_COMMIT"
+echo "cores: $(nproc); commit $CT_COMMIT; binary $B"
 s=$(date +%s)
 # table PREFIX G...: the runs' table from $OUT/PREFIX-gG.json and .err (the summary line's
 # trials, seconds and trials/s; the set's tuned sum), into $OUT/PREFIX.json
@@ -84,6 +94,40 @@ timeline() {
   python3 bench/tune_timeline.py $2 $OUT/$1-timeline.json $e 2>&1 | sed 's/^/    /'
 }
 TIMEFORMAT='    wall %R s, user %U s, system %S s'
+# fresh_cache NAME: an empty CUDA_CACHE_PATH for one run
+fresh_cache() {
+  export CUDA_CACHE_PATH=/tmp/cudacache-$1
+  rm -rf $CUDA_CACHE_PATH
+}
+# probes N ENV... -- ARGS: N nvrtc_probe processes at once, each with ENV and ARGS, "{}" in
+# ARGS replaced by its index (1..N); their JSON lines on stdout
+probes() {
+  local n=$1; shift
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  seq $n | xargs -P $n -I{} env "${envs[@]}" build-rel/nvrtc_probe "$@"
+}
+# probe_summary first|set FILE [T0]: one line over the probes' JSON lines in FILE (T0: when
+# the set's probes started, for their wall time)
+probe_summary() {
+  python3 - "$@" <<'PY'
+import json, statistics, sys, time
+kind, path = sys.argv[1], sys.argv[2]
+r = [json.loads(l) for l in open(path)]
+med = lambda k: statistics.median(x[k] for x in r)
+if kind == "first":
+    print(f"{len(r)} processes: first compile {med('first_ms'):.0f} ms "
+          f"(max {max(x['first_ms'] for x in r):.0f}), second {med('second_ms'):.0f} ms, "
+          f"CPU {med('cpu_s'):.2f} s, GPU files open {max(x['gpu_files'] for x in r)}")
+else:
+    n = sum(x["compiles"] for x in r)
+    print(f"{len(r)} processes, {n} compiles in {time.time() - float(sys.argv[3]):.1f} s: "
+          f"{sum(x['sum_ms'] for x in r) / n:.0f} ms a compile, CPU "
+          f"{sum(x['cpu_s'] for x in r) / (n + len(r)) * 1e3:.0f} ms a compile; "
+          f"first compiles {med('first_ms'):.0f} ms")
+PY
+}
 while [ $# -gt 0 ]; do
   case $1 in
   tests)
@@ -100,6 +144,7 @@ while [ $# -gt 0 ]; do
     for g in $gs; do
       devs=$(seq -s, 0 $((g - 1)))
       rm -f /tmp/$pf-g$g.db*
+      fresh_cache $pf-g$g
       time timeout ${TLIM:-560} python3 bench/stamp.py $OUT/$pf-g$g.err -- $B tune -v --set resnet50 \
         --batch 16 --layout nhwc --trials $trials --devices $devs --db /tmp/$pf-g$g.db --json \
         > $OUT/$pf-g$g.json
@@ -131,8 +176,9 @@ while [ $# -gt 0 ]; do
     pf=${PREFIX:-mpi}
     for g in $gs; do
       rm -f /tmp/$pf-g$g.db*
+      fresh_cache $pf-g$g
       time timeout ${TLIM:-560} python3 bench/stamp.py $OUT/$pf-g$g.err -- mpirun --bind-to none \
-        --enable-recovery -n $g -x LD_LIBRARY_PATH $B tune -v --mpi --set resnet50 --batch 16 \
+        --enable-recovery -n $g -x LD_LIBRARY_PATH -x CUDA_CACHE_PATH $B tune -v --mpi --set resnet50 --batch 16 \
         --layout nhwc --trials $trials ${MPI_ARGS:-} --db /tmp/$pf-g$g.db --json > $OUT/$pf-g$g.json
       echo "$pf g=$g: rc=$? at $(( $(date +%s) - s )) s: $(grep -o '\[tune\] [0-9]* ranks.*' $OUT/$pf-g$g.err)"
       timeline $pf-g$g /tmp/$pf-g$g.db
@@ -141,20 +187,22 @@ while [ $# -gt 0 ]; do
   kill)
     trials=$2; shift 2
     rm -f /tmp/kill.db*
+    fresh_cache kill
     ref=""
     [ -e /tmp/mpi-g4.db ] && ref="--ref /tmp/mpi-g4.db"
     timeout 400 python3 bench/mpi_kill.py $OUT /tmp/kill.db 2 $((trials * 6)) $ref -- \
-      mpirun --bind-to none --enable-recovery -n 4 -x LD_LIBRARY_PATH $B tune --mpi --set resnet50 \
-      --batch 16 --layout nhwc --trials $trials --rank-timeout 15 --db /tmp/kill.db --json
+      mpirun --bind-to none --enable-recovery -n 4 -x LD_LIBRARY_PATH -x CUDA_CACHE_PATH $B tune \
+      --mpi --set resnet50 --batch 16 --layout nhwc --trials $trials --rank-timeout 15 --db /tmp/kill.db --json
     echo "kill: rc=$? at $(( $(date +%s) - s )) s"
     timeline kill /tmp/kill.db ;;
   interrupt)
     trials=$2; shift 2
     rm -f /tmp/int.db*
+    fresh_cache int
     timeout 300 python3 bench/mpi_kill.py $OUT /tmp/int.db int $((trials * 6)) -- \
       mpirun --bind-to none --enable-recovery --mca odls_base_sigkill_timeout 10 -n 4 \
-      -x LD_LIBRARY_PATH $B tune --mpi --set resnet50 --batch 16 --layout nhwc --trials $trials \
-      --db /tmp/int.db --json
+      -x LD_LIBRARY_PATH -x CUDA_CACHE_PATH $B tune --mpi --set resnet50 --batch 16 --layout nhwc \
+      --trials $trials --db /tmp/int.db --json
     echo "interrupt: rc=$? at $(( $(date +%s) - s )) s" ;;
   capacity)
     n=$2; shift 2
@@ -164,6 +212,26 @@ while [ $# -gt 0 ]; do
       timeout 300 mpirun -n $r -x LD_LIBRARY_PATH build-rel/test_mpi /tmp/cap.db /tmp/cap.jsonl 64 \
         > $OUT/capacity-n$r.log 2>&1
       echo "capacity, $((r - 1)) sender(s): rc=$?: $(grep 'records/s\|each in' $OUT/capacity-n$r.log | tr '\n' ' ')"
+    done ;;
+  compile)
+    shift
+    n=$(nproc)
+    for p in 1 16 $n; do
+      for v in visible hidden; do
+        hide=CT_PROBE=1
+        [ $v = hidden ] && hide=CUDA_VISIBLE_DEVICES=
+        rm -rf /tmp/cudacache-first
+        probes $p $hide CUDA_CACHE_PATH=/tmp/cudacache-first -- first > $OUT/first-$v-p$p.jsonl
+        echo "first p=$p $v: rc=$? $(probe_summary first $OUT/first-$v-p$p.jsonl)"
+      done
+    done
+    rm -rf /tmp/cudacache-set
+    for v in cold warm hidden; do
+      hide=CT_PROBE=1
+      [ $v = hidden ] && hide=CUDA_VISIBLE_DEVICES=
+      t0=$(date +%s.%N)
+      probes $n $hide CUDA_CACHE_PATH=/tmp/cudacache-set -- set resnet50 1 {} > $OUT/set-$v.jsonl
+      echo "set $v: rc=$? $(probe_summary set $OUT/set-$v.jsonl $t0)"
     done ;;
   pytest37)
     shift
