@@ -7,7 +7,9 @@
  * fetched, then reported as CT_ERR_NVRTC with the log's first error line;
  * every other NVRTC call goes through NVRTC_TRY. Cost: NVRTC itself, about
  * 30 ms for a register-tiled conv kernel; it serialises inside a process.
- * Needs no GPU and no driver.
+ * Needs no GPU and no driver; but unless told --no-cache, NVRTC loads the
+ * driver where there is one and starts it (cuInit) in a process's first
+ * compile, to keep what it compiles in the driver's compute cache.
  */
 #include "gpu/nvrtc.h"
 
@@ -20,8 +22,8 @@
 
 /* The options every compile gets after the caller's: SASS for the exact
  * architecture (loadable with no JIT step) and the C++ dialect the templates
- * are written in. */
-#define N_FIXED_OPTIONS 2
+ * are written in; and --no-cache with NVRTC_NO_DRIVER_CACHE. */
+#define N_FIXED_OPTIONS 3
 
 static double now_ms(void) {
   struct timespec ts;
@@ -64,8 +66,8 @@ static const char *first_error_line(const char *log, int *len) {
  * out->log is non-NULL on return unless memory ran out. */
 static ct_status compile(const char *name, const char *source, int n_headers,
                          const char *const *header_names, const char *const *header_sources,
-                         const char *const *options, int n_options, const arch *a, cubin *out,
-                         ct_err *err) {
+                         const char *const *options, int n_options, const arch *a,
+                         unsigned flags, cubin *out, ct_err *err) {
   ct_status st = CT_OK;
   nvrtcProgram prog = NULL;
   const char **opts = NULL;
@@ -91,12 +93,14 @@ static ct_status compile(const char *name, const char *source, int n_headers,
   snprintf(arch_option, sizeof arch_option, "--gpu-architecture=%s", a->name);
   opts[n_options] = arch_option;
   opts[n_options + 1] = "-std=c++17";
+  int n_opts = n_options + 2;
+  if (flags & NVRTC_NO_DRIVER_CACHE) opts[n_opts++] = "--no-cache";
 
   NVRTC_TRY(err, nvrtcCreateProgram(&prog, source, name, n_headers, header_sources, header_names));
   double t0 = now_ms();
   /* Not NVRTC_TRY: a failure here is the config's outcome, reported below
    * once the log is read. */
-  nvrtcResult compiled = nvrtcCompileProgram(prog, n_options + N_FIXED_OPTIONS, opts);
+  nvrtcResult compiled = nvrtcCompileProgram(prog, n_opts, opts);
   out->compile_ms = now_ms() - t0;
 
   size_t log_size = 0;
@@ -156,10 +160,15 @@ ct_status nvrtc_compile_source(const char *name, const char *source, const char 
                                int n_options, const arch *a, cubin *out, ct_err *err) {
   const char *const *names = NULL, *const *sources = NULL;
   int n_headers = template_headers(&names, &sources);
-  return compile(name, source, n_headers, names, sources, options, n_options, a, out, err);
+  return compile(name, source, n_headers, names, sources, options, n_options, a, 0, out, err);
 }
 
 ct_status nvrtc_compile(const instance *inst, const arch *a, cubin *out, ct_err *err) {
+  return nvrtc_compile_flags(inst, a, 0, out, err);
+}
+
+ct_status nvrtc_compile_flags(const instance *inst, const arch *a, unsigned flags, cubin *out,
+                              ct_err *err) {
   const char *options[INSTANCE_MAX_OPTIONS];
   if (out) memset(out, 0, sizeof *out);
   if (!inst || !inst->tpl || !a || !out)
@@ -189,8 +198,8 @@ ct_status nvrtc_compile(const instance *inst, const arch *a, cubin *out, ct_err 
     target.name[len] = 'a';
     target.name[len + 1] = '\0';
   }
-  return compile(name, source, n_headers, names, sources, options, inst->n_options, &target, out,
-                 err);
+  return compile(name, source, n_headers, names, sources, options, inst->n_options, &target, flags,
+                 out, err);
 }
 
 void cubin_free(cubin *c) {

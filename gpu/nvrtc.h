@@ -29,6 +29,17 @@ typedef struct cubin {
  * excerpt); CT_ERR_NO_MEMORY. */
 ct_status nvrtc_compile(const instance *inst, const arch *a, cubin *out, ct_err *err);
 
+/* nvrtc_compile's flags. NVRTC_NO_DRIVER_CACHE: --no-cache, so that NVRTC
+ * never loads the CUDA driver. Without it, a process's first compile loads
+ * the driver and starts it (cuInit) to reach the driver's compute cache
+ * (~/.nv/ComputeCache), which keeps every compile's result for a later
+ * process compiling the same source. */
+enum { NVRTC_NO_DRIVER_CACHE = 1 };
+
+/* nvrtc_compile with flags (a set of the NVRTC_ values above). */
+ct_status nvrtc_compile_flags(const instance *inst, const arch *a, unsigned flags, cubin *out,
+                              ct_err *err);
+
 /* Compile source (which may include the embedded headers, e.g. quant.cuh) under name with options
  * (n_options strings, e.g. "-DN=5"), plus the architecture and -std=c++17 exactly as nvrtc_compile
  * adds them, into out (zeroed first). Same statuses and log. */

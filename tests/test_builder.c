@@ -363,10 +363,10 @@ static int gpu_files_open(pid_t pid) {
   return n;
 }
 
-/* A compiler holds no GPU: its first compile, which starts NVRTC (and with
- * it the CUDA driver, for its compute cache), happens with the GPUs hidden
- * (builder.c, worker_main). On a machine without a GPU this holds trivially;
- * the GPU machine's run (bench/issue38_gpu.sh tests) is where it can fail. */
+/* A compiler holds no GPU: its compiles never start the CUDA driver, which
+ * NVRTC otherwise does for its compute cache (builder.c, worker_main). On a
+ * machine without a GPU this holds trivially; the GPU machine's run
+ * (bench/issue38_gpu.sh tests) is where it can fail. */
 START_TEST(a_compiler_holds_no_gpu) {
   arch a = sm90();
   instance inst[2];

@@ -130,25 +130,22 @@ struct builder {
 
 /* Compile jobs until the parent goes away. Never returns.
  *
- * The GPUs are hidden from the worker before its first compile. NVRTC's
- * first compile in a process loads the CUDA driver and calls cuInit, only to
- * reach the driver's compute cache (~/.nv/ComputeCache), where it keeps
- * what it compiles. With the GPUs visible that start-up cost 1.0 s alone on
- * the 4-H200 host and 8.4 s each for 64 workers starting at once (the
- * stall that began every tuning run). The cache only pays when the same source is
- * compiled again in a later run, which a tuning run seldom does (a run
- * compiles a config once; the builder's own cache sees to that). With no
- * device, cuInit fails at once and NVRTC compiles without the cache. A
- * compiler needs no GPU, and this way none holds one open. */
+ * Without the driver's compute cache (NVRTC_NO_DRIVER_CACHE): otherwise
+ * NVRTC loads the CUDA driver and starts it (cuInit) in a worker's first
+ * compile, only to keep each result there for a later process compiling the
+ * same source. On the 4-H200 host that start took 1.3 s alone and 8.5 s
+ * each for 64 workers starting at once, the stall that began every tuning
+ * run, and held 16 GPU device files open in every compiler. The cache
+ * seldom pays here: a run compiles a config once (the builder's own cache
+ * sees to that), and only a later run of the same configs would hit it. */
 static void worker_main(int fd, void *arg) {
   const arch *a = arg;
   instance inst;
-  setenv("CUDA_VISIBLE_DEVICES", "", 1);
   for (;;) {
     if (proc_recv_all(fd, &inst, sizeof inst, 0) != PROC_OK) _exit(0);
     cubin c;
     ct_err err = {0};
-    ct_status st = nvrtc_compile(&inst, a, &c, &err);
+    ct_status st = nvrtc_compile_flags(&inst, a, NVRTC_NO_DRIVER_CACHE, &c, &err);
     result_head h;
     memset(&h, 0, sizeof h);
     h.status = st;
