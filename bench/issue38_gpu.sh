@@ -33,11 +33,14 @@
 #   pytest37      issue 37's package tests with this machine's PyTorch (its GPU case)
 #   compile       what NVRTC costs a fresh process (build-rel/nvrtc_probe): 1, 16 and all cores'
 #                 processes starting at once, each compiling one config twice, with the GPUs
-#                 visible to the CUDA driver that NVRTC starts for its compute cache, and
-#                 hidden (CUDA_VISIBLE_DEVICES empty, as the builder's workers run); then all
-#                 cores' processes compiling ResNet-50's configs (one per template and layer,
-#                 a seed each) into a fresh cache (cold), the same again (warm), and with the
-#                 GPUs hidden (no cache): per variant the compiles' mean wall and CPU time
+#                 visible to the CUDA driver that NVRTC starts for its compute cache (visible),
+#                 hidden (CUDA_VISIBLE_DEVICES empty: the driver starts, finds none, and NVRTC
+#                 goes without its cache), or with --no-cache (nocache: the driver never loads;
+#                 the builder's workers compile so); then all cores' processes compiling
+#                 ResNet-50's configs (one per template and layer, a seed each) into a fresh
+#                 cache (cold), the same again (warm), hidden and nocache: per variant the
+#                 compiles' mean wall and CPU time. $FIRST and $SETS choose the variants
+#                 (default "visible hidden nocache" and "cold warm hidden nocache")
 # After each run of scale and mpiscale: its CPU time (user, system) next to its wall time,
 # and bench/tune_timeline.py over its database ($OUT/PREFIX-gG-timeline.json): per GPU,
 # its tasks' start gaps and spans, and the compilers' average load.
@@ -107,6 +110,14 @@ probes() {
   while [ "$1" != "--" ]; do envs+=("$1"); shift; done
   shift
   seq $n | xargs -P $n -I{} env "${envs[@]}" build-rel/nvrtc_probe "$@"
+}
+# variant_env V: the one environment setting of compile's variant V
+variant_env() {
+  case $1 in
+  hidden) echo CUDA_VISIBLE_DEVICES= ;;
+  nocache) echo NVRTC_PROBE_NO_CACHE=1 ;;
+  *) echo CT_PROBE_VARIANT=$1 ;;
+  esac
 }
 # probe_summary first|set FILE [T0]: one line over the probes' JSON lines in FILE (T0: when
 # the set's probes started, for their wall time)
@@ -217,18 +228,16 @@ while [ $# -gt 0 ]; do
     shift
     n=$(nproc)
     for p in 1 16 $n; do
-      for v in visible hidden; do
-        hide=CT_PROBE=1
-        [ $v = hidden ] && hide=CUDA_VISIBLE_DEVICES=
+      for v in ${FIRST:-visible hidden nocache}; do
+        hide=$(variant_env $v)
         rm -rf /tmp/cudacache-first
         probes $p $hide CUDA_CACHE_PATH=/tmp/cudacache-first -- first > $OUT/first-$v-p$p.jsonl
         echo "first p=$p $v: rc=$? $(probe_summary first $OUT/first-$v-p$p.jsonl)"
       done
     done
     rm -rf /tmp/cudacache-set
-    for v in cold warm hidden; do
-      hide=CT_PROBE=1
-      [ $v = hidden ] && hide=CUDA_VISIBLE_DEVICES=
+    for v in ${SETS:-cold warm hidden nocache}; do
+      hide=$(variant_env $v)
       t0=$(date +%s.%N)
       probes $n $hide CUDA_CACHE_PATH=/tmp/cudacache-set -- set resnet50 1 {} > $OUT/set-$v.jsonl
       echo "set $v: rc=$? $(probe_summary set $OUT/set-$v.jsonl $t0)"

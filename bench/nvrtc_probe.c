@@ -4,7 +4,8 @@
  * bench/issue38_gpu.sh's compile phase. The environment it runs in is the
  * variable: CUDA_VISIBLE_DEVICES (empty hides the GPUs from the CUDA driver
  * that NVRTC starts for its compute cache) and CUDA_CACHE_PATH (that cache's
- * folder, cold when fresh).
+ * folder, cold when fresh); with NVRTC_PROBE_NO_CACHE set (non-empty) every
+ * compile is the builder's, NVRTC_NO_DRIVER_CACHE (--no-cache).
  *
  *   nvrtc_probe first
  *     compiles the same config of conv2d_nhwc_wgmma on ResNet-50's
@@ -78,10 +79,12 @@ static int gpu_files_open(void) {
 }
 
 static double compile_ms(const instance *inst, const arch *a) {
+  const char *no_cache = getenv("NVRTC_PROBE_NO_CACHE");
+  unsigned flags = no_cache && *no_cache ? NVRTC_NO_DRIVER_CACHE : 0;
   cubin c;
   ct_err err = {0};
   double t0 = now_s();
-  if (nvrtc_compile(inst, a, &c, &err) != CT_OK) die("compile: %s", err.msg);
+  if (nvrtc_compile_flags(inst, a, flags, &c, &err) != CT_OK) die("compile: %s", err.msg);
   double ms = (now_s() - t0) * 1e3;
   cubin_free(&c);
   return ms;
