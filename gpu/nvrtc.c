@@ -66,8 +66,8 @@ static const char *first_error_line(const char *log, int *len) {
  * out->log is non-NULL on return unless memory ran out. */
 static ct_status compile(const char *name, const char *source, int n_headers,
                          const char *const *header_names, const char *const *header_sources,
-                         const char *const *options, int n_options, const arch *a,
-                         unsigned flags, cubin *out, ct_err *err) {
+                         const char *const *options, int n_options, const arch *a, unsigned flags,
+                         cubin *out, ct_err *err) {
   ct_status st = CT_OK;
   nvrtcProgram prog = NULL;
   const char **opts = NULL;
