@@ -8,7 +8,8 @@
 #   scale T G...  the ResNet-50 set at batch 16 in nhwc (int32 output), T trials a task,
 #                 tuned with --devices 0..G-1 for each G, each into a fresh database:
 #                 $OUT/scale-gG.json (the command's --json) and .err (its progress and
-#                 the last line's trials/s); then a table: GPUs, trials, seconds, trials/s,
+#                 the last line's trials/s; $TUNE_ARGS, e.g. "--builders 96", go to the command);
+#                 then a table: GPUs, trials, seconds, trials/s,
 #                 speed-up over the first G, the set's tuned sum and its change. Runs with -v,
 #                 standard error stamped (bench/stamp.py); $PREFIX (default scale) names the files
 #   smoke         before the long phases: 2 ranks, 2 workloads of ResNet-50 at 8 trials a
@@ -157,7 +158,7 @@ while [ $# -gt 0 ]; do
       rm -f /tmp/$pf-g$g.db*
       fresh_cache $pf-g$g
       time timeout ${TLIM:-560} python3 bench/stamp.py $OUT/$pf-g$g.err -- $B tune -v --set resnet50 \
-        --batch 16 --layout nhwc --trials $trials --devices $devs --db /tmp/$pf-g$g.db --json \
+        --batch 16 --layout nhwc --trials $trials --devices $devs ${TUNE_ARGS:-} --db /tmp/$pf-g$g.db --json \
         > $OUT/$pf-g$g.json
       echo "$pf g=$g: rc=$? at $(( $(date +%s) - s )) s: $(grep -o '\[tune\] [0-9]* GPUs:.*' $OUT/$pf-g$g.err)"
       timeline $pf-g$g /tmp/$pf-g$g.db
