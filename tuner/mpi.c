@@ -1012,13 +1012,16 @@ ct_status tune_mpi_run(const mpi_opts *o, const pool_task *tasks, int n_tasks, p
   int devs[POOL_MAX_GPUS], n_devs = 0, local = 0, local_size = 1;
   tune_pool *p = NULL;
   local_place(&local, &local_size);
-  /* the host's cores shared out by its ranks: 4 ranks of 64 builders each
-   * on one 64-core host measured their first tasks 2.5 times as long as one
-   * rank did (4 H200s, 19f2405) */
+  /* Twice the host's cores shared out by its ranks, at most the cores: a
+   * rank's compiles come in bursts (a batch, then none while it measures),
+   * so a rank that had only its share left cores idle that another rank's
+   * batch waited for. 4 ranks on the 4-H200 host's 64 cores tuned 137.2
+   * trials/s with 16 compilers each, 151.0 with 24 and 156.5 with 32; the
+   * pool of --devices, one builder for all GPUs, 161.5 (4a9d604). */
   tune_opts to = o->tune;
   if (to.n_builders <= 0) {
-    int cores = proc_usable_cores() / local_size;
-    to.n_builders = cores < 1 ? 1 : cores;
+    int cores = proc_usable_cores(), share = 2 * cores / local_size;
+    to.n_builders = share > cores ? cores : share < 1 ? 1 : share;
   }
   if (!mine && (n_devs = local_devices(o, local, devs, &my_err)) < 0) mine = my_err.status;
   if (!mine)
