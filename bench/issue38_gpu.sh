@@ -3,8 +3,10 @@
 # machine, from the repository root, with build-rel built here and carried (its commit in
 # build-rel/COMMIT). Results in $OUT.
 #   tests         test_pool, test_builder and test_tune_gpu (its pool case takes up to 4 GPUs)
-#   warm T        a throwaway run of T trials a task on every GPU, first: a fresh machine's
-#                 first long run compiles about twice as slowly as the later ones
+#   warm T        a throwaway run of T trials a task on every GPU, first. Before 4272337 it
+#                 filled the driver's compute cache that later runs, with the same seed, hit
+#                 (the "first long run compiles twice as slowly"); runs now get a fresh
+#                 cache and the builder none, so it warms only the page cache and the GPUs
 #   scale T G...  the ResNet-50 set at batch 16 in nhwc (int32 output), T trials a task,
 #                 tuned with --devices 0..G-1 for each G, each into a fresh database:
 #                 $OUT/scale-gG.json (the command's --json) and .err (its progress and
@@ -165,8 +167,7 @@ while [ $# -gt 0 ]; do
     done
     table $pf $gs ;;
   warm)
-    # a throwaway run on every GPU: the first long run of a fresh machine compiles about twice
-    # as slowly as the later ones (4 H200s, 2b7cc0a: 532 ms a compile against 233)
+    # a throwaway run on every GPU (see the header: it once filled the driver's compute cache)
     trials=$2; shift 2
     rm -f /tmp/warm.db*
     n=$(nvidia-smi -L | wc -l)
