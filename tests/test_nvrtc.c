@@ -4,7 +4,8 @@
  * A small dp4a kernel compiles to an sm_90 cubin (an ELF image) only when
  * its -D option arrives; compile errors, failed static_asserts and unknown
  * options come back as CT_ERR_NVRTC with the log kept and a one-line
- * excerpt, never a crash; bad arguments are rejected. Each compile costs
+ * excerpt, never a crash; bad arguments are rejected. Compiling without
+ * the driver's compute cache gives the same cubin. Each compile costs
  * tens of milliseconds (more under ASan), hence the generous timeout.
  */
 #include <check.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rng.h"
 #include "gpu/nvrtc.h"
 #include "tests/util.h"
 
@@ -213,6 +215,41 @@ START_TEST(templates_compile_with_their_embedded_headers) {
 }
 END_TEST
 
+/* NVRTC_NO_DRIVER_CACHE (the builder's workers) changes where NVRTC keeps
+ * nothing, not what it compiles: the same instance gives the same cubin. */
+START_TEST(without_the_driver_cache_the_cubin_is_the_same) {
+  arch a = sm90();
+  const template_desc *tpl = template_find("conv2d_nchw4c_dp4a");
+  ck_assert_ptr_nonnull(tpl);
+  ct_workload w;
+  workload_init(&w, CT_OP_CONV2D);
+  w.layout = CT_LAYOUT_NCHW4C;
+  w.n = 1, w.c = 16, w.k = 16;
+  w.in[0] = w.in[1] = 14;
+  w.kernel[0] = w.kernel[1] = 3;
+  w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = 1;
+  ct_err err = {0};
+  ck_assert_msg(workload_validate(&w, &err) == CT_OK, "%s", err.msg);
+  space s;
+  config cfg;
+  instance inst;
+  rng r;
+  rng_seed(&r, 5);
+  ck_assert_msg(template_space(tpl, &w, &s, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(template_sample(tpl, &w, &s, &a, &r, 100000, &cfg, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(instance_make(tpl, &w, &s, &cfg, &a, &inst, &err) == CT_OK, "%s", err.msg);
+  cubin c0, c1;
+  ck_assert_msg(nvrtc_compile(&inst, &a, &c0, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(nvrtc_compile_flags(&inst, &a, NVRTC_NO_DRIVER_CACHE, &c1, &err) == CT_OK, "%s",
+                err.msg);
+  ck_assert_uint_eq(c0.size, c1.size);
+  ck_assert_int_eq(memcmp(c0.data, c1.data, c0.size), 0);
+  cubin_free(&c0);
+  cubin_free(&c1);
+  space_free(&s);
+}
+END_TEST
+
 START_TEST(version_is_major_dot_minor) {
   const char *v = nvrtc_version_string();
   int major = 0, minor = -1;
@@ -234,6 +271,7 @@ static void add_nvrtc(TCase *tc) {
   tcase_add_test(tc, unsupported_architecture_is_an_error);
   tcase_add_test(tc, bad_arguments_are_rejected);
   tcase_add_test(tc, templates_compile_with_their_embedded_headers);
+  tcase_add_test(tc, without_the_driver_cache_the_cubin_is_the_same);
   tcase_add_test(tc, version_is_major_dot_minor);
 }
 
