@@ -21,7 +21,6 @@
  *
  * Exit status 1 on any error (a compile error included), with a message.
  */
-#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +33,7 @@
 #include "core/wlset.h"
 #include "gpu/nvrtc.h"
 #include "templates/template.h"
+#include "tuner/proc.h"
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...) {
@@ -58,24 +58,6 @@ static double cpu_s(void) {
   getrusage(RUSAGE_SELF, &u);
   return (double)u.ru_utime.tv_sec + (double)u.ru_utime.tv_usec * 1e-6 + (double)u.ru_stime.tv_sec +
          (double)u.ru_stime.tv_usec * 1e-6;
-}
-
-/* GPU device files (/dev/nvidia0, ...) this process holds open. */
-static int gpu_files_open(void) {
-  DIR *d = opendir("/proc/self/fd");
-  if (!d) return -1;
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    char path[300], target[256];
-    snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
-    ssize_t k = readlink(path, target, sizeof target - 1);
-    if (k <= 0) continue;
-    target[k] = '\0';
-    n += strncmp(target, "/dev/nvidia", 11) == 0 && target[11] >= '0' && target[11] <= '9';
-  }
-  closedir(d);
-  return n;
 }
 
 static double compile_ms(const instance *inst, const arch *a) {
@@ -119,7 +101,7 @@ static void first(const arch *a) {
   double t1 = compile_ms(&inst, a);
   double t2 = compile_ms(&inst, a);
   printf("{\"first_ms\": %.1f, \"second_ms\": %.1f, \"cpu_s\": %.3f, \"gpu_files\": %d}\n", t1, t2,
-         cpu_s(), gpu_files_open());
+         cpu_s(), proc_gpu_files(0));
   space_free(&sp);
   wlset_free(s);
 }

@@ -341,28 +341,6 @@ START_TEST(a_dead_worker_is_replaced_and_its_job_reported) {
 }
 END_TEST
 
-/* The GPU device files (/dev/nvidia0, /dev/nvidia1, ...) that pid holds
- * open, counted from its /proc/PID/fd links; /dev/nvidiactl and
- * /dev/nvidia-uvm are the driver's, not a device's. */
-static int gpu_files_open(pid_t pid) {
-  char dir[64];
-  snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
-  DIR *d = opendir(dir);
-  ck_assert_msg(d != NULL, "cannot list %s", dir);
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    char path[400], target[256];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    ssize_t k = readlink(path, target, sizeof target - 1);
-    if (k <= 0) continue;
-    target[k] = '\0';
-    n += strncmp(target, "/dev/nvidia", 11) == 0 && target[11] >= '0' && target[11] <= '9';
-  }
-  closedir(d);
-  return n;
-}
-
 /* A compiler holds no GPU: its compiles never start the CUDA driver, which
  * NVRTC otherwise does for its compute cache (builder.c, worker_main). On a
  * machine without a GPU this holds trivially; the GPU machine's run
@@ -383,8 +361,9 @@ START_TEST(a_compiler_holds_no_gpu) {
   pid_t pids[4];
   int n = children(pids, 4);
   ck_assert_int_eq(n, 1);
-  int open = gpu_files_open(pids[0]);
-  ck_assert_msg(open == 0, "the compiler process holds %d GPU device files open", open);
+  int open = proc_gpu_files(pids[0]);
+  ck_assert_msg(open == 0, "the compiler process holds %d GPU device files open (-1: unknown)",
+                open);
   builder_stop(b);
 }
 END_TEST

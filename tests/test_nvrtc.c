@@ -221,15 +221,10 @@ START_TEST(without_the_driver_cache_the_cubin_is_the_same) {
   arch a = sm90();
   const template_desc *tpl = template_find("conv2d_nchw4c_dp4a");
   ck_assert_ptr_nonnull(tpl);
+  const char *key = "conv2d-nchw4c-i8.i8.i32-n1-c16-k16-14x14-r3x3-s1x1-p1x1.1x1-d1x1";
   ct_workload w;
-  workload_init(&w, CT_OP_CONV2D);
-  w.layout = CT_LAYOUT_NCHW4C;
-  w.n = 1, w.c = 16, w.k = 16;
-  w.in[0] = w.in[1] = 14;
-  w.kernel[0] = w.kernel[1] = 3;
-  w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = 1;
   ct_err err = {0};
-  ck_assert_msg(workload_validate(&w, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(workload_from_key(key, &w, &err) == CT_OK, "%s", err.msg);
   space s;
   config cfg;
   instance inst;

@@ -24,6 +24,28 @@ int proc_usable_cores(void) {
   return n < 1 ? 1 : (int)n;
 }
 
+int proc_gpu_files(pid_t pid) {
+  char dir[64];
+  if (pid > 0)
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+  else
+    snprintf(dir, sizeof dir, "/proc/self/fd");
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    char path[400], target[256];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    ssize_t k = readlink(path, target, sizeof target - 1);
+    if (k <= 0) continue;
+    target[k] = '\0';
+    n += strncmp(target, "/dev/nvidia", 11) == 0 && target[11] >= '0' && target[11] <= '9';
+  }
+  closedir(d);
+  return n;
+}
+
 double proc_now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -41,6 +41,12 @@ int proc_recv_all(int fd, void *p, size_t n, double deadline);
 ct_status proc_spawn(const char *who, void (*fn)(int fd, void *arg), void *arg, pid_t *pid, int *fd,
                      ct_err *err);
 
+/* The GPU device files (/dev/nvidia0, /dev/nvidia1, ...; not the driver's
+ * /dev/nvidiactl or /dev/nvidia-uvm) that process pid (0: this one) holds
+ * open, from /proc/PID/fd; -1 when that cannot be listed. A compiler holds
+ * none (builder.c); test_builder and bench/nvrtc_probe.c count them. */
+int proc_gpu_files(pid_t pid);
+
 /* How a process ended, from its wait status: "signal 9 (Killed)",
  * "exit code 3" ("unknown status" for -1). */
 void proc_describe_exit(int ws, char *buf, size_t size);
