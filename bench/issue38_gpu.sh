@@ -160,8 +160,8 @@ while [ $# -gt 0 ]; do
       rm -f /tmp/$pf-g$g.db*
       fresh_cache $pf-g$g
       time timeout ${TLIM:-560} python3 bench/stamp.py $OUT/$pf-g$g.err -- $B tune -v --set resnet50 \
-        --batch 16 --layout nhwc --trials $trials --devices $devs ${TUNE_ARGS:-} --db /tmp/$pf-g$g.db --json \
-        > $OUT/$pf-g$g.json
+        --batch 16 --layout nhwc --trials $trials --devices $devs ${TUNE_ARGS:-} \
+        --db /tmp/$pf-g$g.db --json > $OUT/$pf-g$g.json
       echo "$pf g=$g: rc=$? at $(( $(date +%s) - s )) s: $(grep -o '\[tune\] [0-9]* GPUs:.*' $OUT/$pf-g$g.err)"
       timeline $pf-g$g /tmp/$pf-g$g.db
     done
@@ -191,8 +191,9 @@ while [ $# -gt 0 ]; do
       rm -f /tmp/$pf-g$g.db*
       fresh_cache $pf-g$g
       time timeout ${TLIM:-560} python3 bench/stamp.py $OUT/$pf-g$g.err -- mpirun --bind-to none \
-        --enable-recovery -n $g -x LD_LIBRARY_PATH -x CUDA_CACHE_PATH $B tune -v --mpi --set resnet50 --batch 16 \
-        --layout nhwc --trials $trials ${MPI_ARGS:-} --db /tmp/$pf-g$g.db --json > $OUT/$pf-g$g.json
+        --enable-recovery -n $g -x LD_LIBRARY_PATH -x CUDA_CACHE_PATH $B tune -v --mpi --set resnet50 \
+        --batch 16 --layout nhwc --trials $trials ${MPI_ARGS:-} --db /tmp/$pf-g$g.db --json \
+        > $OUT/$pf-g$g.json
       echo "$pf g=$g: rc=$? at $(( $(date +%s) - s )) s: $(grep -o '\[tune\] [0-9]* ranks.*' $OUT/$pf-g$g.err)"
       timeline $pf-g$g /tmp/$pf-g$g.db
     done
