@@ -204,6 +204,7 @@ typedef struct bench_opts {
   int quiet;            /* no progress on stderr */
   uint64_t seed;        /* of the random inputs */
   ct_layout layout;     /* convtune's side: CT_LAYOUT_NCHW4C (default) or CT_LAYOUT_NHWC */
+  int in_chain;         /* --model: time each node inside convtune's chain (mbench_node.in_chain) */
 } bench_opts;
 
 void bench_opts_default(bench_opts *o);

@@ -55,6 +55,13 @@
 #   pwset   the MobileNetV2 set's dense pointwise layers at batch 32 tuned on conv2d_nhwc_pw_mma
 #           (int8 output, bias, per-channel scales) into /tmp/t.db, each layer's best listed
 #   savedb  /tmp/t.db as $OUT/t.db.xz; pass it back as .gpu-bin/t.db.xz (or t.db)
+#   mtune [B] [S]  the MobileNetV2 model at batch B (default 32) tuned S seconds (default 150;
+#           every template) into /tmp/t.db
+#   inchain [B]  bench --model MobileNetV2 at batch B (default 32) on /tmp/t.db with --in-chain
+#           (each node timed inside the chain, cut by cut), once per binary in $BINS (default
+#           build-rel/convtune; NAME=PATH labels one, and a name starting nopdl runs with
+#           CTX_NO_PDL=1, which a binary built with that switch reads); each node alone and in
+#           the chain side by side
 # Phases run in one call share /tmp/t.db: e.g. dwmma, model, bench, savedb.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
@@ -299,6 +306,35 @@ print("chain %s us, cuDNN fp16 %s; %d depthwise nodes: convtune %.1f us, cuDNN f
   s(N, "cudnn_fp16_us") - s(dw, "cudnn_fp16_us")))
 PY
   cd $OUT && tar czf dwmodel.tgz model-b$MB.* tune-model-b$MB.* && rm -f model-b$MB.* tune-model-b$MB.* ;;
+mtune)
+  s=$(date +%s) MB=${2:-32}
+  tq model-b$MB --model $MODEL --batch $MB --time-budget ${3:-150}
+  cd $OUT && tar czf mtune-b$MB.tgz tune-model-b$MB.* && rm -f tune-model-b$MB.* ;;
+inchain)
+  s=$(date +%s) MB=${2:-32} labels=""
+  for spec in ${BINS:-build-rel/convtune}; do
+    name=${spec%%=*} bin=${spec#*=}
+    [ "$name" = "$spec" ] && name=$(basename $bin)
+    nopdl=; case $name in nopdl*) nopdl=1 ;; esac
+    CTX_NO_PDL=$nopdl timeout 300 $bin bench --model $MODEL --batch $MB --db /tmp/t.db --in-chain \
+      --no-results --json-out $OUT/inchain-$name-b$MB.json > $OUT/inchain-$name-b$MB.md 2> $OUT/inchain-$name-b$MB.err
+    echo "inchain $name b$MB rc=$? at $(( $(date +%s) - s )) s"; labels="$labels $name"
+  done
+  python3 - $MB $OUT $labels <<'PY'
+import json, sys
+mb, out, labels = sys.argv[1], sys.argv[2], sys.argv[3:]
+D = {l: json.load(open("%s/inchain-%s-b%s.json" % (out, l, mb))) for l in labels}
+for l, d in D.items():
+  print("%s: chain %.1f us, cuDNN fp16 %s, nodes alone %.1f, in the chain %s; all exact %s" % (l,
+    d["chain"]["convtune_us"], d["chain"]["cudnn_fp16_us"], d["sum_of_nodes"]["convtune_us"],
+    d.get("convtune_in_chain_sum_us"), d["all_exact"]))
+print("node" + "".join("  %14s" % (l[:8] + " a/in") for l in labels) + "  floor")
+N = [d["nodes"] for d in D.values()]
+for i, n in enumerate(N[0]):
+  if not n["runs"]: continue
+  print("%-28s" % n["name"][:28] + "".join("  %6.2f %6.2f" % (M[i]["convtune_us"] or -1, M[i].get("convtune_in_chain_us") or -1) for M in N) + "  %5.2f" % n["floor_us"])
+PY
+  cd $OUT && tar czf inchain-b$MB.tgz inchain-* && rm -f inchain-* ;;
 dwcheck)
   for b in 1 3 32; do
     ( cd build-rel && CK_RUN_CASE=grouped CT_DISPATCH_DB=/tmp/t.db CT_DISPATCH_BATCH=$b timeout ${DWCHECK_S:-250} ./test_gpu_dispatch > $OUT/gd-b$b.log 2>&1; echo "rc=$?" >> $OUT/gd-b$b.log ) &

@@ -191,6 +191,7 @@ ct_status mbench_plan(const model *m, const bench_peaks *p, const char *const *s
     snprintf(nd->fused, sizeof nd->fused, "%s", mc->fused ? mc->fused : "");
     nd->input_conv = nd->residual_conv = -1;
     for (int f = 0; f < MBENCH_N_FIELDS; f++) nd->t[f] = BENCH_NONE;
+    nd->in_chain = BENCH_NONE;
     nd->runs = mc->supported && !(skip && skip[i]);
     if (!mc->supported)
       snprintf(nd->why, sizeof nd->why, "%s", mc->why ? mc->why : "not supported");
@@ -312,6 +313,19 @@ double mbench_sum(const mbench_result *r, mbench_field f, int *n_null) {
   return n && !nulls ? sum : BENCH_NONE;
 }
 
+double mbench_in_chain_sum(const mbench_result *r) {
+  double sum = 0;
+  int n = 0;
+  for (int i = 0; i < r->n_nodes; i++) {
+    const mbench_node *nd = &r->nodes[i];
+    if (!nd->runs) continue;
+    if (!bench_has(nd->in_chain)) return BENCH_NONE;
+    sum += nd->in_chain;
+    n++;
+  }
+  return n ? sum : BENCH_NONE;
+}
+
 double mbench_images_per_s(const mbench_result *r, double chain_us) {
   return bench_has(chain_us) && chain_us > 0 ? r->head.batch / (chain_us * 1e-6) : BENCH_NONE;
 }
@@ -386,6 +400,7 @@ cJSON *mbench_to_json(const mbench_result *r) {
     if (cnotes && r->chain_note[f][0])
       cJSON_AddStringToObject(cnotes, mbench_field_names[f], r->chain_note[f]);
   }
+  bench_json_time(o, "convtune_in_chain_sum_us", mbench_in_chain_sum(r));
   json_rate(o, "convtune_over_cudnn_fp16",
             ratio(r->chain[MBENCH_CONVTUNE], r->chain[MBENCH_CUDNN_FP16]), 1e-4);
   json_rate(o, "convtune_over_cudnn_int8",
@@ -415,6 +430,7 @@ cJSON *mbench_to_json(const mbench_result *r) {
     cJSON_AddNumberToObject(no, "ops", nd->ops);
     cJSON_AddNumberToObject(no, "bytes", nd->bytes);
     for (int f = 0; f < MBENCH_N_FIELDS; f++) bench_json_time(no, mbench_field_names[f], nd->t[f]);
+    bench_json_time(no, "convtune_in_chain_us", nd->in_chain);
     cJSON_AddStringToObject(no, "check", check_name(nd->check));
     cJSON_AddStringToObject(no, "check_note", nd->check_note);
     cJSON_AddStringToObject(no, "source", nd->source);
@@ -438,7 +454,9 @@ cJSON *mbench_to_json(const mbench_result *r) {
       "chain and sum are null unless every node runs on it; floor per node = max(ops / "
       "int8 mma.sync peak, (int8 data + int8 weights + residual + output bytes) / copy "
       "bandwidth), the chain's floor their sum; check: every element of the images in "
-      "images_checked against the CPU reference of the node's formula on its actual inputs");
+      "images_checked against the CPU reference of the node's formula on its actual inputs; "
+      "convtune_in_chain_us (with --in-chain): convtune's chain cut after the node less the "
+      "chain cut before it, each timed as the chain");
   return o;
 }
 
@@ -453,8 +471,8 @@ ct_status mbench_write_json(const mbench_result *r, const char *path, ct_err *er
 void mbench_write_csv(const mbench_result *r, FILE *f) {
   fputs("index,name,key,fused,runs,input,residual", f);
   for (int fl = 0; fl < MBENCH_N_FIELDS; fl++) fprintf(f, ",%s", mbench_field_names[fl]);
-  fputs(",ratio_cudnn_fp16,ratio_cudnn_int8,check,check_note,source,cudnn_fp16_algo,"
-        "cudnn_int8_algo,layout,why\n",
+  fputs(",convtune_in_chain_us,ratio_cudnn_fp16,ratio_cudnn_int8,check,check_note,source,"
+        "cudnn_fp16_algo,cudnn_int8_algo,layout,why\n",
         f);
   for (int i = 0; i < r->n_nodes; i++) {
     const mbench_node *nd = &r->nodes[i];
@@ -469,6 +487,7 @@ void mbench_write_csv(const mbench_result *r, FILE *f) {
     fputc(',', f);
     bench_csv_string(f, nd->residual);
     for (int fl = 0; fl < MBENCH_N_FIELDS; fl++) bench_csv_num(f, nd->t[fl], "%.3f");
+    bench_csv_num(f, nd->in_chain, "%.3f");
     bench_csv_num(f, ratio(nd->t[MBENCH_CONVTUNE], nd->t[MBENCH_CUDNN_FP16]), "%.4f");
     bench_csv_num(f, ratio(nd->t[MBENCH_CONVTUNE], nd->t[MBENCH_CUDNN_INT8]), "%.4f");
     fprintf(f, ",%s,", nd->runs ? check_name(nd->check) : "");
@@ -567,10 +586,18 @@ void mbench_write_markdown(const mbench_result *r, FILE *f) {
     fprintf(f, "- **not every node exact: %d exact, %d wrong, %d unchecked** (see the table)\n",
             r->n_exact, r->n_wrong, r->n_unchecked);
 
+  /* the in-chain column only when measured (--in-chain) */
+  int in_chain = 0;
+  for (int i = 0; i < r->n_nodes; i++)
+    in_chain |= r->nodes[i].runs && bench_has(r->nodes[i].in_chain);
   fputs("\n| # | node | workload | fused | input |", f);
-  for (int fl = MBENCH_CONVTUNE; fl < MBENCH_N_FIELDS; fl++) fprintf(f, " %s |", field_titles[fl]);
+  for (int fl = MBENCH_CONVTUNE; fl < MBENCH_N_FIELDS; fl++) {
+    fprintf(f, " %s |", field_titles[fl]);
+    if (fl == MBENCH_CONVTUNE && in_chain) fputs(" convtune in chain us |", f);
+  }
   fprintf(f, " %s | convtune/fp16 | check |\n", field_titles[MBENCH_FLOOR]);
-  fputs("| ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n", f);
+  fprintf(f, "| ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |%s --- |\n",
+          in_chain ? " ---: |" : "");
   for (int i = 0; i < r->n_nodes; i++) {
     const mbench_node *nd = &r->nodes[i];
     if (!nd->runs) continue;
@@ -584,7 +611,10 @@ void mbench_write_markdown(const mbench_result *r, FILE *f) {
     else
       snprintf(in, sizeof in, "%s", nd->input);
     md_text(f, in);
-    for (int fl = MBENCH_CONVTUNE; fl < MBENCH_N_FIELDS; fl++) bench_md_time(f, nd->t[fl]);
+    for (int fl = MBENCH_CONVTUNE; fl < MBENCH_N_FIELDS; fl++) {
+      bench_md_time(f, nd->t[fl]);
+      if (fl == MBENCH_CONVTUNE && in_chain) bench_md_time(f, nd->in_chain);
+    }
     bench_md_time(f, nd->t[MBENCH_FLOOR]);
     bench_md_ratio(f, nd->t[MBENCH_CONVTUNE], nd->t[MBENCH_CUDNN_FP16]);
     md_text(f, nd->check == MBENCH_EXACT ? "exact" : nd->check_note);
@@ -599,6 +629,11 @@ void mbench_write_markdown(const mbench_result *r, FILE *f) {
   for (int c = 0; c < 4; c++) bench_md_time(f, chain_value(r, cols[c]));
   fputs("\n| sum of the nodes alone, us |", f);
   for (int c = 0; c < 4; c++) bench_md_time(f, mbench_sum(r, cols[c], NULL));
+  if (in_chain) {
+    fputs("\n| sum of the nodes in the chain (cut by cut), us |", f);
+    bench_md_time(f, mbench_in_chain_sum(r));
+    fputs(" - | - | - |", f);
+  }
   fputs("\n| images per second (chain) |", f);
   for (int c = 0; c < 4; c++) {
     double v = mbench_images_per_s(r, chain_value(r, cols[c]));
@@ -693,12 +728,13 @@ static ct_status launch_node(void *user, struct CUstream_st *stream, ct_err *err
 typedef struct chain {
   node_rt *rt;
   const mbench_result *r;
+  int last; /* the chain is cut after nodes[last] (n_nodes - 1: whole) */
   int failed;
 } chain;
 
 static ct_status launch_chain(void *user, struct CUstream_st *stream, ct_err *err) {
   chain *c = user;
-  for (int i = 0; i < c->r->n_nodes; i++) {
+  for (int i = 0; i <= c->last; i++) {
     if (!c->r->nodes[i].runs) continue;
     ct_status st = launch_node(&c->rt[i], stream, err);
     if (st) {
@@ -898,7 +934,7 @@ static ct_status run_once(mrun *R, int *failed, ct_err *err) {
   for (int i = 0; i < R->r->n_nodes; i++)
     if (R->r->nodes[i].runs)
       CUDA_TRY(err, cudaMemsetAsync(R->rt[i].d_out, POISON, R->rt[i].out_bytes, s));
-  chain c = {R->rt, R->r, -1};
+  chain c = {R->rt, R->r, R->r->n_nodes - 1, -1};
   st = launch_chain(&c, R->e.t.stream, err);
   *failed = c.failed;
   if (st) goto done;
@@ -989,6 +1025,36 @@ static void progress(const mrun *R, const char *side, int i, double us, const ch
             what && *what ? ", " : "", what ? what : "");
 }
 
+/* Each node inside the chain (--in-chain): the chain cut after it, timed
+ * as the chain is, less the chain cut before it. A cut chain's copies
+ * follow one another in its graph as the whole chain's do, so a node's
+ * value carries what the chain does to it: its input just written by its
+ * producer, the next copy's first node overlapping the cut's last. A cut
+ * that cannot be timed leaves its node's value (and the next's) null. */
+static ct_status time_in_chain(mrun *R, ct_err *err) {
+  mbench_result *r = R->r;
+  double before = 0;
+  for (int i = 0; i < r->n_nodes; i++) {
+    mbench_node *nd = &r->nodes[i];
+    if (!nd->runs) continue;
+    chain c = {R->rt, r, i, -1};
+    ct_err e = {0};
+    double upto = BENCH_NONE;
+    if (bench_time(&R->e.t, launch_chain, &c, 0, &upto, &e)) {
+      ct_status st = bench_still_healthy(err);
+      if (st) return st;
+      if (!R->o->quiet)
+        fprintf(stderr, "[bench] the chain cut after node %d: timing: %s\n", i, e.msg);
+    }
+    if (bench_has(upto) && bench_has(before)) nd->in_chain = upto - before;
+    before = upto;
+    if (!R->o->quiet && bench_has(nd->in_chain))
+      fprintf(stderr, "[bench] in the chain: node %d %s %.2f us (alone %.2f)\n", i, nd->name,
+              nd->in_chain, nd->t[MBENCH_CONVTUNE]);
+  }
+  return CT_OK;
+}
+
 /* convtune's side: prepare, wire, check, time node by node and as a chain. */
 static ct_status run_convtune(mrun *R, ct_err *err) {
   ct_status st = CT_OK;
@@ -1046,15 +1112,17 @@ static ct_status run_convtune(mrun *R, ct_err *err) {
              nd->check == MBENCH_EXACT ? "exact" : nd->check_note);
   }
   if (r->n_run) {
-    chain c = {R->rt, r, -1};
+    chain c = {R->rt, r, r->n_nodes - 1, -1};
     ct_err e = {0};
     if (bench_time(&R->e.t, launch_chain, &c, 0, &r->chain[MBENCH_CONVTUNE], &e)) {
       snprintf(r->chain_note[MBENCH_CONVTUNE], sizeof r->chain_note[MBENCH_CONVTUNE],
                "timing: %.200s", e.msg);
       if ((st = bench_still_healthy(err))) goto done;
-    } else if (!R->o->quiet) {
-      fprintf(stderr, "[bench] convtune chain: %.2f us (sum of the nodes %.2f us)\n",
-              r->chain[MBENCH_CONVTUNE], mbench_sum(r, MBENCH_CONVTUNE, NULL));
+    } else {
+      if (!R->o->quiet)
+        fprintf(stderr, "[bench] convtune chain: %.2f us (sum of the nodes %.2f us)\n",
+                r->chain[MBENCH_CONVTUNE], mbench_sum(r, MBENCH_CONVTUNE, NULL));
+      if (R->o->in_chain && (st = time_in_chain(R, err))) goto done;
     }
   }
 done:

@@ -61,6 +61,11 @@ typedef struct mbench_node {
   double ops;         /* 2 x multiply-adds of the real channels */
   double bytes;       /* int8 data + int8 weights [+ residual] + output, real channels */
   double t[MBENCH_N_FIELDS];
+  /* convtune's node inside the chain (bench_opts.in_chain): the chain cut
+   * after this node less the chain cut before it, each timed as the chain
+   * is; BENCH_NONE when not measured. The nodes' values add up to the
+   * chain's time, give or take the timing's noise. */
+  double in_chain;
   mbench_check check;
   char check_note[256];            /* "exact (images 0, 15)" or the first mismatch */
   char source[192];                /* where convtune's kernel comes from (ct_explain) */
@@ -120,6 +125,10 @@ int64_t mbench_compare(const ct_workload *w, const void *got, const void *want, 
 /* Sums over the nodes that run: field f's per-node times (BENCH_NONE when
  * any node that runs lacks it; *n_null, may be NULL, gets how many). */
 double mbench_sum(const mbench_result *r, mbench_field f, int *n_null);
+
+/* The sum of the nodes' in_chain values, BENCH_NONE unless every node
+ * that runs has one. */
+double mbench_in_chain_sum(const mbench_result *r);
 
 /* Images per second of a chain time for the batch; BENCH_NONE without one. */
 double mbench_images_per_s(const mbench_result *r, double chain_us);

@@ -65,6 +65,9 @@ static const char usage[] =
     "  --results-dir DIR      where the results file goes (default bench/results)\n"
     "  --no-results           do not write the results file\n"
     "  --seed N               seed of the random inputs (default 1)\n"
+    "  --in-chain             with --model: also time each convtune node inside the chain\n"
+    "                         (the chain cut after the node less the chain cut before it;\n"
+    "                         one chain timing per node)\n"
     "  -q, -v                 less or more output\n"
     "  -h, --help             this text\n"
     "\n"
@@ -230,7 +233,8 @@ int cmd_bench(int argc, char **argv) {
     O_RESULTS_DIR,
     O_NO_RESULTS,
     O_SEED,
-    O_LAYOUT
+    O_LAYOUT,
+    O_IN_CHAIN
   };
   struct option opts[48] = {{"db", required_argument, 0, O_DB},
                             {"device", required_argument, 0, O_DEVICE},
@@ -244,8 +248,9 @@ int cmd_bench(int argc, char **argv) {
                             {"seed", required_argument, 0, O_SEED},
                             /* before the workload flags' --layout: the first match wins */
                             {"layout", required_argument, 0, O_LAYOUT},
+                            {"in-chain", no_argument, 0, O_IN_CHAIN},
                             {"help", no_argument, 0, 'h'}};
-  int n_opts = 12;
+  int n_opts = 13;
   for (const struct option *o = cli_wl_options; o->name; o++) opts[n_opts++] = *o;
   cli_common cc = {0};
   cli_wl sel = {0};
@@ -301,6 +306,9 @@ int cmd_bench(int argc, char **argv) {
       if (!cli_parse_long("bench", "seed", optarg, 0, LONG_MAX, &v)) goto usage;
       bo.seed = (uint64_t)v;
       break;
+    case O_IN_CHAIN:
+      bo.in_chain = 1;
+      break;
     case O_LAYOUT: {
       ct_err lerr = {0};
       if (bench_layout_from_name(optarg, &bo.layout, &lerr)) {
@@ -343,6 +351,10 @@ int cmd_bench(int argc, char **argv) {
     rc = bench_model(&cc, &sel, &bo, &out, argc, argv);
     cli_wl_free(&sel);
     return rc;
+  }
+  if (bo.in_chain) {
+    cli_usage_error("bench", "--in-chain times a model's chain: it needs --model");
+    goto usage;
   }
   if (!sel.positional && !sel.file && !sel.set && !sel.flags) {
     char names[256];

@@ -395,7 +395,7 @@ common="-h --help -v -q"
 want_flags workload --json $wl $common
 want_flags tune --db --trials --early-stopping --time-budget --as-model --round-trials --tuner --template --device --seed --timeout --no-transfer --builders --json $wl $common
 want_flags space --template --arch --samples --json $wl $common
-want_flags bench --db --device --repeats --min-replay-ms --json --json-out --csv-out --results-dir --no-results --seed --layout $wl $common
+want_flags bench --db --device --repeats --min-replay-ms --json --json-out --csv-out --results-dir --no-results --seed --layout --in-chain $wl $common
 want_flags query --db --json $wl $common
 want_flags list --db --json $common
 want_flags history --db --json $wl $common
@@ -412,6 +412,7 @@ expect_bad "unknown option '--csv' (flags are spelled in full)" bench --csv x.cs
 expect_bad "unknown option '--tria' (flags are spelled in full)" tune --tria 5
 expect_bad "unknown option '-x'" workload -vx
 expect_bad "--json prints the results document and takes no file: write 'r.json' with --json-out FILE" bench --json r.json --set resnet50
+expect_bad "--in-chain times a model's chain: it needs --model" bench --in-chain --set resnet50
 # history --json is JSON (it printed CSV before), the CSV's rows
 "$ct" history --db "$ds/t.db" --json "$K" >"$tmp/h.json" 2>"$tmp/err" && ok || bad "history --json: $(cat "$tmp/err")"
 python3 -c '

@@ -14,6 +14,7 @@
  * Exits 77 without a GPU. The reports go to stdout.
  */
 #include <check.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,14 +104,17 @@ static void release(tiny *t) {
 }
 
 /* Run m and hold the result to the brief: every node exact, timed, the
- * chain timed on convtune and (where cuDNN loads) on cuDNN fp16. */
-static void run_and_check(const model *m, const char *label, int expect_run) {
+ * chain timed on convtune and (where cuDNN loads) on cuDNN fp16; with
+ * in_chain, every node timed inside the chain too, the values adding up
+ * to the chain's time (the last cut is the whole chain, timed again). */
+static void run_and_check(const model *m, const char *label, int expect_run, int in_chain) {
   bench_opts o;
   bench_opts_default(&o);
   o.db_path = getenv("CT_DISPATCH_DB"); /* unset: no database, the defaults */
   o.repeats = 3;
   o.min_replay_us = 200;
   o.quiet = getenv("CT_VERBOSE") == NULL;
+  o.in_chain = in_chain;
   mbench_result r;
   memset(&r, 0, sizeof r);
   snprintf(r.head.commit, sizeof r.head.commit, "test");
@@ -139,13 +143,22 @@ static void run_and_check(const model *m, const char *label, int expect_run) {
     /* int8 runs the chain or says why not */
     ck_assert(bench_has(r.chain[MBENCH_CUDNN_INT8]) || r.chain_note[MBENCH_CUDNN_INT8][0]);
   }
+  double in_sum = mbench_in_chain_sum(&r);
+  if (in_chain) {
+    ck_assert_msg(bench_has(in_sum), "%s: a node not timed inside the chain", label);
+    ck_assert_msg(fabs(in_sum - r.chain[MBENCH_CONVTUNE]) <= 0.1 * r.chain[MBENCH_CONVTUNE] + 2,
+                  "%s: the nodes in the chain add up to %.2f us, the chain %.2f", label, in_sum,
+                  r.chain[MBENCH_CONVTUNE]);
+  } else {
+    ck_assert(!bench_has(in_sum));
+  }
   mbench_result_free(&r);
 }
 
 START_TEST(nhwc_chain_exact) {
   tiny t;
   build(&t, CT_LAYOUT_NHWC, 1);
-  run_and_check(&t.m, "nhwc", N_CONVS);
+  run_and_check(&t.m, "nhwc", N_CONVS, 1);
   release(&t);
 }
 END_TEST
@@ -173,7 +186,7 @@ END_TEST
 START_TEST(nchw4c_chain_exact) {
   tiny t;
   build(&t, CT_LAYOUT_NCHW, 1); /* run packed */
-  run_and_check(&t.m, "nchw4c", N_CONVS);
+  run_and_check(&t.m, "nchw4c", N_CONVS, 0);
   release(&t);
 }
 END_TEST
@@ -181,7 +194,7 @@ END_TEST
 START_TEST(float_model_random_values) {
   tiny t;
   build(&t, CT_LAYOUT_NHWC, 0);
-  run_and_check(&t.m, "float", N_CONVS);
+  run_and_check(&t.m, "float", N_CONVS, 0);
   release(&t);
 }
 END_TEST
@@ -194,7 +207,7 @@ static void run_file(const char *path) {
   model *m = NULL;
   ct_err err = {0};
   ck_assert_msg(model_load(path, &mo, &m, &err) == CT_OK, "%s", err.msg);
-  run_and_check(m, path, -1);
+  run_and_check(m, path, -1, 0);
   model_free(m);
 }
 

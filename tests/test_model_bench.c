@@ -570,6 +570,31 @@ static char *markdown(const mbench_result *r) {
   return md;
 }
 
+/* Every table row of md has its header's number of cells; returns how
+ * many tables there are. */
+static int tables_whole(char *md) {
+  int header_bars = -1, tables = 0;
+  for (char *line = md; *line;) {
+    char *end = strchr(line, '\n');
+    if (end) *end = '\0';
+    if (line[0] != '|') {
+      header_bars = -1;
+    } else {
+      int bars = 0;
+      for (char *p = line; *p; p++) bars += *p == '|' && (p == line || p[-1] != '\\');
+      if (header_bars < 0) {
+        header_bars = bars;
+        tables++;
+      }
+      ck_assert_int_eq(bars, header_bars);
+    }
+    if (!end) break;
+    *end = '\n';
+    line = end + 1;
+  }
+  return tables;
+}
+
 START_TEST(markdown_report) {
   mbench_result r;
   model *m;
@@ -602,25 +627,7 @@ START_TEST(markdown_report) {
   /* a skipped node has no row */
   ck_assert_ptr_null(strstr(md, "| 5 | grouped |"));
   /* every row of a table has its header's number of cells */
-  int header_bars = -1, tables = 0;
-  for (char *line = md; *line;) {
-    char *end = strchr(line, '\n');
-    if (end) *end = '\0';
-    if (line[0] != '|') {
-      header_bars = -1; /* a new table starts after a blank line or text */
-    } else {
-      int bars = 0;
-      for (char *p = line; *p; p++) bars += *p == '|' && (p == line || p[-1] != '\\');
-      if (header_bars < 0) {
-        header_bars = bars;
-        tables++;
-      }
-      ck_assert_int_eq(bars, header_bars);
-    }
-    if (!end) break;
-    line = end + 1;
-  }
-  ck_assert_int_eq(tables, 2);
+  ck_assert_int_eq(tables_whole(md), 2);
   free(md);
   /* all exact, cuDNN loaded, a name with a '|' */
   r.nodes[3].check = MBENCH_EXACT;
@@ -655,9 +662,67 @@ START_TEST(csv_rows) {
                                     "convtune_us,cudnn_fp16_us,cudnn_int8_us,"));
   ck_assert_ptr_nonnull(strstr(csv, ",conv stem,,"));
   /* node 4: no cuDNN int8, so an empty field and no ratio */
-  ck_assert_ptr_nonnull(strstr(csv, ",14.000,24.000,,0.5833,,exact,"));
+  ck_assert_ptr_nonnull(strstr(csv, ",convtune_in_chain_us,ratio_cudnn_fp16,"));
+  ck_assert_ptr_nonnull(strstr(csv, ",14.000,24.000,,,0.5833,,exact,"));
   ck_assert_ptr_nonnull(strstr(csv, "\n5,grouped,-,"));
   ck_assert_ptr_nonnull(strstr(csv, ",nhwc,groups 3: groups must divide c and k\n"));
+  free(csv);
+  mbench_result_free(&r);
+  free_model(m);
+}
+END_TEST
+
+START_TEST(in_chain_cells) {
+  /* --in-chain's values: a column after convtune's, a sum row, a field of
+   * each node (null where not measured), a CSV column; absent from the
+   * tables when no node has one */
+  mbench_result r;
+  model *m;
+  synthetic(&r, &m);
+  ck_assert(!bench_has(r.nodes[0].in_chain));
+  ck_assert(!bench_has(mbench_in_chain_sum(&r)));
+  char *md = markdown(&r);
+  ck_assert_ptr_null(strstr(md, "in chain"));
+  free(md);
+  cJSON *o = mbench_to_json(&r);
+  ck_assert(cJSON_IsNull(cJSON_GetObjectItem(o, "convtune_in_chain_sum_us")));
+  ck_assert(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "nodes"), 1),
+                                             "convtune_in_chain_us")));
+  cJSON_Delete(o);
+  /* measured on every node that runs but one: no sum */
+  double want = 0;
+  for (int i = 0; i < r.n_nodes; i++)
+    if (r.nodes[i].runs) want += r.nodes[i].in_chain = 5 + 0.5 * i;
+  r.nodes[2].in_chain = BENCH_NONE;
+  ck_assert(!bench_has(mbench_in_chain_sum(&r)));
+  md = markdown(&r);
+  ck_assert_ptr_nonnull(strstr(md, "| convtune us | convtune in chain us | cuDNN fp16 us |"));
+  ck_assert_ptr_nonnull(strstr(md, "| conv stem | 11.00 | 5.50 | 21.00 | 31.00 |"));
+  ck_assert_ptr_nonnull(strstr(md, "| sum of the nodes in the chain (cut by cut), us | - |"));
+  ck_assert_int_eq(tables_whole(md), 2);
+  free(md);
+  r.nodes[2].in_chain = 6;
+  ck_assert_double_eq_tol(mbench_in_chain_sum(&r), want, 1e-9);
+  md = markdown(&r);
+  char row[128];
+  snprintf(row, sizeof row, "| sum of the nodes in the chain (cut by cut), us | %.2f | - |", want);
+  ck_assert_ptr_nonnull(strstr(md, row));
+  ck_assert_int_eq(tables_whole(md), 2);
+  free(md);
+  o = mbench_to_json(&r);
+  ck_assert_double_eq_tol(cJSON_GetObjectItem(o, "convtune_in_chain_sum_us")->valuedouble, want,
+                          1e-3);
+  ck_assert_double_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "nodes"), 1),
+                                          "convtune_in_chain_us")
+                          ->valuedouble,
+                      5.5);
+  cJSON_Delete(o);
+  char *csv = NULL;
+  size_t size = 0;
+  FILE *f = open_memstream(&csv, &size);
+  mbench_write_csv(&r, f);
+  fclose(f);
+  ck_assert_ptr_nonnull(strstr(csv, ",14.000,24.000,,7.000,0.5833,,exact,"));
   free(csv);
   mbench_result_free(&r);
   free_model(m);
@@ -749,6 +814,7 @@ static void add_cpu(TCase *tc) {
   tcase_add_test(tc, json_document);
   tcase_add_test(tc, markdown_report);
   tcase_add_test(tc, csv_rows);
+  tcase_add_test(tc, in_chain_cells);
   tcase_add_test(tc, plan_of_a_model_file);
   tcase_add_test(tc, run_without_gpu);
 }
