@@ -62,6 +62,13 @@
 #           build-rel/convtune; NAME=PATH labels one, and a name starting nopdl runs with
 #           CTX_NO_PDL=1, which a binary built with that switch reads); each node alone and in
 #           the chain side by side
+#   stem    the wgmma stems' out_stage (8-bit output staged by warp, whole rows stored) and
+#           block_n 32: test_gpu_templates' stem8 and onnx_stem cases on them (8 configs a
+#           workload); MobileNetV2's stem (b32) timed alone at its earlier best config with
+#           each of out_stage 0 / 1 and block_n 64 / 32 (config_run, 400 launches in a graph);
+#           ResNet-50's stem (onnx rounding) at batch 16 and 256 tuned on the stem template
+#           (96 trials) into /tmp/stem.db and MobileNetV2's (every template) into /tmp/t.db;
+#           the best of each (out_stage, block_n) per workload
 # Phases run in one call share /tmp/t.db: e.g. dwmma, model, bench, savedb.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
@@ -306,6 +313,39 @@ print("chain %s us, cuDNN fp16 %s; %d depthwise nodes: convtune %.1f us, cuDNN f
   s(N, "cudnn_fp16_us") - s(dw, "cudnn_fp16_us")))
 PY
   cd $OUT && tar czf dwmodel.tgz model-b$MB.* tune-model-b$MB.* && rm -f model-b$MB.* tune-model-b$MB.* ;;
+stem)
+  s=$(date +%s)
+  for c in stem8 onnx_stem; do
+    ( cd build-rel && CT_GT_TEMPLATE=_wgmma_stem CK_RUN_CASE=$c timeout 240 ./test_gpu_templates 8 \
+        > $OUT/stem-gt-$c.log 2>&1; echo "rc=$?" >> $OUT/stem-gt-$c.log ) &
+  done
+  wait
+  for c in stem8 onnx_stem; do echo "$c: $(grep -E 'Checks|rc=' $OUT/stem-gt-$c.log | tr '\n' ' ')"; done
+  MK=conv2d-nhwc-i8.i8.i8-n32-c3-k32-224x224-r3x3-s2x2-p1x1.1x1-d1x1-bias-qc-onnx
+  for bn in 64 32; do for os in 0 1; do
+    c="{\"block_m\":128,\"block_n\":$bn,\"warpgroups\":1,\"a_buffers\":2,\"blocks_per_sm\":4,\"out_stage\":$os}"
+    echo "mobilenetv2 stem b32 $c: $(timeout 120 build-rel/config_run conv2d_nhwc_wgmma_stem $MK "$c" 400 2>&1 | tail -1)"
+  done; done
+  for n in 16 256; do
+    tq stem-r50-b$n conv2d-nhwc-i8.i8.i8-n$n-c3-k64-224x224-r7x7-s2x2-p3x3.3x3-d1x1-bias-qc-onnx \
+      --trials 96 --template conv2d_nhwc_wgmma_stem
+  done
+  tq stem-mbv2-b32 $MK --trials 96
+  python3 - <<'PY'
+import json, sqlite3
+for db in ["/tmp/t.db"]:
+  c = sqlite3.connect(db)
+  rows = c.execute("select w.key, r.config_json, r.median_us from trials r join workloads w on "
+                   "w.id = r.workload_id join templates t on t.id = r.template_id where t.name like "
+                   "'%wgmma_stem' and r.outcome = 'OK' and w.key like '%-c3-%' and t.id = (select max(id) "
+                   "from templates where name = t.name)").fetchall()
+  best = {}
+  for k, cj, us in rows:
+    cf = json.loads(cj); g = (k.split("-")[3], cf.get("out_stage"), cf.get("block_n"))
+    if g not in best or us < best[g][0]: best[g] = (us, cj)
+  for g in sorted(best): print("  %s out_stage %s block_n %s: %.2f us %s" % (g + best[g]))
+PY
+  cd $OUT && tar czf stemrun.tgz stem-* tune-stem-* && rm -f stem-* tune-stem-* ;;
 mtune)
   s=$(date +%s) MB=${2:-32}
   tq model-b$MB --model $MODEL --batch $MB --time-budget ${3:-150}
@@ -334,7 +374,7 @@ for i, n in enumerate(N[0]):
   if not n["runs"]: continue
   print("%-28s" % n["name"][:28] + "".join("  %6.2f %6.2f" % (M[i]["convtune_us"] or -1, M[i].get("convtune_in_chain_us") or -1) for M in N) + "  %5.2f" % n["floor_us"])
 PY
-  cd $OUT && tar czf inchain-b$MB.tgz inchain-* && rm -f inchain-* ;;
+  cd $OUT && tar czf inchainrun-b$MB.tgz inchain-* && rm -f inchain-* ;;
 dwcheck)
   for b in 1 3 32; do
     ( cd build-rel && CK_RUN_CASE=grouped CT_DISPATCH_DB=/tmp/t.db CT_DISPATCH_BATCH=$b timeout ${DWCHECK_S:-250} ./test_gpu_dispatch > $OUT/gd-b$b.log 2>&1; echo "rc=$?" >> $OUT/gd-b$b.log ) &

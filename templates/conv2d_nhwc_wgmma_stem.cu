@@ -4,7 +4,8 @@
  * rows (KW x C contiguous bytes), both operands staged K-major in shared
  * memory by the warpgroups themselves. Data NHWC, weights OHWI, output NHWC.
  * The body is conv_wgmma_stem.cuh with the depth axes at 1. Knobs: block_m,
- * block_n, warpgroups, a_buffers, blocks_per_sm, a_prefetch, out_tma.
+ * block_n, warpgroups, a_buffers, blocks_per_sm, a_prefetch, out_tma,
+ * out_stage.
  * templates/conv_wgmma_stem.c's knob table describes them and sets each as a
  * -D macro, its name in upper case.
  */

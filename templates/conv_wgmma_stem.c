@@ -7,7 +7,8 @@
  * cost model and a default.
  *
  * Knobs: block_m (output pixels per warpgroup tile: 64 or 128, one or two
- * m64 wgmmas per k32 step), block_n (64, 128, 256: wgmma's N), warpgroups
+ * m64 wgmmas per k32 step), block_n (32, 64, 128, 256: wgmma's N; 32 for
+ * the stems of 32 channels, MobileNet's), warpgroups
  * (1 or 2 per block, sharing the block's staged weights), a_buffers (1 or
  * 2 per warpgroup: with 2 the next stage's A is written while this one's
  * wgmmas run), blocks_per_sm (1 to 4: the launch bounds' minimum, and
@@ -15,7 +16,10 @@
  * a_prefetch (1: the next tile's data loads are issued before this tile's
  * epilogue, its stores into the A buffer after it) and out_tma (0: each
  * thread stores its values; 1: the tile is staged in shared memory and
- * stored by TMA, K a multiple of 32).
+ * stored by TMA, K a multiple of 32); for 8-bit output, out_stage (0:
+ * each thread stores its 4-byte pieces, 16 bytes of each of 8 pixels a
+ * warp store, half sectors; 1: each warp stages its rows in shared memory
+ * and stores whole rows as 16-byte chunks, wgmma_epilogue.cuh).
  *
  * What it runs (supports): nhwc_stem_refusal (conv_mma_nhwc.c): layout
  * nhwc / ndhwc, int8 weights, groups 1, C not a multiple of 16 (those run
@@ -26,7 +30,7 @@
  * Validity, before any compile: exactly sm_90 (sm_90a); accumulators and
  * a register estimate within the registers; shared memory (the weights of
  * every k32 step, the A buffers of a stage: one depth tap's window rows,
- * out_tma's staging) within the opt-in limit; tiles not larger than twice
+ * out_tma's or out_stage's staging) within the opt-in limit; tiles not larger than twice
  * what the layer has; fewer than 2^31 output pixels and input rows (the
  * 32-bit arithmetic of the kernel's stages);
  * blocks_per_sm blocks fitting an SM's registers, shared memory and
@@ -41,28 +45,37 @@
 #define WS_REG_OVERHEAD 48
 
 static const int block_ms[] = {64, 128};
-static const int block_ns[] = {64, 128, 256};
+static const int block_ns[] = {32, 64, 128, 256};
 static const int warpgroups[] = {1, 2};
 static const int a_buffers[] = {1, 2};
 static const int blocks_per_sms[] = {1, 2, 3, 4};
 static const int out_tmas[] = {0, 1};
 static const int a_prefetches[] = {0, 1};
+static const int out_stages[] = {0, 1};
 
 /* int32 output only: with 8-bit output a_prefetch lost on the H200
  * (ResNet-50 b16's stem at its best configs 19.8 -> 20.5 us) */
 static int out32(const ct_workload *w) {
   return w->out_type == CT_DTYPE_INT32;
 }
+static int out8(const ct_workload *w) {
+  return w->out_type != CT_DTYPE_INT32;
+}
 
 static const knob_def knobs[] = {
-    KNOB("block_m", block_ms, 128),           KNOB("block_n", block_ns, 64),
-    KNOB("warpgroups", warpgroups, 2),        KNOB("a_buffers", a_buffers, 2),
-    KNOB("blocks_per_sm", blocks_per_sms, 1), KNOB_IF("a_prefetch", a_prefetches, 0, out32),
-    KNOB_IF("out_tma", out_tmas, 0, out32),   KNOB_END,
+    KNOB("block_m", block_ms, 128),
+    KNOB("block_n", block_ns, 64),
+    KNOB("warpgroups", warpgroups, 2),
+    KNOB("a_buffers", a_buffers, 2),
+    KNOB("blocks_per_sm", blocks_per_sms, 1),
+    KNOB_IF("a_prefetch", a_prefetches, 0, out32),
+    KNOB_IF("out_tma", out_tmas, 0, out32),
+    KNOB_IF("out_stage", out_stages, 0, out8),
+    KNOB_END,
 };
 
 typedef struct wsplan {
-  int bm, bn, wgs, abuf, minb, otma, apf;
+  int bm, bn, wgs, abuf, minb, otma, apf, ostage;
   long row_bytes, rsteps, ck, ksteps, tapvol;
   long threads, acc, regs, smem_bytes, m_total, tiles_m, tiles_n, grid_x;
 } wsplan;
@@ -87,6 +100,7 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   p->minb = knobs_get(knobs, s, cfg, "blocks_per_sm");
   p->otma = knobs_get(knobs, s, cfg, "out_tma");
   p->apf = knobs_get(knobs, s, cfg, "a_prefetch");
+  p->ostage = knobs_get(knobs, s, cfg, "out_stage");
   p->row_bytes = g.ker[2] * g.c;
   p->rsteps = ceil_div(p->row_bytes, 32);
   p->ck = g.ker[1] * p->rsteps;
@@ -100,8 +114,11 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   const long b_bytes = p->ksteps * p->bn * 32;
   const long a_bytes = (long)p->wgs * p->abuf * p->ck * p->bm * 32;
   const long raw_bytes = ceil_div(p->bn * p->tapvol + 16, 16) * 16 + 16;
-  /* 8-bit output: each warpgroup's channel table (wgmma_epilogue.cuh) */
-  const long tab = w->out_type != CT_DTYPE_INT32 ? (long)p->wgs * p->bn * 24 : 0;
+  /* 8-bit output: each warpgroup's channel table, with out_stage its 4
+   * warps' slabs of 16 rows per m64 block, each row the tile's channels and
+   * 16 bytes of pad (wgmma_epilogue.cuh's EPI_WG_BYTES) */
+  const long slabs = p->ostage ? 4L * 16 * (p->bm / 64) * (p->bn + 16) : 0;
+  const long tab = w->out_type != CT_DTYPE_INT32 ? (long)p->wgs * (p->bn * 24 + slabs) : 0;
   /* out_tma: each warpgroup's int32 tile */
   const long ost = p->otma ? (long)p->wgs * p->bm * p->bn * 4 : 0;
   p->smem_bytes = b_bytes + ost + (a_bytes > raw_bytes ? a_bytes : raw_bytes) + tab + 1024;
@@ -201,6 +218,7 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
                       p.minb,
                       1 + p.otma,
                       1 + p.apf,
+                      1 + p.ostage,
                       (double)p.tiles_m * p.bm / (double)p.m_total};
   return template_features(v, (int)(sizeof v / sizeof v[0]), out, max);
 }
@@ -217,7 +235,7 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
   int found = 0;
   double best = 0;
   for (int im = 0; im < 2; im++)
-    for (int in = 0; in < 3; in++)
+    for (int in = 0; in < (int)(sizeof block_ns / sizeof block_ns[0]); in++)
       for (int iw = 0; iw < 2; iw++)
         for (int ia = 0; ia < 2; ia++)
           for (int ib = 0; ib < 4; ib++) {
@@ -227,6 +245,9 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
                   template_set_choice(s, &c, "a_buffers", a_buffers[ia]) &&
                   template_set_choice(s, &c, "blocks_per_sm", blocks_per_sms[ib])))
               continue;
+            /* 32 channels only where they are all: more N tiles would
+             * stage each pixel's window once per tile */
+            if (block_ns[in] == 32 && g.k > 32) continue;
             if (!valid(w, s, &c, a, NULL)) continue;
             wsplan p;
             make_plan(w, s, &c, a, &p);

@@ -28,7 +28,9 @@
  * one's epilogue overlaps another's stores and wgmmas with no block-wide
  * barrier after the start.
  *
- * The epilogue is wgmma_epilogue.cuh's: int32, or requantized to 8 bits.
+ * The epilogue is wgmma_epilogue.cuh's: int32, or requantized to 8 bits,
+ * stored by each thread or, with out_stage (OUT_STAGE), staged in its
+ * warp's slab and stored as whole rows.
  * With out_tma (OUT_TMA, int32 output, K a multiple of 32) a warpgroup
  * writes its tile into a staging area of its own, laid out as the
  * output's tensor map stores a box of 32 channels x block_m pixels, and
@@ -50,7 +52,8 @@
 
 static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: packed templates");
 static_assert(BLOCK_M == 64 || BLOCK_M == 128, "block_m: 64 or 128 rows per warpgroup");
-static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 256, "block_n is 64, 128 or 256");
+static_assert(BLOCK_N == 32 || BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 256,
+              "block_n is 32, 64, 128 or 256");
 static_assert(WARPGROUPS == 1 || WARPGROUPS == 2, "warpgroups: 1 or 2 per block");
 static_assert(A_BUFFERS == 1 || A_BUFFERS == 2, "a_buffers: 1 or 2 per warpgroup");
 static_assert(BLOCKS_PER_SM >= 1 && BLOCKS_PER_SM <= 4, "blocks_per_sm: 1 to 4");
@@ -60,6 +63,10 @@ static_assert(BLOCKS_PER_SM >= 1 && BLOCKS_PER_SM <= 4, "blocks_per_sm: 1 to 4")
 #ifndef A_PREFETCH
 #define A_PREFETCH 0
 #endif
+#ifndef OUT_STAGE
+#define OUT_STAGE 0
+#endif
+static_assert(OUT_STAGE == 0 || CT_OUT != 0, "out_stage: 8-bit output");
 static_assert(A_PREFETCH == 0 || A_PREFETCH == 1, "a_prefetch: 0 or 1");
 static_assert(OUT_TMA == 0 || (CT_OUT == 0 && CT_KR % 32 == 0),
               "out_tma: int32 output, K a multiple of 32 (whole 128-byte box rows)");
@@ -84,8 +91,7 @@ static_assert((long)CT_N * CT_OD * CT_OH * CT_OW < 2147483648L &&
 /* what wgmma_epilogue.cuh takes */
 #define MI (BLOCK_M / 64)
 #define SPLIT_K 1
-#define JPR (BLOCK_N / 8)
-#define OUT_STAGE 0 /* the direct 8-bit stores */
+#define JPR          (BLOCK_N / 8)
 #define TILE_REQUANT 0 /* the requantization's form chosen per pair of channel groups */
 #define M_TOTAL ((long)CT_N * CT_OD * CT_OH * CT_OW)
 #define TILES_M ((M_TOTAL + BLOCK_M - 1) / BLOCK_M)
@@ -106,8 +112,9 @@ static_assert((long)CT_N * CT_OD * CT_OH * CT_OW < 2147483648L &&
 
 #include "wgmma_epilogue.cuh"
 
-/* then, 8-bit, each warpgroup's channel table; 1024: to align the slabs */
-#define SMEM_BYTES (B_BYTES + OST_BYTES + SCRATCH_BYTES + WARPGROUPS * CHAN_TAB_BYTES + 1024)
+/* then, 8-bit, each warpgroup's channel table and out_stage slabs; 1024:
+ * to align the slabs */
+#define SMEM_BYTES (B_BYTES + OST_BYTES + SCRATCH_BYTES + WARPGROUPS * EPI_WG_BYTES + 1024)
 
 static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the warpgroups");
 static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the tile");
@@ -311,7 +318,9 @@ __device__ __forceinline__ void build_a(unsigned as, const unsigned char *__rest
 /* acc = (acc if accumulate) + A x B */
 __device__ __forceinline__ void wgmma_ss(int *acc, unsigned long long a, unsigned long long b,
                                          int accumulate) {
-#if BLOCK_N == 64
+#if BLOCK_N == 32
+  wgmma_ss_n32(acc, a, b, accumulate);
+#elif BLOCK_N == 64
   wgmma_ss_n64(acc, a, b, accumulate);
 #elif BLOCK_N == 128
   wgmma_ss_n128(acc, a, b, accumulate);
@@ -350,8 +359,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   const unsigned pad = 0;
 #endif
   const q_head qh = load_head(params);
-  /* this warpgroup's channel table (8-bit output): the block's channels */
-  unsigned char *tab = smem_raw + (abase - raw) + SCRATCH_BYTES + wg * CHAN_TAB_BYTES;
+  /* this warpgroup's channel table (8-bit output): the block's channels;
+   * its warps' slabs after it (out_stage) */
+  unsigned char *tab = smem_raw + (abase - raw) + SCRATCH_BYTES + wg * EPI_WG_BYTES;
   if (CT_OUT != 0) chan_tab_fill(tab, params, qh, n0, wtid);
   load_raw(smem_raw + (abase - raw), weights, n0);
   __syncthreads();

@@ -1141,6 +1141,88 @@ START_TEST(nhwc_wgmma_stem_out_tma_and_prefetch) {
 }
 END_TEST
 
+/* The stems' out_stage (8-bit output): each warpgroup's channel table and
+ * then its 4 warps' slabs (16 rows per m64 block, the tile's channels and
+ * 16 bytes of pad a row), whose whole rows the warps store; not in an
+ * int32 workload's space. Compiled for MobileNetV2's stem (K 32: block_n
+ * 32, its default, and 64, where half the lanes store nothing) and
+ * ResNet-50's (K 64), with both roundings and a residual: no serialized
+ * wgmma (C75xx). */
+START_TEST(nhwc_wgmma_stem_out_stage) {
+  const template_desc *tpl = template_find("conv2d_nhwc_wgmma_stem");
+  ct_workload w;
+  workload_init(&w, CT_OP_CONV2D);
+  w.layout = CT_LAYOUT_NHWC;
+  w.n = 32, w.c = 3, w.k = 32, w.in[0] = w.in[1] = 224;
+  for (int i = 0; i < 2; i++) {
+    w.kernel[i] = 3, w.stride[i] = 2;
+    w.pad_before[i] = w.pad_after[i] = 1;
+  }
+  space sp;
+  ct_err err = {0};
+  ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_lt(space_find(&sp, "out_stage"), 0);
+  space_free(&sp);
+  arch a;
+  arch_from_name("sm_90", &a, NULL);
+  a.sm_count = 132;
+  char why[TEMPLATE_WHY_MAX];
+  static const struct {
+    int k, kernel, onnx, residual, bn;
+  } cases[] = {{32, 3, 1, 0, 32}, {64, 7, 0, 0, 64}, {64, 7, 0, 1, 64}, {32, 3, 0, 0, 64}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    w.k = cases[i].k;
+    for (int d = 0; d < 2; d++) {
+      w.kernel[d] = cases[i].kernel;
+      w.pad_before[d] = w.pad_after[d] = cases[i].kernel / 2;
+    }
+    w.out_type = CT_DTYPE_INT8;
+    w.epi.bias = 1;
+    w.epi.scale = CT_SCALE_CHANNEL;
+    w.epi.rounding = cases[i].onnx ? CT_ROUND_ONNX : CT_ROUND_GEMMLOWP;
+    w.epi.residual = cases[i].residual;
+    ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
+    ck_assert_int_ge(space_find(&sp, "out_stage"), 0);
+    config c;
+    char js[160];
+    snprintf(js, sizeof js,
+             "{\"block_m\":128,\"block_n\":%d,\"warpgroups\":2,\"a_buffers\":2,"
+             "\"blocks_per_sm\":1,\"out_stage\":1}",
+             cases[i].bn);
+    config_of(&sp, js, &c);
+    ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
+    instance inst;
+    ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
+    const long kw = cases[i].kernel, ck = kw * ((kw * 3 + 31) / 32), bn = cases[i].bn;
+    /* the weights; 2 warpgroups x 2 A buffers; 2 x (table + 4 warps x 32 rows x (bn + 16)) */
+    const long fixed = ck * bn * 32 + 2 * 2 * ck * 128 * 32 + 1024;
+    ck_assert_uint_eq(inst.smem_bytes, fixed + 2 * (bn * 24 + 4 * 32 * (bn + 16)));
+    ck_assert_int_eq(inst.n_args, 5);
+    cubin cb;
+    ck_assert_msg(nvrtc_compile(&inst, &a, &cb, &err) == CT_OK, "%s\n%s", err.msg, cb.log);
+    ck_assert_msg(!strstr(cb.log, "C75"), "%s", cb.log);
+    cubin_free(&cb);
+    /* without: the table alone */
+    snprintf(js, sizeof js,
+             "{\"block_m\":128,\"block_n\":%d,\"warpgroups\":2,\"a_buffers\":2,"
+             "\"blocks_per_sm\":1,\"out_stage\":0}",
+             cases[i].bn);
+    config_of(&sp, js, &c);
+    ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
+    ck_assert_uint_eq(inst.smem_bytes, fixed + 2 * bn * 24);
+    if (bn == 32) {
+      /* the default: 32 channels in one N tile, where 64 would be half padding */
+      ck_assert(tpl->preferred(&w, &sp, &a, &c));
+      ck_assert_int_eq(space_get(&sp, &c, "block_n", 0), 32);
+      ck_assert_msg(nvrtc_compile(&inst, &a, &cb, &err) == CT_OK, "%s\n%s", err.msg, cb.log);
+      ck_assert_msg(!strstr(cb.log, "C75"), "%s", cb.log);
+      cubin_free(&cb);
+    }
+    space_free(&sp);
+  }
+}
+END_TEST
+
 /* The i-th epilogue variant of w: raw, then every dtype and epilogue part,
  * depth_to_space in both orders (block 2: every layer's K divides), and
  * onnx rounding (int8 out per channel; uint8 out with a residual). */
@@ -1423,6 +1505,7 @@ static void add_templates_nvrtc(TCase *tc) {
   tcase_add_test(tc, nhwc_mma_stages_window_rows);
   tcase_add_test(tc, nhwc_wgmma_stem_stages_a_depth_tap);
   tcase_add_test(tc, nhwc_wgmma_stem_out_tma_and_prefetch);
+  tcase_add_test(tc, nhwc_wgmma_stem_out_stage);
 }
 
 /* The checks that loop over the registry (template_all), so that a new
