@@ -69,6 +69,8 @@
 #           ResNet-50's stem (onnx rounding) at batch 16 and 256 tuned on the stem template
 #           (96 trials) into /tmp/stem.db and MobileNetV2's (every template) into /tmp/t.db;
 #           the best of each (out_stage, block_n) per workload
+#   stemsan compute-sanitizer (memcheck, racecheck, synccheck) over the stems' out_stage: MobileNetV2's
+#           stem at block_n 32 and ResNet-50's at 64 with a residual (batch 2)
 # Phases run in one call share /tmp/t.db: e.g. dwmma, model, bench, savedb.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
@@ -346,6 +348,11 @@ for db in ["/tmp/t.db"]:
   for g in sorted(best): print("  %s out_stage %s block_n %s: %.2f us %s" % (g + best[g]))
 PY
   cd $OUT && tar czf stemrun.tgz stem-* tune-stem-* && rm -f stem-* tune-stem-* ;;
+stemsan)
+  csan conv2d_nhwc_wgmma_stem conv2d-nhwc-i8.i8.i8-n2-c3-k32-224x224-r3x3-s2x2-p1x1.1x1-d1x1-bias-qc-onnx \
+    '{"block_m":128,"block_n":32,"warpgroups":2,"a_buffers":2,"blocks_per_sm":1,"out_stage":1}' memcheck racecheck synccheck
+  csan conv2d_nhwc_wgmma_stem conv2d-nhwc-u8.i8.u8-n2-c3-k64-224x224-r7x7-s2x2-p3x3.3x3-d1x1-zd-bias-qc-res \
+    '{"block_m":64,"block_n":64,"warpgroups":2,"a_buffers":1,"blocks_per_sm":1,"out_stage":1}' memcheck racecheck synccheck ;;
 mtune)
   s=$(date +%s) MB=${2:-32}
   tq model-b$MB --model $MODEL --batch $MB --time-budget ${3:-150}

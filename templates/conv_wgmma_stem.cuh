@@ -315,6 +315,19 @@ __device__ __forceinline__ void build_a(unsigned as, const unsigned char *__rest
   store_a(as, aw, wtid);
 }
 
+/* m64n32k32 (block_n 32), wgmma_ptx.cuh's _ss form. Here and not there:
+ * a template's version hashes its sources, and a change to wgmma_ptx.cuh
+ * would retire every wgmma template's tuned records, not the stems'. */
+__device__ __forceinline__ void wgmma_ss_n32(int *d, unsigned long long a, unsigned long long b,
+                                             int scale_d = 1) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n" WGMMA_OP(
+          "m64n32k32") "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+                       "%16, %17, p;\n}\n"
+      : WG_D8(0), WG_D8(8)
+      : "l"(a), "l"(b), "r"(scale_d)
+      : "memory");
+}
 /* acc = (acc if accumulate) + A x B */
 __device__ __forceinline__ void wgmma_ss(int *acc, unsigned long long a, unsigned long long b,
                                          int accumulate) {

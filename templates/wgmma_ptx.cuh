@@ -146,16 +146,6 @@ __device__ __forceinline__ void wgmma_rs_n64(int *d, const unsigned *a, unsigned
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1)
       : "memory");
 }
-__device__ __forceinline__ void wgmma_ss_n32(int *d, unsigned long long a, unsigned long long b,
-                                             int scale_d = 1) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n" WGMMA_OP(
-          "m64n32k32") "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
-                       "%16, %17, p;\n}\n"
-      : WG_D8(0), WG_D8(8)
-      : "l"(a), "l"(b), "r"(scale_d)
-      : "memory");
-}
 __device__ __forceinline__ void wgmma_ss_n64(int *d, unsigned long long a, unsigned long long b,
                                              int scale_d = 1) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
