@@ -209,6 +209,22 @@ START_TEST(plan_rejects_invalid_supported) {
 }
 END_TEST
 
+/* What writer w writes of r, as a string (free it). */
+static char *written(void (*w)(const mbench_result *, FILE *), const mbench_result *r) {
+  char *text = NULL;
+  size_t size = 0;
+  FILE *f = open_memstream(&text, &size);
+  w(r, f);
+  fclose(f);
+  return text;
+}
+static char *markdown(const mbench_result *r) {
+  return written(mbench_write_markdown, r);
+}
+static char *csv_of(const mbench_result *r) {
+  return written(mbench_write_csv, r);
+}
+
 START_TEST(plan_int32_all_fresh) {
   /* a float model read with int32 output: nothing can feed int8 data */
   model *m = new_model(2, 4);
@@ -224,11 +240,7 @@ START_TEST(plan_int32_all_fresh) {
   ck_assert_int_eq(r.n_fresh_inputs, 2);
   ck_assert_ptr_nonnull(strstr(r.nodes[1].input, "writes 4x8x8x16 int32"));
   ck_assert_str_eq(r.form, "float");
-  char *md = NULL;
-  size_t size = 0;
-  FILE *f = open_memstream(&md, &size);
-  mbench_write_markdown(&r, f);
-  fclose(f);
+  char *md = markdown(&r);
   ck_assert_ptr_nonnull(strstr(md, "every conv writes int32"));
   free(md);
   mbench_result_free(&r);
@@ -561,15 +573,6 @@ START_TEST(json_document) {
 }
 END_TEST
 
-static char *markdown(const mbench_result *r) {
-  char *md = NULL;
-  size_t size = 0;
-  FILE *f = open_memstream(&md, &size);
-  mbench_write_markdown(r, f);
-  fclose(f);
-  return md;
-}
-
 /* Every table row of md has its header's number of cells; returns how
  * many tables there are. */
 static int tables_whole(char *md) {
@@ -650,11 +653,7 @@ START_TEST(csv_rows) {
   mbench_result r;
   model *m;
   synthetic(&r, &m);
-  char *csv = NULL;
-  size_t size = 0;
-  FILE *f = open_memstream(&csv, &size);
-  mbench_write_csv(&r, f);
-  fclose(f);
+  char *csv = csv_of(&r);
   int lines = 0;
   for (char *p = csv; *p; p++) lines += *p == '\n';
   ck_assert_int_eq(lines, 11);
@@ -717,11 +716,7 @@ START_TEST(in_chain_cells) {
                           ->valuedouble,
                       5.5);
   cJSON_Delete(o);
-  char *csv = NULL;
-  size_t size = 0;
-  FILE *f = open_memstream(&csv, &size);
-  mbench_write_csv(&r, f);
-  fclose(f);
+  char *csv = csv_of(&r);
   ck_assert_ptr_nonnull(strstr(csv, ",14.000,24.000,,7.000,0.5833,,exact,"));
   free(csv);
   mbench_result_free(&r);

@@ -915,19 +915,27 @@ START_TEST(nhwc_persistent_blocks_loop_over_tiles) {
 }
 END_TEST
 
+/* A channels-last conv2d stem: 3 channels at 224x224, kernel x kernel at
+ * stride 2, padded by kernel / 2 (ResNet-50's: 7, K 64; MobileNet's: 3, K 32). */
+static ct_workload nhwc_stem(int n, int k, int kernel) {
+  ct_workload w;
+  workload_init(&w, CT_OP_CONV2D);
+  w.layout = CT_LAYOUT_NHWC;
+  w.n = n, w.c = 3, w.k = k, w.in[0] = w.in[1] = 224;
+  for (int i = 0; i < 2; i++) {
+    w.kernel[i] = kernel, w.stride[i] = 2;
+    w.pad_before[i] = w.pad_after[i] = kernel / 2;
+  }
+  return w;
+}
+
 /* conv2d_nhwc_mma on ResNet-50's stem at batch 16 (7x7, stride 2, C 3):
  * 7 window rows of 21 bytes are 7 k32 steps; the staged input rows and
  * weights make the shared memory; a named architecture (no SM count) gets
  * one block per tile; with 132 SMs the grid is persistent. It compiles. */
 START_TEST(nhwc_mma_stages_window_rows) {
   const template_desc *tpl = template_find("conv2d_nhwc_mma");
-  ct_workload w;
-  workload_init(&w, CT_OP_CONV2D);
-  w.layout = CT_LAYOUT_NHWC;
-  w.n = 16, w.c = 3, w.k = 64, w.in[0] = w.in[1] = 224;
-  w.kernel[0] = w.kernel[1] = 7;
-  w.stride[0] = w.stride[1] = 2;
-  w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = 3;
+  ct_workload w = nhwc_stem(16, 64, 7);
   space sp;
   ct_err err = {0};
   ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
@@ -1056,14 +1064,7 @@ END_TEST
  * Neither is in an 8-bit workload's space. */
 START_TEST(nhwc_wgmma_stem_out_tma_and_prefetch) {
   const template_desc *tpl = template_find("conv2d_nhwc_wgmma_stem");
-  ct_workload w;
-  workload_init(&w, CT_OP_CONV2D);
-  w.layout = CT_LAYOUT_NHWC;
-  w.n = 16, w.c = 3, w.k = 64, w.in[0] = w.in[1] = 224;
-  for (int i = 0; i < 2; i++) {
-    w.kernel[i] = 7, w.stride[i] = 2;
-    w.pad_before[i] = w.pad_after[i] = 3;
-  }
+  ct_workload w = nhwc_stem(16, 64, 7);
   space sp;
   ct_err err = {0};
   ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
@@ -1150,14 +1151,7 @@ END_TEST
  * wgmma (C75xx). */
 START_TEST(nhwc_wgmma_stem_out_stage) {
   const template_desc *tpl = template_find("conv2d_nhwc_wgmma_stem");
-  ct_workload w;
-  workload_init(&w, CT_OP_CONV2D);
-  w.layout = CT_LAYOUT_NHWC;
-  w.n = 32, w.c = 3, w.k = 32, w.in[0] = w.in[1] = 224;
-  for (int i = 0; i < 2; i++) {
-    w.kernel[i] = 3, w.stride[i] = 2;
-    w.pad_before[i] = w.pad_after[i] = 1;
-  }
+  ct_workload w = nhwc_stem(32, 32, 3);
   space sp;
   ct_err err = {0};
   ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
@@ -1171,11 +1165,7 @@ START_TEST(nhwc_wgmma_stem_out_stage) {
     int k, kernel, onnx, residual, bn;
   } cases[] = {{32, 3, 1, 0, 32}, {64, 7, 0, 0, 64}, {64, 7, 0, 1, 64}, {32, 3, 0, 0, 64}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    w.k = cases[i].k;
-    for (int d = 0; d < 2; d++) {
-      w.kernel[d] = cases[i].kernel;
-      w.pad_before[d] = w.pad_after[d] = cases[i].kernel / 2;
-    }
+    w = nhwc_stem(32, cases[i].k, cases[i].kernel);
     w.out_type = CT_DTYPE_INT8;
     w.epi.bias = 1;
     w.epi.scale = CT_SCALE_CHANNEL;
