@@ -524,6 +524,10 @@ static void md_images(const mbench_result *r, FILE *f) {
 }
 
 void mbench_write_markdown(const mbench_result *r, FILE *f) {
+  /* the in-chain column and its lines only when measured (--in-chain) */
+  int in_chain = 0;
+  for (int i = 0; i < r->n_nodes; i++)
+    in_chain |= r->nodes[i].runs && bench_has(r->nodes[i].in_chain);
   const bench_result *h = &r->head;
   const bench_peaks *p = &h->peaks;
   fprintf(f, "## convtune bench --model: %s, batch %d, layout %s, %s\n\n", h->set, h->batch,
@@ -542,6 +546,11 @@ void mbench_write_markdown(const mbench_result *r, FILE *f) {
         "(each producer's output is its consumer's input, as in inference); per node: the "
         "same for that node alone, replayed back to back\n",
         f);
+  if (in_chain)
+    fputs("- in chain (--in-chain): convtune's chain cut after the node, timed as the chain, "
+          "less the chain cut before it; the difference of two chain timings, so a small "
+          "node's value carries their noise (the sum row adds them up)\n",
+          f);
   fprintf(f,
           "- timing: every side alike, the median of %d replays of a CUDA graph of R copies, "
           "per copy\n",
@@ -586,10 +595,6 @@ void mbench_write_markdown(const mbench_result *r, FILE *f) {
     fprintf(f, "- **not every node exact: %d exact, %d wrong, %d unchecked** (see the table)\n",
             r->n_exact, r->n_wrong, r->n_unchecked);
 
-  /* the in-chain column only when measured (--in-chain) */
-  int in_chain = 0;
-  for (int i = 0; i < r->n_nodes; i++)
-    in_chain |= r->nodes[i].runs && bench_has(r->nodes[i].in_chain);
   fputs("\n| # | node | workload | fused | input |", f);
   for (int fl = MBENCH_CONVTUNE; fl < MBENCH_N_FIELDS; fl++) {
     fprintf(f, " %s |", field_titles[fl]);

@@ -696,6 +696,7 @@ START_TEST(in_chain_cells) {
   ck_assert(!bench_has(mbench_in_chain_sum(&r)));
   md = markdown(&r);
   ck_assert_ptr_nonnull(strstr(md, "| convtune us | convtune in chain us | cuDNN fp16 us |"));
+  ck_assert_ptr_nonnull(strstr(md, "- in chain (--in-chain): convtune's chain cut after the node"));
   ck_assert_ptr_nonnull(strstr(md, "| conv stem | 11.00 | 5.50 | 21.00 | 31.00 |"));
   ck_assert_ptr_nonnull(strstr(md, "| sum of the nodes in the chain (cut by cut), us | - |"));
   ck_assert_int_eq(tables_whole(md), 2);
