@@ -71,6 +71,12 @@
 #           the best of each (out_stage, block_n) per workload
 #   stemsan compute-sanitizer (memcheck, racecheck, synccheck) over the stems' out_stage: MobileNetV2's
 #           stem at block_n 32 and ResNet-50's at 64 with a residual (batch 2)
+#   abchain M B S  this binary against $BASE (default .gpu-exp/convtune-base: one built without
+#           a change) on the same configs, in a chain: model M (mobilenetv2, or an ONNX path) at
+#           batch B tuned S seconds by this binary into a fresh /tmp/ab-new.db; a copy
+#           re-measured by $BASE with --trials 1 (each task's first trial is its best config under
+#           this binary's template versions, which $BASE sees as retired); then bench --model
+#           --in-chain of each binary on its database, and the nodes side by side
 # Phases run in one call share /tmp/t.db: e.g. dwmma, model, bench, savedb.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
@@ -353,6 +359,41 @@ stemsan)
     '{"block_m":128,"block_n":32,"warpgroups":2,"a_buffers":2,"blocks_per_sm":1,"out_stage":1}' memcheck racecheck synccheck
   csan conv2d_nhwc_wgmma_stem conv2d-nhwc-u8.i8.u8-n2-c3-k64-224x224-r7x7-s2x2-p3x3.3x3-d1x1-zd-bias-qc-res \
     '{"block_m":64,"block_n":64,"warpgroups":2,"a_buffers":1,"blocks_per_sm":1,"out_stage":1}' memcheck racecheck synccheck ;;
+abchain)
+  s=$(date +%s) m=$2 MB=$3 S=$4 BASE=${BASE:-.gpu-exp/convtune-base}
+  [ $m = mobilenetv2 ] && m=$MODEL
+  tag=$(basename $m .onnx)-b$MB
+  rm -f /tmp/ab-new.db* /tmp/ab-base.db*
+  timeout 400 $B tune --model $m --batch $MB --time-budget $S --seed 1 --db /tmp/ab-new.db -q --json \
+    > $OUT/ab-tune-$tag.json 2> $OUT/ab-tune-$tag.err
+  echo "abchain $tag: tune rc=$? at $(( $(date +%s) - s )) s: $(tail -1 $OUT/ab-tune-$tag.err)"
+  cp /tmp/ab-new.db /tmp/ab-base.db
+  timeout 300 $BASE tune --model $m --batch $MB --trials 1 --seed 1 --db /tmp/ab-base.db -q --json \
+    > $OUT/ab-retune-$tag.json 2> $OUT/ab-retune-$tag.err
+  echo "  base re-measured rc=$? at $(( $(date +%s) - s )) s: $(tail -1 $OUT/ab-retune-$tag.err)"
+  for spec in new=$B:/tmp/ab-new.db base=$BASE:/tmp/ab-base.db; do
+    name=${spec%%=*} r=${spec#*=}; bin=${r%%:*} db=${r#*:}
+    timeout 300 $bin bench --model $m --batch $MB --db $db --in-chain --no-results \
+      --json-out $OUT/ab-$name-$tag.json > $OUT/ab-$name-$tag.md 2> $OUT/ab-$name-$tag.err
+    echo "  bench $name rc=$? at $(( $(date +%s) - s )) s"
+  done
+  python3 - $OUT $tag <<'PY'
+import json, sys
+out, tag = sys.argv[1:]
+D = {l: json.load(open("%s/ab-%s-%s.json" % (out, l, tag))) for l in ("new", "base")}
+for l, d in D.items():
+  print("%s: chain %.1f us, cuDNN fp16 %.1f (%.2fx), nodes alone %.1f, in the chain %.1f; %d of %d exact" % (l,
+    d["chain"]["convtune_us"], d["chain"]["cudnn_fp16_us"], d["chain"]["cudnn_fp16_us"] / d["chain"]["convtune_us"],
+    d["sum_of_nodes"]["convtune_us"], d.get("convtune_in_chain_sum_us") or -1, d["n_exact"], d["n_nodes"]))
+print("%-26s %13s %13s %6s  %s" % ("node", "new alone/in", "base alone/in", "floor", "template (new; base if other)"))
+for a, b in zip(D["new"]["nodes"], D["base"]["nodes"]):
+  if not a["runs"]: continue
+  tpl = lambda n: (n.get("source") or "").split(",")[-1].split("(")[0].strip()
+  ta, tb = tpl(a), tpl(b)
+  print("%-26s %6.2f %6.2f %6.2f %6.2f %6.2f  %s%s" % (a["name"][:26], a["convtune_us"], a["convtune_in_chain_us"],
+    b["convtune_us"], b["convtune_in_chain_us"], a["floor_us"], ta, "" if ta == tb else "; " + tb))
+PY
+  cd $OUT && tar czf abchain-$tag.tgz ab-* && rm -f ab-* ;;
 mtune)
   s=$(date +%s) MB=${2:-32}
   tq model-b$MB --model $MODEL --batch $MB --time-budget ${3:-150}

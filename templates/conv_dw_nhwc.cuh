@@ -42,6 +42,7 @@
 
 #include "conv_shape.cuh"
 #include "tc_common.cuh"
+#include "l2_prefetch.cuh"
 
 static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: not here");
 static_assert(DW_C > 0 && (DW_C + 3) / 4 == CT_C4, "DW_C must round up to 4 * CT_C4");
@@ -286,7 +287,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   const int oh0 = th * TILE_H + tyh * ROWS, ow0 = tw * TILE_W + txw * PIX;
   const int iz0 = od * CT_STR_D - CT_PAD_D, iy0 = oh0 * CT_STR_H - CT_PAD_H,
             ix0 = ow0 * CT_STR_W - CT_PAD_W;
-  pdl_wait_then_release(); /* nothing global before: the previous kernel may still run */
+  /* the filters and the params into L2 (l2_prefetch.cuh), by the first block */
+  if (tid == 0 && bx == 0 && blockIdx.y == 0) {
+    l2_prefetch(weights, (unsigned long long)CT_KR * KVOL);
+    l2_prefetch(params, L2P_PARAMS_BYTES(CT_KR));
+  }
+  pdl_wait_then_release(); /* nothing global but prefetches before: the previous kernel may run */
 #if CT_ZD
   const unsigned padw = (unsigned)params[CTQ_PAD_WORD];
 #else

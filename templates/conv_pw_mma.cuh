@@ -47,6 +47,7 @@
 
 #include "conv_shape.cuh"
 #include "tc_common.cuh"
+#include "l2_prefetch.cuh"
 
 static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: not here");
 static_assert(CT_KD * CT_KH * CT_KW == 1, "pointwise: a 1x1 (1x1x1) kernel");
@@ -237,6 +238,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   const unsigned sb = sbase, sa0 = sbase + (unsigned)SB_BYTES,
                  sr0 = sa0 + (unsigned)(STAGES * SA_BYTES);
 
+  /* the params into L2 (l2_prefetch.cuh), read after the wait */
+  if (tid == 0 && blockIdx.x == 0 && blockIdx.y == 0) l2_prefetch(params, L2P_PARAMS_BYTES(CT_KR));
   /* the block's weights, BN rows of RS bytes: zero past C and past K (the
    * weights are constant: read before the wait) */
   for (int u = tid; u < BN * (RS / 4); u += THREADS) {

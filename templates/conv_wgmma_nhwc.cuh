@@ -76,6 +76,7 @@
 #include "nhwc_store.cuh"
 #include "wgmma_ptx.cuh"
 #include "zpad.cuh"
+#include "l2_prefetch.cuh"
 
 static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: packed templates");
 static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 256, "block_n is 64, 128 or 256");
@@ -352,7 +353,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
                     void *__restrict__ out, const int *__restrict__ params,
                     const void *__restrict__ residual, const __grid_constant__ ct_tmap amap,
                     const __grid_constant__ ct_tmap wmap) {
-  (void)data, (void)weights;
+  (void)data;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   /* the swizzled stages need 1024-byte alignment */
   const unsigned raw = smem_addr(smem_raw), stages = (raw + 1023u) & ~1023u;
@@ -367,6 +368,20 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
      * kernel's output */
     asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&amap) : "memory");
     asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&wmap) : "memory");
+    /* and the weights of the block's N panels (K rows of taps x C bytes)
+     * and the params into L2 (l2_prefetch.cuh): the first block of each
+     * panel (persistent: block p takes panel p, p + grid, ...) */
+#if PERSISTENT
+    for (long p = blockIdx.x; p < TILES / TILES_M; p += gridDim.x) {
+#else
+    if (blockIdx.x == 0 && blockIdx.z == 0) {
+      const long p = blockIdx.y;
+#endif
+      const long rows = CT_KR - p * BLOCK_N < BLOCK_N ? CT_KR - p * BLOCK_N : BLOCK_N;
+      l2_prefetch(weights + p * BLOCK_N * (long)(TAPS * C_REAL),
+                  (unsigned long long)(rows * TAPS * C_REAL));
+      if (p == 0) l2_prefetch(params, L2P_PARAMS_BYTES(CT_KR));
+    }
 #pragma unroll 1
     for (int s = 0; s < STAGES; s++) {
       mbar_init(bars + 8 * s, 1);
