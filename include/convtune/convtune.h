@@ -207,6 +207,12 @@ CT_API int64_t ct_workload_ops(const ct_workload *w);
  * when C and K are multiples of 4.
  * Device pointers must be 16-byte aligned (cudaMalloc's are): the calls
  * refuse others with CT_ERR_INVALID_ARG.
+ * Weights and params are read as constants: on sm_90 a channels-last
+ * kernel is a programmatic dependent launch, which may fetch them (the
+ * pointwise ones: read them) while the kernel before it on the stream
+ * still runs. Write them before, with a copy or an event between, not
+ * with a kernel just before the call on the same stream. Data, residual
+ * and output are touched only once the kernel before has finished.
  */
 struct CUstream_st; /* a cudaStream_t is a struct CUstream_st *; NULL: the default stream */
 typedef struct ct_context ct_context;
