@@ -77,6 +77,11 @@
 #           re-measured by $BASE with --trials 1 (each task's first trial is its best config under
 #           this binary's template versions, which $BASE sees as retired); then bench --model
 #           --in-chain of each binary on its database, and the nodes side by side
+#   chainprof [B]  ncu over the first pass of bench --model MobileNetV2 at batch B (default 32) on
+#           /tmp/t.db: the chain's kernels one by one in graph order, caches left as the kernel
+#           before left them (--cache-control none, clocks alone): each node's duration and DRAM
+#           bytes read and written against its own tensors' bytes (does a node pay for the
+#           write-back of earlier nodes' outputs?)
 # Phases run in one call share /tmp/t.db: e.g. dwmma, model, bench, savedb.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
@@ -394,6 +399,33 @@ for a, b in zip(D["new"]["nodes"], D["base"]["nodes"]):
     b["convtune_us"], b["convtune_in_chain_us"], a["floor_us"], ta, "" if ta == tb else "; " + tb))
 PY
   cd $OUT && tar czf abchain-$tag.tgz ab-* && rm -f ab-* ;;
+chainprof)
+  s=$(date +%s) MB=${2:-32}
+  timeout 400 ncu --clock-control none --cache-control none -k regex:^conv_ -c 52 \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum \
+    --csv --page raw --print-units base $B bench --model $MODEL --batch $MB --db /tmp/t.db --no-results \
+    --json-out $OUT/cp-bench-b$MB.json > $OUT/cp-b$MB.csv 2> $OUT/cp-b$MB.err
+  echo "chainprof b$MB rc=$? at $(( $(date +%s) - s )) s"
+  python3 - $OUT/cp-b$MB.csv $OUT/cp-bench-b$MB.json <<'PY'
+import csv, json, sys
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+h = rows[0]; data = [dict(zip(h, r)) for r in rows[2:]]
+d = json.load(open(sys.argv[2])); N = [n for n in d["nodes"] if n["runs"]]
+def f(r, k):
+  v = r.get(k, "0").replace(",", "")
+  try: return float(v)
+  except ValueError: return 0.0
+print("%d kernels profiled, %d nodes" % (len(data), len(N)))
+print("%-26s %8s %8s %8s %8s %8s %8s" % ("node", "ncu us", "rd MB", "wr MB", "own MB", "L2 MB", "alone"))
+T = [0, 0, 0, 0]
+for n, r in zip(N, data):
+  us = f(r, "gpu__time_duration.sum") / 1e3; rd = f(r, "dram__bytes_read.sum") / 1e6
+  wr = f(r, "dram__bytes_write.sum") / 1e6; l2 = f(r, "lts__t_bytes.sum") / 1e6
+  T[0] += us; T[1] += rd; T[2] += wr; T[3] += n["bytes"] / 1e6
+  print("%-26s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f  %s" % (n["name"][:26], us, rd, wr, n["bytes"] / 1e6, l2, n["convtune_us"], r.get("Kernel Name", "")[:24]))
+print("sums: %.1f us, DRAM read %.1f MB, written %.1f MB, the nodes' own bytes %.1f MB" % tuple(T))
+PY
+  cd $OUT && tar czf chainprof-b$MB.tgz cp-* && rm -f cp-* ;;
 mtune)
   s=$(date +%s) MB=${2:-32}
   tq model-b$MB --model $MODEL --batch $MB --time-budget ${3:-150}
