@@ -191,7 +191,7 @@ ct_status mbench_plan(const model *m, const bench_peaks *p, const char *const *s
     snprintf(nd->fused, sizeof nd->fused, "%s", mc->fused ? mc->fused : "");
     nd->input_conv = nd->residual_conv = -1;
     for (int f = 0; f < MBENCH_N_FIELDS; f++) nd->t[f] = BENCH_NONE;
-    nd->in_chain = BENCH_NONE;
+    nd->in_chain = NAN;
     nd->runs = mc->supported && !(skip && skip[i]);
     if (!mc->supported)
       snprintf(nd->why, sizeof nd->why, "%s", mc->why ? mc->why : "not supported");
@@ -313,13 +313,17 @@ double mbench_sum(const mbench_result *r, mbench_field f, int *n_null) {
   return n && !nulls ? sum : BENCH_NONE;
 }
 
+int mbench_has_in_chain(double v) {
+  return !isnan(v);
+}
+
 double mbench_in_chain_sum(const mbench_result *r) {
   double sum = 0;
   int n = 0;
   for (int i = 0; i < r->n_nodes; i++) {
     const mbench_node *nd = &r->nodes[i];
     if (!nd->runs) continue;
-    if (!bench_has(nd->in_chain)) return BENCH_NONE;
+    if (!mbench_has_in_chain(nd->in_chain)) return BENCH_NONE;
     sum += nd->in_chain;
     n++;
   }
@@ -430,7 +434,10 @@ cJSON *mbench_to_json(const mbench_result *r) {
     cJSON_AddNumberToObject(no, "ops", nd->ops);
     cJSON_AddNumberToObject(no, "bytes", nd->bytes);
     for (int f = 0; f < MBENCH_N_FIELDS; f++) bench_json_time(no, mbench_field_names[f], nd->t[f]);
-    bench_json_time(no, "convtune_in_chain_us", nd->in_chain);
+    if (mbench_has_in_chain(nd->in_chain))
+      cJSON_AddNumberToObject(no, "convtune_in_chain_us", round(nd->in_chain * 1e3) / 1e3);
+    else
+      cJSON_AddNullToObject(no, "convtune_in_chain_us");
     cJSON_AddStringToObject(no, "check", check_name(nd->check));
     cJSON_AddStringToObject(no, "check_note", nd->check_note);
     cJSON_AddStringToObject(no, "source", nd->source);
@@ -487,7 +494,8 @@ void mbench_write_csv(const mbench_result *r, FILE *f) {
     fputc(',', f);
     bench_csv_string(f, nd->residual);
     for (int fl = 0; fl < MBENCH_N_FIELDS; fl++) bench_csv_num(f, nd->t[fl], "%.3f");
-    bench_csv_num(f, nd->in_chain, "%.3f");
+    fputc(',', f);
+    if (mbench_has_in_chain(nd->in_chain)) fprintf(f, "%.3f", nd->in_chain);
     bench_csv_num(f, ratio(nd->t[MBENCH_CONVTUNE], nd->t[MBENCH_CUDNN_FP16]), "%.4f");
     bench_csv_num(f, ratio(nd->t[MBENCH_CONVTUNE], nd->t[MBENCH_CUDNN_INT8]), "%.4f");
     fprintf(f, ",%s,", nd->runs ? check_name(nd->check) : "");
@@ -527,7 +535,7 @@ void mbench_write_markdown(const mbench_result *r, FILE *f) {
   /* the in-chain column and its lines only when measured (--in-chain) */
   int in_chain = 0;
   for (int i = 0; i < r->n_nodes; i++)
-    in_chain |= r->nodes[i].runs && bench_has(r->nodes[i].in_chain);
+    in_chain |= r->nodes[i].runs && mbench_has_in_chain(r->nodes[i].in_chain);
   const bench_result *h = &r->head;
   const bench_peaks *p = &h->peaks;
   fprintf(f, "## convtune bench --model: %s, batch %d, layout %s, %s\n\n", h->set, h->batch,
@@ -618,7 +626,12 @@ void mbench_write_markdown(const mbench_result *r, FILE *f) {
     md_text(f, in);
     for (int fl = MBENCH_CONVTUNE; fl < MBENCH_N_FIELDS; fl++) {
       bench_md_time(f, nd->t[fl]);
-      if (fl == MBENCH_CONVTUNE && in_chain) bench_md_time(f, nd->in_chain);
+      if (fl == MBENCH_CONVTUNE && in_chain) {
+        if (mbench_has_in_chain(nd->in_chain))
+          fprintf(f, " %.2f |", nd->in_chain);
+        else
+          fputs(" - |", f);
+      }
     }
     bench_md_time(f, nd->t[MBENCH_FLOOR]);
     bench_md_ratio(f, nd->t[MBENCH_CONVTUNE], nd->t[MBENCH_CUDNN_FP16]);
@@ -1053,7 +1066,7 @@ static ct_status time_in_chain(mrun *R, ct_err *err) {
     }
     if (bench_has(upto) && bench_has(before)) nd->in_chain = upto - before;
     before = upto;
-    if (!R->o->quiet && bench_has(nd->in_chain))
+    if (!R->o->quiet && mbench_has_in_chain(nd->in_chain))
       fprintf(stderr, "[bench] in the chain: node %d %s %.2f us (alone %.2f)\n", i, nd->name,
               nd->in_chain, nd->t[MBENCH_CONVTUNE]);
   }

@@ -63,8 +63,10 @@ typedef struct mbench_node {
   double t[MBENCH_N_FIELDS];
   /* convtune's node inside the chain (bench_opts.in_chain): the chain cut
    * after this node less the chain cut before it, each timed as the chain
-   * is; BENCH_NONE when not measured. The nodes' values add up to the
-   * chain's time, give or take the timing's noise. */
+   * is; NAN when not measured (mbench_has_in_chain). A difference of two
+   * timings: a small node's value may come out negative, and is kept, so
+   * that the nodes' values add up to the last cut's time, the chain's give
+   * or take the timing's noise. */
   double in_chain;
   mbench_check check;
   char check_note[256];            /* "exact (images 0, 15)" or the first mismatch */
@@ -125,6 +127,9 @@ int64_t mbench_compare(const ct_workload *w, const void *got, const void *want, 
 /* Sums over the nodes that run: field f's per-node times (BENCH_NONE when
  * any node that runs lacks it; *n_null, may be NULL, gets how many). */
 double mbench_sum(const mbench_result *r, mbench_field f, int *n_null);
+
+/* Whether an in_chain value was measured (negative ones included). */
+int mbench_has_in_chain(double v);
 
 /* The sum of the nodes' in_chain values, BENCH_NONE unless every node
  * that runs has one. */
