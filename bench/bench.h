@@ -205,6 +205,7 @@ typedef struct bench_opts {
   uint64_t seed;        /* of the random inputs */
   ct_layout layout;     /* convtune's side: CT_LAYOUT_NCHW4C (default) or CT_LAYOUT_NHWC */
   int in_chain;         /* --model: time each node inside convtune's chain (mbench_node.in_chain) */
+  int arena; /* --model: the chain's tensors in reused buffers, every side (mbench_arena_plan) */
 } bench_opts;
 
 void bench_opts_default(bench_opts *o);

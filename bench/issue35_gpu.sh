@@ -82,6 +82,9 @@
 #           before left them (--cache-control none, clocks alone): each node's duration and DRAM
 #           bytes read and written against its own tensors' bytes (does a node pay for the
 #           write-back of earlier nodes' outputs?)
+#   arena M B [DB]  bench --model of model M (mobilenetv2, or an ONNX path) at batch B on DB
+#           (default /tmp/t.db) twice: each node's output in its own buffer, then --arena (the
+#           tensors in reused buffers, every side); the chains side by side
 # Phases run in one call share /tmp/t.db: e.g. dwmma, model, bench, savedb.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
@@ -426,6 +429,29 @@ for n, r in zip(N, data):
 print("sums: %.1f us, DRAM read %.1f MB, written %.1f MB, the nodes' own bytes %.1f MB" % tuple(T))
 PY
   cd $OUT && tar czf chainprof-b$MB.tgz cp-* && rm -f cp-* ;;
+arena)
+  s=$(date +%s) m=$2 MB=$3 db=${4:-/tmp/t.db}
+  [ $m = mobilenetv2 ] && m=$MODEL
+  tag=$(basename $m .onnx)-b$MB
+  for mode in own arena; do
+    a=; [ $mode = arena ] && a=--arena
+    timeout 300 $B bench --model $m --batch $MB --db $db $a --no-results \
+      --json-out $OUT/ar-$mode-$tag.json > $OUT/ar-$mode-$tag.md 2> $OUT/ar-$mode-$tag.err
+    echo "arena $tag $mode rc=$? at $(( $(date +%s) - s )) s"
+  done
+  python3 - $OUT $tag <<'PY'
+import json, sys
+out, tag = sys.argv[1:]
+for mode in ("own", "arena"):
+  d = json.load(open("%s/ar-%s-%s.json" % (out, mode, tag)))
+  c = d["chain"]
+  print("%-5s chain: convtune %.1f us, cuDNN fp16 %s, cuDNN int8 %s; fp16 / convtune %s; nodes alone %.1f; "
+        "%s of %s exact; buffers %s (%s MB) for %s MB of outputs" % (mode, c["convtune_us"], c["cudnn_fp16_us"],
+        c["cudnn_int8_us"], d.get("convtune_over_cudnn_fp16") and round(1 / d["convtune_over_cudnn_fp16"], 3),
+        d["sum_of_nodes"]["convtune_us"], d["n_exact"], d["n_run"], d.get("arena_buffers", "-"),
+        d.get("arena_mb", "-"), d["outputs_mb"]))
+PY
+  cd $OUT && tar czf arena-$tag.tgz ar-* && rm -f ar-* ;;
 mtune)
   s=$(date +%s) MB=${2:-32}
   tq model-b$MB --model $MODEL --batch $MB --time-budget ${3:-150}

@@ -313,6 +313,30 @@ double mbench_sum(const mbench_result *r, mbench_field f, int *n_null) {
   return n && !nulls ? sum : BENCH_NONE;
 }
 
+int mbench_arena_plan(int n, const int *runs, const size_t *bytes, const int *last_use, int *buf_of,
+                      size_t *buf_bytes) {
+  int nb = 0;
+  /* busy[b]: the last node that reads buffer b's tensor (free once it has run) */
+  int *busy = calloc((size_t)(n ? n : 1), sizeof *busy);
+  if (!busy) return -1;
+  for (int i = 0; i < n; i++) {
+    buf_of[i] = -1;
+    if (!runs[i]) continue;
+    int best = -1;
+    for (int b = 0; b < nb; b++)
+      if (busy[b] < i && buf_bytes[b] >= bytes[i] && (best < 0 || buf_bytes[b] < buf_bytes[best]))
+        best = b;
+    if (best < 0) {
+      best = nb++;
+      buf_bytes[best] = bytes[i];
+    }
+    buf_of[i] = best;
+    busy[best] = last_use[i] > i ? last_use[i] : i;
+  }
+  free(busy);
+  return nb;
+}
+
 int mbench_has_in_chain(double v) {
   return !isnan(v);
 }
@@ -393,6 +417,12 @@ cJSON *mbench_to_json(const mbench_result *r) {
   cJSON_AddNumberToObject(o, "n_unchecked", r->n_unchecked);
   cJSON_AddNumberToObject(o, "n_fresh_inputs", r->n_fresh_inputs);
   cJSON_AddBoolToObject(o, "all_int32", r->all_int32);
+  cJSON_AddStringToObject(o, "tensors", r->arena ? "arena" : "own");
+  if (r->arena) {
+    cJSON_AddNumberToObject(o, "arena_buffers", r->arena_buffers);
+    cJSON_AddNumberToObject(o, "arena_mb", round(r->arena_bytes / 1e3) / 1e3);
+  }
+  cJSON_AddNumberToObject(o, "outputs_mb", round(r->out_bytes / 1e3) / 1e3);
   cJSON *chain = cJSON_AddObjectToObject(o, "chain");
   cJSON *sum = cJSON_AddObjectToObject(o, "sum_of_nodes");
   cJSON *ips = cJSON_AddObjectToObject(o, "images_per_s");
@@ -554,6 +584,16 @@ void mbench_write_markdown(const mbench_result *r, FILE *f) {
         "(each producer's output is its consumer's input, as in inference); per node: the "
         "same for that node alone, replayed back to back\n",
         f);
+  if (r->arena)
+    fprintf(f,
+            "- tensors (--arena): placed as a runtime's arena does, on every side: a buffer is "
+            "reused once the last node that reads it has run; convtune's %.1f MB of outputs in "
+            "%d buffers of %.1f MB (each node is checked right after it runs)\n",
+            r->out_bytes / 1e6, r->arena_buffers, r->arena_bytes / 1e6);
+  else
+    fprintf(f,
+            "- tensors: each node's output in a buffer of its own (%.1f MB on convtune's side)\n",
+            r->out_bytes / 1e6);
   if (in_chain)
     fputs("- in chain (--in-chain): convtune's chain cut after the node, timed as the chain, "
           "less the chain cut before it; the difference of two chain timings, so a small "
@@ -730,7 +770,21 @@ typedef struct mrun {
   bench_env e;
   rng rng;
   node_rt *rt;
+  void **pool; /* --arena: convtune's output buffers (mbench_arena_plan), n_pool of them */
+  int n_pool;
 } mrun;
+
+/* Each node's last reader of its output, among the nodes that run: its
+ * input's consumer and, on convtune's side (res), its residual's. */
+static void last_uses(const mbench_result *r, int res, int *last) {
+  for (int i = 0; i < r->n_nodes; i++) last[i] = i;
+  for (int j = 0; j < r->n_nodes; j++) {
+    const mbench_node *nd = &r->nodes[j];
+    if (!nd->runs) continue;
+    if (nd->input_conv >= 0 && last[nd->input_conv] < j) last[nd->input_conv] = j;
+    if (res && nd->residual_conv >= 0 && last[nd->residual_conv] < j) last[nd->residual_conv] = j;
+  }
+}
 
 static ct_status launch_node(void *user, struct CUstream_st *stream, ct_err *err) {
   const node_rt *n = user;
@@ -905,9 +959,13 @@ done:
 }
 
 static void free_tensors(mrun *R) {
+  for (int b = 0; b < R->n_pool; b++) cudaFree(R->pool[b]);
+  free(R->pool);
+  R->pool = NULL;
+  R->n_pool = 0;
   for (int i = 0; i < R->m->n_convs; i++) {
     node_rt *n = &R->rt[i];
-    if (n->d_out) cudaFree(n->d_out);
+    if (n->d_out && !R->o->arena) cudaFree(n->d_out);
     if (n->d_fresh) cudaFree(n->d_fresh);
     if (n->d_fresh_res) cudaFree(n->d_fresh_res);
     n->d_out = n->d_fresh = n->d_fresh_res = NULL;
@@ -915,13 +973,54 @@ static void free_tensors(mrun *R) {
   }
 }
 
-/* Every node's output once, and its inputs: its producer's output, or a
- * fresh tensor. */
+/* Every node's output once (--arena: in the buffers of mbench_arena_plan),
+ * and its inputs: its producer's output, or a fresh tensor. */
 static ct_status alloc_tensors(mrun *R, ct_err *err) {
   ct_status st = CT_OK;
-  const mbench_result *r = R->r;
+  mbench_result *r = R->r;
+  r->arena = R->o->arena;
+  r->out_bytes = r->arena_bytes = 0;
+  r->arena_buffers = 0;
   for (int i = 0; i < r->n_nodes; i++)
-    if (r->nodes[i].runs) CUDA_TRY(err, cudaMalloc(&R->rt[i].d_out, R->rt[i].out_bytes));
+    if (r->nodes[i].runs) r->out_bytes += (double)R->rt[i].out_bytes;
+  if (R->o->arena) {
+    const int n = r->n_nodes;
+    int *runs = calloc((size_t)(n ? n : 1), sizeof *runs),
+        *last = calloc((size_t)(n ? n : 1), sizeof *last);
+    int *buf = calloc((size_t)(n ? n : 1), sizeof *buf);
+    size_t *bytes = calloc((size_t)(n ? n : 1), sizeof *bytes),
+           *bb = calloc((size_t)(n ? n : 1), sizeof *bb);
+    if (!runs || !last || !buf || !bytes || !bb) {
+      st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the arena's plan");
+    } else {
+      for (int i = 0; i < n; i++) runs[i] = r->nodes[i].runs, bytes[i] = R->rt[i].out_bytes;
+      last_uses(r, 1, last);
+      R->n_pool = mbench_arena_plan(n, runs, bytes, last, buf, bb);
+      R->pool = calloc((size_t)(R->n_pool > 0 ? R->n_pool : 1), sizeof *R->pool);
+      if (R->n_pool < 0 || !R->pool) {
+        R->n_pool = 0;
+        st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the arena's plan");
+      }
+      for (int b = 0; !st && b < R->n_pool; b++) {
+        cudaError_t ce = cudaMalloc(&R->pool[b], bb[b]);
+        if (ce != cudaSuccess) {
+          st = ERR_SET(err, CT_ERR_CUDA, "cudaMalloc of the arena's buffer %d (%zu bytes): %s", b,
+                       bb[b], cudaGetErrorString(ce));
+          R->n_pool = b; /* the ones allocated, freed by free_tensors */
+          break;
+        }
+        r->arena_bytes += (double)bb[b];
+      }
+      r->arena_buffers = R->n_pool;
+      for (int i = 0; !st && i < n; i++)
+        if (buf[i] >= 0) R->rt[i].d_out = R->pool[buf[i]];
+    }
+    free(runs), free(last), free(buf), free(bytes), free(bb);
+    if (st) return st;
+  } else {
+    for (int i = 0; i < r->n_nodes; i++)
+      if (r->nodes[i].runs) CUDA_TRY(err, cudaMalloc(&R->rt[i].d_out, R->rt[i].out_bytes));
+  }
   for (int i = 0; i < r->n_nodes; i++) {
     const mbench_node *nd = &r->nodes[i];
     node_rt *n = &R->rt[i];
@@ -1115,8 +1214,26 @@ static ct_status run_convtune(mrun *R, ct_err *err) {
     md_images(r, stderr);
     fputs(" of each node against the CPU reference\n", stderr);
   }
-  for (int i = 0; i < n; i++)
-    if (r->nodes[i].runs && (st = check_node(R, i, err))) goto done;
+  if (!R->o->arena) {
+    for (int i = 0; i < n; i++)
+      if (r->nodes[i].runs && (st = check_node(R, i, err))) goto done;
+  } else {
+    /* the buffers are reused, so a node's inputs last only until their
+     * last reader has run: the chain again, each node checked as soon as
+     * it has run (its output poisoned first) */
+    cudaStream_t s = (cudaStream_t)R->e.t.stream;
+    for (int i = 0; i < n; i++) {
+      if (!r->nodes[i].runs) continue;
+      ct_err e = {0};
+      if (cudaMemsetAsync(R->rt[i].d_out, POISON, R->rt[i].out_bytes, s) != cudaSuccess ||
+          launch_node(&R->rt[i], R->e.t.stream, &e) || cudaStreamSynchronize(s) != cudaSuccess) {
+        st = ERR_SET(err, CT_ERR_CUDA, "node %d %s again, to check it: %s", i, r->nodes[i].name,
+                     e.msg[0] ? e.msg : cudaGetErrorString(cudaGetLastError()));
+        goto done;
+      }
+      if ((st = check_node(R, i, err))) goto done;
+    }
+  }
   for (int i = 0; i < n; i++) {
     mbench_node *nd = &r->nodes[i];
     if (!nd->runs) continue;
@@ -1191,7 +1308,9 @@ static ct_status run_cudnn(mrun *R, cudnn_side_kind kind, mbench_field f, ct_err
   void **d_x = calloc((size_t)(n ? n : 1), sizeof *d_x);
   void **d_w = calloc((size_t)(n ? n : 1), sizeof *d_w);
   void **d_y = calloc((size_t)(n ? n : 1), sizeof *d_y);
-  void *d_ws = NULL;
+  void *d_ws = NULL, **pool = NULL; /* --arena: the outputs' buffers, n_pool of them */
+  size_t *pool_bytes = NULL;
+  int n_pool = 0;
   int missing = 0, first_missing = -1;
   if (!cv || !keys || !d_x || !d_w || !d_y) {
     st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
@@ -1244,9 +1363,47 @@ static ct_status run_cudnn(mrun *R, cudnn_side_kind kind, mbench_field f, ct_err
     if (cv[i] && cudnn_conv_bytes(cv[i], CUDNN_CONV_WS) > ws)
       ws = cudnn_conv_bytes(cv[i], CUDNN_CONV_WS);
   if (ws) CUDA_TRY(err, cudaMalloc(&d_ws, ws));
+  if (R->o->arena) {
+    /* the outputs in reused buffers, as convtune's (a node reads its
+     * producer's output where cudnn_feeds, else a fresh tensor) */
+    int *runs = calloc((size_t)n, sizeof *runs), *last = calloc((size_t)n, sizeof *last);
+    int *buf = calloc((size_t)n, sizeof *buf);
+    size_t *bytes = calloc((size_t)n, sizeof *bytes);
+    pool_bytes = calloc((size_t)n, sizeof *pool_bytes);
+    pool = calloc((size_t)n, sizeof *pool);
+    if (!runs || !last || !buf || !bytes || !pool_bytes || !pool) {
+      free(runs), free(last), free(buf), free(bytes);
+      st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the arena's plan");
+      goto done;
+    }
+    for (int i = 0; i < n; i++) {
+      runs[i] = cv[i] != NULL, last[i] = i;
+      bytes[i] = cv[i] ? cudnn_conv_bytes(cv[i], CUDNN_CONV_Y) : 0;
+    }
+    for (int j = 0; j < n; j++) {
+      const int i = r->nodes[j].input_conv;
+      if (cv[j] && i >= 0 && cv[i] &&
+          cudnn_feeds(cudnn_conv_workload(cv[i]), cudnn_conv_workload(cv[j])) && last[i] < j)
+        last[i] = j;
+    }
+    n_pool = mbench_arena_plan(n, runs, bytes, last, buf, pool_bytes);
+    for (int b = 0; b < n_pool; b++) {
+      cudaError_t ce = cudaMalloc(&pool[b], pool_bytes[b]);
+      if (ce != cudaSuccess) {
+        n_pool = b;
+        free(runs), free(last), free(buf), free(bytes);
+        st = ERR_SET(err, CT_ERR_CUDA, "cudaMalloc of the arena's buffer %d: %s", b,
+                     cudaGetErrorString(ce));
+        goto done;
+      }
+    }
+    for (int i = 0; i < n; i++)
+      if (buf[i] >= 0) d_y[i] = pool[buf[i]];
+    free(runs), free(last), free(buf), free(bytes);
+  }
   for (int i = 0; i < n; i++) {
     if (!cv[i]) continue;
-    CUDA_TRY(err, cudaMalloc(&d_y[i], cudnn_conv_bytes(cv[i], CUDNN_CONV_Y)));
+    if (!R->o->arena) CUDA_TRY(err, cudaMalloc(&d_y[i], cudnn_conv_bytes(cv[i], CUDNN_CONV_Y)));
     CUDA_TRY(err, cudaMalloc(&d_w[i], cudnn_conv_bytes(cv[i], CUDNN_CONV_W)));
     if ((st =
              cudnn_side_fill(R->e.cudnn, d_w[i], cudnn_conv_bytes(cv[i], CUDNN_CONV_W), kind, err)))
@@ -1290,8 +1447,11 @@ done:
     if (cv) cudnn_conv_close(cv[i]);
     if (d_x && d_x[i]) cudaFree(d_x[i]);
     if (d_w && d_w[i]) cudaFree(d_w[i]);
-    if (d_y && d_y[i]) cudaFree(d_y[i]);
+    if (d_y && d_y[i] && !R->o->arena) cudaFree(d_y[i]);
   }
+  for (int b = 0; b < n_pool; b++) cudaFree(pool[b]);
+  free(pool);
+  free(pool_bytes);
   if (d_ws) cudaFree(d_ws);
   free(cv);
   free(keys);

@@ -100,6 +100,12 @@ typedef struct mbench_result {
   double chain[MBENCH_N_FIELDS];
   char chain_note[MBENCH_N_FIELDS][224];
   int n_exact, n_wrong, n_unchecked;
+  /* the tensors (bench_opts.arena): 0, each node's output in a buffer of
+   * its own; 1, convtune's outputs in arena_buffers buffers of
+   * arena_bytes in all, against out_bytes of outputs (the cuDNN sides'
+   * alike, on their own tensors) */
+  int arena, arena_buffers;
+  double arena_bytes, out_bytes;
 } mbench_result;
 
 /* ---- CPU parts ------------------------------------------------------------ */
@@ -127,6 +133,17 @@ int64_t mbench_compare(const ct_workload *w, const void *got, const void *want, 
 /* Sums over the nodes that run: field f's per-node times (BENCH_NONE when
  * any node that runs lacks it; *n_null, may be NULL, gets how many). */
 double mbench_sum(const mbench_result *r, mbench_field f, int *n_null);
+
+/* Tensors placed as a runtime's arena places them (bench_opts.arena): node
+ * i (of n, where runs[i]) writes bytes[i] into a buffer that no node still
+ * to read holds; last_use[i] is the last node that reads node i's output
+ * (i itself when none does). In order, each output takes the smallest free
+ * buffer that is large enough, or a new one; a buffer is free again once
+ * the node of its last_use has run. buf_of[i] gets node i's buffer (-1 for
+ * a node that does not run), buf_bytes (room for n) each buffer's size;
+ * returns the number of buffers. */
+int mbench_arena_plan(int n, const int *runs, const size_t *bytes, const int *last_use, int *buf_of,
+                      size_t *buf_bytes);
 
 /* Whether an in_chain value was measured (negative ones included). */
 int mbench_has_in_chain(double v);

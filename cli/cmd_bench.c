@@ -68,6 +68,9 @@ static const char usage[] =
     "  --in-chain             with --model: also time each convtune node inside the chain\n"
     "                         (the chain cut after the node less the chain cut before it;\n"
     "                         one chain timing per node)\n"
+    "  --arena                with --model: place the chain's tensors as a runtime's arena\n"
+    "                         does, on every side (a buffer reused once the last node that\n"
+    "                         reads it has run), not each node's output in its own buffer\n"
     "  -q, -v                 less or more output\n"
     "  -h, --help             this text\n"
     "\n"
@@ -234,7 +237,8 @@ int cmd_bench(int argc, char **argv) {
     O_NO_RESULTS,
     O_SEED,
     O_LAYOUT,
-    O_IN_CHAIN
+    O_IN_CHAIN,
+    O_ARENA
   };
   struct option opts[48] = {{"db", required_argument, 0, O_DB},
                             {"device", required_argument, 0, O_DEVICE},
@@ -249,8 +253,9 @@ int cmd_bench(int argc, char **argv) {
                             /* before the workload flags' --layout: the first match wins */
                             {"layout", required_argument, 0, O_LAYOUT},
                             {"in-chain", no_argument, 0, O_IN_CHAIN},
+                            {"arena", no_argument, 0, O_ARENA},
                             {"help", no_argument, 0, 'h'}};
-  int n_opts = 13;
+  int n_opts = 14;
   for (const struct option *o = cli_wl_options; o->name; o++) opts[n_opts++] = *o;
   cli_common cc = {0};
   cli_wl sel = {0};
@@ -309,6 +314,9 @@ int cmd_bench(int argc, char **argv) {
     case O_IN_CHAIN:
       bo.in_chain = 1;
       break;
+    case O_ARENA:
+      bo.arena = 1;
+      break;
     case O_LAYOUT: {
       ct_err lerr = {0};
       if (bench_layout_from_name(optarg, &bo.layout, &lerr)) {
@@ -352,8 +360,9 @@ int cmd_bench(int argc, char **argv) {
     cli_wl_free(&sel);
     return rc;
   }
-  if (bo.in_chain) {
-    cli_usage_error("bench", "--in-chain times a model's chain: it needs --model");
+  if (bo.in_chain || bo.arena) {
+    cli_usage_error("bench", "--%s is about a model's chain: it needs --model",
+                    bo.in_chain ? "in-chain" : "arena");
     goto usage;
   }
   if (!sel.positional && !sel.file && !sel.set && !sel.flags) {

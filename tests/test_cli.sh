@@ -412,7 +412,8 @@ expect_bad "unknown option '--csv' (flags are spelled in full)" bench --csv x.cs
 expect_bad "unknown option '--tria' (flags are spelled in full)" tune --tria 5
 expect_bad "unknown option '-x'" workload -vx
 expect_bad "--json prints the results document and takes no file: write 'r.json' with --json-out FILE" bench --json r.json --set resnet50
-expect_bad "--in-chain times a model's chain: it needs --model" bench --in-chain --set resnet50
+expect_bad "--in-chain is about a model's chain: it needs --model" bench --in-chain --set resnet50
+expect_bad "--arena is about a model's chain: it needs --model" bench --arena --set resnet50
 # history --json is JSON (it printed CSV before), the CSV's rows
 "$ct" history --db "$ds/t.db" --json "$K" >"$tmp/h.json" 2>"$tmp/err" && ok || bad "history --json: $(cat "$tmp/err")"
 python3 -c '

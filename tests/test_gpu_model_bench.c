@@ -107,7 +107,8 @@ static void release(tiny *t) {
  * chain timed on convtune and (where cuDNN loads) on cuDNN fp16; with
  * in_chain, every node timed inside the chain too, the values adding up
  * to the chain's time (the last cut is the whole chain, timed again). */
-static void run_and_check(const model *m, const char *label, int expect_run, int in_chain) {
+static void run_and_check(const model *m, const char *label, int expect_run, int in_chain,
+                          int arena) {
   bench_opts o;
   bench_opts_default(&o);
   o.db_path = getenv("CT_DISPATCH_DB"); /* unset: no database, the defaults */
@@ -115,6 +116,7 @@ static void run_and_check(const model *m, const char *label, int expect_run, int
   o.min_replay_us = 200;
   o.quiet = getenv("CT_VERBOSE") == NULL;
   o.in_chain = in_chain;
+  o.arena = arena;
   mbench_result r;
   memset(&r, 0, sizeof r);
   snprintf(r.head.commit, sizeof r.head.commit, "test");
@@ -152,13 +154,29 @@ static void run_and_check(const model *m, const char *label, int expect_run, int
   } else {
     ck_assert(!bench_has(in_sum));
   }
+  /* --arena: the outputs in reused buffers, no more of them or their bytes
+   * than one a node (the checks above ran node by node as the chain went) */
+  ck_assert_int_eq(r.arena, arena);
+  if (arena) {
+    ck_assert_int_ge(r.arena_buffers, 1);
+    ck_assert_int_le(r.arena_buffers, r.n_run);
+    ck_assert(r.arena_bytes > 0 && r.arena_bytes <= r.out_bytes);
+  }
   mbench_result_free(&r);
 }
 
 START_TEST(nhwc_chain_exact) {
   tiny t;
   build(&t, CT_LAYOUT_NHWC, 1);
-  run_and_check(&t.m, "nhwc", N_CONVS, 1);
+  run_and_check(&t.m, "nhwc", N_CONVS, 1, 0);
+  release(&t);
+}
+END_TEST
+
+START_TEST(nhwc_chain_arena_exact) {
+  tiny t;
+  build(&t, CT_LAYOUT_NHWC, 1);
+  run_and_check(&t.m, "nhwc --arena", N_CONVS, 1, 1);
   release(&t);
 }
 END_TEST
@@ -186,7 +204,7 @@ END_TEST
 START_TEST(nchw4c_chain_exact) {
   tiny t;
   build(&t, CT_LAYOUT_NCHW, 1); /* run packed */
-  run_and_check(&t.m, "nchw4c", N_CONVS, 0);
+  run_and_check(&t.m, "nchw4c", N_CONVS, 0, 0);
   release(&t);
 }
 END_TEST
@@ -194,7 +212,7 @@ END_TEST
 START_TEST(float_model_random_values) {
   tiny t;
   build(&t, CT_LAYOUT_NHWC, 0);
-  run_and_check(&t.m, "float", N_CONVS, 0);
+  run_and_check(&t.m, "float", N_CONVS, 0, 0);
   release(&t);
 }
 END_TEST
@@ -207,7 +225,7 @@ static void run_file(const char *path) {
   model *m = NULL;
   ct_err err = {0};
   ck_assert_msg(model_load(path, &mo, &m, &err) == CT_OK, "%s", err.msg);
-  run_and_check(m, path, -1, 0);
+  run_and_check(m, path, -1, 0, 0);
   model_free(m);
 }
 
@@ -228,6 +246,7 @@ END_TEST
 static void add_gpu(TCase *tc) {
   tcase_add_test(tc, wiring_as_planned);
   tcase_add_test(tc, nhwc_chain_exact);
+  tcase_add_test(tc, nhwc_chain_arena_exact);
   tcase_add_test(tc, nchw4c_chain_exact);
   tcase_add_test(tc, float_model_random_values);
   tcase_add_test(tc, onnx_files);

@@ -518,6 +518,8 @@ START_TEST(json_document) {
   ck_assert_ptr_nonnull(strstr(
       cJSON_GetObjectItem(cJSON_GetObjectItem(o, "chain_notes"), "cudnn_int8_us")->valuestring,
       "does not run 1 of the 9"));
+  ck_assert_str_eq(cJSON_GetObjectItem(o, "tensors")->valuestring, "own");
+  ck_assert_ptr_null(cJSON_GetObjectItem(o, "arena_buffers"));
   cJSON *nodes = cJSON_GetObjectItem(o, "nodes");
   ck_assert_int_eq(cJSON_GetArraySize(nodes), 10);
   cJSON *n3 = cJSON_GetArrayItem(nodes, 3);
@@ -609,6 +611,7 @@ START_TEST(markdown_report) {
   ck_assert_ptr_nonnull(strstr(md, "peaks measured in this run"));
   ck_assert_ptr_nonnull(strstr(md, "- inputs: 6 of the 10 node inputs"));
   ck_assert_ptr_nonnull(strstr(md, "images 0 and 15 of the batch"));
+  ck_assert_ptr_nonnull(strstr(md, "- tensors: each node's output in a buffer of its own"));
   ck_assert_ptr_nonnull(strstr(md, "**not every node exact: 8 exact, 1 wrong, 0 unchecked**"));
   ck_assert_ptr_null(strstr(md, "every node exact**"));
   ck_assert_ptr_nonnull(strstr(md, "cuDNN sides: cuDNN not built in"));
@@ -666,6 +669,83 @@ START_TEST(csv_rows) {
   ck_assert_ptr_nonnull(strstr(csv, "\n5,grouped,-,"));
   ck_assert_ptr_nonnull(strstr(csv, ",nhwc,groups 3: groups must divide c and k\n"));
   free(csv);
+  mbench_result_free(&r);
+  free_model(m);
+}
+END_TEST
+
+/* --arena's plan: a buffer is reused once the last node reading it has
+ * run, never before; the smallest free one that fits is taken */
+START_TEST(arena_plan) {
+  /* 0 -> 1 -> 2 -> 3 -> 4, node 3 also reads node 1 (a residual) */
+  const int runs[] = {1, 1, 1, 1, 1}, last[] = {1, 3, 3, 4, 4};
+  const size_t bytes[] = {100, 50, 100, 50, 100};
+  int buf[5];
+  size_t bb[5];
+  ck_assert_int_eq(mbench_arena_plan(5, runs, bytes, last, buf, bb), 3);
+  ck_assert_int_eq(buf[0], 0);
+  ck_assert_int_eq(buf[1], 1);
+  ck_assert_int_eq(buf[2], 0); /* node 0's, free once node 1 has run */
+  ck_assert_int_eq(buf[3], 2); /* node 1's is still to be read by node 3 */
+  ck_assert_int_eq(buf[4], 0); /* the smallest free one that fits: 0 (100), not 1 (50) */
+  ck_assert_uint_eq(bb[0], 100);
+  ck_assert_uint_eq(bb[1], 50);
+  ck_assert_uint_eq(bb[2], 50);
+  /* a node that does not run takes none */
+  const int runs2[] = {1, 0, 1};
+  const int last2[] = {2, 1, 2};
+  const size_t bytes2[] = {8, 8, 8};
+  int buf2[3];
+  size_t bb2[3];
+  ck_assert_int_eq(mbench_arena_plan(3, runs2, bytes2, last2, buf2, bb2), 2);
+  ck_assert_int_eq(buf2[1], -1);
+  /* random DAGs: no buffer is written while its tensor has a reader to come,
+   * and every buffer holds its tensors */
+  uint64_t x = 88172645463325252ull;
+  for (int trial = 0; trial < 500; trial++) {
+    enum { N = 40 };
+    int rn[N], lu[N], bo[N];
+    size_t by[N], bz[N];
+    for (int i = 0; i < N; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      rn[i] = x % 10 != 0;
+      by[i] = 1 + x % 1000;
+      lu[i] = i;
+    }
+    for (int j = 1; j < N; j++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      const int a = (int)(x % (uint64_t)j), b = (int)((x >> 20) % (uint64_t)j);
+      if (!rn[j]) continue;
+      if (rn[a] && lu[a] < j) lu[a] = j;
+      if (x % 3 == 0 && rn[b] && lu[b] < j) lu[b] = j;
+    }
+    const int nb = mbench_arena_plan(N, rn, by, lu, bo, bz);
+    ck_assert_int_ge(nb, 1);
+    for (int i = 0; i < N; i++) {
+      if (!rn[i]) {
+        ck_assert_int_eq(bo[i], -1);
+        continue;
+      }
+      ck_assert_int_lt(bo[i], nb);
+      ck_assert_uint_ge(bz[bo[i]], by[i]);
+      for (int j = i + 1; j <= lu[i]; j++) ck_assert(!rn[j] || bo[j] != bo[i]);
+    }
+  }
+  /* the report says how the tensors were placed */
+  mbench_result r;
+  model *m;
+  synthetic(&r, &m);
+  r.arena = 1, r.arena_buffers = 3, r.arena_bytes = 2.5e6, r.out_bytes = 7.25e6;
+  char *md = markdown(&r);
+  ck_assert_ptr_nonnull(strstr(md, "- tensors (--arena): placed as a runtime's arena does"));
+  ck_assert_ptr_nonnull(strstr(md, "7.2 MB of outputs in 3 buffers of 2.5 MB"));
+  free(md);
+  cJSON *o = mbench_to_json(&r);
+  ck_assert_str_eq(cJSON_GetObjectItem(o, "tensors")->valuestring, "arena");
+  ck_assert_int_eq(cJSON_GetObjectItem(o, "arena_buffers")->valueint, 3);
+  ck_assert_double_eq(cJSON_GetObjectItem(o, "arena_mb")->valuedouble, 2.5);
+  ck_assert_double_eq(cJSON_GetObjectItem(o, "outputs_mb")->valuedouble, 7.25);
+  cJSON_Delete(o);
   mbench_result_free(&r);
   free_model(m);
 }
@@ -834,6 +914,7 @@ static void add_cpu(TCase *tc) {
   tcase_add_test(tc, markdown_report);
   tcase_add_test(tc, csv_rows);
   tcase_add_test(tc, in_chain_cells);
+  tcase_add_test(tc, arena_plan);
   tcase_add_test(tc, plan_of_a_model_file);
   tcase_add_test(tc, run_without_gpu);
 }
