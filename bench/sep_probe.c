@@ -204,6 +204,32 @@ static void launch(const probe_k *k, const io *b, cudaStream_t st) {
   CK(cudaLaunchKernel((const void *)k->fn, grid, block, args, k->smem, st));
 }
 
+/* A captured graph of `copies` launches (or pairs): instantiated, replayed
+ * 6 times (the first a warm-up), its best replay per copy in us; the graph
+ * is destroyed. */
+static double replay_best_us(cudaStream_t st, cudaGraph_t g, int copies) {
+  cudaGraphExec_t ge;
+  cudaEvent_t e0, e1;
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  float bestms = 0;
+  for (int rep = 0; rep < 6; rep++) {
+    float ms;
+    CK(cudaEventRecord(e0, st));
+    CK(cudaGraphLaunch(ge, st));
+    CK(cudaEventRecord(e1, st));
+    CK(cudaEventSynchronize(e1));
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    if (rep == 1 || (rep > 1 && ms < bestms)) bestms = ms;
+  }
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  CK(cudaGraphExecDestroy(ge));
+  CK(cudaGraphDestroy(g));
+  return 1000.0 * bestms / copies;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: sep_probe DB [SOURCE_DIR]\n");
@@ -245,9 +271,6 @@ int main(int argc, char **argv) {
   void *scratch = NULL;
   const size_t scratch_bytes = 64u << 20;
   CK(cudaMalloc(&scratch, scratch_bytes));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
   printf("%-8s %5s %4s %2s %4s %3s | %9s %9s %9s %9s | %s\n", "block", "C", "H", "s", "K", "res",
          "fused", "pair", "fused+L2", "pair+L2", "tile (m_tiles n_per_warp warps_m m_unroll)");
   double sum[4] = {0};
@@ -329,24 +352,10 @@ int main(int argc, char **argv) {
       }
       /* 200 launches in a graph, the best of 5 replays */
       cudaGraph_t g;
-      cudaGraphExec_t ge;
       CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
       for (int i = 0; i < 200; i++) launch(&k, &d, st);
       CK(cudaStreamEndCapture(st, &g));
-      CK(cudaGraphInstantiate(&ge, g, 0));
-      float bestms = 0;
-      for (int rep = 0; rep < 6; rep++) {
-        float ms;
-        CK(cudaEventRecord(e0, st));
-        CK(cudaGraphLaunch(ge, st));
-        CK(cudaEventRecord(e1, st));
-        CK(cudaEventSynchronize(e1));
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        if (rep == 1 || (rep > 1 && ms < bestms)) bestms = ms;
-      }
-      CK(cudaGraphExecDestroy(ge));
-      CK(cudaGraphDestroy(g));
-      const double us = 1000.0 * bestms / 200;
+      const double us = replay_best_us(st, g, 200);
       if (bs < 0 || us < best_us) {
         if (bs >= 0) CK(cudaLibraryUnload(best.lib));
         best = k, best_us = us, bs = sh, best_mb = min_blocks;
@@ -375,7 +384,6 @@ int main(int argc, char **argv) {
     for (int mode = 0; mode < 5; mode++) {
       /* 0 fused, 1 pair, 2 memset + fused, 3 memset + pair, 4 memset alone */
       cudaGraph_t g;
-      cudaGraphExec_t ge;
       CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
       for (int i = 0; i < 100; i++) {
         if (mode >= 2) CK(cudaMemsetAsync(scratch, i & 0xff, scratch_bytes, st));
@@ -387,20 +395,7 @@ int main(int argc, char **argv) {
         }
       }
       CK(cudaStreamEndCapture(st, &g));
-      CK(cudaGraphInstantiate(&ge, g, 0));
-      float bestms = 0;
-      for (int rep = 0; rep < 6; rep++) {
-        float ms;
-        CK(cudaEventRecord(e0, st));
-        CK(cudaGraphLaunch(ge, st));
-        CK(cudaEventRecord(e1, st));
-        CK(cudaEventSynchronize(e1));
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        if (rep == 1 || (rep > 1 && ms < bestms)) bestms = ms;
-      }
-      CK(cudaGraphExecDestroy(ge));
-      CK(cudaGraphDestroy(g));
-      us4[mode] = 1000.0 * bestms / 100;
+      us4[mode] = replay_best_us(st, g, 100);
     }
     const double f = us4[0], p = us4[1], fl = us4[2] - us4[4], pl = us4[3] - us4[4];
     sum[0] += f, sum[1] += p, sum[2] += fl, sum[3] += pl;
