@@ -7,6 +7,8 @@
  *
  *   sep_probe DB [SOURCE_DIR]
  *   sep_probe --compile [SOURCE_DIR]   (no GPU: the probe compiles for sm_90)
+ *   sep_probe DB SOURCE_DIR --pairs    (no probe: each pair's two convs through
+ *                                       libconvtune alone and back to back)
  *
  * Per block: the depthwise workload and the pointwise one (the keys of the
  * QDQ model's nodes: int8, bias, per-channel scales, ONNX Runtime's
@@ -21,7 +23,11 @@
  *     (the tuned configs), its output checked too;
  *   - with L2 dirty: each launch (pair) after a 64 MB memset, less the
  *     memsets alone, as in a chain where the L2 is full of earlier outputs.
- * Prints one line a block and the sums.
+ * Prints one line a block and the sums. With --pairs: no probe; the
+ * depthwise conv alone, the pointwise conv alone (each 100 launches in a
+ * graph) and the pair back to back, whose excess over the two alone is
+ * what one kernel following another costs (a chain's nodes run longer
+ * than alone: docs/experiments.md).
  */
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -236,6 +242,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   const char *dir = argc > 2 ? argv[2] : (getenv("CT_SOURCE_DIR") ? getenv("CT_SOURCE_DIR") : ".");
+  const int pairs = argc > 3 && !strcmp(argv[3], "--pairs");
   char path[1024];
   snprintf(path, sizeof path, "%s/bench/sep_probe.cu", dir);
   char *src = read_file(path);
@@ -271,8 +278,12 @@ int main(int argc, char **argv) {
   void *scratch = NULL;
   const size_t scratch_bytes = 64u << 20;
   CK(cudaMalloc(&scratch, scratch_bytes));
-  printf("%-8s %5s %4s %2s %4s %3s | %9s %9s %9s %9s | %s\n", "block", "C", "H", "s", "K", "res",
-         "fused", "pair", "fused+L2", "pair+L2", "tile (m_tiles n_per_warp warps_m m_unroll)");
+  if (pairs)
+    printf("%-8s %5s %4s %2s %4s %3s | %9s %9s %9s %9s %9s\n", "block", "C", "H", "s", "K", "res",
+           "dw alone", "pw alone", "sum", "pair", "excess");
+  else
+    printf("%-8s %5s %4s %2s %4s %3s | %9s %9s %9s %9s | %s\n", "block", "C", "H", "s", "K", "res",
+           "fused", "pair", "fused+L2", "pair+L2", "tile (m_tiles n_per_warp warps_m m_unroll)");
   double sum[4] = {0};
   int all_exact = 1;
   for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
@@ -331,7 +342,7 @@ int main(int argc, char **argv) {
     double best_us = 0;
     int bs = -1;
     int best_mb = 1;
-    for (size_t si = 0; si < 3 * (sizeof shapes / sizeof shapes[0]); si++) {
+    for (size_t si = 0; !pairs && si < 3 * (sizeof shapes / sizeof shapes[0]); si++) {
       probe_k k;
       const int sh = (int)(si / 3);
       min_blocks = 1 << (si % 3); /* 1, 2, 4 */
@@ -363,7 +374,7 @@ int main(int argc, char **argv) {
         CK(cudaLibraryUnload(k.lib));
       }
     }
-    if (bs < 0) {
+    if (bs < 0 && !pairs) {
       printf("%s: no tile shape ran\n", b->name);
       continue;
     }
@@ -380,30 +391,41 @@ int main(int argc, char **argv) {
       printf("%s: the pair through libconvtune: %zu bytes differ\n", b->name, bad2);
       all_exact = 0;
     }
-    double us4[5];
-    for (int mode = 0; mode < 5; mode++) {
-      /* 0 fused, 1 pair, 2 memset + fused, 3 memset + pair, 4 memset alone */
+    double us4[7];
+    for (int mode = 0; mode < 7; mode++) {
+      /* 0 fused, 1 pair, 2 memset + fused, 3 memset + pair, 4 memset alone;
+       * --pairs: 1, 5 the depthwise conv alone, 6 the pointwise conv alone */
+      if (pairs != (mode == 1 || mode >= 5)) continue;
       cudaGraph_t g;
       CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
       for (int i = 0; i < 100; i++) {
-        if (mode >= 2) CK(cudaMemsetAsync(scratch, i & 0xff, scratch_bytes, st));
+        if (mode >= 2 && mode <= 4) CK(cudaMemsetAsync(scratch, i & 0xff, scratch_bytes, st));
         if (mode == 0 || mode == 2) launch(&best, &d, st);
-        if (mode == 1 || mode == 3) {
-          if (ct_qconv2d(ctx, &wd, d.x, d.wd, d.pd, NULL, d.t, st) ||
-              ct_qconv2d(ctx, &wp, d.t, d.wp, d.pp, d.r, d.y, st))
-            fail("ct_qconv2d", ct_errmsg(ctx));
-        }
+        if ((mode == 1 || mode == 3 || mode == 5) &&
+            ct_qconv2d(ctx, &wd, d.x, d.wd, d.pd, NULL, d.t, st))
+          fail("ct_qconv2d", ct_errmsg(ctx));
+        if ((mode == 1 || mode == 3 || mode == 6) &&
+            ct_qconv2d(ctx, &wp, d.t, d.wp, d.pp, d.r, d.y, st))
+          fail("ct_qconv2d", ct_errmsg(ctx));
       }
       CK(cudaStreamEndCapture(st, &g));
       us4[mode] = replay_best_us(st, g, 100);
     }
-    const double f = us4[0], p = us4[1], fl = us4[2] - us4[4], pl = us4[3] - us4[4];
-    sum[0] += f, sum[1] += p, sum[2] += fl, sum[3] += pl;
-    printf("%-8s %5d %4d %2d %4d %3d | %9.2f %9.2f %9.2f %9.2f | %d %d %d %d, min blocks %d\n",
-           b->name, b->c, b->h, b->s, b->k, b->res, f, p, fl, pl, shapes[bs][0], shapes[bs][1],
-           shapes[bs][2], shapes[bs][3], best_mb);
+    if (pairs) {
+      const double a = us4[5], b2 = us4[6], p = us4[1];
+      sum[0] += a, sum[1] += b2, sum[2] += p;
+      printf("%-8s %5d %4d %2d %4d %3d | %9.2f %9.2f %9.2f %9.2f %9.2f\n", b->name, b->c, b->h,
+             b->s, b->k, b->res, a, b2, a + b2, p, p - a - b2);
+    }
+    if (!pairs) {
+      const double f = us4[0], p = us4[1], fl = us4[2] - us4[4], pl = us4[3] - us4[4];
+      sum[0] += f, sum[1] += p, sum[2] += fl, sum[3] += pl;
+      printf("%-8s %5d %4d %2d %4d %3d | %9.2f %9.2f %9.2f %9.2f | %d %d %d %d, min blocks %d\n",
+             b->name, b->c, b->h, b->s, b->k, b->res, f, p, fl, pl, shapes[bs][0], shapes[bs][1],
+             shapes[bs][2], shapes[bs][3], best_mb);
+      CK(cudaLibraryUnload(best.lib));
+    }
     fflush(stdout);
-    CK(cudaLibraryUnload(best.lib));
     void *ptrs[] = {d.x, d.wd, d.wp, d.y, d.pd, d.pp, d.r, d.t};
     for (int i = 0; i < 8; i++)
       if (ptrs[i]) CK(cudaFree(ptrs[i]));
@@ -411,8 +433,13 @@ int main(int argc, char **argv) {
         free(p2);
     quant_store_free(&qd), quant_store_free(&qp);
   }
-  printf("sums: fused %.2f us, pair %.2f; with the L2 dirty: fused %.2f, pair %.2f; %s\n", sum[0],
-         sum[1], sum[2], sum[3], all_exact ? "every output exact" : "NOT every output exact");
+  if (pairs)
+    printf("sums: depthwise alone %.2f us, pointwise alone %.2f, pairs %.2f (excess %.2f); %s\n",
+           sum[0], sum[1], sum[2], sum[2] - sum[0] - sum[1],
+           all_exact ? "every output exact" : "NOT every output exact");
+  else
+    printf("sums: fused %.2f us, pair %.2f; with the L2 dirty: fused %.2f, pair %.2f; %s\n", sum[0],
+           sum[1], sum[2], sum[3], all_exact ? "every output exact" : "NOT every output exact");
   ct_close(ctx);
   return all_exact ? 0 : 1;
 }
