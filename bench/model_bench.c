@@ -493,7 +493,11 @@ cJSON *mbench_to_json(const mbench_result *r) {
       "bandwidth), the chain's floor their sum; check: every element of the images in "
       "images_checked against the CPU reference of the node's formula on its actual inputs; "
       "convtune_in_chain_us (with --in-chain): convtune's chain cut after the node less the "
-      "chain cut before it, each timed as the chain");
+      "chain cut before it, each timed as the chain (negative where a small node is within "
+      "the noise); tensors: own (each node's output in a buffer of its own) or arena (with "
+      "--arena, every side: a buffer reused once the last node reading it has run, the nodes "
+      "checked as the chain runs; arena_buffers and arena_mb: convtune's), outputs_mb: "
+      "convtune's outputs");
   return o;
 }
 
@@ -1387,6 +1391,12 @@ static ct_status run_cudnn(mrun *R, cudnn_side_kind kind, mbench_field f, ct_err
         last[i] = j;
     }
     n_pool = mbench_arena_plan(n, runs, bytes, last, buf, pool_bytes);
+    if (n_pool < 0) {
+      n_pool = 0;
+      free(runs), free(last), free(buf), free(bytes);
+      st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the arena's plan");
+      goto done;
+    }
     for (int b = 0; b < n_pool; b++) {
       cudaError_t ce = cudaMalloc(&pool[b], pool_bytes[b]);
       if (ce != cudaSuccess) {
