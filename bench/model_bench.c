@@ -790,6 +790,38 @@ static void last_uses(const mbench_result *r, int res, int *last) {
   }
 }
 
+/* --arena: the n outputs (bytes[i] each where runs[i]; last[i] their last
+ * reader) placed by mbench_arena_plan into *pool, *n_pool buffers
+ * cudaMalloc'ed (the caller frees them, after a failure too), *total bytes
+ * in all; out[i] gets node i's buffer (NULL where it does not run). */
+static ct_status arena_alloc(int n, const int *runs, const size_t *bytes, const int *last,
+                             void **out, void ***pool, int *n_pool, double *total, ct_err *err) {
+  ct_status st = CT_OK;
+  int *buf = calloc((size_t)(n ? n : 1), sizeof *buf);
+  size_t *bb = calloc((size_t)(n ? n : 1), sizeof *bb);
+  *pool = NULL, *n_pool = 0, *total = 0;
+  const int nb = buf && bb ? mbench_arena_plan(n, runs, bytes, last, buf, bb) : -1;
+  if (nb < 0 || !(*pool = calloc((size_t)(nb > 0 ? nb : 1), sizeof **pool))) {
+    st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the arena's plan");
+    goto done;
+  }
+  for (int b = 0; b < nb; b++) {
+    cudaError_t ce = cudaMalloc(&(*pool)[b], bb[b]);
+    if (ce != cudaSuccess) {
+      st = ERR_SET(err, CT_ERR_CUDA, "cudaMalloc of the arena's buffer %d (%zu bytes): %s", b,
+                   bb[b], cudaGetErrorString(ce));
+      goto done;
+    }
+    (*n_pool)++;
+    *total += (double)bb[b];
+  }
+  for (int i = 0; i < n; i++) out[i] = buf[i] >= 0 ? (*pool)[buf[i]] : NULL;
+done:
+  free(buf);
+  free(bb);
+  return st;
+}
+
 static ct_status launch_node(void *user, struct CUstream_st *stream, ct_err *err) {
   const node_rt *n = user;
   ct_status st =
@@ -989,37 +1021,21 @@ static ct_status alloc_tensors(mrun *R, ct_err *err) {
     if (r->nodes[i].runs) r->out_bytes += (double)R->rt[i].out_bytes;
   if (R->o->arena) {
     const int n = r->n_nodes;
-    int *runs = calloc((size_t)(n ? n : 1), sizeof *runs),
-        *last = calloc((size_t)(n ? n : 1), sizeof *last);
-    int *buf = calloc((size_t)(n ? n : 1), sizeof *buf);
-    size_t *bytes = calloc((size_t)(n ? n : 1), sizeof *bytes),
-           *bb = calloc((size_t)(n ? n : 1), sizeof *bb);
-    if (!runs || !last || !buf || !bytes || !bb) {
+    const size_t m = (size_t)(n ? n : 1);
+    int *runs = calloc(m, sizeof *runs), *last = calloc(m, sizeof *last);
+    size_t *bytes = calloc(m, sizeof *bytes);
+    void **outs = calloc(m, sizeof *outs);
+    if (!runs || !last || !bytes || !outs) {
       st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the arena's plan");
     } else {
       for (int i = 0; i < n; i++) runs[i] = r->nodes[i].runs, bytes[i] = R->rt[i].out_bytes;
       last_uses(r, 1, last);
-      R->n_pool = mbench_arena_plan(n, runs, bytes, last, buf, bb);
-      R->pool = calloc((size_t)(R->n_pool > 0 ? R->n_pool : 1), sizeof *R->pool);
-      if (R->n_pool < 0 || !R->pool) {
-        R->n_pool = 0;
-        st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the arena's plan");
-      }
-      for (int b = 0; !st && b < R->n_pool; b++) {
-        cudaError_t ce = cudaMalloc(&R->pool[b], bb[b]);
-        if (ce != cudaSuccess) {
-          st = ERR_SET(err, CT_ERR_CUDA, "cudaMalloc of the arena's buffer %d (%zu bytes): %s", b,
-                       bb[b], cudaGetErrorString(ce));
-          R->n_pool = b; /* the ones allocated, freed by free_tensors */
-          break;
-        }
-        r->arena_bytes += (double)bb[b];
-      }
+      st = arena_alloc(n, runs, bytes, last, outs, &R->pool, &R->n_pool, &r->arena_bytes, err);
       r->arena_buffers = R->n_pool;
       for (int i = 0; !st && i < n; i++)
-        if (buf[i] >= 0) R->rt[i].d_out = R->pool[buf[i]];
+        if (runs[i]) R->rt[i].d_out = outs[i];
     }
-    free(runs), free(last), free(buf), free(bytes), free(bb);
+    free(runs), free(last), free(bytes), free(outs);
     if (st) return st;
   } else {
     for (int i = 0; i < r->n_nodes; i++)
@@ -1313,7 +1329,6 @@ static ct_status run_cudnn(mrun *R, cudnn_side_kind kind, mbench_field f, ct_err
   void **d_w = calloc((size_t)(n ? n : 1), sizeof *d_w);
   void **d_y = calloc((size_t)(n ? n : 1), sizeof *d_y);
   void *d_ws = NULL, **pool = NULL; /* --arena: the outputs' buffers, n_pool of them */
-  size_t *pool_bytes = NULL;
   int n_pool = 0;
   int missing = 0, first_missing = -1;
   if (!cv || !keys || !d_x || !d_w || !d_y) {
@@ -1370,46 +1385,27 @@ static ct_status run_cudnn(mrun *R, cudnn_side_kind kind, mbench_field f, ct_err
   if (R->o->arena) {
     /* the outputs in reused buffers, as convtune's (a node reads its
      * producer's output where cudnn_feeds, else a fresh tensor) */
-    int *runs = calloc((size_t)n, sizeof *runs), *last = calloc((size_t)n, sizeof *last);
-    int *buf = calloc((size_t)n, sizeof *buf);
-    size_t *bytes = calloc((size_t)n, sizeof *bytes);
-    pool_bytes = calloc((size_t)n, sizeof *pool_bytes);
-    pool = calloc((size_t)n, sizeof *pool);
-    if (!runs || !last || !buf || !bytes || !pool_bytes || !pool) {
-      free(runs), free(last), free(buf), free(bytes);
+    const size_t m = (size_t)(n > 0 ? n : 1);
+    int *runs = calloc(m, sizeof *runs), *last = calloc(m, sizeof *last);
+    size_t *bytes = calloc(m, sizeof *bytes);
+    if (!runs || !last || !bytes) {
       st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the arena's plan");
-      goto done;
-    }
-    for (int i = 0; i < n; i++) {
-      runs[i] = cv[i] != NULL, last[i] = i;
-      bytes[i] = cv[i] ? cudnn_conv_bytes(cv[i], CUDNN_CONV_Y) : 0;
-    }
-    for (int j = 0; j < n; j++) {
-      const int i = r->nodes[j].input_conv;
-      if (cv[j] && i >= 0 && cv[i] &&
-          cudnn_feeds(cudnn_conv_workload(cv[i]), cudnn_conv_workload(cv[j])) && last[i] < j)
-        last[i] = j;
-    }
-    n_pool = mbench_arena_plan(n, runs, bytes, last, buf, pool_bytes);
-    if (n_pool < 0) {
-      n_pool = 0;
-      free(runs), free(last), free(buf), free(bytes);
-      st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the arena's plan");
-      goto done;
-    }
-    for (int b = 0; b < n_pool; b++) {
-      cudaError_t ce = cudaMalloc(&pool[b], pool_bytes[b]);
-      if (ce != cudaSuccess) {
-        n_pool = b;
-        free(runs), free(last), free(buf), free(bytes);
-        st = ERR_SET(err, CT_ERR_CUDA, "cudaMalloc of the arena's buffer %d: %s", b,
-                     cudaGetErrorString(ce));
-        goto done;
+    } else {
+      for (int i = 0; i < n; i++) {
+        runs[i] = cv[i] != NULL, last[i] = i;
+        bytes[i] = cv[i] ? cudnn_conv_bytes(cv[i], CUDNN_CONV_Y) : 0;
       }
+      for (int j = 0; j < n; j++) {
+        const int i = r->nodes[j].input_conv;
+        if (cv[j] && i >= 0 && cv[i] &&
+            cudnn_feeds(cudnn_conv_workload(cv[i]), cudnn_conv_workload(cv[j])) && last[i] < j)
+          last[i] = j;
+      }
+      double total;
+      st = arena_alloc(n, runs, bytes, last, d_y, &pool, &n_pool, &total, err);
     }
-    for (int i = 0; i < n; i++)
-      if (buf[i] >= 0) d_y[i] = pool[buf[i]];
-    free(runs), free(last), free(buf), free(bytes);
+    free(runs), free(last), free(bytes);
+    if (st) goto done;
   }
   for (int i = 0; i < n; i++) {
     if (!cv[i]) continue;
@@ -1461,7 +1457,6 @@ done:
   }
   for (int b = 0; b < n_pool; b++) cudaFree(pool[b]);
   free(pool);
-  free(pool_bytes);
   if (d_ws) cudaFree(d_ws);
   free(cv);
   free(keys);

@@ -151,8 +151,6 @@ static int build(const ct_workload *wp, const blk *b, const char *src, const dev
       continue;
     opts[n++] = o;
   }
-  const int oh = (b->h + 2 - 3) / b->s + 1;
-  (void)oh;
   snprintf(extra[0], 64, "-DM_TILES=%d", mt);
   snprintf(extra[1], 64, "-DN_TILES=%d", nt);
   snprintf(extra[2], 64, "-DN_PER_WARP=%d", npw);
@@ -210,6 +208,28 @@ static void launch(const probe_k *k, const io *b, cudaStream_t st) {
   CK(cudaLaunchKernel((const void *)k->fn, grid, block, args, k->smem, st));
 }
 
+/* Block b's two workloads, as the QDQ model's nodes: the depthwise conv
+ * wd and the pointwise conv wp that reads its output. */
+static void pair_of(const blk *b, ct_workload *wd, ct_workload *wp) {
+  ct_err err = {0};
+  ct_workload_init(wd, CT_OP_CONV2D);
+  wd->layout = CT_LAYOUT_NHWC, wd->out_type = CT_DTYPE_INT8, wd->n = N_BATCH;
+  wd->c = wd->k = wd->groups = b->c;
+  wd->in[0] = wd->in[1] = b->h;
+  wd->kernel[0] = wd->kernel[1] = 3;
+  wd->stride[0] = wd->stride[1] = b->s;
+  wd->pad_before[0] = wd->pad_before[1] = wd->pad_after[0] = wd->pad_after[1] = 1;
+  wd->epi.bias = 1, wd->epi.scale = CT_SCALE_CHANNEL, wd->epi.rounding = CT_ROUND_ONNX;
+  ct_workload_init(wp, CT_OP_CONV2D);
+  wp->layout = CT_LAYOUT_NHWC, wp->out_type = CT_DTYPE_INT8, wp->n = N_BATCH;
+  wp->c = b->c, wp->k = b->k;
+  wp->in[0] = wp->in[1] = (int)workload_out_size(wd, 0);
+  wp->kernel[0] = wp->kernel[1] = 1;
+  wp->epi.bias = 1, wp->epi.scale = CT_SCALE_CHANNEL, wp->epi.rounding = CT_ROUND_ONNX;
+  wp->epi.residual = b->res;
+  if (workload_validate(wd, &err) || workload_validate(wp, &err)) fail("workload", err.msg);
+}
+
 /* A captured graph of `copies` launches (or pairs): instantiated, replayed
  * 6 times (the first a warm-up), its best replay per copy in us; the graph
  * is destroyed. */
@@ -256,14 +276,8 @@ int main(int argc, char **argv) {
     int ok = 1;
     for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
       const blk *b = &blocks[bi];
-      ct_workload wp;
-      ct_workload_init(&wp, CT_OP_CONV2D);
-      wp.layout = CT_LAYOUT_NHWC, wp.out_type = CT_DTYPE_INT8, wp.n = N_BATCH;
-      wp.c = b->c, wp.k = b->k;
-      wp.in[0] = wp.in[1] = (b->h + 2 - 3) / b->s + 1;
-      wp.kernel[0] = wp.kernel[1] = 1;
-      wp.epi.bias = 1, wp.epi.scale = CT_SCALE_CHANNEL, wp.epi.rounding = CT_ROUND_ONNX;
-      wp.epi.residual = b->res;
+      ct_workload wd, wp;
+      pair_of(b, &wd, &wp);
       const int r = compile_only(&wp, b, src, &dev);
       printf("%s: %s\n", b->name, r ? "compiled" : "FAILED");
       ok &= r;
@@ -289,23 +303,7 @@ int main(int argc, char **argv) {
   for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
     const blk *b = &blocks[bi];
     ct_workload wd, wp;
-    ct_workload_init(&wd, CT_OP_CONV2D);
-    wd.layout = CT_LAYOUT_NHWC, wd.out_type = CT_DTYPE_INT8, wd.n = N_BATCH;
-    wd.c = wd.k = wd.groups = b->c;
-    wd.in[0] = wd.in[1] = b->h;
-    wd.kernel[0] = wd.kernel[1] = 3;
-    wd.stride[0] = wd.stride[1] = b->s;
-    wd.pad_before[0] = wd.pad_before[1] = wd.pad_after[0] = wd.pad_after[1] = 1;
-    wd.epi.bias = 1, wd.epi.scale = CT_SCALE_CHANNEL, wd.epi.rounding = CT_ROUND_ONNX;
-    const int oh = (int)workload_out_size(&wd, 0);
-    ct_workload_init(&wp, CT_OP_CONV2D);
-    wp.layout = CT_LAYOUT_NHWC, wp.out_type = CT_DTYPE_INT8, wp.n = N_BATCH;
-    wp.c = b->c, wp.k = b->k;
-    wp.in[0] = wp.in[1] = oh;
-    wp.kernel[0] = wp.kernel[1] = 1;
-    wp.epi.bias = 1, wp.epi.scale = CT_SCALE_CHANNEL, wp.epi.rounding = CT_ROUND_ONNX;
-    wp.epi.residual = b->res;
-    if (workload_validate(&wd, &err) || workload_validate(&wp, &err)) fail("workload", err.msg);
+    pair_of(b, &wd, &wp);
     quant_store qd, qp;
     if (quant_random(&wd, 11 + bi, &qd, &err) || quant_random(&wp, 101 + bi, &qp, &err))
       fail("quant_random", err.msg);
