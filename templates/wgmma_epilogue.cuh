@@ -301,21 +301,29 @@ __device__ __forceinline__ void res_prefetch(const void *__restrict__ residual, 
  * caller picks once per tile (TILE_REQUANT 1): the pairs' table loads,
  * arithmetic and stores are one straight-line block that ptxas can
  * interleave. MODE -1 (TILE_REQUANT 0): each pair picks its own from its
- * table entries, a branch each.
+ * table entries, a branch each. FIRST (ONNX rounding with a residual):
+ * the add's operand order (q_head's onnx.first, a kernel argument) as a
+ * constant, which the caller picks once per tile; -1 reads it per pair.
+ * Read per pair, it was a branch per 8 values that ptxas could not
+ * interleave across: ResNet-50's residual 1x1 layers at batch 256 ran
+ * 4-26% slower, most with 128 rows a warpgroup (H200, config_run).
  *
  * The pair loop is outside the m64 blocks, so that a thread's 4 channels
  * are read from the table once for all of its rows: in the order of the
  * int32 path NVRTC kept every channel of the thread live across the
  * blocks, and with rows_per_wg 128 spilled. */
-template <int MODE>
-__device__ __forceinline__ void tile_epilogue8(const int (&acc)[MI][BLOCK_N / 2], long m0, int row0,
-                                               int tile_n, unsigned rank, const q_head &qh,
-                                               unsigned char *tab,
-                                               const void *__restrict__ residual,
-                                               void *__restrict__ out, int ltid) {
+template <int MODE, int FIRST>
+__device__ __forceinline__ void
+tile_epilogue8(const int (&acc)[MI][BLOCK_N / 2], long m0, int row0, int tile_n, unsigned rank,
+               const q_head &qhead, unsigned char *tab, const void *__restrict__ residual,
+               void *__restrict__ out, int ltid) {
   (void)rank;
   const int lane = ltid & 31, g = lane >> 2, t = lane & 3, warp = ltid >> 5, odd = t & 1;
   const unsigned char *res = (const unsigned char *)residual;
+  q_head qh = qhead;
+#if CT_ONNX
+  if (FIRST >= 0) qh.onnx.first = FIRST;
+#endif
 #if OST_WARP_BYTES
   /* this thread's bytes in its warp's slab: row g of each m64 block, channel 2t of each group */
   unsigned char *const slab = tab + CHAN_TAB_BYTES + warp * OST_WARP_BYTES;
@@ -494,8 +502,15 @@ __device__ __forceinline__ void tile_epilogue(const int (&acc)[MI][BLOCK_N / 2],
    * one for all (quant.cuh: the same values, bit for bit, for the fast
    * channels). */
   (void)params;
+#if CT_ONNX && CT_RES
+  /* onnx: the general form; the add's operand order once per tile */
+  if (qh.onnx.first)
+    tile_epilogue8<-1, 1>(acc, m0, row0, tile_n, rank, qh, tab, residual, out, ltid);
+  else
+    tile_epilogue8<-1, 0>(acc, m0, row0, tile_n, rank, qh, tab, residual, out, ltid);
+#else
   if (!TILE_REQUANT || CT_ONNX) { /* onnx: the general form, per pair or per tile alike */
-    tile_epilogue8<-1>(acc, m0, row0, tile_n, rank, qh, tab, residual, out, ltid);
+    tile_epilogue8<-1, -1>(acc, m0, row0, tile_n, rank, qh, tab, residual, out, ltid);
     return;
   }
   const int *const fsh = (const int *)tab + TAB_FSH * BLOCK_N;
@@ -510,11 +525,12 @@ __device__ __forceinline__ void tile_epilogue(const int (&acc)[MI][BLOCK_N / 2],
    * stores' shuffles (no divergence check around them) */
   all_fast = __all_sync(0xffffffffu, all_fast);
   if (all_fast && qh.sat)
-    tile_epilogue8<RQ_SAT>(acc, m0, row0, tile_n, rank, qh, tab, residual, out, ltid);
+    tile_epilogue8<RQ_SAT, -1>(acc, m0, row0, tile_n, rank, qh, tab, residual, out, ltid);
   else if (all_fast)
-    tile_epilogue8<RQ_FAST>(acc, m0, row0, tile_n, rank, qh, tab, residual, out, ltid);
+    tile_epilogue8<RQ_FAST, -1>(acc, m0, row0, tile_n, rank, qh, tab, residual, out, ltid);
   else
-    tile_epilogue8<RQ_GENERAL>(acc, m0, row0, tile_n, rank, qh, tab, residual, out, ltid);
+    tile_epilogue8<RQ_GENERAL, -1>(acc, m0, row0, tile_n, rank, qh, tab, residual, out, ltid);
+#endif
 #endif
 }
 
