@@ -41,13 +41,16 @@ int cli_exit_code(ct_status st) {
   }
 }
 
+/* The message is formatted first and written by one fprintf (one write on
+ * unbuffered stderr): written piecewise, a line could be split by another
+ * writer to the same stream, as mpirun's banner did under test_mpi. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
+  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "convtune %s: ", cmd);
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, " (see 'convtune %s --help')\n", cmd);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  fprintf(stderr, "convtune %s: %s (see 'convtune %s --help')\n", cmd, msg, cmd);
   return EXIT_USAGE;
 }
 
