@@ -305,8 +305,9 @@ __device__ __forceinline__ void res_prefetch(const void *__restrict__ residual, 
  * the add's operand order (q_head's onnx.first, a kernel argument) as a
  * constant, which the caller picks once per tile; -1 reads it per pair.
  * Read per pair, it was a branch per 8 values that ptxas could not
- * interleave across: ResNet-50's residual 1x1 layers at batch 256 ran
- * 4-26% slower, most with 128 rows a warpgroup (H200, config_run).
+ * interleave across: taken once, ResNet-50's residual 1x1 layers at batch
+ * 256 take 1-24% less time, the most with 128 rows a warpgroup (H200,
+ * config_run).
  *
  * The pair loop is outside the m64 blocks, so that a thread's 4 channels
  * are read from the table once for all of its rows: in the order of the
