@@ -43,14 +43,22 @@ int cli_exit_code(ct_status st) {
 
 /* The message is formatted first and written by one fprintf (one write on
  * unbuffered stderr): written piecewise, a line could be split by another
- * writer to the same stream, as mpirun's banner did under test_mpi. */
+ * writer to the same stream, as mpirun's banner did under test_mpi. A
+ * message of any length (it may quote an argument) is kept whole. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
-  char msg[1024];
-  va_list ap;
+  char small[512], *msg = small;
+  va_list ap, again;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_copy(again, ap);
+  const int n = vsnprintf(small, sizeof small, fmt, ap);
+  if (n >= (int)sizeof small && (msg = malloc((size_t)n + 1)) != NULL)
+    vsnprintf(msg, (size_t)n + 1, fmt, again);
+  else if (n >= (int)sizeof small)
+    msg = small; /* out of memory: the message cut at its first 511 bytes */
+  va_end(again);
   va_end(ap);
-  fprintf(stderr, "convtune %s: %s (see 'convtune %s --help')\n", cmd, msg, cmd);
+  fprintf(stderr, "convtune %s: %s (see 'convtune %s --help')\n", cmd, n < 0 ? fmt : msg, cmd);
+  if (msg != small) free(msg);
   return EXIT_USAGE;
 }
 
