@@ -30,6 +30,11 @@ int cli_exit_code(ct_status st);
 
 /* Print "convtune CMD: MSG" and a hint to see --help; returns EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* text (user input: a flag's value, an argument) as a message quotes it:
+ * err_excerpt's first CT_EXCERPT_BYTES bytes, escaped, then "..." (core/
+ * error.h). The result lives in one of 4 static buffers, reused in turn:
+ * enough for the quotes of one message (the CLI is one thread). */
+const char *cli_quote(const char *text);
 
 /* Workload selection: flags (--op, --c, --k, --size, --kernel, --stride,
  * --pad, --dilation, --groups, --layout), one positional key or JSON

@@ -41,6 +41,13 @@ int cli_exit_code(ct_status st) {
   }
 }
 
+const char *cli_quote(const char *text) {
+  static char bufs[4][CT_EXCERPT_MAX];
+  static unsigned next;
+  char *b = bufs[next++ % 4];
+  return err_excerpt(b, CT_EXCERPT_MAX, text);
+}
+
 /* The message is formatted first and written by one fprintf (one write on
  * unbuffered stderr): written piecewise, a line could be split by another
  * writer to the same stream, as mpirun's banner did under test_mpi. A
@@ -84,7 +91,7 @@ int cli_common_option(const char *cmd, int opt, char **argv, const char *usage, 
     /* an unknown short option in a group (-vx) leaves optind where it was:
      * name the letter, not the argument before it */
     if (optopt) return cli_usage_error(cmd, "unknown option '-%c'", optopt);
-    return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+    return cli_usage_error(cmd, "unknown option '%s'", cli_quote(argv[optind - 1]));
   }
 }
 
@@ -109,7 +116,8 @@ int cli_getopt(const char *cmd, int argc, char **argv, const struct option *opts
 
 int cli_positional(const char *cmd, int argc, char **argv, cli_wl *sel) {
   if (optind < argc) sel->positional = argv[optind++];
-  if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+  if (optind < argc)
+    return cli_usage_error(cmd, "unexpected argument '%s'", cli_quote(argv[optind]));
   return CLI_GO_ON;
 }
 
@@ -119,7 +127,8 @@ int cli_parse_long(const char *cmd, const char *flag, const char *arg, long lo, 
   errno = 0;
   long v = strtol(arg, &end, 10);
   if (errno || *end || !*arg || v < lo || v > hi) {
-    cli_usage_error(cmd, "--%s: expected an integer from %ld to %ld, got '%s'", flag, lo, hi, arg);
+    cli_usage_error(cmd, "--%s: expected an integer from %ld to %ld, got '%s'", flag, lo, hi,
+                    cli_quote(arg));
     return 0;
   }
   *out = v;

@@ -286,7 +286,7 @@ int cmd_bench(int argc, char **argv) {
       double ms = strtod(optarg, &end);
       if (*end || !*optarg || !(ms > 0) || ms > 1000) {
         cli_usage_error("bench", "--min-replay-ms: expected a number in (0, 1000], got '%s'",
-                        optarg);
+                        cli_quote(optarg));
         goto usage;
       }
       bo.min_replay_us = ms * 1000;

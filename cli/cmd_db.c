@@ -146,7 +146,8 @@ static int parse_args(int argc, char **argv, db_args *a) {
     }
   }
   while (optind < argc) {
-    if (a->n_pos == 2) return cli_usage_error(a->cmd, "unexpected argument '%s'", argv[optind]);
+    if (a->n_pos == 2)
+      return cli_usage_error(a->cmd, "unexpected argument '%s'", cli_quote(argv[optind]));
     a->pos[a->n_pos++] = argv[optind++];
   }
   return -1;
@@ -155,7 +156,8 @@ static int parse_args(int argc, char **argv, db_args *a) {
 /* The one workload of query, history and export (optional there) into
  * a->w, before the database is opened. Returns -1 to go on, else an exit code. */
 static int parse_workload(db_args *a, int required) {
-  if (a->n_pos > 1) return cli_usage_error(a->cmd, "unexpected argument '%s'", a->pos[1]);
+  if (a->n_pos > 1)
+    return cli_usage_error(a->cmd, "unexpected argument '%s'", cli_quote(a->pos[1]));
   if (!required && !a->n_pos && !a->sel.flags && !a->sel.file && !a->sel.set) return -1;
   if (a->n_pos) a->sel.positional = a->pos[0];
   wlset *s = NULL;
@@ -500,7 +502,7 @@ int cmd_db(const char *cmd, int argc, char **argv) {
   }
   /* Every argument is checked before the database is touched. */
   if (!strcmp(cmd, "list")) {
-    if (a.n_pos) rc = cli_usage_error(a.cmd, "unexpected argument '%s'", a.pos[0]);
+    if (a.n_pos) rc = cli_usage_error(a.cmd, "unexpected argument '%s'", cli_quote(a.pos[0]));
   } else if (!strcmp(cmd, "import")) {
     if (a.n_pos != 1) {
       rc = cli_usage_error(a.cmd, "give one file to import");

@@ -152,7 +152,8 @@ int cmd_space(int argc, char **argv) {
       samples = strtol(optarg, &end, 10);
       if (*end || samples < 1 || samples > 100000000) {
         cli_wl_free(&sel);
-        return cli_usage_error("space", "--samples: expected 1 to 100000000, got '%s'", optarg);
+        return cli_usage_error("space", "--samples: expected 1 to 100000000, got '%s'",
+                               cli_quote(optarg));
       }
       break;
     }
@@ -183,7 +184,7 @@ int cmd_space(int argc, char **argv) {
     }
     cli_wl_free(&sel);
     return cli_usage_error("space", "--template: no template named '%s'; the templates are %s",
-                           tpl_name, names);
+                           cli_quote(tpl_name), names);
   }
   if (!sel.positional && !sel.file && !sel.set && !sel.flags) {
     cli_wl_free(&sel);

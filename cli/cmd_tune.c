@@ -141,7 +141,7 @@ static int parse_duration(const char *flag, const char *arg, double *out) {
     cli_usage_error("tune",
                     "--%s: expected a positive duration: seconds (120, 120s), minutes (10m) or "
                     "hours (1h), got '%s'",
-                    flag, arg);
+                    flag, cli_quote(arg));
     return 0;
   }
   *out = v;
@@ -152,7 +152,8 @@ static int parse_seconds(const char *flag, const char *arg, double *out) {
   char *end;
   double v = strtod(arg, &end);
   if (*end || !*arg || !(v > 0) || v > 1e7) {
-    cli_usage_error("tune", "--%s: expected a positive number of seconds, got '%s'", flag, arg);
+    cli_usage_error("tune", "--%s: expected a positive number of seconds, got '%s'", flag,
+                    cli_quote(arg));
     return 0;
   }
   *out = v;
@@ -811,7 +812,8 @@ int cmd_tune(int argc, char **argv) {
   int k = 0;
   while (k < 4 && strcmp(kinds[k], tuner_kind)) k++;
   if (k == 4) {
-    cli_usage_error("tune", "--tuner: expected xgb, random, grid or ga, got '%s'", tuner_kind);
+    cli_usage_error("tune", "--tuner: expected xgb, random, grid or ga, got '%s'",
+                    cli_quote(tuner_kind));
     goto usage;
   }
   uint64_t seed = to.runner.seed;
@@ -819,7 +821,7 @@ int cmd_tune(int argc, char **argv) {
   to.search.seed = seed;
   const template_desc *tpl = NULL;
   if (tpl_name && !(tpl = template_find(tpl_name))) {
-    cli_usage_error("tune", "--template: no template named '%s'", tpl_name);
+    cli_usage_error("tune", "--template: no template named '%s'", cli_quote(tpl_name));
     goto usage;
   }
   /* A model: the scheduler takes the budget, the trial cap and early

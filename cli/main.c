@@ -80,7 +80,7 @@ int main(int argc, char **argv) {
     return EXIT_OK;
   }
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
-    if (argc > 2) return cli_usage_error(cmd, "unexpected argument '%s'", argv[2]);
+    if (argc > 2) return cli_usage_error(cmd, "unexpected argument '%s'", cli_quote(argv[2]));
     return print_version();
   }
   if (!strcmp(cmd, "workload")) return cmd_workload(argc - 1, argv + 1);
@@ -90,6 +90,6 @@ int main(int argc, char **argv) {
   static const char *const db_cmds[] = {"query", "list", "history", "export", "import"};
   for (size_t i = 0; i < sizeof db_cmds / sizeof db_cmds[0]; i++)
     if (!strcmp(cmd, db_cmds[i])) return cmd_db(cmd, argc - 1, argv + 1);
-  fprintf(stderr, "convtune: unknown command '%s'\n%s", cmd, usage);
+  fprintf(stderr, "convtune: unknown command '%s'\n%s", cli_quote(cmd), usage);
   return EXIT_USAGE;
 }

@@ -180,6 +180,29 @@ if [ ! -e /dev/nvidiactl ]; then
   [ ! -e "$tmp/convtune.db" ] && ok || bad "tune wrote a database without a GPU"
 fi
 expect_bad '--trials' tune --trials 0
+# usage errors quote a long or hostile argument as an escaped excerpt, on
+# one line, the hint kept
+for args in "tune --trials $long" "tune --time-budget $long" "tune --tuner $long" \
+  "tune --template $long" "space --samples $long" "space --template $long" \
+  "bench --min-replay-ms $long" "query a b $long" "version $long"; do
+  what="convtune ${args%% *} ${args#* }"
+  what=${what%% xxx*}
+  # shellcheck disable=SC2086
+  "$ct" $args >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "xxx\.\.\.'" "$tmp/err" &&
+    grep -q "see 'convtune" "$tmp/err" && ok || { bad "$what (rc $rc)"; cat "$tmp/err"; }
+  case $args in
+  "space --template"*) # the message lists the templates: long, but the argument cut
+    ! grep -q 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' "$tmp/err" && ok ||
+      bad "$what: the argument quoted whole" ;;
+  *) short_err "$what with a 2000-byte argument" ;;
+  esac
+done
+expect_bad "unknown option '--bogus\\\\x1b'" tune "--bogus$(printf '\033')"
+short_err "an unknown option, escaped"
+"$ct" "$long" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "unknown command 'xxx.*\.\.\.'" "$tmp/err" && ok || { bad "an unknown long command"; head -c 300 "$tmp/err"; }
 expect_bad '--tuner' tune --tuner bogus
 expect_bad '--time-budget' tune --time-budget -1
 expect_bad '--time-budget' tune --time-budget 10x
