@@ -28,6 +28,11 @@
 #                 CUDA graph of 400 launches, the best of 5 replays): a tuned config of an
 #                 earlier commit against this one's, on the same card
 #   savedb V B    /tmp/m-V-bB.db as $OUT/m-V-bB.db.xz
+#   rowpack       the stems' row_pack: test_gpu_templates stem, stem8 and onnx_stem on the wgmma
+#                 stems (10 configs a workload, about half of them row_pack 1); each stem's earlier
+#                 best config timed with row_pack 0 and 1 (config_run); each stem tuned 96 trials
+#                 (both values in its space) into /tmp/rp.db, the best of each value; then
+#                 compute-sanitizer memcheck, racecheck and synccheck over two row_pack configs
 # Phases run in order: e.g. `models model s8 256 150 model s8 16 90`.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
@@ -132,6 +137,65 @@ PY
   cfg)
     echo "cfg $2 $3 $4: $(timeout 120 build-rel/config_run "$2" "$3" "$4" 400 2>&1 | tail -1)"
     shift 4 ;;
+  rowpack)
+    shift
+    for c in stem stem8 onnx_stem; do
+      ( cd build-rel && CT_GT_TEMPLATE=_wgmma_stem CK_RUN_CASE=$c timeout 300 ./test_gpu_templates 10 \
+          > $OUT/rp-gt-$c.log 2>&1; echo "rc=$?" >> $OUT/rp-gt-$c.log ) &
+    done
+    wait
+    for c in stem stem8 onnx_stem; do echo "$c: $(grep -E 'Checks|rc=' $OUT/rp-gt-$c.log | tr '\n' ' ')"; done
+    R50=conv2d-nhwc-i8.i8.i8-n256-c3-k64-224x224-r7x7-s2x2-p3x3.3x3-d1x1-bias-qc-onnx
+    R16=conv2d-nhwc-i8.i8.i8-n16-c3-k64-224x224-r7x7-s2x2-p3x3.3x3-d1x1-bias-qc-onnx
+    R16I=conv2d-nhwc-i8.i8.i32-n16-c3-k64-224x224-r7x7-s2x2-p3x3.3x3-d1x1
+    MB=conv2d-nhwc-i8.i8.i8-n32-c3-k32-224x224-r3x3-s2x2-p1x1.1x1-d1x1-bias-qc-onnx
+    R3=conv3d-ndhwc-i8.i8.i8-n8-c3-k64-16x112x112-r3x7x7-s1x2x2-p1x3x3.1x3x3-d1x1x1-bias-qc
+    R3I=conv3d-ndhwc-i8.i8.i32-n8-c3-k64-16x112x112-r3x7x7-s1x2x2-p1x3x3.1x3x3-d1x1x1
+    T2=conv2d_nhwc_wgmma_stem T3=conv3d_ndhwc_wgmma_stem
+    rp() { # TAG TEMPLATE KEY CONFIG (without row_pack)
+      for v in 0 1; do
+        echo "cfg $1 row_pack $v: $(timeout 120 build-rel/config_run $2 $3 "${4%\}},\"row_pack\":$v}" 400 2>&1 | tail -1)"
+      done
+    }
+    O8='"block_m":128,"block_n":64,"warpgroups":'
+    rp r50-b256 $T2 $R50 "{${O8}1,\"a_buffers\":1,\"blocks_per_sm\":4,\"out_stage\":1}"
+    rp r50-b16 $T2 $R16 "{${O8}2,\"a_buffers\":1,\"blocks_per_sm\":2,\"out_stage\":1}"
+    rp r50-b16-i32 $T2 $R16I "{${O8}2,\"a_buffers\":1,\"blocks_per_sm\":1,\"a_prefetch\":1,\"out_tma\":1}"
+    rp mbv2-b32 $T2 $MB '{"block_m":128,"block_n":32,"warpgroups":1,"a_buffers":2,"blocks_per_sm":4,"out_stage":1}'
+    rp r3d-b8 $T3 $R3 "{${O8}2,\"a_buffers\":2,\"blocks_per_sm\":1,\"out_stage\":1}"
+    rp r3d-b8-m64 $T3 $R3 '{"block_m":64,"block_n":64,"warpgroups":2,"a_buffers":2,"blocks_per_sm":2,"out_stage":1}'
+    rp r3d-b8-i32 $T3 $R3I "{${O8}2,\"a_buffers\":2,\"blocks_per_sm\":1,\"a_prefetch\":0,\"out_tma\":1}"
+    echo "config_run at $(( $(date +%s) - s )) s"
+    rm -f /tmp/rp.db*
+    for k in "$R50 $T2" "$R16 $T2" "$R16I $T2" "$MB $T2" "$R3 $T3" "$R3I $T3"; do
+      read -r key tpl <<< "$k"
+      timeout 120 $B tune $key --template $tpl --trials 96 --seed 1 --db /tmp/rp.db -q --json \
+        >> $OUT/rp-tune.json 2>> $OUT/rp-tune.err
+      echo "tune ${key:0:40}.. rc=$? at $(( $(date +%s) - s )) s"
+    done
+    python3 - <<'PY' | tee $OUT/rp-best.txt
+import json, sqlite3
+c = sqlite3.connect("/tmp/rp.db")
+rows = c.execute("select w.key, r.config_json, r.median_us, r.outcome from trials r join workloads w on "
+                 "w.id = r.workload_id join templates t on t.id = r.template_id").fetchall()
+best, bad = {}, 0
+for k, cj, us, oc in rows:
+  if oc != "OK": bad += 1; continue
+  g = (k, json.loads(cj).get("row_pack"))
+  if g not in best or us < best[g][0]: best[g] = (us, cj)
+print("trials %d, not OK %d" % (len(rows), bad))
+for g in sorted(best): print("  %s row_pack %s: %.2f us %s" % (g + best[g]))
+PY
+    CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    for tc in "$T3 conv3d-ndhwc-u8.i8.u8-n2-c3-k64-4x30x33-r3x7x7-s1x2x2-p1x3x3.1x3x3-d1x1x1-zd-bias-qc-res {\"block_m\":64,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":1,\"blocks_per_sm\":1,\"out_stage\":1,\"row_pack\":1}" \
+              "$T2 conv2d-nhwc-i8.i8.i32-n2-c3-k64-61x58-r7x7-s2x2-p3x3.3x3-d1x1 {\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":1,\"blocks_per_sm\":1,\"a_prefetch\":1,\"out_tma\":0,\"row_pack\":1}"; do
+      read -r tpl key cfg <<< "$tc"
+      for tool in memcheck racecheck synccheck; do
+        out=$($CS --tool $tool --error-exitcode 9 build-rel/config_run $tpl $key "$cfg" 2>&1); rc=$?
+        echo "$tool $tpl $key: $(echo "$out" | grep -E "SUMMARY|us" | tail -2 | tr '\n' ' ') rc=$rc"
+      done
+    done
+    pack rowpack ;;
   savedb)
     v=$2 n=$3; shift 3
     python3 -c "import sqlite3; c = sqlite3.connect('/tmp/m-$v-b$n.db'); c.execute('pragma wal_checkpoint(TRUNCATE)')"

@@ -19,7 +19,11 @@
  * stored by TMA, K a multiple of 32); for 8-bit output, out_stage (0:
  * each thread stores its 4-byte pieces, 16 bytes of each of 8 pixels a
  * warp store, half sectors; 1: each warp stages its rows in shared memory
- * and stores whole rows as 16-byte chunks, wgmma_epilogue.cuh).
+ * and stores whole rows as 16-byte chunks, wgmma_epilogue.cuh); row_pack
+ * (0: each window row in whole k32 steps; 1: a depth tap's rows
+ * concatenated, then padded to whole steps: 5 steps for a 7x7 stem of 3
+ * channels where rows take 7, 1 for a 3x3 one where they take 3; window
+ * rows of 4 bytes or more).
  *
  * What it runs (supports): nhwc_stem_refusal (conv_mma_nhwc.c): layout
  * nhwc / ndhwc, int8 weights, groups 1, C not a multiple of 16 (those run
@@ -52,6 +56,7 @@ static const int blocks_per_sms[] = {1, 2, 3, 4};
 static const int out_tmas[] = {0, 1};
 static const int a_prefetches[] = {0, 1};
 static const int out_stages[] = {0, 1};
+static const int row_packs[] = {0, 1};
 
 /* int32 output only: with 8-bit output a_prefetch lost on the H200
  * (ResNet-50 b16's stem at its best configs 19.8 -> 20.5 us) */
@@ -71,12 +76,13 @@ static const knob_def knobs[] = {
     KNOB_IF("a_prefetch", a_prefetches, 0, out32),
     KNOB_IF("out_tma", out_tmas, 0, out32),
     KNOB_IF("out_stage", out_stages, 0, out8),
+    KNOB("row_pack", row_packs, 0), /* appended: the table's order is the space's */
     KNOB_END,
 };
 
 typedef struct wsplan {
-  int bm, bn, wgs, abuf, minb, otma, apf, ostage;
-  long row_bytes, rsteps, ck, ksteps, tapvol;
+  int bm, bn, wgs, abuf, minb, otma, apf, ostage, rpack;
+  long row_bytes, rsteps, ck, ksteps, tapvol, rows_a;
   long threads, acc, regs, smem_bytes, m_total, tiles_m, tiles_n, grid_x;
 } wsplan;
 
@@ -101,16 +107,31 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   p->otma = knobs_get(knobs, s, cfg, "out_tma");
   p->apf = knobs_get(knobs, s, cfg, "a_prefetch");
   p->ostage = knobs_get(knobs, s, cfg, "out_stage");
+  p->rpack = knobs_get(knobs, s, cfg, "row_pack");
   p->row_bytes = g.ker[2] * g.c;
   p->rsteps = ceil_div(p->row_bytes, 32);
-  p->ck = g.ker[1] * p->rsteps;
+  const long stage = g.ker[1] * p->row_bytes; /* a depth tap's window rows */
+  p->ck = p->rpack ? ceil_div(stage, 32) : g.ker[1] * p->rsteps;
   p->ksteps = g.ker[0] * p->ck;
   p->tapvol = g.ker[0] * g.ker[1] * p->row_bytes;
   p->threads = 128L * p->wgs;
   p->acc = (long)(p->bm / 64) * (p->bn / 2);
   p->regs = p->acc + WS_REG_OVERHEAD;
+  /* a thread's window rows of a stage: interleaved over the pixel's
+   * 128 / block_m threads, or (row_pack) those its part of the stage
+   * covers, one more where a row straddles the parts */
+  p->rows_a = ceil_div((long)p->bm * g.ker[1], 128);
+  if (p->rpack && p->row_bytes > 0) {
+    const long parts = 128 / p->bm, part = p->ck * 32 / parts;
+    for (long h = 0; h < parts; h++) {
+      if (h * part >= stage) continue;
+      const long last = (h + 1) * part - 1 < stage ? (h + 1) * part - 1 : stage - 1;
+      const long rows = last / p->row_bytes - h * part / p->row_bytes + 1;
+      if (rows > p->rows_a) p->rows_a = rows;
+    }
+  }
   /* a_prefetch: the next tile's words held through the epilogue */
-  if (p->apf) p->regs += ceil_div((long)p->bm * g.ker[1], 128) * ((p->row_bytes + 6) / 4 + 1);
+  if (p->apf) p->regs += p->rows_a * ((p->row_bytes + 6) / 4 + 1);
   const long b_bytes = p->ksteps * p->bn * 32;
   const long a_bytes = (long)p->wgs * p->abuf * p->ck * p->bm * 32;
   const long raw_bytes = ceil_div(p->bn * p->tapvol + 16, 16) * 16 + 16;
@@ -145,6 +166,10 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
       !template_tile_fits("block_m", p.bm, 64, p.m_total, "output pixels", why) ||
       !template_tile_fits("block_n", p.bn, 64, g.k, "channels", why))
     return 0;
+  if (p.rpack && p.row_bytes < 4)
+    return template_fail(
+        why, "row_pack: window rows of %ld bytes, at least %ld: a word spans two rows at most",
+        p.row_bytes, 4);
   if (p.otma && g.k % 32)
     return template_fail(why, "out_tma stores rows of %ld channels: K %ld is not a multiple", 32,
                          (long)g.k);
@@ -219,7 +244,8 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
                       1 + p.otma,
                       1 + p.apf,
                       1 + p.ostage,
-                      (double)p.tiles_m * p.bm / (double)p.m_total};
+                      (double)p.tiles_m * p.bm / (double)p.m_total,
+                      1 + p.rpack};
   return template_features(v, (int)(sizeof v / sizeof v[0]), out, max);
 }
 

@@ -38,6 +38,17 @@
  * the stores have read it (at the next tile's epilogue, a tile later).
  * Weight zero points and depth_to_space run on the packed templates (the
  * descriptor refuses them).
+ *
+ * With row_pack (ROW_PACK 1) a stage's window rows are concatenated, as
+ * the weights lie in ODHWI, and padded once to whole k32 steps: a 7x7
+ * stem of 3 channels takes 5 steps a depth tap where one step a row takes
+ * 7, a 3x3 one 1 where it takes 3; so fewer wgmmas, fewer A and B bytes
+ * through shared memory (written and read) and a smaller weight stage.
+ * Each of a pixel's 128 / block_m threads builds a contiguous part of its
+ * stage from the rows that part covers (a compile-time part, so that
+ * every byte's row and offset are constants): the rows' words shifted to
+ * the window's first byte as before, then each k32 word one funnel shift
+ * of its row's words, or one PRMT of two rows' where it straddles them.
  */
 #include "quant.cuh"
 
@@ -66,8 +77,14 @@ static_assert(BLOCKS_PER_SM >= 1 && BLOCKS_PER_SM <= 4, "blocks_per_sm: 1 to 4")
 #ifndef OUT_STAGE
 #define OUT_STAGE 0
 #endif
+#ifndef ROW_PACK
+#define ROW_PACK 0
+#endif
 static_assert(OUT_STAGE == 0 || CT_OUT != 0, "out_stage: 8-bit output");
 static_assert(A_PREFETCH == 0 || A_PREFETCH == 1, "a_prefetch: 0 or 1");
+static_assert(ROW_PACK == 0 || ROW_PACK == 1, "row_pack: 0 or 1");
+static_assert(ROW_PACK == 0 || CT_KW * STEM_C >= 4,
+              "row_pack: window rows of 4 bytes or more (a word spans at most two rows)");
 static_assert(OUT_TMA == 0 || (CT_OUT == 0 && CT_KR % 32 == 0),
               "out_tma: int32 output, K a multiple of 32 (whole 128-byte box rows)");
 static_assert(STEM_C > 0 && (STEM_C + 3) / 4 == CT_C4, "STEM_C must round up to 4 * CT_C4");
@@ -80,13 +97,20 @@ static_assert((long)CT_N * CT_OD * CT_OH * CT_OW < 2147483648L &&
 #define C_IN STEM_C
 #define ROW_BYTES (CT_KW * C_IN)             /* one window row */
 #define RSTEPS ((ROW_BYTES + 31) / 32)       /* ... in whole k32 steps */
-#define CK (CT_KH * RSTEPS)                  /* k32 steps of a stage: one depth tap */
+#define STAGE_BYTES (CT_KH * ROW_BYTES)           /* a depth tap's window rows */
+/* k32 steps of a stage (one depth tap): whole steps a row, or (row_pack)
+ * the rows concatenated */
+#define CK              (ROW_PACK ? (STAGE_BYTES + 31) / 32 : CT_KH * RSTEPS)
 #define KSTEPS (CT_KD * CK)                  /* of the reduction */
 #define TAPVOL (CT_KD * CT_KH * ROW_BYTES)   /* weight bytes per output channel */
 #define ROWW (CT_IW * C_IN)                  /* bytes of an input row */
 #define ROW_ALIGNED (ROWW % 4 == 0)          /* rows start at word boundaries */
 #define NWORDS ((ROW_BYTES + 6) / 4)         /* words of a window row from the word of its first byte */
 #define ROWS_PER_THREAD ((BLOCK_M * CT_KH + 127) / 128)
+/* row_pack: a pixel's threads (PARTS, 1 or 2), each building PART_BYTES of
+ * its stage */
+#define PARTS      (128 / BLOCK_M)
+#define PART_BYTES (CK * 32 / PARTS)
 #define THREADS (128 * WARPGROUPS)
 /* what wgmma_epilogue.cuh takes */
 #define MI (BLOCK_M / 64)
@@ -172,20 +196,25 @@ __device__ __forceinline__ void load_raw(unsigned char *raw, const unsigned char
 }
 
 /* The weights' slabs from the raw bytes: for k32 step ks (window row tr =
- * ks / RSTEPS, its bytes 32 (ks % RSTEPS) on) and channel n, 32 bytes,
- * zero past the row and past K. */
+ * ks / RSTEPS, its bytes 32 (ks % RSTEPS) on; row_pack: depth tap ks / CK,
+ * its concatenated rows' bytes 32 (ks % CK) on, as ODHWI lays them out)
+ * and channel n, 32 bytes, zero past the row (the stage) and past K. */
 __device__ __forceinline__ void make_b(unsigned sb, const unsigned char *raw, int n0) {
   const int s0 = (int)((long)n0 * TAPVOL % 16);
 #pragma unroll 4
   for (int i = threadIdx.x; i < KSTEPS * BLOCK_N * 8; i += THREADS) {
     const int q = i & 7, n = (i >> 3) % BLOCK_N, ks = i / (8 * BLOCK_N);
-    const int j0 = (ks % RSTEPS) * 32 + 4 * q;
+    /* the word's first byte in its run (a row, or a stage), the run's
+     * bytes, the run's first byte in the channel's weights */
+    const int j0 = (ks % (ROW_PACK ? CK : RSTEPS)) * 32 + 4 * q;
+    const int run = ROW_PACK ? STAGE_BYTES : ROW_BYTES;
+    const int r0 = ROW_PACK ? (ks / CK) * STAGE_BYTES : (ks / RSTEPS) * ROW_BYTES;
     unsigned v = 0;
-    if (n0 + n < CT_KR && j0 < ROW_BYTES) {
-      const int b = s0 + n * TAPVOL + (ks / RSTEPS) * ROW_BYTES + j0;
+    if (n0 + n < CT_KR && j0 < run) {
+      const int b = s0 + n * TAPVOL + r0 + j0;
       const unsigned *wp = (const unsigned *)(raw + (b & ~3));
       v = __funnelshift_r(wp[0], wp[1], 8 * (b & 3));
-      if (ROW_BYTES - j0 < 4) v &= (1u << (8 * (ROW_BYTES - j0))) - 1u;
+      if (run - j0 < 4) v &= (1u << (8 * (run - j0))) - 1u;
     }
     st_shared4(sb + ks * SLAB_B + km_off(n, q >> 2) + (q & 3) * 4, v);
   }
@@ -215,9 +244,28 @@ __device__ __forceinline__ unsigned row_bytes_word(const unsigned char *__restri
   return v;
 }
 
+/* row_pack: part h's first window row and how many rows its bytes cover
+ * (0 where they are all padding), and the most of any part */
+__host__ __device__ constexpr int part_row0(int h) {
+  return h * PART_BYTES / ROW_BYTES < CT_KH ? h * PART_BYTES / ROW_BYTES : CT_KH - 1;
+}
+__host__ __device__ constexpr int part_rows(int h) {
+  return h * PART_BYTES >= STAGE_BYTES ? 0
+         : ((h + 1) * PART_BYTES - 1) / ROW_BYTES < CT_KH
+             ? ((h + 1) * PART_BYTES - 1) / ROW_BYTES - h * PART_BYTES / ROW_BYTES + 1
+             : CT_KH - h * PART_BYTES / ROW_BYTES;
+}
+__host__ __device__ constexpr int rows_a() {
+  return !ROW_PACK                             ? ROWS_PER_THREAD
+         : part_rows(0) > part_rows(PARTS - 1) ? part_rows(0)
+                                               : part_rows(PARTS - 1);
+}
+#define ROWS_A (rows_a())
+#define RWORDS ((ROW_BYTES + 3) / 4) /* a window row's words from its first byte */
+
 /* A stage's loaded words and shift, between load_a and store_a. */
 struct a_words {
-  unsigned wv[ROWS_PER_THREAD][NWORDS + 1];
+  unsigned wv[ROWS_A][NWORDS + 1];
   int sh;
 };
 
@@ -237,8 +285,9 @@ struct a_words {
  * 2^31) and each row has one address, base + its row times ROWW, from
  * which every word of the row is an immediate offset: one load, one
  * predicate and one move of the pad word per word. */
-__device__ __forceinline__ void load_a(a_words &aw, const unsigned char *__restrict__ data, long m0,
-                                       int td, unsigned pad, int wtid) {
+template <int PART>
+__device__ __forceinline__ void load_a_part(a_words &aw, const unsigned char *__restrict__ data,
+                                            long m0, int td, unsigned pad, int wtid) {
   const int p = wtid % BLOCK_M;
   unsigned m = (unsigned)m0 + (unsigned)p;
   if (m >= (unsigned)M_TOTAL) m = (unsigned)M_TOTAL - 1u; /* a pixel that exists; not stored */
@@ -261,11 +310,14 @@ __device__ __forceinline__ void load_a(a_words &aw, const unsigned char *__restr
   bool wok[NWORDS];
 #pragma unroll
   for (int q = 0; q < NWORDS; q++) wok[q] = (unsigned)(oal + 4 * q) < (unsigned)ROWW;
-  unsigned(&wv)[ROWS_PER_THREAD][NWORDS + 1] = aw.wv;
+  unsigned(&wv)[ROWS_A][NWORDS + 1] = aw.wv;
 #pragma unroll
-  for (int j = 0; j < ROWS_PER_THREAD; j++) {
-    const int r = wtid / BLOCK_M + j * (128 / BLOCK_M), y = y0 + r * CT_DIL_H;
-    const bool in = (!((BLOCK_M * CT_KH) % 128) || r < CT_KH) && zin && (unsigned)y < (unsigned)CT_IH;
+  for (int j = 0; j < (PART < 0 ? ROWS_PER_THREAD : part_rows(PART)); j++) {
+    /* rows: interleaved over the pixel's threads, or (row_pack) the part's */
+    const int r = PART < 0 ? wtid / BLOCK_M + j * (128 / BLOCK_M) : part_row0(PART) + j;
+    const int y = y0 + r * CT_DIL_H;
+    const bool in = (PART >= 0 || !((BLOCK_M * CT_KH) % 128) || r < CT_KH) && zin &&
+                    (unsigned)y < (unsigned)CT_IH;
     /* the row's byte oal; a row outside reads none of it */
     const unsigned char *row = base + (size_t)(row0 + (in ? (unsigned)y : 0u)) * ROWW;
 #pragma unroll
@@ -281,10 +333,10 @@ __device__ __forceinline__ void load_a(a_words &aw, const unsigned char *__restr
 }
 
 /* The words of load_a into the A buffer at as: nothing waits for the loads
- * before this. */
-__device__ __forceinline__ void store_a(unsigned as, const a_words &aw, int wtid) {
+ * before this. One k32 step (or RSTEPS) a window row. */
+__device__ __forceinline__ void store_a_rows(unsigned as, const a_words &aw, int wtid) {
   const int p = wtid % BLOCK_M, sh = aw.sh;
-  const unsigned(&wv)[ROWS_PER_THREAD][NWORDS + 1] = aw.wv;
+  const unsigned(&wv)[ROWS_A][NWORDS + 1] = aw.wv;
 #pragma unroll
   for (int j = 0; j < ROWS_PER_THREAD; j++) {
     const int r = wtid / BLOCK_M + j * (128 / BLOCK_M);
@@ -306,6 +358,72 @@ __device__ __forceinline__ void store_a(unsigned as, const a_words &aw, int wtid
         st_shared16(as + (r * RSTEPS + rs) * SLAB_A + km_off(p, h), c);
       }
   }
+}
+
+/* row_pack: part PART of the stage (bytes PART x PART_BYTES on, whole
+ * 16-byte chunks) from the words of load_a_part<PART>: each row's words
+ * from the window's first byte (one funnel shift each, as store_a_rows),
+ * then each stage word from its row's words at a constant offset, or
+ * (straddling two rows) one PRMT of the two; zero past the stage. */
+template <int PART>
+__device__ __forceinline__ void store_a_packed(unsigned as, const a_words &aw, int wtid) {
+  const int p = wtid % BLOCK_M, sh = aw.sh;
+  constexpr int R0 = part_row0(PART), NR = part_rows(PART) > 0 ? part_rows(PART) : 1;
+  unsigned rw[NR][RWORDS + 1];
+#pragma unroll
+  for (int j = 0; j < NR; j++) {
+#pragma unroll
+    for (int k = 0; k < RWORDS; k++) /* a part of padding alone loaded nothing */
+      rw[j][k] = part_rows(PART) > 0 ? __funnelshift_r(aw.wv[j][k], aw.wv[j][k + 1], sh) : 0u;
+    rw[j][RWORDS] = 0;
+  }
+#pragma unroll
+  for (int c = 0; c < PART_BYTES / 16; c++) {
+    const int b16 = PART * PART_BYTES + 16 * c; /* the chunk's first byte in the stage */
+    unsigned v[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int b = b16 + 4 * e, r = b / ROW_BYTES, o = b % ROW_BYTES, j = r - R0;
+      v[e] = 0;
+      if (b < STAGE_BYTES) {
+        const unsigned lo =
+            o % 4 ? __funnelshift_r(rw[j][o / 4], rw[j][o / 4 + 1], 8 * (o % 4)) : rw[j][o / 4];
+        if (o + 4 <= ROW_BYTES) {
+          v[e] = lo;
+        } else { /* n bytes of row r, then the next row's first (zero past the stage) */
+          const int n = ROW_BYTES - o;
+          const unsigned hi = r + 1 < CT_KH ? rw[j + 1 < NR ? j + 1 : j][0] : 0u;
+          v[e] = __byte_perm(lo, hi, n == 1 ? 0x6540u : n == 2 ? 0x5410u : 0x4210u);
+        }
+      }
+    }
+    st_shared16(as + (b16 / 32) * SLAB_A + km_off(p, (b16 / 16) & 1), v);
+  }
+}
+
+/* A stage's words: row_pack's part of the pixel's threads (a constant
+ * per warp: block_m 64 gives threads 0-63 the first, 64-127 the second),
+ * else the interleaved rows. */
+__device__ __forceinline__ void load_a(a_words &aw, const unsigned char *__restrict__ data, long m0,
+                                       int td, unsigned pad, int wtid) {
+#if ROW_PACK
+  if (PARTS == 1 || wtid < BLOCK_M)
+    load_a_part<0>(aw, data, m0, td, pad, wtid);
+  else
+    load_a_part<PARTS - 1>(aw, data, m0, td, pad, wtid);
+#else
+  load_a_part<-1>(aw, data, m0, td, pad, wtid);
+#endif
+}
+__device__ __forceinline__ void store_a(unsigned as, const a_words &aw, int wtid) {
+#if ROW_PACK
+  if (PARTS == 1 || wtid < BLOCK_M)
+    store_a_packed<0>(as, aw, wtid);
+  else
+    store_a_packed<PARTS - 1>(as, aw, wtid);
+#else
+  store_a_rows(as, aw, wtid);
+#endif
 }
 
 __device__ __forceinline__ void build_a(unsigned as, const unsigned char *__restrict__ data,

@@ -1016,7 +1016,7 @@ START_TEST(nhwc_wgmma_stem_stages_a_depth_tap) {
     char why[TEMPLATE_WHY_MAX];
     config_of(&sp,
               "{\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":2,"
-              "\"blocks_per_sm\":1,\"out_tma\":0,\"a_prefetch\":0}",
+              "\"blocks_per_sm\":1,\"out_tma\":0,\"a_prefetch\":0,\"row_pack\":0}",
               &c);
     ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
     instance inst;
@@ -1077,7 +1077,7 @@ START_TEST(nhwc_wgmma_stem_out_tma_and_prefetch) {
   char why[TEMPLATE_WHY_MAX];
   config_of(&sp,
             "{\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":1,"
-            "\"blocks_per_sm\":1,\"out_tma\":1,\"a_prefetch\":1}",
+            "\"blocks_per_sm\":1,\"out_tma\":1,\"a_prefetch\":1,\"row_pack\":0}",
             &c);
   ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
   instance inst;
@@ -1103,7 +1103,7 @@ START_TEST(nhwc_wgmma_stem_out_tma_and_prefetch) {
   /* without out_tma: the five pointers, no staging */
   config_of(&sp,
             "{\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":1,"
-            "\"blocks_per_sm\":1,\"out_tma\":0,\"a_prefetch\":1}",
+            "\"blocks_per_sm\":1,\"out_tma\":0,\"a_prefetch\":1,\"row_pack\":0}",
             &c);
   ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
   ck_assert_int_eq(inst.n_args, 5);
@@ -1112,13 +1112,13 @@ START_TEST(nhwc_wgmma_stem_out_tma_and_prefetch) {
    * the 128 registers of two 256-thread blocks per SM; without, they fit */
   config_of(&sp,
             "{\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":1,"
-            "\"blocks_per_sm\":2,\"out_tma\":0,\"a_prefetch\":1}",
+            "\"blocks_per_sm\":2,\"out_tma\":0,\"a_prefetch\":1,\"row_pack\":0}",
             &c);
   ck_assert(!tpl->valid(&w, &sp, &c, &a, why));
   ck_assert_msg(strstr(why, "registers") != NULL, "%s", why);
   config_of(&sp,
             "{\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":1,"
-            "\"blocks_per_sm\":2,\"out_tma\":0,\"a_prefetch\":0}",
+            "\"blocks_per_sm\":2,\"out_tma\":0,\"a_prefetch\":0,\"row_pack\":0}",
             &c);
   ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
   space_free(&sp);
@@ -1127,7 +1127,7 @@ START_TEST(nhwc_wgmma_stem_out_tma_and_prefetch) {
   ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
   config_of(&sp,
             "{\"block_m\":64,\"block_n\":64,\"warpgroups\":1,\"a_buffers\":1,"
-            "\"blocks_per_sm\":1,\"out_tma\":1,\"a_prefetch\":0}",
+            "\"blocks_per_sm\":1,\"out_tma\":1,\"a_prefetch\":0,\"row_pack\":0}",
             &c);
   ck_assert(!tpl->valid(&w, &sp, &c, &a, why));
   ck_assert_msg(strstr(why, "out_tma") != NULL, "%s", why);
@@ -1177,7 +1177,7 @@ START_TEST(nhwc_wgmma_stem_out_stage) {
     char js[160];
     snprintf(js, sizeof js,
              "{\"block_m\":128,\"block_n\":%d,\"warpgroups\":2,\"a_buffers\":2,"
-             "\"blocks_per_sm\":1,\"out_stage\":1}",
+             "\"blocks_per_sm\":1,\"out_stage\":1,\"row_pack\":0}",
              cases[i].bn);
     config_of(&sp, js, &c);
     ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
@@ -1195,7 +1195,7 @@ START_TEST(nhwc_wgmma_stem_out_stage) {
     /* without: the table alone */
     snprintf(js, sizeof js,
              "{\"block_m\":128,\"block_n\":%d,\"warpgroups\":2,\"a_buffers\":2,"
-             "\"blocks_per_sm\":1,\"out_stage\":0}",
+             "\"blocks_per_sm\":1,\"out_stage\":0,\"row_pack\":0}",
              cases[i].bn);
     config_of(&sp, js, &c);
     ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
@@ -1210,6 +1210,102 @@ START_TEST(nhwc_wgmma_stem_out_stage) {
     }
     space_free(&sp);
   }
+}
+END_TEST
+
+/* The stems' row_pack: a depth tap's window rows concatenated, then padded
+ * to whole k32 steps: ResNet-50's 7x7 stem of 3 channels takes 5 steps
+ * where one step a row takes 7 (ResNet3D-18's 3x7x7 15 for 21),
+ * MobileNetV2's 3x3 1 for 3, so the weights and A buffers shrink by as
+ * much. It compiles with every wgmma asynchronous for one part of the
+ * stage a pixel (block_m 128) and two (64), with the 8-bit epilogue, a
+ * residual and a_prefetch; a window row of fewer than 4 bytes (C 1, 3
+ * taps) is refused, since a word could span three rows. */
+START_TEST(nhwc_wgmma_stem_row_pack) {
+  arch a;
+  arch_from_name("sm_90", &a, NULL);
+  a.sm_count = 132;
+  char why[TEMPLATE_WHY_MAX];
+  static const struct {
+    int op, kernel, bm, out8, residual, prefetch;
+    long ksteps; /* with row_pack; without */
+    long ksteps0;
+  } cases[] = {
+      {CT_OP_CONV2D, 7, 128, 0, 0, 0, 5, 7},   {CT_OP_CONV2D, 7, 64, 1, 1, 0, 5, 7},
+      {CT_OP_CONV3D, 7, 128, 1, 0, 0, 15, 21}, {CT_OP_CONV3D, 7, 64, 0, 0, 1, 15, 21},
+      {CT_OP_CONV2D, 3, 128, 1, 0, 0, 1, 3},   {CT_OP_CONV2D, 3, 64, 0, 0, 0, 1, 3},
+      {CT_OP_CONV2D, 5, 64, 0, 0, 1, 3, 5},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const int is3d = cases[i].op == CT_OP_CONV3D;
+    const template_desc *tpl =
+        template_find(is3d ? "conv3d_ndhwc_wgmma_stem" : "conv2d_nhwc_wgmma_stem");
+    ct_workload w;
+    workload_init(&w, (ct_op)cases[i].op);
+    w.layout = CT_LAYOUT_NHWC;
+    w.n = 2, w.c = 3, w.k = 64;
+    int d = 0;
+    if (is3d) {
+      w.in[0] = 4, w.in[1] = w.in[2] = 112;
+      w.kernel[0] = 3, w.pad_before[0] = w.pad_after[0] = 1, d = 1;
+    } else {
+      w.in[0] = w.in[1] = 224;
+    }
+    for (int x = d; x < d + 2; x++) {
+      w.kernel[x] = cases[i].kernel, w.stride[x] = 2;
+      w.pad_before[x] = w.pad_after[x] = cases[i].kernel / 2;
+    }
+    if (cases[i].out8) {
+      w.out_type = CT_DTYPE_INT8;
+      w.epi.bias = 1;
+      w.epi.scale = CT_SCALE_CHANNEL;
+      w.epi.rounding = CT_ROUND_ONNX;
+      w.epi.residual = cases[i].residual;
+    }
+    space sp;
+    ct_err err = {0};
+    ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
+    ck_assert_int_ge(space_find(&sp, "row_pack"), 0);
+    for (int pack = 1; pack >= 0; pack--) {
+      char js[200];
+      snprintf(js, sizeof js,
+               "{\"block_m\":%d,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":2,"
+               "\"blocks_per_sm\":1,%s\"row_pack\":%d}",
+               cases[i].bm,
+               cases[i].out8       ? "\"out_stage\":1,"
+               : cases[i].prefetch ? "\"out_tma\":0,\"a_prefetch\":1,"
+                                   : "\"out_tma\":0,\"a_prefetch\":0,",
+               pack);
+      config c;
+      config_of(&sp, js, &c);
+      ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s: %s", js, why);
+      instance inst;
+      ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
+      /* the weights (every step of every depth tap), 2 warpgroups x 2 A
+       * buffers of a stage, the 8-bit tables and slabs, alignment */
+      const long ks = pack ? cases[i].ksteps : cases[i].ksteps0, ck = ks / (is3d ? 3 : 1);
+      const long bm = cases[i].bm;
+      const long epi = cases[i].out8 ? 2 * (64 * 24 + 4 * 16 * (bm / 64) * (64 + 16)) : 0;
+      ck_assert_uint_eq(inst.smem_bytes, ks * 64 * 32 + 2 * 2 * ck * bm * 32 + epi + 1024);
+      if (pack) compiles_without(&inst, &a, js, "C75");
+    }
+    space_free(&sp);
+  }
+  /* C 1 and 3 taps: 3-byte window rows */
+  const template_desc *tpl = template_find("conv2d_nhwc_wgmma_stem");
+  ct_workload w = nhwc_stem(2, 64, 3);
+  w.c = 1;
+  space sp;
+  ct_err err = {0};
+  ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
+  config c;
+  config_of(&sp,
+            "{\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":2,"
+            "\"blocks_per_sm\":1,\"out_tma\":0,\"a_prefetch\":0,\"row_pack\":1}",
+            &c);
+  ck_assert(!tpl->valid(&w, &sp, &c, &a, why));
+  ck_assert_msg(strstr(why, "row_pack") != NULL, "%s", why);
+  space_free(&sp);
 }
 END_TEST
 
@@ -1496,6 +1592,7 @@ static void add_templates_nvrtc(TCase *tc) {
   tcase_add_test(tc, nhwc_wgmma_stem_stages_a_depth_tap);
   tcase_add_test(tc, nhwc_wgmma_stem_out_tma_and_prefetch);
   tcase_add_test(tc, nhwc_wgmma_stem_out_stage);
+  tcase_add_test(tc, nhwc_wgmma_stem_row_pack);
 }
 
 /* The checks that loop over the registry (template_all), so that a new
