@@ -1219,8 +1219,9 @@ END_TEST
  * MobileNetV2's 3x3 1 for 3, so the weights and A buffers shrink by as
  * much. It compiles with every wgmma asynchronous for one part of the
  * stage a pixel (block_m 128) and two (64), with the 8-bit epilogue, a
- * residual and a_prefetch; a window row of fewer than 4 bytes (C 1, 3
- * taps) is refused, since a word could span three rows. */
+ * residual and a_prefetch, and the default takes it; a window row of
+ * fewer than 4 bytes (C 1, 3 taps) is refused, since a word could span
+ * three rows, and the default goes without. */
 START_TEST(nhwc_wgmma_stem_row_pack) {
   arch a;
   arch_from_name("sm_90", &a, NULL);
@@ -1289,6 +1290,10 @@ START_TEST(nhwc_wgmma_stem_row_pack) {
       ck_assert_uint_eq(inst.smem_bytes, ks * 64 * 32 + 2 * 2 * ck * bm * 32 + epi + 1024);
       if (pack) compiles_without(&inst, &a, js, "C75");
     }
+    /* the default packs the rows */
+    config dc;
+    ck_assert(tpl->preferred(&w, &sp, &a, &dc));
+    ck_assert_int_eq(space_get(&sp, &dc, "row_pack", -1), 1);
     space_free(&sp);
   }
   /* C 1 and 3 taps: 3-byte window rows */
@@ -1305,6 +1310,9 @@ START_TEST(nhwc_wgmma_stem_row_pack) {
             &c);
   ck_assert(!tpl->valid(&w, &sp, &c, &a, why));
   ck_assert_msg(strstr(why, "row_pack") != NULL, "%s", why);
+  /* and its default does not */
+  ck_assert(tpl->preferred(&w, &sp, &a, &c));
+  ck_assert_int_eq(space_get(&sp, &c, "row_pack", -1), 0);
   space_free(&sp);
 }
 END_TEST
