@@ -28,11 +28,14 @@
 #                 CUDA graph of 400 launches, the best of 5 replays): a tuned config of an
 #                 earlier commit against this one's, on the same card
 #   savedb V B    /tmp/m-V-bB.db as $OUT/m-V-bB.db.xz
-#   rowpack       the stems' row_pack: test_gpu_templates stem, stem8 and onnx_stem on the wgmma
-#                 stems (10 configs a workload, about half of them row_pack 1); each stem's earlier
-#                 best config timed with row_pack 0 and 1 (config_run); each stem tuned 96 trials
-#                 (both values in its space) into /tmp/rp.db, the best of each value; then
-#                 compute-sanitizer memcheck, racecheck and synccheck over two row_pack configs
+#   stems         the stems' packed stages: test_gpu_templates stem, stem8 and onnx_stem on the
+#                 wgmma stems (10 configs a workload); each stem's earlier best config timed
+#                 (config_run); each stem tuned 96 trials into /tmp/rp.db, its best; then
+#                 compute-sanitizer memcheck, racecheck and synccheck over two packed configs
+#                 (two parts a pixel, 3D, uint8 with a zero point and a residual; int32 with
+#                 a_prefetch, rows not word-aligned). At b8b34e5, where packing was the knob
+#                 row_pack, the phase rowpack timed each config both ways
+#                 (git show b8b34e5:bench/issue36_gpu.sh)
 # Phases run in order: e.g. `models model s8 256 150 model s8 16 90`.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
@@ -137,7 +140,7 @@ PY
   cfg)
     echo "cfg $2 $3 $4: $(timeout 120 build-rel/config_run "$2" "$3" "$4" 400 2>&1 | tail -1)"
     shift 4 ;;
-  rowpack)
+  stems)
     shift
     for c in stem stem8 onnx_stem; do
       ( cd build-rel && CT_GT_TEMPLATE=_wgmma_stem CK_RUN_CASE=$c timeout 300 ./test_gpu_templates 10 \
@@ -152,10 +155,8 @@ PY
     R3=conv3d-ndhwc-i8.i8.i8-n8-c3-k64-16x112x112-r3x7x7-s1x2x2-p1x3x3.1x3x3-d1x1x1-bias-qc
     R3I=conv3d-ndhwc-i8.i8.i32-n8-c3-k64-16x112x112-r3x7x7-s1x2x2-p1x3x3.1x3x3-d1x1x1
     T2=conv2d_nhwc_wgmma_stem T3=conv3d_ndhwc_wgmma_stem
-    rp() { # TAG TEMPLATE KEY CONFIG (without row_pack)
-      for v in 0 1; do
-        echo "cfg $1 row_pack $v: $(timeout 120 build-rel/config_run $2 $3 "${4%\}},\"row_pack\":$v}" 400 2>&1 | tail -1)"
-      done
+    rp() { # TAG TEMPLATE KEY CONFIG
+      echo "cfg $1: $(timeout 120 build-rel/config_run $2 $3 "$4" 400 2>&1 | tail -1)"
     }
     O8='"block_m":128,"block_n":64,"warpgroups":'
     rp r50-b256 $T2 $R50 "{${O8}1,\"a_buffers\":1,\"blocks_per_sm\":4,\"out_stage\":1}"
@@ -181,21 +182,21 @@ rows = c.execute("select w.key, r.config_json, r.median_us, r.outcome from trial
 best, bad = {}, 0
 for k, cj, us, oc in rows:
   if oc != "OK": bad += 1; continue
-  g = (k, json.loads(cj).get("row_pack"))
+  g = (k,)
   if g not in best or us < best[g][0]: best[g] = (us, cj)
 print("trials %d, not OK %d" % (len(rows), bad))
-for g in sorted(best): print("  %s row_pack %s: %.2f us %s" % (g + best[g]))
+for g in sorted(best): print("  %s: %.2f us %s" % (g + best[g]))
 PY
     CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-    for tc in "$T3 conv3d-ndhwc-u8.i8.u8-n2-c3-k64-4x30x33-r3x7x7-s1x2x2-p1x3x3.1x3x3-d1x1x1-zd-bias-qc-res {\"block_m\":64,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":1,\"blocks_per_sm\":1,\"out_stage\":1,\"row_pack\":1}" \
-              "$T2 conv2d-nhwc-i8.i8.i32-n2-c3-k64-61x58-r7x7-s2x2-p3x3.3x3-d1x1 {\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":1,\"blocks_per_sm\":1,\"a_prefetch\":1,\"out_tma\":0,\"row_pack\":1}"; do
+    for tc in "$T3 conv3d-ndhwc-u8.i8.u8-n2-c3-k64-4x30x33-r3x7x7-s1x2x2-p1x3x3.1x3x3-d1x1x1-zd-bias-qc-res {\"block_m\":64,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":1,\"blocks_per_sm\":1,\"out_stage\":1}" \
+              "$T2 conv2d-nhwc-i8.i8.i32-n2-c3-k64-61x58-r7x7-s2x2-p3x3.3x3-d1x1 {\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":1,\"blocks_per_sm\":1,\"a_prefetch\":1,\"out_tma\":0}"; do
       read -r tpl key cfg <<< "$tc"
       for tool in memcheck racecheck synccheck; do
         out=$($CS --tool $tool --error-exitcode 9 build-rel/config_run $tpl $key "$cfg" 2>&1); rc=$?
         echo "$tool $tpl $key: $(echo "$out" | grep -E "SUMMARY|us" | tail -2 | tr '\n' ' ') rc=$rc"
       done
     done
-    pack rowpack ;;
+    pack stems ;;
   savedb)
     v=$2 n=$3; shift 3
     python3 -c "import sqlite3; c = sqlite3.connect('/tmp/m-$v-b$n.db'); c.execute('pragma wal_checkpoint(TRUNCATE)')"

@@ -5,7 +5,7 @@
  * memory by the warpgroups themselves. Data NHWC, weights OHWI, output NHWC.
  * The body is conv_wgmma_stem.cuh with the depth axes at 1. Knobs: block_m,
  * block_n, warpgroups, a_buffers, blocks_per_sm, a_prefetch, out_tma,
- * out_stage, row_pack.
+ * out_stage.
  * templates/conv_wgmma_stem.c's knob table describes them and sets each as a
  * -D macro, its name in upper case.
  */

@@ -19,11 +19,14 @@
  * stored by TMA, K a multiple of 32); for 8-bit output, out_stage (0:
  * each thread stores its 4-byte pieces, 16 bytes of each of 8 pixels a
  * warp store, half sectors; 1: each warp stages its rows in shared memory
- * and stores whole rows as 16-byte chunks, wgmma_epilogue.cuh); row_pack
- * (0: each window row in whole k32 steps; 1: a depth tap's rows
- * concatenated, then padded to whole steps: 5 steps for a 7x7 stem of 3
- * channels where rows take 7, 1 for a 3x3 one where they take 3; window
- * rows of 4 bytes or more).
+ * and stores whole rows as 16-byte chunks, wgmma_epilogue.cuh). Not a
+ * knob: a depth tap's window rows are concatenated into whole k32 steps
+ * wherever that takes fewer steps than whole steps a row (rows of 4 bytes
+ * or more; 5 steps for a 7x7 stem of 3 channels where rows take 7, 1 for
+ * a 3x3 one where they take 3). As a knob it won on every config timed
+ * both ways (5-19%, H200), and a model's tuning at batch 256 (80 trials
+ * of the stem) kept an unpacked best, 194.3 us, whose packed twin takes
+ * 176.4.
  *
  * What it runs (supports): nhwc_stem_refusal (conv_mma_nhwc.c): layout
  * nhwc / ndhwc, int8 weights, groups 1, C not a multiple of 16 (those run
@@ -56,7 +59,6 @@ static const int blocks_per_sms[] = {1, 2, 3, 4};
 static const int out_tmas[] = {0, 1};
 static const int a_prefetches[] = {0, 1};
 static const int out_stages[] = {0, 1};
-static const int row_packs[] = {0, 1};
 
 /* int32 output only: with 8-bit output a_prefetch lost on the H200
  * (ResNet-50 b16's stem at its best configs 19.8 -> 20.5 us) */
@@ -76,7 +78,6 @@ static const knob_def knobs[] = {
     KNOB_IF("a_prefetch", a_prefetches, 0, out32),
     KNOB_IF("out_tma", out_tmas, 0, out32),
     KNOB_IF("out_stage", out_stages, 0, out8),
-    KNOB("row_pack", row_packs, 1), /* appended: the table's order is the space's */
     KNOB_END,
 };
 
@@ -107,10 +108,11 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   p->otma = knobs_get(knobs, s, cfg, "out_tma");
   p->apf = knobs_get(knobs, s, cfg, "a_prefetch");
   p->ostage = knobs_get(knobs, s, cfg, "out_stage");
-  p->rpack = knobs_get(knobs, s, cfg, "row_pack");
   p->row_bytes = g.ker[2] * g.c;
   p->rsteps = ceil_div(p->row_bytes, 32);
   const long stage = g.ker[1] * p->row_bytes; /* a depth tap's window rows */
+  /* ROW_PACK: the rows concatenated where that takes fewer k32 steps */
+  p->rpack = p->row_bytes >= 4 && ceil_div(stage, 32) < g.ker[1] * p->rsteps;
   p->ck = p->rpack ? ceil_div(stage, 32) : g.ker[1] * p->rsteps;
   p->ksteps = g.ker[0] * p->ck;
   p->tapvol = g.ker[0] * g.ker[1] * p->row_bytes;
@@ -118,7 +120,7 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   p->acc = (long)(p->bm / 64) * (p->bn / 2);
   p->regs = p->acc + WS_REG_OVERHEAD;
   /* a thread's window rows of a stage: interleaved over the pixel's
-   * 128 / block_m threads, or (row_pack) those its part of the stage
+   * 128 / block_m threads, or (ROW_PACK) those its part of the stage
    * covers, one more where a row straddles the parts */
   p->rows_a = ceil_div((long)p->bm * g.ker[1], 128);
   if (p->rpack && p->row_bytes > 0) {
@@ -166,10 +168,6 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
       !template_tile_fits("block_m", p.bm, 64, p.m_total, "output pixels", why) ||
       !template_tile_fits("block_n", p.bn, 64, g.k, "channels", why))
     return 0;
-  if (p.rpack && p.row_bytes < 4)
-    return template_fail(
-        why, "row_pack: window rows of %ld bytes, at least %ld: a word spans two rows at most",
-        p.row_bytes, 4);
   if (p.otma && g.k % 32)
     return template_fail(why, "out_tma stores rows of %ld channels: K %ld is not a multiple", 32,
                          (long)g.k);
@@ -244,16 +242,14 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
                       1 + p.otma,
                       1 + p.apf,
                       1 + p.ostage,
-                      (double)p.tiles_m * p.bm / (double)p.m_total,
-                      1 + p.rpack};
+                      (double)p.tiles_m * p.bm / (double)p.m_total};
   return template_features(v, (int)(sizeof v / sizeof v[0]), out, max);
 }
 
 /* A default without tuning: the narrowest block_n that covers K in the
  * fewest N tiles, 128-pixel tiles, two warpgroups of two A buffers, and
- * as many blocks per SM as fit (at least 8 warps per SM), with row_pack
- * where it is valid (5-19% faster on every stem config measured, H200,
- * h200-issue36/rowpack-b8b34e5); the valid config nearest to that. */
+ * as many blocks per SM as fit (at least 8 warps per SM); the valid config
+ * nearest to that. */
 static int preferred(const ct_workload *w, const space *s, const arch *a, config *out) {
   geom3 g;
   workload_geom(w, &g);
@@ -265,32 +261,30 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
     for (int in = 0; in < (int)(sizeof block_ns / sizeof block_ns[0]); in++)
       for (int iw = 0; iw < 2; iw++)
         for (int ia = 0; ia < 2; ia++)
-          for (int ib = 0; ib < 4; ib++)
-            for (int ir = 0; ir < 2; ir++) {
-              if (!(template_set_choice(s, &c, "block_m", block_ms[im]) &&
-                    template_set_choice(s, &c, "block_n", block_ns[in]) &&
-                    template_set_choice(s, &c, "warpgroups", warpgroups[iw]) &&
-                    template_set_choice(s, &c, "a_buffers", a_buffers[ia]) &&
-                    template_set_choice(s, &c, "blocks_per_sm", blocks_per_sms[ib]) &&
-                    template_set_choice(s, &c, "row_pack", row_packs[ir])))
-                continue;
-              /* 32 channels only where they are all: more N tiles would
-               * stage each pixel's window once per tile */
-              if (block_ns[in] == 32 && g.k > 32) continue;
-              if (!valid(w, s, &c, a, NULL)) continue;
-              wsplan p;
-              make_plan(w, s, &c, a, &p);
-              /* computed channels that exist, 8 warps or more per SM, then the rest */
-              const double used = (double)g.k / ((double)p.tiles_n * p.bn);
-              const long warps = p.minb * p.threads / 32;
-              const double score = used + (warps >= 8 ? 0.1 : 0.0) + 0.01 * im + 0.005 * iw +
-                                   0.004 * ia + 0.001 * ib + 0.0005 * row_packs[ir];
-              if (!found || score > best) {
-                *out = c;
-                best = score;
-                found = 1;
-              }
+          for (int ib = 0; ib < 4; ib++) {
+            if (!(template_set_choice(s, &c, "block_m", block_ms[im]) &&
+                  template_set_choice(s, &c, "block_n", block_ns[in]) &&
+                  template_set_choice(s, &c, "warpgroups", warpgroups[iw]) &&
+                  template_set_choice(s, &c, "a_buffers", a_buffers[ia]) &&
+                  template_set_choice(s, &c, "blocks_per_sm", blocks_per_sms[ib])))
+              continue;
+            /* 32 channels only where they are all: more N tiles would
+             * stage each pixel's window once per tile */
+            if (block_ns[in] == 32 && g.k > 32) continue;
+            if (!valid(w, s, &c, a, NULL)) continue;
+            wsplan p;
+            make_plan(w, s, &c, a, &p);
+            /* computed channels that exist, 8 warps or more per SM, then the rest */
+            const double used = (double)g.k / ((double)p.tiles_n * p.bn);
+            const long warps = p.minb * p.threads / 32;
+            const double score =
+                used + (warps >= 8 ? 0.1 : 0.0) + 0.01 * im + 0.005 * iw + 0.004 * ia + 0.001 * ib;
+            if (!found || score > best) {
+              *out = c;
+              best = score;
+              found = 1;
             }
+          }
   return found;
 }
 

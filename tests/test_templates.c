@@ -983,9 +983,10 @@ START_TEST(nhwc_mma_stages_window_rows) {
 END_TEST
 
 /* conv2d_nhwc_wgmma_stem on ResNet-50's stem at batch 16 and
- * conv3d_ndhwc_wgmma_stem on ResNet3D-18's at batch 8: 7 (21) k32 steps of
- * weights for the block; per warpgroup the A buffers of a stage (one depth
- * tap: 7 steps of block_m rows); a named architecture gets every
+ * conv3d_ndhwc_wgmma_stem on ResNet3D-18's at batch 8: 5 (15) k32 steps of
+ * weights for the block (a depth tap's 7 window rows of 21 bytes packed);
+ * per warpgroup the A buffers of a stage (one depth tap: 5 steps of
+ * block_m rows); a named architecture gets every
  * warpgroup tile its own warpgroup, 132 SMs a persistent grid; both
  * compile with every wgmma asynchronous. */
 START_TEST(nhwc_wgmma_stem_stages_a_depth_tap) {
@@ -1016,18 +1017,18 @@ START_TEST(nhwc_wgmma_stem_stages_a_depth_tap) {
     char why[TEMPLATE_WHY_MAX];
     config_of(&sp,
               "{\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":2,"
-              "\"blocks_per_sm\":1,\"out_tma\":0,\"a_prefetch\":0,\"row_pack\":0}",
+              "\"blocks_per_sm\":1,\"out_tma\":0,\"a_prefetch\":0}",
               &c);
     ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
     instance inst;
     ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
     const long pixels = op == CT_OP_CONV2D ? 16L * 112 * 112 : 8L * 16 * 56 * 56;
-    const long ksteps = op == CT_OP_CONV2D ? 7 : 21;
+    const long ksteps = op == CT_OP_CONV2D ? 5 : 15;
     ck_assert_uint_eq(inst.grid[0], (pixels / 128 + 1) / 2); /* 2 warpgroups a block */
     ck_assert_uint_eq(inst.grid[1], 1);
     ck_assert_uint_eq(inst.block[0], 256);
-    /* the weights, 2 warpgroups x 2 buffers x 7 steps x 128 rows x 32 bytes, alignment */
-    ck_assert_uint_eq(inst.smem_bytes, ksteps * 64 * 32 + 2 * 2 * 7 * 128 * 32 + 1024);
+    /* the weights, 2 warpgroups x 2 buffers x 5 steps x 128 rows x 32 bytes, alignment */
+    ck_assert_uint_eq(inst.smem_bytes, ksteps * 64 * 32 + 2 * 2 * 5 * 128 * 32 + 1024);
     ck_assert_int_eq(inst.n_args, 5);
     ck_assert_int_eq(inst.arch_specific, 1);
     ck_assert_int_eq(inst.pdl, 1);
@@ -1077,13 +1078,13 @@ START_TEST(nhwc_wgmma_stem_out_tma_and_prefetch) {
   char why[TEMPLATE_WHY_MAX];
   config_of(&sp,
             "{\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":1,"
-            "\"blocks_per_sm\":1,\"out_tma\":1,\"a_prefetch\":1,\"row_pack\":0}",
+            "\"blocks_per_sm\":1,\"out_tma\":1,\"a_prefetch\":1}",
             &c);
   ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
   instance inst;
   ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
   /* the weights, 2 warpgroups' staging (128 x 64 int32), 2 x 1 buffer, alignment */
-  ck_assert_uint_eq(inst.smem_bytes, 7 * 64 * 32 + 2 * 128 * 64 * 4 + 2 * 7 * 128 * 32 + 1024);
+  ck_assert_uint_eq(inst.smem_bytes, 5 * 64 * 32 + 2 * 128 * 64 * 4 + 2 * 5 * 128 * 32 + 1024);
   ck_assert_int_eq(inst.n_args, 6);
   ck_assert_int_eq(inst.args[5], ARG_OUT_TMAP);
   const tmap_desc *t = &inst.otmap;
@@ -1103,22 +1104,22 @@ START_TEST(nhwc_wgmma_stem_out_tma_and_prefetch) {
   /* without out_tma: the five pointers, no staging */
   config_of(&sp,
             "{\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":1,"
-            "\"blocks_per_sm\":1,\"out_tma\":0,\"a_prefetch\":1,\"row_pack\":0}",
+            "\"blocks_per_sm\":1,\"out_tma\":0,\"a_prefetch\":1}",
             &c);
   ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
   ck_assert_int_eq(inst.n_args, 5);
-  ck_assert_uint_eq(inst.smem_bytes, 7 * 64 * 32 + 2 * 7 * 128 * 32 + 1024);
+  ck_assert_uint_eq(inst.smem_bytes, 5 * 64 * 32 + 2 * 5 * 128 * 32 + 1024);
   /* a_prefetch's words (7 rows x 7 words) on top of 64 accumulators pass
    * the 128 registers of two 256-thread blocks per SM; without, they fit */
   config_of(&sp,
             "{\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":1,"
-            "\"blocks_per_sm\":2,\"out_tma\":0,\"a_prefetch\":1,\"row_pack\":0}",
+            "\"blocks_per_sm\":2,\"out_tma\":0,\"a_prefetch\":1}",
             &c);
   ck_assert(!tpl->valid(&w, &sp, &c, &a, why));
   ck_assert_msg(strstr(why, "registers") != NULL, "%s", why);
   config_of(&sp,
             "{\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":1,"
-            "\"blocks_per_sm\":2,\"out_tma\":0,\"a_prefetch\":0,\"row_pack\":0}",
+            "\"blocks_per_sm\":2,\"out_tma\":0,\"a_prefetch\":0}",
             &c);
   ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
   space_free(&sp);
@@ -1127,7 +1128,7 @@ START_TEST(nhwc_wgmma_stem_out_tma_and_prefetch) {
   ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
   config_of(&sp,
             "{\"block_m\":64,\"block_n\":64,\"warpgroups\":1,\"a_buffers\":1,"
-            "\"blocks_per_sm\":1,\"out_tma\":1,\"a_prefetch\":0,\"row_pack\":0}",
+            "\"blocks_per_sm\":1,\"out_tma\":1,\"a_prefetch\":0}",
             &c);
   ck_assert(!tpl->valid(&w, &sp, &c, &a, why));
   ck_assert_msg(strstr(why, "out_tma") != NULL, "%s", why);
@@ -1177,13 +1178,14 @@ START_TEST(nhwc_wgmma_stem_out_stage) {
     char js[160];
     snprintf(js, sizeof js,
              "{\"block_m\":128,\"block_n\":%d,\"warpgroups\":2,\"a_buffers\":2,"
-             "\"blocks_per_sm\":1,\"out_stage\":1,\"row_pack\":0}",
+             "\"blocks_per_sm\":1,\"out_stage\":1}",
              cases[i].bn);
     config_of(&sp, js, &c);
     ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
     instance inst;
     ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
-    const long kw = cases[i].kernel, ck = kw * ((kw * 3 + 31) / 32), bn = cases[i].bn;
+    /* a stage's steps: its window rows packed */
+    const long kw = cases[i].kernel, ck = (kw * kw * 3 + 31) / 32, bn = cases[i].bn;
     /* the weights; 2 warpgroups x 2 A buffers; 2 x (table + 4 warps x 32 rows x (bn + 16)) */
     const long fixed = ck * bn * 32 + 2 * 2 * ck * 128 * 32 + 1024;
     ck_assert_uint_eq(inst.smem_bytes, fixed + 2 * (bn * 24 + 4 * 32 * (bn + 16)));
@@ -1195,7 +1197,7 @@ START_TEST(nhwc_wgmma_stem_out_stage) {
     /* without: the table alone */
     snprintf(js, sizeof js,
              "{\"block_m\":128,\"block_n\":%d,\"warpgroups\":2,\"a_buffers\":2,"
-             "\"blocks_per_sm\":1,\"out_stage\":0,\"row_pack\":0}",
+             "\"blocks_per_sm\":1,\"out_stage\":0}",
              cases[i].bn);
     config_of(&sp, js, &c);
     ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
@@ -1213,29 +1215,30 @@ START_TEST(nhwc_wgmma_stem_out_stage) {
 }
 END_TEST
 
-/* The stems' row_pack: a depth tap's window rows concatenated, then padded
- * to whole k32 steps: ResNet-50's 7x7 stem of 3 channels takes 5 steps
- * where one step a row takes 7 (ResNet3D-18's 3x7x7 15 for 21),
- * MobileNetV2's 3x3 1 for 3, so the weights and A buffers shrink by as
- * much. It compiles with every wgmma asynchronous for one part of the
+/* The stems' packed stages: where it takes fewer k32 steps a depth tap's
+ * window rows are concatenated, then padded to whole steps: ResNet-50's
+ * 7x7 stem of 3 channels takes 5 steps where one step a row would take 7
+ * (ResNet3D-18's 3x7x7 15 for 21), MobileNetV2's 3x3 1 for 3, so the
+ * weights and A buffers shrink by as much. Not where rows of 4 channels
+ * already fill the steps (7x7: 196 bytes are 7 steps either way), nor for
+ * rows of fewer than 4 bytes (C 1, 3 taps), where a word could span three
+ * rows. It compiles with every wgmma asynchronous for one part of the
  * stage a pixel (block_m 128) and two (64), with the 8-bit epilogue, a
- * residual and a_prefetch, and the default takes it; a window row of
- * fewer than 4 bytes (C 1, 3 taps) is refused, since a word could span
- * three rows, and the default goes without. */
-START_TEST(nhwc_wgmma_stem_row_pack) {
+ * residual and a_prefetch. */
+START_TEST(nhwc_wgmma_stem_packs_rows) {
   arch a;
   arch_from_name("sm_90", &a, NULL);
   a.sm_count = 132;
   char why[TEMPLATE_WHY_MAX];
   static const struct {
-    int op, kernel, bm, out8, residual, prefetch;
-    long ksteps; /* with row_pack; without */
-    long ksteps0;
+    int op, c, kernel, bm, out8, residual, prefetch;
+    long ksteps; /* of the whole reduction */
   } cases[] = {
-      {CT_OP_CONV2D, 7, 128, 0, 0, 0, 5, 7},   {CT_OP_CONV2D, 7, 64, 1, 1, 0, 5, 7},
-      {CT_OP_CONV3D, 7, 128, 1, 0, 0, 15, 21}, {CT_OP_CONV3D, 7, 64, 0, 0, 1, 15, 21},
-      {CT_OP_CONV2D, 3, 128, 1, 0, 0, 1, 3},   {CT_OP_CONV2D, 3, 64, 0, 0, 0, 1, 3},
-      {CT_OP_CONV2D, 5, 64, 0, 0, 1, 3, 5},
+      {CT_OP_CONV2D, 3, 7, 128, 0, 0, 0, 5},  {CT_OP_CONV2D, 3, 7, 64, 1, 1, 0, 5},
+      {CT_OP_CONV3D, 3, 7, 128, 1, 0, 0, 15}, {CT_OP_CONV3D, 3, 7, 64, 0, 0, 1, 15},
+      {CT_OP_CONV2D, 3, 3, 128, 1, 0, 0, 1},  {CT_OP_CONV2D, 3, 3, 64, 0, 0, 0, 1},
+      {CT_OP_CONV2D, 3, 5, 64, 0, 0, 1, 3},   {CT_OP_CONV2D, 4, 7, 64, 0, 0, 0, 7},
+      {CT_OP_CONV2D, 1, 3, 128, 0, 0, 0, 3},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const int is3d = cases[i].op == CT_OP_CONV3D;
@@ -1244,7 +1247,7 @@ START_TEST(nhwc_wgmma_stem_row_pack) {
     ct_workload w;
     workload_init(&w, (ct_op)cases[i].op);
     w.layout = CT_LAYOUT_NHWC;
-    w.n = 2, w.c = 3, w.k = 64;
+    w.n = 2, w.c = cases[i].c, w.k = 64;
     int d = 0;
     if (is3d) {
       w.in[0] = 4, w.in[1] = w.in[2] = 112;
@@ -1266,54 +1269,27 @@ START_TEST(nhwc_wgmma_stem_row_pack) {
     space sp;
     ct_err err = {0};
     ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
-    ck_assert_int_ge(space_find(&sp, "row_pack"), 0);
-    for (int pack = 1; pack >= 0; pack--) {
-      char js[200];
-      snprintf(js, sizeof js,
-               "{\"block_m\":%d,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":2,"
-               "\"blocks_per_sm\":1,%s\"row_pack\":%d}",
-               cases[i].bm,
-               cases[i].out8       ? "\"out_stage\":1,"
-               : cases[i].prefetch ? "\"out_tma\":0,\"a_prefetch\":1,"
-                                   : "\"out_tma\":0,\"a_prefetch\":0,",
-               pack);
-      config c;
-      config_of(&sp, js, &c);
-      ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s: %s", js, why);
-      instance inst;
-      ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
-      /* the weights (every step of every depth tap), 2 warpgroups x 2 A
-       * buffers of a stage, the 8-bit tables and slabs, alignment */
-      const long ks = pack ? cases[i].ksteps : cases[i].ksteps0, ck = ks / (is3d ? 3 : 1);
-      const long bm = cases[i].bm;
-      const long epi = cases[i].out8 ? 2 * (64 * 24 + 4 * 16 * (bm / 64) * (64 + 16)) : 0;
-      ck_assert_uint_eq(inst.smem_bytes, ks * 64 * 32 + 2 * 2 * ck * bm * 32 + epi + 1024);
-      if (pack) compiles_without(&inst, &a, js, "C75");
-    }
-    /* the default packs the rows */
-    config dc;
-    ck_assert(tpl->preferred(&w, &sp, &a, &dc));
-    ck_assert_int_eq(space_get(&sp, &dc, "row_pack", -1), 1);
+    char js[200];
+    snprintf(js, sizeof js,
+             "{\"block_m\":%d,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":2,"
+             "\"blocks_per_sm\":1,%s}",
+             cases[i].bm,
+             cases[i].out8       ? "\"out_stage\":1"
+             : cases[i].prefetch ? "\"out_tma\":0,\"a_prefetch\":1"
+                                 : "\"out_tma\":0,\"a_prefetch\":0");
+    config c;
+    config_of(&sp, js, &c);
+    ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s: %s", js, why);
+    instance inst;
+    ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
+    /* the weights (every step of every depth tap), 2 warpgroups x 2 A
+     * buffers of a stage, the 8-bit tables and slabs, alignment */
+    const long ks = cases[i].ksteps, ck = ks / (is3d ? 3 : 1), bm = cases[i].bm;
+    const long epi = cases[i].out8 ? 2 * (64 * 24 + 4 * 16 * (bm / 64) * (64 + 16)) : 0;
+    ck_assert_uint_eq(inst.smem_bytes, ks * 64 * 32 + 2 * 2 * ck * bm * 32 + epi + 1024);
+    compiles_without(&inst, &a, js, "C75");
     space_free(&sp);
   }
-  /* C 1 and 3 taps: 3-byte window rows */
-  const template_desc *tpl = template_find("conv2d_nhwc_wgmma_stem");
-  ct_workload w = nhwc_stem(2, 64, 3);
-  w.c = 1;
-  space sp;
-  ct_err err = {0};
-  ck_assert_msg(template_space(tpl, &w, &sp, &err) == CT_OK, "%s", err.msg);
-  config c;
-  config_of(&sp,
-            "{\"block_m\":128,\"block_n\":64,\"warpgroups\":2,\"a_buffers\":2,"
-            "\"blocks_per_sm\":1,\"out_tma\":0,\"a_prefetch\":0,\"row_pack\":1}",
-            &c);
-  ck_assert(!tpl->valid(&w, &sp, &c, &a, why));
-  ck_assert_msg(strstr(why, "row_pack") != NULL, "%s", why);
-  /* and its default does not */
-  ck_assert(tpl->preferred(&w, &sp, &a, &c));
-  ck_assert_int_eq(space_get(&sp, &c, "row_pack", -1), 0);
-  space_free(&sp);
 }
 END_TEST
 
@@ -1600,7 +1576,7 @@ static void add_templates_nvrtc(TCase *tc) {
   tcase_add_test(tc, nhwc_wgmma_stem_stages_a_depth_tap);
   tcase_add_test(tc, nhwc_wgmma_stem_out_tma_and_prefetch);
   tcase_add_test(tc, nhwc_wgmma_stem_out_stage);
-  tcase_add_test(tc, nhwc_wgmma_stem_row_pack);
+  tcase_add_test(tc, nhwc_wgmma_stem_packs_rows);
 }
 
 /* The checks that loop over the registry (template_all), so that a new
