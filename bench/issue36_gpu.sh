@@ -29,7 +29,7 @@
 #                 earlier commit against this one's, on the same card
 #   savedb V B    /tmp/m-V-bB.db as $OUT/m-V-bB.db.xz
 #   stems         the stems' packed stages: test_gpu_templates stem, stem8 and onnx_stem on the
-#                 wgmma stems (10 configs a workload); each stem's earlier best config timed
+#                 wgmma stems (GT_N configs a workload, default 10); each stem's earlier best config timed
 #                 (config_run); each stem tuned 96 trials into /tmp/rp.db, its best; then
 #                 compute-sanitizer memcheck, racecheck and synccheck over two packed configs
 #                 (two parts a pixel, 3D, uint8 with a zero point and a residual; int32 with
@@ -143,7 +143,7 @@ PY
   stems)
     shift
     for c in stem stem8 onnx_stem; do
-      ( cd build-rel && CT_GT_TEMPLATE=_wgmma_stem CK_RUN_CASE=$c timeout 300 ./test_gpu_templates 10 \
+      ( cd build-rel && CT_GT_TEMPLATE=_wgmma_stem CK_RUN_CASE=$c timeout 300 ./test_gpu_templates ${GT_N:-10} \
           > $OUT/rp-gt-$c.log 2>&1; echo "rc=$?" >> $OUT/rp-gt-$c.log ) &
     done
     wait
