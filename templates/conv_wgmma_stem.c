@@ -247,12 +247,14 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
 }
 
 /* A default without tuning: the narrowest block_n that covers K in the
- * fewest N tiles, 128-pixel tiles, two warpgroups of one A buffer, as many
- * blocks per SM as fit (at least 8 warps per SM) and, with 8-bit output,
- * out_stage; the valid config nearest to that. Tuned, the stems' bests
- * (H200, h200-issue36/stems) took 128-pixel tiles in 5 of 6, one A buffer
- * in 5 of 6 (the other int32 with a_prefetch) and out_stage in all four
- * 8-bit ones; a short tuning starts from the default. */
+ * fewest N tiles, 128-pixel tiles, two warpgroups, one A buffer where a
+ * stage is 3 k32 steps or more and two where it is fewer, as many blocks
+ * per SM as fit (at least 8 warps per SM) and, with 8-bit output,
+ * out_stage; the valid config nearest to that. Tuned (H200,
+ * h200-issue36/stems), the 7x7 stems' bests (5 steps a stage) took one A
+ * buffer in 4 of 5 and MobileNetV2's 3x3 (1 step) two, whose default with
+ * one ran 14% slower; every 8-bit best took out_stage. The default is
+ * what the dispatch runs untuned and a tuning's first trial. */
 static int preferred(const ct_workload *w, const space *s, const arch *a, config *out) {
   geom3 g;
   workload_geom(w, &g);
@@ -282,7 +284,7 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
             const double used = (double)g.k / ((double)p.tiles_n * p.bn);
             const long warps = p.minb * p.threads / 32;
             const double score = used + (warps >= 8 ? 0.1 : 0.0) + 0.01 * im + 0.005 * iw +
-                                 0.004 * (1 - ia) + 0.001 * ib;
+                                 0.004 * (p.ck >= 3 ? 1 - ia : ia) + 0.001 * ib;
             if (!found || score > best) {
               *out = c;
               best = score;
