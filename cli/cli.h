@@ -35,6 +35,13 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * error.h). The result lives in one of 4 static buffers, reused in turn:
  * enough for the quotes of one message (the CLI is one thread). */
 const char *cli_quote(const char *text);
+/* A path (--db, --output, a file to import or read) as a message quotes it:
+ * whole up to CLI_PATH_BYTES bytes (a path's end is the part that matters,
+ * so no 60-byte excerpt), but escaped as err_excerpt escapes, so that no
+ * control byte reaches the terminal. The same 4 buffers' scheme as
+ * cli_quote, apart from its. */
+#define CLI_PATH_BYTES 4096
+const char *cli_path(const char *path);
 
 /* Workload selection: flags (--op, --c, --k, --size, --kernel, --stride,
  * --pad, --dilation, --groups, --layout), one positional key or JSON

@@ -48,6 +48,13 @@ const char *cli_quote(const char *text) {
   return err_excerpt(b, CT_EXCERPT_MAX, text);
 }
 
+const char *cli_path(const char *path) {
+  static char bufs[4][4 * CLI_PATH_BYTES + 4];
+  static unsigned next;
+  char *b = bufs[next++ % 4];
+  return err_escape(b, sizeof bufs[0], path, CLI_PATH_BYTES);
+}
+
 /* The message is formatted first and written by one fprintf (one write on
  * unbuffered stderr): written piecewise, a line could be split by another
  * writer to the same stream, as mpirun's banner did under test_mpi. A

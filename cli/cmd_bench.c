@@ -103,7 +103,8 @@ static int write_csv(const char *path, const bench_result *r, const mbench_resul
  * its side files: refused before anything runs. */
 static int refuse_database(const char *flag, const char *path, const char *db_path) {
   if (!path || !db_path || !outfile_is_database(path, db_path)) return 0;
-  cli_usage_error("bench", "%s %s is the database %s (or one of its files)", flag, path, db_path);
+  cli_usage_error("bench", "%s %s is the database %s (or one of its files)", flag, cli_path(path),
+                  cli_path(db_path));
   return 1;
 }
 
@@ -143,22 +144,22 @@ static int write_files(const cli_common *cc, const outputs *out, const bench_res
     if (!paths[i]) continue;
     ct_status st = CT_OK;
     if (out->db_path && outfile_is_database(paths[i], out->db_path))
-      st = ERR_SET(&err, CT_ERR_INVALID_ARG, "%s is the database %s: not written", paths[i],
-                   out->db_path);
+      st = ERR_SET(&err, CT_ERR_INVALID_ARG, "%s is the database %s: not written",
+                   cli_quote(paths[i]), cli_quote(out->db_path));
     else
       st = mr ? mbench_write_json(mr, paths[i], &err) : bench_write_json(r, paths[i], &err);
     if (st) {
       int code = cli_fail(cc, &err);
       if (!rc) rc = code;
     } else if (cc->verbose >= 0) {
-      fprintf(stderr, "[bench] wrote %s\n", paths[i]);
+      fprintf(stderr, "[bench] wrote %s\n", cli_path(paths[i]));
     }
   }
   if (out->csv) {
     if (!write_csv(out->csv, r, mr))
       rc = rc ? rc : EXIT_FAIL;
     else if (cc->verbose >= 0)
-      fprintf(stderr, "[bench] wrote %s\n", out->csv);
+      fprintf(stderr, "[bench] wrote %s\n", cli_path(out->csv));
   }
   return rc;
 }

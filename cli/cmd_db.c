@@ -194,7 +194,7 @@ static int open_db(db_args *a, int readonly, db **d) {
   ct_status st = db_open(a->db_path, readonly, d, &err);
   if (st == CT_ERR_NOT_FOUND) {
     fprintf(stderr, "convtune %s: no database at %s (tune first, or give --db)\n", a->cmd,
-            a->db_path);
+            cli_path(a->db_path));
     return EXIT_USAGE;
   }
   if (st) return cli_fail(&a->cc, &err);
@@ -227,7 +227,7 @@ static int cmd_query(db_args *a, db *d) {
   int n = 0;
   if (db_trials(d, key, NULL, NULL, NULL, &tr, &n, &err)) return cli_fail(&a->cc, &err);
   if (n == 0) {
-    fprintf(stderr, "convtune query: no trials of %s in %s\n", key, a->db_path);
+    fprintf(stderr, "convtune query: no trials of %s in %s\n", key, cli_path(a->db_path));
     return EXIT_FAIL;
   }
   best_row rows[64];
@@ -353,7 +353,7 @@ static int cmd_history(db_args *a, db *d) {
   int n = 0;
   if (db_trials(d, key, NULL, NULL, NULL, &tr, &n, &err)) return cli_fail(&a->cc, &err);
   if (n == 0) {
-    fprintf(stderr, "convtune history: no trials of %s in %s\n", key, a->db_path);
+    fprintf(stderr, "convtune history: no trials of %s in %s\n", key, cli_path(a->db_path));
     return EXIT_FAIL;
   }
   /* best so far per (device, template): the curve of each tuning */
@@ -455,14 +455,14 @@ static ct_status export_database(const char *path, FILE **out, char **mem_buf, c
   FILE *mem = open_memstream(&buf, &len);
   if (!mem) {
     db_close(src);
-    return ERR_SET(err, CT_ERR_NO_MEMORY, "no memory to read %s", path);
+    return ERR_SET(err, CT_ERR_NO_MEMORY, "no memory to read %s", cli_quote(path));
   }
   int n = 0;
   st = db_export(src, NULL, mem, &n, err);
   db_close(src);
   fclose(mem);
   if (!st && !(*out = fmemopen(buf, len ? len : 1, "r")))
-    st = ERR_SET(err, CT_ERR_NO_MEMORY, "no memory to read %s", path);
+    st = ERR_SET(err, CT_ERR_NO_MEMORY, "no memory to read %s", cli_quote(path));
   if (st) {
     free(buf);
     return st;
@@ -507,16 +507,17 @@ int cmd_db(const char *cmd, int argc, char **argv) {
     if (a.n_pos != 1) {
       rc = cli_usage_error(a.cmd, "give one file to import");
     } else if (strcmp(a.pos[0], "-") && outfile_is_database(a.pos[0], a.db_path)) {
-      rc = cli_usage_error(a.cmd, "%s is the database %s itself", a.pos[0], a.db_path);
+      rc = cli_usage_error(a.cmd, "%s is the database %s itself", cli_path(a.pos[0]),
+                           cli_path(a.db_path));
     } else if (!(a.in = strcmp(a.pos[0], "-") ? fopen(a.pos[0], "r") : stdin)) {
-      fprintf(stderr, "convtune import: cannot open %s: %s\n", a.pos[0], strerror(errno));
+      fprintf(stderr, "convtune import: cannot open %s: %s\n", cli_path(a.pos[0]), strerror(errno));
       rc = EXIT_USAGE;
     }
   } else {
     rc = parse_workload(&a, strcmp(cmd, "export") != 0);
     if (rc < 0 && a.output && outfile_is_database(a.output, a.db_path))
-      rc = cli_usage_error(a.cmd, "--output %s is the database %s (or one of its files)", a.output,
-                           a.db_path);
+      rc = cli_usage_error(a.cmd, "--output %s is the database %s (or one of its files)",
+                           cli_path(a.output), cli_path(a.db_path));
   }
   db *d = NULL;
   int readonly = strcmp(cmd, "import") != 0;
@@ -540,7 +541,7 @@ int cmd_db(const char *cmd, int argc, char **argv) {
   int n_bad = db_bad_rows(d, bad, sizeof bad);
   if (n_bad)
     fprintf(stderr, "convtune %s: warning: skipped %d malformed trial%s in %s, the first: %s\n",
-            cmd, n_bad, n_bad == 1 ? "" : "s", a.db_path, bad);
+            cmd, n_bad, n_bad == 1 ? "" : "s", cli_path(a.db_path), bad);
   if (a.in && a.in != stdin) fclose(a.in);
   free(a.in_buf);
   db_close(d);

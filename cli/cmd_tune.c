@@ -382,7 +382,7 @@ static int tune_on_devices(const char *db_path, const tune_opts *to, const int *
   }
   if (cc->verbose >= 0)
     fprintf(stderr, "[tune] %d GPUs, %d tasks, database %s\n", tune_pool_gpus(p), pl.n_tasks,
-            db_path);
+            cli_path(db_path));
   if (!(res = calloc((size_t)(pl.n_tasks ? pl.n_tasks : 1) * kinds, sizeof *res))) {
     ERR_SET(&err, CT_ERR_NO_MEMORY, "out of memory");
     rc = cli_fail(cc, &err);
@@ -635,8 +635,8 @@ static int tune_model(tuner *t, const wlset *s, const char *prefix, const int *c
       fmt_eta(so->budget_s, b, sizeof b);
       snprintf(budget, sizeof budget, "budget %s", b);
     }
-    fprintf(stderr, "[tune] model %s: %d workloads (%d occurrences), %s\n", model, s->n_items,
-            convs, budget);
+    fprintf(stderr, "[tune] model %s: %d workloads (%d occurrences), %s\n", cli_path(model),
+            s->n_items, convs, budget);
   }
   model_ctx mc = {.tty = isatty(2), .quiet = cc->verbose < 0};
   sched_result *r = NULL;
@@ -655,7 +655,7 @@ static int tune_model(tuner *t, const wlset *s, const char *prefix, const int *c
     }
     if (!st && r->n_unsupported == r->n_workloads) {
       if (cc->verbose >= 0)
-        fprintf(stderr, "convtune tune: no workload of %s can be tuned%s\n", model,
+        fprintf(stderr, "convtune tune: no workload of %s can be tuned%s\n", cli_path(model),
                 tpl ? " with this template" : "");
       rc = EXIT_FAIL;
     }
@@ -928,7 +928,7 @@ int cmd_tune(int argc, char **argv) {
   const device *dev = tuner_device(t);
   if (cc.verbose >= 0)
     fprintf(stderr, "[tune] %s (%s, %d SMs), database %s, tuner %s\n", dev->name, dev->arch.name,
-            dev->arch.sm_count, db_path, kinds[k]);
+            dev->arch.sm_count, cli_path(db_path), kinds[k]);
   if (model_mode) {
     rc = tune_model(t, s, sel.set || sel.file || sel.model ? s->name : NULL, sel.counts, tpl, &so,
                     json, &cc);

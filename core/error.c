@@ -57,10 +57,14 @@ void err_suffix(ct_err *err, const char *fmt, ...) {
 }
 
 const char *err_excerpt(char *buf, size_t size, const char *text) {
+  return err_escape(buf, size, text, CT_EXCERPT_BYTES);
+}
+
+const char *err_escape(char *buf, size_t size, const char *text, size_t max_bytes) {
   if (!buf || size == 0) return buf;
   if (!text) text = "(null)";
   size_t len = 0, i = 0;
-  for (; text[i] && i < CT_EXCERPT_BYTES; i++) {
+  for (; text[i] && i < max_bytes; i++) {
     unsigned char c = (unsigned char)text[i];
     char esc[5];
     if (c == '\'' || c == '\\')

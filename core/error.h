@@ -47,6 +47,11 @@ void err_suffix(ct_err *err, const char *fmt, ...) __attribute__((format(printf,
  * input (keys, JSON strings, names, file names, flag values) only through
  * this, so that a long input cannot push the reason out of CT_ERRMSG_MAX. */
 const char *err_excerpt(char *buf, size_t size, const char *text);
+/* err_excerpt's escaping with max_bytes in place of CT_EXCERPT_BYTES (buf
+ * then needs 4 * max_bytes + 4 bytes): for the command's own messages,
+ * whose lines are not bounded by CT_ERRMSG_MAX, quoting a path whole
+ * (whose end is the part that matters) but never a control byte raw. */
+const char *err_escape(char *buf, size_t size, const char *text, size_t max_bytes);
 
 #define ERR_SET(err, status, ...) err_set((err), (status), __FILE__, __LINE__, __VA_ARGS__)
 

@@ -229,6 +229,15 @@ expect 2 'line 1' import --db "$tmp/new.db" "$tmp/bad.jsonl"
 expect 0 'device' list --db "$tmp/new.db"
 expect 1 'no trials of' query --db "$tmp/new.db" conv2d-nchw-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1
 expect 2 'unknown command' frobnicate
+# a path in a message: escaped (no control byte reaches the terminal), and
+# whole, since its end is the part that matters
+esc=$(printf '\033')
+expect 2 "no database at .*/e\\\\x1b\[31mx\.db (tune first" list --db "$tmp/e$esc[31mx.db"
+! grep -q "$esc" "$tmp/err" && ok || bad "a path's escape byte reached stderr raw"
+deep=$tmp$(printf '/d%.0s' $(seq 400))
+expect 2 "no database at $deep/none\.db (tune first" list --db "$deep/none.db"
+expect 2 "cannot open .*/i\\\\x1b\.jsonl: No such file" import --db "$tmp/new.db" "$tmp/i$esc.jsonl"
+! grep -q "$esc" "$tmp/err" && ok || bad "import's path escape byte reached stderr raw"
 
 # dbsafe (issue 33, defects 1, 2, 5): no command writes over its own
 # database, an output file appears whole or not at all, read-only opens

@@ -86,6 +86,29 @@ START_TEST(excerpt_is_short_and_escaped) {
 }
 END_TEST
 
+/* err_escape: err_excerpt's escaping with a bound of the caller's (the
+ * command quotes paths whole): 2000 bytes kept whole under a bound of 4096,
+ * cut with "..." past it, every byte escaped alike. */
+START_TEST(escape_keeps_up_to_its_bound) {
+  static char buf[4 * 4096 + 4];
+  char text[2001];
+  memset(text, 'p', sizeof text - 1);
+  text[sizeof text - 1] = '\0';
+  text[1000] = 0x1b;
+  err_escape(buf, sizeof buf, text, 4096);
+  ck_assert_uint_eq(strlen(buf), 2000 + 3); /* the escape's 3 more bytes, no ellipsis */
+  ck_assert_int_eq(strncmp(buf + 1000, "\\x1b", 4), 0);
+  ck_assert_int_eq(buf[strlen(buf) - 1], 'p');
+  err_escape(buf, sizeof buf, text, 100);
+  ck_assert_uint_eq(strlen(buf), 103);
+  ck_assert_str_eq(buf + 100, "...");
+  ck_assert_str_eq(err_escape(buf, sizeof buf, NULL, 10), "(null)");
+  /* err_excerpt is err_escape at CT_EXCERPT_BYTES */
+  char a[CT_EXCERPT_MAX], b[CT_EXCERPT_MAX];
+  ck_assert_str_eq(err_excerpt(a, sizeof a, text), err_escape(b, sizeof b, text, CT_EXCERPT_BYTES));
+}
+END_TEST
+
 START_TEST(version_matches_header) {
   ck_assert_str_eq(ct_version(), CT_VERSION_STRING);
 }
@@ -96,6 +119,7 @@ static void add_error(TCase *tc) {
   tcase_add_test(tc, err_set_records_message_and_origin);
   tcase_add_test(tc, long_messages_are_truncated_not_overflowed);
   tcase_add_test(tc, excerpt_is_short_and_escaped);
+  tcase_add_test(tc, escape_keeps_up_to_its_bound);
   tcase_add_test(tc, version_matches_header);
 }
 
