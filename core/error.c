@@ -35,25 +35,55 @@ const char *ct_version(void) {
   return CT_VERSION_STRING;
 }
 
+/* The formatted text into msg (CT_ERRMSG_MAX bytes), each control byte
+ * (below 0x20, or 0x7f) written as \xHH, cut between escapes. A safety
+ * net under err_excerpt: a name or path a message quotes raw (an ONNX
+ * model's node and tensor names, SQLite's and NVRTC's texts) can then put
+ * no escape sequence or line break on the terminal of whoever prints it.
+ * Bytes above 0x7f stay (UTF-8 names print as themselves). */
+static void set_msg(char *msg, const char *text) {
+  size_t len = 0;
+  for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+    const int ctl = *p < 0x20 || *p == 0x7f;
+    const size_t n = ctl ? 4 : 1;
+    if (len + n + 1 > CT_ERRMSG_MAX) break;
+    if (ctl)
+      snprintf(msg + len, 5, "\\x%02x", *p);
+    else
+      msg[len] = (char)*p;
+    len += n;
+  }
+  msg[len] = '\0';
+}
+
 ct_status err_set(ct_err *err, ct_status status, const char *file, int line, const char *fmt, ...) {
   if (!err) return status;
   err->status = status;
   err->file = file;
   err->line = line;
+  char text[CT_ERRMSG_MAX];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
+  set_msg(err->msg, text);
   return status;
 }
 
 void err_suffix(ct_err *err, const char *fmt, ...) {
   if (!err || !fmt) return;
-  size_t len = strlen(err->msg);
+  char text[CT_ERRMSG_MAX], joined[CT_ERRMSG_MAX];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(err->msg + len, sizeof err->msg - len, fmt, ap);
+  vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
+  /* Truncation is intended: the message keeps its first CT_ERRMSG_MAX - 1 bytes. */
+  size_t len = strlen(err->msg), rest = strlen(text);
+  memcpy(joined, err->msg, len);
+  if (rest > sizeof joined - 1 - len) rest = sizeof joined - 1 - len;
+  memcpy(joined + len, text, rest);
+  joined[len + rest] = '\0';
+  set_msg(err->msg, joined);
 }
 
 const char *err_excerpt(char *buf, size_t size, const char *text) {
@@ -113,5 +143,5 @@ void err_prefix(ct_err *err, const char *fmt, ...) {
     memcpy(joined + len, err->msg, rest);
     joined[len + rest] = '\0';
   }
-  memcpy(err->msg, joined, sizeof err->msg);
+  set_msg(err->msg, joined);
 }

@@ -22,7 +22,10 @@ typedef struct ct_err {
   char msg[CT_ERRMSG_MAX];
 } ct_err;
 
-/* Record status and a printf-style message on err (NULL: ignored); returns status. */
+/* Record status and a printf-style message on err (NULL: ignored); returns
+ * status. Here and in err_prefix and err_suffix each control byte of the
+ * formatted message (below 0x20, or 0x7f) is written as \xHH, so that no
+ * message carries an escape sequence or a line break, whatever it quotes. */
 ct_status err_set(ct_err *err, ct_status status, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 /* Reset err to CT_OK with an empty message. NULL is accepted. */

@@ -109,6 +109,29 @@ START_TEST(escape_keeps_up_to_its_bound) {
 }
 END_TEST
 
+/* err_set, err_prefix and err_suffix write each control byte of the
+ * formatted message as \\xHH: a name or path quoted raw cannot put an
+ * escape sequence or a line break on a terminal. Bytes above 0x7f (UTF-8)
+ * stay; an escape is never cut in two at the message's end. */
+START_TEST(messages_escape_control_bytes) {
+  ct_err err = {0};
+  ERR_SET(&err, CT_ERR_PARSE, "node '%s': %s", "a\x1b[31mb", "line\nbreak\x7f \xc3\xa9");
+  ck_assert_str_eq(err.msg, "node 'a\\x1b[31mb': line\\x0abreak\\x7f \xc3\xa9");
+  err_prefix(&err, "%s", "m\tx");
+  ck_assert_int_eq(strncmp(err.msg, "m\\x09x: node", 12), 0);
+  err_suffix(&err, " (%s)", "\r");
+  ck_assert_ptr_nonnull(strstr(err.msg, "(\\x0d)"));
+  char many[CT_ERRMSG_MAX * 2];
+  memset(many, 0x1b, sizeof many - 1);
+  many[sizeof many - 1] = '\0';
+  ERR_SET(&err, CT_ERR_PARSE, "%s", many);
+  const size_t n = strlen(err.msg);
+  ck_assert_uint_lt(n, CT_ERRMSG_MAX);
+  ck_assert_uint_eq(n % 4, 0);
+  ck_assert_str_eq(err.msg + n - 4, "\\x1b");
+}
+END_TEST
+
 START_TEST(version_matches_header) {
   ck_assert_str_eq(ct_version(), CT_VERSION_STRING);
 }
@@ -120,6 +143,7 @@ static void add_error(TCase *tc) {
   tcase_add_test(tc, long_messages_are_truncated_not_overflowed);
   tcase_add_test(tc, excerpt_is_short_and_escaped);
   tcase_add_test(tc, escape_keeps_up_to_its_bound);
+  tcase_add_test(tc, messages_escape_control_bytes);
   tcase_add_test(tc, version_matches_header);
 }
 

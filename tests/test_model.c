@@ -1210,6 +1210,31 @@ START_TEST(shape_unknown) {
 }
 END_TEST
 
+/* A node and a tensor named with a terminal's escape sequence and a line
+ * break (a hostile model file): the error that names them carries each
+ * control byte as \\xHH (err_set), on one line. */
+START_TEST(hostile_names_escaped) {
+  mb b;
+  mb_init(&b);
+  mb_input(&b, "x", ONNX_FLOAT, 4, 1, 3, 8, 8);
+  int64_t wd[4] = {4, 3, 3, 3}, sd = 4;
+  float scales[4] = {1, 1, 2, 2};
+  mb_tensor(&b, "w", ONNX_FLOAT, 4, wd, NULL);
+  mb_tensor(&b, "scales", ONNX_FLOAT, 1, &sd, scales);
+  mb_node(&b, "Resize", "re\x1b[31msize", "x,,scales", "bi\ng");
+  mb_node(&b, "Conv", "co\x1b]0;t\x07nv", "bi\ng,w", "y");
+  mb_output(&b, "y");
+  const char *path = mb_write(&b, "h.onnx");
+  model *m;
+  ct_err err;
+  ck_assert_int_eq(load(path, 0, CT_LAYOUT_NHWC, &m, &err), CT_ERR_PARSE);
+  ck_assert_msg(strstr(err.msg, "node 'co\\x1b]0;t\\x07nv' (Conv)") != NULL, "%s", err.msg);
+  ck_assert_msg(strstr(err.msg, "bi\\x0ag") != NULL, "%s", err.msg);
+  for (const char *p = err.msg; *p; p++) ck_assert_int_ge((unsigned char)*p, 0x20);
+  mb_free(&b);
+}
+END_TEST
+
 /* ---- grouped and depthwise ---------------------------------------------------- */
 
 /* A MobileNetV2-like chain with `group`: a depthwise 3x3 (G = C = 8), a
@@ -1874,6 +1899,7 @@ static void add_graph(TCase *tc) {
   tcase_add_test(tc, shape_more);
   tcase_add_test(tc, batch);
   tcase_add_test(tc, shape_unknown);
+  tcase_add_test(tc, hostile_names_escaped);
   tcase_add_test(tc, unsupported_listed);
   tcase_add_test(tc, unique_workloads);
   tcase_add_loop_test(tc, external_data, 0, 5);

@@ -243,7 +243,9 @@ CT_API ct_status ct_open_arch(const char *db_path, const char *arch, ct_context 
 CT_API void ct_close(ct_context *ctx);
 
 /* The message of the calling thread's last error on ctx, "" when none.
- * Borrowed: valid until this thread's next failing call on ctx. */
+ * Borrowed: valid until this thread's next failing call on ctx. One line of
+ * printable text: a control byte it would quote (from a path, a model's
+ * names) is written as \xHH. */
 CT_API const char *ct_errmsg(const ct_context *ctx);
 
 /* Install a log callback (NULL: none) receiving messages up to level. */
