@@ -1179,18 +1179,27 @@ END_TEST
 /* A conv after an op whose shape is not followed: value_info gives it, or
  * the load fails naming the conv and where derivation stopped. A
  * value_info that contradicts a conv's own output is refused. */
+/* Into b: a Resize node (resize, whose output big has no known shape) and
+ * a Conv node (conv) reading big; written as file, whose path is returned. */
+static const char *resize_then_conv(mb *b, const char *resize, const char *big, const char *conv,
+                                    const char *file) {
+  char in[64];
+  mb_input(b, "x", ONNX_FLOAT, 4, 1, 3, 8, 8);
+  int64_t wd[4] = {4, 3, 3, 3}, sd = 4;
+  float scales[4] = {1, 1, 2, 2};
+  mb_tensor(b, "w", ONNX_FLOAT, 4, wd, NULL);
+  mb_tensor(b, "scales", ONNX_FLOAT, 1, &sd, scales);
+  mb_node(b, "Resize", resize, "x,,scales", big);
+  snprintf(in, sizeof in, "%s,w", big);
+  mb_node(b, "Conv", conv, in, "y");
+  mb_output(b, "y");
+  return mb_write(b, file);
+}
+
 START_TEST(shape_unknown) {
   mb b;
   mb_init(&b);
-  mb_input(&b, "x", ONNX_FLOAT, 4, 1, 3, 8, 8);
-  int64_t wd[4] = {4, 3, 3, 3}, sd = 4;
-  float scales[4] = {1, 1, 2, 2};
-  mb_tensor(&b, "w", ONNX_FLOAT, 4, wd, NULL);
-  mb_tensor(&b, "scales", ONNX_FLOAT, 1, &sd, scales);
-  mb_node(&b, "Resize", "resize", "x,,scales", "big");
-  mb_node(&b, "Conv", "conv", "big,w", "y");
-  mb_output(&b, "y");
-  const char *path = mb_write(&b, "m.onnx");
+  const char *path = resize_then_conv(&b, "resize", "big", "conv", "m.onnx");
   model *m;
   ct_err err;
   ck_assert_int_eq(load(path, 0, CT_LAYOUT_NHWC, &m, &err), CT_ERR_PARSE);
@@ -1216,15 +1225,7 @@ END_TEST
 START_TEST(hostile_names_escaped) {
   mb b;
   mb_init(&b);
-  mb_input(&b, "x", ONNX_FLOAT, 4, 1, 3, 8, 8);
-  int64_t wd[4] = {4, 3, 3, 3}, sd = 4;
-  float scales[4] = {1, 1, 2, 2};
-  mb_tensor(&b, "w", ONNX_FLOAT, 4, wd, NULL);
-  mb_tensor(&b, "scales", ONNX_FLOAT, 1, &sd, scales);
-  mb_node(&b, "Resize", "re\x1b[31msize", "x,,scales", "bi\ng");
-  mb_node(&b, "Conv", "co\x1b]0;t\x07nv", "bi\ng,w", "y");
-  mb_output(&b, "y");
-  const char *path = mb_write(&b, "h.onnx");
+  const char *path = resize_then_conv(&b, "re\x1b[31msize", "bi\ng", "co\x1b]0;t\x07nv", "h.onnx");
   model *m;
   ct_err err;
   ck_assert_int_eq(load(path, 0, CT_LAYOUT_NHWC, &m, &err), CT_ERR_PARSE);
