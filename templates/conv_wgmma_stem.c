@@ -24,7 +24,7 @@
  * wherever that takes fewer steps than whole steps a row (rows of 4 bytes
  * or more; 5 steps for a 7x7 stem of 3 channels where rows take 7, 1 for
  * a 3x3 one where they take 3). As a knob it won on every config timed
- * both ways (5-19%, H200), and a model's tuning at batch 256 (80 trials
+ * both ways (3-19%, H200), and a model's tuning at batch 256 (80 trials
  * of the stem) kept an unpacked best, 194.3 us, whose packed twin takes
  * 176.4.
  *

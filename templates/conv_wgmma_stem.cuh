@@ -45,7 +45,7 @@
  * steps: a 7x7 stem of 3 channels takes 5 steps a depth tap where one step
  * a row takes 7, a 3x3 one 1 where it takes 3; so fewer wgmmas, fewer A
  * and B bytes through shared memory (written and read) and a smaller
- * weight stage: 5-19% faster on every stem config timed both ways (H200,
+ * weight stage: 3-19% faster on every stem config timed both ways (H200,
  * when it was a knob). Each of a pixel's 128 / block_m threads builds a
  * contiguous part of its stage from the rows that part covers (a
  * compile-time part, so that every byte's row and offset are constants):
