@@ -82,8 +82,8 @@ static const knob_def knobs[] = {
 };
 
 typedef struct wsplan {
-  int bm, bn, wgs, abuf, minb, otma, apf, ostage, rpack;
-  long row_bytes, rsteps, ck, ksteps, tapvol, rows_a;
+  int bm, bn, wgs, abuf, minb, otma, apf, ostage;
+  long row_bytes, rsteps, ck, ksteps, tapvol;
   long threads, acc, regs, smem_bytes, m_total, tiles_m, tiles_n, grid_x;
 } wsplan;
 
@@ -112,8 +112,8 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   p->rsteps = ceil_div(p->row_bytes, 32);
   const long stage = g.ker[1] * p->row_bytes; /* a depth tap's window rows */
   /* ROW_PACK: the rows concatenated where that takes fewer k32 steps */
-  p->rpack = p->row_bytes >= 4 && ceil_div(stage, 32) < g.ker[1] * p->rsteps;
-  p->ck = p->rpack ? ceil_div(stage, 32) : g.ker[1] * p->rsteps;
+  const int rpack = p->row_bytes >= 4 && ceil_div(stage, 32) < g.ker[1] * p->rsteps;
+  p->ck = rpack ? ceil_div(stage, 32) : g.ker[1] * p->rsteps;
   p->ksteps = g.ker[0] * p->ck;
   p->tapvol = g.ker[0] * g.ker[1] * p->row_bytes;
   p->threads = 128L * p->wgs;
@@ -122,18 +122,18 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   /* a thread's window rows of a stage: interleaved over the pixel's
    * 128 / block_m threads, or (ROW_PACK) those its part of the stage
    * covers, one more where a row straddles the parts */
-  p->rows_a = ceil_div((long)p->bm * g.ker[1], 128);
-  if (p->rpack && p->row_bytes > 0) {
+  long rows_a = ceil_div((long)p->bm * g.ker[1], 128);
+  if (rpack) {
     const long parts = 128 / p->bm, part = p->ck * 32 / parts;
     for (long h = 0; h < parts; h++) {
       if (h * part >= stage) continue;
       const long last = (h + 1) * part - 1 < stage ? (h + 1) * part - 1 : stage - 1;
       const long rows = last / p->row_bytes - h * part / p->row_bytes + 1;
-      if (rows > p->rows_a) p->rows_a = rows;
+      if (rows > rows_a) rows_a = rows;
     }
   }
   /* a_prefetch: the next tile's words held through the epilogue */
-  if (p->apf) p->regs += p->rows_a * ((p->row_bytes + 6) / 4 + 1);
+  if (p->apf) p->regs += rows_a * ((p->row_bytes + 6) / 4 + 1);
   const long b_bytes = p->ksteps * p->bn * 32;
   const long a_bytes = (long)p->wgs * p->abuf * p->ck * p->bm * 32;
   const long raw_bytes = ceil_div(p->bn * p->tapvol + 16, 16) * 16 + 16;
