@@ -123,7 +123,29 @@ static ct_status check_onnx(const ct_workload *w, const ct_quant *q, ct_err *err
   return CT_OK;
 }
 
+static ct_status check_one(const ct_workload *w, const ct_quant *q, ct_err *err);
+
 ct_status quant_check(const ct_workload *w, const ct_quant *q, ct_err *err) {
+  if (w->pre_c <= 0) return check_one(w, q, err);
+  if (!q)
+    return BAD("the workload's fused pointwise convolution needs values: the quantization "
+               "parameters are NULL");
+  ct_workload m, pre;
+  workload_main(w, &m);
+  workload_pre(w, &pre);
+  ct_status st = check_one(&m, q, err);
+  if (st) return st;
+  if (!q->pre)
+    return BAD("pre is NULL; the fused pointwise convolution (pre_c %d) needs its own values",
+               w->pre_c);
+  if (!q->pre_weights)
+    return BAD("pre_weights is NULL; the fused pointwise convolution needs %d x %d weights", w->c,
+               w->pre_c);
+  if ((st = check_one(&pre, q->pre, err))) err_prefix(err, "pre");
+  return st;
+}
+
+static ct_status check_one(const ct_workload *w, const ct_quant *q, ct_err *err) {
   if (!workload_has_params(w)) return CT_OK;
   if (!q)
     return BAD("the workload's epilogue needs values (zero points, bias or scales): the "
@@ -197,8 +219,29 @@ long quant_zpad_classes(const ct_workload *w) {
   return n <= CTZ_MAX_CLASSES ? n : 0;
 }
 
-size_t quant_params_words(const ct_workload *w) {
+static size_t params_words_one(const ct_workload *w) {
   return CTQ_HEADER + (CTQ_ARRAYS + (size_t)quant_zpad_classes(w)) * (size_t)pack_round4(w->k);
+}
+
+size_t quant_pre_offset(const ct_workload *w) {
+  ct_workload m;
+  workload_main(w, &m);
+  return params_words_one(&m);
+}
+
+size_t quant_pre_weights_offset(const ct_workload *w) {
+  ct_workload pre;
+  workload_pre(w, &pre);
+  return quant_pre_offset(w) + params_words_one(&pre);
+}
+
+size_t quant_pre_row_bytes(const ct_workload *w) {
+  return ((size_t)w->pre_c + QUANT_PRE_ROW_ALIGN - 1) / QUANT_PRE_ROW_ALIGN * QUANT_PRE_ROW_ALIGN;
+}
+
+size_t quant_params_words(const ct_workload *w) {
+  if (w->pre_c <= 0) return params_words_one(w);
+  return quant_pre_weights_offset(w) + (size_t)w->c * quant_pre_row_bytes(w) / 4;
 }
 
 ct_status quant_zpad_fill(const ct_workload *w, const ct_quant *q, const int8_t *weights,
@@ -315,8 +358,35 @@ void quant_onnx_block(const ct_workload *w, const ct_quant *q, int32_t *block) {
   block[CTQO_FIRST] = first;
 }
 
+static ct_status params_one(const ct_workload *w, const ct_quant *q, const int32_t *weight_sums,
+                            int32_t *params, ct_err *err);
+
 ct_status quant_params(const ct_workload *w, const ct_quant *q, const int32_t *weight_sums,
                        int32_t *params, ct_err *err) {
+  if (w->pre_c <= 0) return params_one(w, q, weight_sums, params, err);
+  ct_status st = quant_check(w, q, err);
+  if (st) return st;
+  ct_workload m, pre;
+  workload_main(w, &m);
+  workload_pre(w, &pre);
+  memset(params, 0, quant_params_words(w) * sizeof *params);
+  int32_t *sums = malloc((size_t)w->c * sizeof *sums);
+  if (!sums) return ERR_SET(err, CT_ERR_NO_MEMORY, "quant_params: no memory for %d sums", w->c);
+  quant_weight_sums(&pre, q->pre_weights, sums); /* OHWI of a 1x1: [c][pre_c] */
+  if (!(st = params_one(&m, q, weight_sums, params, err)))
+    st = params_one(&pre, q->pre, sums, params + quant_pre_offset(w), err);
+  free(sums);
+  if (st) return st;
+  /* the weights, a row of pre_c bytes per channel padded with zeros */
+  uint8_t *rows = (uint8_t *)(params + quant_pre_weights_offset(w));
+  size_t row = quant_pre_row_bytes(w);
+  for (int k = 0; k < w->c; k++)
+    memcpy(rows + (size_t)k * row, q->pre_weights + (size_t)k * (size_t)w->pre_c, (size_t)w->pre_c);
+  return CT_OK;
+}
+
+static ct_status params_one(const ct_workload *w, const ct_quant *q, const int32_t *weight_sums,
+                            int32_t *params, ct_err *err) {
   ct_status st = quant_check(w, q, err);
   if (st) return st;
   ct_quant none;
@@ -326,7 +396,7 @@ ct_status quant_params(const ct_workload *w, const ct_quant *q, const int32_t *w
   }
   const ct_epilogue *e = &w->epi;
   int64_t kp = pack_round4(w->k);
-  memset(params, 0, quant_params_words(w) * sizeof *params);
+  memset(params, 0, params_words_one(w) * sizeof *params);
   geom3 g;
   workload_geom(w, &g);
   uint32_t zx = e->data_zero_point ? (uint32_t)q->data_zero_point : 0;
@@ -365,9 +435,12 @@ size_t quant_raw_words(const ct_workload *w) {
   return QRAW_HEADER + 4 * (size_t)w->k;
 }
 
-ct_status quant_raw(const ct_workload *w, const ct_quant *q, int32_t *raw, ct_err *err) {
-  ct_status st = quant_check(w, q, err);
+ct_status quant_raw(const ct_workload *w_, const ct_quant *q, int32_t *raw, ct_err *err) {
+  ct_status st = quant_check(w_, q, err);
   if (st) return st;
+  ct_workload m; /* the fused pointwise convolution's raw form is its own */
+  workload_main(w_, &m);
+  const ct_workload *w = &m;
   ct_quant none;
   if (!q) {
     quant_init(&none, w);
@@ -402,6 +475,9 @@ void quant_store_free(quant_store *s) {
   free(s->zw);
   free(s->bias);
   free(s->scale);
+  if (s->pre) quant_store_free(s->pre);
+  free(s->pre);
+  free(s->pre_weights);
   memset(s, 0, sizeof *s);
 }
 
@@ -435,7 +511,62 @@ static void onnx_random(const ct_workload *w, rng *r, quant_store *s) {
   q->residual_first = (int)(rng_next(r) % 2);
 }
 
+static ct_status random_one(const ct_workload *w, uint64_t seed, quant_store *s, ct_err *err);
+
 ct_status quant_random(const ct_workload *w, uint64_t seed, quant_store *s, ct_err *err) {
+  if (w->pre_c <= 0) return random_one(w, seed, s, err);
+  ct_workload m, pre;
+  workload_main(w, &m);
+  workload_pre(w, &pre);
+  ct_status st = random_one(&m, seed, s, err);
+  if (st) return st;
+  size_t nw = (size_t)w->c * (size_t)w->pre_c;
+  s->pre = calloc(1, sizeof *s->pre);
+  s->pre_weights = malloc(nw);
+  if (!s->pre || !s->pre_weights) {
+    quant_store_free(s);
+    return ERR_SET(err, CT_ERR_NO_MEMORY, "quant_random: no memory for %zu weights", nw);
+  }
+  /* the fused pointwise convolution's values and weights: a stream of their own */
+  if ((st = random_one(&pre, seed ^ 0x5bd1e995u, s->pre, err))) {
+    quant_store_free(s);
+    return st;
+  }
+  rng r;
+  rng_seed(&r, seed ^ 0x27d4eb2f165667c5ull);
+  for (size_t i = 0; i < nw; i++) s->pre_weights[i] = (int8_t)(uint8_t)rng_next(&r);
+  s->q.pre = &s->pre->q;
+  s->q.pre_weights = s->pre_weights;
+  if (w->out_type != CT_DTYPE_INT32) {
+    /* The main conv reads the intermediate, not uniform bytes: values about
+     * the pointwise conv's output zero point, some 40 steps either side (a
+     * Relu clamps half of them to it). Its scales as random_one's, for
+     * that input and a bias of at most 2^12 (2^20 would outweigh a
+     * depthwise conv's few taps and leave every output the same). */
+    geom3 g;
+    workload_geom(&m, &g);
+    const double taps = (double)workload_cpg(&m) * g.ker[0] * g.ker[1] * g.ker[2];
+    const double mx = (double)s->pre->q.out_zero_point - s->q.data_zero_point;
+    double worst = 0;
+    for (int k = 0; k < w->k; k++) {
+      if (m.epi.bias) s->bias[k] /= 256;
+      const double mw = -0.5 - s->zw[k];
+      const double mag =
+          fabs(taps * mx * mw) + 3.0 * sqrt(taps) * 40.0 * 74.0 + fabs((double)s->bias[k]);
+      s->scale[k] = (float)(100.0 / mag * (0.75 + 0.5 * (double)(rng_next(&r) % 1000) / 1000.0));
+      if (m.epi.rounding == CT_ROUND_ONNX && rng_next(&r) % 2) { /* exact ties, as onnx_random */
+        int e;
+        (void)frexpf(s->scale[k], &e);
+        s->scale[k] = ldexpf(1.0f, e - 1);
+      }
+      if (mag > worst) worst = mag;
+    }
+    if (m.epi.scale == CT_SCALE_TENSOR) s->scale[0] = (float)(100.0 / worst);
+  }
+  return CT_OK;
+}
+
+static ct_status random_one(const ct_workload *w, uint64_t seed, quant_store *s, ct_err *err) {
   memset(s, 0, sizeof *s);
   quant_init(&s->q, w);
   rng r;

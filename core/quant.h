@@ -33,8 +33,17 @@ ct_status quant_check(const ct_workload *w, const ct_quant *q, ct_err *err);
 /* Words (int32) of w's params block: CTQ_HEADER + 4 x round4(K), and for
  * a channels-last layer with a data zero point and padding its border
  * classes' corrections (core/zpad.cuh), quant_zpad_classes(w) x round4(K)
- * more. */
+ * more. With a fused pointwise convolution (pre_c) three parts, each
+ * 16-byte aligned: the block of w's own convolution (workload_main), at
+ * quant_pre_offset the pointwise convolution's block (workload_pre), and at
+ * quant_pre_weights_offset its weights, c rows of pre_c bytes, each padded
+ * with zeros to quant_pre_row_bytes (a multiple of QUANT_PRE_ROW_ALIGN:
+ * whole k-steps of an int8 mma). */
 size_t quant_params_words(const ct_workload *w);
+#define QUANT_PRE_ROW_ALIGN 32
+size_t quant_pre_offset(const ct_workload *w);
+size_t quant_pre_weights_offset(const ct_workload *w);
+size_t quant_pre_row_bytes(const ct_workload *w);
 
 /* The border classes whose corrections w's params block carries
  * (core/zpad.cuh): 0 unless w is channels-last, groups 1, with a data zero
@@ -53,11 +62,15 @@ ct_status quant_zpad_fill(const ct_workload *w, const ct_quant *q, const int8_t 
  * layout: plain OIHW, packed OIHW4o4i or channels-last OHWI. */
 void quant_weight_sums(const ct_workload *w, const int8_t *weights, int32_t *sums);
 
-/* Fold q and the weight sums into params (quant_params_words). q checked. */
+/* Fold q and the weight sums into params (quant_params_words). q checked.
+ * With pre_c, weight_sums are the main convolution's; the pointwise one's
+ * come from q->pre_weights here. */
 ct_status quant_params(const ct_workload *w, const ct_quant *q, const int32_t *weight_sums,
                        int32_t *params, ct_err *err);
 
-/* The raw form for the GPU reference, QRAW_HEADER + 4 x K words:
+/* The raw form for the GPU reference, of w's own convolution (a fused
+ * pointwise one's is quant_raw of workload_pre and q->pre), QRAW_HEADER + 4
+ * x K words:
  * [zx, zy, lo, hi, residual mult, residual shift, residual zp, flags,
  * the onnx block (CTQO_WORDS, core/quant.cuh), 0] then bias[K],
  * zw[K], mult[K], shift[K] (zeros where w has none; a per-tensor
@@ -87,6 +100,10 @@ typedef struct quant_store {
   ct_quant q;
   int32_t *zw, *bias;
   float *scale;
+  /* with pre_c: the pointwise convolution's values and weights (q.pre,
+   * q.pre_weights point at them) */
+  struct quant_store *pre;
+  int8_t *pre_weights;
 } quant_store;
 ct_status quant_random(const ct_workload *w, uint64_t seed, quant_store *s, ct_err *err);
 void quant_store_free(quant_store *s);

@@ -306,6 +306,20 @@ ct_status reference_qconv_threads(const ct_workload *w, const ct_quant *q, const
   ct_status st = workload_validate(w, err);
   if (st != CT_OK) return st;
   if ((st = quant_check(w, q, err)) != CT_OK) return st;
+  if (w->pre_c > 0) {
+    /* the fused pointwise convolution into its own tensor, then w's conv of
+     * it: the two convolutions the fused one stands for, as written */
+    ct_workload pre, m;
+    workload_pre(w, &pre);
+    workload_main(w, &m);
+    void *mid = malloc((size_t)workload_out_elems(&pre));
+    if (!mid) return ERR_SET(err, CT_ERR_NO_MEMORY, "reference: no memory for the intermediate");
+    st = reference_qconv_threads(&pre, q->pre, data, q->pre_weights, NULL, mid, threads, err);
+    if (st == CT_OK) st = reference_qconv_threads(&m, q, mid, weights, residual, out, threads, err);
+    free(mid);
+    if (st != CT_OK) err_prefix(err, "reference of the fused convolutions");
+    return st;
+  }
   if (w->epi.residual && !residual)
     return ERR_SET(err, CT_ERR_INVALID_ARG, "reference: the workload has a residual; it is NULL");
   int32_t *raw = malloc(quant_raw_words(w) * sizeof *raw);

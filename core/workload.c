@@ -136,8 +136,34 @@ static int64_t out_pixels(const ct_workload *w) {
   return p;
 }
 
+int workload_data_channels(const ct_workload *w) {
+  return w->pre_c > 0 ? w->pre_c : w->c;
+}
+
 int64_t workload_data_elems(const ct_workload *w) {
-  return mul_sat(mul_sat(w->n, w->c), spatial_prod(w->in, workload_nd(w)));
+  return mul_sat(mul_sat(w->n, workload_data_channels(w)), spatial_prod(w->in, workload_nd(w)));
+}
+
+void workload_pre(const ct_workload *w, ct_workload *pre) {
+  workload_init(pre, w->op);
+  pre->layout = w->layout;
+  pre->data_type = w->pre_data_type;
+  pre->out_type = w->data_type;
+  pre->n = w->n;
+  pre->c = w->pre_c;
+  pre->k = w->c;
+  for (int d = 0; d < workload_nd(w); d++) {
+    pre->in[d] = w->in[d];
+    pre->kernel[d] = 1;
+  }
+  pre->epi = w->pre_epi;
+}
+
+void workload_main(const ct_workload *w, ct_workload *main_conv) {
+  *main_conv = *w;
+  main_conv->pre_c = 0;
+  main_conv->pre_data_type = CT_DTYPE_INT8;
+  memset(&main_conv->pre_epi, 0, sizeof main_conv->pre_epi);
 }
 
 int64_t workload_weight_elems(const ct_workload *w) {
@@ -160,8 +186,15 @@ int64_t workload_out_elems(const ct_workload *w) {
 
 int64_t workload_ops(const ct_workload *w) {
   int64_t conv_out = mul_sat(mul_sat(w->n, w->k), out_pixels(w));
-  return mul_sat(
+  int64_t ops = mul_sat(
       2, mul_sat(mul_sat(conv_out, workload_cpg(w)), spatial_prod(w->kernel, workload_nd(w))));
+  if (w->pre_c > 0) {
+    ct_workload pre;
+    workload_pre(w, &pre);
+    int64_t pre_ops = workload_ops(&pre);
+    ops = ops > INT64_MAX - pre_ops ? INT64_MAX : ops + pre_ops;
+  }
+  return ops;
 }
 
 int64_t workload_cpg(const ct_workload *w) {
@@ -340,6 +373,37 @@ static ct_status check_bounds(const ct_workload *w, ct_err *err) {
   return CT_OK;
 }
 
+/* The fused pointwise convolution: none, with every pre field at its
+ * default (one key per workload), or a valid 1x1 conv of its own into w's
+ * channels-last data. */
+static ct_status validate_pre(const ct_workload *w, ct_err *err) {
+  static const ct_epilogue none;
+  if (w->pre_c == 0) {
+    if (w->pre_data_type != CT_DTYPE_INT8 || memcmp(&w->pre_epi, &none, sizeof none))
+      return INVALID("pre_data_type and pre_epi describe a fused pointwise convolution, but "
+                     "pre_c is 0 (none): set pre_c, or leave them at their defaults");
+    return CT_OK;
+  }
+  if (w->pre_c < 0 || w->pre_c > CT_MAX_CHANNELS)
+    return INVALID("pre_c (the fused pointwise convolution's input channels) must be 0 (none) "
+                   "or from 1 to %d, got %d",
+                   CT_MAX_CHANNELS, w->pre_c);
+  if (w->layout != CT_LAYOUT_NHWC)
+    return INVALID("a fused pointwise convolution (pre_c %d) needs layout %s; got %s", w->pre_c,
+                   workload_layout_name(CT_LAYOUT_NHWC, w->op),
+                   workload_layout_name(w->layout, w->op));
+  if (w->pre_data_type != CT_DTYPE_INT8 && w->pre_data_type != CT_DTYPE_UINT8)
+    return INVALID("pre_data_type must be int8 or uint8, got %s",
+                   workload_dtype_name(w->pre_data_type));
+  if (w->pre_epi.residual)
+    return INVALID("the fused pointwise convolution (pre_c %d) cannot have a residual", w->pre_c);
+  ct_workload pre;
+  workload_pre(w, &pre);
+  ct_status st = workload_validate(&pre, err);
+  if (st) err_prefix(err, "the fused pointwise convolution (pre_c %d)", w->pre_c);
+  return st;
+}
+
 int64_t workload_d2s_volume(const ct_workload *w) {
   int64_t v = 1;
   for (int d = 0; d < workload_nd(w); d++) v *= w->epi.d2s_block ? w->epi.d2s_block : 1;
@@ -352,7 +416,7 @@ int workload_out_channels(const ct_workload *w) {
 
 int workload_has_params(const ct_workload *w) {
   return w->epi.data_zero_point || w->epi.weight_zero_point || w->epi.bias ||
-         w->out_type != CT_DTYPE_INT32;
+         w->out_type != CT_DTYPE_INT32 || w->pre_c > 0;
 }
 
 size_t workload_out_elem_bytes(const ct_workload *w) {
@@ -426,7 +490,8 @@ ct_status workload_validate(const ct_workload *w, ct_err *err) {
   if ((st = check_elems("data", workload_data_elems(w), err))) return st;
   if ((st = check_elems("weights", workload_weight_elems(w), err))) return st;
   if ((st = check_elems("output", workload_out_elems(w), err))) return st;
-  return check_bounds(w, err);
+  if ((st = check_bounds(w, err))) return st;
+  return validate_pre(w, err);
 }
 
 /* ---- key ------------------------------------------------------------------- */
@@ -470,7 +535,15 @@ char *workload_key(const ct_workload *w, char *buf, size_t size) {
                     e->d2s_mode == CT_D2S_CRD ? "crd" : "dcr");
   if (e->rounding == CT_ROUND_ONNX && len < size) len += snprintf(buf + len, size - len, "-onnx");
   /* appended after the epilogue (keys only grow at the end) */
-  if (w->groups > 1 && len < size) snprintf(buf + len, size - len, "-g%d", w->groups);
+  if (w->groups > 1 && len < size) len += snprintf(buf + len, size - len, "-g%d", w->groups);
+  if (w->pre_c > 0 && len < size) {
+    const ct_epilogue *pe = &w->pre_epi;
+    len += snprintf(buf + len, size - len, "-pre%d.%s%s%s%s%s%s", w->pre_c,
+                    dtype_code(w->pre_data_type), pe->data_zero_point ? ".zd" : "",
+                    pe->weight_zero_point ? ".zw" : "", pe->bias ? ".bias" : "",
+                    pe->scale == CT_SCALE_CHANNEL ? ".qc" : "",
+                    pe->rounding == CT_ROUND_ONNX ? ".onnx" : "");
+  }
   return buf;
 }
 
@@ -523,7 +596,7 @@ static int expect(const char **p, const char *lit) {
 
 #define KEY_FORM                                                                                   \
   "op-layout-dtypes-nN-cC-kK-input-rKERNEL-sSTRIDE-pBEFORE.AFTER-dDILATION[-zd][-zw][-bias][-qc]"  \
-  "[-res][-d2sBMODE][-onnx][-gG]"
+  "[-res][-d2sBMODE][-onnx][-gG][-preC.T[.zd][.zw][.bias][.qc][.onnx]]"
 
 ct_status workload_from_key(const char *key, ct_workload *out, ct_err *err) {
   if (!key) return ERR_SET(err, CT_ERR_INVALID_ARG, "key is NULL");
@@ -586,7 +659,26 @@ ct_status workload_from_key(const char *key, ct_workload *out, ct_err *err) {
       w.epi.residual = 1;
     else if (expect(&p, "-onnx"))
       w.epi.rounding = CT_ROUND_ONNX;
-    else if (expect(&p, "-g")) {
+    else if (expect(&p, "-pre")) {
+      field = "pre";
+      if (!parse_uint(&p, &w.pre_c) || !expect(&p, ".") || !parse_dtype_code(&p, &w.pre_data_type))
+        goto bad;
+      while (*p == '.') {
+        if (expect(&p, ".zd"))
+          w.pre_epi.data_zero_point = 1;
+        else if (expect(&p, ".zw"))
+          w.pre_epi.weight_zero_point = 1;
+        else if (expect(&p, ".bias"))
+          w.pre_epi.bias = 1;
+        else if (expect(&p, ".qc"))
+          w.pre_epi.scale = CT_SCALE_CHANNEL;
+        else if (expect(&p, ".onnx"))
+          w.pre_epi.rounding = CT_ROUND_ONNX;
+        else
+          goto bad;
+      }
+      field = "epilogue";
+    } else if (expect(&p, "-g")) {
       if (!parse_uint(&p, &w.groups)) goto bad;
     } else if (expect(&p, "-d2s")) {
       if (!parse_uint(&p, &w.epi.d2s_block)) goto bad;
@@ -622,6 +714,8 @@ bad:
 
 /* ---- JSON ------------------------------------------------------------------ */
 
+static int epilogue_to_json(cJSON *j, const ct_epilogue *e);
+
 cJSON *workload_to_json(const ct_workload *w) {
   int nd = workload_nd(w);
   cJSON *j = cJSON_CreateObject();
@@ -652,9 +746,26 @@ cJSON *workload_to_json(const ct_workload *w) {
     ok = a && cJSON_AddItemToObject(j, lists[i].name, a);
     if (!ok) cJSON_Delete(a);
   }
-  ok = ok && cJSON_AddNumberToObject(j, "groups", w->groups);
-  /* the epilogue, only what is not the default (as in the key) */
-  const ct_epilogue *e = &w->epi;
+  ok = ok && cJSON_AddNumberToObject(j, "groups", w->groups) && epilogue_to_json(j, &w->epi);
+  if (ok && w->pre_c > 0) {
+    cJSON *pre = cJSON_CreateObject();
+    ok = pre && cJSON_AddItemToObject(j, "pre", pre);
+    if (!ok) cJSON_Delete(pre);
+    ok = ok && cJSON_AddNumberToObject(pre, "c", w->pre_c) &&
+         cJSON_AddStringToObject(pre, "data_type", workload_dtype_name(w->pre_data_type)) &&
+         epilogue_to_json(pre, &w->pre_epi);
+  }
+  if (!ok) {
+    cJSON_Delete(j);
+    return NULL;
+  }
+  return j;
+}
+
+/* The epilogue's fields into j, only what is not the default (as in the
+ * key): 1, or 0 when out of memory. */
+static int epilogue_to_json(cJSON *j, const ct_epilogue *e) {
+  int ok = 1;
   if (ok && e->data_zero_point) ok = cJSON_AddTrueToObject(j, "data_zero_point") != NULL;
   if (ok && e->weight_zero_point) ok = cJSON_AddTrueToObject(j, "weight_zero_point") != NULL;
   if (ok && e->bias) ok = cJSON_AddTrueToObject(j, "bias") != NULL;
@@ -666,11 +777,7 @@ cJSON *workload_to_json(const ct_workload *w) {
          cJSON_AddStringToObject(j, "d2s_mode", e->d2s_mode == CT_D2S_CRD ? "crd" : "dcr");
   if (ok && e->rounding == CT_ROUND_ONNX)
     ok = cJSON_AddStringToObject(j, "rounding", "onnx") != NULL;
-  if (!ok) {
-    cJSON_Delete(j);
-    return NULL;
-  }
-  return j;
+  return ok;
 }
 
 /* An integer field value: a JSON number with no fraction within [lo, hi]. */
@@ -785,6 +892,7 @@ static const char *const known_fields[] = {
     "depth_to_space",
     "d2s_mode",
     "rounding",
+    "pre",
 };
 
 /* A boolean field: true or false. */
@@ -796,14 +904,14 @@ static ct_status json_bool(const cJSON *v, const char *field, int *out, ct_err *
 }
 
 /* The epilogue fields of a workload object. */
-static ct_status json_epilogue(const cJSON *json, ct_workload *w, ct_err *err) {
+static ct_status json_epilogue(const cJSON *json, ct_epilogue *e, ct_err *err) {
   const struct {
     const char *name;
     int *v;
-  } flags[] = {{"data_zero_point", &w->epi.data_zero_point},
-               {"weight_zero_point", &w->epi.weight_zero_point},
-               {"bias", &w->epi.bias},
-               {"residual", &w->epi.residual}};
+  } flags[] = {{"data_zero_point", &e->data_zero_point},
+               {"weight_zero_point", &e->weight_zero_point},
+               {"bias", &e->bias},
+               {"residual", &e->residual}};
   const cJSON *v;
   ct_status st;
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
@@ -815,21 +923,59 @@ static ct_status json_epilogue(const cJSON *json, ct_workload *w, ct_err *err) {
   int x;
   if ((v = cJSON_GetObjectItemCaseSensitive(json, "scale"))) {
     if ((st = json_enum(v, "scale", scales, 2, &x, err))) return st;
-    w->epi.scale = x ? CT_SCALE_CHANNEL : CT_SCALE_TENSOR;
+    e->scale = x ? CT_SCALE_CHANNEL : CT_SCALE_TENSOR;
   }
   if ((v = cJSON_GetObjectItemCaseSensitive(json, "depth_to_space")) &&
-      (st = json_int(v, "depth_to_space", 0, CT_D2S_MAX_BLOCK, &w->epi.d2s_block, err)))
+      (st = json_int(v, "depth_to_space", 0, CT_D2S_MAX_BLOCK, &e->d2s_block, err)))
     return st;
   if ((v = cJSON_GetObjectItemCaseSensitive(json, "d2s_mode"))) {
     if ((st = json_enum(v, "d2s_mode", modes, 2, &x, err))) return st;
-    w->epi.d2s_mode = x ? CT_D2S_CRD : CT_D2S_DCR;
+    e->d2s_mode = x ? CT_D2S_CRD : CT_D2S_DCR;
   }
   static const char *const roundings[] = {"gemmlowp", "onnx"};
   if ((v = cJSON_GetObjectItemCaseSensitive(json, "rounding"))) {
     if ((st = json_enum(v, "rounding", roundings, 2, &x, err))) return st;
-    w->epi.rounding = x ? CT_ROUND_ONNX : CT_ROUND_GEMMLOWP;
+    e->rounding = x ? CT_ROUND_ONNX : CT_ROUND_GEMMLOWP;
   }
   return CT_OK;
+}
+
+/* The "pre" object: the fused pointwise convolution's c (required),
+ * data_type and epilogue fields (no residual, no depth_to_space). */
+static ct_status json_pre(const cJSON *json, ct_workload *w, ct_err *err) {
+  static const char *const fields[] = {"c",    "data_type", "data_zero_point", "weight_zero_point",
+                                       "bias", "scale",     "rounding"};
+  const size_t n_fields = sizeof fields / sizeof fields[0];
+  char quoted[CT_EXCERPT_MAX];
+  if (!cJSON_IsObject(json))
+    return ERR_SET(err, CT_ERR_INVALID_WORKLOAD,
+                   "field 'pre' must be an object (the fused pointwise convolution: c, "
+                   "data_type, data_zero_point, weight_zero_point, bias, scale, rounding)");
+  for (const cJSON *f = json->child; f; f = f->next) {
+    size_t i = 0;
+    while (i < n_fields && strcmp(f->string, fields[i])) i++;
+    if (i == n_fields)
+      return ERR_SET(err, CT_ERR_INVALID_WORKLOAD,
+                     "unknown field 'pre.%s'; a fused pointwise convolution has c, data_type, "
+                     "data_zero_point, weight_zero_point, bias, scale and rounding",
+                     err_excerpt(quoted, sizeof quoted, f->string));
+    for (const cJSON *g = json->child; g != f; g = g->next)
+      if (strcmp(g->string, f->string) == 0)
+        return ERR_SET(err, CT_ERR_INVALID_WORKLOAD, "field 'pre.%s' is given twice",
+                       err_excerpt(quoted, sizeof quoted, f->string));
+  }
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(json, "c");
+  if (!v) return ERR_SET(err, CT_ERR_INVALID_WORKLOAD, "missing field 'pre.c'");
+  ct_status st = json_int(v, "pre.c", 1, CT_MAX_CHANNELS, &w->pre_c, err);
+  if (st) return st;
+  if ((v = cJSON_GetObjectItemCaseSensitive(json, "data_type"))) {
+    static const char *const dtypes[] = {"int8", "uint8"};
+    int t = 0;
+    if ((st = json_enum(v, "pre.data_type", dtypes, 2, &t, err))) return st;
+    w->pre_data_type = t ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
+  }
+  if ((st = json_epilogue(json, &w->pre_epi, err))) err_prefix(err, "in 'pre'");
+  return st;
 }
 
 ct_status workload_from_json(const cJSON *json, ct_workload *out, ct_err *err) {
@@ -844,7 +990,7 @@ ct_status workload_from_json(const cJSON *json, ct_workload *out, ct_err *err) {
                      "unknown field '%s'; the fields are op, layout, data_type, weight_type, "
                      "out_type, n, c, k, d, h, w, kernel, stride, pad, dilation, groups, name, "
                      "data_zero_point, weight_zero_point, bias, scale, residual, depth_to_space, "
-                     "d2s_mode, rounding",
+                     "d2s_mode, rounding, pre",
                      err_excerpt(quoted, sizeof quoted, f->string));
     for (const cJSON *g = json->child; g != f; g = g->next)
       if (strcmp(g->string, f->string) == 0)
@@ -921,7 +1067,8 @@ ct_status workload_from_json(const cJSON *json, ct_workload *out, ct_err *err) {
       (st = json_dims(v, "pad", nd, 0, CT_MAX_PAD, 1, w.pad_before, w.pad_after, err)))
     return st;
 
-  if ((st = json_epilogue(json, &w, err))) return st;
+  if ((st = json_epilogue(json, &w.epi, err))) return st;
+  if ((v = cJSON_GetObjectItemCaseSensitive(json, "pre")) && (st = json_pre(v, &w, err))) return st;
   if ((st = workload_validate(&w, err))) return st;
   *out = w;
   return CT_OK;

@@ -16,7 +16,9 @@
  *   epilogue segments that are not the default, in this order: -zd (data
  *   zero point), -zw (weight zero points), -bias, -qc (per-channel scale),
  *   -res (residual), -d2sBdcr / -d2sBcrd (depth_to_space block B), -onnx
- *   (ONNX Runtime's rounding, CT_ROUND_ONNX); last -gG (groups G, when > 1).
+ *   (ONNX Runtime's rounding, CT_ROUND_ONNX); then -gG (groups G, when > 1);
+ *   last -preC.T[.zd][.zw][.bias][.qc][.onnx] for a fused pointwise
+ *   convolution before it (pre_c C, its data type T and its epilogue).
  */
 #ifndef CT_CORE_WORKLOAD_H
 #define CT_CORE_WORKLOAD_H
@@ -87,7 +89,8 @@ void workload_geom(const ct_workload *w, geom3 *g);
  * a workload that workload_validate would reject. */
 int64_t workload_out_size(const ct_workload *w, int dim);
 
-/* Operation count: 2 (multiply and add) x N x K x output pixels x C/groups x kernel volume. */
+/* Operation count: 2 (multiply and add) x N x K x output pixels x C/groups x
+ * kernel volume, plus the fused pointwise convolution's (pre_c). */
 int64_t workload_ops(const ct_workload *w);
 
 /* Input channels per group, C / groups: what each output channel reads, and
@@ -141,6 +144,16 @@ int workload_for_layout(const ct_workload *w, ct_layout layout, ct_workload *out
 int64_t workload_d2s_volume(const ct_workload *w);
 /* Channels of the output tensor: K, or K / b^nd with depth_to_space. */
 int workload_out_channels(const ct_workload *w);
+/* The fused pointwise convolution of w (w->pre_c > 0) as a workload of its
+ * own: pre_c -> c channels, 1x1, its data type pre_data_type, its output
+ * w's data type, its epilogue pre_epi. */
+void workload_pre(const ct_workload *w, ct_workload *pre);
+/* w without its fused pointwise convolution (pre_c 0): the convolution that
+ * reads the intermediate tensor. */
+void workload_main(const ct_workload *w, ct_workload *main_conv);
+/* Channels of the data tensor: pre_c with a fused pointwise convolution, else c. */
+int workload_data_channels(const ct_workload *w);
+
 /* Whether w's kernels take a params block (zero points, bias, 8-bit output). */
 int workload_has_params(const ct_workload *w);
 /* Bytes per output element: 4 (int32) or 1. */

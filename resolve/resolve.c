@@ -39,6 +39,10 @@ double resolve_distance(const ct_workload *a, const ct_workload *b) {
    * nearer than any change of shape, farther than the same epilogue. */
   d += 0.25 * (a->data_type != b->data_type) + 0.25 * (a->out_type != b->out_type) +
        0.25 * (memcmp(&a->epi, &b->epi, sizeof a->epi) != 0);
+  /* a fused pointwise convolution: its reduction's depth, then its epilogue */
+  if (a->pre_c > 0 && b->pre_c > 0)
+    d += fabs(log2((double)a->pre_c / b->pre_c)) + 0.25 * (a->pre_data_type != b->pre_data_type) +
+         0.25 * (memcmp(&a->pre_epi, &b->pre_epi, sizeof a->pre_epi) != 0);
   return d;
 }
 
@@ -205,7 +209,8 @@ static int try_nearest(db *d, const db_device *dev, const arch *a, resolution *r
   for (int i = 0; c && i < n; i++) {
     ct_workload o;
     if (!strcmp(rows[i].workload_key, key) || workload_from_key(rows[i].workload_key, &o, NULL) ||
-        o.op != r->pw.op || o.layout != r->pw.layout || !rows[i].n_ok)
+        o.op != r->pw.op || o.layout != r->pw.layout || (o.pre_c > 0) != (r->pw.pre_c > 0) ||
+        !rows[i].n_ok)
       continue;
     int dup = 0;
     for (int j = 0; j < m && !dup; j++)

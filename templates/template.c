@@ -116,11 +116,23 @@ int template_fail(char *why, const char *fmt, long a, long b) {
   return 0;
 }
 
-int template_supports(const ct_workload *w, ct_op op,
-                      const char *(*refusal)(const ct_workload *w, ct_op op), char *why) {
+int template_supports_pre(const ct_workload *w, ct_op op,
+                          const char *(*refusal)(const ct_workload *w, ct_op op), char *why) {
   const char *reason = refusal(w, op);
   if (reason && why) snprintf(why, TEMPLATE_WHY_MAX, "%s", reason);
   return reason == NULL;
+}
+
+int template_supports(const ct_workload *w, ct_op op,
+                      const char *(*refusal)(const ct_workload *w, ct_op op), char *why) {
+  if (w->pre_c > 0) {
+    if (why)
+      snprintf(why, TEMPLATE_WHY_MAX,
+               "it runs no fused pointwise convolution (pre_c %d): only the _pwdw family does",
+               w->pre_c);
+    return 0;
+  }
+  return template_supports_pre(w, op, refusal, why);
 }
 
 int template_need_sm90(const arch *a, char *why) {
@@ -340,5 +352,16 @@ int template_set_choice(const space *s, config *cfg, const char *name, int value
       cfg->choice[k] = i;
       return 1;
     }
+  return 0;
+}
+
+int template_any_supports(const ct_workload *w) {
+  const template_desc *const *all = template_all();
+  for (int i = 0; w && all[i]; i++) {
+    ct_workload tw;
+    if (all[i]->op == w->op && workload_for_layout(w, all[i]->layout, &tw) &&
+        all[i]->supports(&tw, NULL))
+      return 1;
+  }
   return 0;
 }

@@ -179,6 +179,10 @@ int template_fail(char *why, const char *fmt, long a, long b);
  * (NULL: it can): the reason into why when not NULL; 1 when it can. */
 int template_supports(const ct_workload *w, ct_op op,
                       const char *(*refusal)(const ct_workload *w, ct_op op), char *why);
+/* template_supports for a family whose refusal also decides about a fused
+ * pointwise convolution (w->pre_c), which template_supports refuses. */
+int template_supports_pre(const ct_workload *w, ct_op op,
+                          const char *(*refusal)(const ct_workload *w, ct_op op), char *why);
 /* The validity checks the families share; each returns 1 when it passes,
  * else template_fail's 0 with the reason. wgmma: exactly sm_90 (sm_90a). */
 int template_need_sm90(const arch *a, char *why);
@@ -310,5 +314,11 @@ double template_valid_share(const template_desc *tpl, const ct_workload *w, cons
 ct_status template_neighbor(const template_desc *tpl, const ct_workload *w, const space *s,
                             const arch *a, rng *r, const config *cfg, long max_tries, config *out,
                             ct_err *err);
+
+/* 1 when some registered template (template_all) of w's op runs w: takes
+ * w's layout by workload_for_layout, as the tuner and resolve pick them,
+ * and supports that workload; else 0. What model_opts.fuse_pre asks before
+ * a model's pointwise conv is fused into the conv it feeds. */
+int template_any_supports(const ct_workload *w);
 
 #endif

@@ -14,7 +14,9 @@
  * side (which conv channel lands on output (c, y, x)), the opposite
  * direction of ctq_d2s. The channels-last reference is also checked against
  * the plain one on random convolutions whose tensors are converted with
- * pack.c: the same numbers, element for element.
+ * pack.c: the same numbers, element for element. With a fused pointwise
+ * convolution: the params block's three parts, the checks of its values and
+ * quant_random's store of them.
  */
 #include <check.h>
 #include <float.h>
@@ -1716,6 +1718,270 @@ START_TEST(zpad_classes_of_known_layers) {
 }
 END_TEST
 
+/* ---- a fused pointwise convolution (pre) ------------------------------------ */
+
+/* A depthwise 3x3 (c channels, pad 1) on 6x5, channels last with int8
+ * output, after a pointwise conv of pre_c channels; zd: the depthwise
+ * conv's data zero point (with padding: border classes in its block). */
+static ct_workload fused_small(int pre_c, int c, int groups, int zd) {
+  ct_workload w;
+  workload_init(&w, CT_OP_CONV2D);
+  w.layout = CT_LAYOUT_NHWC;
+  w.n = 2, w.c = c, w.k = c, w.groups = groups;
+  w.in[0] = 6, w.in[1] = 5;
+  w.kernel[0] = w.kernel[1] = 3;
+  w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = 1;
+  w.out_type = CT_DTYPE_INT8;
+  w.data_type = zd ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
+  w.epi.data_zero_point = zd;
+  w.epi.bias = 1;
+  w.epi.scale = CT_SCALE_CHANNEL;
+  w.pre_c = pre_c;
+  w.pre_data_type = CT_DTYPE_UINT8;
+  w.pre_epi.data_zero_point = w.pre_epi.weight_zero_point = w.pre_epi.bias = 1;
+  w.pre_epi.scale = CT_SCALE_CHANNEL;
+  return w;
+}
+
+/* The params block with a pointwise conv: its three parts, each 16-byte
+ * aligned where the offsets say; the first is quant_params of the main
+ * conv, the second quant_params of the pointwise one with q->pre and its
+ * weights' sums (written out here), the third the weights, one row of
+ * pre_c per channel padded with zeros to a multiple of 32 bytes. Odd
+ * channel counts, rows of exactly 32 and over 32, a main block with
+ * border classes (dense, zero point, padding) and onnx rounding. */
+START_TEST(pre_params_parts) {
+  static const struct {
+    int pre_c, c, groups, zd, onnx;
+    size_t row;
+  } cases[] = {{7, 12, 12, 0, 0, 32}, {24, 9, 9, 1, 0, 32}, {32, 8, 1, 1, 0, 32},
+               {33, 5, 1, 0, 1, 64},  {1, 3, 3, 1, 1, 32},  {70, 6, 2, 0, 0, 96}};
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    ct_workload w = fused_small(cases[ci].pre_c, cases[ci].c, cases[ci].groups, cases[ci].zd);
+    if (cases[ci].onnx) w.epi.rounding = w.pre_epi.rounding = CT_ROUND_ONNX;
+    ct_err err = {0};
+    ck_assert_msg(workload_validate(&w, &err) == CT_OK, "case %zu: %s", ci, err.msg);
+    ct_workload m, pre;
+    workload_main(&w, &m);
+    workload_pre(&w, &pre);
+    ck_assert_int_eq(m.pre_c, 0);
+    ck_assert_int_eq(pre.c, cases[ci].pre_c);
+    ck_assert_int_eq(pre.k, cases[ci].c);
+    /* the offsets: the main block as it would be alone, then the pointwise
+     * one's, then c rows */
+    const size_t off_pre = quant_pre_offset(&w), off_w = quant_pre_weights_offset(&w);
+    const size_t row = quant_pre_row_bytes(&w), words = quant_params_words(&w);
+    ck_assert_uint_eq(off_pre, quant_params_words(&m));
+    ck_assert_uint_eq(off_w, off_pre + quant_params_words(&pre));
+    ck_assert_uint_eq(row, cases[ci].row);
+    ck_assert_uint_eq(row % QUANT_PRE_ROW_ALIGN, 0);
+    ck_assert_uint_eq(words, off_w + (size_t)w.c * row / 4);
+    ck_assert_uint_eq(off_pre % 4, 0); /* 4 words: 16 bytes */
+    ck_assert_uint_eq(off_w % 4, 0);
+    ck_assert_uint_eq(words % 4, 0);
+    ck_assert_int_eq(quant_zpad_classes(&m) > 0, cases[ci].zd && cases[ci].groups == 1);
+    /* the block's contents */
+    quant_store qs;
+    ck_assert_msg(quant_random(&w, 300u + ci, &qs, &err) == CT_OK, "%s", err.msg);
+    qcase t;
+    qcase_make(&t, &m, 400u + (uint32_t)ci); /* the main conv's weights */
+    int32_t *sums = xmalloc((size_t)w.k * sizeof *sums);
+    int32_t *pre_sums = xmalloc((size_t)w.c * sizeof *pre_sums);
+    quant_weight_sums(&m, t.weights, sums);
+    for (int k = 0; k < w.c; k++) { /* [c][pre_c] */
+      int32_t s = 0;
+      for (int i = 0; i < w.pre_c; i++) s += qs.q.pre_weights[k * w.pre_c + i];
+      pre_sums[k] = s;
+    }
+    int32_t *params = xmalloc(words * sizeof *params);
+    int32_t *main_block = xmalloc(quant_params_words(&m) * sizeof *main_block);
+    int32_t *pre_block = xmalloc(quant_params_words(&pre) * sizeof *pre_block);
+    memset(params, 0xA5, words * sizeof *params); /* every word must be written */
+    ck_assert_msg(quant_params(&w, &qs.q, sums, params, &err) == CT_OK, "%s", err.msg);
+    ck_assert_int_eq(quant_params(&m, &qs.q, sums, main_block, &err), CT_OK);
+    ck_assert_int_eq(quant_params(&pre, qs.q.pre, pre_sums, pre_block, &err), CT_OK);
+    ck_assert_mem_eq(params, main_block, off_pre * sizeof *params);
+    ck_assert_mem_eq(params + off_pre, pre_block, (off_w - off_pre) * sizeof *params);
+    const uint8_t *rows = (const uint8_t *)(params + off_w);
+    for (int k = 0; k < w.c; k++)
+      for (size_t i = 0; i < row; i++) {
+        uint8_t want = i < (size_t)w.pre_c ? (uint8_t)qs.q.pre_weights[k * w.pre_c + (int)i] : 0;
+        if (rows[(size_t)k * row + i] != want)
+          ck_abort_msg("case %zu: weight row %d byte %zu is %d, want %d", ci, k, i,
+                       rows[(size_t)k * row + i], want);
+      }
+    /* the pointwise block folds those sums: with a data zero point its
+     * offsets differ from a block folded with zero sums */
+    int32_t *zero_sums = xcalloc((size_t)w.c, sizeof *zero_sums);
+    ck_assert_int_eq(quant_params(&pre, qs.q.pre, zero_sums, pre_block, &err), CT_OK);
+    ck_assert_msg(memcmp(params + off_pre, pre_block, (off_w - off_pre) * sizeof *params),
+                  "case %zu: the pointwise block does not depend on its weights", ci);
+    /* the raw form is the main conv's alone */
+    int32_t *raw = xmalloc(quant_raw_words(&w) * sizeof *raw);
+    int32_t *raw_m = xmalloc(quant_raw_words(&m) * sizeof *raw_m);
+    ck_assert_uint_eq(quant_raw_words(&w), quant_raw_words(&m));
+    ck_assert_int_eq(quant_raw(&w, &qs.q, raw, &err), CT_OK);
+    ck_assert_int_eq(quant_raw(&m, &qs.q, raw_m, &err), CT_OK);
+    ck_assert_mem_eq(raw, raw_m, quant_raw_words(&m) * sizeof *raw);
+    free(raw), free(raw_m), free(zero_sums);
+    free(params), free(main_block), free(pre_block), free(sums), free(pre_sums);
+    qcase_free(&t);
+    quant_store_free(&qs);
+  }
+  /* the row rule alone */
+  ct_workload w = fused_small(1, 4, 4, 0);
+  ck_assert_uint_eq(quant_pre_row_bytes(&w), 32);
+  w.pre_c = 31;
+  ck_assert_uint_eq(quant_pre_row_bytes(&w), 32);
+  w.pre_c = 64;
+  ck_assert_uint_eq(quant_pre_row_bytes(&w), 64);
+  w.pre_c = 65;
+  ck_assert_uint_eq(quant_pre_row_bytes(&w), 96);
+  /* no pointwise conv: the block is what it was */
+  w.pre_c = 0;
+  memset(&w.pre_epi, 0, sizeof w.pre_epi);
+  w.pre_data_type = CT_DTYPE_INT8;
+  ck_assert_uint_eq(quant_params_words(&w), CTQ_HEADER + CTQ_ARRAYS * 4);
+}
+END_TEST
+
+/* quant_check with a pointwise conv: its values and weights are required,
+ * and a bad value of its own is named with the prefix "pre". */
+START_TEST(pre_checks_name_the_field) {
+  ct_workload w = fused_small(7, 12, 12, 1);
+  quant_store qs;
+  ct_err err = {0};
+  ck_assert_msg(quant_random(&w, 5, &qs, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(quant_check(&w, &qs.q, NULL), CT_OK);
+  EXPECT_BAD_QUANT(&w, NULL, "NULL");
+  ct_quant b = qs.q;
+  b.pre = NULL;
+  EXPECT_BAD_QUANT(&w, &b, "pre is NULL");
+  b = qs.q, b.pre_weights = NULL;
+  EXPECT_BAD_QUANT(&w, &b, "pre_weights is NULL");
+  EXPECT_BAD_QUANT(&w, &b, "12 x 7");
+  /* the pointwise conv's own values */
+  ct_quant p = *qs.q.pre;
+  b = qs.q, b.pre = &p;
+  ck_assert_int_eq(quant_check(&w, &b, NULL), CT_OK);
+  p.data_zero_point = -1; /* uint8 data */
+  EXPECT_BAD_QUANT(&w, &b, "pre: data_zero_point is -1; for uint8 it must be 0 to 255");
+  p = *qs.q.pre, p.weight_zero_points = NULL;
+  EXPECT_BAD_QUANT(&w, &b, "pre: weight_zero_points is NULL; it needs 12 values");
+  p = *qs.q.pre, p.bias = NULL;
+  EXPECT_BAD_QUANT(&w, &b, "pre: bias is NULL");
+  p = *qs.q.pre, p.scale = NULL;
+  EXPECT_BAD_QUANT(&w, &b, "pre: scale is NULL; it needs 12 values");
+  /* its output is the main conv's uint8 data */
+  p = *qs.q.pre, p.out_zero_point = 256;
+  EXPECT_BAD_QUANT(&w, &b, "pre: out_zero_point is 256; for uint8 it must be 0 to 255");
+  p = *qs.q.pre, p.clamp_min = 9, p.clamp_max = 8;
+  EXPECT_BAD_QUANT(&w, &b, "pre: clamp_min (9) is above clamp_max (8)");
+  float scale[12];
+  memcpy(scale, qs.q.pre->scale, sizeof scale);
+  scale[11] = -1.0f;
+  p = *qs.q.pre, p.scale = scale;
+  EXPECT_BAD_QUANT(&w, &b, "pre: scale[11]");
+  /* the main conv's values are its own: no prefix */
+  b = qs.q, b.out_zero_point = 300;
+  EXPECT_BAD_QUANT(&w, &b, "out_zero_point is 300");
+  ct_err e = {0};
+  ck_assert_int_eq(quant_check(&w, &b, &e), CT_ERR_INVALID_ARG);
+  ck_assert_msg(strncmp(e.msg, "pre", 3) != 0, "'%s'", e.msg);
+  /* quant_params and the reference refuse the same, with the same message */
+  b = qs.q, b.pre = &p, p = *qs.q.pre, p.bias = NULL;
+  int32_t *params = xmalloc(quant_params_words(&w) * sizeof *params);
+  int32_t sums[12] = {0};
+  err_clear(&e);
+  ck_assert_int_eq(quant_params(&w, &b, sums, params, &e), CT_ERR_INVALID_ARG);
+  ck_assert_msg(strstr(e.msg, "pre: bias is NULL"), "'%s'", e.msg);
+  free(params);
+  /* a main conv with no values of its own still needs the pointwise
+   * conv's */
+  ct_workload raw = fused_small(7, 12, 12, 0);
+  raw.out_type = CT_DTYPE_INT32;
+  raw.epi.bias = 0, raw.epi.scale = CT_SCALE_TENSOR;
+  ck_assert_int_eq(workload_validate(&raw, NULL), CT_OK);
+  EXPECT_BAD_QUANT(&raw, NULL, "NULL");
+  b = qs.q, b.pre = NULL;
+  EXPECT_BAD_QUANT(&raw, &b, "pre is NULL");
+  quant_store_free(&qs);
+}
+END_TEST
+
+/* quant_random with a pointwise conv: the same seed gives the same values
+ * (its own and the main conv's), another seed others; q.pre and
+ * q.pre_weights point into the store, valid for quant_check, and
+ * quant_store_free releases them (LeakSanitizer checks) and leaves a store
+ * that can be freed again. */
+START_TEST(pre_random_reproducible) {
+  ct_workload w = fused_small(7, 12, 12, 1);
+  w.pre_epi.rounding = CT_ROUND_ONNX;
+  const int c = w.c, pre_c = w.pre_c;
+  quant_store a, b, o;
+  ct_err err = {0};
+  ck_assert_msg(quant_random(&w, 42, &a, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(quant_random(&w, 42, &b, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(quant_random(&w, 43, &o, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(quant_check(&w, &a.q, &err), CT_OK);
+  ck_assert_ptr_nonnull(a.pre);
+  ck_assert_ptr_nonnull(a.pre_weights);
+  ck_assert_ptr_eq(a.q.pre, &a.pre->q);
+  ck_assert_ptr_eq(a.q.pre_weights, a.pre_weights);
+  ck_assert_ptr_ne(a.q.pre, b.q.pre);
+  const ct_quant *pa = a.q.pre, *pb = b.q.pre, *po = o.q.pre;
+  /* the pointwise conv's values are those of its workload: c channels,
+   * uint8 data with a zero point, weight zero points, bias, per-channel
+   * scales */
+  ck_assert_ptr_nonnull(pa->weight_zero_points);
+  ck_assert_ptr_nonnull(pa->bias);
+  ck_assert_ptr_nonnull(pa->scale);
+  ck_assert_ptr_null(pa->pre);
+  ck_assert_int_eq(pa->data_zero_point, pb->data_zero_point);
+  ck_assert_int_eq(pa->out_zero_point, pb->out_zero_point);
+  ck_assert_int_eq(pa->clamp_min, pb->clamp_min);
+  ck_assert_int_eq(pa->clamp_max, pb->clamp_max);
+  ck_assert_mem_eq(pa->weight_zero_points, pb->weight_zero_points, (size_t)c * sizeof(int32_t));
+  ck_assert_mem_eq(pa->bias, pb->bias, (size_t)c * sizeof(int32_t));
+  ck_assert_mem_eq(pa->scale, pb->scale, (size_t)c * sizeof(float));
+  ck_assert_mem_eq(a.pre_weights, b.pre_weights, (size_t)c * pre_c);
+  ck_assert_int_eq(a.q.data_zero_point, b.q.data_zero_point);
+  ck_assert_mem_eq(a.q.bias, b.q.bias, (size_t)c * sizeof(int32_t));
+  ck_assert_mem_eq(a.q.scale, b.q.scale, (size_t)c * sizeof(float));
+  /* another seed: other weights and values */
+  ck_assert(memcmp(a.pre_weights, o.pre_weights, (size_t)c * pre_c) != 0);
+  ck_assert(memcmp(pa->bias, po->bias, (size_t)c * sizeof(int32_t)) != 0);
+  ck_assert(memcmp(a.q.bias, o.q.bias, (size_t)c * sizeof(int32_t)) != 0);
+  /* the weights spread over int8, and the pointwise conv's values are not
+   * the main conv's */
+  int lo = 127, hi = -128;
+  for (int i = 0; i < c * pre_c; i++) {
+    if (a.pre_weights[i] < lo) lo = a.pre_weights[i];
+    if (a.pre_weights[i] > hi) hi = a.pre_weights[i];
+  }
+  ck_assert_int_lt(lo, -64);
+  ck_assert_int_gt(hi, 64);
+  ck_assert(memcmp(pa->bias, a.q.bias, (size_t)c * sizeof(int32_t)) != 0);
+  quant_store_free(&a);
+  ck_assert_ptr_null(a.pre);
+  ck_assert_ptr_null(a.pre_weights);
+  ck_assert_ptr_null(a.q.pre);
+  quant_store_free(&a);
+  quant_store_free(&b);
+  quant_store_free(&o);
+  quant_store_free(NULL);
+  /* without a pointwise conv there is nothing of it */
+  ct_workload m;
+  workload_main(&w, &m);
+  ck_assert_msg(quant_random(&m, 42, &a, &err) == CT_OK, "%s", err.msg);
+  ck_assert_ptr_null(a.pre);
+  ck_assert_ptr_null(a.pre_weights);
+  ck_assert_ptr_null(a.q.pre);
+  ck_assert_ptr_null(a.q.pre_weights);
+  quant_store_free(&a);
+}
+END_TEST
+
 static void add_quant(TCase *tc) {
   tcase_add_test(tc, fixed_point_matches_slow_forms);
   tcase_add_test(tc, requant_fast_equals_requant);
@@ -1734,6 +2000,9 @@ static void add_quant(TCase *tc) {
   tcase_add_test(tc, magic_conversions_equal_rint);
   tcase_add_test(tc, zpad_classes_correct_zero_filled_padding);
   tcase_add_test(tc, zpad_classes_of_known_layers);
+  tcase_add_test(tc, pre_params_parts);
+  tcase_add_test(tc, pre_checks_name_the_field);
+  tcase_add_test(tc, pre_random_reproducible);
 }
 
 static const test_case suite_cases[] = {

@@ -12,8 +12,10 @@
  * every element must be written. Rejected workloads and the int32 accumulator extreme have their
  * own tests. The named shapes run once more requantized with onnx rounding (8-bit output, bias,
  * per-tensor and per-channel scales, a residual in both orders), against ONNX Runtime's formula
- * written out here. The reference's split over threads gives the sums of one thread. Element
- * loops call Check only on a mismatch (each passing ck_assert writes a log).
+ * written out here. The reference's split over threads gives the sums of one thread. A fused
+ * pointwise convolution (pre) equals its two convolutions run one after the other, and, on small
+ * cases, the composition written out here. Element loops call Check only on a mismatch (each
+ * passing ck_assert writes a log).
  */
 #include <check.h>
 #include <math.h>
@@ -22,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/quant.cuh"
 #include "core/quant.h"
 #include "core/reference.h"
 #include "core/rng.h"
@@ -657,6 +660,370 @@ START_TEST(accumulator_extreme) {
 }
 END_TEST
 
+/* ---- a fused pointwise convolution (pre) ------------------------------------ */
+
+/* A fused layer: a pointwise conv of pre_c channels into the c channels a
+ * channels-last conv (kernel, stride, pad 1 or 0, g groups) reads. */
+typedef struct fused_case {
+  const char *name;
+  ct_op op;
+  int n, pre_c, c, k, g, in[3], ker, str[3], pad;
+  ct_dtype pre_type, data_type, out_type;
+  int pre_zd, pre_zw, pre_qc, pre_onnx; /* the pointwise conv's epilogue (bias always) */
+  int zd, zw, qc, onnx, res;            /* the main conv's (bias always) */
+} fused_case;
+
+#define I8  CT_DTYPE_INT8
+#define U8  CT_DTYPE_UINT8
+#define I32 CT_DTYPE_INT32
+
+/* clang-format off */
+static const fused_case fused_cases[] = {
+  /* name                               op  n pre c   k   g   in         ker str      pad pre data out  pzd pzw pqc pnx zd zw qc onnx res */
+  {"depthwise 3x3 s1, int8, gemmlowp",  C2, 2, 7, 12, 12, 12, {9,7},     3, {1,1},   1, I8, I8, I8,  0, 0, 1, 0,  0, 0, 1, 0, 0},
+  {"depthwise 3x3 s2, uint8, onnx",     C2, 2, 7, 12, 12, 12, {11,10},   3, {2,2},   1, U8, U8, U8,  1, 0, 1, 1,  1, 0, 1, 1, 0},
+  {"depthwise s2, zero point pre only", C2, 1, 7, 12, 12, 12, {9,9},     3, {2,2},   1, U8, I8, I8,  1, 1, 1, 0,  0, 0, 1, 0, 0},
+  {"depthwise s1, zero point main only",C2, 2, 7, 12, 12, 12, {6,9},     3, {1,1},   1, I8, U8, I8,  0, 0, 0, 0,  1, 0, 1, 0, 0},
+  {"dense 3x3, int32 out",              C2, 2, 7, 12, 10, 1,  {7,8},     3, {1,1},   1, U8, I8, I32, 1, 0, 1, 0,  1, 1, 0, 0, 0},
+  {"dense 3x3 s2, uint8 out, onnx pre", C2, 1, 5, 12, 9,  1,  {9,9},     3, {2,2},   1, I8, U8, U8,  0, 1, 0, 1,  1, 0, 1, 0, 0},
+  {"depthwise, residual, onnx main",    C2, 2, 7, 12, 12, 12, {7,7},     3, {1,1},   1, U8, I8, I8,  1, 1, 1, 0,  0, 0, 1, 1, 1},
+  {"grouped 3x3, per-tensor scales",    C2, 2, 7, 12, 8,  4,  {8,7},     3, {1,1},   1, I8, I8, U8,  0, 0, 0, 0,  1, 1, 0, 0, 0},
+  {"3d depthwise 3x3x3 s(1,2,2)",       C3, 2, 5, 8,  8,  8,  {4,7,7},   3, {1,2,2}, 1, U8, I8, I8,  1, 0, 1, 1,  1, 0, 1, 0, 0},
+  {"MobileNetV2 24 -> 144, dw",         C2, 1, 24,144,144,144,{7,7},     3, {1,1},   1, I8, I8, I8,  0, 0, 1, 1,  0, 0, 1, 1, 0},
+  {"1x1 after 1x1, no padding",         C2, 3, 9, 6,  11, 1,  {5,6},     1, {1,1},   0, U8, U8, I8,  1, 1, 1, 0,  1, 1, 1, 0, 0},
+};
+/* clang-format on */
+#define N_FUSED ((int)(sizeof fused_cases / sizeof fused_cases[0]))
+
+static ct_workload fused_of(const fused_case *fc) {
+  ct_workload w;
+  workload_init(&w, fc->op);
+  w.layout = CT_LAYOUT_NHWC;
+  w.n = fc->n, w.c = fc->c, w.k = fc->k, w.groups = fc->g;
+  for (int d = 0; d < workload_nd(&w); d++) {
+    w.in[d] = fc->in[d];
+    w.kernel[d] = fc->ker;
+    w.stride[d] = fc->str[d];
+    w.pad_before[d] = w.pad_after[d] = fc->pad;
+  }
+  w.data_type = fc->data_type, w.out_type = fc->out_type;
+  w.epi.data_zero_point = fc->zd, w.epi.weight_zero_point = fc->zw, w.epi.bias = 1;
+  w.epi.scale = fc->qc ? CT_SCALE_CHANNEL : CT_SCALE_TENSOR;
+  w.epi.rounding = fc->onnx ? CT_ROUND_ONNX : CT_ROUND_GEMMLOWP;
+  w.epi.residual = fc->res;
+  w.pre_c = fc->pre_c, w.pre_data_type = fc->pre_type;
+  w.pre_epi.data_zero_point = fc->pre_zd, w.pre_epi.weight_zero_point = fc->pre_zw;
+  w.pre_epi.bias = 1;
+  w.pre_epi.scale = fc->pre_qc ? CT_SCALE_CHANNEL : CT_SCALE_TENSOR;
+  w.pre_epi.rounding = fc->pre_onnx ? CT_ROUND_ONNX : CT_ROUND_GEMMLOWP;
+  return w;
+}
+
+/* The two workloads a fused one stands for, written out here (not by
+ * workload_pre / workload_main): the pointwise conv, pre_c -> c, 1x1 on
+ * the whole input, its output the main conv's data type; and the main
+ * conv with no pre fields. */
+static void fused_parts(const ct_workload *w, ct_workload *pre, ct_workload *m) {
+  workload_init(pre, w->op);
+  pre->layout = CT_LAYOUT_NHWC;
+  pre->data_type = w->pre_data_type;
+  pre->out_type = w->data_type;
+  pre->n = w->n, pre->c = w->pre_c, pre->k = w->c;
+  for (int d = 0; d < workload_nd(w); d++) pre->in[d] = w->in[d], pre->kernel[d] = 1;
+  pre->epi = w->pre_epi;
+  *m = *w;
+  m->pre_c = 0;
+  m->pre_data_type = CT_DTYPE_INT8;
+  memset(&m->pre_epi, 0, sizeof m->pre_epi);
+}
+
+/* Calibrate the requantization of w (no pre; bias on) on its real input,
+ * as a quantizer would: quant_random's values assume uniform input bytes,
+ * which the intermediate tensor is not. Each channel's bias is moved so
+ * that its sums centre on 0 and its scale set so that 3 standard
+ * deviations span about 60 output steps (per tensor: the widest
+ * channel's), from the reference's int32 sums; a clamp narrower than 32
+ * steps is opened to the type's top. */
+static void calibrate(const ct_workload *w, quant_store *s, const void *data,
+                      const int8_t *weights) {
+  if (w->out_type == CT_DTYPE_INT32) return;
+  ct_workload raw = *w;
+  raw.out_type = CT_DTYPE_INT32;
+  raw.epi.scale = CT_SCALE_TENSOR, raw.epi.rounding = CT_ROUND_GEMMLOWP, raw.epi.residual = 0;
+  const size_t n_out = (size_t)workload_out_elems(&raw), K = (size_t)w->k;
+  int32_t *acc = xmalloc(n_out * sizeof *acc);
+  ct_err err = {0};
+  ck_assert_msg(reference_qconv(&raw, &s->q, data, weights, NULL, acc, &err) == CT_OK, "%s",
+                err.msg);
+  double widest = 0;
+  for (size_t k = 0; k < K; k++) {
+    double sum = 0, sq = 0, n = 0;
+    for (size_t i = k; i < n_out; i += K) /* channels last */
+      sum += acc[i], sq += (double)acc[i] * acc[i], n++;
+    const double mean = sum / n, sd = sqrt(fmax(sq / n - mean * mean, 0));
+    s->bias[k] -= (int32_t)lround(mean);
+    s->scale[k] = (float)(20.0 / (sd + 1));
+    widest = fmax(widest, sd);
+  }
+  if (w->epi.scale == CT_SCALE_TENSOR) s->scale[0] = (float)(20.0 / (widest + 1));
+  /* a ReLU6-like clamp of a few steps would leave a few values */
+  if (s->q.clamp_max - s->q.clamp_min < 32)
+    s->q.clamp_max = w->out_type == CT_DTYPE_UINT8 ? 255 : 127;
+  free(acc);
+}
+
+/* Calibrate both stages of the fused w: the pointwise conv on data, the
+ * main conv on the pointwise conv's output. */
+static void calibrate_fused(const ct_workload *w, quant_store *s, const void *data,
+                            const int8_t *weights) {
+  ct_workload pre, m;
+  fused_parts(w, &pre, &m);
+  calibrate(&pre, s->pre, data, s->q.pre_weights);
+  uint8_t *mid = xmalloc((size_t)workload_out_elems(&pre));
+  ct_err err = {0};
+  ck_assert_msg(reference_qconv(&pre, s->q.pre, data, s->q.pre_weights, NULL, mid, &err) == CT_OK,
+                "%s", err.msg);
+  calibrate(&m, s, mid, weights);
+  free(mid);
+}
+
+/* The fused reference (reference_qconv of the fused workload) equals the
+ * reference of the pointwise conv (q->pre, q->pre_weights) into a buffer,
+ * then the reference of the main conv on it, byte for byte, on random
+ * values from quant_random (biases and scales calibrated); and its threads
+ * give the same bytes. */
+START_TEST(fused_equals_two_convs) {
+  const fused_case *fc = &fused_cases[_i];
+  ct_workload w = fused_of(fc);
+  ct_err err = {0};
+  ck_assert_msg(workload_validate(&w, &err) == CT_OK, "%s: %s", fc->name, err.msg);
+  ct_workload pre, m, lib;
+  fused_parts(&w, &pre, &m);
+  ck_assert_msg(workload_validate(&pre, &err) == CT_OK, "%s: pre %s", fc->name, err.msg);
+  workload_pre(&w, &lib);
+  ck_assert_mem_eq(&lib, &pre, sizeof pre);
+  workload_main(&w, &lib);
+  ck_assert_mem_eq(&lib, &m, sizeof m);
+  quant_store qs;
+  ck_assert_msg(quant_random(&w, 1000u + (uint64_t)_i, &qs, &err) == CT_OK, "%s", err.msg);
+  const size_t n_data = (size_t)workload_data_elems(&w), n_mid = (size_t)workload_out_elems(&pre);
+  const size_t n_weights = (size_t)workload_weight_elems(&w),
+               n_out = (size_t)workload_out_elems(&w);
+  const size_t eb = workload_out_elem_bytes(&w);
+  ck_assert_uint_eq(n_data, (size_t)workload_data_elems(&pre));
+  ck_assert_uint_eq(n_mid, (size_t)workload_data_elems(&m));
+  uint8_t *data = xmalloc(n_data), *mid = xmalloc(n_mid), *res = xmalloc(n_out);
+  int8_t *weights = xmalloc(n_weights);
+  uint8_t *fused = xmalloc(n_out * eb), *two = xmalloc(n_out * eb), *many = xmalloc(n_out * eb);
+  rng gen;
+  rng_seed(&gen, 2000u + (uint32_t)_i);
+  for (size_t i = 0; i < n_data; i++) data[i] = (uint8_t)rng_next(&gen);
+  for (size_t i = 0; i < n_weights; i++) weights[i] = (int8_t)rng_next(&gen);
+  for (size_t i = 0; i < n_out; i++) res[i] = (uint8_t)rng_next(&gen);
+  const void *r = fc->res ? res : NULL;
+  calibrate_fused(&w, &qs, data, weights);
+  memset(fused, 0xA5, n_out * eb);
+  memset(two, 0x5A, n_out * eb);
+  memset(mid, 0x5A, n_mid);
+  ct_status st = reference_qconv(&w, &qs.q, data, weights, r, fused, &err);
+  ck_assert_msg(st == CT_OK, "%s: fused: %s", fc->name, err.msg);
+  st = reference_qconv(&pre, qs.q.pre, data, qs.q.pre_weights, NULL, mid, &err);
+  ck_assert_msg(st == CT_OK, "%s: pointwise: %s", fc->name, err.msg);
+  st = reference_qconv(&m, &qs.q, mid, weights, r, two, &err);
+  ck_assert_msg(st == CT_OK, "%s: main: %s", fc->name, err.msg);
+  for (size_t i = 0; i < n_out * eb; i++)
+    if (fused[i] != two[i])
+      ck_abort_msg("%s: output byte %zu is 0x%02x fused, 0x%02x by the two convs", fc->name, i,
+                   fused[i], two[i]);
+  memset(many, 0xA5, n_out * eb);
+  ck_assert(reference_qconv_threads(&w, &qs.q, data, weights, r, many, 3, &err) == CT_OK);
+  ck_assert_msg(!memcmp(fused, many, n_out * eb), "%s: 3 threads give other bytes", fc->name);
+  /* neither tensor is one clamped value */
+  int seen_mid[256] = {0}, seen_out[256] = {0}, d_mid = 0, d_out = 0;
+  for (size_t i = 0; i < n_mid; i++) d_mid += !seen_mid[mid[i]]++;
+  for (size_t i = 0; i < n_out * eb; i += eb) d_out += !seen_out[fused[i]]++;
+  ck_assert_msg(d_mid > 8 && d_out > 8, "%s: %d values in the intermediate, %d out", fc->name,
+                d_mid, d_out);
+  quant_store_free(&qs);
+  free(data), free(mid), free(res), free(weights), free(fused), free(two), free(many);
+}
+END_TEST
+
+/* One requantization of v for output channel k: gemmlowp's fixed point
+ * (quant_multiplier, ctq_rescale) or ONNX Runtime's float form. */
+static int32_t requant_one(const ct_epilogue *e, const ct_quant *q, int64_t k, int32_t v) {
+  const float s = q->scale[e->scale == CT_SCALE_CHANNEL ? k : 0];
+  if (e->rounding == CT_ROUND_ONNX)
+    return onnx_quantize(v, s, q->out_zero_point, q->clamp_min, q->clamp_max);
+  int32_t mult;
+  int sh;
+  ck_assert_int_eq(quant_multiplier(s, &mult, &sh, NULL), CT_OK);
+  const int64_t y = (int64_t)q->out_zero_point + ctq_rescale(v, mult, sh);
+  return (int32_t)(y < q->clamp_min ? q->clamp_min : y > q->clamp_max ? q->clamp_max : y);
+}
+
+/* A byte of type t as its value. */
+static int32_t typed(ct_dtype t, uint8_t b) {
+  return t == CT_DTYPE_UINT8 ? b : (int8_t)b;
+}
+
+/* The fused conv2d w (8-bit output, no residual) from its definition, every
+ * index written out: t[n][y][x][ch] = requant(sum over ci of (x - zx') (w'
+ * - zw'[ch]) + bias'[ch]) with the pointwise conv's values q->pre and
+ * weights q->pre_weights [ch][ci]; then the main conv (OHWI weights, g
+ * groups) of t, whose padding reads its own data zero point, into out
+ * [n][oy][ox][k]. wrong makes it wrong on purpose, to show that the
+ * comparison can fail: 1 padding reads 0, 2 the pointwise weights read
+ * [ci][ch]. */
+static void fused_naive(const ct_workload *w, const ct_quant *q, const uint8_t *data,
+                        const int8_t *weights, uint8_t *out, int wrong) {
+  const ct_quant *p = q->pre;
+  const ct_epilogue *pe = &w->pre_epi, *e = &w->epi;
+  const int N = w->n, PC = w->pre_c, C = w->c, K = w->k, H = w->in[0], W = w->in[1];
+  const int R = w->kernel[0], S = w->kernel[1], G = w->groups, CPG = C / G, KPG = K / G;
+  const int OH = (H + w->pad_before[0] + w->pad_after[0] - R) / w->stride[0] + 1;
+  const int OW = (W + w->pad_before[1] + w->pad_after[1] - S) / w->stride[1] + 1;
+  uint8_t *t = xmalloc((size_t)N * H * W * C);
+  const int32_t zxp = pe->data_zero_point ? p->data_zero_point : 0;
+  for (int n = 0; n < N; n++)
+    for (int y = 0; y < H; y++)
+      for (int x = 0; x < W; x++)
+        for (int ch = 0; ch < C; ch++) {
+          const int32_t zwp = pe->weight_zero_point ? p->weight_zero_points[ch] : 0;
+          int64_t acc = 0;
+          for (int ci = 0; ci < PC; ci++) {
+            const int32_t xv = typed(w->pre_data_type, data[((n * H + y) * W + x) * PC + ci]);
+            const int32_t wv = q->pre_weights[wrong == 2 ? ci * C + ch : ch * PC + ci];
+            acc += (int64_t)(xv - zxp) * (wv - zwp);
+          }
+          const int32_t v = (int32_t)(acc + (pe->bias ? p->bias[ch] : 0));
+          t[((n * H + y) * W + x) * C + ch] = (uint8_t)requant_one(pe, p, ch, v);
+        }
+  const int32_t zx = e->data_zero_point ? q->data_zero_point : 0;
+  for (int n = 0; n < N; n++)
+    for (int oy = 0; oy < OH; oy++)
+      for (int ox = 0; ox < OW; ox++)
+        for (int k = 0; k < K; k++) {
+          const int c0 = k / KPG * CPG; /* k's group's first channel */
+          const int32_t zw = e->weight_zero_point ? q->weight_zero_points[k] : 0;
+          int64_t acc = 0;
+          for (int ky = 0; ky < R; ky++)
+            for (int kx = 0; kx < S; kx++)
+              for (int c = 0; c < CPG; c++) {
+                const int y = oy * w->stride[0] - w->pad_before[0] + ky;
+                const int x = ox * w->stride[1] - w->pad_before[1] + kx;
+                int32_t tv = wrong == 1 ? 0 : zx; /* padding */
+                if (y >= 0 && y < H && x >= 0 && x < W)
+                  tv = typed(w->data_type, t[((n * H + y) * W + x) * C + c0 + c]);
+                const int32_t wv = weights[((k * R + ky) * S + kx) * CPG + c];
+                acc += (int64_t)(tv - zx) * (wv - zw);
+              }
+          const int32_t v = (int32_t)(acc + (e->bias ? q->bias[k] : 0));
+          out[((n * OH + oy) * OW + ox) * K + k] = (uint8_t)requant_one(e, q, k, v);
+        }
+  free(t);
+}
+
+/* The fused reference against fused_naive on small cases: uint8 data with
+ * zero points on both stages and gemmlowp (depthwise); uint8 data into an
+ * int8 conv with onnx rounding (dense, stride 2, asymmetric padding). The
+ * two wrong variants differ from it. */
+START_TEST(fused_equals_naive) {
+  for (int ci = 0; ci < 2; ci++) {
+    ct_workload w;
+    workload_init(&w, CT_OP_CONV2D);
+    w.layout = CT_LAYOUT_NHWC;
+    w.n = 2, w.pre_c = 5, w.c = 6;
+    w.in[0] = 5, w.in[1] = 4;
+    w.kernel[0] = w.kernel[1] = 3;
+    w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = 1;
+    w.out_type = CT_DTYPE_INT8;
+    w.epi.bias = w.pre_epi.bias = 1;
+    w.epi.data_zero_point = 1; /* padding reads it */
+    w.epi.scale = w.pre_epi.scale = CT_SCALE_CHANNEL;
+    if (ci == 0) { /* depthwise, uint8 everywhere, both zero points on the pointwise conv */
+      w.k = 6, w.groups = 6;
+      w.data_type = w.pre_data_type = CT_DTYPE_UINT8;
+      w.pre_epi.data_zero_point = w.pre_epi.weight_zero_point = 1;
+    } else { /* dense, stride 2, more padding after, onnx on both, uint8 into int8 */
+      w.k = 4, w.in[1] = 6;
+      w.pre_data_type = CT_DTYPE_UINT8;
+      w.stride[0] = w.stride[1] = 2;
+      w.pad_after[1] = 2;
+      w.epi.weight_zero_point = 1;
+      w.epi.rounding = w.pre_epi.rounding = CT_ROUND_ONNX;
+      w.out_type = CT_DTYPE_UINT8;
+    }
+    ct_err err = {0};
+    ck_assert_msg(workload_validate(&w, &err) == CT_OK, "case %d: %s", ci, err.msg);
+    quant_store qs;
+    ck_assert_msg(quant_random(&w, 31u + (uint64_t)ci, &qs, &err) == CT_OK, "%s", err.msg);
+    ck_assert_int_ne(qs.q.data_zero_point, 0);
+    const size_t n_data = (size_t)workload_data_elems(&w), n_out = (size_t)workload_out_elems(&w);
+    const size_t n_weights = (size_t)workload_weight_elems(&w);
+    ck_assert_uint_eq(n_data, (size_t)w.n * 5 * w.in[0] * w.in[1]);
+    uint8_t *data = xmalloc(n_data), *got = xmalloc(n_out), *want = xmalloc(n_out);
+    int8_t *weights = xmalloc(n_weights);
+    rng gen;
+    rng_seed(&gen, 3000u + (uint32_t)ci);
+    for (size_t i = 0; i < n_data; i++) data[i] = (uint8_t)rng_next(&gen);
+    for (size_t i = 0; i < n_weights; i++) weights[i] = (int8_t)rng_next(&gen);
+    calibrate_fused(&w, &qs, data, weights);
+    memset(got, 0xA5, n_out);
+    ck_assert_msg(reference_qconv(&w, &qs.q, data, weights, NULL, got, &err) == CT_OK, "%s",
+                  err.msg);
+    memset(want, 0x5A, n_out);
+    fused_naive(&w, &qs.q, data, weights, want, 0);
+    int seen[256] = {0}, distinct = 0;
+    for (size_t i = 0; i < n_out; i++) {
+      if (got[i] != want[i])
+        ck_abort_msg("case %d: output %zu is %d, the definition gives %d", ci, i,
+                     typed(w.out_type, got[i]), typed(w.out_type, want[i]));
+      distinct += !seen[got[i]]++;
+    }
+    ck_assert_msg(distinct > 8, "case %d: %d distinct outputs", ci, distinct);
+    for (int wrong = 1; wrong <= 2; wrong++) {
+      fused_naive(&w, &qs.q, data, weights, want, wrong);
+      ck_assert_msg(memcmp(got, want, n_out), "case %d: wrong variant %d passes", ci, wrong);
+    }
+    quant_store_free(&qs);
+    free(data), free(got), free(want), free(weights);
+  }
+}
+END_TEST
+
+/* What the fused reference refuses: a workload without pointwise values,
+ * with its error message; the output untouched. */
+START_TEST(fused_refusals) {
+  ct_workload w = fused_of(&fused_cases[0]);
+  quant_store qs;
+  ct_err err = {0};
+  ck_assert_int_eq(quant_random(&w, 5, &qs, &err), CT_OK);
+  const size_t n_data = (size_t)workload_data_elems(&w), n_out = (size_t)workload_out_elems(&w);
+  uint8_t *data = xcalloc(n_data, 1), *out = xmalloc(n_out);
+  int8_t *weights = xcalloc((size_t)workload_weight_elems(&w), 1);
+  memset(out, 0xA5, n_out);
+  ct_quant q = qs.q;
+  q.pre = NULL;
+  ck_assert_int_eq(reference_qconv(&w, &q, data, weights, NULL, out, &err), CT_ERR_INVALID_ARG);
+  ck_assert_msg(strstr(err.msg, "pre is NULL"), "'%s'", err.msg);
+  q = qs.q, q.pre_weights = NULL;
+  ck_assert_int_eq(reference_qconv(&w, &q, data, weights, NULL, out, &err), CT_ERR_INVALID_ARG);
+  ck_assert_msg(strstr(err.msg, "pre_weights is NULL"), "'%s'", err.msg);
+  /* a residual the main conv has must be given */
+  ct_workload wr = fused_of(&fused_cases[6]);
+  quant_store qr;
+  ck_assert_int_eq(quant_random(&wr, 6, &qr, &err), CT_OK);
+  ck_assert_int_eq(reference_qconv(&wr, &qr.q, data, weights, NULL, out, &err), CT_ERR_INVALID_ARG);
+  ck_assert_msg(strstr(err.msg, "residual"), "'%s'", err.msg);
+  for (size_t i = 0; i < n_out; i++)
+    if (out[i] != 0xA5) ck_abort_msg("out[%zu] was written", i);
+  quant_store_free(&qs);
+  quant_store_free(&qr);
+  free(data), free(out), free(weights);
+}
+END_TEST
+
 static void add_core(TCase *tc) {
   /* generous: the random loops run slowly under ASan on a loaded machine */
   tcase_add_loop_test(tc, named_shapes, 0, 3 * N_CASES);
@@ -667,6 +1034,9 @@ static void add_core(TCase *tc) {
   tcase_add_loop_test(tc, accumulator_extreme, 0, 6);
   tcase_add_test(tc, threads_give_the_same_sums);
   tcase_add_test(tc, qconv_threads_give_the_same_bytes);
+  tcase_add_loop_test(tc, fused_equals_two_convs, 0, N_FUSED);
+  tcase_add_test(tc, fused_equals_naive);
+  tcase_add_test(tc, fused_refusals);
 }
 
 static const test_case suite_cases[] = {

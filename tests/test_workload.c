@@ -9,8 +9,9 @@
  * for a few hundred random valid workloads from core's fixed-seed RNG (conv2d
  * and conv3d, all three layouts, asymmetric pads, dilation, strides); loops call
  * Check only on a mismatch, since each passing ck_assert writes to its log.
- * Every cJSON tree and printed string is freed: the suite also runs under
- * ASan/LSan.
+ * A fused pointwise convolution (pre) has its own case: its key segment
+ * and JSON object round-tripped, its parts, sizes and refusals. Every cJSON
+ * tree and printed string is freed: the suite also runs under ASan/LSan.
  */
 #include <check.h>
 #include <stdint.h>
@@ -1730,6 +1731,479 @@ START_TEST(json_errors_name_the_field) {
 }
 END_TEST
 
+/* ---- a fused pointwise convolution (pre) ------------------------------------ */
+
+/* A channels-last conv2d with int8 output and a pointwise convolution of
+ * pre_c channels fused before it (no epilogue on either yet). */
+static ct_workload fused2d(int n, int pre_c, int c, int k, int hw, int r, int s, int p,
+                           int groups) {
+  ct_workload w = conv2d(n, c, k, hw, r, s, p);
+  w.layout = CT_LAYOUT_NHWC;
+  w.groups = groups;
+  w.out_type = CT_DTYPE_INT8;
+  w.pre_c = pre_c;
+  return w;
+}
+
+/* w must give key exactly, parse back from it and from its JSON (text and
+ * tree) into the same struct. */
+static void expect_fused_round_trip_at(int line, const ct_workload *w, const char *key) {
+  char got[CT_KEY_MAX], again[CT_KEY_MAX];
+  expect_valid_at(line, w, key);
+  ck_assert_msg(!strcmp(workload_key(w, got, sizeof got), key), "line %d: key %s, want %s", line,
+                got, key);
+  ct_workload back;
+  ct_err err = {0};
+  memset(&back, 0x5A, sizeof back);
+  ct_status st = workload_from_key(key, &back, &err);
+  ck_assert_msg(st == CT_OK, "line %d: %s rejected: %s", line, key, err.msg);
+  ck_assert_msg(!memcmp(&back, w, sizeof back), "line %d: %s parses to %s", line, key,
+                workload_key(&back, again, sizeof again));
+  cJSON *j = workload_to_json(w);
+  ck_assert_ptr_nonnull(j);
+  char *text = cJSON_PrintUnformatted(j);
+  ck_assert_ptr_nonnull(text);
+  memset(&back, 0x5A, sizeof back);
+  st = workload_from_json(j, &back, &err);
+  ck_assert_msg(st == CT_OK, "line %d: JSON %s rejected: %s", line, text, err.msg);
+  ck_assert_msg(!memcmp(&back, w, sizeof back), "line %d: JSON %s comes back as %s", line, text,
+                workload_key(&back, again, sizeof again));
+  memset(&back, 0x5A, sizeof back);
+  st = workload_from_json_text(text, &back, &err);
+  ck_assert_msg(st == CT_OK && !memcmp(&back, w, sizeof back), "line %d: text %s: %s", line, text,
+                err.msg);
+  cJSON_free(text);
+  cJSON_Delete(j);
+}
+#define EXPECT_FUSED_ROUND_TRIP(w, key) expect_fused_round_trip_at(__LINE__, (w), (key))
+
+START_TEST(pre_key_round_trip) {
+  /* MobileNetV2's expansion (24 -> 144) fused before its depthwise 3x3,
+   * as ONNX Runtime quantizes both */
+  ct_workload w = fused2d(32, 24, 144, 144, 56, 3, 1, 1, 144);
+  w.epi.bias = 1, w.epi.scale = CT_SCALE_CHANNEL, w.epi.rounding = CT_ROUND_ONNX;
+  w.pre_epi = w.epi;
+  EXPECT_FUSED_ROUND_TRIP(&w, "conv2d-nhwc-i8.i8.i8-n32-c144-k144-56x56-r3x3-s1x1-p1x1.1x1-d1x1-"
+                              "bias-qc-onnx-g144-pre24.i8.bias.qc.onnx");
+  /* each of the pre epilogue's flags alone, uint8 data, stride 2 and odd
+   * channel counts */
+  static const char *const flags[] = {".zd", ".zw", ".bias", ".qc", ".onnx"};
+  for (int f = 0; f < 5; f++) {
+    w = fused2d(2, 7, 12, 12, 9, 3, 2, 1, 12);
+    w.pre_data_type = CT_DTYPE_UINT8;
+    int *on[] = {&w.pre_epi.data_zero_point, &w.pre_epi.weight_zero_point, &w.pre_epi.bias};
+    if (f < 3) *on[f] = 1;
+    if (f == 3) w.pre_epi.scale = CT_SCALE_CHANNEL;
+    if (f == 4) w.pre_epi.rounding = CT_ROUND_ONNX;
+    char want[CT_KEY_MAX];
+    snprintf(want, sizeof want,
+             "conv2d-nhwc-i8.i8.i8-n2-c12-k12-9x9-r3x3-s2x2-p1x1.1x1-d1x1-g12-pre7.u8%s", flags[f]);
+    EXPECT_FUSED_ROUND_TRIP(&w, want);
+  }
+  /* every flag, in the canonical order; uint8 into a uint8 conv with its
+   * own zero point */
+  w = fused2d(1, 7, 12, 12, 9, 3, 1, 1, 12);
+  w.data_type = CT_DTYPE_UINT8, w.out_type = CT_DTYPE_UINT8, w.epi.data_zero_point = 1;
+  w.pre_data_type = CT_DTYPE_UINT8;
+  w.pre_epi.data_zero_point = w.pre_epi.weight_zero_point = w.pre_epi.bias = 1;
+  w.pre_epi.scale = CT_SCALE_CHANNEL, w.pre_epi.rounding = CT_ROUND_ONNX;
+  EXPECT_FUSED_ROUND_TRIP(&w, "conv2d-nhwc-u8.i8.u8-n1-c12-k12-9x9-r3x3-s1x1-p1x1.1x1-d1x1-zd-"
+                              "g12-pre7.u8.zd.zw.bias.qc.onnx");
+  /* a dense 3x3 (no groups) with int32 output and no epilogue of its own:
+   * only the pointwise one requantizes */
+  w = fused2d(1, 7, 12, 10, 9, 3, 1, 1, 1);
+  w.out_type = CT_DTYPE_INT32;
+  EXPECT_FUSED_ROUND_TRIP(&w,
+                          "conv2d-nhwc-i8.i8.i32-n1-c12-k10-9x9-r3x3-s1x1-p1x1.1x1-d1x1-pre7.i8");
+  /* a residual on the main convolution is still allowed */
+  w.out_type = CT_DTYPE_INT8, w.epi.residual = 1;
+  EXPECT_FUSED_ROUND_TRIP(
+      &w, "conv2d-nhwc-i8.i8.i8-n1-c12-k10-9x9-r3x3-s1x1-p1x1.1x1-d1x1-res-pre7.i8");
+  /* 3D, channels last: a depthwise 3x3x3, stride (1, 2, 2) */
+  static const int in[3] = {4, 9, 9}, r[3] = {3, 3, 3}, s[3] = {1, 2, 2}, p[3] = {1, 1, 1};
+  w = conv3d(2, 8, 8, in, r, s, p);
+  w.layout = CT_LAYOUT_NHWC, w.groups = 8, w.out_type = CT_DTYPE_INT8;
+  w.pre_c = 5, w.pre_data_type = CT_DTYPE_UINT8, w.pre_epi.data_zero_point = 1;
+  EXPECT_FUSED_ROUND_TRIP(&w, "conv3d-ndhwc-i8.i8.i8-n2-c8-k8-4x9x9-r3x3x3-s1x2x2-p1x1x1.1x1x1-"
+                              "d1x1x1-g8-pre5.u8.zd");
+  /* the pre segment tells workloads apart that differ only there */
+  char a[CT_KEY_MAX], b[CT_KEY_MAX];
+  ct_workload v = w;
+  v.pre_c = 0, v.pre_data_type = CT_DTYPE_INT8, v.pre_epi.data_zero_point = 0;
+  ck_assert_str_ne(workload_key(&w, a, sizeof a), workload_key(&v, b, sizeof b));
+  v = w, v.pre_c = 50; /* pre5 against pre50: no run-together digits */
+  ck_assert_str_ne(workload_key(&w, a, sizeof a), workload_key(&v, b, sizeof b));
+  v = w, v.pre_data_type = CT_DTYPE_INT8;
+  ck_assert_str_ne(workload_key(&w, a, sizeof a), workload_key(&v, b, sizeof b));
+  v = w, v.pre_epi.data_zero_point = 0, v.epi.data_zero_point = 1, v.data_type = CT_DTYPE_UINT8;
+  ck_assert_str_ne(workload_key(&w, a, sizeof a), workload_key(&v, b, sizeof b));
+}
+END_TEST
+
+/* A random fused workload: a random channels-last workload of
+ * random_workload with a random pointwise convolution before it. */
+static ct_workload random_fused(rng *gen) {
+  ct_workload w;
+  do w = random_workload(gen);
+  while (w.layout != CT_LAYOUT_NHWC);
+  if (rng_range(gen, 0, 2) == 0) { /* grouped or depthwise */
+    w.groups = rng_range(gen, 1, 8);
+    w.c = w.k = w.groups * rng_range(gen, 1, 4);
+  }
+  w.pre_c = rng_range(gen, 1, 40);
+  w.pre_data_type = rng_range(gen, 0, 1) ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
+  ct_epilogue *e = &w.pre_epi;
+  e->data_zero_point = rng_range(gen, 0, 1);
+  e->weight_zero_point = rng_range(gen, 0, 1);
+  e->bias = rng_range(gen, 0, 1);
+  e->scale = rng_range(gen, 0, 1) ? CT_SCALE_CHANNEL : CT_SCALE_TENSOR;
+  e->rounding = rng_range(gen, 0, 1) ? CT_ROUND_ONNX : CT_ROUND_GEMMLOWP;
+  return w;
+}
+
+START_TEST(pre_round_trip_random) {
+  rng gen;
+  rng_seed(&gen, 0x5eedf00du);
+  enum { N = N_RANDOM / 2 };
+  ct_workload *ws = xmalloc(N * sizeof *ws);
+  char(*keys)[CT_KEY_MAX] = xmalloc(N * sizeof *keys);
+  int n_3d = 0, n_grouped = 0, n_u8 = 0, n_onnx = 0;
+  for (int i = 0; i < N; i++) {
+    ws[i] = random_fused(&gen);
+    char again[CT_KEY_MAX];
+    ct_err err = {0};
+    workload_key(&ws[i], keys[i], sizeof keys[i]);
+    if (workload_validate(&ws[i], &err) != CT_OK)
+      ck_abort_msg("case %d (%s) rejected: %s", i, keys[i], err.msg);
+    ct_workload got;
+    memset(&got, 0x5A, sizeof got);
+    if (workload_from_key(keys[i], &got, &err) != CT_OK)
+      ck_abort_msg("case %d: key %s rejected: %s", i, keys[i], err.msg);
+    if (memcmp(&got, &ws[i], sizeof got))
+      ck_abort_msg("case %d: key %s parses to %s", i, keys[i],
+                   workload_key(&got, again, sizeof again));
+    cJSON *j = workload_to_json(&ws[i]);
+    if (!j) ck_abort_msg("case %d (%s): workload_to_json gave NULL", i, keys[i]);
+    memset(&got, 0x5A, sizeof got);
+    ct_status st = workload_from_json(j, &got, &err);
+    cJSON_Delete(j);
+    if (st != CT_OK) ck_abort_msg("case %d (%s): JSON rejected: %s", i, keys[i], err.msg);
+    if (memcmp(&got, &ws[i], sizeof got))
+      ck_abort_msg("case %d: JSON of %s comes back as %s", i, keys[i],
+                   workload_key(&got, again, sizeof again));
+    n_3d += ws[i].op == CT_OP_CONV3D;
+    n_grouped += ws[i].groups > 1;
+    n_u8 += ws[i].pre_data_type == CT_DTYPE_UINT8;
+    n_onnx += ws[i].pre_epi.rounding == CT_ROUND_ONNX;
+  }
+  /* one key per workload among them, and the draw covers what it claims */
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < i; j++)
+      if ((memcmp(&ws[i], &ws[j], sizeof ws[i]) == 0) != (strcmp(keys[i], keys[j]) == 0))
+        ck_abort_msg("cases %d and %d: keys %s and %s", j, i, keys[j], keys[i]);
+  ck_assert_int_gt(n_3d, N / 4);
+  ck_assert_int_gt(n_grouped, N / 10);
+  ck_assert_int_gt(n_u8, N / 4);
+  ck_assert_int_gt(n_onnx, N / 4);
+  free(keys);
+  free(ws);
+}
+END_TEST
+
+/* workload_pre and workload_main against the two workloads written out. */
+START_TEST(pre_parts) {
+  ct_workload w = fused2d(2, 7, 12, 12, 9, 3, 2, 1, 12);
+  w.in[1] = 11;
+  w.data_type = CT_DTYPE_UINT8;
+  w.epi.data_zero_point = w.epi.bias = 1;
+  w.pre_data_type = CT_DTYPE_INT8;
+  w.pre_epi.weight_zero_point = 1, w.pre_epi.scale = CT_SCALE_CHANNEL;
+  w.pre_epi.rounding = CT_ROUND_ONNX;
+  EXPECT_VALID(&w, "fused");
+  ct_workload pre, want;
+  memset(&pre, 0x5A, sizeof pre);
+  workload_pre(&w, &pre);
+  workload_init(&want, CT_OP_CONV2D);
+  want.layout = CT_LAYOUT_NHWC;
+  want.data_type = CT_DTYPE_INT8; /* pre_data_type */
+  want.out_type = CT_DTYPE_UINT8; /* the main conv's data_type */
+  want.n = 2, want.c = 7, want.k = 12;
+  want.in[0] = 9, want.in[1] = 11;
+  want.kernel[0] = want.kernel[1] = 1;
+  want.epi.weight_zero_point = 1, want.epi.scale = CT_SCALE_CHANNEL;
+  want.epi.rounding = CT_ROUND_ONNX;
+  ck_assert_mem_eq(&pre, &want, sizeof want);
+  EXPECT_VALID(&pre, "pre part");
+  ct_workload m;
+  memset(&m, 0x5A, sizeof m);
+  workload_main(&w, &m);
+  want = fused2d(2, 0, 12, 12, 9, 3, 2, 1, 12);
+  want.in[1] = 11;
+  want.data_type = CT_DTYPE_UINT8;
+  want.epi.data_zero_point = want.epi.bias = 1;
+  ck_assert_mem_eq(&m, &want, sizeof want);
+  EXPECT_VALID(&m, "main part");
+  /* 3D: every spatial dimension copied, the kernel 1x1x1 */
+  static const int in[3] = {4, 9, 10}, r[3] = {3, 1, 3}, s[3] = {1, 2, 2}, p[3] = {1, 0, 1};
+  w = conv3d(1, 8, 16, in, r, s, p);
+  w.layout = CT_LAYOUT_NHWC, w.out_type = CT_DTYPE_INT8, w.pre_c = 3;
+  workload_pre(&w, &pre);
+  ck_assert_int_eq(pre.op, CT_OP_CONV3D);
+  for (int d = 0; d < 3; d++) {
+    ck_assert_int_eq(pre.in[d], in[d]);
+    ck_assert_int_eq(pre.kernel[d], 1);
+    ck_assert_int_eq(pre.stride[d], 1);
+    ck_assert_int_eq(pre.pad_before[d] + pre.pad_after[d], 0);
+  }
+  ck_assert_int_eq(workload_out_elems(&pre), 1 * 8 * 4 * 9 * 10);
+}
+END_TEST
+
+START_TEST(pre_elems_and_ops) {
+  /* 7 -> 12 pointwise on 9x9, then a depthwise 3x3 stride 2 pad 1: out
+   * (9 + 2 - 3) / 2 + 1 = 5 */
+  ct_workload w = fused2d(2, 7, 12, 12, 9, 3, 2, 1, 12);
+  EXPECT_VALID(&w, "fused");
+  ck_assert_int_eq(workload_data_channels(&w), 7);
+  ck_assert_int_eq(workload_data_elems(&w), 2 * 7 * 9 * 9);
+  ck_assert_int_eq(workload_weight_elems(&w), 12 * 1 * 3 * 3); /* the main conv's */
+  ck_assert_int_eq(workload_out_elems(&w), 2 * 12 * 5 * 5);
+  /* the depthwise conv's 2 x 2 x 12 x 25 x 1 x 9 plus the pointwise one's
+   * 2 x 2 x 12 x 81 x 7 (its outputs are the 9x9 input) */
+  ck_assert_int_eq(workload_ops(&w), 2 * 2 * 12 * 25 * 9 + 2 * 2 * 12 * 81 * 7);
+  char shape[64];
+  ck_assert_str_eq(workload_out_shape(&w, shape, sizeof shape), "2x5x5x12");
+  ck_assert_int_eq(workload_out_elem_bytes(&w), 1);
+  /* without the pointwise conv: c channels of data */
+  ct_workload m = w;
+  m.pre_c = 0;
+  ck_assert_int_eq(workload_data_channels(&m), 12);
+  ck_assert_int_eq(workload_data_elems(&m), 2 * 12 * 9 * 9);
+  ck_assert_int_eq(workload_ops(&m), 2 * 2 * 12 * 25 * 9);
+  /* a raw main conv needs no params; with a pointwise conv before it, the
+   * pointwise conv's requantization does */
+  m.out_type = CT_DTYPE_INT32;
+  ck_assert_int_eq(workload_has_params(&m), 0);
+  m.pre_c = 7;
+  EXPECT_VALID(&m, "raw main conv with a pointwise conv");
+  ck_assert_int_eq(workload_has_params(&m), 1);
+  /* a dense 3D one: pointwise 5 -> 8 on 4x6x6, then 3x3x3 pad 1 to 16 */
+  static const int in[3] = {4, 6, 6}, r[3] = {3, 3, 3}, s[3] = {1, 1, 1}, p[3] = {1, 1, 1};
+  w = conv3d(3, 8, 16, in, r, s, p);
+  w.layout = CT_LAYOUT_NHWC, w.out_type = CT_DTYPE_INT8, w.pre_c = 5;
+  EXPECT_VALID(&w, "fused 3d");
+  ck_assert_int_eq(workload_data_elems(&w), 3 * 5 * 4 * 6 * 6);
+  ck_assert_int_eq(workload_ops(&w), INT64_C(2) * 3 * 16 * 144 * 8 * 27 + 2 * 3 * 8 * 144 * 5);
+}
+END_TEST
+
+START_TEST(pre_validate_rejects) {
+  const ct_workload base = fused2d(1, 8, 16, 16, 9, 3, 1, 1, 16);
+  EXPECT_VALID(&base, "base");
+  ct_workload w;
+  /* channels-last only, and the message names both layouts */
+  w = base, w.layout = CT_LAYOUT_NCHW;
+  EXPECT_INVALID(&w, "pre on nchw", "needs layout nhwc", "got nchw");
+  w = base, w.layout = CT_LAYOUT_NCHW4C;
+  EXPECT_INVALID(&w, "pre on nchw4c", "needs layout nhwc", "got nchw4c");
+  static const int in[3] = {4, 9, 9}, r[3] = {3, 3, 3}, s[3] = {1, 1, 1}, p[3] = {1, 1, 1};
+  w = conv3d(1, 8, 8, in, r, s, p);
+  w.pre_c = 4;
+  EXPECT_INVALID(&w, "pre on ncdhw", "needs layout ndhwc", "got ncdhw");
+  w.layout = CT_LAYOUT_NHWC;
+  EXPECT_VALID(&w, "pre on ndhwc");
+  /* pre_c's range */
+  w = base, w.pre_c = CT_MAX_CHANNELS + 1;
+  EXPECT_INVALID(&w, "pre_c over", "pre_c", "from 1 to 65536, got 65537");
+  w = base, w.pre_c = CT_MAX_CHANNELS;
+  EXPECT_VALID(&w, "pre_c at its bound");
+  w = base, w.pre_c = -1;
+  EXPECT_INVALID(&w, "pre_c -1", "pre_c", "got -1");
+  w = base, w.pre_c = 1;
+  EXPECT_VALID(&w, "pre_c 1");
+  /* its data type */
+  w = base, w.pre_data_type = CT_DTYPE_INT32;
+  EXPECT_INVALID(&w, "pre int32", "pre_data_type", "got int32");
+  w = base, w.pre_data_type = (ct_dtype)7;
+  EXPECT_INVALID(&w, "pre dtype 7", "pre_data_type", "int8 or uint8");
+  /* its epilogue: no residual, no depth_to_space, the flags' own values */
+  w = base, w.pre_epi.residual = 1;
+  EXPECT_INVALID(&w, "pre residual", "residual", "pre_c 8");
+  w = base, w.pre_epi.d2s_block = 2;
+  EXPECT_INVALID(&w, "pre depth_to_space", "fused pointwise", "depth_to_space");
+  w = base, w.pre_epi.bias = 2;
+  EXPECT_INVALID(&w, "pre bias 2", "fused pointwise", "bias must be 0 or 1");
+  w = base, w.pre_epi.rounding = (ct_rounding)2;
+  EXPECT_INVALID(&w, "pre rounding 2", "fused pointwise", "rounding");
+  w = base, w.pre_epi.scale = (ct_scale_mode)2;
+  EXPECT_INVALID(&w, "pre scale 2", "fused pointwise", "scale");
+  /* every pre field at its default without one: one key per workload */
+  w = base, w.pre_c = 0, w.pre_data_type = CT_DTYPE_UINT8;
+  EXPECT_INVALID(&w, "pre_data_type without pre", "pre_c is 0", "pre_data_type");
+  w = base, w.pre_c = 0, w.pre_epi.bias = 1;
+  EXPECT_INVALID(&w, "pre_epi without pre", "pre_c is 0", "pre_epi");
+  w = base, w.pre_c = 0, w.pre_epi.rounding = CT_ROUND_ONNX;
+  EXPECT_INVALID(&w, "pre rounding without pre", "pre_c is 0", NULL);
+  /* the intermediate tensor (n x c x input) is bounded as any output: 1
+   * channel in, 65536 out of the pointwise conv on 200x200 is 2.6e9 */
+  w = fused2d(1, 1, 65536, 1, 200, 1, 1, 0, 1);
+  EXPECT_INVALID(&w, "intermediate over int32", "fused pointwise", "int32");
+  /* the same through keys */
+  EXPECT_BAD_KEY("conv2d-nchw-i8.i8.i8-n1-c16-k16-9x9-r3x3-s1x1-p1x1.1x1-d1x1-g16-pre8.i8",
+                 CT_ERR_INVALID_WORKLOAD, "needs layout nhwc", "got nchw");
+  EXPECT_BAD_KEY("conv2d-nchw4c-i8.i8.i8-n1-c16-k16-9x9-r3x3-s1x1-p1x1.1x1-d1x1-g16-pre8.i8",
+                 CT_ERR_INVALID_WORKLOAD, "needs layout nhwc", "got nchw4c");
+  EXPECT_BAD_KEY("conv2d-nhwc-i8.i8.i8-n1-c16-k16-9x9-r3x3-s1x1-p1x1.1x1-d1x1-g16-pre8.i32",
+                 CT_ERR_INVALID_WORKLOAD, "pre_data_type", "int32");
+  EXPECT_BAD_KEY("conv2d-nhwc-i8.i8.i8-n1-c16-k16-9x9-r3x3-s1x1-p1x1.1x1-d1x1-g16-pre65537.i8",
+                 CT_ERR_INVALID_WORKLOAD, "pre_c", "65537");
+  EXPECT_BAD_KEY("conv2d-nhwc-i8.i8.i8-n1-c16-k16-9x9-r3x3-s1x1-p1x1.1x1-d1x1-g16-pre0.u8",
+                 CT_ERR_INVALID_WORKLOAD, "pre_c is 0", NULL);
+}
+END_TEST
+
+START_TEST(pre_key_malformed_rejected) {
+  const char *good = "conv2d-nhwc-i8.i8.i8-n1-c16-k16-9x9-r3x3-s1x1-p1x1.1x1-d1x1-g16-pre8.i8.zd";
+  ct_workload got;
+  ct_err err = {0};
+  ck_assert_msg(workload_from_key(good, &got, &err) == CT_OK, "%s", err.msg);
+#define K16 "conv2d-nhwc-i8.i8.i8-n1-c16-k16-9x9-r3x3-s1x1-p1x1.1x1-d1x1-g16"
+  /* malformed: the message names the segment and shows its grammar */
+  static const char *const bad[] = {
+      K16 "-pre",
+      K16 "-pre8",
+      K16 "-pre8.",
+      K16 "-pre.i8",
+      K16 "-pre8.i16",
+      K16 "-pre8.f32",
+      K16 "-pre8.i8.",
+      K16 "-pre8.i8.xx",
+      K16 "-pre8.i8.ZD",
+      K16 "-pre-8.i8",
+      K16 "-pre8i8",
+      K16 "-pre8.i8.res",
+      K16 "-pre8.i8.d2s2dcr",
+      K16 "-pre+8.i8",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    EXPECT_BAD_KEY(bad[i], CT_ERR_PARSE, "malformed pre", "[-preC.T[.zd][.zw][.bias][.qc][.onnx]]");
+  /* a malformed main segment after a good pre one is the epilogue's */
+  EXPECT_BAD_KEY(K16 "-pre8.i8-x", CT_ERR_PARSE, "malformed epilogue", NULL);
+  EXPECT_BAD_KEY(K16 "-pre8.i8-", CT_ERR_PARSE, "malformed epilogue", NULL);
+  EXPECT_BAD_KEY(K16 "-pre8.i8.zd ", CT_ERR_PARSE, "malformed epilogue", NULL);
+  /* parsed, but not canonical: the message gives the canonical key */
+  EXPECT_BAD_KEY(K16 "-pre8.i8.bias.zd", CT_ERR_PARSE, "canonical", "-pre8.i8.zd.bias'");
+  EXPECT_BAD_KEY(K16 "-pre8.i8.onnx.qc", CT_ERR_PARSE, "canonical", "-pre8.i8.qc.onnx'");
+  EXPECT_BAD_KEY(K16 "-pre8.i8.zd.zd", CT_ERR_PARSE, "canonical", "-pre8.i8.zd'");
+  EXPECT_BAD_KEY(K16 "-pre08.i8", CT_ERR_PARSE, "canonical", "-pre8.i8'");
+  EXPECT_BAD_KEY(K16 "-pre8.i8-pre8.i8", CT_ERR_PARSE, "canonical", "-g16-pre8.i8'");
+  /* -pre is last: after -g, after the epilogue */
+  EXPECT_BAD_KEY("conv2d-nhwc-i8.i8.i8-n1-c16-k16-9x9-r3x3-s1x1-p1x1.1x1-d1x1-pre8.i8-g16",
+                 CT_ERR_PARSE, "canonical", "-g16-pre8.i8'");
+  EXPECT_BAD_KEY("conv2d-nhwc-i8.i8.i8-n1-c16-k16-9x9-r3x3-s1x1-p1x1.1x1-d1x1-pre8.i8-bias-g16",
+                 CT_ERR_PARSE, "canonical", "-bias-g16-pre8.i8'");
+  /* pre_c 0 with the default type is the workload without one, whose key
+   * has no segment */
+  EXPECT_BAD_KEY(K16 "-pre0.i8", CT_ERR_PARSE, "canonical", K16 "'");
+#undef K16
+}
+END_TEST
+
+/* workload_from_json_text must reject text with CT_ERR_INVALID_WORKLOAD
+ * naming needle; text is W2NHWC's "pre" object. */
+#define W2NHWC(pre)                                                                                \
+  "{\"op\": \"conv2d\", \"layout\": \"nhwc\", \"out_type\": \"int8\", \"c\": 8, \"k\": 8, "        \
+  "\"groups\": 8, \"h\": 7, \"w\": 7, \"kernel\": 3, \"pad\": 1, \"pre\": " pre "}"
+
+START_TEST(pre_json) {
+  ct_workload w = fused2d(32, 24, 144, 144, 56, 3, 1, 1, 144);
+  w.epi.bias = 1, w.epi.scale = CT_SCALE_CHANNEL, w.epi.rounding = CT_ROUND_ONNX;
+  w.pre_data_type = CT_DTYPE_UINT8;
+  w.pre_epi.data_zero_point = w.pre_epi.bias = 1, w.pre_epi.rounding = CT_ROUND_ONNX;
+  cJSON *j = workload_to_json(&w);
+  ck_assert_ptr_nonnull(j);
+  char *text = cJSON_PrintUnformatted(j);
+  ck_assert_ptr_nonnull(text);
+  /* "pre" last; within it c, data_type, then the epilogue's non-defaults */
+  ck_assert_str_eq(text, "{\"op\":\"conv2d\",\"layout\":\"nhwc\",\"data_type\":\"int8\","
+                         "\"weight_type\":\"int8\",\"out_type\":\"int8\",\"n\":32,\"c\":144,"
+                         "\"k\":144,\"h\":56,\"w\":56,\"kernel\":[3,3],\"stride\":[1,1],"
+                         "\"pad\":[1,1,1,1],\"dilation\":[1,1],\"groups\":144,\"bias\":true,"
+                         "\"scale\":\"channel\",\"rounding\":\"onnx\",\"pre\":{\"c\":24,"
+                         "\"data_type\":\"uint8\",\"data_zero_point\":true,\"bias\":true,"
+                         "\"rounding\":\"onnx\"}}");
+  cJSON_free(text);
+  cJSON_Delete(j);
+  /* no pre: no field */
+  w.pre_c = 0, w.pre_data_type = CT_DTYPE_INT8;
+  memset(&w.pre_epi, 0, sizeof w.pre_epi);
+  j = workload_to_json(&w);
+  ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(j, "pre"));
+  cJSON_Delete(j);
+  /* accepted forms: c alone (int8 data, no epilogue), each field spelled out */
+  ct_workload got, want = fused2d(1, 5, 8, 8, 7, 3, 1, 1, 8);
+  PARSE_OK(W2NHWC("{\"c\": 5}"), &got);
+  ck_assert_mem_eq(&got, &want, sizeof want);
+  PARSE_OK(W2NHWC("{\"rounding\": \"gemmlowp\", \"scale\": \"tensor\", \"bias\": false, "
+                  "\"data_type\": \"int8\", \"c\": 5.0}"),
+           &got);
+  ck_assert_mem_eq(&got, &want, sizeof want);
+  PARSE_OK(W2NHWC("{\"c\": 5, \"data_type\": \"uint8\", \"data_zero_point\": true, "
+                  "\"weight_zero_point\": true, \"bias\": true, \"scale\": \"channel\", "
+                  "\"rounding\": \"onnx\"}"),
+           &got);
+  want.pre_data_type = CT_DTYPE_UINT8;
+  want.pre_epi.data_zero_point = want.pre_epi.weight_zero_point = want.pre_epi.bias = 1;
+  want.pre_epi.scale = CT_SCALE_CHANNEL, want.pre_epi.rounding = CT_ROUND_ONNX;
+  ck_assert_mem_eq(&got, &want, sizeof want);
+  /* refusals, each naming the field */
+  EXPECT_BAD_JSON(W2NHWC("3"), "'pre' must be an object", NULL);
+  EXPECT_BAD_JSON(W2NHWC("[5]"), "'pre' must be an object", NULL);
+  EXPECT_BAD_JSON(W2NHWC("null"), "'pre' must be an object", NULL);
+  EXPECT_BAD_JSON(W2NHWC("\"pre5.i8\""), "'pre' must be an object", NULL);
+  EXPECT_BAD_JSON(W2NHWC("{}"), "missing field 'pre.c'", NULL);
+  EXPECT_BAD_JSON(W2NHWC("{\"data_type\": \"uint8\"}"), "missing field 'pre.c'", NULL);
+  EXPECT_BAD_JSON(W2NHWC("{\"c\": 5, \"relu\": true}"), "unknown field 'pre.relu'",
+                  "c, data_type, data_zero_point");
+  EXPECT_BAD_JSON(W2NHWC("{\"c\": 5, \"residual\": true}"), "unknown field 'pre.residual'", NULL);
+  EXPECT_BAD_JSON(W2NHWC("{\"c\": 5, \"depth_to_space\": 2}"), "unknown field 'pre.depth_to_space'",
+                  NULL);
+  EXPECT_BAD_JSON(W2NHWC("{\"c\": 5, \"C\": 5}"), "unknown field 'pre.C'", NULL);
+  EXPECT_BAD_JSON(W2NHWC("{\"c\": 5, \"c\": 6}"), "'pre.c' is given twice", NULL);
+  EXPECT_BAD_JSON(W2NHWC("{\"c\": 0}"), "'pre.c'", "from 1 to 65536, got 0");
+  EXPECT_BAD_JSON(W2NHWC("{\"c\": 65537}"), "'pre.c'", "from 1 to 65536, got 65537");
+  EXPECT_BAD_JSON(W2NHWC("{\"c\": -3}"), "'pre.c'", NULL);
+  EXPECT_BAD_JSON(W2NHWC("{\"c\": 2.5}"), "'pre.c'", "2.5");
+  EXPECT_BAD_JSON(W2NHWC("{\"c\": \"5\"}"), "'pre.c'", "string");
+  EXPECT_BAD_JSON(W2NHWC("{\"c\": 5, \"data_type\": \"int32\"}"), "'pre.data_type'",
+                  "int8, uint8, got 'int32'");
+  EXPECT_BAD_JSON(W2NHWC("{\"c\": 5, \"data_type\": 1}"), "'pre.data_type'", NULL);
+  /* the epilogue's fields are pre's own: the message says so */
+  EXPECT_BAD_JSON(W2NHWC("{\"c\": 5, \"bias\": 1}"), "pre", "'bias'");
+  EXPECT_BAD_JSON(W2NHWC("{\"c\": 5, \"scale\": \"row\"}"), "pre", "'scale'");
+  EXPECT_BAD_JSON(W2NHWC("{\"c\": 5, \"rounding\": \"ONNX\"}"), "pre", "'rounding'");
+  /* valid fields, invalid workload */
+  EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"out_type\": \"int8\", \"c\": 8, \"k\": 8, \"h\": 7, "
+                  "\"w\": 7, \"kernel\": 3, \"pre\": {\"c\": 5}}",
+                  "needs layout nhwc", "got nchw");
+  EXPECT_BAD_JSON("{\"op\": \"conv2d\", \"layout\": \"nchw4c\", \"out_type\": \"int8\", \"c\": 8, "
+                  "\"k\": 8, \"h\": 7, \"w\": 7, \"kernel\": 3, \"pre\": {\"c\": 5}}",
+                  "needs layout nhwc", "got nchw4c");
+  /* the top level's list of fields names it */
+  EXPECT_BAD_JSON(W2(", \"prec\": 5"), "unknown field 'prec'", "rounding, pre");
+}
+END_TEST
+
+static void add_pre(TCase *tc) {
+  tcase_add_test(tc, pre_key_round_trip);
+  tcase_add_test(tc, pre_round_trip_random);
+  tcase_add_test(tc, pre_parts);
+  tcase_add_test(tc, pre_elems_and_ops);
+  tcase_add_test(tc, pre_validate_rejects);
+  tcase_add_test(tc, pre_key_malformed_rejected);
+  tcase_add_test(tc, pre_json);
+}
+
 static void add_model(TCase *tc) {
   tcase_add_test(tc, init_sets_defaults);
   tcase_add_test(tc, nd_and_names);
@@ -1774,9 +2248,8 @@ static void add_json(TCase *tc) {
 }
 
 static const test_case suite_cases[] = {
-    {"model", -1, add_model}, {"validate", -1, add_validate},
-    {"key", -1, add_key},     {"json", -1, add_json},
-    {NULL, 0, NULL},
+    {"model", -1, add_model}, {"validate", -1, add_validate}, {"key", -1, add_key},
+    {"json", -1, add_json},   {"pre", -1, add_pre},           {NULL, 0, NULL},
 };
 
 int main(void) {

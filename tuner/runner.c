@@ -167,6 +167,11 @@ typedef struct wstate {
   void *data, *weights, *res; /* res: the residual, NULL without one */
   void *out, *ref;
   int32_t *params, *raw; /* the kernels' folded block; the reference's raw values */
+  /* a fused pointwise conv (w.pre_c): its reference's shape, weights, raw
+   * values and output (the main conv's reference reads it) */
+  ref_shape pre_shape;
+  void *pre_weights, *mid;
+  int32_t *pre_raw;
 } wstate;
 
 /* Whether the context is lost: a sticky error (illegal address, launch
@@ -220,8 +225,11 @@ static void task_free(wstate *s) {
   (void)cudaFree(s->ref);
   (void)cudaFree(s->params);
   (void)cudaFree(s->raw);
-  s->data = s->weights = s->res = s->out = s->ref = NULL;
-  s->params = s->raw = NULL;
+  (void)cudaFree(s->pre_weights);
+  (void)cudaFree(s->mid);
+  (void)cudaFree(s->pre_raw);
+  s->data = s->weights = s->res = s->out = s->ref = s->pre_weights = s->mid = NULL;
+  s->params = s->raw = s->pre_raw = NULL;
   s->has_task = 0;
 }
 
@@ -250,16 +258,10 @@ done:
   return st;
 }
 
-static ct_status task_set(wstate *s, const ct_workload *w, ct_err *err) {
-  ct_status st = CT_OK;
-  int8_t *host = NULL, *wts = NULL;
-  int32_t *sums = NULL;
-  quant_store qs;
-  memset(&qs, 0, sizeof qs);
-  task_free(s);
+/* The reference kernel's shape of w (without a fused pointwise conv). */
+static ref_shape shape_of(const ct_workload *w) {
   geom3 g;
   workload_geom(w, &g);
-  s->w = *w;
   ref_shape sh;
   memset(&sh, 0, sizeof sh);
   sh.n = (int)g.n;
@@ -284,7 +286,46 @@ static ct_status task_set(wstate *s, const ct_workload *w, ct_err *err) {
   sh.nhwc = w->layout == CT_LAYOUT_NHWC;
   sh.c = (int)g.c;
   sh.groups = (int)g.g;
-  s->shape = sh;
+  return sh;
+}
+
+/* Launch the reference kernel of shape sh over out's elems elements. */
+static ct_status ref_launch(wstate *s, const ref_shape *sh, void *data, void *weights, void *out,
+                            int32_t *raw, void *res, size_t elems, ct_err *err) {
+  ct_status st = CT_OK;
+  ref_shape shape = *sh;
+  dim3 grid = {(unsigned)((elems + REF_BLOCK - 1) / REF_BLOCK), 1, 1};
+  dim3 block = {REF_BLOCK, 1, 1};
+  void *args[] = {&shape, &data, &weights, &out, &raw, &res};
+  CUDA_TRY(err, cudaLaunchKernel((const void *)s->ref_fn, grid, block, args, 0, s->stream));
+done:
+  return st;
+}
+
+static ct_status task_set(wstate *s, const ct_workload *w, ct_err *err) {
+  ct_status st = CT_OK;
+  int8_t *host = NULL, *wts = NULL;
+  int32_t *sums = NULL;
+  quant_store qs;
+  memset(&qs, 0, sizeof qs);
+  task_free(s);
+  geom3 g;
+  workload_geom(w, &g);
+  s->w = *w;
+  ct_workload main_conv, pre;
+  workload_main(w, &main_conv);
+  s->shape = shape_of(&main_conv);
+  size_t mid_bytes = 0, pre_w_bytes = 0, pre_raw_bytes = 0;
+  if (w->pre_c > 0) {
+    workload_pre(w, &pre);
+    s->pre_shape = shape_of(&pre);
+    mid_bytes = (size_t)workload_out_elems(&pre);
+    pre_w_bytes = (size_t)workload_weight_elems(&pre);
+    pre_raw_bytes = quant_raw_words(&pre) * sizeof(int32_t);
+    CUDA_TRY(err, cudaMalloc(&s->mid, (mid_bytes + 3) / 4 * 4));
+    CUDA_TRY(err, cudaMalloc(&s->pre_weights, pre_w_bytes));
+    CUDA_TRY(err, cudaMalloc((void **)&s->pre_raw, pre_raw_bytes));
+  }
   s->data_bytes = (size_t)workload_data_elems(w);
   s->weight_bytes = (size_t)workload_weight_elems(w);
   s->out_bytes = (size_t)workload_out_elems(w) * workload_out_elem_bytes(w);
@@ -307,6 +348,7 @@ static ct_status task_set(wstate *s, const ct_workload *w, ct_err *err) {
   if (s->res_bytes > host_n) host_n = s->res_bytes;
   if (s->params_bytes > host_n) host_n = s->params_bytes;
   if (s->raw_bytes > host_n) host_n = s->raw_bytes;
+  if (pre_raw_bytes > host_n) host_n = pre_raw_bytes;
   host = malloc(host_n);
   sums = malloc((size_t)g.k * sizeof *sums);
   wts = malloc(s->weight_bytes); /* kept for the border classes (quant_zpad_fill) */
@@ -332,6 +374,10 @@ static ct_status task_set(wstate *s, const ct_workload *w, ct_err *err) {
       (st = quant_raw(w, &qs.q, (int32_t *)host, err)) ||
       (st = upload(s, s->raw, host, s->raw_bytes, err)))
     goto done;
+  if (w->pre_c > 0 && ((st = upload(s, s->pre_weights, qs.q.pre_weights, pre_w_bytes, err)) ||
+                       (st = quant_raw(&pre, qs.q.pre, (int32_t *)host, err)) ||
+                       (st = upload(s, s->pre_raw, host, pre_raw_bytes, err))))
+    goto done;
 
   /* The reference writes every real element; the rest (the padding lanes
    * of a remapped packed output, the tail of the last word) must be zero.
@@ -339,10 +385,17 @@ static ct_status task_set(wstate *s, const ct_workload *w, ct_err *err) {
   CUDA_TRY(err, cudaMemsetAsync(s->ref, 0, s->out_alloc, s->stream));
   CUDA_TRY(err, cudaMemsetAsync(s->out, 0, s->out_alloc, s->stream));
   size_t elems = (size_t)g.n * (size_t)g.k * (size_t)(g.out[0] * g.out[1] * g.out[2]);
-  dim3 grid = {(unsigned)((elems + REF_BLOCK - 1) / REF_BLOCK), 1, 1};
-  dim3 block = {REF_BLOCK, 1, 1};
-  void *args[] = {&s->shape, &s->data, &s->weights, &s->ref, &s->raw, &s->res};
-  CUDA_TRY(err, cudaLaunchKernel((const void *)s->ref_fn, grid, block, args, 0, s->stream));
+  void *in = s->data;
+  if (w->pre_c > 0) {
+    /* the fused pointwise conv's reference first, into mid: the two convs
+     * as written */
+    if ((st = ref_launch(s, &s->pre_shape, s->data, s->pre_weights, s->mid, s->pre_raw, NULL,
+                         mid_bytes, err)))
+      goto done;
+    in = s->mid;
+  }
+  if ((st = ref_launch(s, &s->shape, in, s->weights, s->ref, s->raw, s->res, elems, err)))
+    goto done;
   CUDA_TRY(err, cudaStreamSynchronize(s->stream));
   s->has_task = 1;
 done:

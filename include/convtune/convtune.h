@@ -145,6 +145,17 @@ typedef struct ct_workload {
   int pad_after[CT_MAX_SPATIAL];
   int dilation[CT_MAX_SPATIAL];
   ct_epilogue epi; /* zero: none */
+  /* A pointwise convolution fused before this one (0: none): the data holds
+   * pre_c channels of pre_data_type, and their 1x1 convolution into c
+   * channels (stride 1, no padding, one group; weights c x pre_c, OHWI),
+   * requantized by pre_epi to data_type, is this convolution's input, which
+   * never reaches memory. An inverted residual block's expansion feeding
+   * its depthwise conv is the case it is for. Channels-last only; pre_epi
+   * has no residual and no depth_to_space. Its values come in ct_quant's
+   * pre and pre_weights. */
+  int pre_c;
+  ct_dtype pre_data_type; /* int8 or uint8 */
+  ct_epilogue pre_epi;
 } ct_workload;
 
 /* Defaults for op: batch 1, stride 1, dilation 1, no padding, groups 1,
@@ -310,6 +321,15 @@ typedef struct ct_quant {
   int32_t mid_clamp_max;
   float mid_scale;    /* s_t / s_out */
   int residual_first; /* 1: Add(r, t); 0: Add(t, r) */
+  /* w->pre_c: the fused pointwise convolution's values, a ct_quant of its
+   * own (its data zero point, weight zero points, bias, scales, output zero
+   * point and clamp; no residual), and its weights, c x pre_c int8 (one row
+   * of pre_c per channel of this convolution's input). Its output zero
+   * point quantizes the intermediate tensor that this convolution reads with
+   * its own data_zero_point (and pads with): in a quantized graph the two
+   * are one value, and the result is the two convolutions' either way. */
+  const struct ct_quant *pre;
+  const int8_t *pre_weights;
 } ct_quant;
 
 /* The fixed-point form of a positive real multiplier, as TFLite's

@@ -6,8 +6,9 @@ standard library alone, so the package needs no compiler at install time
 and no second build step beside CMake's. cffi's ABI mode would describe the
 same from the header's text, with no gain here; its API mode would compile
 an extension module. The layouts below mirror convtune.h field for field;
-python/tests/test_capi.py holds them to the library (a workload built here
-gives the key and JSON that `convtune workload --json` prints).
+python/tests/test_capi.py holds them to the header (every field's offset
+and each struct's size, from a C program compiled against it) and to the
+library (a fused workload's key and JSON through the struct).
 
 The library is found, in order: the file named by CONVTUNE_LIBRARY (a
 libconvtune installed system-wide, or a build folder's), the copy inside
@@ -67,28 +68,37 @@ class WorkloadStruct(ctypes.Structure):
         ("pad_after", c_int * MAX_SPATIAL),
         ("dilation", c_int * MAX_SPATIAL),
         ("epi", Epilogue),
+        # a pointwise convolution fused before this one (pre_c 0: none)
+        ("pre_c", c_int),
+        ("pre_data_type", c_int),  # ct_dtype: int8 or uint8
+        ("pre_epi", Epilogue),
     ]
 
 
 class QuantStruct(ctypes.Structure):
     """ct_quant: host pointers that must outlive the call that reads them."""
 
-    _fields_ = [
-        ("data_zero_point", c_int32),
-        ("weight_zero_points", ctypes.POINTER(c_int32)),
-        ("bias", ctypes.POINTER(c_int32)),
-        ("scale", ctypes.POINTER(ctypes.c_float)),
-        ("out_zero_point", c_int32),
-        ("clamp_min", c_int32),
-        ("clamp_max", c_int32),
-        ("residual_scale", ctypes.c_float),
-        ("residual_zero_point", c_int32),
-        ("mid_zero_point", c_int32),
-        ("mid_clamp_min", c_int32),
-        ("mid_clamp_max", c_int32),
-        ("mid_scale", ctypes.c_float),
-        ("residual_first", c_int),
-    ]
+
+# after the class: pre points at a ct_quant of its own
+QuantStruct._fields_ = [
+    ("data_zero_point", c_int32),
+    ("weight_zero_points", ctypes.POINTER(c_int32)),
+    ("bias", ctypes.POINTER(c_int32)),
+    ("scale", ctypes.POINTER(ctypes.c_float)),
+    ("out_zero_point", c_int32),
+    ("clamp_min", c_int32),
+    ("clamp_max", c_int32),
+    ("residual_scale", ctypes.c_float),
+    ("residual_zero_point", c_int32),
+    ("mid_zero_point", c_int32),
+    ("mid_clamp_min", c_int32),
+    ("mid_clamp_max", c_int32),
+    ("mid_scale", ctypes.c_float),
+    ("residual_first", c_int),
+    # the fused pointwise convolution's values and its weights, c x pre_c
+    ("pre", ctypes.POINTER(QuantStruct)),
+    ("pre_weights", ctypes.POINTER(ctypes.c_int8)),
+]
 
 
 class ExplanationStruct(ctypes.Structure):

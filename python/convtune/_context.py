@@ -40,7 +40,7 @@ class _Plan:
         self.quantized = w.quantized
         self.residual = w.residual
         self.data_shape = w.data_shape
-        self.data_dtype = np.dtype(NP_DTYPES[w.data_type])
+        self.data_dtype = np.dtype(NP_DTYPES[w.input_type])
         self.weight_shape = w.conv_weight_shape
         self.out_shape = w.output_shape
         self.out_dtype = np.dtype(NP_DTYPES[w.out_type])
@@ -126,7 +126,7 @@ class Context:
             raise invalid_arg(f"weights: {wt.dtype} {tuple(wt.shape)}, {w.key} needs int8 "
                               f"{w.plain_weight_shape} (host, plain)")
         wt = np.ascontiguousarray(wt)
-        q = quant.struct(w.k)
+        q = quant.struct(w.k, w.pre_weight_shape)
         out = np.zeros(_capi.lib.ct_params_bytes(w._ptr()), dtype=np.uint8)
         st = _capi.lib.ct_make_params(self._handle(), w._ptr(), ctypes.byref(q), wt.ctypes.data,
                                       out.ctypes.data)

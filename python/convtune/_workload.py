@@ -23,15 +23,22 @@ class Workload:
     Built from a canonical key, a JSON object (a dict, or its text) or keyword
     arguments with the JSON object's fields, exactly as `convtune workload`
     takes them: op, c, k, h, w (and d for conv3d), kernel; optional n, stride,
-    pad, dilation, groups, layout, data_type, weight_type, out_type and the
+    pad, dilation, groups, layout, data_type, weight_type, out_type, the
     epilogue's fields (data_zero_point, weight_zero_point, bias, residual,
-    scale, depth_to_space, d2s_mode, rounding). The library parses and
-    validates it (ct_workload_parse); an unknown field, a key out of canonical
-    form or an invalid workload raises ConvtuneError with its message.
+    scale, depth_to_space, d2s_mode, rounding) and pre, a pointwise
+    convolution fused before this one (channels-last only): a dict with c
+    (its input channels, what the data tensor holds), data_type and its own
+    epilogue's data_zero_point, weight_zero_point, bias, scale, rounding. The
+    library parses and validates it (ct_workload_parse); an unknown field, a
+    key out of canonical form or an invalid workload raises ConvtuneError with
+    its message.
 
     >>> w = Workload(op="conv2d", c=64, k=64, h=56, w=56, kernel=3, pad=1, layout="nhwc")
     >>> w.key
     'conv2d-nhwc-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1'
+    >>> Workload(op="conv2d", c=144, k=144, groups=144, h=56, w=56, kernel=3, pad=1,
+    ...          layout="nhwc", out_type="int8", pre={"c": 24, "bias": True}).key
+    'conv2d-nhwc-i8.i8.i8-n1-c144-k144-56x56-r3x3-s1x1-p1x1.1x1-d1x1-g144-pre24.i8.bias'
     """
 
     __slots__ = ("_s", "_key", "_plan")
@@ -96,7 +103,8 @@ class Workload:
 
     @property
     def ops(self) -> int:
-        """2 (multiply and add) x N x K x output pixels x C / groups x kernel volume."""
+        """2 (multiply and add) x N x K x output pixels x C / groups x kernel volume,
+        plus the fused pointwise convolution's 2 x N x C x input pixels x pre_c."""
         return int(_capi.lib.ct_workload_ops(ctypes.byref(self._s)))
 
     # ---- the fields, read from the struct ----------------------------------
@@ -156,11 +164,49 @@ class Workload:
     def residual(self) -> bool:
         return bool(self._s.epi.residual)
 
+    # ---- a fused pointwise convolution (pre) --------------------------------
+    @property
+    def pre_c(self) -> int:
+        """Input channels of the pointwise convolution fused before this one
+        (what the data tensor holds); 0: none."""
+        return self._s.pre_c
+
+    @property
+    def pre_data_type(self) -> Optional[str]:
+        """The data tensor's type with a fused pointwise convolution ("int8" or
+        "uint8"); None without one."""
+        return _DTYPES[self._s.pre_data_type] if self._s.pre_c > 0 else None
+
+    @property
+    def pre_epilogue(self) -> Optional[dict[str, Any]]:
+        """The fused pointwise convolution's epilogue as the JSON object's "pre"
+        writes it (only what is not the default: data_zero_point,
+        weight_zero_point, bias, scale, rounding); None without one."""
+        if self._s.pre_c <= 0:
+            return None
+        pre = dict(self.to_json()["pre"])
+        pre.pop("c", None)
+        pre.pop("data_type", None)
+        return pre
+
+    @property
+    def pre_weight_shape(self) -> Optional[tuple[int, int]]:
+        """The fused pointwise convolution's weights, (C, pre_c) int8 (OHWI of a
+        1x1), as Quant.pre_weights takes them; None without one."""
+        return (self.c, self._s.pre_c) if self._s.pre_c > 0 else None
+
+    @property
+    def input_type(self) -> str:
+        """The data tensor's type: pre_data_type with a fused pointwise
+        convolution, else data_type."""
+        return self.pre_data_type or self.data_type
+
     # ---- tensor shapes in the workload's layout ----------------------------
     @property
     def data_shape(self) -> tuple[int, ...]:
-        """The data tensor's shape: NCHW, NCHW4c (N, ceil(C/4), H, W, 4) or NHWC; 3D adds D."""
-        n, c, sp = self.n, self.c, self.input_size
+        """The data tensor's shape: NCHW, NCHW4c (N, ceil(C/4), H, W, 4) or NHWC; 3D adds D.
+        With a fused pointwise convolution, its pre_c channels instead of C."""
+        n, c, sp = self.n, self.pre_c or self.c, self.input_size
         if self._s.layout == _capi.LAYOUT_NHWC:
             return (n, *sp, c)
         if self._s.layout == _capi.LAYOUT_NCHW4C:
@@ -202,11 +248,12 @@ class Workload:
 
     @property
     def quantized(self) -> bool:
-        """Whether the GPU call is qconv (an epilogue, uint8 data or 8-bit output)."""
+        """Whether the GPU call is qconv (an epilogue, uint8 data, 8-bit output or a
+        fused pointwise convolution, which requantizes)."""
         e = self._s.epi
         return bool(e.data_zero_point or e.weight_zero_point or e.bias or e.residual or
                     e.d2s_block or self._s.data_type != _capi.DTYPE_INT8 or
-                    self._s.out_type != _capi.DTYPE_INT32)
+                    self._s.out_type != _capi.DTYPE_INT32 or self._s.pre_c > 0)
 
     @property
     def struct(self) -> _capi.WorkloadStruct:

@@ -113,6 +113,81 @@ def test_reference_qconv_onnx_rounding_is_the_float_formula(rng):
     assert np.any((f - np.floor(f) == 0.5) & (f > 0))  # ties were met, within the clamp
 
 
+def fused_case(rng):
+    """A pointwise conv 5 -> 12 (uint8 data with a zero point, weight zero points)
+    fused before a depthwise 3x3 whose own data zero point the padding reads; the
+    two convolutions as workloads of their own; random values."""
+    w = Workload(op="conv2d", n=2, c=12, k=12, groups=12, h=7, w=6, kernel=3, pad=1, layout="nhwc",
+                 data_type="uint8", out_type="int8", data_zero_point=True, bias=True,
+                 scale="channel", pre={"c": 5, "data_type": "uint8", "data_zero_point": True,
+                                       "weight_zero_point": True, "bias": True, "scale": "channel"})
+    pre = Workload(op="conv2d", n=2, c=5, k=12, h=7, w=6, kernel=1, layout="nhwc",
+                   data_type="uint8", out_type="uint8", data_zero_point=True,
+                   weight_zero_point=True, bias=True, scale="channel")
+    main = Workload({f: v for f, v in w.to_json().items() if f != "pre"})
+    qp = Quant(data_zero_point=int(rng.integers(1, 256)),
+               weight_zero_points=rng.integers(-128, 128, size=12).tolist(),
+               bias=rng.integers(-5000, 5000, size=12).tolist(),
+               scale=(rng.uniform(0.5, 1.5, size=12) / 500).tolist(),
+               out_zero_point=int(rng.integers(96, 160)), clamp_min=0, clamp_max=255)
+    q = Quant(data_zero_point=int(rng.integers(1, 256)),
+              bias=rng.integers(-5000, 5000, size=12).tolist(),
+              scale=(rng.uniform(0.5, 1.5, size=12) / 200).tolist(), out_zero_point=-3,
+              pre=qp, pre_weights=rng.integers(-128, 128, size=w.pre_weight_shape, dtype=np.int8))
+    x = rng.integers(0, 256, size=w.data_shape, dtype=np.uint8)
+    k = rng.integers(-128, 128, size=w.weight_shape, dtype=np.int8)
+    return w, pre, main, q, x, k
+
+
+def test_fused_reference_is_the_two_convolutions_and_the_formula(rng):
+    w, pre, main, q, x, k = fused_case(rng)
+    assert w.data_shape == (2, 7, 6, 5) and w.input_type == "uint8"
+    got = convtune.reference_qconv(w, x, k, q)
+    # the library's two convolutions, one after the other
+    mid = convtune.reference_qconv(pre, x, q.pre_weights.reshape(pre.weight_shape), q.pre)
+    np.testing.assert_array_equal(got, convtune.reference_qconv(main, mid, k, q))
+    # the formula of both: the intermediate t, then the depthwise conv of t with its
+    # padding reading the depthwise conv's own data zero point
+    acc = np_conv(to_first(x, pre), to_first(q.pre_weights.reshape(pre.weight_shape), pre), pre,
+                  zx=q.pre.data_zero_point, zw=q.pre.weight_zero_points)
+    t = requant(acc, pre, q.pre)
+    np.testing.assert_array_equal(to_layout(t, pre), mid)
+    want = requant(np_conv(t, to_first(k, main), main, zx=q.data_zero_point), main, q)
+    assert got.dtype == np.int8 and got.shape == w.output_shape
+    np.testing.assert_array_equal(got, to_layout(want, main))
+    assert len(np.unique(mid)) > 8 and len(np.unique(got)) > 8  # not one clamped value
+
+
+def test_fused_reference_refuses_what_it_cannot_take(rng):
+    w, pre, main, q, x, k = fused_case(rng)
+    with pytest.raises(ConvtuneError, match="Quant.pre: the workload fuses a pointwise convolution "
+                                            "of 5 channels into 12"):
+        convtune.reference_qconv(w, x, k, Quant(bias=[0] * 12, scale=[0.01] * 12))
+    with pytest.raises(ConvtuneError, match="Quant.pre_weights: the workload fuses"):
+        convtune.reference_qconv(w, x, k, Quant(bias=[0] * 12, scale=[0.01] * 12, pre=q.pre))
+    bad = Quant(bias=q.bias, scale=q.scale, pre=q.pre, pre_weights=np.zeros((12, 4), np.int8))
+    with pytest.raises(ConvtuneError, match=r"Quant.pre_weights: 48 values, the workload needs 12 x 5"):
+        convtune.reference_qconv(w, x, k, bad)
+    bad.pre_weights = np.full((12, 5), 200)
+    with pytest.raises(ConvtuneError, match="Quant.pre_weights: values from 200 to 200; int8"):
+        convtune.reference_qconv(w, x, k, bad)
+    with pytest.raises(ConvtuneError, match=r"data: shape \(2, 7, 6, 12\), .* needs \(2, 7, 6, 5\)"):
+        convtune.reference_qconv(w, np.zeros((2, 7, 6, 12), np.uint8), k, q)
+    with pytest.raises(ConvtuneError, match="data: dtype int8, .* needs uint8"):
+        convtune.reference_qconv(w, x.astype(np.int8), k, q)
+    # the library's own check of the pointwise conv's values, with its prefix
+    bad = Quant(bias=q.bias, scale=q.scale, data_zero_point=q.data_zero_point,
+                pre=Quant(data_zero_point=300, weight_zero_points=q.pre.weight_zero_points,
+                          bias=q.pre.bias, scale=q.pre.scale, clamp_min=0, clamp_max=255),
+                pre_weights=q.pre_weights)
+    with pytest.raises(ConvtuneError, match="pre: data_zero_point is 300") as e:
+        convtune.reference_qconv(w, x, k, bad)
+    assert e.value.status_name == "CT_ERR_INVALID_ARG"
+    raw = Workload(op="conv2d", c=8, k=8, h=5, w=5, kernel=1, layout="nhwc", pre={"c": 3})
+    with pytest.raises(ConvtuneError, match="fused pointwise convolution: use reference_qconv"):
+        convtune.reference_conv(raw, np.zeros(raw.data_shape, np.int8), np.zeros(raw.weight_shape, np.int8))
+
+
 class DeviceArray:
     """A stand-in for a CUDA array: the interface's metadata, no memory."""
 
