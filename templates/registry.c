@@ -31,6 +31,7 @@ extern const template_desc tpl_conv2d_nhwc_grouped_mma;
 extern const template_desc tpl_conv3d_ndhwc_grouped_mma;
 extern const template_desc tpl_conv2d_nhwc_pw_mma;
 extern const template_desc tpl_conv3d_ndhwc_pw_mma;
+extern const template_desc tpl_conv2d_nhwc_pwdw;
 #ifdef CT_EXTRA_TEMPLATES
 /* Test builds only: -DCT_EXTRA_TEMPLATES=tpl_x appends the descriptor tpl_x
  * (test_templates_extra: a throwaway template that the registry-driven
@@ -69,6 +70,7 @@ static const template_desc *const all[] = {&tpl_conv2d_nchw4c_mma,
                                            &tpl_conv3d_ndhwc_grouped_mma,
                                            &tpl_conv2d_nhwc_pw_mma,
                                            &tpl_conv3d_ndhwc_pw_mma,
+                                           &tpl_conv2d_nhwc_pwdw,
 #ifdef CT_EXTRA_TEMPLATES
                                            &CT_EXTRA_TEMPLATES,
 #endif

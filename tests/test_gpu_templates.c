@@ -38,6 +38,11 @@
  * per channel, uint8 data and out; values from quant_random (half the
  * scales powers of two: exact ties), byte for byte with reference_qconv.
  *
+ * Case pwdw: the fused pointwise + depthwise template (pre_c) on depthwise
+ * shapes, each with a pointwise conv before it: int8 and uint8, ONNX and
+ * gemmlowp rounding, data zero points on either conv, byte for byte with
+ * reference_qconv (the two convs chained).
+ *
  * For runs under compute-sanitizer (bench/issue33_sanitize.sh), where a
  * kernel runs 10-100 times slower, the environment bounds and varies a run
  * (unset: the behaviour above): CT_GT_SHAPES=R/M runs only the workloads
@@ -78,6 +83,9 @@ static int zw;
 static int zpad;
 /* 1 (with out8): ONNX Runtime's rounding (CT_ROUND_ONNX), its own four kinds */
 static int onnx;
+/* 1: run_shape fuses a pointwise conv before the workload (pre_c, the
+ * fused template's case): 8-bit output, four kinds by turns */
+static int fused;
 /* > 0: run_shape takes only configs with at least this many consumer
  * warpgroups (the channels-last wgmma templates' ping-pong with 3 or 4) */
 static int min_warpgroups;
@@ -355,6 +363,24 @@ static const shape pw3d[] = {
 };
 /* clang-format on */
 
+/* the fused pointwise + depthwise template (depthwise of multiplier 1, C a
+ * multiple of 8; the pointwise conv before it in run_shape): MobileNetV2's
+ * 3x3 at stride 1 and 2, a 5x5 stride 2 (EfficientNet's), partial tiles
+ * (odd maps), a 7x7 map, C 144 in blocks that are not a power of two, a
+ * 7x7 kernel with asymmetric padding, no padding */
+/* clang-format off */
+static const shape pwdw2d[] = {
+    {"dw 3x3 c48 b2 14x13", CT_OP_CONV2D, 2, 48, 48, {0, 14, 13}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 48},
+    {"dw 3x3 s2 c24 b3 15x17", CT_OP_CONV2D, 3, 24, 24, {0, 15, 17}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 24},
+    {"dw 5x5 s2 c40 b2 13x12", CT_OP_CONV2D, 2, 40, 40, {0, 13, 12}, {0, 5, 5}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}, {0, 1, 1}, 40},
+    {"dw 3x3 c144 b2 7x7", CT_OP_CONV2D, 2, 144, 144, {0, 7, 7}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 144},
+    {"dw 3x3 c96 b3 9x11", CT_OP_CONV2D, 3, 96, 96, {0, 9, 11}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 96},
+    {"dw 7x7 c16 asym 12x19", CT_OP_CONV2D, 1, 16, 16, {0, 12, 19}, {0, 7, 7}, {0, 1, 1}, {0, 3, 2}, {0, 2, 3}, {0, 1, 1}, 16},
+    {"dw 3x3 nopad c32 b2 10x10", CT_OP_CONV2D, 2, 32, 32, {0, 10, 10}, {0, 3, 3}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 32},
+    {"dw 3x3 s2 c64 33x6", CT_OP_CONV2D, 1, 64, 64, {0, 33, 6}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 64},
+};
+/* clang-format on */
+
 /* weight zero points on the channels-last fallback (the grouped
  * templates): G 1 layers no tensor-core template runs with them, grouped
  * and depthwise ones, 2D and 3D, all padded */
@@ -428,11 +454,31 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
     w.data_type = *tried / per_workload % 2 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
     w.epi.data_zero_point = w.epi.bias = 1;
   }
-  const int qp = out8 || zw || zpad; /* a params block */
+  /* fused, by turns: int8 with per-channel scales and onnx rounding (the
+   * pointwise conv's data int8); uint8 data and output with a data zero
+   * point and a per-tensor scale (its data uint8 with one); int8 gemmlowp
+   * per channel (its data uint8); uint8 gemmlowp per tensor; the pointwise
+   * conv about C / 3 channels (a multiple of 8, 8 to 40), a bias on both */
+  const int fkind = fused ? *tried / per_workload % 4 : 0;
+  if (fused) {
+    w.data_type = w.out_type = fkind % 2 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
+    w.epi.bias = 1;
+    w.epi.data_zero_point = fkind % 2;
+    w.epi.scale = fkind % 2 ? CT_SCALE_TENSOR : CT_SCALE_CHANNEL;
+    w.epi.rounding = fkind < 2 ? CT_ROUND_ONNX : CT_ROUND_GEMMLOWP;
+    w.pre_c = (w.c / 3 + 7) / 8 * 8 > 40 ? 40 : (w.c / 3 + 7) / 8 * 8;
+    w.pre_data_type = fkind == 0 ? CT_DTYPE_INT8 : CT_DTYPE_UINT8;
+    w.pre_epi.bias = 1;
+    w.pre_epi.data_zero_point = fkind != 0;
+    w.pre_epi.scale = w.epi.scale;
+    w.pre_epi.rounding = w.epi.rounding;
+  }
+  const int qp = out8 || zw || zpad || fused; /* a params block */
   ct_err err = {0};
   ck_assert_msg(workload_validate(&w, &err) == CT_OK, "%s: %s", sh->name, err.msg);
   size_t nd = workload_data_elems(&w), nw = workload_weight_elems(&w), no = workload_out_elems(&w);
-  const size_t ob = out8 ? no : no * 4; /* output bytes */
+  const int ob8 = out8 || fused;       /* 8-bit output */
+  const size_t ob = ob8 ? no : no * 4; /* output bytes */
   int8_t *data = malloc(nd), *weights = malloc(nw);
   uint8_t *res = malloc(no);
   int32_t *want = malloc(no * 4), *got = malloc(no * 4);
@@ -460,6 +506,13 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
         reference_qconv(&w, &qs.q, data, weights, w.epi.residual ? res : NULL, want, &err) == CT_OK,
         "%s: %s", sh->name, err.msg);
     free(sums);
+    if (fused) {
+      /* the outputs spread over many values: a test of a constant proves nothing */
+      int seen[256] = {0}, distinct = 0;
+      for (size_t j = 0; j < no; j++) distinct += !seen[((uint8_t *)want)[j]]++;
+      ck_assert_msg(distinct >= 16, "%s: the reference's output takes %d values", sh->name,
+                    distinct);
+    }
   } else {
     ck_assert_int_eq(reference_conv(&w, data, weights, want, &err), CT_OK);
   }
@@ -535,23 +588,27 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
       ck_assert_int_eq(cudaMemcpy(got, d_out, ob, cudaMemcpyDeviceToHost), cudaSuccess);
       size_t bad = 0, first = 0;
       for (size_t j = 0; j < no; j++) {
-        const int gv = out8 ? ((uint8_t *)got)[j] : got[j];
-        const int wv = out8 ? ((uint8_t *)want)[j] : want[j];
+        const int gv = ob8 ? ((uint8_t *)got)[j] : got[j];
+        const int wv = ob8 ? ((uint8_t *)want)[j] : want[j];
         if (gv != wv && bad++ == 0) first = j;
       }
       if (bad)
         fprintf(stderr, "FAIL %s [%s%s%s] %s: %zu of %zu wrong, first at %zu: %d, want %d\n",
                 tpl->name, sh->name, onnx ? ", onnx" : "",
-                out8 ? (onnx && kind == 0   ? ", int8 out, residual Add(t, r)"
-                        : onnx && u8        ? ", uint8 out, residual Add(r, t)"
-                        : onnx && kind == 3 ? ", uint8 data and out"
-                        : u8                ? ", uint8 out"
-                        : slow              ? ", int8 out, slow channels"
-                        : kind              ? ", int8 out"
-                                            : ", int8 out, residual")
-                     : "",
-                text, bad, no, first, out8 ? ((uint8_t *)got)[first] : got[first],
-                out8 ? ((uint8_t *)want)[first] : want[first]);
+                fused  ? (fkind == 0   ? ", fused, int8 onnx per channel"
+                          : fkind == 1 ? ", fused, uint8 onnx per tensor, zero points"
+                          : fkind == 2 ? ", fused, int8 gemmlowp per channel, uint8 pre data"
+                                       : ", fused, uint8 gemmlowp per tensor")
+                : out8 ? (onnx && kind == 0   ? ", int8 out, residual Add(t, r)"
+                          : onnx && u8        ? ", uint8 out, residual Add(r, t)"
+                          : onnx && kind == 3 ? ", uint8 data and out"
+                          : u8                ? ", uint8 out"
+                          : slow              ? ", int8 out, slow channels"
+                          : kind              ? ", int8 out"
+                                              : ", int8 out, residual")
+                       : "",
+                text, bad, no, first, ob8 ? ((uint8_t *)got)[first] : got[first],
+                ob8 ? ((uint8_t *)want)[first] : want[first]);
       else
         exact++;
     }
@@ -642,6 +699,7 @@ static void run_onnx(const char *name, const shape *shapes, int n_shapes, const 
 typedef struct kind {
   int packed, wgmma, stem, mma, grouped, dw; /* dw: depthwise only (also grouped) */
   int pw;                                    /* pointwise only (also mma) */
+  int pwdw; /* a pointwise conv fused into a depthwise one (pre_c) only */
 } kind;
 
 static kind kind_of(const template_desc *t) {
@@ -652,7 +710,8 @@ static kind kind_of(const template_desc *t) {
   k.mma = !k.wgmma && strstr(t->name, "mma") != NULL;
   k.dw = strstr(t->name, "_dw") != NULL;
   k.grouped = strstr(t->name, "grouped") != NULL || k.dw;
-  k.pw = strstr(t->name, "_pw") != NULL;
+  k.pw = strstr(t->name, "_pw_") != NULL;
+  k.pwdw = strstr(t->name, "_pwdw") != NULL;
   return k;
 }
 
@@ -675,6 +734,8 @@ static int in_case(const template_desc *t, const char *c) {
   int nhwc_wgmma = !k.packed && k.wgmma && !k.stem, stem_wgmma = !k.packed && k.wgmma && k.stem;
   /* pointwise: its own shapes, int32, the 8-bit kinds and onnx rounding */
   if (k.pw) return !strcmp(c, "pointwise");
+  /* pwdw: the fused template on depthwise shapes with a pointwise conv before */
+  if (k.pwdw) return !strcmp(c, "pwdw");
   /* grouped, grouped8, grouped_onnx: the grouped templates and the
    * channels-last mma ones on the grouped and odd-K shapes */
   /* grouped_zw: the channels-last fallback, which takes weight zero points */
@@ -791,6 +852,17 @@ START_TEST(registered_pointwise_configs_match_the_reference) {
   run_template(t->name, list, n, NULL, 0);
   out8 = 0;
   run_onnx(t->name, list, n, NULL, 0);
+}
+END_TEST
+
+/* Case pwdw: the fused template on depthwise shapes of multiplier 1 (C a
+ * multiple of 8), each with a pointwise conv before it, the four fused
+ * kinds by turns (run_shape). */
+START_TEST(registered_fused_configs_match_the_reference) {
+  const template_desc *t = case_template(running_case, _i);
+  fused = 1;
+  run_template(t->name, pwdw2d, N_OF(pwdw2d), NULL, 0);
+  fused = 0;
 }
 END_TEST
 
@@ -1185,6 +1257,7 @@ REGISTRY_CASE(grouped8, registered_grouped_configs_match_the_reference)
 REGISTRY_CASE(grouped_onnx, registered_grouped_configs_match_the_reference)
 REGISTRY_CASE(grouped_zw, registered_grouped_configs_match_the_reference)
 REGISTRY_CASE(pointwise, registered_pointwise_configs_match_the_reference)
+REGISTRY_CASE(pwdw, registered_fused_configs_match_the_reference)
 
 /* CT_GT_REF=1, for the sanitizer run: CK_RUN_CASE=ref (otherwise empty) */
 static void add_ref(TCase *tc) {
@@ -1208,6 +1281,7 @@ static const test_case suite_cases[] = {
     {"grouped_onnx", 1200, add_grouped_onnx},
     {"grouped_zw", 1200, add_grouped_zw},
     {"pointwise", 1200, add_pointwise},
+    {"pwdw", 1200, add_pwdw},
     {"ref", 1200, add_ref},
     {NULL, 0, NULL},
 };

@@ -43,7 +43,12 @@ static wlset *load_sets(const template_desc *tpl, int batch) {
   const int grouped_only = strstr(tpl->name, "grouped") != NULL || strstr(tpl->name, "_dw") != NULL;
   /* the pointwise templates: every set's layers they run (dense 1x1
    * without padding) */
-  const int pointwise_only = strstr(tpl->name, "_pw") != NULL;
+  const int pointwise_only = strstr(tpl->name, "_pw_") != NULL;
+  /* the fused pointwise + depthwise template: each depthwise layer of
+   * multiplier 1 with an expansion before it (C / 6 channels, as the
+   * mobile nets' blocks), 8-bit output and ONNX's rounding, as a QDQ
+   * model gives them */
+  const int fused_only = strstr(tpl->name, "_pwdw") != NULL;
   wlset *all = calloc(1, sizeof *all);
   ck_assert_ptr_nonnull(all);
   all->items = calloc(160, sizeof *all->items);
@@ -64,9 +69,20 @@ static wlset *load_sets(const template_desc *tpl, int batch) {
        * are written for ResNet's */
       const int new_set = strcmp(names[i], "resnet50") && strcmp(names[i], "resnet18") &&
                           strcmp(names[i], "resnet3d18");
-      if (pointwise_only ? !tpl->supports(&w, NULL)
-          : w.groups > 1 ? !tpl->supports(&w, NULL)
-                         : grouped_only || new_set)
+      if (fused_only) {
+        if (w.layout != CT_LAYOUT_NHWC || w.groups != w.c || w.k != w.c) continue;
+        w.out_type = w.data_type;
+        w.epi.bias = 1;
+        w.epi.scale = CT_SCALE_CHANNEL;
+        w.epi.rounding = CT_ROUND_ONNX;
+        w.pre_c = (w.c / 6 + 7) / 8 * 8;
+        w.pre_data_type = w.data_type;
+        w.pre_epi = w.epi;
+      }
+      if (fused_only       ? !tpl->supports(&w, NULL)
+          : pointwise_only ? !tpl->supports(&w, NULL)
+          : w.groups > 1   ? !tpl->supports(&w, NULL)
+                           : grouped_only || new_set)
         continue;
       ck_assert_int_lt(all->n_items, 160);
       wlset_item *it = &all->items[all->n_items++];
@@ -180,6 +196,13 @@ START_TEST(spaces_cover_every_layer_and_are_large) {
         ck_assert_int_ge(space_find(&sp, "tile_w"), 0);
         ck_assert_int_ge(space_find(&sp, "n_tiles"), 0);
         ck_assert_int_ge(space_find(&sp, "m_unroll"), 0);
+      } else if (strstr(tpl->name, "_pwdw")) {
+        /* the fused template: an output tile, the block's channels, a
+         * thread's pixels */
+        ck_assert_int_ge(space_find(&sp, "tile_h"), 0);
+        ck_assert_int_ge(space_find(&sp, "tile_w"), 0);
+        ck_assert_int_ge(space_find(&sp, "cb8"), 0);
+        ck_assert_int_ge(space_find(&sp, "pixt"), 0);
       } else if (strstr(tpl->name, "_dw")) {
         /* the depthwise templates: a thread's channels and the block's */
         ck_assert_int_ge(space_find(&sp, "chans"), 0);
@@ -1348,6 +1371,15 @@ static ct_workload variant(const ct_workload *w, int i) {
     break;
   default:
     break;
+  }
+  if (v.pre_c > 0) {
+    /* a fused pointwise conv: its epilogue's kind as the conv's, its data
+     * uint8 with a zero point on every other draw */
+    v.pre_epi.rounding = e->rounding;
+    v.pre_epi.scale = e->scale;
+    v.pre_epi.bias = 1;
+    v.pre_epi.data_zero_point = i % 2;
+    v.pre_data_type = i % 2 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
   }
   return v;
 }
