@@ -19,6 +19,13 @@
  * the search), the chain bound to buffers of its own, wired as convtune's,
  * and timed the same way.
  *
+ * A fused node (a 1x1 conv A run inside the conv B it feeds, model_pre_of)
+ * is B's: convtune runs the fused workload, checked by ct_reference_qconv
+ * of it (A into a temporary, then B); A's node does not run. cuDNN has no
+ * such fusion, so its chains run A and B as two convolutions, the second
+ * reading the first's output (slots 2i and 2i + 1 of node i), and the node
+ * is timed as their sum.
+ *
  * Cost: the set benchmark's per unique shape for cuDNN, plus the CPU
  * reference of two images per node (a ResNet-50 is about 8 GMAC, split
  * over the cores).
@@ -77,16 +84,17 @@ static void short_key(const char *key, char *out, size_t size) {
 }
 
 /* The data tensor's dimensions in w's layout, as workload_out_dims gives an
- * output's: NHWC: N, [D,] H, W, C; packed: N, ceil(C/4), [D,] H, W, 4. */
+ * output's: NHWC: N, [D,] H, W, C; packed: N, ceil(C/4), [D,] H, W, 4. C
+ * is the data's channels: a fused node's pre_c. */
 static int data_dims(const ct_workload *w, int64_t dims[CT_MAX_SPATIAL + 3]) {
-  int nd = workload_nd(w), n = 0;
+  int nd = workload_nd(w), n = 0, c = workload_data_channels(w);
   dims[n++] = w->n;
   if (w->layout == CT_LAYOUT_NCHW4C)
-    dims[n++] = (w->c + 3) / 4;
+    dims[n++] = (c + 3) / 4;
   else if (w->layout == CT_LAYOUT_NCHW)
-    dims[n++] = w->c;
+    dims[n++] = c;
   for (int d = 0; d < nd; d++) dims[n++] = w->in[d];
-  if (w->layout == CT_LAYOUT_NHWC) dims[n++] = w->c;
+  if (w->layout == CT_LAYOUT_NHWC) dims[n++] = c;
   if (w->layout == CT_LAYOUT_NCHW4C) dims[n++] = 4;
   return n;
 }
@@ -105,8 +113,9 @@ static int feeds(const ct_workload *p, const ct_workload *c, int residual, const
   int64_t pd[CT_MAX_SPATIAL + 3], cd[CT_MAX_SPATIAL + 3];
   int np = workload_out_dims(p, pd);
   int nc = residual ? workload_out_dims(c, cd) : data_dims(c, cd);
-  ct_dtype want = residual ? c->out_type : c->data_type;
-  int cch = residual ? workload_out_channels(c) : c->c;
+  /* a fused node's data is its 1x1 conv's: pre_c channels of pre_data_type */
+  ct_dtype want = residual ? c->out_type : c->pre_c > 0 ? c->pre_data_type : c->data_type;
+  int cch = residual ? workload_out_channels(c) : workload_data_channels(c);
   int same = p->layout == c->layout && p->out_type == want && np == nc &&
              workload_out_channels(p) == cch && !memcmp(pd, cd, (size_t)np * sizeof *pd);
   if (!same) {
@@ -158,7 +167,7 @@ ct_status mbench_plan(const model *m, const bench_peaks *p, const char *const *s
                       mbench_result *r, ct_err *err) {
   ct_status st = CT_OK;
   mbench_result_free(r);
-  r->n_run = r->n_fresh_inputs = 0;
+  r->n_run = r->n_fresh_inputs = r->n_fused = 0;
   r->all_int32 = 0;
   model_name(m->path, r->head.set, sizeof r->head.set);
   snprintf(r->model_path, sizeof r->model_path, "%s", m->path ? m->path : "");
@@ -192,10 +201,14 @@ ct_status mbench_plan(const model *m, const bench_peaks *p, const char *const *s
     nd->input_conv = nd->residual_conv = -1;
     for (int f = 0; f < MBENCH_N_FIELDS; f++) nd->t[f] = BENCH_NONE;
     nd->in_chain = NAN;
-    nd->runs = mc->supported && !(skip && skip[i]);
+    nd->pre_conv = model_pre_of(m, i);
+    nd->fused_into = model_absorbed_by(m, i);
+    if (nd->pre_conv >= 0)
+      snprintf(nd->pre_name, sizeof nd->pre_name, "%s", m->convs[nd->pre_conv].name);
+    nd->runs = mc->supported && nd->fused_into < 0 && !(skip && skip[i]);
     if (!mc->supported)
       snprintf(nd->why, sizeof nd->why, "%s", mc->why ? mc->why : "not supported");
-    else if (skip && skip[i])
+    else if (skip && skip[i] && nd->fused_into < 0)
       snprintf(nd->why, sizeof nd->why, "%s", skip[i]);
     ct_err e = {0};
     if (workload_validate(&mc->w, &e)) {
@@ -213,15 +226,33 @@ ct_status mbench_plan(const model *m, const bench_peaks *p, const char *const *s
     ct_workload plain = mc->w;
     plain.layout = CT_LAYOUT_NCHW; /* the real channels */
     int eb = (int)workload_out_elem_bytes(&plain);
-    nd->ops = (double)workload_ops(&plain);
+    nd->ops = (double)workload_ops(&plain); /* a fused node's: both convs' */
     nd->bytes = bench_conv_bytes(&plain, eb);
+    /* a fused node reads pre_c channels of data (workload_data_elems) and
+     * the 1x1 conv's c x pre_c weights too; its intermediate never reaches
+     * memory */
+    if (plain.pre_c > 0) nd->bytes += (double)plain.c * plain.pre_c;
     if (plain.epi.residual) nd->bytes += (double)workload_out_elems(&plain) * eb;
     nd->t[MBENCH_FLOOR] = bench_floor_us(nd->ops, nd->bytes, p);
+  }
+  for (int i = 0; i < n; i++) {
+    /* a conv absorbed by a fused node: where it runs, if it does */
+    mbench_node *nd = &r->nodes[i];
+    const mbench_node *b = nd->fused_into >= 0 ? &r->nodes[nd->fused_into] : NULL;
+    if (!b || !m->convs[i].supported) continue;
+    char bname[64], bwhy[128]; /* copies: b is another node, but the compiler cannot tell */
+    snprintf(bname, sizeof bname, "%.63s", b->name);
+    snprintf(bwhy, sizeof bwhy, "%.127s", b->why);
+    if (b->runs)
+      snprintf(nd->why, sizeof nd->why, "fused into %s: runs inside it as its 1x1 conv", bname);
+    else
+      snprintf(nd->why, sizeof nd->why, "fused into %s, which is not run: %s", bname, bwhy);
   }
   for (int i = 0; i < n; i++) {
     mbench_node *nd = &r->nodes[i];
     if (!nd->runs) continue;
     r->n_run++;
+    r->n_fused += nd->pre_conv >= 0;
     n_int32 += lw[i].out_type == CT_DTYPE_INT32;
     nd->input_conv = wire(m, r->nodes, lw, i, 0, nd->input, sizeof nd->input);
     r->n_fresh_inputs += nd->input_conv < 0;
@@ -363,6 +394,13 @@ char *mbench_results_path(const mbench_result *r, const char *dir, char *buf, si
                             r->head.layout == CT_LAYOUT_NHWC ? "" : "-nchw4c", buf, size);
 }
 
+/* Whether node i is a conv absorbed by a fused node that runs: it runs,
+ * inside that node, not skipped. */
+static int runs_fused(const mbench_result *r, int i) {
+  int b = r->nodes[i].fused_into;
+  return b >= 0 && b < r->n_nodes && r->nodes[b].runs && r->nodes[b].pre_conv == i;
+}
+
 static const char *check_name(mbench_check c) {
   return c == MBENCH_EXACT ? "exact" : c == MBENCH_WRONG ? "wrong" : "unchecked";
 }
@@ -416,6 +454,9 @@ cJSON *mbench_to_json(const mbench_result *r) {
   cJSON_AddNumberToObject(o, "n_wrong", r->n_wrong);
   cJSON_AddNumberToObject(o, "n_unchecked", r->n_unchecked);
   cJSON_AddNumberToObject(o, "n_fresh_inputs", r->n_fresh_inputs);
+  /* fused pairs: n_fused_convs of the model's convs ran in n_fused_nodes nodes */
+  cJSON_AddNumberToObject(o, "n_fused_nodes", r->n_fused);
+  cJSON_AddNumberToObject(o, "n_fused_convs", 2 * r->n_fused);
   cJSON_AddBoolToObject(o, "all_int32", r->all_int32);
   cJSON_AddStringToObject(o, "tensors", r->arena ? "arena" : "own");
   if (r->arena) {
@@ -451,9 +492,18 @@ cJSON *mbench_to_json(const mbench_result *r) {
     cJSON_AddStringToObject(no, "key", nd->key);
     cJSON_AddStringToObject(no, "fused", nd->fused);
     cJSON_AddBoolToObject(no, "runs", nd->runs);
+    if (nd->fused_into >= 0) {
+      cJSON_AddNumberToObject(no, "fused_into_conv", nd->fused_into);
+      cJSON_AddStringToObject(no, "fused_into", r->nodes[nd->fused_into].name);
+    }
     if (!nd->runs) {
       cJSON_AddStringToObject(no, "why", nd->why);
       continue;
+    }
+    if (nd->pre_conv >= 0) {
+      /* a fused node: the 1x1 conv it runs before its own */
+      cJSON_AddNumberToObject(no, "pre_conv", nd->pre_conv);
+      cJSON_AddStringToObject(no, "pre", nd->pre_name);
     }
     cJSON_AddStringToObject(no, "input", nd->input);
     cJSON_AddNumberToObject(no, "input_conv", nd->input_conv);
@@ -497,7 +547,10 @@ cJSON *mbench_to_json(const mbench_result *r) {
       "the noise); tensors: own (each node's output in a buffer of its own) or arena (with "
       "--arena, every side: a buffer reused once the last node reading it has run, the nodes "
       "checked as the chain runs; arena_buffers and arena_mb: convtune's), outputs_mb: "
-      "convtune's outputs");
+      "convtune's outputs; a fused node (pre: a 1x1 conv whose output only this conv reads, "
+      "run inside it by one kernel) reads the 1x1 conv's input and is checked against the CPU "
+      "reference of both convs chained; its cuDNN time is the sum of the two convs', which "
+      "the cuDNN chains run one after the other");
   return o;
 }
 
@@ -577,8 +630,16 @@ void mbench_write_markdown(const mbench_result *r, FILE *f) {
   fprintf(f, "- %s (%s, %d SMs), commit %s, %s\n", h->device, h->arch, h->sm_count, h->commit,
           h->date);
   fprintf(f, "- command: `%s`\n", h->command);
-  fprintf(f, "- model: %s (%s), %d conv nodes, %d run, %d skipped\n", r->model_path, r->form,
-          r->n_nodes, r->n_run, r->n_nodes - r->n_run);
+  int n_absorbed = 0;
+  for (int i = 0; i < r->n_nodes; i++) n_absorbed += runs_fused(r, i);
+  fprintf(f, "- model: %s (%s), %d conv nodes, %d run, %d skipped", r->model_path, r->form,
+          r->n_nodes, r->n_run, r->n_nodes - r->n_run - n_absorbed);
+  if (r->n_fused)
+    fprintf(f,
+            "; %d convs ran fused into %d node%s (a 1x1 conv run inside the conv it feeds, "
+            "listed below)",
+            2 * r->n_fused, r->n_fused, r->n_fused == 1 ? "" : "s");
+  fputc('\n', f);
   fprintf(f,
           "- peaks measured in this run: int8 mma.sync %.1f TOPS, device copy %.2f TB/s (bytes "
           "read + written), dp4a %.1f TOPS\n",
@@ -732,10 +793,21 @@ void mbench_write_markdown(const mbench_result *r, FILE *f) {
       fprintf(f, "- %s, %s: %s\n", nd->name, mbench_field_names[fl], nd->note[fl]);
     }
   }
-  if (r->n_run < r->n_nodes) {
+  if (r->n_fused) {
+    fputs("\nFused nodes (convtune: one kernel, the 1x1 conv's output never in memory; cuDNN: "
+          "the two convs, the node's time their sum):\n",
+          f);
+    for (int i = 0; i < r->n_nodes; i++) {
+      const mbench_node *nd = &r->nodes[i];
+      if (!nd->runs || nd->pre_conv < 0) continue;
+      fprintf(f, "- %d %s runs %d %s `%s` before it: `%s`\n", i, nd->name, nd->pre_conv,
+              nd->pre_name, r->nodes[nd->pre_conv].key, nd->key);
+    }
+  }
+  if (r->n_run + n_absorbed < r->n_nodes) {
     fputs("\nSkipped (not run on any side):\n", f);
     for (int i = 0; i < r->n_nodes; i++)
-      if (!r->nodes[i].runs)
+      if (!r->nodes[i].runs && !runs_fused(r, i))
         fprintf(f, "- %d %s `%s`: %s\n", i, r->nodes[i].name, r->nodes[i].key, r->nodes[i].why);
   }
 }
@@ -755,9 +827,10 @@ void mbench_result_free(mbench_result *r) {
  * once), and its tensors (made per plan). */
 typedef struct node_rt {
   ct_context *ctx;
-  ct_workload lw;    /* what runs, in the run's layout */
-  ct_workload pw;    /* the same convolution plain (NCHW data, OIHW weights), one image */
+  ct_workload lw;    /* what runs, in the run's layout (a fused node: with its pre_c) */
+  ct_workload pw;    /* its own convolution plain (NCHW data, OIHW weights, no pre), one image */
   int8_t *h_w;       /* pw's plain weights: the model's, zero-padded where packed */
+  int8_t *h_lw;      /* a fused node's weights as lw takes them (OHWI): its check's */
   quant_store qs;    /* a float model's random values */
   const ct_quant *q; /* the values used; NULL when the workload needs none */
   void *d_w, *d_params;
@@ -855,6 +928,8 @@ static ct_status launch_chain(void *user, struct CUstream_st *stream, ct_err *er
 
 static void node_free(node_rt *n) {
   free(n->h_w);
+  free(n->h_lw);
+  n->h_lw = NULL;
   quant_store_free(&n->qs);
   if (n->d_w) cudaFree(n->d_w);
   if (n->d_params) cudaFree(n->d_params);
@@ -877,7 +952,7 @@ static ct_status prep_node(mrun *R, int i, char *why, size_t why_size, ct_err *e
   int8_t *h_lw = NULL;
   n->ctx = ctx;
   run_workload(&mc->w, &n->lw);
-  n->pw = n->lw;
+  workload_main(&n->lw, &n->pw); /* a fused node's own conv: plain has no pre */
   n->pw.layout = CT_LAYOUT_NCHW;
   n->pw.n = 1;
   const int nhwc = n->lw.layout == CT_LAYOUT_NHWC;
@@ -960,8 +1035,12 @@ static ct_status prep_node(mrun *R, int i, char *why, size_t why_size, ct_err *e
     CUDA_TRY(err, cudaStreamSynchronize(s));
   }
   CUDA_TRY(err, cudaDeviceSynchronize());
-  n->data_bytes = (size_t)workload_data_elems(&n->lw); /* 8-bit data */
+  n->data_bytes = (size_t)workload_data_elems(&n->lw); /* 8-bit data (a fused node's pre_c) */
   n->out_bytes = ct_out_bytes(&n->lw);
+  if (n->lw.pre_c > 0) { /* its check runs ct_reference_qconv on lw's own tensors */
+    n->h_lw = h_lw;
+    h_lw = NULL;
+  }
 done:
   free(h_lw);
   free(h_params);
@@ -1047,7 +1126,8 @@ static ct_status alloc_tensors(mrun *R, ct_err *err) {
     if (!nd->runs) continue;
     if (nd->input_conv >= 0)
       n->d_data = R->rt[nd->input_conv].d_out;
-    else if ((st = fresh(R, n, R->m->convs[i].w.c, 1, n->data_bytes, &n->d_fresh, err)))
+    else if ((st = fresh(R, n, workload_data_channels(&R->m->convs[i].w), 1, n->data_bytes,
+                         &n->d_fresh, err)))
       goto done;
     else
       n->d_data = n->d_fresh;
@@ -1088,9 +1168,76 @@ static void to_plain(ct_layout l, const void *src, void *dst, size_t eb, int64_t
     unpack_nc4c(src, dst, eb, 1, c, sp);
 }
 
+/* The note of a node exact on every checked image. */
+static void note_exact(const mbench_result *r, mbench_node *nd) {
+  int len = snprintf(nd->check_note, sizeof nd->check_note, "exact (image%s %d",
+                     r->n_images > 1 ? "s" : "", r->images[0]);
+  if (r->n_images > 1 && len > 0)
+    snprintf(nd->check_note + len, sizeof nd->check_note - (size_t)len, ", %d", r->images[1]);
+  len = (int)strlen(nd->check_note);
+  snprintf(nd->check_note + len, sizeof nd->check_note - (size_t)len, ")");
+}
+
+/* Check fused node i (a 1x1 conv before its own) on the checked images:
+ * ct_reference_qconv of its fused workload, one image, channels-last as it
+ * runs, with its values (q->pre: the 1x1 conv's), on its actual inputs
+ * downloaded; the outputs compared plain. The reference computes the 1x1
+ * conv into a tensor of its own, then the conv: the two convs as the model
+ * has them. */
+static ct_status check_fused(mrun *R, int i, ct_err *err) {
+  ct_status st = CT_OK;
+  node_rt *n = &R->rt[i];
+  mbench_node *nd = &R->r->nodes[i];
+  ct_workload w1 = n->lw;
+  w1.n = 1;
+  int64_t osz[CT_MAX_SPATIAL], out_sp = 1;
+  for (int d = 0, nd3 = out_sizes(&n->pw, osz); d < nd3; d++) out_sp *= osz[d];
+  const int64_t out_c = workload_out_channels(&n->pw);
+  const size_t eb = workload_out_elem_bytes(&n->pw), batch = (size_t)n->lw.n;
+  const size_t img_data = n->data_bytes / batch, img_out = n->out_bytes / batch;
+  uint8_t *data = malloc(img_data ? img_data : 1), *res = malloc(img_out ? img_out : 1);
+  uint8_t *raw = malloc(2 * (img_out ? img_out : 1));
+  uint8_t *got = malloc(img_out ? img_out : 1), *want = malloc(img_out ? img_out : 1);
+  char msg[256];
+  if (!data || !res || !raw || !got || !want) {
+    st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the check of %s", nd->name);
+    goto done;
+  }
+  nd->check = MBENCH_EXACT;
+  for (int k = 0; k < R->r->n_images && nd->check == MBENCH_EXACT; k++) {
+    int b = R->r->images[k];
+    CUDA_TRY(err, cudaMemcpy(data, (const uint8_t *)n->d_data + b * img_data, img_data,
+                             cudaMemcpyDeviceToHost));
+    if (n->d_res)
+      CUDA_TRY(err, cudaMemcpy(res, (const uint8_t *)n->d_res + b * img_out, img_out,
+                               cudaMemcpyDeviceToHost));
+    CUDA_TRY(err, cudaMemcpy(raw, (const uint8_t *)n->d_out + b * img_out, img_out,
+                             cudaMemcpyDeviceToHost));
+    if (ct_reference_qconv(&w1, n->q, data, n->h_lw, n->d_res ? res : NULL, raw + img_out, msg,
+                           sizeof msg)) {
+      nd->check = MBENCH_UNCHECKED;
+      snprintf(nd->check_note, sizeof nd->check_note, "the reference failed: %.200s", msg);
+      break;
+    }
+    to_plain(n->lw.layout, raw, got, eb, out_c, out_sp);
+    to_plain(n->lw.layout, raw + img_out, want, eb, out_c, out_sp);
+    if (mbench_compare(&n->pw, got, want, b, nd->check_note, sizeof nd->check_note))
+      nd->check = MBENCH_WRONG;
+  }
+  if (nd->check == MBENCH_EXACT) note_exact(R->r, nd);
+done:
+  free(data);
+  free(res);
+  free(raw);
+  free(got);
+  free(want);
+  return st;
+}
+
 /* Check node i's output on the checked images against the CPU reference of
  * its formula on its actual inputs, downloaded. */
 static ct_status check_node(mrun *R, int i, ct_err *err) {
+  if (R->rt[i].lw.pre_c > 0) return check_fused(R, i, err);
   ct_status st = CT_OK;
   node_rt *n = &R->rt[i];
   mbench_node *nd = &R->r->nodes[i];
@@ -1134,14 +1281,7 @@ static ct_status check_node(mrun *R, int i, ct_err *err) {
     if (mbench_compare(pw, got, want, b, nd->check_note, sizeof nd->check_note))
       nd->check = MBENCH_WRONG;
   }
-  if (nd->check == MBENCH_EXACT) {
-    int len = snprintf(nd->check_note, sizeof nd->check_note, "exact (image%s %d",
-                       R->r->n_images > 1 ? "s" : "", R->r->images[0]);
-    if (R->r->n_images > 1 && len > 0)
-      snprintf(nd->check_note + len, sizeof nd->check_note - (size_t)len, ", %d", R->r->images[1]);
-    len = (int)strlen(nd->check_note);
-    snprintf(nd->check_note + len, sizeof nd->check_note - (size_t)len, ")");
-  }
+  if (nd->check == MBENCH_EXACT) note_exact(R->r, nd);
 done:
   free(raw);
   free(data);
@@ -1205,7 +1345,8 @@ static ct_status run_convtune(mrun *R, ct_err *err) {
     goto done;
   }
   for (int i = 0; i < n; i++) {
-    if (!m->convs[i].supported) continue;
+    /* a conv absorbed by a fused node runs inside that node's kernel */
+    if (!m->convs[i].supported || model_absorbed_by(m, i) >= 0) continue;
     if ((st = prep_node(R, i, why[i], sizeof why[i], err))) goto done;
     if (why[i][0]) skip[i] = why[i];
   }
@@ -1228,8 +1369,10 @@ static ct_status run_convtune(mrun *R, ct_err *err) {
     free_tensors(R);
   }
   if (!R->o->quiet)
-    fprintf(stderr, "[bench] %s: %d of %d conv nodes run, %d fresh inputs; checking ", r->head.set,
-            r->n_run, r->n_nodes, r->n_fresh_inputs);
+    fprintf(stderr,
+            "[bench] %s: %d of %d conv nodes run (%d convs fused into %d nodes), %d "
+            "fresh inputs; checking ",
+            r->head.set, r->n_run, r->n_nodes, 2 * r->n_fused, r->n_fused, r->n_fresh_inputs);
   if (!R->o->quiet) {
     md_images(r, stderr);
     fputs(" of each node against the CPU reference\n", stderr);
@@ -1310,64 +1453,104 @@ static ct_status launch_cudnn_chain(void *user, struct CUstream_st *stream, ct_e
   return CT_OK;
 }
 
-/* One cuDNN side into field f: each node's fastest algorithm (a shape
+/* cuDNN's convolutions of the chain, in slots: 2i + 1 node i's own conv,
+ * 2i the 1x1 conv a fused node runs before it (cuDNN has no such fusion:
+ * it runs both, the second reading the first's output), the other even
+ * slots empty. Each slot's conv alone, real channels, no epilogue: what
+ * cuDNN is asked for. */
+static int slot_workload(const mrun *R, int s, ct_workload *cw) {
+  const mbench_node *nd = &R->r->nodes[s / 2];
+  if (!nd->runs) return 0;
+  if (s % 2 == 0) {
+    if (nd->pre_conv < 0) return 0;
+    *cw = R->m->convs[nd->pre_conv].w;
+  } else {
+    workload_main(&R->m->convs[s / 2].w, cw);
+  }
+  cw->layout = CT_LAYOUT_NCHW;
+  memset(&cw->epi, 0, sizeof cw->epi);
+  cw->data_type = cw->weight_type = CT_DTYPE_INT8;
+  cw->out_type = CT_DTYPE_INT32;
+  return 1;
+}
+
+/* One cuDNN side into field f: each conv's fastest algorithm (a shape
  * searched once), then the chain on buffers of its own, wired as
- * convtune's, when every node runs. */
+ * convtune's, when every node runs; a fused node's time is the sum of its
+ * two convs', and its algorithm "pre's + own". */
 static ct_status run_cudnn(mrun *R, cudnn_side_kind kind, mbench_field f, ct_err *err) {
   ct_status st = CT_OK;
   mbench_result *r = R->r;
-  const int n = r->n_nodes, ai = f == MBENCH_CUDNN_FP16 ? 0 : 1;
+  const int n = r->n_nodes, ns = 2 * n, ai = f == MBENCH_CUDNN_FP16 ? 0 : 1;
+  const size_t nz = (size_t)(ns ? ns : 1);
   const char *side = kind == CUDNN_SIDE_FP16 ? "cuDNN fp16" : "cuDNN int8";
   if (!R->e.cudnn) {
     snprintf(r->chain_note[f], sizeof r->chain_note[f], "%s",
              cudnn_side_built() ? "cuDNN did not load" : "cuDNN not built in");
     return CT_OK;
   }
-  cudnn_conv **cv = calloc((size_t)(n ? n : 1), sizeof *cv);
-  char(*keys)[CT_KEY_MAX] = calloc((size_t)(n ? n : 1), sizeof *keys);
-  void **d_x = calloc((size_t)(n ? n : 1), sizeof *d_x);
-  void **d_w = calloc((size_t)(n ? n : 1), sizeof *d_w);
-  void **d_y = calloc((size_t)(n ? n : 1), sizeof *d_y);
+  cudnn_conv **cv = calloc(nz, sizeof *cv);
+  char(*keys)[CT_KEY_MAX] = calloc(nz, sizeof *keys);
+  char(*algo)[sizeof r->nodes[0].algo[0]] = calloc(nz, sizeof *algo);
+  char(*note)[sizeof r->nodes[0].note[0]] = calloc(nz, sizeof *note);
+  double *us = calloc(nz, sizeof *us);
+  int *used = calloc(nz, sizeof *used); /* the slot holds a conv to run */
+  void **d_x = calloc(nz, sizeof *d_x);
+  void **d_w = calloc(nz, sizeof *d_w);
+  void **d_y = calloc(nz, sizeof *d_y);
   void *d_ws = NULL, **pool = NULL; /* --arena: the outputs' buffers, n_pool of them */
   int n_pool = 0;
   int missing = 0, first_missing = -1;
-  if (!cv || !keys || !d_x || !d_w || !d_y) {
+  if (!cv || !keys || !algo || !note || !us || !used || !d_x || !d_w || !d_y) {
     st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
     goto done;
   }
-  for (int i = 0; i < n; i++) {
-    mbench_node *nd = &r->nodes[i];
-    if (!nd->runs) continue;
-    /* the convolution alone, real channels: what cuDNN is asked for */
-    ct_workload cw = R->m->convs[i].w;
-    cw.layout = CT_LAYOUT_NCHW;
-    memset(&cw.epi, 0, sizeof cw.epi);
-    cw.data_type = cw.weight_type = CT_DTYPE_INT8;
-    cw.out_type = CT_DTYPE_INT32;
-    workload_key(&cw, keys[i], sizeof keys[i]);
+  for (int s = 0; s < ns; s++) {
+    ct_workload cw;
+    us[s] = BENCH_NONE;
+    if (!(used[s] = slot_workload(R, s, &cw))) continue;
+    workload_key(&cw, keys[s], sizeof keys[s]);
     int j = 0;
-    while (j < i && !(r->nodes[j].runs && !strcmp(keys[j], keys[i]))) j++;
-    if (j < i) {
+    while (j < s && !(used[j] && !strcmp(keys[j], keys[s]))) j++;
+    if (j < s) {
       /* searched already: the same algorithm, and its time */
-      nd->t[f] = r->nodes[j].t[f];
-      snprintf(nd->algo[ai], sizeof nd->algo[ai], "%s", r->nodes[j].algo[ai]);
-      snprintf(nd->note[f], sizeof nd->note[f], "%s", r->nodes[j].note[f]);
+      us[s] = us[j];
+      memcpy(algo[s], algo[j], sizeof algo[s]); /* j < s: other rows */
+      memcpy(note[s], note[j], sizeof note[s]);
       if (cv[j]) {
         char why[224];
-        if ((st = cudnn_conv_open(R->e.cudnn, cudnn_conv_workload(cv[j]), kind, &cv[i], why,
+        if ((st = cudnn_conv_open(R->e.cudnn, cudnn_conv_workload(cv[j]), kind, &cv[s], why,
                                   sizeof why, err)))
           goto done;
-        if (cv[i]) cudnn_conv_use_algo(cv[i], cv[j]);
+        if (cv[s]) cudnn_conv_use_algo(cv[s], cv[j]);
       }
     } else {
       ct_err e = {0};
-      if (bench_cudnn_best(R->e.cudnn, &R->e.t, &cw, kind, &cv[i], &nd->t[f], nd->algo[ai],
-                           sizeof nd->algo[ai], nd->note[f], sizeof nd->note[f], &e)) {
-        snprintf(nd->note[f], sizeof nd->note[f], "%.200s", e.msg);
+      if (bench_cudnn_best(R->e.cudnn, &R->e.t, &cw, kind, &cv[s], &us[s], algo[s], sizeof algo[s],
+                           note[s], sizeof note[s], &e)) {
+        snprintf(note[s], sizeof note[s], "%.200s", e.msg);
         if ((st = bench_still_healthy(err))) goto done;
       }
     }
-    if (!cv[i] && !missing++) first_missing = i;
+    if (s % 2 == 0) continue; /* the node's own conv comes next */
+    /* the node: its own conv, after the 1x1 conv it runs fused (if any) */
+    const int i = s / 2, pre = s - 1;
+    mbench_node *nd = &r->nodes[i];
+    if (!used[pre]) {
+      nd->t[f] = us[s];
+      snprintf(nd->algo[ai], sizeof nd->algo[ai], "%s", algo[s]);
+      snprintf(nd->note[f], sizeof nd->note[f], "%s", note[s]);
+    } else {
+      nd->t[f] = bench_has(us[pre]) && bench_has(us[s]) ? us[pre] + us[s] : BENCH_NONE;
+      snprintf(nd->algo[ai], sizeof nd->algo[ai], "%.48s + %.48s", algo[pre], algo[s]);
+      if (!cv[pre] || !cv[s])
+        snprintf(nd->note[f], sizeof nd->note[f], "%.110s: %.110s",
+                 !cv[pre] ? nd->pre_name : nd->name, !cv[pre] ? note[pre] : note[s]);
+      else if (note[pre][0] || note[s][0])
+        snprintf(nd->note[f], sizeof nd->note[f], "the two convs: %.100s%s%.100s", note[pre],
+                 note[pre][0] && note[s][0] ? "; " : "", note[s]);
+    }
+    if ((!cv[s] || (used[pre] && !cv[pre])) && !missing++) first_missing = i;
     progress(R, side, i, nd->t[f], nd->algo[ai]);
   }
   if (missing) {
@@ -1378,55 +1561,75 @@ static ct_status run_cudnn(mrun *R, cudnn_side_kind kind, mbench_field f, ct_err
   }
   if (!r->n_run) goto done;
   size_t ws = 0;
-  for (int i = 0; i < n; i++)
-    if (cv[i] && cudnn_conv_bytes(cv[i], CUDNN_CONV_WS) > ws)
-      ws = cudnn_conv_bytes(cv[i], CUDNN_CONV_WS);
+  for (int s = 0; s < ns; s++)
+    if (cv[s] && cudnn_conv_bytes(cv[s], CUDNN_CONV_WS) > ws)
+      ws = cudnn_conv_bytes(cv[s], CUDNN_CONV_WS);
   if (ws) CUDA_TRY(err, cudaMalloc(&d_ws, ws));
+  /* the slot each conv reads its data from (-1: a fresh tensor): a fused
+   * node's own conv its 1x1 conv's output, a node's first conv the output
+   * of the node that feeds it (node i's last slot, 2i + 1), where the
+   * shapes agree */
+  int *src = malloc(nz * sizeof *src);
+  if (!src) {
+    st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+    goto done;
+  }
+  for (int s = 0; s < ns; s++) {
+    src[s] = -1;
+    if (!cv[s]) continue;
+    const int j = s % 2 && cv[s - 1] ? s - 1 : 2 * r->nodes[s / 2].input_conv + 1;
+    if (j >= 0 && j < s && cv[j] &&
+        cudnn_feeds(cudnn_conv_workload(cv[j]), cudnn_conv_workload(cv[s])))
+      src[s] = j;
+  }
   if (R->o->arena) {
-    /* the outputs in reused buffers, as convtune's (a node reads its
-     * producer's output where cudnn_feeds, else a fresh tensor) */
-    const size_t m = (size_t)(n > 0 ? n : 1);
-    int *runs = calloc(m, sizeof *runs), *last = calloc(m, sizeof *last);
-    size_t *bytes = calloc(m, sizeof *bytes);
+    /* the outputs in reused buffers, as convtune's */
+    int *runs = calloc(nz, sizeof *runs), *last = calloc(nz, sizeof *last);
+    size_t *bytes = calloc(nz, sizeof *bytes);
     if (!runs || !last || !bytes) {
       st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the arena's plan");
     } else {
-      for (int i = 0; i < n; i++) {
-        runs[i] = cv[i] != NULL, last[i] = i;
-        bytes[i] = cv[i] ? cudnn_conv_bytes(cv[i], CUDNN_CONV_Y) : 0;
+      for (int s = 0; s < ns; s++) {
+        runs[s] = cv[s] != NULL, last[s] = s;
+        bytes[s] = cv[s] ? cudnn_conv_bytes(cv[s], CUDNN_CONV_Y) : 0;
       }
-      for (int j = 0; j < n; j++) {
-        const int i = r->nodes[j].input_conv;
-        if (cv[j] && i >= 0 && cv[i] &&
-            cudnn_feeds(cudnn_conv_workload(cv[i]), cudnn_conv_workload(cv[j])) && last[i] < j)
-          last[i] = j;
-      }
+      for (int s = 0; s < ns; s++)
+        if (src[s] >= 0 && last[src[s]] < s) last[src[s]] = s;
       double total;
-      st = arena_alloc(n, runs, bytes, last, d_y, &pool, &n_pool, &total, err);
+      st = arena_alloc(ns, runs, bytes, last, d_y, &pool, &n_pool, &total, err);
     }
     free(runs), free(last), free(bytes);
-    if (st) goto done;
-  }
-  for (int i = 0; i < n; i++) {
-    if (!cv[i]) continue;
-    if (!R->o->arena) CUDA_TRY(err, cudaMalloc(&d_y[i], cudnn_conv_bytes(cv[i], CUDNN_CONV_Y)));
-    CUDA_TRY(err, cudaMalloc(&d_w[i], cudnn_conv_bytes(cv[i], CUDNN_CONV_W)));
-    if ((st =
-             cudnn_side_fill(R->e.cudnn, d_w[i], cudnn_conv_bytes(cv[i], CUDNN_CONV_W), kind, err)))
+    if (st) {
+      free(src);
       goto done;
+    }
   }
-  for (int i = 0; i < n; i++) {
-    if (!cv[i]) continue;
-    const ct_workload *w = cudnn_conv_workload(cv[i]);
-    int j = r->nodes[i].input_conv;
+  for (int s = 0; s < ns && !st; s++) {
+    if (!cv[s]) continue;
+    if (!R->o->arena && cudaMalloc(&d_y[s], cudnn_conv_bytes(cv[s], CUDNN_CONV_Y)) != cudaSuccess)
+      st = ERR_SET(err, CT_ERR_CUDA, "cudaMalloc of a cuDNN output: %s",
+                   cudaGetErrorString(cudaGetLastError()));
+    else if (cudaMalloc(&d_w[s], cudnn_conv_bytes(cv[s], CUDNN_CONV_W)) != cudaSuccess)
+      st = ERR_SET(err, CT_ERR_CUDA, "cudaMalloc of cuDNN weights: %s",
+                   cudaGetErrorString(cudaGetLastError()));
+    else
+      st = cudnn_side_fill(R->e.cudnn, d_w[s], cudnn_conv_bytes(cv[s], CUDNN_CONV_W), kind, err);
+  }
+  for (int s = 0; s < ns && !st; s++) {
+    if (!cv[s]) continue;
+    const ct_workload *w = cudnn_conv_workload(cv[s]);
     const void *x = NULL;
-    if (j >= 0 && cv[j] && cudnn_feeds(cudnn_conv_workload(cv[j]), w)) {
-      x = d_y[j];
+    if (src[s] >= 0) {
+      x = d_y[src[s]];
     } else {
-      size_t xb = cudnn_conv_bytes(cv[i], CUDNN_CONV_X);
-      CUDA_TRY(err, cudaMalloc(&d_x[i], xb));
-      if ((st = cudnn_side_fill(R->e.cudnn, d_x[i], xb, kind, err))) goto done;
-      x = d_x[i];
+      size_t xb = cudnn_conv_bytes(cv[s], CUDNN_CONV_X);
+      if (cudaMalloc(&d_x[s], xb) != cudaSuccess) {
+        st = ERR_SET(err, CT_ERR_CUDA, "cudaMalloc of a cuDNN input (%zu bytes): %s", xb,
+                     cudaGetErrorString(cudaGetLastError()));
+        break;
+      }
+      if ((st = cudnn_side_fill(R->e.cudnn, d_x[s], xb, kind, err))) break;
+      x = d_x[s];
     }
     /* fp16: an output of the input's scale (rms of the fill), so that a
      * chain of convolutions neither overflows nor fades to zero; int8
@@ -1435,10 +1638,12 @@ static ct_status run_cudnn(mrun *R, cudnn_side_kind kind, mbench_field f, ct_err
     double alpha = kind == CUDNN_SIDE_FP16
                        ? 1.0 / (cudnn_side_fill_rms(kind) * sqrt((double)workload_cpg(w) * kvol))
                        : 1.0;
-    cudnn_conv_bind(cv[i], x, d_w[i], d_y[i], d_ws, alpha);
+    cudnn_conv_bind(cv[s], x, d_w[s], d_y[s], d_ws, alpha);
   }
+  free(src);
+  if (st) goto done;
   {
-    cudnn_chain c = {cv, n};
+    cudnn_chain c = {cv, ns};
     ct_err e = {0};
     if (bench_time(&R->e.t, launch_cudnn_chain, &c, 0, &r->chain[f], &e)) {
       snprintf(r->chain_note[f], sizeof r->chain_note[f], "timing: %.200s", e.msg);
@@ -1449,17 +1654,21 @@ static ct_status run_cudnn(mrun *R, cudnn_side_kind kind, mbench_field f, ct_err
     }
   }
 done:
-  for (int i = 0; i < n; i++) {
-    if (cv) cudnn_conv_close(cv[i]);
-    if (d_x && d_x[i]) cudaFree(d_x[i]);
-    if (d_w && d_w[i]) cudaFree(d_w[i]);
-    if (d_y && d_y[i] && !R->o->arena) cudaFree(d_y[i]);
+  for (int s = 0; s < ns; s++) {
+    if (cv) cudnn_conv_close(cv[s]);
+    if (d_x && d_x[s]) cudaFree(d_x[s]);
+    if (d_w && d_w[s]) cudaFree(d_w[s]);
+    if (d_y && d_y[s] && !R->o->arena) cudaFree(d_y[s]);
   }
   for (int b = 0; b < n_pool; b++) cudaFree(pool[b]);
   free(pool);
   if (d_ws) cudaFree(d_ws);
   free(cv);
   free(keys);
+  free(algo);
+  free(note);
+  free(us);
+  free(used);
   free(d_x);
   free(d_w);
   free(d_y);

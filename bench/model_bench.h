@@ -13,6 +13,13 @@
  * output is checked once against the CPU reference on a subset of the
  * batch's images (mbench_images), every element.
  *
+ * A fused pair of the model (model_pre_of: a 1x1 conv A run inside the conv
+ * B it feeds) is one node, B's: it reads A's input and writes B's output,
+ * its check is the CPU reference of both convs chained (ct_reference_qconv
+ * of the fused workload); A's node does not run (fused_into). cuDNN's
+ * chains still run A, then B, so that every side computes the same
+ * network, and B's cuDNN time is the two convs' sum.
+ *
  * Times are microseconds, BENCH_NONE when not measured (null in JSON, "-"
  * in tables). The planning (wiring, floors), the check's comparison and
  * the writers need no GPU and are tested in tests/test_model_bench.c.
@@ -50,16 +57,21 @@ typedef struct mbench_node {
   char name[128];
   char key[CT_KEY_MAX];       /* the workload convtune runs, in the run's layout */
   char short_key[CT_KEY_MAX]; /* key without op, layout, batch and unit dilation */
-  char fused[64];             /* the model's fused ops ("Relu", "Add(residual)"), "" when none */
-  int runs;                   /* 1: in the chain; 0: skipped, why says why */
+  char fused[192]; /* the model's fused ops ("Relu", "pre: A (1x1), Clip"), "" when none */
+  int runs;        /* 1: in the chain; 0: skipped or absorbed, why says why */
+  /* A fused pair (indices into nodes, -1: none): pre_conv on the node that
+   * runs the 1x1 conv pre_name inside it; fused_into on that 1x1 conv's
+   * node, which does not run on its own */
+  int pre_conv, fused_into;
+  char pre_name[128];
   char why[224];
   /* The chain as run (indices into nodes, -1: a fresh tensor), and what a
    * reader needs to know about each: "conv NAME" or "fresh: OP ..." */
   int input_conv, residual_conv;
   char input[224];
   char residual[224]; /* "" when the node has no residual */
-  double ops;         /* 2 x multiply-adds of the real channels */
-  double bytes;       /* int8 data + int8 weights [+ residual] + output, real channels */
+  double ops;         /* 2 x multiply-adds of the real channels (a fused node: both convs') */
+  double bytes; /* int8 data + int8 weights (both convs') [+ residual] + output, real channels */
   double t[MBENCH_N_FIELDS];
   /* convtune's node inside the chain (bench_opts.in_chain): the chain cut
    * after this node less the chain cut before it, each timed as the chain
@@ -71,7 +83,7 @@ typedef struct mbench_node {
   mbench_check check;
   char check_note[256];            /* "exact (images 0, 15)" or the first mismatch */
   char source[192];                /* where convtune's kernel comes from (ct_explain) */
-  char algo[2][48];                /* cuDNN's algorithm: fp16, int8 */
+  char algo[2][100];               /* cuDNN's algorithm: fp16, int8 ("A + B" for a fused node) */
   char note[MBENCH_N_FIELDS][224]; /* why a field is null, or what went wrong */
 } mbench_node;
 
@@ -91,6 +103,7 @@ typedef struct mbench_result {
   int n_nodes;
   mbench_node *nodes; /* owned: mbench_result_free */
   int n_run, n_fresh_inputs;
+  int n_fused; /* nodes that run a fused pair: 2 x n_fused of the model's convs in n_fused nodes */
   int all_int32; /* every conv writes int32: no output can feed int8 data */
   int n_images;
   int images[2]; /* the images checked (mbench_images) */
@@ -112,8 +125,10 @@ typedef struct mbench_result {
 
 /* Fill r's nodes from m (r->head's layout, batch and model fields are set
  * too; earlier nodes are freed): names, keys, fused ops, ops, bytes and
- * floor for peaks p, and the wiring. A node runs when the model supports it
- * and skip (may be NULL; m->n_convs entries) has no reason for it; its
+ * floor for peaks p, and the wiring. A node runs when the model supports it,
+ * it is not absorbed by a fused conv (model_absorbed_by: its why names the
+ * conv it runs inside) and skip (may be NULL; m->n_convs entries) has no
+ * reason for it; its
  * input is its producer's output when that conv runs, comes earlier in the
  * order, and writes exactly the tensor the node reads (type, channels,
  * sizes, layout), else a fresh tensor, and the node says why. The layout

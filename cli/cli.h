@@ -46,13 +46,19 @@ const char *cli_path(const char *path);
 /* Workload selection: flags (--op, --c, --k, --size, --kernel, --stride,
  * --pad, --dilation, --groups, --layout), one positional key or JSON
  * object, --file FILE, --set NAME or --model FILE (an ONNX model's unique
- * conv workloads), and --batch for all of them. */
+ * conv workloads; with --fuse a pointwise conv fused into the conv it feeds
+ * where a template runs the pair), and --batch
+ * for all of them. */
 struct model;
 typedef struct cli_wl {
   const char *positional, *file, *set, *model;
   /* --model: how many conv nodes run each workload of the loaded set
    * (cli_wl_load fills it; owned, freed by cli_wl_free); NULL otherwise */
   int *counts;
+  int n_fused; /* --model: the fused nodes (model_n_fused), each two of its convs */
+  int fuse; /* --fuse: load the model with its pointwise convs fused where a template runs them */
+  /* tune --template NAME: fuse only the pairs that template runs (NULL: any) */
+  const char *fuse_template;
   int batch; /* 0: keep */
   /* --data, --out, --epilogue, --layout: applied to every selected workload */
   const char *data_type, *out_type, *epilogue, *layout;
@@ -76,7 +82,9 @@ ct_status cli_wl_load(cli_wl *s, const char *dflt, wlset **out, ct_err *err);
 
 /* --model FILE as a model, with --batch and --layout, and for a float
  * model --data, --out and --epilogue (a quantized model's epilogue comes
- * from its graph: those flags are refused). Owned result: model_free. */
+ * from its graph: those flags are refused); its pointwise convs fused into
+ * the convs they feed where a template runs the pair (template_any_supports),
+ * with --fuse only. Owned result: model_free. */
 ct_status cli_wl_model(const cli_wl *s, struct model **out, ct_err *err);
 
 /* Release what cli_wl_option and cli_wl_load allocated. */

@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "core/json.h"
 #include "model/model.h"
+#include "templates/template.h"
 
 int cli_fail(const cli_common *cc, const ct_err *err) {
   if (cc && cc->verbose > 0 && err->file)
@@ -160,6 +161,7 @@ enum {
   O_OUT,
   O_EPILOGUE,
   O_MODEL,
+  O_FUSE,
 };
 
 const struct option cli_wl_options[] = {
@@ -180,6 +182,7 @@ const struct option cli_wl_options[] = {
     {"out", required_argument, 0, O_OUT},
     {"epilogue", required_argument, 0, O_EPILOGUE},
     {"model", required_argument, 0, O_MODEL},
+    {"fuse", no_argument, 0, O_FUSE},
     {0, 0, 0, 0},
 };
 
@@ -201,6 +204,11 @@ const char cli_wl_help[] =
     "  --model FILE           an ONNX model's convolutions (QDQ, QLinearConv, ConvInteger\n"
     "                         or float Conv), each unique workload once, with the epilogue\n"
     "                         its graph implies; --batch N gives a symbolic batch its size\n"
+    "  --fuse                 with --model: a 1x1 conv whose output only the next conv\n"
+    "                         reads (an inverted residual block's expansion) runs fused\n"
+    "                         into it where a template runs the pair (default: every conv\n"
+    "                         apart; the fused kernel is slower than the pair on most\n"
+    "                         blocks today)\n"
     "  --batch N              the batch size of every selected workload\n"
     "Quantization, applied to every selected workload:\n"
     "  --data int8|uint8      the data type\n"
@@ -279,6 +287,9 @@ int cli_wl_option(cli_wl *s, int opt, const char *arg) {
     return 1;
   case O_MODEL:
     s->model = arg;
+    return 1;
+  case O_FUSE:
+    s->fuse = 1;
     return 1;
   case O_BATCH:
     if ((s->batch = parse_int(arg, 1)) < 0) flag_error(s, name, arg, "an integer of at least 1");
@@ -464,6 +475,16 @@ static ct_status layout_of(const char *name, ct_layout *out, ct_err *err) {
                  err_excerpt(quoted, sizeof quoted, name));
 }
 
+/* model_opts.fuse_pre: fuse a pair where some template runs it, as tune
+ * and the dispatch would pick one; with user (tune --template), where that
+ * template does, so that a named template never gets pairs it refuses. */
+static int fuse_if_supported(const ct_workload *w, void *user) {
+  const template_desc *tpl = user;
+  ct_workload tw;
+  if (!tpl) return template_any_supports(w);
+  return tpl->op == w->op && workload_for_layout(w, tpl->layout, &tw) && tpl->supports(&tw, NULL);
+}
+
 ct_status cli_wl_model(const cli_wl *s, struct model **out, ct_err *err) {
   *out = NULL;
   if (s->err) return ERR_SET(err, CT_ERR_INVALID_ARG, "%s", s->err);
@@ -487,6 +508,10 @@ ct_status cli_wl_model(const cli_wl *s, struct model **out, ct_err *err) {
     return ERR_SET(err, CT_ERR_INVALID_ARG, "--out: expected int32, int8 or uint8, got '%s'",
                    err_excerpt(quoted, sizeof quoted, s->out_type));
   o.float_epilogue = s->epilogue;
+  if (s->fuse) {
+    o.fuse_pre = fuse_if_supported;
+    o.fuse_user = s->fuse_template ? (void *)template_find(s->fuse_template) : NULL;
+  }
   if ((st = model_load(s->model, &o, out, err))) return st;
   if ((*out)->form != MODEL_FLOAT && (s->data_type || s->out_type || s->epilogue)) {
     st = ERR_SET(err, CT_ERR_INVALID_ARG,
@@ -506,6 +531,7 @@ static ct_status load_model(cli_wl *s, wlset **out, ct_err *err) {
   if (st) return st;
   free(s->counts);
   s->counts = NULL;
+  s->n_fused = model_n_fused(m);
   st = model_workloads(m, out, &s->counts, err);
   if (!st && (*out)->n_items == 0) {
     char where[CT_EXCERPT_MAX], node[CT_EXCERPT_MAX];
@@ -542,6 +568,10 @@ ct_status cli_wl_load(cli_wl *s, const char *dflt, wlset **out, ct_err *err) {
 
 static ct_status load_selection(cli_wl *s, const char *dflt, wlset **out, ct_err *err) {
   if (s->err) return ERR_SET(err, CT_ERR_INVALID_ARG, "%s", s->err);
+  if (s->fuse)
+    return ERR_SET(err, CT_ERR_INVALID_ARG,
+                   "--fuse is about a model's convs: it needs --model (other workloads are "
+                   "never fused)");
   int sources = !!s->positional + !!s->file + !!s->set + !!s->flags;
   if (sources > 1)
     return ERR_SET(err, CT_ERR_INVALID_ARG,

@@ -18,7 +18,9 @@
  * With --model m.onnx the unit is the model's conv stack, end to end
  * (bench/model_bench.h): the model is read in the layout convtune runs
  * (nhwc by default; --layout nchw4c), and the results file is
- * <dir>/<device>-<model>-b<batch>[-nchw4c].json.
+ * <dir>/<device>-<model>-b<batch>[-nchw4c].json. With --fuse a model is
+ * read with its pointwise convs fused into the convs they feed
+ * (cli_wl_model).
  */
 #include <errno.h>
 #include <limits.h>
@@ -47,8 +49,12 @@ static const char usage[] =
     "that feeds it (fresh tensors stand for pooling, Concat and the other ops convtune\n"
     "does not run); per node and in total, against the same chain on cuDNN fp16 and\n"
     "int8, with the model's roofline floor; every node checked once against the CPU\n"
-    "reference (the first and the last image). Writes\n"
-    "bench/results/<device>-<model>-b<batch>.json (-nchw4c.json with --layout nchw4c).\n"
+    "reference (the first and the last image). With --fuse, a 1x1 conv whose output\n"
+    "only the next conv reads is fused into it where a template runs the pair: one\n"
+    "node, reading the 1x1 conv's input, checked against the CPU reference of both\n"
+    "convs; cuDNN still runs both, the node's time their sum.\n"
+    "Writes bench/results/<device>-<model>-b<batch>.json (-nchw4c.json with --layout\n"
+    "nchw4c).\n"
     "\n"
     "Options:\n"
     "  --layout nchw4c|nhwc   the layout convtune runs in (default nchw4c, with the cost of\n"

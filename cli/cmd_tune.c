@@ -51,7 +51,9 @@ static const char usage[] =
     "  --round-trials N       a model's trials per round (default: from the budget, 16-64)\n"
     "  --tuner KIND           xgb (model-based, default), random, grid, ga\n"
     "  --template NAME        only this template (default: every one that runs the workload);\n"
-    "                         in a set or file, the workloads it cannot run are skipped\n"
+    "                         in a set or file, the workloads it cannot run are skipped;\n"
+    "                         with --model, a 1x1 conv is fused into the conv it feeds\n"
+    "                         only where this template runs the pair\n"
     "  --device N             CUDA device ordinal (default 0)\n"
     "  --devices LIST|all     tune on several GPUs of this host at once (e.g. 0,1,3): one\n"
     "                         measuring process per GPU, the compilers shared, each task\n"
@@ -606,8 +608,10 @@ static cJSON *model_json(const sched_result *r, const char *model) {
   return o;
 }
 
-/* Tune s as one model: counts[i] occurrences of item i (NULL: 1 each). */
-static int tune_model(tuner *t, const wlset *s, const char *prefix, const int *counts,
+/* Tune s as one model: counts[i] occurrences of item i (NULL: 1 each);
+ * n_fused of its nodes run a 1x1 conv fused before them (--model), said in
+ * the opening line. */
+static int tune_model(tuner *t, const wlset *s, const char *prefix, const int *counts, int n_fused,
                       const template_desc *tpl, const sched_opts *so, int json,
                       const cli_common *cc) {
   sched_item *items = calloc(s->n_items + 1, sizeof *items);
@@ -635,8 +639,12 @@ static int tune_model(tuner *t, const wlset *s, const char *prefix, const int *c
       fmt_eta(so->budget_s, b, sizeof b);
       snprintf(budget, sizeof budget, "budget %s", b);
     }
-    fprintf(stderr, "[tune] model %s: %d workloads (%d occurrences), %s\n", cli_path(model),
-            s->n_items, convs, budget);
+    char fused[96] = "";
+    if (n_fused > 0)
+      snprintf(fused, sizeof fused, "; %d convs fused into %d node%s (--fuse)", 2 * n_fused,
+               n_fused, n_fused == 1 ? "" : "s");
+    fprintf(stderr, "[tune] model %s: %d workloads (%d occurrences%s), %s\n", cli_path(model),
+            s->n_items, convs, fused, budget);
   }
   model_ctx mc = {.tty = isatty(2), .quiet = cc->verbose < 0};
   sched_result *r = NULL;
@@ -886,6 +894,7 @@ int cmd_tune(int argc, char **argv) {
   ct_err err = {0};
   wlset *s = NULL;
   tuner *t = NULL;
+  sel.fuse_template = tpl ? tpl->name : NULL; /* --model: pairs the named template runs */
   if (cli_wl_load(&sel, default_workload, &s, &err)) {
     rc = cli_fail(&cc, &err);
     goto done;
@@ -930,8 +939,8 @@ int cmd_tune(int argc, char **argv) {
     fprintf(stderr, "[tune] %s (%s, %d SMs), database %s, tuner %s\n", dev->name, dev->arch.name,
             dev->arch.sm_count, cli_path(db_path), kinds[k]);
   if (model_mode) {
-    rc = tune_model(t, s, sel.set || sel.file || sel.model ? s->name : NULL, sel.counts, tpl, &so,
-                    json, &cc);
+    rc = tune_model(t, s, sel.set || sel.file || sel.model ? s->name : NULL, sel.counts,
+                    sel.n_fused, tpl, &so, json, &cc);
     goto done;
   }
   progress_ctx pc = {.tty = isatty(2), .quiet = cc.verbose < 0};

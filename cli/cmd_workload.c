@@ -3,7 +3,8 @@
  * key, output shape and operation count, as a table or JSON; with --model,
  * the model's conv nodes (workload, fused ops, input, whether convtune runs
  * it and why not), its unique workloads with how often each occurs, and
- * the totals.
+ * the totals. A fused pair (a 1x1 conv run inside the conv it feeds) shows
+ * as the fused conv's "pre: NAME (1x1)" and the absorbed conv's status.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,7 +19,9 @@ static const char usage[] =
     "Print each workload's name, canonical key, output shape (in its layout) and\n"
     "operation count (2 x multiply-adds). With --model m.onnx: the model's conv\n"
     "nodes (workload, fused ops, input, supported or why not), then its unique\n"
-    "workloads with how often each occurs.\n"
+    "workloads with how often each occurs. With --fuse, a 1x1 conv fused into the\n"
+    "conv it feeds (fused: pre: NAME) is listed as fused into that conv, not as a\n"
+    "node of its own.\n"
     "\n"
     "Options:\n"
     "  --json                 print JSON instead of a table\n"
@@ -115,8 +118,21 @@ static void inputs_of(const model_conv *c, char *buf, size_t size) {
            c->residual_from ? c->residual_from : "");
 }
 
+/* Conv i's status column: "ok", "fused into B" (absorbed: runs inside B),
+ * or "unsupported: why". */
+static void status_of(const model *m, int i, char *buf, size_t size) {
+  const model_conv *c = &m->convs[i];
+  int b = model_absorbed_by(m, i);
+  if (!c->supported)
+    snprintf(buf, size, "unsupported: %s", c->why ? c->why : "?");
+  else if (b >= 0)
+    snprintf(buf, size, "fused into %s", m->convs[b].name);
+  else
+    snprintf(buf, size, "ok");
+}
+
 static void print_model_table(const model *m, const wlset *s, const int *counts) {
-  char key[CT_KEY_MAX], in[512];
+  char key[CT_KEY_MAX], in[512], status[CT_ERRMSG_MAX + 64];
   int name_w = 4, key_w = 8, fused_w = 5, in_w = 5, n_unsup = 0;
   for (int i = 0; i < m->n_convs; i++) {
     const model_conv *c = &m->convs[i];
@@ -133,10 +149,10 @@ static void print_model_table(const model *m, const wlset *s, const int *counts)
     const model_conv *c = &m->convs[i];
     inputs_of(c, in, sizeof in);
     n_unsup += !c->supported;
-    printf("%-*s  %-*s  %-*s  %-*s  %s%s\n", name_w, c->name, key_w,
+    status_of(m, i, status, sizeof status);
+    printf("%-*s  %-*s  %-*s  %-*s  %s\n", name_w, c->name, key_w,
            c->supported ? workload_key(&c->w, key, sizeof key) : "-", fused_w,
-           *c->fused ? c->fused : "-", in_w, in,
-           c->supported ? "ok" : "unsupported: ", c->supported ? "" : c->why);
+           *c->fused ? c->fused : "-", in_w, in, status);
   }
   if (s->n_items) {
     int item_w = 4;
@@ -146,10 +162,14 @@ static void print_model_table(const model *m, const wlset *s, const int *counts)
       printf("%5d  %-*s  %s\n", counts[i], item_w, s->items[i].name,
              workload_key(&s->items[i].w, key, sizeof key));
   }
-  int shapes = count_shapes(s);
-  printf("\n%d conv node%s, %d unique workload%s (%d shape%s), %d unsupported\n", m->n_convs,
+  int shapes = count_shapes(s), n_fused = model_n_fused(m);
+  printf("\n%d conv node%s, %d unique workload%s (%d shape%s), %d unsupported", m->n_convs,
          m->n_convs == 1 ? "" : "s", s->n_items, s->n_items == 1 ? "" : "s", shapes,
          shapes == 1 ? "" : "s", n_unsup);
+  if (n_fused)
+    printf(", %d convs fused into %d node%s (a 1x1 conv inside the conv it feeds)", 2 * n_fused,
+           n_fused, n_fused == 1 ? "" : "s");
+  putchar('\n');
 }
 
 static int print_model_json(const model *m, const wlset *s, const int *counts) {
@@ -183,6 +203,16 @@ static int print_model_json(const model *m, const wlset *s, const int *counts) {
     if (!c->supported) cJSON_AddStringToObject(j, "why", c->why);
     cJSON_AddStringToObject(j, "input", c->input_from ? c->input_from : "?");
     if (c->input_conv >= 0) cJSON_AddNumberToObject(j, "input_conv", c->input_conv);
+    /* a fused pair: the conv run inside this one, or the one this runs inside */
+    int pre = model_pre_of(m, i), into = model_absorbed_by(m, i);
+    if (pre >= 0) {
+      cJSON_AddNumberToObject(j, "pre_conv", pre);
+      cJSON_AddStringToObject(j, "pre", m->convs[pre].name);
+    }
+    if (into >= 0) {
+      cJSON_AddNumberToObject(j, "fused_into_conv", into);
+      cJSON_AddStringToObject(j, "fused_into", m->convs[into].name);
+    }
     if (c->residual_from) cJSON_AddStringToObject(j, "residual", c->residual_from);
     if (c->residual_conv >= 0) cJSON_AddNumberToObject(j, "residual_conv", c->residual_conv);
     /* the graph's tensor names, to match the convs to a run of the graph */
@@ -204,6 +234,9 @@ static int print_model_json(const model *m, const wlset *s, const int *counts) {
   cJSON_AddNumberToObject(o, "unique_workloads", s->n_items);
   cJSON_AddNumberToObject(o, "unique_shapes", count_shapes(s));
   cJSON_AddNumberToObject(o, "unsupported", n_unsup);
+  /* the fused nodes, each running two of the model's convs */
+  cJSON_AddNumberToObject(o, "fused_nodes", model_n_fused(m));
+  cJSON_AddNumberToObject(o, "fused_convs", 2 * model_n_fused(m));
   return print_doc(o);
 }
 

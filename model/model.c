@@ -25,6 +25,13 @@
  * A conv that the engine cannot run stays listed with supported = 0 and the
  * reason; only a malformed file (or a shape that cannot be derived) fails
  * the whole load.
+ *
+ * Last, with opts.fuse_pre, pairs are fused (fuse_pairs): a pointwise conv
+ * A whose requantized output is read by one conv B alone (through B's
+ * DequantizeLinear, or directly by a QLinearConv) runs inside B, when the
+ * hook says a kernel runs B's workload with A before it. This comes after
+ * the order, so that B.q.pre can point into the final convs array; B then
+ * reads A's input, which comes before A, so the order stays topological.
  */
 #include "model/model.h"
 
@@ -110,6 +117,7 @@ typedef struct imp {
   parts *parts;
   int *mark, *seen, *stack; /* the dependency search */
   int gen;
+  int *sorted_node;            /* after order_convs: conv index (its place in m->convs) -> node */
   char why_buf[CT_ERRMSG_MAX]; /* the reason of the conv being extracted */
 } imp;
 
@@ -1085,9 +1093,14 @@ static ct_status order_convs(imp *im, ct_err *err) {
                  m->n_convs);
     goto done;
   }
+  if (!(im->sorted_node = malloc(((size_t)m->n_convs + 1) * sizeof *im->sorted_node))) {
+    st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+    goto done;
+  }
   for (int i = 0; i < m->n_convs; i++) {
     sorted[i] = m->convs[perm[i]];
     inv[perm[i]] = i;
+    im->sorted_node[i] = im->conv_node[perm[i]];
   }
   for (int i = 0; i < m->n_convs; i++) {
     if (sorted[i].input_conv >= 0) sorted[i].input_conv = inv[sorted[i].input_conv];
@@ -1219,6 +1232,7 @@ static void imp_free(imp *im) {
   free(im->mark);
   free(im->seen);
   free(im->stack);
+  free(im->sorted_node);
 }
 
 static ct_status assemble(imp *im, ct_err *err) {
@@ -1260,6 +1274,121 @@ static ct_status assemble(imp *im, ct_err *err) {
   }
   free(final_of);
   return st ? st : order_convs(im, err);
+}
+
+/* ---- fused pairs ------------------------------------------------------------------ */
+
+/* Whether w is a pointwise conv: every kernel dim 1, stride 1, no padding,
+ * dilation 1, one group. */
+static int pointwise(const ct_workload *w) {
+  if (w->groups != 1) return 0;
+  for (int d = 0; d < workload_nd(w); d++)
+    if (w->kernel[d] != 1 || w->stride[d] != 1 || w->dilation[d] != 1 || w->pad_before[d] ||
+        w->pad_after[d])
+      return 0;
+  return 1;
+}
+
+/* Whether B's node reads conv A's final output v and nothing else sees it:
+ * v has one use and is no graph output, and that use is B itself (a
+ * QLinearConv's data) or B's data DequantizeLinear, whose output has one
+ * use, B's data, and is no graph output either. */
+static int sole_reader(const imp *im, int v, int b_node) {
+  const graph *g = im->g;
+  if (v < 0 || g->values[v].is_output || g->values[v].n_uses != 1) return 0;
+  int u = g->values[v].uses[0];
+  if (u == b_node) return graph_in(g, b_node, 0) == v;
+  if (!graph_is_ms(g, u, "DequantizeLinear") || graph_in(g, u, 0) != v) return 0;
+  int f = graph_out(g, u, 0);
+  if (f < 0 || g->values[f].is_output || g->values[f].n_uses != 1) return 0;
+  return g->values[f].uses[0] == b_node && graph_in(g, b_node, 0) == f;
+}
+
+/* Whether conv a can run fused before conv b, which reads its output; *fw
+ * gets b's workload with a before it (validated, with b's values and a's). */
+static int fusable(const imp *im, int a, int b, ct_workload *fw) {
+  const model_conv *A = &im->m->convs[a], *B = &im->m->convs[b];
+  const ct_workload *aw = &A->w, *bw = &B->w;
+  if (a == b || !A->supported || !B->supported || !A->weights || !B->weights) return 0;
+  /* A runs on its own (neither absorbed nor fused itself), B has no pre yet */
+  if (A->fused_into >= 0 || A->pre_conv >= 0 || B->pre_conv >= 0 || bw->pre_c || aw->pre_c)
+    return 0;
+  if (bw->layout != CT_LAYOUT_NHWC || aw->layout != bw->layout || aw->op != bw->op) return 0;
+  if (!pointwise(aw) || aw->out_type == CT_DTYPE_INT32 || aw->epi.residual || aw->epi.d2s_block)
+    return 0;
+  /* A's output is B's data tensor exactly: type, channels, batch, sizes */
+  if (aw->out_type != bw->data_type || aw->k != bw->c || aw->n != bw->n ||
+      aw->weight_type != CT_DTYPE_INT8)
+    return 0;
+  for (int d = 0; d < workload_nd(bw); d++)
+    if (aw->in[d] != bw->in[d]) return 0;
+  if (!sole_reader(im, graph_find(im->g, A->out_tensor), im->sorted_node[b])) return 0;
+  *fw = *bw;
+  fw->pre_c = aw->c;
+  fw->pre_data_type = aw->data_type;
+  fw->pre_epi = aw->epi;
+  ct_quant q = B->q;
+  q.pre = &A->q;
+  q.pre_weights = A->weights;
+  return workload_validate(fw, NULL) == CT_OK && quant_check(fw, &q, NULL) == CT_OK;
+}
+
+/* Fuse every pair that fusable allows and the caller's hook accepts, in
+ * order (a conv absorbed or fused already takes part in no other pair). */
+static ct_status fuse_pairs(imp *im, ct_err *err) {
+  model *m = im->m;
+  for (int b = 0; b < m->n_convs; b++) {
+    model_conv *B = &m->convs[b];
+    int a = B->input_conv;
+    ct_workload fw;
+    if (a < 0 || a >= m->n_convs || !fusable(im, a, b, &fw) ||
+        im->o.fuse_pre(&fw, im->o.fuse_user) != 1)
+      continue;
+    model_conv *A = &m->convs[a];
+    char *from = strdup(A->input_from ? A->input_from : "");
+    char *data = strdup(A->data_tensor ? A->data_tensor : "");
+    char *fused = dup_printf("pre: %s (1x1)%s%s", A->name, *B->fused ? ", " : "", B->fused);
+    if (!from || !data || !fused) {
+      free(from);
+      free(data);
+      free(fused);
+      return ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+    }
+    B->w = fw;
+    B->q.pre = &A->q;
+    B->q.pre_weights = A->weights;
+    B->input_conv = A->input_conv;
+    free(B->input_from);
+    B->input_from = from;
+    free(B->data_tensor);
+    B->data_tensor = data;
+    free(B->fused);
+    B->fused = fused;
+    B->pre_conv = a;
+    A->fused_into = b;
+  }
+  return CT_OK;
+}
+
+int model_pre_of(const model *m, int i) {
+  if (!m || i < 0 || i >= m->n_convs) return -1;
+  int a = m->convs[i].pre_conv;
+  return a >= 0 && a < m->n_convs && a != i && m->convs[i].w.pre_c > 0 &&
+                 m->convs[a].fused_into == i
+             ? a
+             : -1;
+}
+
+int model_absorbed_by(const model *m, int i) {
+  if (!m || i < 0 || i >= m->n_convs) return -1;
+  int b = m->convs[i].fused_into;
+  return b >= 0 && b < m->n_convs && model_pre_of(m, b) == i ? b : -1;
+}
+
+int model_n_fused(const model *m) {
+  int n = 0;
+  for (int i = 0; m && i < m->n_convs; i++) n += model_pre_of(m, i) >= 0;
+  return n;
 }
 
 ct_status model_load(const char *path, const model_opts *opts, model **out, ct_err *err) {
@@ -1323,7 +1452,7 @@ ct_status model_load(const char *path, const model_opts *opts, model **out, ct_e
   for (int ci = 0; ci < m->n_convs && !st; ci++) {
     const gnode *nd = &g->nodes[im.conv_node[ci]];
     model_conv *mc = &m->convs[ci];
-    mc->input_conv = mc->residual_conv = -1;
+    mc->input_conv = mc->residual_conv = mc->pre_conv = mc->fused_into = -1;
     im.chains[ci].cand_add = im.chains[ci].res_v = -1;
     im.chains[ci].v = graph_out(g, im.conv_node[ci], 0);
     im.parts[ci].data_v = im.parts[ci].w_v = im.parts[ci].bias_v = -1;
@@ -1340,6 +1469,7 @@ ct_status model_load(const char *path, const model_opts *opts, model **out, ct_e
     st = stage_workload(&im, ci, &float_epi, err);
   }
   if (!st) st = assemble(&im, err);
+  if (!st && im.o.fuse_pre) st = fuse_pairs(&im, err);
   if (st) goto fail;
   imp_free(&im);
   graph_free(g);
@@ -1395,7 +1525,7 @@ ct_status model_workloads(const model *m, wlset **out, int **counts, ct_err *err
     goto oom;
   for (int i = 0; i < m->n_convs; i++) {
     const model_conv *c = &m->convs[i];
-    if (!c->supported) continue;
+    if (!c->supported || model_absorbed_by(m, i) >= 0) continue;
     char key[CT_KEY_MAX];
     workload_key(&c->w, key, sizeof key);
     int j = 0;

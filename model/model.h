@@ -19,6 +19,12 @@
  * cannot run (1D, a float bias, ...) stays in the list with supported = 0
  * and the reason: never dropped.
  *
+ * A pointwise conv whose only reader is the next conv (an inverted residual
+ * block's 1x1 expansion before its depthwise conv) may be fused into that
+ * conv (ct_workload.pre_c), when the caller's model_opts.fuse_pre says a
+ * kernel runs the fused workload: the second conv then reads the first's
+ * input and runs both, and the first stays listed, absorbed (fused_into).
+ *
  * Errors: a file that does not exist is CT_ERR_NOT_FOUND, as a missing
  * workload file, one that cannot be read CT_ERR_IO; a truncated or
  * malformed file, an unknown dtype, a shape that cannot be derived,
@@ -49,10 +55,21 @@ typedef struct model_opts {
   ct_dtype float_out;
   const char *float_epilogue;
   ct_dtype float_data; /* a float model's data type (the CLI's --data): INT8 (default) or UINT8 */
+  /* Fusion of a pointwise conv A into the conv B that alone reads its
+   * output (model_load: every kernel dim 1, stride 1, no padding, dilation
+   * 1, one group, a requantized 8-bit output without residual or
+   * depth_to_space, no other reader, not a graph output; B channels-last;
+   * quantized models only). fuse_pre gets B's workload with A before it
+   * (pre_c, pre_data_type, pre_epi) and fuse_user; 1: fuse them. NULL (the
+   * default): no fusion. model/ depends on core only, so whether a kernel
+   * runs the fused workload is the caller's to say (the CLI asks the
+   * templates: template_any_supports). */
+  int (*fuse_pre)(const ct_workload *w, void *user);
+  void *fuse_user;
 } model_opts;
 
 /* Defaults: batch 0, layout nhwc, float models int8 x int8 -> int32 without
- * an epilogue. */
+ * an epilogue, no fusion of pointwise convs. */
 void model_opts_default(model_opts *o);
 
 /* One conv node. The values are host memory owned by the model; q points
@@ -86,6 +103,16 @@ typedef struct model_conv {
    * and its residual (NULL without one). For matching the convs to a run
    * of the whole graph, e.g. by ONNX Runtime. */
   char *data_tensor, *out_tensor, *residual_tensor;
+  /* A fused pair (model_opts.fuse_pre), indices into model.convs, -1 when
+   * none. On the conv B that runs both: pre_conv is A, w has pre_c (A's
+   * input channels), pre_data_type and pre_epi (A's), q.pre points at A's
+   * q and q.pre_weights at A's weights (a 1x1 conv's OIHW is [c][pre_c]),
+   * and input_conv, input_from and data_tensor are A's; fused lists "pre: A
+   * (1x1)" first. On A: fused_into is B; A keeps its workload and values
+   * (B reads them through q.pre) but runs no more: model_workloads skips
+   * it. Read them through model_pre_of and model_absorbed_by, which check
+   * both ends (a zeroed conv is neither). */
+  int pre_conv, fused_into;
 } model_conv;
 
 typedef struct model {
@@ -95,7 +122,8 @@ typedef struct model {
   int n_convs;
   /* In a topological order of the fused graph: each conv after the convs
    * whose outputs it reads, as data or residual (a block's closing conv
-   * after its downsample); the file's order where that leaves a choice. */
+   * after its downsample); the file's order where that leaves a choice.
+   * Never moved after model_load: a fused conv's q.pre points into it. */
   model_conv *convs;
 } model;
 
@@ -109,9 +137,22 @@ void model_free(model *m);
 
 /* The model's unique supported workloads, in order of first occurrence,
  * as a set named after the file (each item named after its first node),
- * with counts[i] the number of nodes that run item i. Owned: wlset_free,
+ * with counts[i] the number of nodes that run item i; a conv absorbed by a
+ * fused one (model_absorbed_by) is no node of its own. Owned: wlset_free,
  * free(counts). */
 ct_status model_workloads(const model *m, wlset **out, int **counts, ct_err *err);
+
+/* The pointwise conv that conv i runs fused before itself (its pre_conv,
+ * whose fused_into names i, and i's w.pre_c > 0), or -1. */
+int model_pre_of(const model *m, int i);
+
+/* The conv that absorbed conv i (its fused_into, whose pre_conv names i),
+ * or -1: conv i runs as a node of its own. */
+int model_absorbed_by(const model *m, int i);
+
+/* How many convs run fused with a pointwise conv before them: the fused
+ * nodes, each of which runs two of the model's convs. */
+int model_n_fused(const model *m);
 
 /* The form's name: "float", "qdq", "qlinear", "convinteger". */
 const char *model_form_name(model_form f);

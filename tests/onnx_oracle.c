@@ -12,6 +12,11 @@
  * NCHW / NCDHW); their sizes must be the workload's exactly. Prints one
  * line, the conv's name, key and fused ops, to stdout. Exit 0 on success, 1
  * on any failure (one line on stderr), 2 on a usage error.
+ *
+ * The model is read without fusing pointwise convs (model_opts.fuse_pre
+ * NULL, and NCHW, where none is ever fused): every conv's own output is a
+ * tensor of the graph that ONNX Runtime also computes. A conv absorbed by a
+ * fused one writes no tensor of its own, so one would be refused, named.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +62,7 @@ int main(int argc, char **argv) {
   model_opts o;
   model_opts_default(&o);
   o.layout = CT_LAYOUT_NCHW;
+  o.fuse_pre = NULL; /* each conv apart: its own output is the graph's tensor */
   model *m = NULL;
   const model_conv *mc = NULL;
   const ct_workload *w = NULL;
@@ -77,6 +83,13 @@ int main(int argc, char **argv) {
     goto done;
   }
   mc = &m->convs[0];
+  if (model_absorbed_by(m, 0) >= 0 || model_pre_of(m, 0) >= 0) {
+    fprintf(stderr,
+            "onnx_oracle: %s: conv %s was fused with another: its output is no tensor of "
+            "the graph\n",
+            argv[1], mc->name);
+    goto done;
+  }
   if (!mc->supported) {
     fprintf(stderr, "onnx_oracle: %s: conv %s is not supported: %s\n", argv[1], mc->name,
             mc->why ? mc->why : "(no reason)");

@@ -101,6 +101,28 @@ expect_bad "$tmp/cut.onnx: " workload --model "$tmp/cut.onnx" --batch 1
 printf 'not a model' >"$tmp/junk.onnx"
 expect_bad "junk.onnx: not a valid ONNX model" workload --model "$tmp/junk.onnx"
 expect_bad 'none.onnx: cannot open' workload --model "$tmp/none.onnx"
+# A fused pair (tests/data/tiny_grouped_qdq.onnx, scripts/models/grouped_models.py: an
+# inverted residual block's 1x1 expansion 8 -> 48 whose output only its depthwise 3x3
+# reads): with --fuse one node where a template runs the pair (convtune space on the fused
+# key says whether one does), the expansion listed as fused into it; never without --fuse
+# (the default), nor in a layout other than nhwc; --fuse without --model is refused.
+grouped="$src/tests/data/tiny_grouped_qdq.onnx"
+fkey=conv2d-nhwc-i8.i8.i8-n3-c48-k48-12x12-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-onnx-g48-pre8.i8.bias.qc.onnx
+expect 0 '^5 conv nodes, 5 unique workloads (5 shapes), 0 unsupported$' workload --model "$grouped" --batch 3
+expect 0 '^ir_dw_out_Conv  *conv2d-nhwc-i8.i8.i8-n3-c48-k48-12x12-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-onnx-g48  *Clip  *ir_expand_out_Conv  *ok$' workload --model "$grouped" --batch 3
+expect 0 '^5 conv nodes, 5 unique workloads (5 shapes), 0 unsupported$' workload --model "$grouped" --batch 3 --layout nchw --fuse
+"$ct" workload --model "$grouped" --batch 3 --json >"$tmp/nofuse.json" 2>&1 && ! grep -q 'fused_into\|pre_conv\|-pre8' "$tmp/nofuse.json" && grep -q '"fused_nodes":.0' "$tmp/nofuse.json" && ok || bad "no --fuse: $(cat "$tmp/nofuse.json")"
+if "$ct" space "$fkey" --arch sm_90 >/dev/null 2>&1; then
+  expect 0 '^5 conv nodes, 4 unique workloads (4 shapes), 0 unsupported, 2 convs fused into 1 node ' workload --model "$grouped" --batch 3 --fuse
+  expect 0 '^ir_expand_out_Conv  *conv2d-nhwc-i8.i8.i8-n3-c8-k48-12x12-r1x1-.*  *Clip  *graph input .x.  *fused into ir_dw_out_Conv$' workload --model "$grouped" --batch 3 --fuse
+  expect 0 "^ir_dw_out_Conv  *$fkey  *pre: ir_expand_out_Conv (1x1), Clip  *graph input 'x'  *ok\$" workload --model "$grouped" --batch 3 --fuse
+  expect 0 "^ *1  ir_dw_out_Conv  *$fkey\$" workload --model "$grouped" --batch 3 --fuse
+  expect 0 '"fused_into":.*"ir_dw_out_Conv"' workload --model "$grouped" --batch 3 --json --fuse
+  expect 0 '"fused_nodes":.1' workload --model "$grouped" --batch 3 --json --fuse
+else
+  expect 0 '^5 conv nodes, 5 unique workloads (5 shapes), 0 unsupported$' workload --model "$grouped" --batch 3 --fuse
+fi
+expect_bad '--fuse is about a model' workload --fuse --c 8 --k 8 --size 8x8 --kernel 1
 
 # Malformed input: one line naming the field, exit code 2.
 good='"op":"conv2d","c":64,"h":56,"w":56,"k":64,"kernel":3'
@@ -164,8 +186,9 @@ expect 0 'conv1: conv2d-nhwc-i8.i8.i32-n1-c3-k64' space --set resnet50 --layout 
 expect 0 'template conv2d_nhwc_mma' space --set resnet50 --layout nhwc --arch sm_90 --samples 500
 expect_bad 'needs layout nchw4c' space --set resnet50 --layout nhwc --template conv2d_nchw4c_mma --arch sm_90 --samples 500
 expect_bad '--template' space --set resnet50 --template nope
-# every template named, the last registered one too (the list outgrew a fixed buffer once)
-expect_bad 'conv3d_ndhwc_pw_mma (see' space --set resnet50 --template nope
+# every template named, the last registered one too (the list outgrew a fixed buffer once):
+# the fused pointwise + depthwise family, registered last
+expect_bad 'conv3d_ndhwc_pw_mma, .*_pwdw (see' space --set resnet50 --template nope
 expect_bad 'unknown architecture' space --set resnet50 --arch sm_13
 expect_bad '--samples' space --set resnet50 --samples 0
 expect_bad 'no workload given' space
@@ -422,7 +445,7 @@ want_flags() { # want_flags CMD FLAG...: each FLAG is in CMD's --help
   shift
   for f in "$@"; do grep -qx -- "$f" "$tmp/flags-$c" && ok || bad "$c --help does not list $f"; done
 }
-wl="--c --k --size --kernel --stride --pad --dilation --groups --layout --op --file --set --model --batch --data --out --epilogue"
+wl="--c --k --size --kernel --stride --pad --dilation --groups --layout --op --file --set --model --fuse --batch --data --out --epilogue"
 common="-h --help -v -q"
 want_flags workload --json $wl $common
 want_flags tune --db --trials --early-stopping --time-budget --as-model --round-trials --tuner --template --device --seed --timeout --no-transfer --builders --json $wl $common

@@ -6,7 +6,9 @@
  * residual's assignment and the order; shapes propagated through pooling,
  * Flatten, Gemm, Reshape and Concat; the batch; external data; and refusals
  * of hostile files (every prefix of a model, garbage, unknown dtypes, bad
- * sizes, deep nesting, cycles), each failing cleanly with the file named.
+ * sizes, deep nesting, cycles), each failing cleanly with the file named;
+ * and a 1x1 expansion fused into the depthwise conv it alone feeds when the
+ * caller's hook says so, never when its output has another reader.
  */
 #include <check.h>
 #include <math.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/reference.h"
 #include "model/graph.h"
 #include "model/model.h"
 #include "tests/util.h"
@@ -1332,6 +1335,238 @@ START_TEST(grouped_convs) {
 }
 END_TEST
 
+/* ---- a pointwise conv fused into the conv it feeds ------------------------------- */
+
+/* What a fuse_pre hook saw: how often it was asked, the last workload, and
+ * what it answers. */
+typedef struct hook_log {
+  int calls, answer;
+  ct_workload last;
+} hook_log;
+
+static int fuse_hook(const ct_workload *w, void *user) {
+  hook_log *h = user;
+  h->calls++;
+  h->last = *w;
+  return h->answer;
+}
+
+static ct_status load_fused(const char *path, ct_layout layout, hook_log *h, model **m,
+                            ct_err *err) {
+  model_opts o;
+  model_opts_default(&o);
+  o.layout = layout;
+  if (h) {
+    o.fuse_pre = fuse_hook;
+    o.fuse_user = h;
+  }
+  memset(err, 0, sizeof *err);
+  return model_load(path, &o, m, err);
+}
+
+/* An inverted residual block's first half, QDQ: xq (2 x 8 x 6 x 6, int8,
+ * zero point 3) -> expand, a 1x1 conv 8 -> 24 (per-channel scales, bias)
+ * -> Relu (expand_act 0) or Clip(0, 6) (1) -> Q(t, zero point -5) -> the
+ * depthwise 3x3 dw (group 24, pad 1) -> Relu -> Q(y). second: 1, t is also read by
+ * another conv (side, a 1x1 24 -> 4); 2, t is also a graph output. */
+static const char *ir_block(mb *b, int expand_act, int second) {
+  qpn x = mb_qp(b, "x", 0.02f, 3, ONNX_INT8), t = mb_qp(b, "t", 0.05f, -5, ONNX_INT8);
+  const char *xq = quant_input(b, 8, 6, 6, x);
+  wspec we = {.k = 24, .c = 8, .nd = 2, .kernel = {1, 1}, .per_channel = 1, .bias = 1};
+  const char *ef = qdq_conv(b, "expand", xq, x, &we, x.scale);
+  if (expand_act) {
+    mb_float(b, "zero", 0.0f);
+    mb_float(b, "six", 6.0f);
+    mb_node(b, "Clip", "clip_e", mb_str(b, "%s,zero,six", ef), "e.act");
+  } else {
+    mb_node(b, "Relu", "relu_e", ef, "e.act");
+  }
+  const char *tq = Q(b, "e.act", t, "tq");
+  wspec wd = {
+      .k = 24, .c = 24, .nd = 2, .kernel = {3, 3}, .per_channel = 1, .bias = 1, .group = 24};
+  const char *df = qdq_conv(b, "dw", tq, t, &wd, t.scale);
+  attr_ints(b, find_node(b, "dw"), "pads", 4, 1, 1, 1, 1);
+  mb_node(b, "Relu", "relu_d", df, "d.act");
+  Q(b, "d.act", mb_qp(b, "y", 0.1f, 2, ONNX_INT8), "yq");
+  mb_output(b, "yq");
+  if (second == 1) {
+    wspec ws = {.k = 4, .c = 24, .nd = 2, .kernel = {1, 1}, .bias = 1};
+    Q(b, qdq_conv(b, "side", tq, t, &ws, t.scale), t, "sq");
+    mb_output(b, "sq");
+  } else if (second == 2) {
+    mb_output(b, tq);
+  }
+  return mb_write(b, "ir.onnx");
+}
+
+/* expand -> Relu / Clip -> dw with a hook that accepts (_i 0: Relu, 1:
+ * Clip): dw becomes the fused conv (pre_c 8, the expansion's epilogue, its
+ * data and input), the expansion is absorbed, and one workload runs the
+ * pair; a hook that refuses, or none, changes nothing. */
+START_TEST(pointwise_fused) {
+  mb b;
+  mb_init(&b);
+  const char *path = ir_block(&b, _i, 0);
+  model *m, *m0;
+  ct_err err;
+  hook_log h = {.answer = 1};
+  ck_assert_msg(load_fused(path, CT_LAYOUT_NHWC, &h, &m, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(load_fused(path, CT_LAYOUT_NHWC, NULL, &m0, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(m->n_convs, 2);
+  const int e = conv_index(m, "expand"), d = conv_index(m, "dw");
+  const model_conv *ce = &m->convs[e], *cd = &m->convs[d];
+  const model_conv *e0 = conv_named(m0, "expand"), *d0 = conv_named(m0, "dw");
+  ck_assert_int_eq(h.calls, 1);
+  ck_assert_msg(ce->supported && cd->supported, "%s", cd->why ? cd->why : "");
+  /* the hook was asked about exactly the fused workload */
+  ck_assert_int_eq(h.last.pre_c, 8);
+  ck_assert_str_eq(key_of(&h.last), key_of(&cd->w));
+  /* the fused conv: dw's own workload, with the expansion before it */
+  ck_assert_int_eq(cd->w.pre_c, 8);
+  ck_assert_int_eq(cd->w.pre_data_type, ce->w.data_type);
+  ck_assert_int_eq(cd->w.pre_data_type, CT_DTYPE_INT8);
+  ck_assert_mem_eq(&cd->w.pre_epi, &ce->w.epi, sizeof ce->w.epi);
+  ck_assert_int_eq(cd->w.pre_epi.scale, CT_SCALE_CHANNEL);
+  ck_assert_int_eq(cd->w.pre_epi.bias, 1);
+  ck_assert_int_eq(cd->w.pre_epi.data_zero_point, 1);
+  ct_workload own;
+  workload_main(&cd->w, &own);
+  ck_assert_str_eq(key_of(&own), key_of(&d0->w));
+  ck_assert_int_eq(cd->w.groups, 24);
+  ck_assert_int_eq(cd->w.pre_epi.weight_zero_point, 1); /* per channel: k % 3 */
+  ck_assert_msg(strstr(key_of(&cd->w), "-g24-pre8.i8.zd.zw.bias.qc.onnx") != NULL, "%s",
+                key_of(&cd->w));
+  /* the expansion's clamp: Relu, or Clip(0, 6), in t's domain */
+  ck_assert_int_eq(ce->q.clamp_min, -5);
+  ck_assert_int_eq(ce->q.clamp_max, _i ? (int)(nearbyintf(6.0f / 0.05f) - 5.0f) : 127);
+  /* its data: the expansion's input; its values: the expansion's */
+  ck_assert_int_eq(cd->input_conv, -1);
+  ck_assert_str_eq(cd->input_from, "graph input 'x'");
+  ck_assert_str_eq(cd->data_tensor, "xq");
+  ck_assert_str_eq(cd->data_tensor, ce->data_tensor);
+  ck_assert_str_eq(cd->out_tensor, d0->out_tensor);
+  ck_assert_ptr_eq(cd->q.pre, &ce->q);
+  ck_assert_ptr_eq(cd->q.pre_weights, ce->weights);
+  ck_assert_str_eq(cd->fused, "pre: expand (1x1), Relu"); /* then dw's own */
+  /* the pair, from both ends */
+  ck_assert_int_eq(cd->pre_conv, e);
+  ck_assert_int_eq(ce->fused_into, d);
+  ck_assert_int_eq(cd->fused_into, -1);
+  ck_assert_int_eq(ce->pre_conv, -1);
+  ck_assert_int_eq(model_pre_of(m, d), e);
+  ck_assert_int_eq(model_absorbed_by(m, e), d);
+  ck_assert_int_eq(model_pre_of(m, e), -1);
+  ck_assert_int_eq(model_absorbed_by(m, d), -1);
+  ck_assert_int_eq(model_n_fused(m), 1);
+  /* the absorbed conv keeps its own workload and values */
+  ck_assert_int_eq(ce->w.pre_c, 0);
+  ck_assert_str_eq(key_of(&ce->w), key_of(&e0->w));
+  ck_assert_str_eq(ce->fused, _i ? "Clip" : "Relu");
+  /* one workload runs the pair */
+  wlset *s;
+  int *counts;
+  ck_assert_int_eq(model_workloads(m, &s, &counts, &err), CT_OK);
+  ck_assert_int_eq(s->n_items, 1);
+  ck_assert_str_eq(s->items[0].name, "dw");
+  ck_assert_int_eq(counts[0], 1);
+  ck_assert_str_eq(key_of(&s->items[0].w), key_of(&cd->w));
+  wlset_free(s);
+  free(counts);
+  ck_assert_int_eq(model_workloads(m0, &s, &counts, &err), CT_OK);
+  ck_assert_int_eq(s->n_items, 2);
+  wlset_free(s);
+  free(counts);
+
+  /* the fused conv's reference equals the two convs', chained, of the
+   * model read without fusion */
+  ct_workload wf = cd->w, we = e0->w, wd = d0->w;
+  wf.n = we.n = wd.n = 1;
+  size_t n_in = (size_t)workload_data_elems(&wf), n_mid = (size_t)workload_out_elems(&we);
+  size_t n_out = (size_t)workload_out_elems(&wf);
+  ck_assert_uint_eq(n_in, 8 * 36);
+  uint8_t *data = malloc(n_in), *mid = malloc(n_mid), *chained = malloc(n_out),
+          *fused = malloc(n_out);
+  ck_assert(data && mid && chained && fused);
+  for (size_t i = 0; i < n_in; i++) data[i] = (uint8_t)(i * 97 + 13);
+  /* a depthwise and a 1x1 conv: OIHW weights are OHWI too */
+  ck_assert_int_eq(reference_qconv(&we, &e0->q, data, e0->weights, NULL, mid, &err), CT_OK);
+  ck_assert_int_eq(reference_qconv(&wd, &d0->q, mid, d0->weights, NULL, chained, &err), CT_OK);
+  ck_assert_msg(reference_qconv(&wf, &cd->q, data, cd->weights, NULL, fused, &err) == CT_OK, "%s",
+                err.msg);
+  ck_assert_mem_eq(fused, chained, n_out);
+  int distinct = 0; /* not a constant output: the check means something */
+  for (size_t i = 1; i < n_out; i++) distinct |= fused[i] != fused[0];
+  ck_assert(distinct);
+  free(data);
+  free(mid);
+  free(chained);
+  free(fused);
+  model_free(m);
+
+  /* a hook that refuses: asked once, nothing changes; no hook: the same */
+  hook_log no = {.answer = 0};
+  ck_assert_msg(load_fused(path, CT_LAYOUT_NHWC, &no, &m, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(no.calls, 1);
+  ck_assert_int_eq(model_n_fused(m), 0);
+  for (int i = 0; i < 2; i++) {
+    const model_conv *c = &m->convs[i], *c0 = &m0->convs[i];
+    ck_assert_str_eq(c->name, c0->name);
+    ck_assert_int_eq(c->w.pre_c, 0);
+    ck_assert_int_eq(c->pre_conv, -1);
+    ck_assert_int_eq(c->fused_into, -1);
+    ck_assert_int_eq(c0->pre_conv, -1);
+    ck_assert_int_eq(c0->fused_into, -1);
+    ck_assert_int_eq(c->input_conv, c0->input_conv);
+    ck_assert_str_eq(c->fused, c0->fused);
+    ck_assert_str_eq(c->input_from, c0->input_from);
+    ck_assert_ptr_null(c->q.pre);
+    ck_assert_str_eq(key_of(&c->w), key_of(&c0->w));
+  }
+  ck_assert_int_eq(conv_named(m0, "dw")->input_conv, conv_index(m0, "expand"));
+  ck_assert_str_eq(conv_named(m0, "dw")->input_from, "expand");
+  ck_assert_int_eq(model_n_fused(m0), 0);
+  model_free(m);
+  /* channels-last only: in nchw the hook is not even asked */
+  hook_log nchw = {.answer = 1};
+  ck_assert_msg(load_fused(path, CT_LAYOUT_NCHW, &nchw, &m, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(nchw.calls, 0);
+  ck_assert_int_eq(model_n_fused(m), 0);
+  model_free(m);
+  model_free(m0);
+  mb_free(&b);
+}
+END_TEST
+
+/* The expansion's output read by anything else, another conv (_i 1) or as
+ * a graph output (_i 2): never fused, the hook never asked. */
+START_TEST(pointwise_shared_not_fused) {
+  mb b;
+  mb_init(&b);
+  const char *path = ir_block(&b, 0, _i);
+  model *m;
+  ct_err err;
+  hook_log h = {.answer = 1};
+  ck_assert_msg(load_fused(path, CT_LAYOUT_NHWC, &h, &m, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(m->n_convs, _i == 1 ? 3 : 2);
+  ck_assert_int_eq(h.calls, 0);
+  ck_assert_int_eq(model_n_fused(m), 0);
+  const model_conv *cd = conv_named(m, "dw");
+  ck_assert_msg(cd->supported, "%s", cd->why ? cd->why : "");
+  ck_assert_int_eq(cd->w.pre_c, 0);
+  ck_assert_int_eq(cd->input_conv, conv_index(m, "expand"));
+  ck_assert_int_eq(conv_named(m, "expand")->fused_into, -1);
+  if (_i == 1) ck_assert_int_eq(conv_named(m, "side")->input_conv, conv_index(m, "expand"));
+  wlset *s;
+  int *counts;
+  ck_assert_int_eq(model_workloads(m, &s, &counts, &err), CT_OK);
+  ck_assert_int_eq(s->n_items, _i == 1 ? 3 : 2);
+  wlset_free(s);
+  free(counts);
+  model_free(m);
+  mb_free(&b);
+}
+END_TEST
+
 /* ---- what the engine cannot run ------------------------------------------------ */
 
 START_TEST(unsupported_listed) {
@@ -1893,6 +2128,8 @@ static void add_fusion(TCase *tc) {
   tcase_add_loop_test(tc, depth_to_space, 0, 3);
   tcase_add_test(tc, tiny_committed);
   tcase_add_test(tc, tiny_grouped_committed);
+  tcase_add_loop_test(tc, pointwise_fused, 0, 2);
+  tcase_add_loop_test(tc, pointwise_shared_not_fused, 1, 3);
 }
 
 static void add_graph(TCase *tc) {

@@ -8,8 +8,9 @@
  * mismatch (int8, uint8, int32, depth_to_space, 3D), the CPU reference on
  * several threads against the one-thread reference, the results path, and
  * the JSON, CSV and Markdown writers; the plan of the importer's tiny QDQ
- * model file, whose values the reference takes as they are. Without a GPU,
- * mbench_run must say so.
+ * model file, whose values the reference takes as they are; a fused node (a
+ * 1x1 conv run inside the conv it feeds): its wiring, counts and writers.
+ * Without a GPU, mbench_run must say so.
  */
 #include <check.h>
 #include <math.h>
@@ -20,6 +21,7 @@
 
 #include "bench/bench_int.h"
 #include "bench/model_bench.h"
+#include "core/pack.h"
 #include "core/quant.h"
 #include "core/reference.h"
 #include "core/rng.h"
@@ -73,6 +75,7 @@ static void set_conv(model *m, int i, const char *name, ct_workload w, int input
   c->residual_conv = residual_conv;
   c->input_from = input_from ? strdup(input_from) : NULL;
   c->residual_from = residual_from ? strdup(residual_from) : NULL;
+  c->pre_conv = c->fused_into = -1;
 }
 
 static void free_model(model *m) {
@@ -828,6 +831,123 @@ START_TEST(in_chain_cells) {
 }
 END_TEST
 
+/* A MobileNetV2 block's start, batch 2: a stem (3 -> 8) from the graph
+ * input, the expansion (8 -> 24, 1x1) fused into the depthwise 3x3 it
+ * feeds (the importer's model_opts.fuse_pre), and a projection (24 -> 8)
+ * reading the depthwise conv's output. */
+static model *fused_model(void) {
+  model *m = new_model(4, 2);
+  set_conv(m, 0, "stem", conv(2, 3, 8, 8, 3, 1, 1, CT_DTYPE_INT8, 0), -1, "graph input 'x'", -1,
+           NULL);
+  set_conv(m, 1, "expand", conv(2, 8, 24, 8, 1, 1, 0, CT_DTYPE_INT8, 0), 0, NULL, -1, NULL);
+  ct_workload dw = conv(2, 24, 24, 8, 3, 1, 1, CT_DTYPE_INT8, 0);
+  dw.groups = 24;
+  dw.pre_c = 8;
+  dw.pre_data_type = CT_DTYPE_INT8;
+  dw.pre_epi = m->convs[1].w.epi;
+  set_conv(m, 2, "dw", dw, 0, NULL, -1, NULL); /* its data: the expansion's, the stem's output */
+  free(m->convs[2].fused);
+  m->convs[2].fused = strdup("pre: expand (1x1), Relu");
+  m->convs[2].pre_conv = 1;
+  m->convs[1].fused_into = 2;
+  set_conv(m, 3, "project", conv(2, 24, 8, 8, 1, 1, 0, CT_DTYPE_INT8, 0), 2, NULL, -1, NULL);
+  return m;
+}
+
+/* A fused node: runs once, as its own conv, reading the expansion's input
+ * (the stem's real output: pre_c channels of pre_data_type), and feeds the
+ * next; the expansion's node does not run and says where it went; ops and
+ * bytes count both convs, the key the fused workload; every writer says how
+ * many convs ran fused into how many nodes and names both. Its consumer
+ * skipped, the expansion says so too. */
+START_TEST(plan_fused_node) {
+  model *m = fused_model();
+  mbench_result r;
+  memset(&r, 0, sizeof r);
+  ct_err err = {0};
+  ck_assert_msg(mbench_plan(m, &h200, NULL, &r, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(r.n_nodes, 4);
+  ck_assert_int_eq(r.n_run, 3);
+  ck_assert_int_eq(r.n_fused, 1);
+  const mbench_node *nd = r.nodes;
+  ck_assert_int_eq(nd[1].runs, 0);
+  ck_assert_int_eq(nd[1].fused_into, 2);
+  ck_assert_int_eq(nd[1].pre_conv, -1);
+  ck_assert_str_eq(nd[1].why, "fused into dw: runs inside it as its 1x1 conv");
+  ck_assert_int_eq(nd[2].runs, 1);
+  ck_assert_int_eq(nd[2].pre_conv, 1);
+  ck_assert_int_eq(nd[2].fused_into, -1);
+  ck_assert_str_eq(nd[2].pre_name, "expand");
+  ck_assert_str_eq(nd[2].fused, "pre: expand (1x1), Relu");
+  ck_assert_ptr_nonnull(strstr(nd[2].key, "-g24-pre8.i8.bias.qc"));
+  /* the stem's 8 int8 channels are the fused node's data, and its output the projection's */
+  ck_assert_int_eq(nd[2].input_conv, 0);
+  ck_assert_str_eq(nd[2].input, "conv stem");
+  ck_assert_int_eq(nd[3].input_conv, 2);
+  ck_assert_str_eq(nd[3].input, "conv dw");
+  ck_assert_int_eq(r.n_fresh_inputs, 1);
+  /* both convs' operations and weights; the 24-channel intermediate never in memory */
+  const double px = 2.0 * 8 * 8;
+  ck_assert_double_eq(nd[2].ops, 2 * px * 24 * 9 + 2 * px * 24 * 8);
+  ck_assert_double_eq(nd[2].bytes, px * 8 + 24 * 9 + 24 * 8 + px * 24);
+  for (int i = 0; i < 4; i++) r.nodes[i].t[MBENCH_CONVTUNE] = nd[i].runs ? 1 + i : BENCH_NONE;
+  ck_assert_double_eq(mbench_sum(&r, MBENCH_CONVTUNE, NULL), 1 + 3 + 4);
+  char *md = markdown(&r);
+  ck_assert_msg(strstr(md, "4 conv nodes, 3 run, 0 skipped; 2 convs ran fused into 1 node (") !=
+                    NULL,
+                "%s", md);
+  ck_assert_ptr_nonnull(strstr(md, "| 2 | dw | `"));
+  ck_assert_ptr_nonnull(strstr(md, "| pre: expand (1x1), Relu | conv stem |"));
+  ck_assert_ptr_nonnull(strstr(md, "Fused nodes"));
+  ck_assert_ptr_nonnull(strstr(md, "- 2 dw runs 1 expand `conv2d-nhwc-i8.i8.i8-n2-c8-k24-"));
+  ck_assert_ptr_null(strstr(md, "| 1 | expand |"));
+  ck_assert_ptr_null(strstr(md, "Skipped"));
+  ck_assert_int_eq(tables_whole(md), 2);
+  free(md);
+  cJSON *o = mbench_to_json(&r);
+  ck_assert_int_eq(cJSON_GetObjectItem(o, "n_fused_nodes")->valueint, 1);
+  ck_assert_int_eq(cJSON_GetObjectItem(o, "n_fused_convs")->valueint, 2);
+  cJSON *nodes = cJSON_GetObjectItem(o, "nodes");
+  cJSON *n1 = cJSON_GetArrayItem(nodes, 1), *n2 = cJSON_GetArrayItem(nodes, 2);
+  ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(n1, "runs")));
+  ck_assert_str_eq(cJSON_GetObjectItem(n1, "fused_into")->valuestring, "dw");
+  ck_assert_int_eq(cJSON_GetObjectItem(n1, "fused_into_conv")->valueint, 2);
+  ck_assert_str_eq(cJSON_GetObjectItem(n2, "pre")->valuestring, "expand");
+  ck_assert_int_eq(cJSON_GetObjectItem(n2, "pre_conv")->valueint, 1);
+  ck_assert_ptr_null(cJSON_GetObjectItem(cJSON_GetArrayItem(nodes, 3), "pre"));
+  ck_assert_ptr_nonnull(strstr(cJSON_GetObjectItem(o, "method")->valuestring, "fused node"));
+  cJSON_Delete(o);
+  char *csv = csv_of(&r);
+  ck_assert_ptr_nonnull(strstr(csv, "\n1,expand,"));
+  ck_assert_ptr_nonnull(strstr(csv, ",fused into dw: runs inside it as its 1x1 conv\n"));
+  free(csv);
+
+  /* the fused node skipped at run time: the expansion with it, and both listed */
+  const char *skip[4] = {0};
+  skip[2] = "no kernel runs it in layout nhwc: test";
+  ck_assert_int_eq(mbench_plan(m, &h200, skip, &r, &err), CT_OK);
+  ck_assert_int_eq(r.n_run, 2);
+  ck_assert_int_eq(r.n_fused, 0);
+  ck_assert_int_eq(r.nodes[1].runs, 0);
+  ck_assert_ptr_nonnull(strstr(r.nodes[1].why, "fused into dw, which is not run: no kernel"));
+  ck_assert_str_eq(r.nodes[3].input, "fresh: dw is not run");
+  md = markdown(&r);
+  ck_assert_ptr_nonnull(strstr(md, "4 conv nodes, 2 run, 2 skipped\n"));
+  ck_assert_ptr_nonnull(strstr(md, "- 1 expand `"));
+  ck_assert_ptr_null(strstr(md, "Fused nodes"));
+  free(md);
+
+  /* a producer whose output is not the fused node's data (16 channels, not pre_c 8) */
+  m->convs[0].w.k = 16;
+  ck_assert_int_eq(mbench_plan(m, &h200, NULL, &r, &err), CT_OK);
+  ck_assert_int_eq(r.nodes[2].input_conv, -1);
+  ck_assert_msg(strstr(r.nodes[2].input, "(16 channels), this conv reads 2x8x8x8 int8") != NULL,
+                "%s", r.nodes[2].input);
+  mbench_result_free(&r);
+  free_model(m);
+}
+END_TEST
+
 START_TEST(plan_of_a_model_file) {
   /* the importer's tiny QDQ model (tests/data/tiny_qdq.onnx): a stem from
    * the graph input, two convs after a MaxPool, a block's last conv (data
@@ -884,6 +1004,86 @@ START_TEST(plan_of_a_model_file) {
 }
 END_TEST
 
+/* model_opts.fuse_pre that fuses every pair the importer allows. */
+static int fuse_all(const ct_workload *w, void *user) {
+  (void)w;
+  (void)user;
+  return 1;
+}
+
+/* The committed inverted residual block (tests/data/tiny_grouped_qdq.onnx)
+ * read with its expansion fused into its depthwise conv: one node of the
+ * plan; and the check's reference of that node (ct_reference_qconv of the
+ * fused workload, one image, channels-last as it runs, OHWI weights) equals
+ * the two convs' references chained as the check of separate nodes computes
+ * them (bench_reference_image, plain), on the same image. */
+START_TEST(plan_of_a_fused_model_file) {
+  const char *src = getenv("CT_SOURCE_DIR");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/tests/data/tiny_grouped_qdq.onnx", src ? src : ".");
+  model_opts mo;
+  model_opts_default(&mo);
+  mo.batch = 2;
+  mo.fuse_pre = fuse_all;
+  model *m = NULL;
+  ct_err err = {0};
+  ck_assert_msg(model_load(path, &mo, &m, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(model_n_fused(m), 1);
+  mbench_result r;
+  memset(&r, 0, sizeof r);
+  ck_assert_int_eq(mbench_plan(m, &h200, NULL, &r, &err), CT_OK);
+  ck_assert_int_eq(r.n_nodes, 5);
+  ck_assert_int_eq(r.n_run, 4);
+  ck_assert_int_eq(r.n_fused, 1);
+  ck_assert_int_eq(r.nodes[0].runs, 0);
+  ck_assert_int_eq(r.nodes[1].pre_conv, 0);
+  ck_assert_str_eq(r.nodes[1].input, "fresh: graph input 'x'");
+  ck_assert_int_eq(r.nodes[2].input_conv, 1);
+  const model_conv *e = &m->convs[0], *d = &m->convs[1];
+  ct_workload w1 = d->w, we = e->w, wd;
+  w1.n = we.n = 1;
+  workload_main(&w1, &wd);
+  we.layout = wd.layout = CT_LAYOUT_NCHW;
+  const int64_t sp = (int64_t)w1.in[0] * w1.in[1], c0 = w1.pre_c, c1 = w1.c, k = w1.k;
+  size_t n_in = (size_t)(c0 * sp), n_mid = (size_t)(c1 * sp), n_out = (size_t)(k * sp);
+  int8_t *ohwi = malloc((size_t)workload_weight_elems(&wd));
+  uint8_t *plain = malloc(n_in), *nhwc = malloc(n_in), *mid = malloc(n_mid);
+  uint8_t *chained = malloc(n_out), *fused = malloc(n_out), *fused_plain = malloc(n_out);
+  ck_assert(ohwi && plain && nhwc && mid && chained && fused && fused_plain);
+  rng g;
+  rng_seed(&g, 5);
+  bench_fill_random(&g, plain, n_in);
+  pack_nhwc(plain, nhwc, 1, 1, c0, sp);
+  pack_ohwi(d->weights, ohwi, k, workload_cpg(&wd), (int64_t)wd.kernel[0] * wd.kernel[1]);
+  char msg[256];
+  ck_assert_msg(ct_reference_qconv(&w1, &d->q, nhwc, ohwi, NULL, fused, msg, sizeof msg) == CT_OK,
+                "%s", msg);
+  unpack_nhwc(fused, fused_plain, 1, 1, k, sp);
+  ck_assert_msg(bench_reference_image(&we, &e->q, plain, e->weights, NULL, mid, 2, &err) == CT_OK,
+                "%s", err.msg);
+  ct_quant qd = d->q; /* the depthwise conv's own values */
+  qd.pre = NULL;
+  qd.pre_weights = NULL;
+  ck_assert_msg(bench_reference_image(&wd, &qd, mid, d->weights, NULL, chained, 3, &err) == CT_OK,
+                "%s", err.msg);
+  char note[256];
+  ck_assert_msg(mbench_compare(&wd, fused_plain, chained, 0, note, sizeof note) == 0, "%s", note);
+  /* a wrong intermediate is seen */
+  mid[0] ^= 0x55;
+  ck_assert_int_eq(bench_reference_image(&wd, &qd, mid, d->weights, NULL, chained, 3, &err), CT_OK);
+  ck_assert_int_gt(mbench_compare(&wd, fused_plain, chained, 0, note, sizeof note), 0);
+  free(ohwi);
+  free(plain);
+  free(nhwc);
+  free(mid);
+  free(chained);
+  free(fused);
+  free(fused_plain);
+  mbench_result_free(&r);
+  model_free(m);
+}
+END_TEST
+
 START_TEST(run_without_gpu) {
   if (device_count() > 0) return; /* the GPU machine: test_gpu_model_bench runs it */
   model *m = wiring_model();
@@ -915,7 +1115,9 @@ static void add_cpu(TCase *tc) {
   tcase_add_test(tc, csv_rows);
   tcase_add_test(tc, in_chain_cells);
   tcase_add_test(tc, arena_plan);
+  tcase_add_test(tc, plan_fused_node);
   tcase_add_test(tc, plan_of_a_model_file);
+  tcase_add_test(tc, plan_of_a_fused_model_file);
   tcase_add_test(tc, run_without_gpu);
 }
 

@@ -8,8 +8,8 @@ scales; with and without bias, a Relu or Clip after the conv, a residual Add
 Relu after it), runs each in ONNX Runtime with int8 QDQ fusion allowed,
 checks in the optimized graph that ORT ran its integer kernels (QLinearConv,
 QLinearAdd; a case where it did not is an error, never skipped), runs the
-driver (onnx_oracle: model_load + ct_reference_qconv) on the same inputs, and
-compares the output bytes. After them, --grouped M cases (default 48) with
+driver (onnx_oracle: model_load without fusing convs + ct_reference_qconv) on
+the same inputs, and compares the output bytes. After them, --grouped M cases (default 48) with
 the conv's group > 1: grouped (1 to 4 channels per group) and depthwise
 (group == C, channel multiplier 1 to 3), drawn the same way from the same
 stream after the others, so that the first N cases stay as they were. Also checks a float32 emulation of ORT's arithmetic
