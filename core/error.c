@@ -7,6 +7,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *ct_strerror(ct_status status) {
@@ -114,6 +115,23 @@ const char *err_escape(char *buf, size_t size, const char *text, size_t max_byte
   }
   buf[len] = '\0';
   return buf;
+}
+
+char *err_printable(const char *text) {
+  if (!text) return NULL;
+  size_t n = 1;
+  for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+    n += *p < 0x20 || *p == 0x7f ? 4 : 1;
+  char *out = malloc(n), *o = out;
+  if (!out) return NULL;
+  for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+    if (*p < 0x20 || *p == 0x7f)
+      o += snprintf(o, 5, "\\x%02x", *p);
+    else
+      *o++ = (char)*p;
+  }
+  *o = '\0';
+  return out;
 }
 
 void err_clear(ct_err *err) {

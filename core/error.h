@@ -56,6 +56,13 @@ const char *err_excerpt(char *buf, size_t size, const char *text);
  * (whose end is the part that matters) but never a control byte raw. */
 const char *err_escape(char *buf, size_t size, const char *text, size_t max_bytes);
 
+/* A copy of text (malloc'd; NULL when out of memory) with each control byte
+ * (below 0x20, or 0x7f) written as \xHH, as messages have them, whole and
+ * UTF-8 left as it is: for names from input files (a model's node names, a
+ * workload file's labels) that the command prints as they are, in tables
+ * and progress lines. */
+char *err_printable(const char *text);
+
 #define ERR_SET(err, status, ...) err_set((err), (status), __FILE__, __LINE__, __VA_ARGS__)
 
 #endif

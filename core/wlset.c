@@ -72,7 +72,7 @@ static ct_status parse_item(const cJSON *entry, int index, int in_list, int batc
     return st;
   }
   if (name) {
-    item->name = dupstr(name->valuestring);
+    item->name = err_printable(name->valuestring); /* printed in tables: no control byte */
   } else {
     snprintf(label, sizeof label, "#%d", index + 1);
     item->name = dupstr(label);

@@ -1034,7 +1034,10 @@ static char *dup_printf(const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(s, (size_t)len + 1, fmt, ap);
   va_end(ap);
-  return s;
+  /* what it quotes comes from the file: printable, whole */
+  char *p = err_printable(s);
+  free(s);
+  return p;
 }
 
 /* Where tensor v comes from: the conv whose final output it is (*conv),
@@ -1140,7 +1143,7 @@ static int is_conv(const graph *g, int n) {
  * goes on; anything else but CT_OK stops the load. */
 static ct_status note(imp *im, int ci, ct_status st) {
   if (st != CT_ERR_UNSUPPORTED) return st;
-  if (!im->why[ci] && !(im->why[ci] = strdup(im->why_buf))) return CT_ERR_NO_MEMORY;
+  if (!im->why[ci] && !(im->why[ci] = err_printable(im->why_buf))) return CT_ERR_NO_MEMORY;
   return CT_OK;
 }
 
@@ -1456,7 +1459,8 @@ ct_status model_load(const char *path, const model_opts *opts, model **out, ct_e
     im.chains[ci].cand_add = im.chains[ci].res_v = -1;
     im.chains[ci].v = graph_out(g, im.conv_node[ci], 0);
     im.parts[ci].data_v = im.parts[ci].w_v = im.parts[ci].bias_v = -1;
-    if (!(mc->name = strdup(nd->name)) || !(mc->op_type = strdup(nd->op)))
+    /* the names are the file's: printable (control bytes as \xHH), whole */
+    if (!(mc->name = err_printable(nd->name)) || !(mc->op_type = err_printable(nd->op)))
       st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
   }
   for (int ci = 0; ci < m->n_convs && !st; ci++) {

@@ -132,6 +132,24 @@ START_TEST(messages_escape_control_bytes) {
 }
 END_TEST
 
+/* err_printable: each control byte as \xHH, UTF-8 and long text whole */
+START_TEST(printable_copies_escape_control_bytes_only) {
+  char *p = err_printable("a\x1b[31mb\n\x7f\xc3\xa9");
+  ck_assert_ptr_nonnull(p);
+  ck_assert_str_eq(p, "a\\x1b[31mb\\x0a\\x7f\xc3\xa9");
+  free(p);
+  char big[5001];
+  memset(big, 'x', 5000);
+  big[5000] = '\0';
+  big[4999] = '\t';
+  ck_assert_ptr_nonnull(p = err_printable(big));
+  ck_assert_uint_eq(strlen(p), 4999 + 4);
+  ck_assert_str_eq(p + 4999, "\\x09");
+  free(p);
+  ck_assert_ptr_null(err_printable(NULL));
+}
+END_TEST
+
 START_TEST(version_matches_header) {
   ck_assert_str_eq(ct_version(), CT_VERSION_STRING);
 }
@@ -144,6 +162,7 @@ static void add_error(TCase *tc) {
   tcase_add_test(tc, excerpt_is_short_and_escaped);
   tcase_add_test(tc, escape_keeps_up_to_its_bound);
   tcase_add_test(tc, messages_escape_control_bytes);
+  tcase_add_test(tc, printable_copies_escape_control_bytes_only);
   tcase_add_test(tc, version_matches_header);
 }
 

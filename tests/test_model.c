@@ -1239,6 +1239,42 @@ START_TEST(hostile_names_escaped) {
 }
 END_TEST
 
+/* A model that loads, whose conv node and graph input carry an escape
+ * sequence and a line break: the conv's name and where its input comes from,
+ * which the command prints in its tables, hold each control byte as \xHH
+ * (and the rest of the name whole). */
+START_TEST(hostile_names_printable) {
+  mb b;
+  mb_init(&b);
+  const char *conv = "co\x1b[2Jnv\nnext", *in = "in\x1b[31mput";
+  qpn x = mb_qp(&b, "x", 0.02f, 0, ONNX_INT8);
+  mb_input(&b, in, ONNX_FLOAT, 4, 2, 3, 9, 7);
+  const char *xq = Q(&b, in, x, "xq");
+  wspec ws = {.k = 5, .c = 3, .nd = 2, .kernel = {3, 3}, .bias = 1};
+  const char *cf = qdq_conv(&b, conv, xq, x, &ws, x.scale);
+  qpn y = mb_qp(&b, "y", 0.1f, -3, ONNX_INT8);
+  Q(&b, cf, y, "yq");
+  mb_output(&b, "yq");
+  const char *path = mb_write(&b, "hp.onnx");
+  model *m;
+  ct_err err;
+  ck_assert_msg(load(path, 0, CT_LAYOUT_NHWC, &m, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(m->n_convs, 1);
+  const model_conv *c = &m->convs[0];
+  ck_assert_str_eq(c->name, "co\\x1b[2Jnv\\x0anext");
+  ck_assert_msg(strstr(c->input_from, "in\\x1b[31mput") != NULL, "%s", c->input_from);
+  for (const char *p = c->input_from; *p; p++) ck_assert_int_ge((unsigned char)*p, 0x20);
+  wlset *set;
+  int *counts;
+  ck_assert_int_eq(model_workloads(m, &set, &counts, &err), CT_OK);
+  for (const char *p = set->items[0].name; *p; p++) ck_assert_int_ge((unsigned char)*p, 0x20);
+  wlset_free(set);
+  free(counts);
+  model_free(m);
+  mb_free(&b);
+}
+END_TEST
+
 /* ---- grouped and depthwise ---------------------------------------------------- */
 
 /* A MobileNetV2-like chain with `group`: a depthwise 3x3 (G = C = 8), a
@@ -2138,6 +2174,7 @@ static void add_graph(TCase *tc) {
   tcase_add_test(tc, batch);
   tcase_add_test(tc, shape_unknown);
   tcase_add_test(tc, hostile_names_escaped);
+  tcase_add_test(tc, hostile_names_printable);
   tcase_add_test(tc, unsupported_listed);
   tcase_add_test(tc, unique_workloads);
   tcase_add_loop_test(tc, external_data, 0, 5);
