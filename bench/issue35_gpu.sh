@@ -54,7 +54,12 @@
 #           memory)
 #   pwset   the MobileNetV2 set's dense pointwise layers at batch 32 tuned on conv2d_nhwc_pw_mma
 #           (int8 output, bias, per-channel scales) into /tmp/t.db, each layer's best listed
+#   pwdw    the fused pointwise + depthwise template (conv2d_nhwc_pwdw): its GPU case, compute-
+#           sanitizer over two configs, then MobileNetV2's blocks at batch 32 tuned fused and as
+#           their two convs apart, the bests side by side
 #   savedb  /tmp/t.db as $OUT/t.db.xz; pass it back as .gpu-bin/t.db.xz (or t.db)
+#   fusechain [B] [S] [F]  MobileNetV2 at batch B tuned apart (S s) and fused (F s more), then bench
+#           --model --in-chain both ways, the fused pairs' in-chain times beside the two convs'
 #   mtune [B] [S]  the MobileNetV2 model at batch B (default 32) tuned S seconds (default 150;
 #           every template) into /tmp/t.db
 #   inchain [B]  bench --model MobileNetV2 at batch B (default 32) on /tmp/t.db with --in-chain
@@ -312,6 +317,50 @@ pw)
   csan conv2d_nhwc_pw_mma $P2 '{"m_tiles":4,"n_tiles":3,"n_per_warp":1,"warps_m":1,"m_unroll":2,"stages":2,"blocks_per_sm":2}' $PT
   csan conv3d_ndhwc_pw_mma $P3 '{"m_tiles":2,"n_tiles":2,"n_per_warp":1,"warps_m":2,"m_unroll":1,"stages":4,"blocks_per_sm":1}' $PT
   cd $OUT && tar czf pw.tgz gt-*.log && rm -f gt-*.log ;;
+pwdw)
+  # the fused pointwise + depthwise template: its GPU case (PWDW_CONFIGS a workload, default 10),
+  # compute-sanitizer over two configs, then MobileNetV2's blocks at batch 32 (as the model's
+  # QDQ nodes: int8, bias, per-channel scales, onnx rounding), each tuned fused and as its two
+  # convs apart into /tmp/t.db (PWDW_TRIALS, default 96, early stopping 40; PWDW_KINDS: which of
+  # e (the expansion), d (the depthwise conv) and f (fused) to tune, default all), the bests side by side
+  s=$(date +%s)
+  ( cd build-rel && CK_RUN_CASE=pwdw timeout 280 ./test_gpu_templates ${PWDW_CONFIGS:-10} > $OUT/gt-pwdw.log 2>&1
+    echo "rc=$?" >> $OUT/gt-pwdw.log )
+  echo "== pwdw tests, $(( $(date +%s) - s )) s: $(grep -E 'Checks|rc=' $OUT/gt-pwdw.log | tr '\n' ' ')"
+  grep -E "exact over|FAIL|F:|E:" $OUT/gt-pwdw.log | head -8 | cut -c1-240
+  F1=conv2d-nhwc-i8.i8.i8-n2-c144-k144-15x13-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-onnx-g144-pre24.i8.bias.qc.onnx
+  F2=conv2d-nhwc-u8.i8.u8-n3-c40-k40-17x17-r5x5-s2x2-p2x2.2x2-d1x1-zd-bias-g40-pre16.u8.zd.bias
+  csan conv2d_nhwc_pwdw $F1 '{"tile_h":4,"tile_w":8,"cb8":6,"warps":4,"pixt":4,"blocks_per_sm":2}' memcheck racecheck synccheck
+  csan conv2d_nhwc_pwdw $F2 '{"tile_h":7,"tile_w":8,"cb8":1,"warps":2,"pixt":2,"blocks_per_sm":2}' memcheck racecheck
+  for b in "1 16 96 112 2" "2 24 144 56 1" "3 24 144 56 2" "4 32 192 28 1" "6 32 192 28 2" "7 64 384 14 1" \
+           "11 96 576 14 1" "13 96 576 14 2" "14 160 960 7 1"; do
+    set -- $b
+    blk=$1
+    E=conv2d-nhwc-i8.i8.i8-n32-c$2-k$3-$4x$4-r1x1-s1x1-p0x0.0x0-d1x1-bias-qc-onnx
+    D=conv2d-nhwc-i8.i8.i8-n32-c$3-k$3-$4x$4-r3x3-s$5x$5-p1x1.1x1-d1x1-bias-qc-onnx-g$3
+    for k in "e $E" "d $D" "f $D-pre$2.i8.bias.qc.onnx"; do
+      set -- $k
+      case " ${PWDW_KINDS:-e d f} " in *" $1 "*) ;; *) continue ;; esac
+      tq pwdw-$1$blk $2 --trials ${PWDW_TRIALS:-96} --early-stopping 40 --time-budget 40 >/dev/null
+    done
+  done
+  python3 - $OUT <<'PY'
+import glob, json, os, sys
+def best(f):
+    try: d = json.load(open(f))
+    except Exception: return None
+    rs = d if isinstance(d, list) else d.get("results", [d])
+    v = [r.get("best_us") for r in rs if isinstance(r, dict) and r.get("best_us")]
+    return min(v) if v else None
+print("block  expand us  depthwise us  sum   fused us  sum / fused")
+for b in sorted({os.path.basename(f)[len("tune-pwdw-e"):-5] for f in glob.glob(sys.argv[1] + "/tune-pwdw-e*.json")},
+                key=int):
+    e, d, f = (best("%s/tune-pwdw-%s%s.json" % (sys.argv[1], k, b)) for k in "edf")
+    s = e + d if e and d else None
+    print("%-6s %9s %13s %6s %9s %9s" % (b, "%.2f" % e if e else "-", "%.2f" % d if d else "-",
+          "%.2f" % s if s else "-", "%.2f" % f if f else "-", "%.2fx" % (s / f) if s and f else "-"))
+PY
+  cd $OUT && tar czf pwdw.tgz gt-*.log tune-pwdw-* && rm -f gt-*.log tune-pwdw-* ;;
 dwmodel)
   s=$(date +%s) MB=${2:-32}
   tq model-b$MB --model $MODEL --batch $MB --time-budget $((MB > 1 ? 150 : 60))
@@ -452,6 +501,40 @@ for mode in ("own", "arena"):
         d.get("arena_mb", "-"), d["outputs_mb"]))
 PY
   cd $OUT && tar czf arena-$tag.tgz ar-* && rm -f ar-* ;;
+fusechain)
+  # MobileNetV2 at batch B (default 32) tuned apart (S seconds, default 150) and then with its
+  # expand + depthwise pairs fused (--fuse; the fused workloads alone are new: F seconds, default
+  # 90), into /tmp/t.db; then bench --model --in-chain both ways on that database, each against
+  # cuDNN in its run, and the pairs' in-chain times side by side
+  s=$(date +%s) MB=${2:-32}
+  tq model-apart-b$MB --model $MODEL --batch $MB --time-budget ${3:-150}
+  tq model-fused-b$MB --model $MODEL --batch $MB --time-budget ${4:-90} --fuse
+  for mode in apart fused; do
+    f=; [ $mode = fused ] && f=--fuse
+    timeout 200 $B bench --model $MODEL --batch $MB --db /tmp/t.db --in-chain $f --results-dir $OUT \
+      --json-out $OUT/chain-$mode-b$MB.json > $OUT/chain-$mode-b$MB.md 2> $OUT/chain-$mode-b$MB.err
+    echo "bench $mode b$MB rc=$? at $(( $(date +%s) - s )) s"
+    grep -E "as fast as|images per second|convtune / side|exact|fused" $OUT/chain-$mode-b$MB.md | head -6
+  done
+  python3 - $OUT $MB <<'PY'
+import json, sys
+out, mb = sys.argv[1], sys.argv[2]
+A = json.load(open("%s/chain-apart-b%s.json" % (out, mb))); F = json.load(open("%s/chain-fused-b%s.json" % (out, mb)))
+for n, d in (("apart", A), ("fused", F)):
+    print("%s: chain %.1f us, cuDNN fp16 %.1f, %.2fx; nodes alone %.1f, in chain %.1f" % (n, d["chain"]["convtune_us"],
+          d["chain"]["cudnn_fp16_us"], d["chain"]["cudnn_fp16_us"] / d["chain"]["convtune_us"],
+          d["sum_of_nodes"]["convtune_us"], d.get("convtune_in_chain_sum_us") or -1))
+a = {x["name"]: x for x in A["nodes"]}
+print("%-26s %8s %8s %8s %8s" % ("fused node", "alone", "chain", "pair", "pair ch"))
+for x in F["nodes"]:
+    pre = x.get("pre") or (x.get("fused_pre") or {}).get("name")
+    if not pre: continue
+    p1, p2 = a.get(pre, {}), a.get(x["name"], {})
+    def g(d, k): return d.get(k) or 0
+    print("%-26s %8.2f %8.2f %8.2f %8.2f" % (x["name"][:26], g(x, "convtune_us"), g(x, "convtune_in_chain_us"),
+          g(p1, "convtune_us") + g(p2, "convtune_us"), g(p1, "convtune_in_chain_us") + g(p2, "convtune_in_chain_us")))
+PY
+  cd $OUT && tar czf fusechain-b$MB.tgz chain-* tune-model-* && rm -f chain-* tune-model-* ;;
 mtune)
   s=$(date +%s) MB=${2:-32}
   tq model-b$MB --model $MODEL --batch $MB --time-budget ${3:-150}
