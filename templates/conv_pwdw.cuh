@@ -106,8 +106,15 @@ static_assert(BLOCKS_PER_SM >= 1 && BLOCKS_PER_SM <= 8, "blocks_per_sm: 1 to 8")
 static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the block");
 static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the tile");
 
-/* ldmatrix, as conv_pw_mma.cuh's: lane (g, q) gets row g's bytes 4q .. 4q
- * + 3 of each 8x8 matrix, in mma.sync's register order. */
+/* Written here again, not shared: the ldmatrix wrappers are
+ * conv_pw_mma.cuh's, pwdw_bytes is conv_dw_nhwc.cuh's bytes_at and pre_mma
+ * tc_common.cuh's mma16832 with the pointwise conv's data type. A
+ * template's version hashes the headers it includes, so moving them into
+ * one would retire every tuned record of those families for no change in
+ * their code; they move with the next change to those kernels.
+ *
+ * ldmatrix: lane (g, q) gets row g's bytes 4q .. 4q + 3 of each 8x8
+ * matrix, in mma.sync's register order. */
 __device__ __forceinline__ void pwdw_ldsm_x4(unsigned addr, unsigned (&r)[4]) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
