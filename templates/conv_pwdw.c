@@ -57,7 +57,8 @@ static const char *refusal(const ct_workload *w, ct_op op) {
   if (w->c % 8) return "C must be a multiple of 8 (mma n-tiles of 8 channels)";
   if (w->pre_c % 8) return "pre_c must be a multiple of 8 (8-byte pieces of a pixel)";
   if (w->pre_c > PWDW_MAX_PRE_C) return "pre_c above 512: the window's rows would not fit";
-  if (w->kernel[1] > 8) return "kernel width above 8";
+  if (w->kernel[0] > 8 || w->kernel[1] > 8)
+    return "a kernel above 8 x 8 (a thread keeps 4 channels' filters in registers)";
   if (w->dilation[0] != 1 || w->dilation[1] != 1) return "it runs no dilation";
   if (w->out_type == CT_DTYPE_INT32) return "it needs an 8-bit output";
   if (w->out_type != w->data_type)

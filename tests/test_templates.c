@@ -265,6 +265,67 @@ START_TEST(spaces_cover_every_layer_and_are_large) {
 }
 END_TEST
 
+/* The fused template runs a pointwise conv fused into a depthwise one
+ * (pre_c) and says why it refuses the rest; every other template refuses
+ * pre_c, naming the one that runs it. */
+START_TEST(fused_workloads_are_refused_with_the_reason) {
+  const template_desc *pd = template_find("conv2d_nhwc_pwdw");
+  ck_assert_ptr_nonnull(pd);
+  ct_workload w;
+  ct_err err = {0};
+  ck_assert_int_eq(workload_from_key("conv2d-nhwc-i8.i8.i8-n2-c48-k48-14x14-r3x3-s1x1-p1x1.1x1-"
+                                     "d1x1-bias-qc-onnx-g48-pre16.i8.bias.qc.onnx",
+                                     &w, &err),
+                   CT_OK);
+  char why[TEMPLATE_WHY_MAX];
+  ck_assert_msg(pd->supports(&w, why), "%s", why);
+  for (int t = 0; template_all()[t]; t++)
+    if (template_all()[t] != pd) {
+      ck_assert(!template_all()[t]->supports(&w, why));
+      ck_assert_ptr_nonnull(strstr(why, "_pwdw"));
+    }
+  static const struct {
+    const char *key, *reason;
+  } refused[] = {
+      /* no pre stage: the depthwise templates' */
+      {"conv2d-nhwc-i8.i8.i8-n2-c48-k48-14x14-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-onnx-g48", "pre_c"},
+      /* a dense conv after the expansion */
+      {"conv2d-nhwc-i8.i8.i8-n2-c48-k48-14x14-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-onnx-pre16.i8.bias."
+       "qc."
+       "onnx",
+       "depthwise"},
+      {"conv2d-nhwc-i8.i8.i8-n2-c44-k44-14x14-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-onnx-g44-pre16.i8."
+       "bias.qc.onnx",
+       "C must be a multiple of 8"},
+      {"conv2d-nhwc-i8.i8.i8-n2-c48-k48-14x14-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-onnx-g48-pre12.i8."
+       "bias.qc.onnx",
+       "pre_c must be a multiple of 8"},
+      {"conv2d-nhwc-i8.i8.i8-n2-c48-k48-14x14-r9x9-s1x1-p4x4.4x4-d1x1-bias-qc-onnx-g48-pre16.i8."
+       "bias.qc.onnx",
+       "above 8 x 8"},
+      {"conv2d-nhwc-i8.i8.i8-n2-c48-k48-14x14-r3x3-s1x1-p2x2.2x2-d2x2-bias-qc-onnx-g48-pre16.i8."
+       "bias.qc.onnx",
+       "dilation"},
+      {"conv2d-nhwc-i8.i8.u8-n2-c48-k48-14x14-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-onnx-g48-pre16.i8."
+       "bias.qc.onnx",
+       "the intermediate's"},
+      {"conv2d-nhwc-i8.i8.i8-n2-c48-k48-14x14-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-onnx-g48-pre16.i8."
+       "bias."
+       "qc",
+       "rounding"},
+      {"conv2d-nhwc-i8.i8.i8-n2-c48-k48-14x14-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-res-onnx-g48-pre16."
+       "i8."
+       "bias.qc.onnx",
+       "residual"},
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+    ck_assert_msg(workload_from_key(refused[i].key, &w, &err) == CT_OK, "%s", err.msg);
+    ck_assert_msg(!pd->supports(&w, why), "%s", refused[i].key);
+    ck_assert_msg(strstr(why, refused[i].reason) != NULL, "%s: %s", refused[i].key, why);
+  }
+}
+END_TEST
+
 START_TEST(unsupported_workloads_are_refused) {
   ct_workload w;
   workload_init(&w, CT_OP_CONV2D);
@@ -1595,6 +1656,7 @@ static int n_templates(void) {
 
 static void add_templates(TCase *tc) {
   tcase_add_test(tc, unsupported_workloads_are_refused);
+  tcase_add_test(tc, fused_workloads_are_refused_with_the_reason);
   tcase_add_test(tc, invalid_configs_are_rejected_before_compiling_with_the_reason);
   tcase_add_test(tc, nhwc_split_k_meets_in_a_cluster);
   tcase_add_test(tc, nhwc_k_slices_group_a_stage);
