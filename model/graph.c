@@ -42,9 +42,13 @@ ct_status graph_err(const graph *g, ct_err *err, ct_status st, int node, const c
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  if (node >= 0 && node < g->n_nodes)
-    return ERR_SET(err, st, "%s: node '%s' (%s): %s", g->path, g->nodes[node].name,
-                   g->nodes[node].op, msg);
+  if (node >= 0 && node < g->n_nodes) {
+    /* the node's name and op as excerpts: a long one cannot push msg out */
+    char name[CT_EXCERPT_MAX], op[CT_EXCERPT_MAX];
+    return ERR_SET(err, st, "%s: node '%s' (%s): %s", g->path,
+                   err_excerpt(name, sizeof name, g->nodes[node].name),
+                   err_excerpt(op, sizeof op, g->nodes[node].op), msg);
+  }
   return ERR_SET(err, st, "%s: %s", g->path, msg);
 }
 
@@ -398,7 +402,8 @@ static ct_status build_index(graph *g, ct_err *err) {
     int v = t ? intern(g, t->name) : -1;
     if (v < 0) continue; /* an initializer without a name cannot be read */
     if (g->values[v].constant)
-      return graph_err(g, err, CT_ERR_PARSE, -1, "initializer '%s' is defined twice", t->name);
+      return graph_err(g, err, CT_ERR_PARSE, -1, "initializer '%s' is defined twice",
+                       err_excerpt((char[CT_EXCERPT_MAX]){0}, CT_EXCERPT_MAX, t->name));
     g->values[v].constant = t;
   }
   for (size_t i = 0; i < gp->n_input; i++) {
@@ -703,7 +708,8 @@ static int parse_u64(const char *s, uint64_t *v) {
 /* External data of t (bytes wanted) into buf. */
 static ct_status read_external(const graph *g, const Onnx__TensorProto *t, int node, void *buf,
                                size_t bytes, ct_err *err) {
-  const char *location = NULL, *name = str_or_empty(t->name);
+  char quoted[CT_EXCERPT_MAX]; /* the name as the messages quote it */
+  const char *location = NULL, *name = err_excerpt(quoted, sizeof quoted, str_or_empty(t->name));
   uint64_t offset = 0, length = 0;
   int has_length = 0;
   for (size_t i = 0; i < t->n_external_data; i++) {
@@ -771,9 +777,12 @@ ct_status graph_const(const graph *g, int v, int node, gtensor *out, ct_err *err
   memset(out, 0, sizeof *out);
   if (v < 0 || v >= g->n_values || !g->values[v].constant)
     return graph_err(g, err, CT_ERR_UNSUPPORTED, node, "'%s' is not a constant",
-                     v >= 0 && v < g->n_values ? g->values[v].name : "(absent input)");
+                     v >= 0 && v < g->n_values
+                         ? err_excerpt((char[CT_EXCERPT_MAX]){0}, CT_EXCERPT_MAX, g->values[v].name)
+                         : "(absent input)");
   const Onnx__TensorProto *t = g->values[v].constant;
-  const char *name = g->values[v].name;
+  char quoted[CT_EXCERPT_MAX]; /* the name as the messages quote it */
+  const char *name = err_excerpt(quoted, sizeof quoted, g->values[v].name);
   char tb[32];
   int dtype = t->has_data_type ? t->data_type : 0;
   size_t es = elem_size(dtype);

@@ -108,6 +108,9 @@ typedef struct parts {
 
 typedef struct imp {
   graph *g;
+  /* vname's excerpts, by turns: a message quotes at most two names */
+  char quoted[4][CT_EXCERPT_MAX];
+  unsigned n_quoted;
   model_opts o;
   model *m;
   int *conv_of;   /* node -> conv index, -1 */
@@ -159,8 +162,11 @@ static void append(char *buf, const char *item) {
   snprintf(buf + len, FUSED_MAX - len, "%s%s", len ? "," : "", item);
 }
 
-static const char *vname(const imp *im, int v) {
-  return v >= 0 ? im->g->values[v].name : "(absent)";
+/* Tensor v's name as a message quotes it: an excerpt (err_excerpt), so that
+ * a long name cannot push the reason out of the message. */
+static const char *vname(imp *im, int v) {
+  char *b = im->quoted[im->n_quoted++ % 4];
+  return v >= 0 ? err_excerpt(b, CT_EXCERPT_MAX, im->g->values[v].name) : "(absent)";
 }
 
 static int is_const(const imp *im, int v) {
@@ -954,7 +960,7 @@ static ct_status start_qdq(imp *im, int node, chain *c, ct_err *err) {
     return unsup(im,
                  "its output's QuantizeLinear '%s' is not per-tensor with a constant scale "
                  "and zero point",
-                 g->nodes[q0].name);
+                 err_excerpt(im->quoted[im->n_quoted++ % 4], CT_EXCERPT_MAX, g->nodes[q0].name));
   c->t = c->q = t;
   c->lo = tmin(t.type);
   c->hi = tmax(t.type);

@@ -60,13 +60,16 @@ static const gshape *in_shape(const graph *g, int n, int i) {
 ct_status graph_shape_err(const graph *g, int v, int node, const char *what, ct_err *err) {
   const gvalue *val = &g->values[v];
   const char *why = val->shape_why ? val->shape_why : "no value_info and no node gives it";
+  /* names as excerpts: a long one cannot push the reason out */
+  char vn[CT_EXCERPT_MAX], nn[CT_EXCERPT_MAX], op[CT_EXCERPT_MAX];
+  err_excerpt(vn, sizeof vn, val->name);
   if (val->shape_why_node >= 0 && val->shape_why_node != node)
     return graph_err(g, err, CT_ERR_PARSE, node,
-                     "cannot derive the shape of its %s '%s': %s (at node '%s' (%s))", what,
-                     val->name, why, g->nodes[val->shape_why_node].name,
-                     g->nodes[val->shape_why_node].op);
+                     "cannot derive the shape of its %s '%s': %s (at node '%s' (%s))", what, vn,
+                     why, err_excerpt(nn, sizeof nn, g->nodes[val->shape_why_node].name),
+                     err_excerpt(op, sizeof op, g->nodes[val->shape_why_node].op));
   return graph_err(g, err, CT_ERR_PARSE, node, "cannot derive the shape of its %s '%s': %s", what,
-                   val->name, why);
+                   vn, why);
 }
 
 /* ---- convolution and pooling geometry ------------------------------------- */
@@ -742,10 +745,13 @@ ct_status graph_shapes(graph *g, int batch, ct_err *err) {
   if (batch > 0) {
     g->batch = batch;
   } else if (sym_input >= 0) {
-    return ERR_SET(err, CT_ERR_INVALID_ARG,
-                   "%s: input '%s' has a symbolic batch%s%s%s: give the batch (--batch N)", g->path,
-                   g->values[sym_input].name, sym_param ? " ('" : "", sym_param ? sym_param : "",
-                   sym_param ? "')" : "");
+    return ERR_SET(
+        err, CT_ERR_INVALID_ARG,
+        "%s: input '%s' has a symbolic batch%s%s%s: give the batch (--batch N)", g->path,
+        err_excerpt((char[CT_EXCERPT_MAX]){0}, CT_EXCERPT_MAX, g->values[sym_input].name),
+        sym_param ? " ('" : "",
+        sym_param ? err_excerpt((char[CT_EXCERPT_MAX]){0}, CT_EXCERPT_MAX, sym_param) : "",
+        sym_param ? "')" : "");
   } else {
     g->batch = own > 0 ? (int)(own > INT32_MAX ? INT32_MAX : own) : 1;
   }

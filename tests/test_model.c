@@ -1239,6 +1239,27 @@ START_TEST(hostile_names_escaped) {
 }
 END_TEST
 
+/* Names of 450 bytes (the conv node and the node that hides its input's
+ * shape): the message quotes them as excerpts, so the reason stays in it
+ * (whole, they left no room for it in CT_ERRMSG_MAX). */
+START_TEST(long_names_leave_the_reason) {
+  mb b;
+  mb_init(&b);
+  char conv[451], resize[451];
+  memset(conv, 'c', 450), memset(resize, 'r', 450);
+  conv[450] = resize[450] = '\0';
+  const char *path = resize_then_conv(&b, resize, "big", conv, "long.onnx");
+  model *m;
+  ct_err err;
+  ck_assert_int_eq(load(path, 0, CT_LAYOUT_NHWC, &m, &err), CT_ERR_PARSE);
+  ck_assert_msg(strstr(err.msg, "cannot derive the shape of its data 'big'") != NULL, "%s",
+                err.msg);
+  ck_assert_msg(strstr(err.msg, "ccc...' (Conv)") != NULL, "%s", err.msg);
+  ck_assert_msg(strstr(err.msg, "rrr...' (Resize)") != NULL, "%s", err.msg);
+  mb_free(&b);
+}
+END_TEST
+
 /* A model that loads, whose conv node and graph input carry an escape
  * sequence and a line break: the conv's name and where its input comes from,
  * which the command prints in its tables, hold each control byte as \xHH
@@ -2175,6 +2196,7 @@ static void add_graph(TCase *tc) {
   tcase_add_test(tc, shape_unknown);
   tcase_add_test(tc, hostile_names_escaped);
   tcase_add_test(tc, hostile_names_printable);
+  tcase_add_test(tc, long_names_leave_the_reason);
   tcase_add_test(tc, unsupported_listed);
   tcase_add_test(tc, unique_workloads);
   tcase_add_loop_test(tc, external_data, 0, 5);
