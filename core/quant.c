@@ -358,14 +358,18 @@ void quant_onnx_block(const ct_workload *w, const ct_quant *q, int32_t *block) {
   block[CTQO_FIRST] = first;
 }
 
-static ct_status params_one(const ct_workload *w, const ct_quant *q, const int32_t *weight_sums,
-                            int32_t *params, ct_err *err);
+/* One conv's block (q checked by the caller). */
+static void params_one(const ct_workload *w, const ct_quant *q, const int32_t *weight_sums,
+                       int32_t *params);
 
 ct_status quant_params(const ct_workload *w, const ct_quant *q, const int32_t *weight_sums,
                        int32_t *params, ct_err *err) {
-  if (w->pre_c <= 0) return params_one(w, q, weight_sums, params, err);
-  ct_status st = quant_check(w, q, err);
+  ct_status st = quant_check(w, q, err); /* both convs' values, with pre_c */
   if (st) return st;
+  if (w->pre_c <= 0) {
+    params_one(w, q, weight_sums, params);
+    return CT_OK;
+  }
   ct_workload m, pre;
   workload_main(w, &m);
   workload_pre(w, &pre);
@@ -373,10 +377,9 @@ ct_status quant_params(const ct_workload *w, const ct_quant *q, const int32_t *w
   int32_t *sums = malloc((size_t)w->c * sizeof *sums);
   if (!sums) return ERR_SET(err, CT_ERR_NO_MEMORY, "quant_params: no memory for %d sums", w->c);
   quant_weight_sums(&pre, q->pre_weights, sums); /* OHWI of a 1x1: [c][pre_c] */
-  if (!(st = params_one(&m, q, weight_sums, params, err)))
-    st = params_one(&pre, q->pre, sums, params + quant_pre_offset(w), err);
+  params_one(&m, q, weight_sums, params);
+  params_one(&pre, q->pre, sums, params + quant_pre_offset(w));
   free(sums);
-  if (st) return st;
   /* the weights, a row of pre_c bytes per channel padded with zeros */
   uint8_t *rows = (uint8_t *)(params + quant_pre_weights_offset(w));
   size_t row = quant_pre_row_bytes(w);
@@ -385,10 +388,8 @@ ct_status quant_params(const ct_workload *w, const ct_quant *q, const int32_t *w
   return CT_OK;
 }
 
-static ct_status params_one(const ct_workload *w, const ct_quant *q, const int32_t *weight_sums,
-                            int32_t *params, ct_err *err) {
-  ct_status st = quant_check(w, q, err);
-  if (st) return st;
+static void params_one(const ct_workload *w, const ct_quant *q, const int32_t *weight_sums,
+                       int32_t *params) {
   ct_quant none;
   if (!q) {
     quant_init(&none, w);
@@ -428,7 +429,6 @@ static ct_status params_one(const ct_workload *w, const ct_quant *q, const int32
     channel_multiplier(w, q, k, &arr[CTQ_MULTS * kp + k], &arr[CTQ_SHIFTS * kp + k]);
     arr[CTQ_ZW * kp + k] = (int32_t)zw;
   }
-  return CT_OK;
 }
 
 size_t quant_raw_words(const ct_workload *w) {
@@ -511,62 +511,57 @@ static void onnx_random(const ct_workload *w, rng *r, quant_store *s) {
   q->residual_first = (int)(rng_next(r) % 2);
 }
 
-static ct_status random_one(const ct_workload *w, uint64_t seed, quant_store *s, ct_err *err);
+/* What a conv's random values assume of its input: uniform bytes (its
+ * mean the type's middle, spread ~74), or, for the conv after a fused
+ * pointwise one, the intermediate: values about that conv's output zero
+ * point, some 40 steps either side (a Relu clamps half of them to it),
+ * with a bias of at most 2^12 (2^20 would outweigh a depthwise conv's few
+ * taps and leave every output the same). */
+typedef struct input_model {
+  int uniform;      /* 1: uniform bytes; mean and spread below unused */
+  double mean, sd;  /* the input's mean and spread */
+  int32_t bias_max; /* biases within +-bias_max */
+} input_model;
+static const input_model uniform_bytes = {1, 0, 74.0, 1 << 20};
+
+static ct_status random_one(const ct_workload *w, uint64_t seed, const input_model *in,
+                            quant_store *s, ct_err *err);
 
 ct_status quant_random(const ct_workload *w, uint64_t seed, quant_store *s, ct_err *err) {
-  if (w->pre_c <= 0) return random_one(w, seed, s, err);
+  if (w->pre_c <= 0) return random_one(w, seed, &uniform_bytes, s, err);
   ct_workload m, pre;
   workload_main(w, &m);
   workload_pre(w, &pre);
-  ct_status st = random_one(&m, seed, s, err);
-  if (st) return st;
   size_t nw = (size_t)w->c * (size_t)w->pre_c;
-  s->pre = calloc(1, sizeof *s->pre);
-  s->pre_weights = malloc(nw);
-  if (!s->pre || !s->pre_weights) {
-    quant_store_free(s);
+  quant_store *ps = calloc(1, sizeof *ps);
+  int8_t *pw = malloc(nw);
+  if (!ps || !pw) {
+    free(ps), free(pw);
+    memset(s, 0, sizeof *s);
     return ERR_SET(err, CT_ERR_NO_MEMORY, "quant_random: no memory for %zu weights", nw);
   }
-  /* the fused pointwise convolution's values and weights: a stream of their own */
-  if ((st = random_one(&pre, seed ^ 0x5bd1e995u, s->pre, err))) {
-    quant_store_free(s);
+  /* the fused pointwise convolution's values and weights first, a stream
+   * of their own: the main conv's scales follow from its output zero point */
+  ct_status st = random_one(&pre, seed ^ 0x5bd1e995u, &uniform_bytes, ps, err);
+  const input_model mid = {0, ps->q.out_zero_point, 40.0, 1 << 12};
+  if (!st) st = random_one(&m, seed, &mid, s, err);
+  if (st) {
+    quant_store_free(ps);
+    free(ps), free(pw);
     return st;
   }
   rng r;
   rng_seed(&r, seed ^ 0x27d4eb2f165667c5ull);
-  for (size_t i = 0; i < nw; i++) s->pre_weights[i] = (int8_t)(uint8_t)rng_next(&r);
-  s->q.pre = &s->pre->q;
-  s->q.pre_weights = s->pre_weights;
-  if (w->out_type != CT_DTYPE_INT32) {
-    /* The main conv reads the intermediate, not uniform bytes: values about
-     * the pointwise conv's output zero point, some 40 steps either side (a
-     * Relu clamps half of them to it). Its scales as random_one's, for
-     * that input and a bias of at most 2^12 (2^20 would outweigh a
-     * depthwise conv's few taps and leave every output the same). */
-    geom3 g;
-    workload_geom(&m, &g);
-    const double taps = (double)workload_cpg(&m) * g.ker[0] * g.ker[1] * g.ker[2];
-    const double mx = (double)s->pre->q.out_zero_point - s->q.data_zero_point;
-    double worst = 0;
-    for (int k = 0; k < w->k; k++) {
-      if (m.epi.bias) s->bias[k] /= 256;
-      const double mw = -0.5 - s->zw[k];
-      const double mag =
-          fabs(taps * mx * mw) + 3.0 * sqrt(taps) * 40.0 * 74.0 + fabs((double)s->bias[k]);
-      s->scale[k] = (float)(100.0 / mag * (0.75 + 0.5 * (double)(rng_next(&r) % 1000) / 1000.0));
-      if (m.epi.rounding == CT_ROUND_ONNX && rng_next(&r) % 2) { /* exact ties, as onnx_random */
-        int e;
-        (void)frexpf(s->scale[k], &e);
-        s->scale[k] = ldexpf(1.0f, e - 1);
-      }
-      if (mag > worst) worst = mag;
-    }
-    if (m.epi.scale == CT_SCALE_TENSOR) s->scale[0] = (float)(100.0 / worst);
-  }
+  for (size_t i = 0; i < nw; i++) pw[i] = (int8_t)(uint8_t)rng_next(&r);
+  s->pre = ps;
+  s->pre_weights = pw;
+  s->q.pre = &ps->q;
+  s->q.pre_weights = pw;
   return CT_OK;
 }
 
-static ct_status random_one(const ct_workload *w, uint64_t seed, quant_store *s, ct_err *err) {
+static ct_status random_one(const ct_workload *w, uint64_t seed, const input_model *in,
+                            quant_store *s, ct_err *err) {
   memset(s, 0, sizeof *s);
   quant_init(&s->q, w);
   rng r;
@@ -585,24 +580,24 @@ static ct_status random_one(const ct_workload *w, uint64_t seed, quant_store *s,
   q->data_zero_point = zx;
   for (size_t i = 0; i < k; i++) {
     s->zw[i] = e->weight_zero_point ? uniform(&r, -128, 127) : 0;
-    s->bias[i] = e->bias ? uniform(&r, -(1 << 20), 1 << 20) : 0;
+    s->bias[i] = e->bias ? uniform(&r, -in->bias_max, in->bias_max) : 0;
   }
   q->weight_zero_points = e->weight_zero_point ? s->zw : NULL;
   q->bias = e->bias ? s->bias : NULL;
   if (w->out_type == CT_DTYPE_INT32) return CT_OK;
 
-  /* Inputs are uniform bytes: x - zx has mean mx and spread ~74, w - zw[k]
-   * mean -0.5 - zw[k]. Scale each channel so that |mean| + 3 sd of its
-   * accumulator maps to about 100 output steps: outputs spread over the
-   * range, some clamped, few all-clamped channels. */
+  /* x - zx has mean mx and spread in->sd (uniform bytes: ~74), w - zw[k]
+   * mean -0.5 - zw[k] and spread ~74. Scale each channel so that |mean| +
+   * 3 sd of its accumulator maps to about 100 output steps: outputs spread
+   * over the range, some clamped, few all-clamped channels. */
   geom3 g;
   workload_geom(w, &g);
   double taps = (double)workload_cpg(w) * g.ker[0] * g.ker[1] * g.ker[2];
-  double mx = (w->data_type == CT_DTYPE_UINT8 ? 127.5 : -0.5) - zx;
+  double mx = (in->uniform ? (w->data_type == CT_DTYPE_UINT8 ? 127.5 : -0.5) : in->mean) - zx;
   double worst = 0;
   for (size_t i = 0; i < k; i++) {
     double mw = -0.5 - s->zw[i];
-    double mag = fabs(taps * mx * mw) + 3.0 * sqrt(taps) * 74.0 * 74.0 + fabs((double)s->bias[i]);
+    double mag = fabs(taps * mx * mw) + 3.0 * sqrt(taps) * in->sd * 74.0 + fabs((double)s->bias[i]);
     s->scale[i] = (float)(100.0 / mag * (0.75 + 0.5 * (double)(rng_next(&r) % 1000) / 1000.0));
     if (mag > worst) worst = mag;
   }

@@ -357,7 +357,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 #pragma unroll
     for (int p = 0; p < PIXT; p++)
 #pragma unroll
-      for (int c = 0; c < 4; c++) v[p][c] = CT_OFF ? qc[c].off : 0;
+      for (int c = 0; c < 4; c++) v[p][c] = qc[c].off; /* zero without bias or zero point */
     const unsigned char *ep = se + 4 * cg * PS + row * CT_STR_H * PR + xg * PIXT * CT_STR_W;
 #pragma unroll
     for (int t = 0; t < CT_KH; t++)
