@@ -514,13 +514,17 @@ static void onnx_random(const ct_workload *w, rng *r, quant_store *s) {
 /* What a conv's random values assume of its input: uniform bytes (its
  * mean the type's middle, spread ~74), or, for the conv after a fused
  * pointwise one, the intermediate: values about that conv's output zero
- * point, some 40 steps either side (a Relu clamps half of them to it),
- * with a bias of at most 2^12 (2^20 would outweigh a depthwise conv's few
- * taps and leave every output the same). */
+ * point, some 40 steps either side (a Relu clamps half of them to it).
+ * A channel's bias cancels its accumulator's expected mean (the zero
+ * points' cross term) and adds at most one spread of the accumulator, so
+ * that its outputs spread over the range as a real layer's do; about one
+ * channel in 8 takes a bias anywhere in +-bias_max instead, for the
+ * range's sake (such a channel's outputs barely move: its scale is set by
+ * the bias). */
 typedef struct input_model {
   int uniform;      /* 1: uniform bytes; mean and spread below unused */
   double mean, sd;  /* the input's mean and spread */
-  int32_t bias_max; /* biases within +-bias_max */
+  int32_t bias_max; /* the large biases within +-bias_max */
 } input_model;
 static const input_model uniform_bytes = {1, 0, 74.0, 1 << 20};
 
@@ -578,26 +582,38 @@ static ct_status random_one(const ct_workload *w, uint64_t seed, const input_mod
   ct_quant *q = &s->q;
   int32_t zx = e->data_zero_point ? uniform(&r, type_min(w->data_type), type_max(w->data_type)) : 0;
   q->data_zero_point = zx;
+  /* x - zx has mean mx and spread in->sd (uniform bytes: ~74), w - zw[k]
+   * mean -0.5 - zw[k] and spread ~74: a channel's accumulator has mean
+   * taps mx mw (before the bias) and spread sd_acc */
+  geom3 g;
+  workload_geom(w, &g);
+  double taps = (double)workload_cpg(w) * g.ker[0] * g.ker[1] * g.ker[2];
+  double mx = (in->uniform ? (w->data_type == CT_DTYPE_UINT8 ? 127.5 : -0.5) : in->mean) - zx;
+  double sd_acc = sqrt(taps) * in->sd * 74.0;
+  int32_t spread = sd_acc < (double)in->bias_max ? (int32_t)sd_acc : in->bias_max;
   for (size_t i = 0; i < k; i++) {
     s->zw[i] = e->weight_zero_point ? uniform(&r, -128, 127) : 0;
-    s->bias[i] = e->bias ? uniform(&r, -in->bias_max, in->bias_max) : 0;
+    if (!e->bias) continue;
+    if (rng_next(&r) % 8 == 0) {
+      s->bias[i] = uniform(&r, -in->bias_max, in->bias_max);
+    } else {
+      /* within int32 whatever the layer's size (spread < 2^30) */
+      double centre = -taps * mx * (-0.5 - s->zw[i]), lim = (double)INT32_MAX - spread;
+      centre = centre > lim ? lim : centre < -lim ? -lim : centre;
+      s->bias[i] = (int32_t)llround(centre) + uniform(&r, -spread, spread);
+    }
   }
   q->weight_zero_points = e->weight_zero_point ? s->zw : NULL;
   q->bias = e->bias ? s->bias : NULL;
   if (w->out_type == CT_DTYPE_INT32) return CT_OK;
 
-  /* x - zx has mean mx and spread in->sd (uniform bytes: ~74), w - zw[k]
-   * mean -0.5 - zw[k] and spread ~74. Scale each channel so that |mean| +
-   * 3 sd of its accumulator maps to about 100 output steps: outputs spread
-   * over the range, some clamped, few all-clamped channels. */
-  geom3 g;
-  workload_geom(w, &g);
-  double taps = (double)workload_cpg(w) * g.ker[0] * g.ker[1] * g.ker[2];
-  double mx = (in->uniform ? (w->data_type == CT_DTYPE_UINT8 ? 127.5 : -0.5) : in->mean) - zx;
+  /* Scale each channel so that |mean| + 3 sd of its accumulator maps to
+   * about 100 output steps: outputs spread over the range, some clamped,
+   * few all-clamped channels. */
   double worst = 0;
   for (size_t i = 0; i < k; i++) {
     double mw = -0.5 - s->zw[i];
-    double mag = fabs(taps * mx * mw) + 3.0 * sqrt(taps) * in->sd * 74.0 + fabs((double)s->bias[i]);
+    double mag = fabs(taps * mx * mw + (double)s->bias[i]) + 3.0 * sd_acc;
     s->scale[i] = (float)(100.0 / mag * (0.75 + 0.5 * (double)(rng_next(&r) % 1000) / 1000.0));
     if (mag > worst) worst = mag;
   }
@@ -605,9 +621,9 @@ static ct_status random_one(const ct_workload *w, uint64_t seed, const input_mod
   q->scale = s->scale;
   int lo = type_min(w->out_type), hi = type_max(w->out_type);
   q->out_zero_point = uniform(&r, lo + (hi - lo) / 4, hi - (hi - lo) / 4);
-  if (rng_next(&r) % 2) { /* ReLU, sometimes ReLU6-like */
+  if (rng_next(&r) % 2) { /* ReLU, sometimes ReLU6-like (its top at least 32 steps up) */
     q->clamp_min = q->out_zero_point;
-    q->clamp_max = rng_next(&r) % 2 ? hi : uniform(&r, q->clamp_min, hi);
+    q->clamp_max = rng_next(&r) % 2 ? hi : uniform(&r, (q->clamp_min + hi + 1) / 2, hi);
   }
   if (e->residual) {
     q->residual_scale = (float)(0.25 + (double)(rng_next(&r) % 1000) / 1000.0);

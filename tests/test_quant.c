@@ -1982,6 +1982,55 @@ START_TEST(pre_random_reproducible) {
 }
 END_TEST
 
+/* quant_random's values must make a conv's 8-bit outputs spread: a bias far
+ * above the accumulator's own spread (it was drawn up to 2^20 for every
+ * channel) scaled each channel down so far that a depthwise conv's 9 taps
+ * moved its outputs by a step or two, and a test that compares such outputs
+ * proves little about the taps. Each seed of each layer here must give at
+ * least 32 distinct output values, and at least a third of the outputs of
+ * its channels of moderate bias must lie strictly inside the clamps (about
+ * 1 in 8 channels keeps a bias of up to 2^20, for the range; a Relu clamps
+ * about half of a channel's outputs). */
+START_TEST(random_values_spread_outputs) {
+  static const char *keys[] = {
+      "conv2d-nhwc-i8.i8.i8-n2-c32-k32-14x14-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-g32",
+      "conv2d-nhwc-i8.i8.i8-n2-c32-k32-14x14-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-onnx-g32",
+      "conv2d-nhwc-u8.i8.u8-n2-c16-k16-14x14-r3x3-s2x2-p1x1.1x1-d1x1-zd-zw-bias-qc-g16",
+      "conv2d-nhwc-i8.i8.i8-n2-c64-k16-8x8-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc",
+      "conv2d-nhwc-i8.i8.i8-n2-c256-k16-8x8-r1x1-s1x1-p0x0.0x0-d1x1-bias-qc-onnx",
+      "conv3d-ndhwc-i8.i8.i8-n1-c16-k16-4x8x8-r3x3x3-s1x1x1-p1x1x1.1x1x1-d1x1x1-bias-qc-g16",
+  };
+  for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+    ct_workload w;
+    ct_err err = {0};
+    ck_assert_msg(workload_from_key(keys[i], &w, &err) == CT_OK, "%s: %s", keys[i], err.msg);
+    for (uint32_t seed = 1; seed <= 16; seed++) {
+      qcase t;
+      qcase_make(&t, &w, seed);
+      uint8_t *out = xmalloc(t.n_out);
+      ck_assert_msg(reference_qconv(&w, &t.qs.q, t.data, t.weights, t.res, out, &err) == CT_OK,
+                    "%s", err.msg);
+      int seen[256] = {0}, distinct = 0;
+      for (size_t j = 0; j < t.n_out; j++) distinct += !seen[out[j]]++;
+      /* channels-last: output j is channel j % k */
+      size_t inside = 0, n = 0;
+      for (size_t j = 0; j < t.n_out; j++) {
+        if (llabs((long long)t.qs.q.bias[j % (size_t)w.k]) >= (1 << 17)) continue;
+        int v = w.out_type == CT_DTYPE_UINT8 ? out[j] : (int8_t)out[j];
+        inside += v > t.qs.q.clamp_min && v < t.qs.q.clamp_max;
+        n++;
+      }
+      ck_assert_msg(distinct >= 32, "%s seed %u: the outputs take %d values (clamps [%d, %d])",
+                    keys[i], (unsigned)seed, distinct, t.qs.q.clamp_min, t.qs.q.clamp_max);
+      ck_assert_msg(3 * inside >= n, "%s seed %u: %zu of %zu outputs inside the clamps [%d, %d]",
+                    keys[i], (unsigned)seed, inside, n, t.qs.q.clamp_min, t.qs.q.clamp_max);
+      free(out);
+      qcase_free(&t);
+    }
+  }
+}
+END_TEST
+
 static void add_quant(TCase *tc) {
   tcase_add_test(tc, fixed_point_matches_slow_forms);
   tcase_add_test(tc, requant_fast_equals_requant);
@@ -2003,6 +2052,7 @@ static void add_quant(TCase *tc) {
   tcase_add_test(tc, pre_params_parts);
   tcase_add_test(tc, pre_checks_name_the_field);
   tcase_add_test(tc, pre_random_reproducible);
+  tcase_add_test(tc, random_values_spread_outputs);
 }
 
 static const test_case suite_cases[] = {
