@@ -60,6 +60,11 @@
 #   savedb  /tmp/t.db as $OUT/t.db.xz; pass it back as .gpu-bin/t.db.xz (or t.db)
 #   fusechain [B] [S] [F]  MobileNetV2 at batch B tuned apart (S s) and fused (F s more), then bench
 #           --model --in-chain both ways, the fused pairs' in-chain times beside the two convs'
+#   autofuse [B] [S]  MobileNetV2 at batch B tuned with --fuse (each pair fused and apart, one
+#           budget of S s, default 240), then bench --model --in-chain apart, --fuse (fused where
+#           the records predict a gain) and --fuse=all, each against cuDNN in its run
+#   quicksuite  every GPU test at small counts (test_gpu_templates' cases at QS_N configs a
+#           workload, default 3; the other GPU suites whole; test_cli's GPU part), in parallel
 #   mtune [B] [S]  the MobileNetV2 model at batch B (default 32) tuned S seconds (default 150;
 #           every template) into /tmp/t.db
 #   inchain [B]  bench --model MobileNetV2 at batch B (default 32) on /tmp/t.db with --in-chain
@@ -197,6 +202,58 @@ PY
   exit 0
 fi
 case $1 in
+quicksuite)
+  # every GPU test after a change to the tests' random values (core/quant.c): each of
+  # test_gpu_templates' cases at QS_N configs a workload (default 3), the other GPU suites
+  # whole, and test_cli (its GPU part: tune --fuse and bench --fuse on the tiny fused model),
+  # in parallel in two waves
+  s=$(date +%s) N=${QS_N:-3}
+  run() { # NAME DIR CMD...: a log and its exit status
+    local n=$1; shift
+    ( timeout ${QS_LIMIT:-420} "$@" > $OUT/qs-$n.log 2>&1; echo "rc=$?" >> $OUT/qs-$n.log )
+  }
+  cases="gpu_templates wgmma nhwc nhwc8 pingpong nhwc_zpad stem stem8 onnx onnx_stem grouped grouped8 grouped_onnx grouped_zw pointwise pwdw ref"
+  for c in $cases; do ( cd build-rel && CK_RUN_CASE=$c run gt-$c ./test_gpu_templates $N ) & done
+  wait
+  echo "test_gpu_templates cases: $(( $(date +%s) - s )) s"
+  ( cd build-rel && run quant ./test_gpu_quant ) &
+  ( cd build-rel && run runner ./test_runner ) &
+  ( cd build-rel && run model_bench ./test_gpu_model_bench ) &
+  ( cd build-rel && run kernel ./test_gpu_kernel ) &
+  ( cd build-rel && run tune ./test_tune_gpu ) &
+  ( cd build-rel && CK_RUN_CASE=layers run dispatch-layers ./test_gpu_dispatch ) &
+  ( cd build-rel && CK_RUN_CASE=graph run dispatch-graph ./test_gpu_dispatch ) &
+  run cli sh tests/test_cli.sh $PWD/$B $PWD &
+  wait
+  echo "all: $(( $(date +%s) - s )) s"
+  for f in $OUT/qs-*.log; do
+    echo "== $(basename $f .log): $(grep -E 'Checks|rc=|passed|failed' $f | tail -3 | tr '\n' ' ')"
+    grep -E "exact over|F:|E:|FAIL|not ok|differ" $f | head -6 | cut -c1-200
+  done
+  cd $OUT && tar czf quicksuite.tgz qs-*.log && rm qs-*.log ;;
+autofuse)
+  # MobileNetV2 at batch B (default 32) tuned with --fuse (each expand + depthwise pair both
+  # ways, one budget of S seconds, default 240) into /tmp/t.db; then bench --model --in-chain
+  # apart, --fuse (by records) and --fuse=all on that database, each against cuDNN in its run
+  s=$(date +%s) MB=${2:-32}
+  tq model-b$MB --model $MODEL --batch $MB --time-budget ${3:-240} --fuse
+  for mode in apart auto all; do
+    f=; [ $mode = auto ] && f=--fuse; [ $mode = all ] && f=--fuse=all
+    timeout 200 $B bench --model $MODEL --batch $MB --db /tmp/t.db --in-chain $f --results-dir $OUT \
+      --json-out $OUT/chain-$mode-b$MB.json > $OUT/chain-$mode-b$MB.md 2> $OUT/chain-$mode-b$MB.err
+    echo "bench $mode b$MB rc=$? at $(( $(date +%s) - s )) s"
+    grep -E "as fast as|every node|^- [0-9]+ .*: (fused|apart):" $OUT/chain-$mode-b$MB.md | head -24 | cut -c1-220
+  done
+  python3 - $OUT $MB <<'PY'
+import json, sys
+out, mb = sys.argv[1], sys.argv[2]
+for m in ("apart", "auto", "all"):
+    d = json.load(open("%s/chain-%s-b%s.json" % (out, m, mb)))
+    print("%-5s: chain %.1f us, cuDNN fp16 %.1f, %.2fx; %d fused nodes; nodes alone %.1f, in chain %.1f" % (
+        m, d["chain"]["convtune_us"], d["chain"]["cudnn_fp16_us"], d["chain"]["cudnn_fp16_us"] / d["chain"]["convtune_us"],
+        d["n_fused_nodes"], d["sum_of_nodes"]["convtune_us"], d.get("convtune_in_chain_sum_us") or -1))
+PY
+  cd $OUT && tar czf autofuse-b$MB.tgz chain-* tune-model-* && rm -f chain-* tune-model-* ;;
 tests)
   s=$(date +%s)
   ( cd build-rel && timeout 560 ./test_runner > $OUT/runner.log 2>&1; echo "rc=$?" >> $OUT/runner.log ) &

@@ -456,6 +456,7 @@ cJSON *mbench_to_json(const mbench_result *r) {
   cJSON_AddNumberToObject(o, "n_fresh_inputs", r->n_fresh_inputs);
   /* fused pairs: n_fused_convs of the model's convs ran in n_fused_nodes nodes */
   cJSON_AddNumberToObject(o, "n_fused_nodes", r->n_fused);
+  cJSON_AddStringToObject(o, "fuse_policy", r->fuse_policy[0] ? r->fuse_policy : "none");
   cJSON_AddNumberToObject(o, "n_fused_convs", 2 * r->n_fused);
   cJSON_AddBoolToObject(o, "all_int32", r->all_int32);
   cJSON_AddStringToObject(o, "tensors", r->arena ? "arena" : "own");
@@ -528,6 +529,7 @@ cJSON *mbench_to_json(const mbench_result *r) {
     cJSON *notes = cJSON_AddObjectToObject(no, "notes");
     for (int f = 0; notes && f < MBENCH_N_FIELDS; f++)
       if (nd->note[f][0]) cJSON_AddStringToObject(notes, mbench_field_names[f], nd->note[f]);
+    if (nd->fusion[0]) cJSON_AddStringToObject(no, "fusion", nd->fusion);
   }
   cJSON_AddStringToObject(
       o, "method",
@@ -803,6 +805,17 @@ void mbench_write_markdown(const mbench_result *r, FILE *f) {
       fprintf(f, "- %d %s runs %d %s `%s` before it: `%s`\n", i, nd->name, nd->pre_conv,
               nd->pre_name, r->nodes[nd->pre_conv].key, nd->key);
     }
+  }
+  int n_decided = 0;
+  for (int i = 0; i < r->n_nodes; i++) n_decided += r->nodes[i].fusion[0] != 0;
+  if (n_decided) {
+    fprintf(f,
+            "\nFusion by records (--fuse=auto): a pair runs fused where its records predict a "
+            "gain in the chain (%d pair%s):\n",
+            n_decided, n_decided == 1 ? "" : "s");
+    for (int i = 0; i < r->n_nodes; i++)
+      if (r->nodes[i].fusion[0])
+        fprintf(f, "- %d %s: %s\n", i, r->nodes[i].name, r->nodes[i].fusion);
   }
   if (r->n_run + n_absorbed < r->n_nodes) {
     fputs("\nSkipped (not run on any side):\n", f);

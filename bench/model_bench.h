@@ -85,6 +85,10 @@ typedef struct mbench_node {
   char source[192];                /* where convtune's kernel comes from (ct_explain) */
   char algo[2][100];               /* cuDNN's algorithm: fp16, int8 ("A + B" for a fused node) */
   char note[MBENCH_N_FIELDS][224]; /* why a field is null, or what went wrong */
+  /* bench --fuse=auto, on the conv of a pair that could fuse (the fused
+   * node, or the conv a 1x1 conv feeds where the pair stays apart): the
+   * decision and its terms (resolve_fuse_estimate's why); "" otherwise */
+  char fusion[224];
 } mbench_node;
 
 /* The images of a batch of n that the check covers: the first and the last
@@ -119,6 +123,10 @@ typedef struct mbench_result {
    * alike, on their own tensors) */
   int arena, arena_buffers;
   double arena_bytes, out_bytes;
+  /* how pairs were fused: "" (none), "all" (every pair a template runs) or
+   * "records" (where the database's records predict a gain: the nodes'
+   * fusion says why) */
+  char fuse_policy[16];
 } mbench_result;
 
 /* ---- CPU parts ------------------------------------------------------------ */

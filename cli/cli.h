@@ -56,9 +56,19 @@ typedef struct cli_wl {
    * (cli_wl_load fills it; owned, freed by cli_wl_free); NULL otherwise */
   int *counts;
   int n_fused; /* --model: the fused nodes (model_n_fused), each two of its convs */
-  int fuse; /* --fuse: load the model with its pointwise convs fused where a template runs them */
+  /* --fuse[=auto|all] (CLI_FUSE_*; 0: none): load the model with its
+   * pointwise convs fused into the convs they feed, where a template runs
+   * the pair and fuse_hook (when set) agrees */
+  int fuse;
   /* tune --template NAME: fuse only the pairs that template runs (NULL: any) */
   const char *fuse_template;
+  /* tune: with --fuse, each fused pair's two convs apart are tuned too, so
+   * that records of both ways exist to decide by (bench --fuse) */
+  int fuse_both;
+  /* bench --fuse=auto: who decides each pair a template runs
+   * (model_opts.fuse_pre's form); NULL: every such pair fuses */
+  int (*fuse_hook)(const ct_workload *w, void *user);
+  void *fuse_user;
   int batch; /* 0: keep */
   /* --data, --out, --epilogue, --layout: applied to every selected workload */
   const char *data_type, *out_type, *epilogue, *layout;
@@ -66,6 +76,9 @@ typedef struct cli_wl {
   const char *err; /* first flag error, reported by cli_wl_load */
   char errbuf[256];
 } cli_wl;
+
+/* --fuse's modes: bare --fuse is auto */
+enum { CLI_FUSE_AUTO = 1, CLI_FUSE_ALL = 2 };
 
 /* The long options for workload selection, to be merged into a command's
  * table; getopt_long returns the val of each (all >= CLI_WL_OPT_BASE). */

@@ -182,7 +182,7 @@ const struct option cli_wl_options[] = {
     {"out", required_argument, 0, O_OUT},
     {"epilogue", required_argument, 0, O_EPILOGUE},
     {"model", required_argument, 0, O_MODEL},
-    {"fuse", no_argument, 0, O_FUSE},
+    {"fuse", optional_argument, 0, O_FUSE},
     {0, 0, 0, 0},
 };
 
@@ -204,11 +204,13 @@ const char cli_wl_help[] =
     "  --model FILE           an ONNX model's convolutions (QDQ, QLinearConv, ConvInteger\n"
     "                         or float Conv), each unique workload once, with the epilogue\n"
     "                         its graph implies; --batch N gives a symbolic batch its size\n"
-    "  --fuse                 with --model: a 1x1 conv whose output only the next conv\n"
-    "                         reads (an inverted residual block's expansion) runs fused\n"
-    "                         into it where a template runs the pair (default: every conv\n"
-    "                         apart; the fused kernel is slower than the pair on most\n"
-    "                         blocks today)\n"
+    "  --fuse[=auto|all]      with --model: a 1x1 conv whose output only the next conv\n"
+    "                         reads (an inverted residual block's expansion) may run fused\n"
+    "                         into it, where a template runs the pair. tune tunes each\n"
+    "                         such pair both ways (fused, and its two convs apart); bench\n"
+    "                         fuses the pairs whose records predict a gain in the chain\n"
+    "                         (auto, the default) or every pair (all); workload lists\n"
+    "                         every pair fused (default: every conv apart)\n"
     "  --batch N              the batch size of every selected workload\n"
     "Quantization, applied to every selected workload:\n"
     "  --data int8|uint8      the data type\n"
@@ -289,7 +291,12 @@ int cli_wl_option(cli_wl *s, int opt, const char *arg) {
     s->model = arg;
     return 1;
   case O_FUSE:
-    s->fuse = 1;
+    if (!arg || !strcmp(arg, "auto"))
+      s->fuse = CLI_FUSE_AUTO;
+    else if (!strcmp(arg, "all"))
+      s->fuse = CLI_FUSE_ALL;
+    else
+      flag_error(s, name, arg, "auto or all");
     return 1;
   case O_BATCH:
     if ((s->batch = parse_int(arg, 1)) < 0) flag_error(s, name, arg, "an integer of at least 1");
@@ -508,7 +515,10 @@ ct_status cli_wl_model(const cli_wl *s, struct model **out, ct_err *err) {
     return ERR_SET(err, CT_ERR_INVALID_ARG, "--out: expected int32, int8 or uint8, got '%s'",
                    err_excerpt(quoted, sizeof quoted, s->out_type));
   o.float_epilogue = s->epilogue;
-  if (s->fuse) {
+  if (s->fuse && s->fuse_hook) {
+    o.fuse_pre = s->fuse_hook;
+    o.fuse_user = s->fuse_user;
+  } else if (s->fuse) {
     o.fuse_pre = fuse_if_supported;
     o.fuse_user = s->fuse_template ? (void *)template_find(s->fuse_template) : NULL;
   }
@@ -524,6 +534,47 @@ ct_status cli_wl_model(const cli_wl *s, struct model **out, ct_err *err) {
   return st;
 }
 
+/* tune --fuse: the model's workloads apart appended to set (its fused
+ * ones, counts in s->counts) where set lacks them: each fused pair's two
+ * convs, so that both ways get records. Their counts are the apart
+ * model's. */
+static ct_status add_apart(cli_wl *s, wlset *set, ct_err *err) {
+  cli_wl a = *s;
+  a.fuse = 0;
+  a.counts = NULL;
+  model *m;
+  wlset *ap = NULL;
+  int *counts = NULL;
+  ct_status st = cli_wl_model(&a, &m, err);
+  if (st) return st;
+  st = model_workloads(m, &ap, &counts, err);
+  model_free(m);
+  if (st) return st;
+  int n = set->n_items;
+  wlset_item *items = realloc(set->items, ((size_t)n + (size_t)ap->n_items) * sizeof *items);
+  int *cn = realloc(s->counts, ((size_t)n + (size_t)ap->n_items) * sizeof *cn);
+  if (items) set->items = items;
+  if (cn) s->counts = cn;
+  if (!items || !cn) {
+    st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < ap->n_items; i++) {
+    char key[CT_KEY_MAX], other[CT_KEY_MAX];
+    workload_key(&ap->items[i].w, key, sizeof key);
+    int j = 0;
+    while (j < n && (workload_key(&set->items[j].w, other, sizeof other), strcmp(key, other))) j++;
+    if (j < n) continue;
+    set->items[set->n_items] = ap->items[i]; /* the name moves */
+    ap->items[i].name = NULL;
+    s->counts[set->n_items++] = counts[i];
+  }
+done:
+  wlset_free(ap);
+  free(counts);
+  return st;
+}
+
 /* --model's unique supported workloads, with their counts in s->counts. */
 static ct_status load_model(cli_wl *s, wlset **out, ct_err *err) {
   model *m;
@@ -533,6 +584,7 @@ static ct_status load_model(cli_wl *s, wlset **out, ct_err *err) {
   s->counts = NULL;
   s->n_fused = model_n_fused(m);
   st = model_workloads(m, out, &s->counts, err);
+  if (!st && s->fuse && s->fuse_both && s->n_fused > 0) st = add_apart(s, *out, err);
   if (!st && (*out)->n_items == 0) {
     char where[CT_EXCERPT_MAX], node[CT_EXCERPT_MAX];
     err_excerpt(where, sizeof where, s->model);

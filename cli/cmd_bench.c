@@ -20,7 +20,9 @@
  * (nhwc by default; --layout nchw4c), and the results file is
  * <dir>/<device>-<model>-b<batch>[-nchw4c].json. With --fuse a model is
  * read with its pointwise convs fused into the convs they feed
- * (cli_wl_model).
+ * (cli_wl_model): where the database's records predict a gain in the
+ * chain (auto: resolve_fuse_estimate, on this device), or every pair a
+ * template runs (--fuse=all).
  */
 #include <errno.h>
 #include <limits.h>
@@ -32,7 +34,9 @@
 #include "bench/model_bench.h"
 #include "cli/cli.h"
 #include "core/outfile.h"
+#include "gpu/device.h"
 #include "model/model.h"
+#include "resolve/resolve.h"
 
 static const char usage[] =
     "usage: convtune bench --set NAME --batch N [options]\n"
@@ -50,9 +54,12 @@ static const char usage[] =
     "does not run); per node and in total, against the same chain on cuDNN fp16 and\n"
     "int8, with the model's roofline floor; every node checked once against the CPU\n"
     "reference (the first and the last image). With --fuse, a 1x1 conv whose output\n"
-    "only the next conv reads is fused into it where a template runs the pair: one\n"
-    "node, reading the 1x1 conv's input, checked against the CPU reference of both\n"
-    "convs; cuDNN still runs both, the node's time their sum.\n"
+    "only the next conv reads is fused into it where a template runs the pair and the\n"
+    "database's records on this GPU predict a gain in the chain (the fused kernel's\n"
+    "time against the two convs', one launch and the 1x1 conv's output written back to\n"
+    "memory; tune --model --fuse records both ways); --fuse=all fuses every such pair.\n"
+    "A fused node reads the 1x1 conv's input and is checked against the CPU reference\n"
+    "of both convs; cuDNN still runs both, the node's time their sum.\n"
     "Writes bench/results/<device>-<model>-b<batch>.json (-nchw4c.json with --layout\n"
     "nchw4c).\n"
     "\n"
@@ -179,6 +186,93 @@ static void stamp(bench_result *r, int argc, char **argv) {
   bench_result_stamp(r, n, args);
 }
 
+/* bench --fuse=auto: a pair fuses where a template runs it and this
+ * device's records predict a gain (resolve_fuse_estimate); each decision
+ * kept by the fused workload's key for the report. */
+typedef struct fuse_decision {
+  char fused_key[CT_KEY_MAX], main_key[CT_KEY_MAX];
+  fuse_estimate e;
+} fuse_decision;
+typedef struct fuse_policy {
+  db *d;
+  db_device dev;
+  arch a;
+  double mem_gbs;
+  int n, cap;
+  fuse_decision *v;
+  ct_status st; /* the first failure, in err */
+  ct_err err;
+} fuse_policy;
+
+static int fuse_by_records(const ct_workload *w, void *user) {
+  fuse_policy *p = user;
+  if (p->st || !template_any_supports(w)) return 0;
+  char key[CT_KEY_MAX];
+  workload_key(w, key, sizeof key);
+  int i = 0;
+  while (i < p->n && strcmp(p->v[i].fused_key, key)) i++;
+  if (i == p->n) {
+    if (p->n == p->cap) {
+      int cap = p->cap ? 2 * p->cap : 16;
+      fuse_decision *v = realloc(p->v, (size_t)cap * sizeof *v);
+      if (!v) {
+        p->st = ERR_SET(&p->err, CT_ERR_NO_MEMORY, "out of memory");
+        return 0;
+      }
+      p->v = v, p->cap = cap;
+    }
+    fuse_decision *dn = &p->v[p->n];
+    memset(dn, 0, sizeof *dn);
+    memcpy(dn->fused_key, key, sizeof key);
+    ct_workload m;
+    workload_main(w, &m);
+    workload_key(&m, dn->main_key, sizeof dn->main_key);
+    if ((p->st = resolve_fuse_estimate(p->d, &p->dev, &p->a, w, p->mem_gbs, &dn->e, &p->err)))
+      return 0;
+    p->n++;
+  }
+  return p->v[i].e.known && p->v[i].e.gain_us > 0;
+}
+
+/* The database and this GPU for fuse_by_records. */
+static ct_status fuse_policy_open(fuse_policy *p, const bench_opts *bo, ct_err *err) {
+  memset(p, 0, sizeof *p);
+  device dv;
+  ct_status st = device_open(bo->device, &dv, err);
+  if (st) return st;
+  if (!(dv.mem_gbs > 0))
+    return ERR_SET(err, CT_ERR_CUDA, "--fuse: device %d reports no memory bandwidth", bo->device);
+  snprintf(p->dev.name, sizeof p->dev.name, "%s", dv.name);
+  p->dev.cc_major = dv.arch.cc_major;
+  p->dev.cc_minor = dv.arch.cc_minor;
+  p->dev.sm_count = dv.arch.sm_count;
+  p->a = dv.arch;
+  p->mem_gbs = dv.mem_gbs;
+  if (bo->db_path && (st = db_open(bo->db_path, 1, &p->d, err))) return st;
+  return CT_OK;
+}
+
+static void fuse_policy_close(fuse_policy *p) {
+  db_close(p->d);
+  free(p->v);
+  memset(p, 0, sizeof *p);
+}
+
+/* Each decision onto its node: the fused node, or the conv the pair's 1x1
+ * conv feeds where the pair stayed apart. */
+static void fuse_policy_report(const fuse_policy *p, mbench_result *r) {
+  for (int k = 0; k < p->n; k++) {
+    const fuse_decision *dn = &p->v[k];
+    int fused = dn->e.known && dn->e.gain_us > 0;
+    for (int i = 0; i < r->n_nodes; i++) {
+      mbench_node *nd = &r->nodes[i];
+      if (fused ? nd->pre_conv >= 0 && !strcmp(nd->key, dn->fused_key)
+                : nd->pre_conv < 0 && !strcmp(nd->key, dn->main_key))
+        snprintf(nd->fusion, sizeof nd->fusion, "%s", dn->e.why);
+    }
+  }
+}
+
 /* The --model run: read the model in layout, benchmark its chain, print
  * the report, write the files. */
 static int bench_model(const cli_common *cc, const cli_wl *sel, const bench_opts *bo,
@@ -194,12 +288,26 @@ static int bench_model(const cli_common *cc, const cli_wl *sel, const bench_opts
    * library pads them */
   cli_wl ms = *sel;
   ms.layout = bo->layout == CT_LAYOUT_NHWC ? "nhwc" : "nchw";
-  if (cli_wl_model(&ms, &m, &err)) {
+  fuse_policy fp = {0};
+  if (ms.fuse == CLI_FUSE_AUTO) {
+    if (fuse_policy_open(&fp, bo, &err)) {
+      rc = cli_fail(cc, &err);
+      goto done;
+    }
+    ms.fuse_hook = fuse_by_records;
+    ms.fuse_user = &fp;
+  }
+  if (cli_wl_model(&ms, &m, &err) || (fp.st && (err = fp.err, 1))) {
     rc = cli_fail(cc, &err);
     goto done;
   }
   stamp(&r.head, argc, argv);
   ct_status st = mbench_run(bo, m, &r, &err);
+  if (ms.fuse) {
+    snprintf(r.fuse_policy, sizeof r.fuse_policy, "%s",
+             ms.fuse == CLI_FUSE_AUTO ? "records" : "all");
+    fuse_policy_report(&fp, &r);
+  }
   if (st == CT_ERR_NO_DEVICE) {
     fprintf(stderr, "convtune bench: %s\n", err.msg);
     rc = EXIT_FAIL;
@@ -228,6 +336,7 @@ static int bench_model(const cli_common *cc, const cli_wl *sel, const bench_opts
 done:
   mbench_result_free(&r);
   model_free(m);
+  fuse_policy_close(&fp);
   return rc;
 }
 

@@ -641,8 +641,8 @@ static int tune_model(tuner *t, const wlset *s, const char *prefix, const int *c
     }
     char fused[96] = "";
     if (n_fused > 0)
-      snprintf(fused, sizeof fused, "; %d convs fused into %d node%s (--fuse)", 2 * n_fused,
-               n_fused, n_fused == 1 ? "" : "s");
+      snprintf(fused, sizeof fused, "; %d pair%s of convs tuned fused and apart (--fuse)", n_fused,
+               n_fused == 1 ? "" : "s");
     fprintf(stderr, "[tune] model %s: %d workloads (%d occurrences%s), %s\n", cli_path(model),
             s->n_items, convs, fused, budget);
   }
@@ -895,6 +895,7 @@ int cmd_tune(int argc, char **argv) {
   wlset *s = NULL;
   tuner *t = NULL;
   sel.fuse_template = tpl ? tpl->name : NULL; /* --model: pairs the named template runs */
+  sel.fuse_both = !tpl; /* --fuse: each pair both ways, for bench --fuse to decide by */
   if (cli_wl_load(&sel, default_workload, &s, &err)) {
     rc = cli_fail(&cc, &err);
     goto done;

@@ -72,6 +72,13 @@ ct_status device_open(int ordinal, device *out, ct_err *err) {
   CUDA_TRY(err, cudaRuntimeGetVersion(&out->runtime_version));
   CUDA_TRY(err, cudaDeviceGetAttribute(&out->l2_bytes, cudaDevAttrL2CacheSize, ordinal));
   CUDA_TRY(err, cudaDeviceGetAttribute(&out->clock_khz, cudaDevAttrClockRate, ordinal));
+  {
+    /* DRAM's peak: two transfers a memory clock, bus width bits each */
+    int mem_khz = 0, bus_bits = 0;
+    CUDA_TRY(err, cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, ordinal));
+    CUDA_TRY(err, cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, ordinal));
+    out->mem_gbs = 2.0 * mem_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+  }
 
 done:
   if (st == CT_ERR_NO_DEVICE) err_prefix(err, "no CUDA device: running kernels needs an NVIDIA GPU");

@@ -119,10 +119,24 @@ if "$ct" space "$fkey" --arch sm_90 >/dev/null 2>&1; then
   expect 0 "^ *1  ir_dw_out_Conv  *$fkey\$" workload --model "$grouped" --batch 3 --fuse
   expect 0 '"fused_into":.*"ir_dw_out_Conv"' workload --model "$grouped" --batch 3 --json --fuse
   expect 0 '"fused_nodes":.1' workload --model "$grouped" --batch 3 --json --fuse
+  expect 0 '"fused_nodes":.1' workload --model "$grouped" --batch 3 --json --fuse=all
 else
   expect 0 '^5 conv nodes, 5 unique workloads (5 shapes), 0 unsupported$' workload --model "$grouped" --batch 3 --fuse
 fi
 expect_bad '--fuse is about a model' workload --fuse --c 8 --k 8 --size 8x8 --kernel 1
+expect_bad "--fuse: expected auto or all, got 'some'" workload --model "$grouped" --fuse=some
+# On a GPU: tune --fuse records each pair both ways (the fused workload, and the expansion
+# and the depthwise conv apart); bench --fuse fuses by those records and says why, and
+# --fuse=all fuses every pair.
+if [ -e /dev/nvidiactl ] && "$ct" space "$fkey" --arch sm_90 >/dev/null 2>&1; then
+  expect 0 '1 pair of convs tuned fused and apart' tune --model "$grouped" --batch 3 --fuse --trials 3 --time-budget 40 --db "$tmp/fuse.db"
+  "$ct" export --db "$tmp/fuse.db" --output "$tmp/fuse.jsonl" >/dev/null 2>&1
+  grep -q -- "$fkey" "$tmp/fuse.jsonl" && grep -q -- '-n3-c8-k48-12x12-r1x1-' "$tmp/fuse.jsonl" &&
+    grep -q -- '-n3-c48-k48-12x12-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-onnx-g48"' "$tmp/fuse.jsonl" &&
+    ok || bad "tune --fuse did not record the pair both ways: $(cut -c1-300 "$tmp/fuse.jsonl")"
+  expect 0 '^- [0-9]* ir_dw_out_Conv: \(fused\|apart\): fused [0-9.]* us against apart ' bench --model "$grouped" --batch 3 --fuse --db "$tmp/fuse.db" --no-results
+  expect 0 '"fuse_policy":.*"all"' bench --model "$grouped" --batch 3 --fuse=all --db "$tmp/fuse.db" --no-results --json
+fi
 
 # Malformed input: one line naming the field, exit code 2.
 good='"op":"conv2d","c":64,"h":56,"w":56,"k":64,"kernel":3'

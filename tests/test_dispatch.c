@@ -1188,6 +1188,70 @@ static void put_nhwc_config(db *d, const char *uid, const template_desc *t, cons
   space_free(&s);
 }
 
+/* Fusion decided by records (resolve_fuse_estimate): the fused kernel's
+ * time against the two convs' alone, one launch and the intermediate's
+ * trip at the bandwidth given; nothing known without all three records. */
+START_TEST(fuse_estimate_by_records) {
+  const char *fkey = "conv2d-nhwc-i8.i8.i8-n2-c96-k96-28x28-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-onnx-"
+                     "g96-pre16.i8.bias.qc.onnx";
+  ct_workload f, pre, m;
+  ct_err err = {0};
+  ck_assert_msg(workload_from_key(fkey, &f, &err) == CT_OK, "%s", err.msg);
+  workload_pre(&f, &pre);
+  workload_main(&f, &m);
+  const template_desc *tf = template_find("conv2d_nhwc_pwdw"),
+                      *tp = template_find("conv2d_nhwc_pw_mma"),
+                      *td = template_find("conv2d_nhwc_dw");
+  ck_assert(tf && tp && td);
+  ck_assert(tf->supports(&f, NULL) && tp->supports(&pre, NULL) && td->supports(&m, NULL));
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/fuse.db", dir);
+  db *d = NULL;
+  ck_assert_msg(db_open(path, 0, &d, &err) == CT_OK, "%s", err.msg);
+  arch a90 = arch_named("sm_90");
+  fuse_estimate e;
+  /* the intermediate: 2 x 28 x 28 x 96 int8 bytes; at 150.528 GB/s 1 us */
+  const double gbs = 2.0 * 28 * 28 * 96 / 1e3;
+  ck_assert_int_eq(resolve_fuse_estimate(d, &H200, &a90, &f, gbs, &e, &err), CT_OK);
+  ck_assert_int_eq(e.known, 0);
+  ck_assert_ptr_nonnull(strstr(e.why, "no record of the fused workload"));
+  ck_assert_double_eq(e.mid_bytes, 2.0 * 28 * 28 * 96);
+  put_nhwc_trial(d, "pre-1", tp, &pre, 3.0, 1, NULL);
+  put_nhwc_trial(d, "dw-1", td, &m, 2.0, 2, NULL);
+  ck_assert_int_eq(resolve_fuse_estimate(d, &H200, &a90, &f, gbs, &e, &err), CT_OK);
+  ck_assert_int_eq(e.known, 0);
+  ck_assert_double_eq(e.pre_us, 3.0);
+  ck_assert_double_eq(e.main_us, 2.0);
+  /* fused at 6.5 us: 3 + 2 + 1 (a launch) + 1 (the intermediate) - 6.5 */
+  put_nhwc_trial(d, "f-1", tf, &f, 6.5, 3, NULL);
+  ck_assert_int_eq(resolve_fuse_estimate(d, &H200, &a90, &f, gbs, &e, &err), CT_OK);
+  ck_assert_int_eq(e.known, 1);
+  ck_assert_double_eq_tol(e.mid_us, 1.0, 1e-9);
+  ck_assert_double_eq_tol(e.gain_us, 0.5, 1e-9);
+  ck_assert_msg(!strncmp(e.why, "fused:", 6), "%s", e.why);
+  /* a faster apart record of the 1x1 conv tips it the other way */
+  put_nhwc_trial(d, "pre-2", tp, &pre, 2.0, 4, NULL);
+  ck_assert_int_eq(resolve_fuse_estimate(d, &H200, &a90, &f, gbs, &e, &err), CT_OK);
+  ck_assert_double_eq_tol(e.gain_us, -0.5, 1e-9);
+  ck_assert_msg(!strncmp(e.why, "apart:", 6), "%s", e.why);
+  /* another device of the same capability reads the H200's records; a
+   * nearest workload's do not count */
+  ck_assert_int_eq(resolve_fuse_estimate(d, &H100, &a90, &f, gbs, &e, &err), CT_OK);
+  ck_assert_int_eq(e.known, 1);
+  ct_workload f2 = f;
+  f2.n = 4;
+  ck_assert_int_eq(resolve_fuse_estimate(d, &H200, &a90, &f2, gbs, &e, &err), CT_OK);
+  ck_assert_int_eq(e.known, 0);
+  /* refusals: no fused conv, no bandwidth; no database: nothing known */
+  ck_assert_int_eq(resolve_fuse_estimate(d, &H200, &a90, &m, gbs, &e, &err), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(resolve_fuse_estimate(d, &H200, &a90, &f, 0, &e, &err), CT_ERR_INVALID_ARG);
+  ck_assert_int_eq(resolve_fuse_estimate(NULL, &H200, &a90, &f, gbs, &e, &err), CT_OK);
+  ck_assert_int_eq(e.known, 0);
+  db_close(d);
+}
+END_TEST
+
 /* Records count under the key of their layout: an nhwc record serves the
  * nhwc workload (exactly, and as the nearest of an untuned one), never its
  * nchw or nchw4c twin, and a faster nchw4c record never serves nhwc. */
@@ -1687,6 +1751,7 @@ static void add_lookup(TCase *tc) {
   tcase_add_test(tc, open_reads_a_readonly_folder);
   tcase_add_test(tc, layouts_resolve_to_their_templates);
   tcase_add_test(tc, records_serve_their_layout);
+  tcase_add_test(tc, fuse_estimate_by_records);
   tcase_add_test(tc, records_carry_to_other_output_types);
   tcase_add_test(tc, nhwc_weights_are_not_packed);
 }
