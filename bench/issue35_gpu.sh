@@ -60,9 +60,10 @@
 #   savedb  /tmp/t.db as $OUT/t.db.xz; pass it back as .gpu-bin/t.db.xz (or t.db)
 #   fusechain [B] [S] [F]  MobileNetV2 at batch B tuned apart (S s) and fused (F s more), then bench
 #           --model --in-chain both ways, the fused pairs' in-chain times beside the two convs'
-#   autofuse [B] [S]  MobileNetV2 at batch B tuned with --fuse (each pair fused and apart, one
-#           budget of S s, default 240), then bench --model --in-chain apart, --fuse (fused where
-#           the records predict a gain) and --fuse=all, each against cuDNN in its run
+#   autofuse [B] [S] [F]  MobileNetV2 at batch B tuned apart (S s, default 150; 0: none), then
+#           with --fuse (each pair fused and apart, F s more, default 90), then bench --model
+#           --in-chain apart, --fuse (fused where the records predict a gain) and --fuse=all
+#           (AF_MODES picks), each against cuDNN in its run
 #   quicksuite  every GPU test at small counts (test_gpu_templates' cases at QS_N configs a
 #           workload, default 3; the other GPU suites whole; test_cli's GPU part), in parallel
 #   mtune [B] [S]  the MobileNetV2 model at batch B (default 32) tuned S seconds (default 150;
@@ -109,7 +110,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 # tune NAME ARGS...: one tuning into /tmp/t.db, its JSON and log in $OUT (a phase sets s, its start)
 tq() {
   local n=$1; shift
-  timeout 200 $B tune "$@" --seed 1 --db /tmp/t.db -q --json > $OUT/tune-$n.json 2> $OUT/tune-$n.err
+  timeout ${TQ_LIMIT:-200} $B tune "$@" --seed 1 --db /tmp/t.db -q --json > $OUT/tune-$n.json 2> $OUT/tune-$n.err
   echo "tune $n rc=$? at $(( $(date +%s) - s )) s $(tail -1 $OUT/tune-$n.err)"
 }
 # csan TEMPLATE KEY CONFIG TOOL...: compute-sanitizer's tools, one after another, over one launch
@@ -235,9 +236,10 @@ autofuse)
   # MobileNetV2 at batch B (default 32) tuned with --fuse (each expand + depthwise pair both
   # ways, one budget of S seconds, default 240) into /tmp/t.db; then bench --model --in-chain
   # apart, --fuse (by records) and --fuse=all on that database, each against cuDNN in its run
-  s=$(date +%s) MB=${2:-32}
-  tq model-b$MB --model $MODEL --batch $MB --time-budget ${3:-240} --fuse
-  for mode in apart auto all; do
+  s=$(date +%s) MB=${2:-32} TQ_LIMIT=$(( ${3:-150} + ${4:-90} + 30 ))
+  [ ${3:-150} -gt 0 ] && tq model-apart-b$MB --model $MODEL --batch $MB --time-budget ${3:-150}
+  tq model-fuse-b$MB --model $MODEL --batch $MB --time-budget ${4:-90} --fuse
+  for mode in ${AF_MODES:-apart auto all}; do
     f=; [ $mode = auto ] && f=--fuse; [ $mode = all ] && f=--fuse=all
     timeout 200 $B bench --model $MODEL --batch $MB --db /tmp/t.db --in-chain $f --results-dir $OUT \
       --json-out $OUT/chain-$mode-b$MB.json > $OUT/chain-$mode-b$MB.md 2> $OUT/chain-$mode-b$MB.err
@@ -247,7 +249,9 @@ autofuse)
   python3 - $OUT $MB <<'PY'
 import json, sys
 out, mb = sys.argv[1], sys.argv[2]
+import os
 for m in ("apart", "auto", "all"):
+    if not os.path.exists("%s/chain-%s-b%s.json" % (out, m, mb)): continue
     d = json.load(open("%s/chain-%s-b%s.json" % (out, m, mb)))
     print("%-5s: chain %.1f us, cuDNN fp16 %.1f, %.2fx; %d fused nodes; nodes alone %.1f, in chain %.1f" % (
         m, d["chain"]["convtune_us"], d["chain"]["cudnn_fp16_us"], d["chain"]["cudnn_fp16_us"] / d["chain"]["convtune_us"],
