@@ -30,6 +30,7 @@
 #include <cJSON.h>
 
 #include "tuner/search.h"
+#include "tuner/store.h"
 #include "tuner/tune.h"
 #include "tests/util.h"
 
@@ -936,6 +937,69 @@ START_TEST(plan_refuses_with_reasons) {
 }
 END_TEST
 
+/* Session names (the prefix of every trial's uid) differ between tuners
+ * opened in one second by one process, as between processes of one pid on
+ * two hosts; they fit a uid's 24 characters whole, device ordinal too. */
+START_TEST(session_names_are_unique) {
+  enum { N = 2000 };
+  static char names[N][40];
+  for (int i = 0; i < N; i++) {
+    tune_session_name(names[i], sizeof names[i], i % 2 ? -1 : i % 10000);
+    ck_assert_msg(strlen(names[i]) <= 24, "'%s' is longer than a uid keeps", names[i]);
+    for (int j = 0; j < i; j++) ck_assert_str_ne(names[i], names[j]);
+  }
+  char name[40];
+  tune_session_name(name, sizeof name, 9999);
+  ck_assert_uint_le(strlen(name), 24);
+  ck_assert_ptr_nonnull(strstr(name, "-9999"));
+}
+END_TEST
+
+/* The tuner's store refuses a trial whose uid is in the database already,
+ * loudly: the database keeps a uid's first row, so the trial would be
+ * lost without a word. */
+START_TEST(a_reused_uid_is_an_error) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/uids.db", dir);
+  device dev;
+  memset(&dev, 0, sizeof dev);
+  snprintf(dev.name, sizeof dev.name, "NVIDIA H200");
+  ck_assert_int_eq(arch_from_name("sm_90", &dev.arch, NULL), CT_OK);
+  dev.arch.sm_count = 132;
+  tune_store st;
+  ct_err err = {0};
+  ck_assert_msg(tune_store_db_open(path, &dev, &st, &err) == CT_OK, "%s", err.msg);
+  const template_desc *t = template_find("conv2d_nchw4c_dp4a");
+  ck_assert_ptr_nonnull(t);
+  trial tr[2];
+  memset(tr, 0, sizeof tr);
+  for (int i = 0; i < 2; i++) {
+    snprintf(tr[i].uid, sizeof tr[i].uid, "s-%d", i);
+    snprintf(tr[i].workload_key, sizeof tr[i].workload_key, "%s",
+             "conv2d-nchw4c-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1");
+    snprintf(tr[i].template_name, sizeof tr[i].template_name, "%s", t->name);
+    snprintf(tr[i].template_version, sizeof tr[i].template_version, "%s", template_version(t));
+    tr[i].config_index = (uint64_t)i;
+    tr[i].config_json = (char *)"{}";
+    tr[i].outcome = OUT_OK;
+    tr[i].median_us = 1.0 + i;
+    snprintf(tr[i].arch, sizeof tr[i].arch, "sm_90");
+    snprintf(tr[i].tuner, sizeof tr[i].tuner, "random");
+    snprintf(tr[i].session, sizeof tr[i].session, "s");
+    tr[i].timestamp = 1767225600.0;
+  }
+  ck_assert_msg(st.record(st.ctx, tr, 1, &err) == CT_OK, "%s", err.msg);
+  /* the batch's second trial reuses the first one's uid */
+  snprintf(tr[1].uid, sizeof tr[1].uid, "s-0");
+  ct_status rc = st.record(st.ctx, tr, 2, &err);
+  ck_assert_int_eq(rc, CT_ERR_INTERNAL);
+  ck_assert_msg(strstr(err.msg, "2 of 2 trials not recorded"), "%s", err.msg);
+  ck_assert_msg(strstr(err.msg, "in the database already"), "%s", err.msg);
+  st.close(st.ctx);
+}
+END_TEST
+
 /* One case per concern, so that CK_RUN_CASE can pick the slow ones. */
 static void add_api(TCase *tc) {
   tcase_add_test(tc, defaults_are_autotvms);
@@ -945,6 +1009,8 @@ static void add_api(TCase *tc) {
   tcase_add_test(tc, features_have_a_constant_count);
   tcase_add_test(tc, degenerate_calls_are_harmless);
   tcase_add_test(tc, a_failing_model_is_reported_once);
+  tcase_add_test(tc, session_names_are_unique);
+  tcase_add_test(tc, a_reused_uid_is_an_error);
 }
 
 static void add_selection(TCase *tc) {

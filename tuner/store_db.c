@@ -58,8 +58,16 @@ static ct_status retired(void *ctx, const arch *a, const template_desc *tpl, con
 static ct_status record(void *ctx, trial *trs, int n, ct_err *err) {
   store_db *s = ctx;
   for (int i = 0; i < n; i++) trs[i].device = s->dev;
-  int n_skipped = 0; /* not the loop's concern: its uids are its session's */
-  return db_insert_trials(s->db, trs, n, &n_skipped, err);
+  /* a uid is its session's: one already in the database means two
+   * sessions had one name, and the trial would be lost without a word */
+  int n_skipped = 0;
+  ct_status st = db_insert_trials(s->db, trs, n, &n_skipped, err);
+  if (!st && n_skipped > 0)
+    st = ERR_SET(err, CT_ERR_INTERNAL,
+                 "%d of %d trials not recorded: their uids (the first of the batch '%s') are in "
+                 "the database already, another session's",
+                 n_skipped, n, n > 0 ? trs[0].uid : "");
+  return st;
 }
 
 static ct_status best(void *ctx, const char *key, const template_desc *tpl, trial *out, int *found,

@@ -19,9 +19,11 @@
 #include "tuner/tune.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,6 +95,29 @@ static double mono_s(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* tune.h. Time and pid were not enough: two tuners of one process in one
+ * second had one name, and so had ranks on two hosts (or containers)
+ * whose processes had the same pid; the later one's trials were not
+ * recorded (the database keeps the first row of a uid). The random bits
+ * come from getrandom; where it fails, from the clock's nanoseconds, the
+ * pid, an address and a counter, mixed. */
+void tune_session_name(char *buf, size_t size, int ordinal) {
+  static unsigned long long counter;
+  unsigned long long r = 0;
+  if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    r = (unsigned long long)ts.tv_nsec ^ ((unsigned long long)getpid() << 32) ^
+        (unsigned long long)(uintptr_t)&ts ^ __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+    r ^= r >> 33, r *= 0xff51afd7ed558ccdULL, r ^= r >> 33; /* murmur3's finaliser */
+  }
+  r &= (1ULL << 40) - 1;
+  if (ordinal < 0)
+    snprintf(buf, size, "%lx-%010llx", (unsigned long)time(NULL), r);
+  else
+    snprintf(buf, size, "%lx-%010llx-%d", (unsigned long)time(NULL), r, ordinal);
+}
+
 ct_status tuner_open(const char *db_path, const tune_opts *o, tuner **out, ct_err *err) {
   *out = NULL;
   tuner *t = calloc(1, sizeof *t);
@@ -105,7 +130,7 @@ ct_status tuner_open(const char *db_path, const tune_opts *o, tuner **out, ct_er
   if ((st = runner_start(&o->runner, &t->r, &t->dev, err))) goto fail;
   if ((st = builder_start(o->n_builders, &t->dev.arch, &t->b, err))) goto fail;
   if ((st = tune_store_db_open(db_path, &t->dev, &t->store, err))) goto fail;
-  snprintf(t->session, sizeof t->session, "%lx-%x", (unsigned long)time(NULL), (unsigned)getpid());
+  tune_session_name(t->session, sizeof t->session, -1);
   *out = t;
   return CT_OK;
 fail:
@@ -126,9 +151,8 @@ ct_status tuner_open_shared(const tune_opts *o, runner *r, const device *dev, bu
   t->client = client;
   t->shared = 1;
   t->store = *store;
-  /* uids stay unique across the pool's tuners: the device is in the session */
-  snprintf(t->session, sizeof t->session, "%lx-%x-%d", (unsigned long)time(NULL),
-           (unsigned)getpid(), dev->ordinal);
+  /* the device in the session too: the pool's tuners open at once */
+  tune_session_name(t->session, sizeof t->session, dev->ordinal);
   *out = t;
   return CT_OK;
 }

@@ -141,6 +141,12 @@ const tune_opts *tuner_opts(const tuner *t);
 ct_status tuner_stored(tuner *t, const ct_workload *w, const template_desc *tpl, tune_result *res,
                        ct_err *err);
 
+/* A tuner's session name, which its trials' uids extend ("%.24s-%ld"):
+ * the start time in hex and 40 random bits, then "-ORDINAL" for a pool's
+ * tuner (ordinal < 0: none); at most 24 characters for an ordinal below
+ * 10000, so that a uid holds it whole. */
+void tune_session_name(char *buf, size_t size, int ordinal);
+
 /* A task held open across rounds, for a scheduler that shares one budget
  * among tasks: opening resumes from the database, seeds the model with
  * other workloads' trials and queues the first trials (as tuner_tune does);
