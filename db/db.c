@@ -312,6 +312,25 @@ static void tidy_side_files(const char *path) {
   sqlite3_close(h);
 }
 
+/* The schema version and the check of the file's objects
+ * (db_check_schema), both read in one transaction. Read apart, another
+ * process's first migration could commit between them: version 0 read,
+ * then its tables seen, and a database two processes were creating at
+ * once was refused as another program's (1 open in 300, two processes
+ * opening a new file together). */
+static ct_status read_schema(sqlite3 *h, int *version, ct_err *err) {
+  ct_status st = CT_OK;
+  SQL_TRY(h, err, sqlite3_exec(h, "BEGIN", NULL, NULL, NULL));
+  if ((st = db_user_version(h, version, err)) == CT_OK)
+    st = *version > DB_SCHEMA_VERSION ? db_refuse_newer(*version, err)
+                                      : db_check_schema(h, *version, err);
+  /* Not SQL_TRY: a read transaction's end has nothing to report but the
+   * reads' own status. */
+  sqlite3_exec(h, "COMMIT", NULL, NULL, NULL);
+done:
+  return st;
+}
+
 ct_status db_open(const char *path, int readonly, db **out, ct_err *err) {
   ct_status st = CT_OK;
   db *d = NULL;
@@ -345,12 +364,7 @@ ct_status db_open(const char *path, int readonly, db **out, ct_err *err) {
   SQL_TRY(d->h, err, sqlite3_busy_handler(d->h, busy_wait, d));
   /* The first reads: a file that is not a database, or another program's,
    * fails here, before anything is written or converted. */
-  if ((st = db_user_version(d->h, &version, err)) != CT_OK) goto done;
-  if (version > DB_SCHEMA_VERSION) {
-    st = db_refuse_newer(version, err);
-    goto done;
-  }
-  if ((st = db_check_schema(d->h, version, err)) != CT_OK) goto done;
+  if ((st = read_schema(d->h, &version, err)) != CT_OK) goto done;
   if (readonly && version < DB_SCHEMA_VERSION) {
     if (version == 0)
       st = ERR_SET(err, CT_ERR_DB,
