@@ -1787,10 +1787,12 @@ static void writer(const char *path, int go, int out, int id) {
   _exit(0);
 }
 
-START_TEST(two_concurrent_writers) {
-  char dir[512], path[600];
-  scratch(dir, sizeof dir);
-  path_in(path, sizeof path, dir, "shared.db");
+/* Two child processes of fn(path, go, out, w), w 0 and 1, released at
+ * once (each reads go first), waited for: the number that failed (exit
+ * status not 0), and the failures' messages (fn writes them to out) into
+ * msg. */
+static int run_two(void (*fn)(const char *path, int go, int out, int w), const char *path,
+                   char *msg, size_t size) {
   int go[2], out[2];
   ck_assert_int_eq(pipe(go), 0);
   ck_assert_int_eq(pipe(out), 0);
@@ -1801,24 +1803,32 @@ START_TEST(two_concurrent_writers) {
     if (pids[w] == 0) {
       close(go[1]);
       close(out[0]);
-      writer(path, go[0], out[1], w);
+      fn(path, go[0], out[1], w);
     }
   }
   close(go[0]);
   close(out[1]);
-  /* Both start at once, on a file that does not exist yet: they also race
-   * to create the schema. */
-  close(go[1]);
+  close(go[1]); /* both start now */
   int failed = 0;
   for (int w = 0; w < 2; w++) {
     int status = 0;
     ck_assert_int_eq(waitpid(pids[w], &status, 0), pids[w]);
-    failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
   }
-  char msg[1024] = "";
-  ssize_t n = read(out[0], msg, sizeof msg - 1);
+  ssize_t n = read(out[0], msg, size - 1);
   msg[n > 0 ? n : 0] = '\0';
   close(out[0]);
+  return failed;
+}
+
+START_TEST(two_concurrent_writers) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "shared.db");
+  /* Both start at once, on a file that does not exist yet: they also race
+   * to create the schema. */
+  char msg[1024];
+  int failed = run_two(writer, path, msg, sizeof msg);
   ck_assert_msg(!failed, "a writer failed: %s", msg);
 
   db *d = open_db(path);
@@ -2027,49 +2037,35 @@ static void add_files(TCase *tc) {
  * objects; the other one's migration committed between those two reads
  * once in about 300 opens, and the fresh database was refused as "schema
  * version 0 but 12 objects in it" (both are read in one transaction now). */
+/* One process that opens (creating) the database once: exit 0, or 1 with
+ * the error message on fd out. */
+static void creator(const char *path, int go, int out, int id) {
+  (void)id;
+  char dummy;
+  if (read(go, &dummy, 1) < 0) _exit(2);
+  db *d = NULL;
+  ct_err err = {0};
+  if (db_open(path, 0, &d, &err) != CT_OK) {
+    ssize_t ignored = write(out, err.msg, strlen(err.msg));
+    (void)ignored;
+    _exit(1);
+  }
+  db_close(d);
+  _exit(0);
+}
+
 START_TEST(concurrent_creators_never_refused) {
   char dir[512];
   scratch(dir, sizeof dir);
   int refused = 0;
-  char first[512] = "";
+  char first[1024] = "", msg[1024];
   for (int i = 0; i < 500; i++) {
-    char path[600];
-    snprintf(path, sizeof path, "%s/%d.db", dir, i);
-    int go[2], out[2];
-    ck_assert_int_eq(pipe(go), 0);
-    ck_assert_int_eq(pipe(out), 0);
-    pid_t pids[2];
-    for (int w = 0; w < 2; w++) {
-      pids[w] = fork();
-      ck_assert_int_ge(pids[w], 0);
-      if (pids[w] == 0) {
-        char c;
-        close(go[1]);
-        close(out[0]);
-        if (read(go[0], &c, 1) < 0) _exit(3);
-        db *d = NULL;
-        ct_err err = {0};
-        if (db_open(path, 0, &d, &err) != CT_OK) {
-          if (write(out[1], err.msg, strlen(err.msg)) < 0) _exit(4);
-          _exit(1);
-        }
-        db_close(d);
-        _exit(0);
-      }
-    }
-    close(go[0]);
-    close(out[1]);
-    close(go[1]); /* both start at once */
-    for (int w = 0; w < 2; w++) {
-      int status = 0;
-      ck_assert_int_eq(waitpid(pids[w], &status, 0), pids[w]);
-      refused += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-    }
-    if (refused && !first[0]) {
-      ssize_t n = read(out[0], first, sizeof first - 1);
-      first[n > 0 ? n : 0] = '\0';
-    }
-    close(out[0]);
+    char path[600], name[32];
+    snprintf(name, sizeof name, "%d.db", i);
+    path_in(path, sizeof path, dir, name);
+    int n = run_two(creator, path, msg, sizeof msg);
+    if (n && !refused) snprintf(first, sizeof first, "%s", msg);
+    refused += n;
   }
   ck_assert_msg(refused == 0, "%d of 1000 opens refused, the first: %s", refused, first);
 }
