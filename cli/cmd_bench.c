@@ -37,6 +37,7 @@
 #include "gpu/device.h"
 #include "model/model.h"
 #include "resolve/resolve.h"
+#include "tuner/store.h"
 
 static const char usage[] =
     "usage: convtune bench --set NAME --batch N [options]\n"
@@ -242,10 +243,7 @@ static ct_status fuse_policy_open(fuse_policy *p, const bench_opts *bo, ct_err *
   if (st) return st;
   if (!(dv.mem_gbs > 0))
     return ERR_SET(err, CT_ERR_CUDA, "--fuse: device %d reports no memory bandwidth", bo->device);
-  snprintf(p->dev.name, sizeof p->dev.name, "%s", dv.name);
-  p->dev.cc_major = dv.arch.cc_major;
-  p->dev.cc_minor = dv.arch.cc_minor;
-  p->dev.sm_count = dv.arch.sm_count;
+  tune_db_device(&dv, &p->dev);
   p->a = dv.arch;
   p->mem_gbs = dv.mem_gbs;
   if (bo->db_path && (st = db_open(bo->db_path, 1, &p->d, err))) return st;
