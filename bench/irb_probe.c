@@ -1,0 +1,459 @@
+/*
+ * irb_probe.c: what a whole inverted residual block in one kernel
+ * (bench/irb_probe.cu: expansion, depthwise conv, projection and residual)
+ * would give on MobileNetV2's 14x14 and 7x7 blocks at batch 32, against
+ * the three convs as libconvtune serves them from a tuned database. Not a
+ * template: no workload, tuner or dispatch knows the whole block yet.
+ *
+ *   irb_probe DB [SOURCE_DIR]
+ *   irb_probe --compile [SOURCE_DIR]   (no GPU: one shape a block compiles for sm_90)
+ *
+ * Per block: the expansion fused into the depthwise conv as the pwdw
+ * template's workload (pre_c) and the projection (int8, bias, per-channel
+ * scales, ONNX Runtime's rounding, the block's input as its residual where
+ * the block has one), random data and weights, quant_random's values; the
+ * CPU reference of the block (the fused workload's, then the projection's);
+ * the probe compiled by NVRTC for a list of shapes (in parallel), each
+ * checked byte for byte against the reference, the fastest kept; then the
+ * timings, each the best of 5 replays of a CUDA graph of 100 launches (or
+ * triples): the probe, and ct_qconv2d of the three convs (their tuned
+ * configs), whose outputs are checked too. Prints a line a block, and the
+ * sums over MobileNetV2's ten blocks at 14x14 and 7x7 (a block counted as
+ * often as the network has it).
+ */
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "convtune/convtune.h"
+#include "core/quant.h"
+#include "core/rng.h"
+#include "core/workload.h"
+#include "gpu/device.h"
+#include "gpu/nvrtc.h"
+#include "templates/template.h"
+
+#define CK(x)                                                                                      \
+  do {                                                                                             \
+    cudaError_t e_ = (x);                                                                          \
+    if (e_ != cudaSuccess) {                                                                       \
+      fprintf(stderr, "irb_probe: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__);      \
+      exit(1);                                                                                     \
+    }                                                                                              \
+  } while (0)
+
+typedef struct blk {
+  const char *name;
+  int cin, e, h, s, k, res, count; /* count: blocks of the network like it */
+} blk;
+
+static const blk blocks[] = {
+    {"block7", 64, 384, 14, 1, 64, 1, 3},   {"block10", 64, 384, 14, 1, 96, 0, 1},
+    {"block11", 96, 576, 14, 1, 96, 1, 2},  {"block13", 96, 576, 14, 2, 160, 0, 1},
+    {"block14", 160, 960, 7, 1, 160, 1, 2}, {"block16", 160, 960, 7, 1, 320, 0, 1},
+};
+#define N_BATCH 32
+
+static void fail(const char *what, const char *msg) {
+  fprintf(stderr, "irb_probe: %s: %s\n", what, msg);
+  exit(1);
+}
+
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) fail("source", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = malloc((size_t)n + 1);
+  if (!s || fread(s, 1, (size_t)n, f) != (size_t)n) fail("source", path);
+  s[n] = 0;
+  fclose(f);
+  return s;
+}
+
+static void *dev_copy(const void *h, size_t n) {
+  void *d = NULL;
+  CK(cudaMalloc(&d, n ? n : 16));
+  if (n) CK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
+  return d;
+}
+
+static int32_t *make_params(const ct_workload *w, const ct_quant *q, const int8_t *weights) {
+  ct_err err = {0};
+  int32_t *sums = malloc(sizeof(int32_t) * (size_t)w->k);
+  int32_t *p = calloc(quant_params_words(w), 4);
+  if (!sums || !p) fail("host", "out of memory");
+  quant_weight_sums(w, weights, sums);
+  if (quant_params(w, q, sums, p, &err) != CT_OK) fail("quant_params", err.msg);
+  free(sums);
+  return p;
+}
+
+/* Block b's workloads: wf, the depthwise conv with its expansion fused
+ * (pre_c, the pwdw template's), and wp, the projection. */
+static void block_of(const blk *b, ct_workload *wf, ct_workload *wp) {
+  ct_err err = {0};
+  ct_workload_init(wf, CT_OP_CONV2D);
+  wf->layout = CT_LAYOUT_NHWC, wf->out_type = CT_DTYPE_INT8, wf->n = N_BATCH;
+  wf->c = wf->k = wf->groups = b->e;
+  wf->in[0] = wf->in[1] = b->h;
+  wf->kernel[0] = wf->kernel[1] = 3;
+  wf->stride[0] = wf->stride[1] = b->s;
+  wf->pad_before[0] = wf->pad_before[1] = wf->pad_after[0] = wf->pad_after[1] = 1;
+  wf->epi.bias = 1, wf->epi.scale = CT_SCALE_CHANNEL, wf->epi.rounding = CT_ROUND_ONNX;
+  wf->pre_c = b->cin;
+  wf->pre_data_type = CT_DTYPE_INT8;
+  wf->pre_epi = wf->epi;
+  ct_workload_init(wp, CT_OP_CONV2D);
+  wp->layout = CT_LAYOUT_NHWC, wp->out_type = CT_DTYPE_INT8, wp->n = N_BATCH;
+  wp->c = b->e, wp->k = b->k;
+  wp->in[0] = wp->in[1] = (int)workload_out_size(wf, 0);
+  wp->kernel[0] = wp->kernel[1] = 1;
+  wp->epi = wf->epi;
+  wp->epi.residual = b->res;
+  if (workload_validate(wf, &err) || workload_validate(wp, &err)) fail("workload", err.msg);
+}
+
+/* one shape of the probe: the pwdw knobs, then KB */
+typedef struct shape {
+  int th, tw, cb8, warps, pixt, kb;
+} shape;
+
+typedef struct job {
+  shape sh;
+  instance inst;
+  cubin cb;
+  int ok; /* compiled */
+} job;
+
+typedef struct pool {
+  job *jobs;
+  int n, next;
+  const char *src;
+  const arch *a;
+  const blk *b;
+  pthread_mutex_t mu;
+} pool;
+
+static void *compile_worker(void *arg) {
+  pool *p = arg;
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    const int i = p->next++;
+    pthread_mutex_unlock(&p->mu);
+    if (i >= p->n) return NULL;
+    job *j = &p->jobs[i];
+    const char *opts[INSTANCE_MAX_OPTIONS + 4];
+    char extra[3][64];
+    int n = 0;
+    for (int o = 0; o < j->inst.n_options; o++) opts[n++] = j->inst.options[o];
+    snprintf(extra[0], 64, "-DPOST_K=%d", p->b->k);
+    snprintf(extra[1], 64, "-DKB=%d", j->sh.kb);
+    snprintf(extra[2], 64, "-DPOST_RES=%d", p->b->res);
+    for (int e = 0; e < 3; e++) opts[n++] = extra[e];
+    ct_err err = {0};
+    j->ok = nvrtc_compile_source("irb_probe.cu", p->src, opts, n, p->a, &j->cb, &err) == CT_OK;
+    if (!j->ok)
+      fprintf(stderr, "irb_probe: %s shape %d x %d cb8 %d warps %d kb %d: %s\n%s\n", p->b->name,
+              j->sh.th, j->sh.tw, j->sh.cb8, j->sh.warps, j->sh.kb, err.msg,
+              j->cb.log ? j->cb.log : "");
+  }
+}
+
+/* The shapes tried for block b whose pwdw instance is valid, compiled in
+ * parallel (threads); *n_out of them. At most one with --compile. */
+static job *compile_shapes(const ct_workload *wf, const blk *b, const char *src, const arch *a,
+                           int threads, int first_only, int *n_out) {
+  static const int ths[] = {2, 4, 7, 8, 14};
+  static const int tws[] = {4, 8, 16};
+  static const int cb8s[] = {4, 8};
+  static const int warpss[] = {4, 8};
+  const template_desc *tpl = template_find("conv2d_nhwc_pwdw");
+  ct_err err = {0};
+  space sp;
+  if (template_space(tpl, wf, &sp, &err) != CT_OK) fail("space", err.msg);
+  job *jobs = calloc(256, sizeof *jobs);
+  int n = 0;
+  const int oh = (int)workload_out_size(wf, 0), pixt = b->s == 1 ? 4 : 2;
+  for (size_t i = 0; i < sizeof ths / sizeof *ths; i++)
+    for (size_t k = 0; k < sizeof tws / sizeof *tws; k++)
+      for (size_t c = 0; c < sizeof cb8s / sizeof *cb8s; c++)
+        for (size_t w = 0; w < sizeof warpss / sizeof *warpss; w++)
+          for (int half = 0; half < 2; half++) {
+            const int th = ths[i], tw = tws[k];
+            if (th > oh || tw > oh + 3 || (first_only && n)) continue;
+            if (b->e % (8 * cb8s[c])) continue;
+            const int kb = half ? b->k / 2 : b->k;
+            if (kb % 8 || (half && kb < 32)) continue;
+            char js[256];
+            snprintf(js, sizeof js,
+                     "{\"tile_h\":%d,\"tile_w\":%d,\"cb8\":%d,\"warps\":%d,\"pixt\":%d,"
+                     "\"blocks_per_sm\":1}",
+                     th, tw, cb8s[c], warpss[w], pixt);
+            cJSON *jj = cJSON_Parse(js);
+            config cfg;
+            const ct_status st = space_config_from_json(&sp, jj, &cfg, &err);
+            cJSON_Delete(jj);
+            if (st != CT_OK) continue;
+            job *j = &jobs[n];
+            if (instance_make(tpl, wf, &sp, &cfg, a, &j->inst, &err) != CT_OK) continue;
+            j->sh = (shape){th, tw, cb8s[c], warpss[w], pixt, kb};
+            n++;
+          }
+  space_free(&sp);
+  pool p = {jobs, n, 0, src, a, b, PTHREAD_MUTEX_INITIALIZER};
+  pthread_t t[64];
+  if (threads > 64) threads = 64;
+  if (threads < 1) threads = 1;
+  for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, compile_worker, &p);
+  for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
+  *n_out = n;
+  return jobs;
+}
+
+typedef struct probe_k {
+  cudaLibrary_t lib;
+  cudaKernel_t fn;
+  dim3 grid, block;
+  size_t smem;
+} probe_k;
+
+/* j's cubin loaded; 0 when it cannot run (shared memory, occupancy) */
+static int load(const job *j, const blk *b, probe_k *k) {
+  CK(cudaLibraryLoadData(&k->lib, j->cb.data, NULL, NULL, 0, NULL, NULL, 0));
+  CK(cudaLibraryGetKernel(&k->fn, k->lib, "irb_probe"));
+  void *sym = NULL;
+  size_t bytes = 0;
+  CK(cudaLibraryGetGlobal(&sym, &bytes, k->lib, "irb_smem_bytes"));
+  int smem = 0;
+  CK(cudaMemcpy(&smem, sym, sizeof smem, cudaMemcpyDeviceToHost));
+  if (smem > 227 * 1024 ||
+      cudaFuncSetAttribute((const void *)k->fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           smem) != cudaSuccess) {
+    (void)cudaGetLastError();
+    CK(cudaLibraryUnload(k->lib));
+    return 0;
+  }
+  int per_sm = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)k->fn,
+                                                   (int)j->inst.block[0], (size_t)smem));
+  if (per_sm < 1) {
+    CK(cudaLibraryUnload(k->lib));
+    return 0;
+  }
+  k->grid = (dim3){j->inst.grid[0], (unsigned)(b->k / j->sh.kb), 1};
+  k->block = (dim3){j->inst.block[0], 1, 1};
+  k->smem = (size_t)smem;
+  return 1;
+}
+
+typedef struct io {
+  void *x, *w1, *w2, *pw, *y, *pf, *pp, *pe, *pd, *t1, *t2;
+} io;
+
+static void launch(const probe_k *k, const io *d, int res, cudaStream_t st) {
+  void *r = res ? d->x : NULL;
+  void *args[] = {(void *)&d->x,  (void *)&d->w1, (void *)&d->y, (void *)&d->pf,
+                  (void *)&d->pp, (void *)&d->w2, (void *)&r};
+  CK(cudaLaunchKernel((const void *)k->fn, k->grid, k->block, args, k->smem, st));
+}
+
+/* A captured graph of `copies` launches (or triples): replayed 6 times
+ * (the first a warm-up), its best replay per copy in us. */
+static double replay_best_us(cudaStream_t st, cudaGraph_t g, int copies) {
+  cudaGraphExec_t ge;
+  cudaEvent_t e0, e1;
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  float bestms = 0;
+  for (int rep = 0; rep < 6; rep++) {
+    float ms;
+    CK(cudaEventRecord(e0, st));
+    CK(cudaGraphLaunch(ge, st));
+    CK(cudaEventRecord(e1, st));
+    CK(cudaEventSynchronize(e1));
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    if (rep == 1 || (rep > 1 && ms < bestms)) bestms = ms;
+  }
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  CK(cudaGraphExecDestroy(ge));
+  CK(cudaGraphDestroy(g));
+  return 1000.0 * bestms / copies;
+}
+
+static size_t count_bad(const int8_t *a, const int8_t *b, size_t n) {
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) bad += a[i] != b[i];
+  return bad;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: irb_probe DB|--compile [SOURCE_DIR]\n");
+    return 2;
+  }
+  const char *dir = argc > 2 ? argv[2] : (getenv("CT_SOURCE_DIR") ? getenv("CT_SOURCE_DIR") : ".");
+  char path[1024];
+  snprintf(path, sizeof path, "%s/bench/irb_probe.cu", dir);
+  char *src = read_file(path);
+  const int threads = getenv("IRB_THREADS") ? atoi(getenv("IRB_THREADS")) : 16;
+  ct_err err = {0};
+  device dev;
+  if (!strcmp(argv[1], "--compile")) {
+    memset(&dev, 0, sizeof dev);
+    if (arch_from_name("sm_90", &dev.arch, NULL) != CT_OK) fail("arch", "sm_90");
+    dev.arch.sm_count = 132;
+    int ok = 1;
+    for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
+      ct_workload wf, wp;
+      block_of(&blocks[bi], &wf, &wp);
+      int n = 0;
+      job *jobs = compile_shapes(&wf, &blocks[bi], src, &dev.arch, 1, 1, &n);
+      const int r = n == 1 && jobs[0].ok;
+      printf("%s: %s\n", blocks[bi].name, r ? "compiled" : "FAILED");
+      for (int i = 0; i < n; i++) cubin_free(&jobs[i].cb);
+      free(jobs);
+      ok &= r;
+    }
+    return ok ? 0 : 1;
+  }
+  if (device_open(0, &dev, &err) != CT_OK) fail("device", err.msg);
+  ct_context *ctx = NULL;
+  if (ct_open(argv[1], 0, &ctx) != CT_OK) fail("ct_open", "the database");
+  cudaStream_t st;
+  CK(cudaStreamCreate(&st));
+  printf("%-8s %4s %4s %4s %2s %4s %3s | %9s %9s %9s | %s\n", "block", "Cin", "E", "H", "s", "K",
+         "res", "fused", "3 convs", "ratio", "shape (tile_h x tile_w, cb, warps, kb), shapes run");
+  double sum[2] = {0};
+  int all_exact = 1;
+  for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
+    const blk *b = &blocks[bi];
+    ct_workload wf, wp, we, wd;
+    block_of(b, &wf, &wp);
+    workload_pre(&wf, &we);
+    workload_main(&wf, &wd);
+    quant_store qf, qp;
+    if (quant_random(&wf, 11 + bi, &qf, &err) || quant_random(&wp, 101 + bi, &qp, &err))
+      fail("quant_random", err.msg);
+    ct_quant qd = qf.q; /* the depthwise conv alone */
+    qd.pre = NULL, qd.pre_weights = NULL;
+    rng r;
+    rng_seed(&r, 7 + bi);
+    const size_t nx = (size_t)workload_data_elems(&wf), nw1 = (size_t)workload_weight_elems(&wd);
+    const size_t nw2 = (size_t)workload_weight_elems(&wp), ny = (size_t)workload_out_elems(&wp);
+    const size_t nt = (size_t)workload_out_elems(&wd), ne = (size_t)workload_out_elems(&we);
+    const size_t npw = (size_t)b->e * (size_t)b->cin;
+    int8_t *x = malloc(nx), *w1 = malloc(nw1), *w2 = malloc(nw2), *t = malloc(nt);
+    int8_t *yref = malloc(ny), *y = malloc(ny), *t2 = malloc(nt);
+    if (!x || !w1 || !w2 || !t || !yref || !y || !t2) fail("host", "out of memory");
+    for (size_t i = 0; i < nx; i++) x[i] = (int8_t)rng_next(&r);
+    for (size_t i = 0; i < nw1; i++) w1[i] = (int8_t)rng_next(&r);
+    for (size_t i = 0; i < nw2; i++) w2[i] = (int8_t)rng_next(&r);
+    char eb[256];
+    if (ct_reference_qconv(&wf, &qf.q, x, w1, NULL, t, eb, sizeof eb) ||
+        ct_reference_qconv(&wp, &qp.q, t, w2, b->res ? x : NULL, yref, eb, sizeof eb))
+      fail("reference", eb);
+    int distinct[256] = {0}, nd = 0;
+    for (size_t i = 0; i < ny; i++) nd += !distinct[(uint8_t)yref[i]]++;
+    int32_t *pf = make_params(&wf, &qf.q, w1), *pp = make_params(&wp, &qp.q, w2);
+    int32_t *pe = make_params(&we, qf.q.pre, qf.pre_weights), *pd = make_params(&wd, &qd, w1);
+    io d;
+    d.x = dev_copy(x, nx), d.w1 = dev_copy(w1, nw1), d.w2 = dev_copy(w2, nw2);
+    d.pw = dev_copy(qf.pre_weights, npw);
+    d.pf = dev_copy(pf, quant_params_words(&wf) * 4);
+    d.pp = dev_copy(pp, quant_params_words(&wp) * 4);
+    d.pe = dev_copy(pe, quant_params_words(&we) * 4);
+    d.pd = dev_copy(pd, quant_params_words(&wd) * 4);
+    CK(cudaMalloc(&d.y, ny));
+    CK(cudaMalloc(&d.t1, ne));
+    CK(cudaMalloc(&d.t2, nt));
+
+    /* the probe: every shape compiled, checked and timed; the fastest kept */
+    int n_jobs = 0, n_ran = 0;
+    job *jobs = compile_shapes(&wf, b, src, &dev.arch, threads, 0, &n_jobs);
+    double best_us = 0;
+    int bj = -1;
+    for (int ji = 0; ji < n_jobs; ji++) {
+      probe_k k;
+      if (!jobs[ji].ok || !load(&jobs[ji], b, &k)) continue;
+      CK(cudaMemset(d.y, 0x5a, ny));
+      launch(&k, &d, b->res, st);
+      CK(cudaStreamSynchronize(st));
+      CK(cudaMemcpy(y, d.y, ny, cudaMemcpyDeviceToHost));
+      const size_t bad = count_bad(y, yref, ny);
+      const shape *s = &jobs[ji].sh;
+      if (bad) {
+        printf("%s: shape %d x %d cb %d warps %d kb %d: %zu of %zu bytes differ\n", b->name, s->th,
+               s->tw, 8 * s->cb8, s->warps, s->kb, bad, ny);
+        all_exact = 0;
+        CK(cudaLibraryUnload(k.lib));
+        continue;
+      }
+      cudaGraph_t g;
+      CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+      for (int i = 0; i < 100; i++) launch(&k, &d, b->res, st);
+      CK(cudaStreamEndCapture(st, &g));
+      const double us = replay_best_us(st, g, 100);
+      n_ran++;
+      if (bj < 0 || us < best_us) best_us = us, bj = ji;
+      CK(cudaLibraryUnload(k.lib));
+    }
+
+    /* the three convs through libconvtune, checked, then timed */
+    if (ct_qconv2d(ctx, &we, d.x, d.pw, d.pe, NULL, d.t1, st) ||
+        ct_qconv2d(ctx, &wd, d.t1, d.w1, d.pd, NULL, d.t2, st) ||
+        ct_qconv2d(ctx, &wp, d.t2, d.w2, d.pp, b->res ? d.x : NULL, d.y, st))
+      fail("ct_qconv2d", ct_errmsg(ctx));
+    CK(cudaStreamSynchronize(st));
+    CK(cudaMemcpy(y, d.y, ny, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(t2, d.t2, nt, cudaMemcpyDeviceToHost));
+    const size_t bad3 = count_bad(y, yref, ny), badt = count_bad(t2, t, nt);
+    if (bad3 || badt) {
+      printf("%s: the three convs through libconvtune: %zu output and %zu intermediate bytes "
+             "differ\n",
+             b->name, bad3, badt);
+      all_exact = 0;
+    }
+    cudaGraph_t g;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < 100; i++)
+      if (ct_qconv2d(ctx, &we, d.x, d.pw, d.pe, NULL, d.t1, st) ||
+          ct_qconv2d(ctx, &wd, d.t1, d.w1, d.pd, NULL, d.t2, st) ||
+          ct_qconv2d(ctx, &wp, d.t2, d.w2, d.pp, b->res ? d.x : NULL, d.y, st))
+        fail("ct_qconv2d", ct_errmsg(ctx));
+    CK(cudaStreamEndCapture(st, &g));
+    const double three = replay_best_us(st, g, 100);
+    if (bj >= 0) {
+      const shape *s = &jobs[bj].sh;
+      sum[0] += b->count * best_us, sum[1] += b->count * three;
+      printf("%-8s %4d %4d %4d %2d %4d %3d | %9.2f %9.2f %8.2fx | %d x %d, %d, %d, %d; %d of %d "
+             "(%d output values)\n",
+             b->name, b->cin, b->e, b->h, b->s, b->k, b->res, best_us, three, three / best_us,
+             s->th, s->tw, 8 * s->cb8, s->warps, s->kb, n_ran, n_jobs, nd);
+    } else {
+      printf("%-8s: no shape ran (%d compiled); 3 convs %.2f us\n", b->name, n_jobs, three);
+      all_exact = 0;
+    }
+    fflush(stdout);
+    for (int i = 0; i < n_jobs; i++) cubin_free(&jobs[i].cb);
+    free(jobs);
+    void *ptrs[] = {d.x, d.w1, d.w2, d.pw, d.y, d.pf, d.pp, d.pe, d.pd, d.t1, d.t2};
+    for (int i = 0; i < 11; i++) CK(cudaFree(ptrs[i]));
+    free(x), free(w1), free(w2), free(t), free(yref), free(y), free(t2);
+    free(pf), free(pp), free(pe), free(pd);
+    quant_store_free(&qf), quant_store_free(&qp);
+  }
+  printf("sums over blocks 7-16 (each counted as the network has it): fused %.2f us, 3 convs "
+         "%.2f us (%.2fx); %s\n",
+         sum[0], sum[1], sum[1] / (sum[0] > 0 ? sum[0] : 1),
+         all_exact ? "every output exact" : "NOT every output exact");
+  ct_close(ctx);
+  return all_exact ? 0 : 1;
+}
