@@ -44,7 +44,13 @@ static_assert(KB % 8 == 0 && POST_K % KB == 0, "KB a multiple of 8 dividing POST
 #define RSD       (CB + 16) /* D's and W3's rows: RSD / 16 odd */
 #define SD_BYTES  ((long)MTP * 16 * RSD)
 #define SW3_BYTES ((long)KB * RSD)
-#define IRB_SMEM  (SMEM_BYTES + SD_BYTES + SW3_BYTES)
+#ifndef IRB_DB
+#define IRB_DB 0
+#endif
+/* IRB_DB 1: a second set of the chunk's buffers (B, the constants, W3), so
+ * that the next chunk's loads run under this chunk's work */
+#define BUF1_BYTES (SB_BYTES + SC_BYTES + SW3_BYTES)
+#define IRB_SMEM   (SMEM_BYTES + SD_BYTES + SW3_BYTES + (IRB_DB ? BUF1_BYTES : 0))
 
 /* the host reads it (cudaLibraryGetGlobal) */
 __device__ int irb_smem_bytes = (int)IRB_SMEM;
@@ -75,11 +81,14 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   const int oh0 = th * TILE_H, ow0 = tw * TILE_W;
   const int iy0 = oh0 * CT_STR_H - CT_PAD_H, ix0 = ow0 * CT_STR_W - CT_PAD_W;
   unsigned char *se = smem_raw + SA_BYTES + SB_BYTES;
-  int *sc_pre = (int *)(se + SE_BYTES), *sc_dw = sc_pre + 3 * CB;
-  unsigned char *sf = (unsigned char *)(sc_pre + 6 * CB);
   unsigned char *sd = smem_raw + SMEM_BYTES;
-  const unsigned sa = smem_addr(smem_raw), sb = sa + (unsigned)SA_BYTES;
-  const unsigned sda = smem_addr(sd), swa = sda + (unsigned)SD_BYTES;
+  const unsigned sa = smem_addr(smem_raw), sda = smem_addr(sd);
+  /* the chunk's buffers: set 0 where conv_pwdw.cuh has them (W3 after D),
+   * set 1 past W3 */
+  unsigned char *const buf1 = sd + SD_BYTES + SW3_BYTES;
+  const unsigned sbs[2] = {sa + (unsigned)SA_BYTES, smem_addr(buf1)};
+  int *const scs[2] = {(int *)(se + SE_BYTES), (int *)(buf1 + SB_BYTES)};
+  const unsigned sws[2] = {sda + (unsigned)SD_BYTES, smem_addr(buf1 + SB_BYTES + SC_BYTES)};
   const int *__restrict__ pre = params + PRE_OFFW;
   const q_head ph = load_head(pre), qh = load_head(params), pq = load_head(post_params);
 
@@ -129,29 +138,41 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
       acc[m][j][0] = o0, acc[m][j][1] = o1, acc[m][j][2] = o0, acc[m][j][3] = o1;
   }
 
-#pragma unroll 1
-  for (int cb0 = 0; cb0 < CT_KR; cb0 += CB) {
-    __syncthreads(); /* the last chunk's B, E, D and W3 are read */
-    {
-      const unsigned char *wp = (const unsigned char *)(params + PRE_WOFFW) + (long)cb0 * CPAD;
-      for (int u = tid; u < CB * (CPAD / 16); u += THREADS) {
-        const int r = u / (CPAD / 16), c = (u - r * (CPAD / 16)) * 16;
-        cp_async16(sb + (unsigned)(r * RSA + c), wp + (long)r * CPAD + c, 16);
-      }
-      const unsigned char *fp = weights + (long)cb0 * KVOL;
-      const unsigned sfa = smem_addr(sf);
-      for (int u = tid; u < CB * KVOL / 4; u += THREADS)
-        cp_async4(sfa + 4u * (unsigned)u, fp + 4 * u, 4);
-      for (int u = tid; u < KB * (CB / 16); u += THREADS) {
-        const int r = u / (CB / 16), c = (u - r * (CB / 16)) * 16;
-        cp_async16(swa + (unsigned)(r * RSD + c), post_w + (long)(kb0 + r) * CT_KR + cb0 + c, 16);
-      }
-      cp_async_commit();
+  /* chunk cb0's weights into buffer set bi (cp.async, one group), its
+   * channels' constants by plain loads */
+  auto issue = [&](int cb0, int bi) {
+    const unsigned char *wp = (const unsigned char *)(params + PRE_WOFFW) + (long)cb0 * CPAD;
+    for (int u = tid; u < CB * (CPAD / 16); u += THREADS) {
+      const int r = u / (CPAD / 16), c = (u - r * (CPAD / 16)) * 16;
+      cp_async16(sbs[bi] + (unsigned)(r * RSA + c), wp + (long)r * CPAD + c, 16);
     }
-    stage_chans(sc_pre, pre, ph, cb0, tid);
-    stage_chans(sc_dw, params, qh, cb0, tid);
+    const unsigned char *fp = weights + (long)cb0 * KVOL;
+    const unsigned sfa = smem_addr(scs[bi] + 6 * CB);
+    for (int u = tid; u < CB * KVOL / 4; u += THREADS)
+      cp_async4(sfa + 4u * (unsigned)u, fp + 4 * u, 4);
+    for (int u = tid; u < KB * (CB / 16); u += THREADS) {
+      const int r = u / (CB / 16), c = (u - r * (CB / 16)) * 16;
+      cp_async16(sws[bi] + (unsigned)(r * RSD + c), post_w + (long)(kb0 + r) * CT_KR + cb0 + c, 16);
+    }
+    cp_async_commit();
+    stage_chans(scs[bi], pre, ph, cb0, tid);
+    stage_chans(scs[bi] + 3 * CB, params, qh, cb0, tid);
+  };
+  if (IRB_DB) issue(0, 0);
+
+#pragma unroll 1
+  for (int cb0 = 0, ci = 0; cb0 < CT_KR; cb0 += CB, ci++) {
+    const int bi = IRB_DB ? ci & 1 : 0;
+    if (!IRB_DB) {
+      __syncthreads(); /* the last chunk's B, E, D and W3 are read */
+      issue(cb0, 0);
+    }
     cp_async_wait<0>();
-    __syncthreads();
+    __syncthreads(); /* the chunk's buffers are in; the other set is free */
+    if (IRB_DB && cb0 + CB < CT_KR) issue(cb0 + CB, bi ^ 1);
+    const unsigned sb = sbs[bi], swa = sws[bi];
+    const int *sc_pre = scs[bi], *sc_dw = sc_pre + 3 * CB;
+    const unsigned char *sf = (const unsigned char *)(sc_pre + 6 * CB);
 
     /* ---- the expansion into E (conv_pwdw's steps 2, 3) ---- */
     {
