@@ -223,13 +223,16 @@ static int command_line(const char *cmd, char *buf, size_t size) {
   return n > 0;
 }
 
-void bench_result_stamp(bench_result *r, int argc, char **argv) {
-  /* the tree measured: CT_COMMIT when the caller names it (the GPU machine
-   * gets a copy whose .git, if any, is not the tree's: git there once
-   * named a commit three behind), else git in a checkout */
+void bench_result_stamp(bench_result *r, const char *built, int argc, char **argv) {
+  /* the tree measured: CT_COMMIT when the caller names it, else the
+   * binary's own commit, else git where it runs (the GPU machine gets a
+   * copy whose .git, if any, is not the tree's: git there named a commit
+   * three behind, and once the session's first) */
   const char *env = getenv("CT_COMMIT");
   if (env && *env)
     snprintf(r->commit, sizeof r->commit, "%s", env);
+  else if (built && *built && strcmp(built, "unknown"))
+    snprintf(r->commit, sizeof r->commit, "%s", built);
   else if (!command_line("git rev-parse --short HEAD 2>/dev/null", r->commit, sizeof r->commit))
     snprintf(r->commit, sizeof r->commit, "unknown");
   size_t n = 0;

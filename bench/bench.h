@@ -90,7 +90,7 @@ typedef struct bench_result {
   char device[256]; /* "NVIDIA H200" */
   char arch[16];    /* "sm_90" */
   int sm_count;
-  char commit[64];    /* git rev-parse --short HEAD, else $CT_COMMIT, else "unknown" */
+  char commit[64];    /* the tree measured: bench_result_stamp */
   char command[1024]; /* argv joined with spaces */
   char date[32];      /* UTC, ISO 8601 */
   char set[128];
@@ -138,8 +138,11 @@ char *bench_slug(const char *name, char *buf, size_t size);
  * Returns buf. */
 char *bench_results_path(const bench_result *r, const char *dir, char *buf, size_t size);
 
-/* Fill commit, command (argv joined) and date (now, UTC). */
-void bench_result_stamp(bench_result *r, int argc, char **argv);
+/* Fill commit, command (argv joined) and date (now, UTC). The commit:
+ * $CT_COMMIT when set; else built, the commit the running binary was built
+ * from, when known (not NULL, "" or "unknown"); else git's HEAD where the
+ * process runs (a copied tree's .git may lag the binary); else "unknown". */
+void bench_result_stamp(bench_result *r, const char *built, int argc, char **argv);
 
 /* Release the layers; NULL is accepted. The struct itself is the caller's. */
 void bench_result_free(bench_result *r);

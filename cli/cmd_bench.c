@@ -88,8 +88,8 @@ static const char usage[] =
     "  -q, -v                 less or more output\n"
     "  -h, --help             this text\n"
     "\n"
-    "The commit recorded is $CT_COMMIT when set, else git's short hash of HEAD\n"
-    "where git works, else \"unknown\".\n"
+    "The commit recorded is $CT_COMMIT when set, else the commit this binary was\n"
+    "built from, else git's short hash of HEAD where git works, else \"unknown\".\n"
     "\n"
     "Charts: scripts/plot_bench (in the source tree; Python 3 with matplotlib,\n"
     "Debian's python3-matplotlib) draws one from any results file, a set's or a\n"
@@ -184,7 +184,7 @@ static void stamp(bench_result *r, int argc, char **argv) {
   int n = 0;
   args[n++] = "convtune";
   for (int i = 0; i < argc && n < 256; i++) args[n++] = argv[i];
-  bench_result_stamp(r, n, args);
+  bench_result_stamp(r, CT_BUILD_COMMIT, n, args);
 }
 
 /* bench --fuse=auto: a pair fuses where a template runs it and this

@@ -446,19 +446,25 @@ START_TEST(markdown_table) {
 }
 END_TEST
 
-/* CT_COMMIT names the tree when set, whatever git says. */
+/* CT_COMMIT names the tree when set, whatever the binary or git says;
+ * else the binary's build commit; else git (or "unknown"). */
 START_TEST(stamp_prefers_ct_commit) {
   bench_result r;
   memset(&r, 0, sizeof r);
   char *argv[] = {"convtune", "bench", "--set", "resnet50"};
   setenv("CT_COMMIT", "abc1234", 1);
-  bench_result_stamp(&r, 4, argv);
+  bench_result_stamp(&r, "fed9876", 4, argv);
   ck_assert_str_eq(r.commit, "abc1234");
   ck_assert_str_eq(r.command, "convtune bench --set resnet50");
   unsetenv("CT_COMMIT");
-  bench_result_stamp(&r, 4, argv);
-  ck_assert_str_ne(r.commit, "abc1234");
-  ck_assert(strlen(r.commit) > 0);
+  bench_result_stamp(&r, "fed9876", 4, argv);
+  ck_assert_str_eq(r.commit, "fed9876");
+  const char *unknown[] = {NULL, "", "unknown"};
+  for (int i = 0; i < 3; i++) {
+    bench_result_stamp(&r, unknown[i], 4, argv);
+    ck_assert_str_ne(r.commit, "fed9876");
+    ck_assert(strlen(r.commit) > 0);
+  }
 }
 END_TEST
 
