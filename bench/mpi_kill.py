@@ -6,7 +6,9 @@ mpirun as Ctrl-C does, and check what issue 38 promises of it.
 Starts the command (stdout to OUT/kill.json, stderr to OUT/kill.err), waits
 until the database DB holds AT trials (the run is under way on every rank),
 finds rank RANK's process (OMPI_COMM_WORLD_RANK in its environment) and its
-session in the database (a session names its process id in hex), sends it
+sessions in the database (a session's name ends with its GPU's ordinal, and a
+rank of this one-host run tunes on its local rank's GPU: OMPI_COMM_WORLD_LOCAL_RANK
+in its environment), sends it
 SIGKILL and at once reads the database's trial uids: what was committed. When
 mpirun ends, checks:
   - the run completed: every workload of its results reported, every task
@@ -60,10 +62,11 @@ def count(db_path):
 
 
 def rank_pid(rank):
-    """The rank's process: of the processes with its rank in their environment
-    and --mpi in their command line (its compilers and measuring process are
-    forked from it, so they have both), the one whose parent is none of them."""
-    found = {}
+    """The rank's process and its local rank: of the processes with its rank in
+    their environment and --mpi in their command line (its compilers and
+    measuring process are forked from it, so they have both), the one whose
+    parent is none of them; (None, None) unless there is exactly one."""
+    found, local = {}, {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -75,8 +78,13 @@ def rank_pid(rank):
             continue
         if f"OMPI_COMM_WORLD_RANK={rank}".encode() in env and b"--mpi" in cmd:
             found[int(pid)] = int(stat.rsplit(")", 1)[1].split()[1])
+            for e in env:
+                if e.startswith(b"OMPI_COMM_WORLD_LOCAL_RANK="):
+                    local[int(pid)] = int(e.split(b"=", 1)[1])
     roots = [pid for pid, parent in found.items() if parent not in found]
-    return roots[0] if len(roots) == 1 else None
+    if len(roots) != 1:
+        return None, None
+    return roots[0], local.get(roots[0])
 
 
 def task_counts(db):
@@ -104,11 +112,13 @@ def main():
         proc = subprocess.Popen(cmd, stdout=so, stderr=se)
         while proc.poll() is None and count(db_path) < at:
             time.sleep(0.25)
-        victim = proc.pid if interrupt else rank_pid(rank)
-        if proc.poll() is not None or victim is None:
+        victim, local = (proc.pid, None) if interrupt else rank_pid(rank)
+        if proc.poll() is not None or victim is None or (not interrupt and local is None):
             proc.wait()
-            sys.exit(f"{name}: the run ended, or rank {rank} was not found, before {at} trials")
-        session_tag = f"-{victim:x}-"
+            sys.exit(f"{name}: the run ended, or rank {rank} (and its local rank) was not "
+                     f"found, before {at} trials")
+        # tuner/tune.c's tune_session_name: the GPU's ordinal last
+        session_end = f"-{local}"
         os.kill(victim, signal.SIGINT if interrupt else signal.SIGKILL)
         killed_at = time.time() - t0
         committed = uids(db_path)
@@ -126,8 +136,9 @@ def main():
     n_workloads = db.execute("select count(distinct workload_id) from trials").fetchone()[0]
     final = uids(db_path)
     lost = [u for u in committed if u not in final]
-    victim_at_kill = sum(1 for s in committed.values() if session_tag in s)
-    victim_final = sum(1 for s in final.values() if session_tag in s)
+    victim_at_kill = 0 if interrupt else sum(1 for s in committed.values()
+                                             if s.endswith(session_end))
+    victim_final = 0 if interrupt else sum(1 for s in final.values() if s.endswith(session_end))
     short = {t: c for t, c in per_task.items() if c < trials}
     if ref:
         rdb = sqlite3.connect(f"file:{ref}?mode=ro", uri=True)
