@@ -948,10 +948,22 @@ START_TEST(session_names_are_unique) {
     ck_assert_msg(strlen(names[i]) <= 24, "'%s' is longer than a uid keeps", names[i]);
     for (int j = 0; j < i; j++) ck_assert_str_ne(names[i], names[j]);
   }
-  char name[40];
-  tune_session_name(name, sizeof name, 9999);
-  ck_assert_uint_le(strlen(name), 24);
-  ck_assert_ptr_nonnull(strstr(name, "-9999"));
+  /* the device's ordinal ends the name (bench/mpi_kill.py finds a rank's
+   * trials by it); without one, two parts */
+  const int ordinals[] = {0, 3, 9999};
+  for (int i = 0; i < 3; i++) {
+    char name[40], end[16];
+    tune_session_name(name, sizeof name, ordinals[i]);
+    ck_assert_uint_le(strlen(name), 24);
+    const int ne = snprintf(end, sizeof end, "-%d", ordinals[i]);
+    ck_assert_msg(strlen(name) > (size_t)ne && !strcmp(name + strlen(name) - ne, end),
+                  "'%s' does not end with '%s'", name, end);
+    ck_assert_ptr_eq(strchr(strchr(name, '-') + 1, '-'), name + strlen(name) - ne);
+  }
+  char bare[40];
+  tune_session_name(bare, sizeof bare, -1);
+  ck_assert_ptr_nonnull(strchr(bare, '-'));
+  ck_assert_ptr_null(strchr(strchr(bare, '-') + 1, '-'));
 }
 END_TEST
 

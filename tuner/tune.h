@@ -143,8 +143,9 @@ ct_status tuner_stored(tuner *t, const ct_workload *w, const template_desc *tpl,
 
 /* A tuner's session name, which its trials' uids extend ("%.24s-%ld"):
  * the start time in hex and 40 random bits, then "-ORDINAL" for a pool's
- * tuner (ordinal < 0: none); at most 24 characters for an ordinal below
- * 10000, so that a uid holds it whole. */
+ * tuner, its GPU's ordinal (ordinal < 0: none; bench/mpi_kill.py finds a
+ * rank's trials by it); at most 24 characters for an ordinal below 10000,
+ * so that a uid holds it whole. */
 void tune_session_name(char *buf, size_t size, int ordinal);
 
 /* A task held open across rounds, for a scheduler that shares one budget
