@@ -36,15 +36,7 @@
 #include "gpu/device.h"
 #include "gpu/nvrtc.h"
 #include "templates/template.h"
-
-#define CK(x)                                                                                      \
-  do {                                                                                             \
-    cudaError_t e_ = (x);                                                                          \
-    if (e_ != cudaSuccess) {                                                                       \
-      fprintf(stderr, "irb_probe: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__);      \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "bench/probe_util.h"
 
 typedef struct blk {
   const char *name;
@@ -58,65 +50,16 @@ static const blk blocks[] = {
 };
 #define N_BATCH 32
 
-static void fail(const char *what, const char *msg) {
-  fprintf(stderr, "irb_probe: %s: %s\n", what, msg);
-  exit(1);
-}
-
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) fail("source", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  if (!s || fread(s, 1, (size_t)n, f) != (size_t)n) fail("source", path);
-  s[n] = 0;
-  fclose(f);
-  return s;
-}
-
-static void *dev_copy(const void *h, size_t n) {
-  void *d = NULL;
-  CK(cudaMalloc(&d, n ? n : 16));
-  if (n) CK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
-  return d;
-}
-
-static int32_t *make_params(const ct_workload *w, const ct_quant *q, const int8_t *weights) {
-  ct_err err = {0};
-  int32_t *sums = malloc(sizeof(int32_t) * (size_t)w->k);
-  int32_t *p = calloc(quant_params_words(w), 4);
-  if (!sums || !p) fail("host", "out of memory");
-  quant_weight_sums(w, weights, sums);
-  if (quant_params(w, q, sums, p, &err) != CT_OK) fail("quant_params", err.msg);
-  free(sums);
-  return p;
-}
-
 /* Block b's workloads: wf, the depthwise conv with its expansion fused
  * (pre_c, the pwdw template's), and wp, the projection. */
 static void block_of(const blk *b, ct_workload *wf, ct_workload *wp) {
   ct_err err = {0};
-  ct_workload_init(wf, CT_OP_CONV2D);
-  wf->layout = CT_LAYOUT_NHWC, wf->out_type = CT_DTYPE_INT8, wf->n = N_BATCH;
-  wf->c = wf->k = wf->groups = b->e;
-  wf->in[0] = wf->in[1] = b->h;
-  wf->kernel[0] = wf->kernel[1] = 3;
-  wf->stride[0] = wf->stride[1] = b->s;
-  wf->pad_before[0] = wf->pad_before[1] = wf->pad_after[0] = wf->pad_after[1] = 1;
-  wf->epi.bias = 1, wf->epi.scale = CT_SCALE_CHANNEL, wf->epi.rounding = CT_ROUND_ONNX;
+  probe_mnv2_dw(wf, N_BATCH, b->e, b->h, b->s);
+  probe_mnv2_pw(wp, wf, b->k, b->res);
   wf->pre_c = b->cin;
   wf->pre_data_type = CT_DTYPE_INT8;
   wf->pre_epi = wf->epi;
-  ct_workload_init(wp, CT_OP_CONV2D);
-  wp->layout = CT_LAYOUT_NHWC, wp->out_type = CT_DTYPE_INT8, wp->n = N_BATCH;
-  wp->c = b->e, wp->k = b->k;
-  wp->in[0] = wp->in[1] = (int)workload_out_size(wf, 0);
-  wp->kernel[0] = wp->kernel[1] = 1;
-  wp->epi = wf->epi;
-  wp->epi.residual = b->res;
-  if (workload_validate(wf, &err) || workload_validate(wp, &err)) fail("workload", err.msg);
+  if (workload_validate(wf, &err) || workload_validate(wp, &err)) probe_fail("workload", err.msg);
 }
 
 /* one shape of the probe: the pwdw knobs, then KB */
@@ -167,7 +110,8 @@ static void *compile_worker(void *arg) {
 }
 
 /* The shapes tried for block b whose pwdw instance is valid, compiled in
- * parallel (threads); *n_out of them. At most one with --compile. */
+ * parallel (threads); *n_out of them. first_only (--compile): the first
+ * valid shape only, in both forms (IRB_DB 0 and 1). */
 static job *compile_shapes(const ct_workload *wf, const blk *b, const char *src, const arch *a,
                            int threads, int first_only, int *n_out) {
   static const int ths[] = {2, 4, 7, 8, 14};
@@ -177,7 +121,7 @@ static job *compile_shapes(const ct_workload *wf, const blk *b, const char *src,
   const template_desc *tpl = template_find("conv2d_nhwc_pwdw");
   ct_err err = {0};
   space sp;
-  if (template_space(tpl, wf, &sp, &err) != CT_OK) fail("space", err.msg);
+  if (template_space(tpl, wf, &sp, &err) != CT_OK) probe_fail("space", err.msg);
   job *jobs = calloc(512, sizeof *jobs);
   int n = 0;
   const int oh = (int)workload_out_size(wf, 0), pixt = b->s == 1 ? 4 : 2;
@@ -188,7 +132,7 @@ static job *compile_shapes(const ct_workload *wf, const blk *b, const char *src,
           for (int half = 0; half < 2; half++)
             for (int db = 0; db < 2; db++) {
               const int th = ths[i], tw = tws[k];
-              if (th > oh || tw > oh + 3 || (first_only && n) || (first_only && !db)) continue;
+              if (th > oh || tw > oh + 3 || (first_only && n == 2)) continue;
               if (b->e % (8 * cb8s[c])) continue;
               const int kb = half ? b->k / 2 : b->k;
               if (kb % 8 || (half && kb < 32)) continue;
@@ -265,31 +209,6 @@ static void launch(const probe_k *k, const io *d, int res, cudaStream_t st) {
   CK(cudaLaunchKernel((const void *)k->fn, k->grid, k->block, args, k->smem, st));
 }
 
-/* A captured graph of `copies` launches (or triples): replayed 6 times
- * (the first a warm-up), its best replay per copy in us. */
-static double replay_best_us(cudaStream_t st, cudaGraph_t g, int copies) {
-  cudaGraphExec_t ge;
-  cudaEvent_t e0, e1;
-  CK(cudaGraphInstantiate(&ge, g, 0));
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  float bestms = 0;
-  for (int rep = 0; rep < 6; rep++) {
-    float ms;
-    CK(cudaEventRecord(e0, st));
-    CK(cudaGraphLaunch(ge, st));
-    CK(cudaEventRecord(e1, st));
-    CK(cudaEventSynchronize(e1));
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    if (rep == 1 || (rep > 1 && ms < bestms)) bestms = ms;
-  }
-  CK(cudaEventDestroy(e0));
-  CK(cudaEventDestroy(e1));
-  CK(cudaGraphExecDestroy(ge));
-  CK(cudaGraphDestroy(g));
-  return 1000.0 * bestms / copies;
-}
-
 static size_t count_bad(const int8_t *a, const int8_t *b, size_t n) {
   size_t bad = 0;
   for (size_t i = 0; i < n; i++) bad += a[i] != b[i];
@@ -297,28 +216,24 @@ static size_t count_bad(const int8_t *a, const int8_t *b, size_t n) {
 }
 
 int main(int argc, char **argv) {
+  probe_name = "irb_probe";
   if (argc < 2) {
     fprintf(stderr, "usage: irb_probe DB|--compile [SOURCE_DIR]\n");
     return 2;
   }
-  const char *dir = argc > 2 ? argv[2] : (getenv("CT_SOURCE_DIR") ? getenv("CT_SOURCE_DIR") : ".");
-  char path[1024];
-  snprintf(path, sizeof path, "%s/bench/irb_probe.cu", dir);
-  char *src = read_file(path);
+  char *src = probe_source(argc, argv, "irb_probe.cu");
   const int threads = getenv("IRB_THREADS") ? atoi(getenv("IRB_THREADS")) : 16;
   ct_err err = {0};
   device dev;
   if (!strcmp(argv[1], "--compile")) {
-    memset(&dev, 0, sizeof dev);
-    if (arch_from_name("sm_90", &dev.arch, NULL) != CT_OK) fail("arch", "sm_90");
-    dev.arch.sm_count = 132;
+    probe_sm90(&dev);
     int ok = 1;
     for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
       ct_workload wf, wp;
       block_of(&blocks[bi], &wf, &wp);
       int n = 0;
       job *jobs = compile_shapes(&wf, &blocks[bi], src, &dev.arch, 1, 1, &n);
-      const int r = n == 1 && jobs[0].ok;
+      const int r = n == 2 && jobs[0].ok && jobs[1].ok;
       printf("%s: %s\n", blocks[bi].name, r ? "compiled" : "FAILED");
       for (int i = 0; i < n; i++) cubin_free(&jobs[i].cb);
       free(jobs);
@@ -326,11 +241,9 @@ int main(int argc, char **argv) {
     }
     return ok ? 0 : 1;
   }
-  if (device_open(0, &dev, &err) != CT_OK) fail("device", err.msg);
   ct_context *ctx = NULL;
-  if (ct_open(argv[1], 0, &ctx) != CT_OK) fail("ct_open", "the database");
   cudaStream_t st;
-  CK(cudaStreamCreate(&st));
+  probe_open(argv[1], &dev, &ctx, &st);
   printf("%-8s %4s %4s %4s %2s %4s %3s | %9s %9s %9s | %s\n", "block", "Cin", "E", "H", "s", "K",
          "res", "fused", "3 convs", "ratio",
          "shape (tile_h x tile_w, cb, warps, kb, db), shapes run");
@@ -344,7 +257,7 @@ int main(int argc, char **argv) {
     workload_main(&wf, &wd);
     quant_store qf, qp;
     if (quant_random(&wf, 11 + bi, &qf, &err) || quant_random(&wp, 101 + bi, &qp, &err))
-      fail("quant_random", err.msg);
+      probe_fail("quant_random", err.msg);
     ct_quant qd = qf.q; /* the depthwise conv alone */
     qd.pre = NULL, qd.pre_weights = NULL;
     rng r;
@@ -355,25 +268,24 @@ int main(int argc, char **argv) {
     const size_t npw = (size_t)b->e * (size_t)b->cin;
     int8_t *x = malloc(nx), *w1 = malloc(nw1), *w2 = malloc(nw2), *t = malloc(nt);
     int8_t *yref = malloc(ny), *y = malloc(ny), *t2 = malloc(nt);
-    if (!x || !w1 || !w2 || !t || !yref || !y || !t2) fail("host", "out of memory");
-    for (size_t i = 0; i < nx; i++) x[i] = (int8_t)rng_next(&r);
-    for (size_t i = 0; i < nw1; i++) w1[i] = (int8_t)rng_next(&r);
-    for (size_t i = 0; i < nw2; i++) w2[i] = (int8_t)rng_next(&r);
+    if (!x || !w1 || !w2 || !t || !yref || !y || !t2) probe_fail("host", "out of memory");
+    probe_random_bytes(&r, x, nx), probe_random_bytes(&r, w1, nw1), probe_random_bytes(&r, w2, nw2);
     char eb[256];
     if (ct_reference_qconv(&wf, &qf.q, x, w1, NULL, t, eb, sizeof eb) ||
         ct_reference_qconv(&wp, &qp.q, t, w2, b->res ? x : NULL, yref, eb, sizeof eb))
-      fail("reference", eb);
+      probe_fail("reference", eb);
     int distinct[256] = {0}, nd = 0;
     for (size_t i = 0; i < ny; i++) nd += !distinct[(uint8_t)yref[i]]++;
-    int32_t *pf = make_params(&wf, &qf.q, w1), *pp = make_params(&wp, &qp.q, w2);
-    int32_t *pe = make_params(&we, qf.q.pre, qf.pre_weights), *pd = make_params(&wd, &qd, w1);
+    int32_t *pf = probe_make_params(&wf, &qf.q, w1), *pp = probe_make_params(&wp, &qp.q, w2);
+    int32_t *pe = probe_make_params(&we, qf.q.pre, qf.pre_weights),
+            *pd = probe_make_params(&wd, &qd, w1);
     io d;
-    d.x = dev_copy(x, nx), d.w1 = dev_copy(w1, nw1), d.w2 = dev_copy(w2, nw2);
-    d.pw = dev_copy(qf.pre_weights, npw);
-    d.pf = dev_copy(pf, quant_params_words(&wf) * 4);
-    d.pp = dev_copy(pp, quant_params_words(&wp) * 4);
-    d.pe = dev_copy(pe, quant_params_words(&we) * 4);
-    d.pd = dev_copy(pd, quant_params_words(&wd) * 4);
+    d.x = probe_dev_copy(x, nx), d.w1 = probe_dev_copy(w1, nw1), d.w2 = probe_dev_copy(w2, nw2);
+    d.pw = probe_dev_copy(qf.pre_weights, npw);
+    d.pf = probe_dev_copy(pf, quant_params_words(&wf) * 4);
+    d.pp = probe_dev_copy(pp, quant_params_words(&wp) * 4);
+    d.pe = probe_dev_copy(pe, quant_params_words(&we) * 4);
+    d.pd = probe_dev_copy(pd, quant_params_words(&wd) * 4);
     CK(cudaMalloc(&d.y, ny));
     CK(cudaMalloc(&d.t1, ne));
     CK(cudaMalloc(&d.t2, nt));
@@ -403,7 +315,7 @@ int main(int argc, char **argv) {
       CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
       for (int i = 0; i < 100; i++) launch(&k, &d, b->res, st);
       CK(cudaStreamEndCapture(st, &g));
-      const double us = replay_best_us(st, g, 100);
+      const double us = probe_replay_best_us(st, g, 100);
       n_ran++;
       if (bj < 0 || us < best_us) best_us = us, bj = ji;
       if (!s->db && (best_sb == 0 || us < best_sb)) best_sb = us;
@@ -414,7 +326,7 @@ int main(int argc, char **argv) {
     if (ct_qconv2d(ctx, &we, d.x, d.pw, d.pe, NULL, d.t1, st) ||
         ct_qconv2d(ctx, &wd, d.t1, d.w1, d.pd, NULL, d.t2, st) ||
         ct_qconv2d(ctx, &wp, d.t2, d.w2, d.pp, b->res ? d.x : NULL, d.y, st))
-      fail("ct_qconv2d", ct_errmsg(ctx));
+      probe_fail("ct_qconv2d", ct_errmsg(ctx));
     CK(cudaStreamSynchronize(st));
     CK(cudaMemcpy(y, d.y, ny, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(t2, d.t2, nt, cudaMemcpyDeviceToHost));
@@ -431,9 +343,9 @@ int main(int argc, char **argv) {
       if (ct_qconv2d(ctx, &we, d.x, d.pw, d.pe, NULL, d.t1, st) ||
           ct_qconv2d(ctx, &wd, d.t1, d.w1, d.pd, NULL, d.t2, st) ||
           ct_qconv2d(ctx, &wp, d.t2, d.w2, d.pp, b->res ? d.x : NULL, d.y, st))
-        fail("ct_qconv2d", ct_errmsg(ctx));
+        probe_fail("ct_qconv2d", ct_errmsg(ctx));
     CK(cudaStreamEndCapture(st, &g));
-    const double three = replay_best_us(st, g, 100);
+    const double three = probe_replay_best_us(st, g, 100);
     if (bj >= 0) {
       const shape *s = &jobs[bj].sh;
       sum[0] += b->count * best_us, sum[1] += b->count * three;

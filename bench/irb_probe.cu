@@ -36,6 +36,8 @@
 static_assert(CT_ONNX == 1, "the probe takes ONNX rounding (the QDQ models')");
 static_assert(CB % 32 == 0, "cb a multiple of 32: whole k32 steps of the projection");
 static_assert(KB % 8 == 0 && POST_K % KB == 0, "KB a multiple of 8 dividing POST_K");
+static_assert(CT_DATA_U8 == (CT_OUT == 2),
+              "D (the depthwise conv's output) has the data's type: mma16832's A");
 
 #define TP        (TILE_H * TILE_W)
 #define MTP       ((TP + 15) / 16)
@@ -54,18 +56,6 @@ static_assert(KB % 8 == 0 && POST_K % KB == 0, "KB a multiple of 8 dividing POST
 
 /* the host reads it (cudaLibraryGetGlobal) */
 __device__ int irb_smem_bytes = (int)IRB_SMEM;
-
-__device__ __forceinline__ void post_mma(int *d, const unsigned *a, const unsigned *b) {
-#if CT_OUT == 2
-  asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-#else
-  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-#endif
-      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
 extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     irb_probe(const unsigned char *__restrict__ data, const unsigned char *__restrict__ weights,
@@ -282,7 +272,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
         pwdw_ldsm_x4(sda + (unsigned)((16 * m + lane % 16) * RSD + 16 * (lane / 16) + 32 * s), a);
 #pragma unroll
         for (int j = 0; j < NPW; j++)
-          if (warp + j * WARPS < NTP) post_mma(acc[m][j], a, bf[j]);
+          if (warp + j * WARPS < NTP) mma16832(acc[m][j], a, bf[j]);
       }
     }
   }

@@ -43,15 +43,7 @@
 #include "gpu/device.h"
 #include "gpu/nvrtc.h"
 #include "templates/template.h"
-
-#define CK(x)                                                                                      \
-  do {                                                                                             \
-    cudaError_t e_ = (x);                                                                          \
-    if (e_ != cudaSuccess) {                                                                       \
-      fprintf(stderr, "sep_probe: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__);      \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "bench/probe_util.h"
 
 typedef struct blk {
   const char *name;
@@ -65,43 +57,6 @@ static const blk blocks[] = {
     {"block13", 576, 14, 2, 160, 0}, {"block14", 960, 7, 1, 160, 1},
 };
 #define N_BATCH 32
-
-static void fail(const char *what, const char *msg) {
-  fprintf(stderr, "sep_probe: %s: %s\n", what, msg);
-  exit(1);
-}
-
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) fail("source", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  if (!s || fread(s, 1, (size_t)n, f) != (size_t)n) fail("source", path);
-  s[n] = 0;
-  fclose(f);
-  return s;
-}
-
-static void *dev_copy(const void *h, size_t n) {
-  void *d = NULL;
-  CK(cudaMalloc(&d, n ? n : 16));
-  if (n) CK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
-  return d;
-}
-
-/* params of w (quant_params: the layout every kernel reads) */
-static int32_t *make_params(const ct_workload *w, const ct_quant *q, const int8_t *weights) {
-  ct_err err = {0};
-  int32_t *sums = malloc(sizeof(int32_t) * (size_t)w->k);
-  int32_t *p = calloc(quant_params_words(w), 4);
-  if (!sums || !p) fail("host", "out of memory");
-  quant_weight_sums(w, weights, sums);
-  if (quant_params(w, q, sums, p, &err) != CT_OK) fail("quant_params", err.msg);
-  free(sums);
-  return p;
-}
 
 typedef struct probe_k {
   cudaLibrary_t lib;
@@ -119,7 +74,7 @@ static int build(const ct_workload *wp, const blk *b, const char *src, const dev
   const template_desc *tpl = template_find("conv2d_nhwc_pw_mma");
   ct_err err = {0};
   space sp;
-  if (template_space(tpl, wp, &sp, &err) != CT_OK) fail("space", err.msg);
+  if (template_space(tpl, wp, &sp, &err) != CT_OK) probe_fail("space", err.msg);
   /* any valid config: the instance is for its shape macros; the knobs are set below */
   char js[256];
   snprintf(js, sizeof js,
@@ -127,10 +82,11 @@ static int build(const ct_workload *wp, const blk *b, const char *src, const dev
            "\"stages\":2,\"blocks_per_sm\":1}");
   cJSON *j = cJSON_Parse(js);
   config c;
-  if (space_config_from_json(&sp, j, &c, &err) != CT_OK) fail("config", err.msg);
+  if (space_config_from_json(&sp, j, &c, &err) != CT_OK) probe_fail("config", err.msg);
   cJSON_Delete(j);
   instance inst;
-  if (instance_make(tpl, wp, &sp, &c, &dev->arch, &inst, &err) != CT_OK) fail("instance", err.msg);
+  if (instance_make(tpl, wp, &sp, &c, &dev->arch, &inst, &err) != CT_OK)
+    probe_fail("instance", err.msg);
   space_free(&sp);
   const int nt = b->k / 8;
   if (nt % npw || mt < wm * mu) return 0;
@@ -212,67 +168,24 @@ static void launch(const probe_k *k, const io *b, cudaStream_t st) {
  * wd and the pointwise conv wp that reads its output. */
 static void pair_of(const blk *b, ct_workload *wd, ct_workload *wp) {
   ct_err err = {0};
-  ct_workload_init(wd, CT_OP_CONV2D);
-  wd->layout = CT_LAYOUT_NHWC, wd->out_type = CT_DTYPE_INT8, wd->n = N_BATCH;
-  wd->c = wd->k = wd->groups = b->c;
-  wd->in[0] = wd->in[1] = b->h;
-  wd->kernel[0] = wd->kernel[1] = 3;
-  wd->stride[0] = wd->stride[1] = b->s;
-  wd->pad_before[0] = wd->pad_before[1] = wd->pad_after[0] = wd->pad_after[1] = 1;
-  wd->epi.bias = 1, wd->epi.scale = CT_SCALE_CHANNEL, wd->epi.rounding = CT_ROUND_ONNX;
-  ct_workload_init(wp, CT_OP_CONV2D);
-  wp->layout = CT_LAYOUT_NHWC, wp->out_type = CT_DTYPE_INT8, wp->n = N_BATCH;
-  wp->c = b->c, wp->k = b->k;
-  wp->in[0] = wp->in[1] = (int)workload_out_size(wd, 0);
-  wp->kernel[0] = wp->kernel[1] = 1;
-  wp->epi.bias = 1, wp->epi.scale = CT_SCALE_CHANNEL, wp->epi.rounding = CT_ROUND_ONNX;
-  wp->epi.residual = b->res;
-  if (workload_validate(wd, &err) || workload_validate(wp, &err)) fail("workload", err.msg);
-}
-
-/* A captured graph of `copies` launches (or pairs): instantiated, replayed
- * 6 times (the first a warm-up), its best replay per copy in us; the graph
- * is destroyed. */
-static double replay_best_us(cudaStream_t st, cudaGraph_t g, int copies) {
-  cudaGraphExec_t ge;
-  cudaEvent_t e0, e1;
-  CK(cudaGraphInstantiate(&ge, g, 0));
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  float bestms = 0;
-  for (int rep = 0; rep < 6; rep++) {
-    float ms;
-    CK(cudaEventRecord(e0, st));
-    CK(cudaGraphLaunch(ge, st));
-    CK(cudaEventRecord(e1, st));
-    CK(cudaEventSynchronize(e1));
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    if (rep == 1 || (rep > 1 && ms < bestms)) bestms = ms;
-  }
-  CK(cudaEventDestroy(e0));
-  CK(cudaEventDestroy(e1));
-  CK(cudaGraphExecDestroy(ge));
-  CK(cudaGraphDestroy(g));
-  return 1000.0 * bestms / copies;
+  probe_mnv2_dw(wd, N_BATCH, b->c, b->h, b->s);
+  probe_mnv2_pw(wp, wd, b->k, b->res);
+  if (workload_validate(wd, &err) || workload_validate(wp, &err)) probe_fail("workload", err.msg);
 }
 
 int main(int argc, char **argv) {
+  probe_name = "sep_probe";
   if (argc < 2) {
     fprintf(stderr, "usage: sep_probe DB [SOURCE_DIR]\n");
     return 2;
   }
-  const char *dir = argc > 2 ? argv[2] : (getenv("CT_SOURCE_DIR") ? getenv("CT_SOURCE_DIR") : ".");
   const int pairs = argc > 3 && !strcmp(argv[3], "--pairs");
-  char path[1024];
-  snprintf(path, sizeof path, "%s/bench/sep_probe.cu", dir);
-  char *src = read_file(path);
+  char *src = probe_source(argc, argv, "sep_probe.cu");
   ct_err err = {0};
   device dev;
   if (!strcmp(argv[1], "--compile")) {
     /* no GPU: compile every block's first tile shape for sm_90 (NVRTC needs no device) */
-    memset(&dev, 0, sizeof dev);
-    if (arch_from_name("sm_90", &dev.arch, NULL) != CT_OK) fail("arch", "sm_90");
-    dev.arch.sm_count = 132;
+    probe_sm90(&dev);
     int ok = 1;
     for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
       const blk *b = &blocks[bi];
@@ -284,11 +197,9 @@ int main(int argc, char **argv) {
     }
     return ok ? 0 : 1;
   }
-  if (device_open(0, &dev, &err) != CT_OK) fail("device", err.msg);
   ct_context *ctx = NULL;
-  if (ct_open(argv[1], 0, &ctx) != CT_OK) fail("ct_open", "the database");
   cudaStream_t st;
-  CK(cudaStreamCreate(&st));
+  probe_open(argv[1], &dev, &ctx, &st);
   void *scratch = NULL;
   const size_t scratch_bytes = 64u << 20;
   CK(cudaMalloc(&scratch, scratch_bytes));
@@ -306,7 +217,7 @@ int main(int argc, char **argv) {
     pair_of(b, &wd, &wp);
     quant_store qd, qp;
     if (quant_random(&wd, 11 + bi, &qd, &err) || quant_random(&wp, 101 + bi, &qp, &err))
-      fail("quant_random", err.msg);
+      probe_fail("quant_random", err.msg);
     rng r;
     rng_seed(&r, 7 + bi);
     const size_t nx = (size_t)workload_data_elems(&wd), nwd = (size_t)workload_weight_elems(&wd);
@@ -314,21 +225,19 @@ int main(int argc, char **argv) {
     const size_t nt = (size_t)workload_out_elems(&wd);
     int8_t *x = malloc(nx), *w1 = malloc(nwd), *w2 = malloc(nwp), *res = malloc(ny);
     int8_t *t = malloc(nt), *yref = malloc(ny), *y = malloc(ny), *y2 = malloc(ny);
-    if (!x || !w1 || !w2 || !res || !t || !yref || !y || !y2) fail("host", "out of memory");
-    for (size_t i = 0; i < nx; i++) x[i] = (int8_t)rng_next(&r);
-    for (size_t i = 0; i < nwd; i++) w1[i] = (int8_t)rng_next(&r);
-    for (size_t i = 0; i < nwp; i++) w2[i] = (int8_t)rng_next(&r);
-    for (size_t i = 0; i < ny; i++) res[i] = (int8_t)rng_next(&r);
+    if (!x || !w1 || !w2 || !res || !t || !yref || !y || !y2) probe_fail("host", "out of memory");
+    probe_random_bytes(&r, x, nx), probe_random_bytes(&r, w1, nwd), probe_random_bytes(&r, w2, nwp);
+    probe_random_bytes(&r, res, ny);
     char eb[256];
     if (ct_reference_qconv(&wd, &qd.q, x, w1, NULL, t, eb, sizeof eb) ||
         ct_reference_qconv(&wp, &qp.q, t, w2, b->res ? res : NULL, yref, eb, sizeof eb))
-      fail("reference", eb);
-    int32_t *p1 = make_params(&wd, &qd.q, w1), *p2 = make_params(&wp, &qp.q, w2);
+      probe_fail("reference", eb);
+    int32_t *p1 = probe_make_params(&wd, &qd.q, w1), *p2 = probe_make_params(&wp, &qp.q, w2);
     io d;
-    d.x = dev_copy(x, nx), d.wd = dev_copy(w1, nwd), d.wp = dev_copy(w2, nwp);
-    d.pd = dev_copy(p1, quant_params_words(&wd) * 4),
-    d.pp = dev_copy(p2, quant_params_words(&wp) * 4);
-    d.r = b->res ? dev_copy(res, ny) : NULL;
+    d.x = probe_dev_copy(x, nx), d.wd = probe_dev_copy(w1, nwd), d.wp = probe_dev_copy(w2, nwp);
+    d.pd = probe_dev_copy(p1, quant_params_words(&wd) * 4),
+    d.pp = probe_dev_copy(p2, quant_params_words(&wp) * 4);
+    d.r = b->res ? probe_dev_copy(res, ny) : NULL;
     CK(cudaMalloc(&d.y, ny));
     CK(cudaMalloc(&d.t, nt));
 
@@ -364,7 +273,7 @@ int main(int argc, char **argv) {
       CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
       for (int i = 0; i < 200; i++) launch(&k, &d, st);
       CK(cudaStreamEndCapture(st, &g));
-      const double us = replay_best_us(st, g, 200);
+      const double us = probe_replay_best_us(st, g, 200);
       if (bs < 0 || us < best_us) {
         if (bs >= 0) CK(cudaLibraryUnload(best.lib));
         best = k, best_us = us, bs = sh, best_mb = min_blocks;
@@ -380,7 +289,7 @@ int main(int argc, char **argv) {
     /* the two convs through libconvtune, checked, then the four timings */
     ct_status s1 = ct_qconv2d(ctx, &wd, d.x, d.wd, d.pd, NULL, d.t, st);
     ct_status s2 = s1 ? s1 : ct_qconv2d(ctx, &wp, d.t, d.wp, d.pp, d.r, d.y, st);
-    if (s2) fail("ct_qconv2d", ct_errmsg(ctx));
+    if (s2) probe_fail("ct_qconv2d", ct_errmsg(ctx));
     CK(cudaStreamSynchronize(st));
     CK(cudaMemcpy(y2, d.y, ny, cudaMemcpyDeviceToHost));
     size_t bad2 = 0;
@@ -401,13 +310,13 @@ int main(int argc, char **argv) {
         if (mode == 0 || mode == 2) launch(&best, &d, st);
         if ((mode == 1 || mode == 3 || mode == 5) &&
             ct_qconv2d(ctx, &wd, d.x, d.wd, d.pd, NULL, d.t, st))
-          fail("ct_qconv2d", ct_errmsg(ctx));
+          probe_fail("ct_qconv2d", ct_errmsg(ctx));
         if ((mode == 1 || mode == 3 || mode == 6) &&
             ct_qconv2d(ctx, &wp, d.t, d.wp, d.pp, d.r, d.y, st))
-          fail("ct_qconv2d", ct_errmsg(ctx));
+          probe_fail("ct_qconv2d", ct_errmsg(ctx));
       }
       CK(cudaStreamEndCapture(st, &g));
-      us4[mode] = replay_best_us(st, g, 100);
+      us4[mode] = probe_replay_best_us(st, g, 100);
     }
     if (pairs) {
       const double a = us4[5], b2 = us4[6], p = us4[1];
