@@ -226,8 +226,8 @@ static int command_line(const char *cmd, char *buf, size_t size) {
 void bench_result_stamp(bench_result *r, const char *built, int argc, char **argv) {
   /* the tree measured: CT_COMMIT when the caller names it, else the
    * binary's own commit, else git where it runs (the GPU machine gets a
-   * copy whose .git, if any, is not the tree's: git there named a commit
-   * three behind, and once the session's first) */
+   * copy whose .git, if any, is not the tree's: git there has named older
+   * commits than the binary's) */
   const char *env = getenv("CT_COMMIT");
   if (env && *env)
     snprintf(r->commit, sizeof r->commit, "%s", env);
