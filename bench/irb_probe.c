@@ -122,7 +122,10 @@ static job *compile_shapes(const ct_workload *wf, const blk *b, const char *src,
   ct_err err = {0};
   space sp;
   if (template_space(tpl, wf, &sp, &err) != CT_OK) probe_fail("space", err.msg);
-  job *jobs = calloc(512, sizeof *jobs);
+  const size_t most = sizeof ths / sizeof *ths * (sizeof tws / sizeof *tws) *
+                      (sizeof cb8s / sizeof *cb8s) * (sizeof warpss / sizeof *warpss) * 4;
+  job *jobs = calloc(most, sizeof *jobs);
+  if (!jobs) probe_fail("host", "out of memory");
   int n = 0;
   const int oh = (int)workload_out_size(wf, 0), pixt = b->s == 1 ? 4 : 2;
   for (size_t i = 0; i < sizeof ths / sizeof *ths; i++)
@@ -156,8 +159,11 @@ static job *compile_shapes(const ct_workload *wf, const blk *b, const char *src,
   pthread_t t[64];
   if (threads > 64) threads = 64;
   if (threads < 1) threads = 1;
-  for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, compile_worker, &p);
-  for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
+  int started = 0;
+  for (int i = 0; i < threads; i++)
+    started += !pthread_create(&t[started], NULL, compile_worker, &p);
+  if (!started) compile_worker(&p); /* no thread: this one compiles them all */
+  for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
   *n_out = n;
   return jobs;
 }
