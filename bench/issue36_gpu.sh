@@ -36,6 +36,13 @@
 #                 a_prefetch, rows not word-aligned). At b8b34e5, where packing was the knob
 #                 row_pack, the phase rowpack timed each config both ways
 #                 (git show b8b34e5:bench/issue36_gpu.sh)
+#   regress       the no-regression target against h200-final (ed77a80): its four set tunings
+#                 (ResNet-50 b1 and b16, ResNet3D-18 b1 and b8) again with its budgets, int32
+#                 then 8-bit output, each database seeded with h200-final's best configs as
+#                 retired records (bench/regress36.py seed), so that each task measures the
+#                 earlier best first, as an upgraded user's database does; then `bench --set`
+#                 and each layer against h200-final's CSV (regress36.py compare). One GPU a
+#                 set where the host has four, else one after another
 # Phases run in order: e.g. `models model s8 256 150 model s8 16 90`.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
@@ -102,6 +109,49 @@ print("  %s b%s: int8 out %.1f us, int32 %.1f, cuDNN fp16 %.1f, int8 floor %.1f"
     d.get("set"), d.get("batch"), s("convtune_i8_us"), s("convtune_us"), s("cudnn_fp16_us"), s("floor_i8_us")))
 PY
     pack set-$tag ;;
+  regress)
+    shift
+    F=bench/results/h200-final
+    ngpu=$(nvidia-smi -L | wc -l)
+    # TAG SET BATCH LAYOUT OLD_CSV "INT32 BUDGET" "INT8 BUDGET" SEED_DOC...
+    rjob() {
+      local tag=$1 set=$2 n=$3 l=$4 old=$5 b32=$6 b8=$7 db=/tmp/reg-$1.db; shift 7
+      rm -f $db*
+      python3 bench/regress36.py seed "$@" > $OUT/seed-$tag.jsonl &&
+        $B import --db $db $OUT/seed-$tag.jsonl > $OUT/import-$tag.log 2>&1 || echo "$tag: seed failed"
+      timeout 300 $B tune --set $set --batch $n --layout $l $b32 --builders $nb --db $db -q --json \
+        > $OUT/tune-$tag-i32.json 2> $OUT/tune-$tag-i32.err
+      echo "$tag int32: tune rc=$? at $(( $(date +%s) - s )) s"
+      timeout 150 $B tune --set $set --batch $n --layout $l --out int8 --epilogue bias,qc $b8 --builders $nb \
+        --db $db -q --json > $OUT/tune-$tag-i8.json 2> $OUT/tune-$tag-i8.err
+      echo "$tag int8: tune rc=$? at $(( $(date +%s) - s )) s"
+      timeout 100 $B bench --set $set --batch $n --layout $l --db $db --results-dir $OUT \
+        --json-out $OUT/bench-$tag.json --csv-out $OUT/$set-b$n-$l.csv > $OUT/bench-$tag.md 2> $OUT/bench-$tag.err
+      echo "$tag: bench rc=$? at $(( $(date +%s) - s )) s"
+      python3 bench/regress36.py compare $OUT/bench-$tag.json $old > $OUT/regress-$tag.md
+      echo "$tag: $(tail -1 $OUT/regress-$tag.md)"
+      $B list --db $db > $OUT/list-$tag.txt 2>&1
+    }
+    jobs36=(
+      "r50b16 resnet50 16 nhwc $F/call9-ed77a80/resnet50-b16-nhwc.csv|--trials 150 --early-stopping 40 --time-budget 15|--trials 100 --early-stopping 30 --time-budget 12|$F/call9-ed77a80/tune-r50b16.json $F/call9-ed77a80/tune-r50b16-i8.json"
+      "r50b1 resnet50 1 nhwc $F/call10-ed77a80/resnet50-b1-nhwc.csv|--trials 150 --early-stopping 40 --time-budget 15|--trials 40 --early-stopping 12 --time-budget 10|$F/call10-ed77a80/tune-r50b1.json $F/call10-ed77a80/tune-r50b1-i8.json"
+      "r3d8 resnet3d18 8 ndhwc $F/call10-ed77a80/resnet3d18-b8-ndhwc.csv|--trials 300 --early-stopping 100 --time-budget 25|--trials 100 --early-stopping 30 --time-budget 12|$F/call10-ed77a80/tune-r3d8.json"
+      "r3d1 resnet3d18 1 ndhwc $F/call10-ed77a80/resnet3d18-b1-ndhwc.csv|--trials 600 --early-stopping 200 --time-budget 25|--trials 100 --early-stopping 30 --time-budget 12|$F/call10-ed77a80/tune-r3d1.json"
+    )
+    nb=$(( $(nproc) / (ngpu >= 4 ? 4 : 1) ))
+    i=0
+    for j in "${jobs36[@]}"; do
+      IFS='|' read -r a b32 b8 docs <<< "$j"
+      if [ $ngpu -ge 4 ]; then
+        ( export CUDA_VISIBLE_DEVICES=$i; rjob $a "$b32" "$b8" $docs ) > $OUT/regress-job$i.log 2>&1 &
+      else
+        rjob $a "$b32" "$b8" $docs
+      fi
+      i=$((i + 1))
+    done
+    wait
+    cat $OUT/regress-job*.log 2>/dev/null
+    pack regress ;;
   tests|tests3d|onnxtests)
     ph=$1; shift
     gt() { # CASE FILTER CONFIGS
