@@ -36,13 +36,18 @@
 #                 a_prefetch, rows not word-aligned). At b8b34e5, where packing was the knob
 #                 row_pack, the phase rowpack timed each config both ways
 #                 (git show b8b34e5:bench/issue36_gpu.sh)
-#   regress       the no-regression target against h200-final (ed77a80): its four set tunings
+#   regress TAGS  the no-regression target against h200-final (ed77a80): its four set tunings
 #                 (ResNet-50 b1 and b16, ResNet3D-18 b1 and b8) again with its budgets, int32
 #                 then 8-bit output, each database seeded with h200-final's best configs as
 #                 retired records (bench/regress36.py seed), so that each task measures the
 #                 earlier best first, as an upgraded user's database does; then `bench --set`
 #                 and each layer against h200-final's CSV (regress36.py compare). One GPU a
-#                 set where the host has four, else one after another
+#                 set where the host has four, else one after another. TAGS: all, or a
+#                 comma list of r50b16, r50b1, r3d8, r3d1
+#   ab TAG DIR    the same target on one card without the tuner (regress36.py ab): each
+#                 layer's h200-final best timed by ed77a80's library (build-old/config_run_old:
+#                 bench/config_run.c built against it, less quant_zpad_fill, which it lacks)
+#                 and by this build, and the best of DIR/tune-TAG-*.json by this build
 # Phases run in order: e.g. `models model s8 256 150 model s8 16 90`.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
@@ -109,21 +114,25 @@ print("  %s b%s: int8 out %.1f us, int32 %.1f, cuDNN fp16 %.1f, int8 floor %.1f"
     d.get("set"), d.get("batch"), s("convtune_i8_us"), s("convtune_us"), s("cudnn_fp16_us"), s("floor_i8_us")))
 PY
     pack set-$tag ;;
-  regress)
-    shift
+  regress|ab)
+    # regress TAGS: the four jobs (all, or a comma list of r50b16, r50b1, r3d8, r3d1), one GPU
+    # each where the host has four; ab TAG DIR: regress36.py ab for one job, its new tuning
+    # documents from DIR (a regress run's tune-TAG-*.json), old build at build-old/config_run_old
+    ph=$1 sel=$2; shift 2
     F=bench/results/h200-final
     ngpu=$(nvidia-smi -L | wc -l)
+    nb=$(( $(nproc) / (ngpu >= 4 ? 4 : 1) ))
     # TAG SET BATCH LAYOUT OLD_CSV "INT32 BUDGET" "INT8 BUDGET" SEED_DOC...
     rjob() {
-      local tag=$1 set=$2 n=$3 l=$4 old=$5 b32=$6 b8=$7 db=/tmp/reg-$1.db; shift 7
+      local tag=$1 set=$2 n=$3 l=$4 old=$5 b32=$6 b8=$7 db=/tmp/reg-$1.db t0=$(date +%s); shift 7
       rm -f $db*
       python3 bench/regress36.py seed "$@" > $OUT/seed-$tag.jsonl &&
         $B import --db $db $OUT/seed-$tag.jsonl > $OUT/import-$tag.log 2>&1 || echo "$tag: seed failed"
-      timeout 300 $B tune --set $set --batch $n --layout $l $b32 --builders $nb --db $db -q --json \
+      timeout 250 $B tune --set $set --batch $n --layout $l $b32 --builders $nb --db $db -q --json \
         > $OUT/tune-$tag-i32.json 2> $OUT/tune-$tag-i32.err
       echo "$tag int32: tune rc=$? at $(( $(date +%s) - s )) s"
-      timeout 150 $B tune --set $set --batch $n --layout $l --out int8 --epilogue bias,qc $b8 --builders $nb \
-        --db $db -q --json > $OUT/tune-$tag-i8.json 2> $OUT/tune-$tag-i8.err
+      timeout $(( 480 - $(date +%s) + t0 )) $B tune --set $set --batch $n --layout $l --out int8 \
+        --epilogue bias,qc $b8 --builders $nb --db $db -q --json > $OUT/tune-$tag-i8.json 2> $OUT/tune-$tag-i8.err
       echo "$tag int8: tune rc=$? at $(( $(date +%s) - s )) s"
       timeout 100 $B bench --set $set --batch $n --layout $l --db $db --results-dir $OUT \
         --json-out $OUT/bench-$tag.json --csv-out $OUT/$set-b$n-$l.csv > $OUT/bench-$tag.md 2> $OUT/bench-$tag.err
@@ -138,20 +147,32 @@ PY
       "r3d8 resnet3d18 8 ndhwc $F/call10-ed77a80/resnet3d18-b8-ndhwc.csv|--trials 300 --early-stopping 100 --time-budget 25|--trials 100 --early-stopping 30 --time-budget 12|$F/call10-ed77a80/tune-r3d8.json"
       "r3d1 resnet3d18 1 ndhwc $F/call10-ed77a80/resnet3d18-b1-ndhwc.csv|--trials 600 --early-stopping 200 --time-budget 25|--trials 100 --early-stopping 30 --time-budget 12|$F/call10-ed77a80/tune-r3d1.json"
     )
-    nb=$(( $(nproc) / (ngpu >= 4 ? 4 : 1) ))
-    i=0
-    for j in "${jobs36[@]}"; do
-      IFS='|' read -r a b32 b8 docs <<< "$j"
-      if [ $ngpu -ge 4 ]; then
-        ( export CUDA_VISIBLE_DEVICES=$i; rjob $a "$b32" "$b8" $docs ) > $OUT/regress-job$i.log 2>&1 &
-      else
-        rjob $a "$b32" "$b8" $docs
-      fi
-      i=$((i + 1))
-    done
-    wait
-    cat $OUT/regress-job*.log 2>/dev/null
-    pack regress ;;
+    if [ $ph = ab ]; then
+      dir=$1; shift
+      for j in "${jobs36[@]}"; do
+        IFS='|' read -r a b32 b8 docs <<< "$j"
+        [ "${a%% *}" = "$sel" ] || continue
+        AB_JSON=$OUT/ab-$sel.json python3 bench/regress36.py ab build-old/config_run_old build-rel/config_run 2 \
+          $docs -- $dir/tune-$sel-i32.json $dir/tune-$sel-i8.json > $OUT/ab-$sel.md 2> $OUT/ab-$sel.err
+        echo "ab $sel rc=$? at $(( $(date +%s) - s )) s: $(tail -1 $OUT/ab-$sel.md)"
+      done
+      pack ab-$sel
+    else
+      i=0
+      for j in "${jobs36[@]}"; do
+        IFS='|' read -r a b32 b8 docs <<< "$j"
+        case ",$sel," in ,all,|*,"${a%% *}",*) ;; *) continue ;; esac
+        if [ $ngpu -ge 4 ]; then
+          ( export CUDA_VISIBLE_DEVICES=$i; rjob $a "$b32" "$b8" $docs ) > $OUT/regress-job$i.log 2>&1 &
+          i=$((i + 1))
+        else
+          rjob $a "$b32" "$b8" $docs
+        fi
+      done
+      wait
+      cat $OUT/regress-job*.log 2>/dev/null
+      pack regress-${sel//,/-}
+    fi ;;
   tests|tests3d|onnxtests)
     ph=$1; shift
     gt() { # CASE FILTER CONFIGS

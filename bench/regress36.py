@@ -20,6 +20,17 @@
       --set --json-out` document against the earlier run's CSV; prints a
       table and the layers more than LIMIT (default 0.02) slower, and exits
       1 if there is one.
+
+  regress36.py ab OLD_BIN NEW_BIN ROUNDS OLD_TUNE_JSON... -- NEW_TUNE_JSON...
+      The same question on one card, without the tuner: each layer's earlier
+      best config timed by the earlier build (OLD_BIN, a config_run built
+      against that commit's library) and by this one (NEW_BIN), and this
+      run's tuned best by NEW_BIN, ROUNDS times in turn (config_run: a graph
+      of 400 launches, the best of 5 replays; the best round kept). The
+      8-bit keys take their int32 twin's config where the earlier run had
+      no 8-bit document, as its bench did. Prints a table and the layers
+      whose tuned best now is more than 2% slower than the earlier best on
+      the earlier build.
 """
 import csv
 import json
@@ -76,6 +87,68 @@ def seed(files):
         print(json.dumps(rec))
 
 
+def best_configs(files, twin):
+    """{key: (template, config)} of the documents' bests; with twin, each
+    int32 best also stands for its 8-bit key where no document has it."""
+    out = {}
+    for f in files:
+        for t in json.load(open(f)):
+            if t.get("best_config") and t.get("template"):
+                out[t["key"]] = (t["name"].split("/")[-1], t["template"], t["best_config"])
+    if twin:
+        for k, v in list(out.items()):
+            if "-i8.i8.i32-" in k:
+                out.setdefault(k.replace("-i8.i8.i32-", "-i8.i8.i8-") + "-bias-qc", v)
+    return out
+
+
+def time_config(binary, tpl, key, cfg):
+    import subprocess
+    r = subprocess.run([binary, tpl, key, json.dumps(cfg), "400"], capture_output=True, text=True, timeout=120)
+    for line in r.stdout.splitlines():
+        if " us per launch" in line:
+            return float(line.split(" us per launch")[0].split()[-1])
+    sys.stderr.write("%s %s: %s\n" % (binary, key, (r.stderr or r.stdout).strip()[-300:]))
+    return None
+
+
+def ab(old_bin, new_bin, rounds, old_files, new_files):
+    old = best_configs(old_files, True)
+    new = best_configs(new_files, False)
+    rows, worse = [], []
+    first = {}
+    for k, v in old.items():
+        first.setdefault(v[0], len(first))
+    for key in sorted(old, key=lambda k: (first[old[k][0]], "-i8.i8.i8-" in k)):
+        name, tpl, cfg = old[key]
+        ntpl, ncfg = (new[key][1], new[key][2]) if key in new else (None, None)
+        best = [None, None, None]
+        for _ in range(rounds):
+            for i, (b, t, c) in enumerate(((old_bin, tpl, cfg), (new_bin, tpl, cfg), (new_bin, ntpl, ncfg))):
+                if t is None or (i == 2 and (t, c) == (tpl, cfg)):
+                    continue
+                v = time_config(b, t, key, c)
+                if v is not None and (best[i] is None or v < best[i]):
+                    best[i] = v
+        if best[2] is None and ntpl and (ntpl, ncfg) == (tpl, cfg):
+            best[2] = best[1]
+        out = "int8" if "-i8.i8.i8-" in key else "int32"
+        ch = best[2] / best[0] - 1 if best[0] and best[2] else None
+        same = best[1] / best[0] - 1 if best[0] and best[1] else None
+        rows.append({"layer": name, "output": out, "key": key, "earlier_build_us": best[0],
+                     "this_build_same_config_us": best[1], "this_build_tuned_us": best[2],
+                     "same_config": (ntpl, ncfg) == (tpl, cfg), "change": ch})
+        if ch is None or ch > 0.02:
+            worse.append("%s %s %s" % (name, out, "n/a" if ch is None else "%+.1f%%" % (100 * ch)))
+        f = lambda v: "-" if v is None else "%.2f" % v
+        g = lambda v: "-" if v is None else "%+.1f%%" % (100 * v)
+        print("| %s | %s | %s | %s (%s) | %s | %s%s |" % (name, out, f(best[0]), f(best[1]), g(same), f(best[2]),
+              g(ch), " **" if ch is None or ch > 0.02 else ""), flush=True)
+    print("tuned now more than 2%% slower than the earlier best on the earlier build: %d%s" %
+          (len(worse), ": " + ", ".join(worse) if worse else ""))
+    return rows
+
+
 def compare(new_json, old_csv, limit):
     new = {l["name"]: l for l in json.load(open(new_json))["layers"]}
     old = {r["name"]: r for r in csv.DictReader(open(old_csv))}
@@ -105,6 +178,13 @@ def compare(new_json, old_csv, limit):
 def main(argv):
     if len(argv) >= 3 and argv[1] == "seed":
         seed(argv[2:])
+        return 0
+    if len(argv) >= 7 and argv[1] == "ab" and "--" in argv:
+        i = argv.index("--")
+        print("| layer | output | earlier best, earlier build (us) | same config, this build | tuned now, this build | change |")
+        print("| --- | --- | ---: | ---: | ---: | ---: |")
+        rows = ab(argv[2], argv[3], int(argv[4]), argv[5:i], argv[i + 1:])
+        json.dump(rows, open(os.environ.get("AB_JSON", os.devnull), "w"), indent=1)
         return 0
     if len(argv) in (4, 5) and argv[1] == "compare":
         return compare(argv[2], argv[3], float(argv[4]) if len(argv) == 5 else 0.02)
