@@ -365,23 +365,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   if (tid == 0) {
     /* fetch the maps' descriptors while the barriers are set up, before
      * griddepcontrol.wait: they are kernel parameters, not the previous
-     * kernel's output */
+     * kernel's output (the weights' L2 prefetch: below) */
     asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&amap) : "memory");
     asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&wmap) : "memory");
-    /* and the weights of the block's N panels (K rows of taps x C bytes)
-     * and the params into L2 (l2_prefetch.cuh): the first block of each
-     * panel (persistent: block p takes panel p, p + grid, ...) */
-#if PERSISTENT
-    for (long p = blockIdx.x; p < TILES / TILES_M; p += gridDim.x) {
-#else
-    if (blockIdx.x == 0 && blockIdx.z == 0) {
-      const long p = blockIdx.y;
-#endif
-      const long rows = CT_KR - p * BLOCK_N < BLOCK_N ? CT_KR - p * BLOCK_N : BLOCK_N;
-      l2_prefetch(weights + p * BLOCK_N * (long)(TAPS * C_REAL),
-                  (unsigned long long)(rows * TAPS * C_REAL));
-      if (p == 0) l2_prefetch(params, L2P_PARAMS_BYTES(CT_KR));
-    }
 #pragma unroll 1
     for (int s = 0; s < STAGES; s++) {
       mbar_init(bars + 8 * s, 1);
@@ -395,6 +381,25 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     fence_proxy_async();
   }
   __syncthreads();
+  if (tid == 32) {
+    /* the weights of the block's N panels (K rows of taps x C bytes) and
+     * the params into L2 (l2_prefetch.cuh): the first block of each panel
+     * (persistent: block p takes panel p, p + grid, ...). Warp 1 issues
+     * them, idle in the producer warpgroup: on thread 0, before the
+     * barriers' setup, they cost a one-wave layer 1-2.5% alone (ResNet-50
+     * b1's l2_3x3_128, ResNet3D-18 b1's l3_3x3x3, H200) */
+#if PERSISTENT
+    for (long p = blockIdx.x; p < TILES / TILES_M; p += gridDim.x) {
+#else
+    if (blockIdx.x == 0 && blockIdx.z == 0) {
+      const long p = blockIdx.y;
+#endif
+      const long rows = CT_KR - p * BLOCK_N < BLOCK_N ? CT_KR - p * BLOCK_N : BLOCK_N;
+      l2_prefetch(weights + p * BLOCK_N * (long)(TAPS * C_REAL),
+                  (unsigned long long)(rows * TAPS * C_REAL));
+      if (p == 0) l2_prefetch(params, L2P_PARAMS_BYTES(CT_KR));
+    }
+  }
   pdl_wait_then_release(); /* nothing global before: the previous kernel may still run */
   const int lane = tid & 31;
 #if PERSISTENT
