@@ -30,7 +30,8 @@
       8-bit keys take their int32 twin's config where the earlier run had
       no 8-bit document, as its bench did. Prints a table and the layers
       whose tuned best now is more than 2% slower than the earlier best on
-      the earlier build.
+      the earlier build. AB_PART=i/n: only every n-th layer from the i-th
+      (one part a GPU).
 """
 import csv
 import json
@@ -134,7 +135,9 @@ def ab(old_bin, new_bin, rounds, old_files, new_files):
     first = {}
     for k, v in old.items():
         first.setdefault(v[0], len(first))
-    for key in sorted(old, key=lambda k: (first[old[k][0]], "-i8.i8.i8-" in k)):
+    part, parts = (int(x) for x in os.environ.get("AB_PART", "0/1").split("/"))
+    keys = sorted(old, key=lambda k: (first[old[k][0]], "-i8.i8.i8-" in k))
+    for key in keys[part::parts]:
         name, tpl, cfg = old[key]
         ntpl, ncfg = (new[key][1], new[key][2]) if key in new else (None, None)
         best = [None, None, None]

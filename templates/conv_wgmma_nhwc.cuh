@@ -368,30 +368,20 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
      * kernel's output */
     asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&amap) : "memory");
     asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&wmap) : "memory");
-    /* and the weights into L2 (l2_prefetch.cuh), spread over the blocks:
-     * each tile a TILES_M-th of its N panel (K rows of taps x C bytes),
-     * each split of it a SPLIT_K-th of that; block 0 the params. (When the
-     * first block of each panel fetched the whole panel, its TMA unit took
-     * it before the block's own loads, and one-wave layers ran 2-2.5%
-     * slower alone: ResNet-50 b1's l2_3x3_128, ResNet3D-18 b1's l3_3x3x3,
-     * H200.) */
+    /* and the weights of the block's N panels (K rows of taps x C bytes)
+     * and the params into L2 (l2_prefetch.cuh): the first block of each
+     * panel (persistent: block p takes panel p, p + grid, ...) */
 #if PERSISTENT
-    for (long t = blockIdx.x; t < TILES; t += gridDim.x) {
-      const long p = t / TILES_M, piece = t % TILES_M, pieces = TILES_M;
+    for (long p = blockIdx.x; p < TILES / TILES_M; p += gridDim.x) {
 #else
-    {
-      const long p = blockIdx.y, piece = (long)blockIdx.x * SPLIT_K + blockIdx.z,
-                 pieces = (long)TILES_M * SPLIT_K;
+    if (blockIdx.x == 0 && blockIdx.z == 0) {
+      const long p = blockIdx.y;
 #endif
       const long rows = CT_KR - p * BLOCK_N < BLOCK_N ? CT_KR - p * BLOCK_N : BLOCK_N;
-      const unsigned long long bytes = (unsigned long long)(rows * TAPS * C_REAL),
-                               chunk = (bytes / pieces + 15) & ~15ull, off = piece * chunk;
-      if (off < bytes)
-        l2_prefetch(weights + p * BLOCK_N * (long)(TAPS * C_REAL) + off,
-                    chunk < bytes - off ? chunk : bytes - off);
+      l2_prefetch(weights + p * BLOCK_N * (long)(TAPS * C_REAL),
+                  (unsigned long long)(rows * TAPS * C_REAL));
+      if (p == 0) l2_prefetch(params, L2P_PARAMS_BYTES(CT_KR));
     }
-    if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0)
-      l2_prefetch(params, L2P_PARAMS_BYTES(CT_KR));
 #pragma unroll 1
     for (int s = 0; s < STAGES; s++) {
       mbar_init(bars + 8 * s, 1);
