@@ -1,0 +1,86 @@
+#!/bin/sh
+# test_regress36.sh: bench/regress36.py, issue 36's no-regression check.
+# - seed: h200-final's committed tuning documents (ResNet-50 b16, int32 and
+#   8-bit) become one retired trial a layer that `convtune import` takes,
+#   with the documents' configs and times, under a version no build has;
+#   an int32 document alone also seeds each layer's 8-bit key.
+# - compare: a layer more than 2% slower is flagged and the exit is 1; one
+#   within 2% is not.
+# - ab: fake config_run binaries: the columns and the change, and an int32
+#   twin's config adapted (a knob the space lacks dropped, a missing choice
+#   at 0) where the binary refuses it.
+# Skipped (77) without python3. Usage: test_regress36.sh SOURCE_DIR CONVTUNE.
+# About 2 s.
+set -u
+src=$1
+ct=$2
+py=$(command -v python3) || { echo "skipped: no python3"; exit 77; }
+. "$src/tests/common.sh"
+r=$src/bench/regress36.py
+F=$src/bench/results/h200-final
+
+# seed -> import
+"$py" "$r" seed "$F/call9-ed77a80/tune-r50b16.json" "$F/call9-ed77a80/tune-r50b16-i8.json" >"$tmp/s.jsonl" &&
+  [ "$(wc -l <"$tmp/s.jsonl")" -eq 46 ] && ok || bad "seed: expected 46 trials, got $(wc -l <"$tmp/s.jsonl")"
+check "import of the seeds" "$ct" import --db "$tmp/s.db" "$tmp/s.jsonl"
+"$ct" export --db "$tmp/s.db" >"$tmp/e.jsonl" 2>"$tmp/err" || bad "export: $(cat "$tmp/err")"
+"$py" - "$tmp/e.jsonl" "$F/call9-ed77a80/tune-r50b16.json" <<'PY' >"$tmp/log" 2>&1 && ok || { bad "seeds as exported"; cat "$tmp/log"; }
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+doc = {t["key"]: t for t in json.load(open(sys.argv[2]))}
+assert len(rows) == 46, len(rows)
+assert all(r["template_version"] == "retired-ed77a80" and r["outcome"] == "OK" for r in rows)
+for k, t in doc.items():
+    r = [x for x in rows if x["workload_key"] == k]
+    assert len(r) == 1, k
+    assert r[0]["template_name"] == t["template"] and r[0]["config"] == t["best_config"], k
+    assert abs(r[0]["median_us"] - t["best_us"]) < 1e-9, k
+PY
+# an int32 document alone seeds the 8-bit twins too
+"$py" "$r" seed "$F/call10-ed77a80/tune-r3d8.json" >"$tmp/t.jsonl" &&
+  [ "$(wc -l <"$tmp/t.jsonl")" -eq 22 ] && grep -q -- '-i8.i8.i8-.*-bias-qc"' "$tmp/t.jsonl" && ok ||
+  bad "seed of an int32 document: expected 22 trials with 8-bit twins"
+
+# compare: a CSV of two layers, a bench document 1% and 3% slower, then both within
+cat >"$tmp/old.csv" <<'EOF'
+name,key,convtune_us,convtune_i8_us
+a,k1,10.0,8.0
+b,k2,5.0,4.0
+EOF
+echo '{"layers": [{"name": "a", "convtune_us": 10.1, "convtune_i8_us": 8.0}, {"name": "b", "convtune_us": 5.0, "convtune_i8_us": 4.12}]}' >"$tmp/new.json"
+"$py" "$r" compare "$tmp/new.json" "$tmp/old.csv" >"$tmp/out"
+[ $? -eq 1 ] && grep -q "more than 2% slower: 1: b int8 +3.0%" "$tmp/out" && ok || { bad "compare: b int8 +3% not flagged"; cat "$tmp/out"; }
+echo '{"layers": [{"name": "a", "convtune_us": 10.1, "convtune_i8_us": 8.0}, {"name": "b", "convtune_us": 4.9, "convtune_i8_us": 4.05}]}' >"$tmp/new.json"
+"$py" "$r" compare "$tmp/new.json" "$tmp/old.csv" >"$tmp/out" && grep -q "more than 2% slower: 0" "$tmp/out" && ok ||
+  { bad "compare: within 2% flagged"; cat "$tmp/out"; }
+
+# ab with fake binaries: old 2.00 us, new 2.05 (+2.5%) for the same config and
+# 1.90 for another; the old one refuses a_prefetch, both want out_stage on 8-bit keys
+cat >"$tmp/old_run" <<'EOF'
+#!/bin/sh
+case "$3" in *a_prefetch*) echo "config_run: config: unknown knob 'a_prefetch'; the knobs are x" >&2; exit 1 ;; esac
+case "$2" in *-i8.i8.i8-*) case "$3" in *'"out_stage": 0'*) ;; *) echo "config_run: config: knob 'out_stage' (choice) is missing" >&2; exit 1 ;; esac ;; esac
+echo "$1 2.00 us per launch, 1.00 TB/s (data + output)"
+EOF
+cat >"$tmp/new_run" <<'EOF'
+#!/bin/sh
+case "$2" in *-i8.i8.i8-*) case "$3" in *'"out_stage": 0'*) ;; *) echo "config_run: config: knob 'out_stage' (choice) is missing" >&2; exit 1 ;; esac ;; esac
+case "$3" in *'"block_n": 999'*) echo "$1 1.90 us per launch, 1.00 TB/s" ;; *) echo "$1 2.05 us per launch, 1.00 TB/s" ;; esac
+EOF
+chmod +x "$tmp/old_run" "$tmp/new_run"
+k=conv2d-nhwc-i8.i8.i32-n1-c64-k64-56x56-r3x3-s1x1-p1x1.1x1-d1x1
+echo "[{\"name\": \"s/l1\", \"key\": \"$k\", \"template\": \"conv2d_nhwc_wgmma\", \"best_us\": 2.0, \"best_config\": {\"block_n\": 64, \"a_prefetch\": 1}}]" >"$tmp/old.json"
+echo "[{\"name\": \"s/l1\", \"key\": \"$k\", \"template\": \"conv2d_nhwc_wgmma\", \"best_us\": 1.9, \"best_config\": {\"block_n\": 999}}]" >"$tmp/new.json"
+AB_JSON=$tmp/ab.json "$py" "$r" ab "$tmp/old_run" "$tmp/new_run" 1 "$tmp/old.json" -- "$tmp/new.json" >"$tmp/out" 2>"$tmp/err"
+"$py" - "$tmp/ab.json" <<'PY' >"$tmp/log" 2>&1 && ok || { bad "ab: columns"; cat "$tmp/log" "$tmp/out" "$tmp/err"; }
+import json, sys
+rows = {r["output"]: r for r in json.load(open(sys.argv[1]))}
+i32, i8 = rows["int32"], rows["int8"]
+assert (i32["earlier_build_us"], i32["this_build_same_config_us"], i32["this_build_tuned_us"]) == (2.0, 2.05, 1.9), i32
+assert abs(i32["change"] - (1.9 / 2.0 - 1)) < 1e-9 and not i32["same_config"], i32
+# the 8-bit twin: adapted on both builds; no 8-bit tuning in the new document
+assert (i8["earlier_build_us"], i8["this_build_same_config_us"], i8["this_build_tuned_us"]) == (2.0, 2.05, None), i8
+PY
+grep -q "more than 2% slower than the earlier best on the earlier build: 1: l1 int8 n/a" "$tmp/out" && ok ||
+  { bad "ab: the untuned 8-bit key not flagged"; cat "$tmp/out"; }
+finish test_regress36
