@@ -45,9 +45,9 @@
 #                 set where the host has four, else one after another. TAGS: all, or a
 #                 comma list of r50b16, r50b1, r3d8, r3d1
 #   ab TAG DIR    the same target on one card without the tuner (regress36.py ab): each
-#                 layer's h200-final best timed by ed77a80's library (build-old/config_run_old:
-#                 bench/config_run.c built against it, less quant_zpad_fill, which it lacks)
-#                 and by this build, and the best of DIR/tune-TAG-*.json by this build
+#                 layer's h200-final best timed by ed77a80's library (build-old/config_run_old,
+#                 made here by `sh bench/build_old_config_run.sh ed77a80` and carried) and by
+#                 this build, and the best of DIR/tune-TAG-*.json by this build
 # Phases run in order: e.g. `models model s8 256 150 model s8 16 90`.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
@@ -131,7 +131,8 @@ PY
       timeout 250 $B tune --set $set --batch $n --layout $l $b32 --builders $nb --db $db -q --json \
         > $OUT/tune-$tag-i32.json 2> $OUT/tune-$tag-i32.err
       echo "$tag int32: tune rc=$? at $(( $(date +%s) - s )) s"
-      timeout $(( 480 - $(date +%s) + t0 )) $B tune --set $set --batch $n --layout $l --out int8 \
+      local left=$(( 480 - $(date +%s) + t0 )); [ $left -ge 30 ] || left=30
+      timeout $left $B tune --set $set --batch $n --layout $l --out int8 \
         --epilogue bias,qc $b8 --builders $nb --db $db -q --json > $OUT/tune-$tag-i8.json 2> $OUT/tune-$tag-i8.err
       echo "$tag int8: tune rc=$? at $(( $(date +%s) - s )) s"
       timeout 100 $B bench --set $set --batch $n --layout $l --db $db --results-dir $OUT \

@@ -28,7 +28,7 @@
       run's tuned best by NEW_BIN, ROUNDS times in turn (config_run: a graph
       of 400 launches, the best of 5 replays; the best round kept). The
       8-bit keys take their int32 twin's config where the earlier run had
-      no 8-bit document, as its bench did. Prints a table and the layers
+      no 8-bit document, as its bench did (adapted: time_config). Prints a table and the layers
       whose tuned best now is more than 2% slower than the earlier best on
       the earlier build. AB_PART=i/n: only every n-th layer from the i-th
       (one part a GPU).
@@ -104,9 +104,10 @@ def best_configs(files, twin):
 
 
 def time_config(binary, tpl, key, cfg):
-    """config_run's time, us; a config carried from an int32 twin is
-    adapted as the dispatch adapts it: a knob the space lacks dropped, a
-    missing choice at its first value (0)"""
+    """config_run's time, us. A config that config_run refuses is adapted:
+    a knob the space lacks dropped (as the dispatch drops it: resolve.c,
+    match_knobs) and, on an 8-bit key, a missing choice at 0 (the dispatch
+    takes the template default's value, which this script does not know)"""
     import re
     import subprocess
     cfg = dict(cfg)
