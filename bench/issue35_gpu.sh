@@ -88,11 +88,12 @@
 #           re-measured by $BASE with --trials 1 (each task's first trial is its best config under
 #           this binary's template versions, which $BASE sees as retired); then bench --model
 #           --in-chain of each binary on its database, and the nodes side by side
-#   chainprof [B]  ncu over the first pass of bench --model MobileNetV2 at batch B (default 32) on
-#           /tmp/t.db: the chain's kernels one by one in graph order, caches left as the kernel
-#           before left them (--cache-control none, clocks alone): each node's duration and DRAM
-#           bytes read and written against its own tensors' bytes (does a node pay for the
-#           write-back of earlier nodes' outputs?)
+#   chainprof [B] [M]  ncu over the first pass of bench --model M (default MobileNetV2) at batch
+#           B (default 32) on /tmp/t.db: the chain's kernels one by one in graph order, caches left
+#           as the kernel before left them (--cache-control none, clocks alone): each node's
+#           duration and DRAM bytes read and written against its own tensors' bytes (does a node
+#           pay for the write-back of earlier nodes' outputs?), and its warps' "no instruction"
+#           stalls per issue (cold code: bench/results/h200-issue35/icache-probe)
 #   arena M B [DB]  bench --model of model M (mobilenetv2, or an ONNX path) at batch B on DB
 #           (default /tmp/t.db) twice: each node's output in its own buffer, then --arena (the
 #           tensors in reused buffers, every side); the chains side by side
@@ -513,10 +514,12 @@ for a, b in zip(D["new"]["nodes"], D["base"]["nodes"]):
 PY
   cd $OUT && tar czf abchain-$tag.tgz ab-* && rm -f ab-* ;;
 chainprof)
-  s=$(date +%s) MB=${2:-32}
-  timeout 400 ncu --clock-control none --cache-control none -k regex:^conv_ -c 52 \
-    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum \
-    --csv --page raw --print-units base $B bench --model $MODEL --batch $MB --db /tmp/t.db --no-results \
+  s=$(date +%s) MB=${2:-32} cm=${3:-$MODEL}
+  [ "$cm" = mobilenetv2 ] && cm=$MODEL
+  nk=$(python3 -c "import onnx, sys; print(sum(n.op_type == 'Conv' for n in onnx.load(sys.argv[1]).graph.node))" $cm 2>/dev/null || echo 52)
+  timeout 400 ncu --clock-control none --cache-control none -k regex:^conv_ -c $nk \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio \
+    --csv --page raw --print-units base $B bench --model $cm --batch $MB --db /tmp/t.db --no-results \
     --json-out $OUT/cp-bench-b$MB.json > $OUT/cp-b$MB.csv 2> $OUT/cp-b$MB.err
   echo "chainprof b$MB rc=$? at $(( $(date +%s) - s )) s"
   python3 - $OUT/cp-b$MB.csv $OUT/cp-bench-b$MB.json <<'PY'
@@ -529,13 +532,14 @@ def f(r, k):
   try: return float(v)
   except ValueError: return 0.0
 print("%d kernels profiled, %d nodes" % (len(data), len(N)))
-print("%-26s %8s %8s %8s %8s %8s %8s" % ("node", "ncu us", "rd MB", "wr MB", "own MB", "L2 MB", "alone"))
+print("%-26s %8s %8s %8s %8s %8s %8s %8s" % ("node", "ncu us", "rd MB", "wr MB", "own MB", "L2 MB", "alone", "no-inst"))
 T = [0, 0, 0, 0]
 for n, r in zip(N, data):
   us = f(r, "gpu__time_duration.sum") / 1e3; rd = f(r, "dram__bytes_read.sum") / 1e6
   wr = f(r, "dram__bytes_write.sum") / 1e6; l2 = f(r, "lts__t_bytes.sum") / 1e6
   T[0] += us; T[1] += rd; T[2] += wr; T[3] += n["bytes"] / 1e6
-  print("%-26s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f  %s" % (n["name"][:26], us, rd, wr, n["bytes"] / 1e6, l2, n["convtune_us"], r.get("Kernel Name", "")[:24]))
+  ni = f(r, "smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio")
+  print("%-26s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f  %s" % (n["name"][:26], us, rd, wr, n["bytes"] / 1e6, l2, n["convtune_us"], ni, r.get("Kernel Name", "")[:24]))
 print("sums: %.1f us, DRAM read %.1f MB, written %.1f MB, the nodes' own bytes %.1f MB" % tuple(T))
 PY
   cd $OUT && tar czf chainprof-b$MB.tgz cp-* && rm -f cp-* ;;
