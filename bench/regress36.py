@@ -8,10 +8,10 @@
       A tuning of the same workload in that database then measures that
       config first (tuner/tune.c: a task's first trials are the workload's
       best under a retired version), as it does for a user whose records a
-      template change retired. An int32
-      document also seeds the 8-bit key of each layer (bias, per-channel
-      scales) where no 8-bit document does: the earlier bench served it that
-      way, by the int32 twin's config. Trials keep what the document says:
+      template change retired. An int32 document also seeds the 8-bit key
+      of each layer (bias, per-channel scales) where no 8-bit document
+      does: the earlier bench served it that way, by the int32 twin's
+      config. Trials keep what the document says:
       the config, its median; the device is the H200 of the results (the
       tuner's lookup falls back to any device of the same capability).
 
@@ -28,10 +28,10 @@
       run's tuned best by NEW_BIN, ROUNDS times in turn (config_run: a graph
       of 400 launches, the best of 5 replays; the best round kept). The
       8-bit keys take their int32 twin's config where the earlier run had
-      no 8-bit document, as its bench did (adapted: time_config). Prints a table and the layers
-      whose tuned best now is more than 2% slower than the earlier best on
-      the earlier build. AB_PART=i/n: only every n-th layer from the i-th
-      (one part a GPU).
+      no 8-bit document, as its bench did (adapted: time_config). Prints a
+      table and the layers whose tuned best now is more than 2% slower than
+      the earlier best on the earlier build. AB_PART=i/n: only every n-th
+      layer from the i-th (one part a GPU). AB_JSON=FILE: the rows as JSON.
 """
 import csv
 import json
@@ -89,7 +89,7 @@ def seed(files):
 
 
 def best_configs(files, twin):
-    """{key: (template, config)} of the documents' bests; with twin, each
+    """{key: (layer name, template, config)} of the documents' bests; with twin, each
     int32 best also stands for its 8-bit key where no document has it."""
     out = {}
     for f in files:
