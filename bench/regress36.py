@@ -39,6 +39,13 @@ import os
 import sys
 
 
+def twin_key(key):
+    """The 8-bit key (bias, per-channel scales) of an int32 key, else None."""
+    if "-i8.i8.i32-" not in key:
+        return None
+    return key.replace("-i8.i8.i32-", "-i8.i8.i8-") + "-bias-qc"
+
+
 def seed(files):
     by_key = {}
     for f in files:
@@ -46,9 +53,7 @@ def seed(files):
         for t in json.load(open(f)):
             if not t.get("best_config") or not t.get("template"):
                 continue
-            keys = [t["key"]]
-            if "-i8.i8.i32-" in t["key"]:
-                keys.append(t["key"].replace("-i8.i8.i32-", "-i8.i8.i8-") + "-bias-qc")
+            keys = [t["key"]] + ([twin_key(t["key"])] if twin_key(t["key"]) else [])
             for i, k in enumerate(keys):
                 if i and k in by_key:
                     continue  # the 8-bit document's own config wins over the twin's
@@ -98,8 +103,8 @@ def best_configs(files, twin):
                 out[t["key"]] = (t["name"].split("/")[-1], t["template"], t["best_config"])
     if twin:
         for k, v in list(out.items()):
-            if "-i8.i8.i32-" in k:
-                out.setdefault(k.replace("-i8.i8.i32-", "-i8.i8.i8-") + "-bias-qc", v)
+            if twin_key(k):
+                out.setdefault(twin_key(k), v)
     return out
 
 
