@@ -232,12 +232,31 @@ __device__ __forceinline__ void zpad_correct(int (&acc)[MI][BLOCK_N / 2],
 #endif
 
 /* ---- the producer thread ---------------------------------------------------- */
+/* The weights of stage kt0 of a block's first tile (N tile tile_n) into
+ * pipeline slot 0, the slot's expected bytes (its data's too) set: before
+ * griddepcontrol.wait, since the weights are no kernel's output; in a
+ * chain they come from DRAM under the previous kernel's tail. The first
+ * stage only: the data of stage 0 follows them on the TMA unit, so more
+ * stages here would delay it (measured: up to 10% alone). */
+__device__ __forceinline__ void produce_b_first(unsigned stages, unsigned bars,
+                                                const ct_tmap *wmap, int tile_n, int kt0) {
+  const unsigned full = bars, bs = stages + A_STAGE_BYTES;
+  mbar_expect_tx(full, STAGE_BYTES);
+#pragma unroll
+  for (int j = 0; j < K_SLICES; j++) {
+    const int sl = kt0 * K_SLICES + j;
+    tma_tile3(bs + j * B_SLICE_BYTES, wmap, (sl % CSLICES) * BLOCK_K, sl / CSLICES,
+              tile_n * BLOCK_N, full);
+  }
+}
+
 /* Stages kt0 .. kt0 + nkt - 1 of the tile at (m0, tile_n), the first in
  * the pipeline's it0-th slot use (persistent blocks run on through their
- * tiles without draining the pipeline). */
+ * tiles without draining the pipeline); with b_first, the first stage's
+ * weights and expected bytes are issued already (produce_b_first). */
 __device__ __forceinline__ void produce(unsigned stages, unsigned bars, const ct_tmap *amap,
                                         const ct_tmap *wmap, long m0, int tile_n, int kt0,
-                                        int nkt, int it0) {
+                                        int nkt, int it0, bool b_first) {
   /* the tile's first output pixel, and the input position of its tap 0 */
   const int n0 = (int)(m0 / P_OUT), p0 = (int)(m0 % P_OUT);
   const int ow0 = p0 % CT_OW, oh0 = (p0 / CT_OW) % CT_OH, od0 = p0 / (CT_OW * CT_OH);
@@ -250,7 +269,8 @@ __device__ __forceinline__ void produce(unsigned stages, unsigned bars, const ct
     const unsigned full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
     mbar_wait(empty, ((it / STAGES) & 1) ^ 1);
     const unsigned as = stages + s * STAGE_BYTES, bs = as + A_STAGE_BYTES;
-    mbar_expect_tx(full, STAGE_BYTES);
+    const bool b = i > 0 || !b_first;
+    if (b) mbar_expect_tx(full, STAGE_BYTES);
 #pragma unroll
     for (int j = 0; j < K_SLICES; j++) {
       const int sl = kt * K_SLICES + j, tap = sl / CSLICES, c0 = (sl % CSLICES) * BLOCK_K;
@@ -267,7 +287,7 @@ __device__ __forceinline__ void produce(unsigned stages, unsigned bars, const ct
       tma_im2col4(as + j * A_SLICE_BYTES, amap, c0, x0, y0, n0, (unsigned short)(rx * CT_DIL_W),
                   (unsigned short)(ry * CT_DIL_H), full);
 #endif
-      tma_tile3(bs + j * B_SLICE_BYTES, wmap, c0, tap, tile_n * BLOCK_N, full);
+      if (b) tma_tile3(bs + j * B_SLICE_BYTES, wmap, c0, tap, tile_n * BLOCK_N, full);
     }
   }
 }
@@ -368,20 +388,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
      * kernel's output */
     asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&amap) : "memory");
     asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&wmap) : "memory");
-    /* and the weights of the block's N panels (K rows of taps x C bytes)
-     * and the params into L2 (l2_prefetch.cuh): the first block of each
-     * panel (persistent: block p takes panel p, p + grid, ...) */
-#if PERSISTENT
-    for (long p = blockIdx.x; p < TILES / TILES_M; p += gridDim.x) {
-#else
-    if (blockIdx.x == 0 && blockIdx.z == 0) {
-      const long p = blockIdx.y;
-#endif
-      const long rows = CT_KR - p * BLOCK_N < BLOCK_N ? CT_KR - p * BLOCK_N : BLOCK_N;
-      l2_prefetch(weights + p * BLOCK_N * (long)(TAPS * C_REAL),
-                  (unsigned long long)(rows * TAPS * C_REAL));
-      if (p == 0) l2_prefetch(params, L2P_PARAMS_BYTES(CT_KR));
-    }
 #pragma unroll 1
     for (int s = 0; s < STAGES; s++) {
       mbar_init(bars + 8 * s, 1);
@@ -393,8 +399,28 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     for (int w = 0; PINGPONG && w < WARPGROUPS; w++) mbar_init(bars + 16 * STAGES + 8 * w, 4);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     fence_proxy_async();
+    /* this thread is the producer: the weights of the block's first stage
+     * now. (0162ccc prefetched each weight panel whole into L2 here, by
+     * its first block: that block's own loads queued behind it on the TMA
+     * unit, 2-4% on some layers alone; h200x4-issue36-regress.) */
+#if PERSISTENT
+    if (blockIdx.x < TILES) produce_b_first(stages, bars, &wmap, (int)(blockIdx.x / TILES_M), 0);
+#else
+    if (blockIdx.z * KT_SPLIT < KT)
+      produce_b_first(stages, bars, &wmap, blockIdx.y, blockIdx.z * KT_SPLIT);
+#endif
   }
   __syncthreads();
+  if (wg == 1 && blockIdx.x + blockIdx.y + blockIdx.z == 0) {
+    /* the params into L2 by the first block's first consumer warpgroup, a
+     * 128-byte line a thread, through the load/store path: the TMA unit
+     * stays the producer's */
+    const unsigned char *pb = (const unsigned char *)params;
+#pragma unroll 1
+    for (unsigned long long off = 128ull * ltid; params && off < L2P_PARAMS_BYTES(CT_KR);
+         off += 128ull * 128)
+      asm volatile("prefetch.global.L2 [%0];\n" ::"l"(pb + off) : "memory");
+  }
   pdl_wait_then_release(); /* nothing global before: the previous kernel may still run */
   const int lane = tid & 31;
 #if PERSISTENT
@@ -420,7 +446,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
       int it0 = 0;
 #pragma unroll 1
       for (long t = blockIdx.x; t < TILES; t += gridDim.x, it0 += KT)
-        produce(stages, bars, &amap, &wmap, t % TILES_M * BM, (int)(t / TILES_M), 0, KT, it0);
+        produce(stages, bars, &amap, &wmap, t % TILES_M * BM, (int)(t / TILES_M), 0, KT, it0,
+                it0 == 0);
     }
     return;
   }
@@ -492,7 +519,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   int acc[MI][BLOCK_N / 2];
   acc_start(acc, tab, ltid, wg > 0 && blockIdx.z == 0);
   if (wg == 0) {
-    if (ltid == 0) produce(stages, bars, &amap, &wmap, m0, tile_n, kt0, nkt, 0);
+    if (ltid == 0)
+      produce(stages, bars, &amap, &wmap, m0, tile_n, kt0, nkt, 0, kt0 < KT);
 #if SPLIT_K == 1
     return;
 #endif
