@@ -84,10 +84,11 @@
 #           stem at block_n 32 and ResNet-50's at 64 with a residual (batch 2)
 #   abchain M B S  this binary against $BASE (default .gpu-exp/convtune-base: one built without
 #           a change) on the same configs, in a chain: model M (mobilenetv2, or an ONNX path) at
-#           batch B tuned S seconds by this binary into a fresh /tmp/ab-new.db; a copy
+#           batch B tuned S seconds by this binary into a fresh ab-new.db; a copy
 #           re-measured by $BASE with --trials 1 (each task's first trial is its best config under
 #           this binary's template versions, which $BASE sees as retired); then bench --model
-#           --in-chain of each binary on its database, and the nodes side by side
+#           --in-chain of each binary on its database, and the nodes side by side. The
+#           databases in $ABTMP (default /tmp): one directory each for abchains run at once
 #   chainprof [B] [M]  ncu over the first pass of bench --model M (default MobileNetV2) at batch
 #           B (default 32) on /tmp/t.db: the chain's kernels one by one in graph order, caches left
 #           as the kernel before left them (--cache-control none, clocks alone): each node's
@@ -101,7 +102,7 @@
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
 export CT_SOURCE_DIR=$PWD CT_COMMIT=$(cat build-rel/COMMIT)
-B=build-rel/convtune
+B=${CT_BIN:-build-rel/convtune}
 SETS2="mobilenetv2 efficientnet_b0_dw resnext50_g"
 SETS="$SETS2 csn_dw3d resnext3d_g"
 MODEL=models/mobilenetv2_qdq.onnx
@@ -479,18 +480,18 @@ stemsan)
   csan conv2d_nhwc_wgmma_stem conv2d-nhwc-u8.i8.u8-n2-c3-k64-224x224-r7x7-s2x2-p3x3.3x3-d1x1-zd-bias-qc-res \
     '{"block_m":64,"block_n":64,"warpgroups":2,"a_buffers":1,"blocks_per_sm":1,"out_stage":1}' memcheck racecheck synccheck ;;
 abchain)
-  s=$(date +%s) m=$2 MB=$3 S=$4 BASE=${BASE:-.gpu-exp/convtune-base}
+  s=$(date +%s) m=$2 MB=$3 S=$4 BASE=${BASE:-.gpu-exp/convtune-base} T=${ABTMP:-/tmp}
   [ $m = mobilenetv2 ] && m=$MODEL
   tag=$(basename $m .onnx)-b$MB
-  rm -f /tmp/ab-new.db* /tmp/ab-base.db*
-  timeout 400 $B tune --model $m --batch $MB --time-budget $S --seed 1 --db /tmp/ab-new.db -q --json \
+  rm -f $T/ab-new.db* $T/ab-base.db*
+  timeout 400 $B tune --model $m --batch $MB --time-budget $S --seed 1 --db $T/ab-new.db -q --json \
     > $OUT/ab-tune-$tag.json 2> $OUT/ab-tune-$tag.err
   echo "abchain $tag: tune rc=$? at $(( $(date +%s) - s )) s: $(tail -1 $OUT/ab-tune-$tag.err)"
-  cp /tmp/ab-new.db /tmp/ab-base.db
-  timeout 300 $BASE tune --model $m --batch $MB --trials 1 --seed 1 --db /tmp/ab-base.db -q --json \
+  cp $T/ab-new.db $T/ab-base.db
+  timeout 300 $BASE tune --model $m --batch $MB --trials 1 --seed 1 --db $T/ab-base.db -q --json \
     > $OUT/ab-retune-$tag.json 2> $OUT/ab-retune-$tag.err
   echo "  base re-measured rc=$? at $(( $(date +%s) - s )) s: $(tail -1 $OUT/ab-retune-$tag.err)"
-  for spec in new=$B:/tmp/ab-new.db base=$BASE:/tmp/ab-base.db; do
+  for spec in new=$B:$T/ab-new.db base=$BASE:$T/ab-base.db; do
     name=${spec%%=*} r=${spec#*=}; bin=${r%%:*} db=${r#*:}
     timeout 300 $bin bench --model $m --batch $MB --db $db --in-chain --no-results \
       --json-out $OUT/ab-$name-$tag.json > $OUT/ab-$name-$tag.md 2> $OUT/ab-$name-$tag.err

@@ -48,6 +48,11 @@
 #                 layer's h200-final best timed by ed77a80's library (build-old/config_run_old,
 #                 made here by `sh bench/build_old_config_run.sh ed77a80` and carried) and by
 #                 this build, and the best of DIR/tune-TAG-*.json by this build
+#   abx DIR       ab for all four sets at once, every GPU a part of each (AB_PART); first,
+#                 the layers named in AB_SUSPECTS ("TAG:layer,layer TAG:layer ...") on this
+#                 build and on each build-old/config_run_VAR of AB_VARS (same configs only);
+#                 the merged rows in abx/*.json, a summary line each. AB_GPUS="0 1": those
+#                 GPUs only; AB_SETS="r3d1 r3d8": those sets only
 # Phases run in order: e.g. `models model s8 256 150 model s8 16 90`.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
@@ -114,7 +119,7 @@ print("  %s b%s: int8 out %.1f us, int32 %.1f, cuDNN fp16 %.1f, int8 floor %.1f"
     d.get("set"), d.get("batch"), s("convtune_i8_us"), s("convtune_us"), s("cudnn_fp16_us"), s("floor_i8_us")))
 PY
     pack set-$tag ;;
-  regress|ab)
+  regress|ab|abx)
     # regress TAGS: the four jobs (all, or a comma list of r50b16, r50b1, r3d8, r3d1), one GPU
     # each where the host has four; ab TAG DIR: regress36.py ab for one job, its new tuning
     # documents from DIR (a regress run's tune-TAG-*.json), old build at build-old/config_run_old
@@ -148,7 +153,55 @@ PY
       "r3d8 resnet3d18 8 ndhwc $F/call10-ed77a80/resnet3d18-b8-ndhwc.csv|--trials 300 --early-stopping 100 --time-budget 25|--trials 100 --early-stopping 30 --time-budget 12|$F/call10-ed77a80/tune-r3d8.json"
       "r3d1 resnet3d18 1 ndhwc $F/call10-ed77a80/resnet3d18-b1-ndhwc.csv|--trials 600 --early-stopping 200 --time-budget 25|--trials 100 --early-stopping 30 --time-budget 12|$F/call10-ed77a80/tune-r3d1.json"
     )
-    if [ $ph = ab ]; then
+    if [ $ph = abx ]; then
+      dir=$sel gpus=${AB_GPUS:-$(seq 0 $(( $(nvidia-smi -L | wc -l) - 1 )))} i=0
+      ngpu=$(echo $gpus | wc -w)
+      for g in $gpus; do
+        ( export CUDA_VISIBLE_DEVICES=$g AB_PART=$i/$ngpu
+          abj() { # NAME BIN LAYERS DOCS... [-- NEW DOCS...]
+            local n=$1 bin=$2 lay=$3; shift 3
+            AB_LAYERS=$lay AB_JSON=$OUT/abx-$n-p$g.json timeout 500 python3 bench/regress36.py ab \
+              ${AB_OLD:-build-old/config_run_old} $bin 2 "$@" > $OUT/abx-$n-p$g.md 2> $OUT/abx-$n-p$g.err
+            echo "gpu $g $n rc=$? at $(( $(date +%s) - s )) s: $(tail -1 $OUT/abx-$n-p$g.md)"
+          }
+          for p in ${AB_SUSPECTS:-}; do
+            for j in "${jobs36[@]}"; do
+              IFS='|' read -r a b32 b8 docs <<< "$j"
+              [ "${a%% *}" = "${p%%:*}" ] || continue
+              for v in this ${AB_VARS:-}; do
+                bin=build-old/config_run_$v; [ $v = this ] && bin=${AB_THIS:-build-rel/config_run}
+                abj sus-${p%%:*}-$v $bin ${p#*:} $docs --
+              done
+            done
+          done
+          for j in "${jobs36[@]}"; do
+            IFS='|' read -r a b32 b8 docs <<< "$j"; t=${a%% *}
+            case " ${AB_SETS:-$t} " in *" $t "*) ;; *) continue ;; esac
+            abj $t ${AB_THIS:-build-rel/config_run} "" $docs -- $dir/tune-$t-i32.json $dir/tune-$t-i8.json
+          done ) > $OUT/abx-gpu$g.log 2>&1 &
+        i=$((i + 1))
+      done
+      wait
+      cat $OUT/abx-gpu*.log
+      python3 - $OUT <<'PY'
+import glob, json, os, re, sys
+parts = {}
+for f in sorted(glob.glob(sys.argv[1] + "/abx-*-p*.json")):
+    n = re.sub(r"-p\d+\.json$", "", os.path.basename(f))[4:]
+    parts.setdefault(n, []).extend(json.load(open(f)))
+for n, rows in sorted(parts.items()):
+    os.makedirs(sys.argv[1] + "/abx", exist_ok=True)
+    json.dump(rows, open("%s/abx/%s.json" % (sys.argv[1], n), "w"), indent=1)
+    same = [r for r in rows if r["this_build_same_config_us"] and r["earlier_build_us"]]
+    ch = [r["this_build_same_config_us"] / r["earlier_build_us"] - 1 for r in same]
+    over = ["%s %s %+.1f%%" % (r["layer"], r["output"], 100 * c) for r, c in zip(same, ch) if c > 0.02]
+    tov = ["%s %s %s" % (r["layer"], r["output"], "n/a" if r["change"] is None else "%+.1f%%" % (100 * r["change"]))
+           for r in rows if r["change"] is None or r["change"] > 0.02]
+    print("%-22s %3d rows; same config: mean %+.2f%%, over 2%%: %s; change over 2%%: %s" % (
+        n, len(rows), 100 * sum(ch) / max(len(ch), 1), ", ".join(over) or "none", ", ".join(tov) or "none"))
+PY
+      pack abx
+    elif [ $ph = ab ]; then
       dir=$1; shift
       for j in "${jobs36[@]}"; do
         IFS='|' read -r a b32 b8 docs <<< "$j"

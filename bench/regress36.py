@@ -31,7 +31,10 @@
       no 8-bit document, as its bench did (adapted: time_config). Prints a
       table and the layers whose tuned best now is more than 2% slower than
       the earlier best on the earlier build. AB_PART=i/n: only every n-th
-      layer from the i-th (one part a GPU). AB_JSON=FILE: the rows as JSON.
+      layer from the i-th (one part a GPU). AB_LAYERS=a,b: only those
+      layers (by name, both outputs). AB_JSON=FILE: the rows as JSON,
+      rewritten after each row. With no NEW_TUNE_JSON after --, only the
+      same configs are timed, and the change is theirs.
 """
 import csv
 import json
@@ -142,7 +145,9 @@ def ab(old_bin, new_bin, rounds, old_files, new_files):
     for k, v in old.items():
         first.setdefault(v[0], len(first))
     part, parts = (int(x) for x in os.environ.get("AB_PART", "0/1").split("/"))
-    keys = sorted(old, key=lambda k: (first[old[k][0]], "-i8.i8.i8-" in k))
+    only = os.environ.get("AB_LAYERS")
+    keys = sorted((k for k in old if not only or old[k][0] in only.split(",")),
+                  key=lambda k: (first[old[k][0]], "-i8.i8.i8-" in k))
     for key in keys[part::parts]:
         name, tpl, cfg = old[key]
         ntpl, ncfg = (new[key][1], new[key][2]) if key in new else (None, None)
@@ -157,11 +162,12 @@ def ab(old_bin, new_bin, rounds, old_files, new_files):
         if best[2] is None and ntpl and (ntpl, ncfg) == (tpl, cfg):
             best[2] = best[1]
         out = "int8" if "-i8.i8.i8-" in key else "int32"
-        ch = best[2] / best[0] - 1 if best[0] and best[2] else None
         same = best[1] / best[0] - 1 if best[0] and best[1] else None
+        ch = (best[2] / best[0] - 1 if best[0] and best[2] else None) if new_files else same
         rows.append({"layer": name, "output": out, "key": key, "earlier_build_us": best[0],
                      "this_build_same_config_us": best[1], "this_build_tuned_us": best[2],
                      "same_config": (ntpl, ncfg) == (tpl, cfg), "change": ch})
+        json.dump(rows, open(os.environ.get("AB_JSON", os.devnull), "w"), indent=1)  # so far
         if ch is None or ch > 0.02:
             worse.append("%s %s %s" % (name, out, "n/a" if ch is None else "%+.1f%%" % (100 * ch)))
         f = lambda v: "-" if v is None else "%.2f" % v
@@ -203,12 +209,11 @@ def main(argv):
     if len(argv) >= 3 and argv[1] == "seed":
         seed(argv[2:])
         return 0
-    if len(argv) >= 7 and argv[1] == "ab" and "--" in argv:
+    if len(argv) >= 7 and argv[1] == "ab" and "--" in argv and argv.index("--") > 5:
         i = argv.index("--")
         print("| layer | output | earlier best, earlier build (us) | same config, this build | tuned now, this build | change |")
         print("| --- | --- | ---: | ---: | ---: | ---: |")
-        rows = ab(argv[2], argv[3], int(argv[4]), argv[5:i], argv[i + 1:])
-        json.dump(rows, open(os.environ.get("AB_JSON", os.devnull), "w"), indent=1)
+        ab(argv[2], argv[3], int(argv[4]), argv[5:i], argv[i + 1:])  # writes AB_JSON as it goes
         return 0
     if len(argv) in (4, 5) and argv[1] == "compare":
         return compare(argv[2], argv[3], float(argv[4]) if len(argv) == 5 else 0.02)

@@ -8,7 +8,7 @@
 #   within 2% is not.
 # - ab: fake config_run binaries: the columns and the change, and an int32
 #   twin's config adapted (a knob the space lacks dropped, a missing choice
-#   at 0) where the binary refuses it.
+#   at 0) where the binary refuses it; AB_LAYERS, and same configs alone.
 # Skipped (77) without python3. Usage: test_regress36.sh SOURCE_DIR CONVTUNE.
 # About 2 s.
 set -u
@@ -83,4 +83,16 @@ assert (i8["earlier_build_us"], i8["this_build_same_config_us"], i8["this_build_
 PY
 grep -q "more than 2% slower than the earlier best on the earlier build: 1: l1 int8 n/a" "$tmp/out" && ok ||
   { bad "ab: the untuned 8-bit key not flagged"; cat "$tmp/out"; }
+# AB_LAYERS and no new documents: only l2, the same config on both, its change
+k2=conv2d-nhwc-i8.i8.i32-n1-c64-k64-28x28-r3x3-s1x1-p1x1.1x1-d1x1
+echo "[{\"name\": \"s/l1\", \"key\": \"$k\", \"template\": \"t\", \"best_us\": 2.0, \"best_config\": {\"block_n\": 64}}, {\"name\": \"s/l2\", \"key\": \"$k2\", \"template\": \"t\", \"best_us\": 2.0, \"best_config\": {\"block_n\": 64}}]" >"$tmp/old2.json"
+AB_LAYERS=l2 AB_JSON=$tmp/ab2.json "$py" "$r" ab "$tmp/old_run" "$tmp/new_run" 1 "$tmp/old2.json" -- >"$tmp/out" 2>"$tmp/err"
+"$py" - "$tmp/ab2.json" <<'PY' >"$tmp/log" 2>&1 && ok || { bad "ab: AB_LAYERS, same configs only"; cat "$tmp/log" "$tmp/out" "$tmp/err"; }
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert sorted((r["layer"], r["output"]) for r in rows) == [("l2", "int32"), ("l2", "int8")], rows
+for r in rows:
+    assert r["this_build_tuned_us"] is None and abs(r["change"] - 0.025) < 1e-9, r
+PY
+grep -q "earlier build: 2: l2 int32 +2.5%, l2 int8 +2.5%" "$tmp/out" && ok || { bad "ab: same-config change not flagged"; cat "$tmp/out"; }
 finish test_regress36
