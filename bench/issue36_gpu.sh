@@ -154,6 +154,9 @@ PY
       "r3d1 resnet3d18 1 ndhwc $F/call10-ed77a80/resnet3d18-b1-ndhwc.csv|--trials 600 --early-stopping 200 --time-budget 25|--trials 100 --early-stopping 30 --time-budget 12|$F/call10-ed77a80/tune-r3d1.json"
     )
     if [ $ph = abx ]; then
+      # one set of requantization values per key for every build and variant (config_run's
+      # CT_QUANT_FILE): the first run of a key writes them
+      export AB_QUANT_DIR=${AB_QUANT_DIR:-/tmp/abx-quant}
       dir=$sel gpus=${AB_GPUS:-$(seq 0 $(( $(nvidia-smi -L | wc -l) - 1 )))} i=0
       ngpu=$(echo $gpus | wc -w)
       for g in $gpus; do

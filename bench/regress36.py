@@ -32,9 +32,12 @@
       table and the layers whose tuned best now is more than 2% slower than
       the earlier best on the earlier build. AB_PART=i/n: only every n-th
       layer from the i-th (one part a GPU). AB_LAYERS=a,b: only those
-      layers (by name, both outputs). AB_JSON=FILE: the rows as JSON,
-      rewritten after each row. With no NEW_TUNE_JSON after --, only the
-      same configs are timed, and the change is theirs.
+      layers (by name, both outputs). Every run of one key shares its
+      requantization values (config_run's CT_QUANT_FILE, kept in
+      AB_QUANT_DIR if set): builds whose quant_random differ would
+      otherwise run different 8-bit epilogue forms. AB_JSON=FILE: the rows
+      as JSON, rewritten after each row. With no NEW_TUNE_JSON after --,
+      only the same configs are timed, and the change is theirs.
 """
 import csv
 import json
@@ -111,6 +114,25 @@ def best_configs(files, twin):
     return out
 
 
+_qdir = None
+
+
+def quant_file(key):
+    """The CT_QUANT_FILE for key that every build timing it shares (config_run.c:
+    the first run writes its requantization values, the others read them), in
+    AB_QUANT_DIR if set, else in one temporary folder for this run"""
+    import tempfile
+    global _qdir
+    d = os.environ.get("AB_QUANT_DIR") or _qdir
+    if not d:
+        import atexit
+        import shutil
+        d = _qdir = tempfile.mkdtemp(prefix="regress36-quant-")
+        atexit.register(shutil.rmtree, d, True)
+    os.makedirs(d, exist_ok=True)
+    return os.path.join(d, key + ".quant")
+
+
 def time_config(binary, tpl, key, cfg):
     """config_run's time, us. A config that config_run refuses is adapted:
     a knob the space lacks dropped (as the dispatch drops it: resolve.c,
@@ -120,7 +142,8 @@ def time_config(binary, tpl, key, cfg):
     import subprocess
     cfg = dict(cfg)
     for _ in range(4):
-        r = subprocess.run([binary, tpl, key, json.dumps(cfg), "400"], capture_output=True, text=True, timeout=120)
+        r = subprocess.run([binary, tpl, key, json.dumps(cfg), "400"], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, CT_QUANT_FILE=quant_file(key)))
         for line in r.stdout.splitlines():
             if " us per launch" in line:
                 return float(line.split(" us per launch")[0].split()[-1])

@@ -9,11 +9,15 @@
 # - ab: fake config_run binaries: the columns and the change, and an int32
 #   twin's config adapted (a knob the space lacks dropped, a missing choice
 #   at 0) where the binary refuses it; AB_LAYERS, and same configs alone.
-# Skipped (77) without python3. Usage: test_regress36.sh SOURCE_DIR CONVTUNE.
-# About 2 s.
+# - ab hands every run of one key the same CT_QUANT_FILE, and config_run
+#   (CONFIG_RUN, before it needs a GPU) writes quant_random's values there
+#   or reads them back, refusing a file of the wrong size.
+# Skipped (77) without python3. Usage: test_regress36.sh SOURCE_DIR CONVTUNE
+# [CONFIG_RUN]. About 2 s.
 set -u
 src=$1
 ct=$2
+cr=${3:-}
 py=$(command -v python3) || { echo "skipped: no python3"; exit 77; }
 . "$src/tests/common.sh"
 r=$src/bench/regress36.py
@@ -58,12 +62,14 @@ echo '{"layers": [{"name": "a", "convtune_us": 10.1, "convtune_i8_us": 8.0}, {"n
 # 1.90 for another; the old one refuses a_prefetch, both want out_stage on 8-bit keys
 cat >"$tmp/old_run" <<'EOF'
 #!/bin/sh
+echo "old $2 $CT_QUANT_FILE" >> "${0%/*}/qlog"
 case "$3" in *a_prefetch*) echo "config_run: config: unknown knob 'a_prefetch'; the knobs are x" >&2; exit 1 ;; esac
 case "$2" in *-i8.i8.i8-*) case "$3" in *'"out_stage": 0'*) ;; *) echo "config_run: config: knob 'out_stage' (choice) is missing" >&2; exit 1 ;; esac ;; esac
 echo "$1 2.00 us per launch, 1.00 TB/s (data + output)"
 EOF
 cat >"$tmp/new_run" <<'EOF'
 #!/bin/sh
+echo "new $2 $CT_QUANT_FILE" >> "${0%/*}/qlog"
 case "$2" in *-i8.i8.i8-*) case "$3" in *'"out_stage": 0'*) ;; *) echo "config_run: config: knob 'out_stage' (choice) is missing" >&2; exit 1 ;; esac ;; esac
 case "$3" in *'"block_n": 999'*) echo "$1 1.90 us per launch, 1.00 TB/s" ;; *) echo "$1 2.05 us per launch, 1.00 TB/s" ;; esac
 EOF
@@ -95,4 +101,51 @@ for r in rows:
     assert r["this_build_tuned_us"] is None and abs(r["change"] - 0.025) < 1e-9, r
 PY
 grep -q "earlier build: 2: l2 int32 +2.5%, l2 int8 +2.5%" "$tmp/out" && ok || { bad "ab: same-config change not flagged"; cat "$tmp/out"; }
+# every run of a key got one quant file, each key its own
+"$py" - "$tmp/qlog" <<'PY' >"$tmp/log" 2>&1 && ok || { bad "ab: CT_QUANT_FILE per key"; cat "$tmp/log"; }
+import sys
+files = {}
+for line in open(sys.argv[1]):
+    b, key, f = line.split()
+    files.setdefault(key, set()).add((b, f))
+assert len(files) == 4, files  # two ab runs, two keys each
+paths = {}
+for key, s in files.items():
+    assert {b for b, _ in s} == {"old", "new"}, (key, s)
+    assert len({f for _, f in s}) == 1 and next(iter(s))[1].endswith(key + ".quant"), (key, s)
+    paths[key] = next(iter(s))[1]
+assert len(set(paths.values())) == 4, paths
+PY
+
+# config_run's CT_QUANT_FILE, up to where it needs the device: written where
+# missing (K lines of zero point, bias, hex scale), read back unchanged where
+# present, refused when it holds the wrong number of channels
+if [ -n "$cr" ]; then
+  key=conv2d-nhwc-i8.i8.i8-n16-c512-k128-28x28-r1x1-s1x1-p0x0.0x0-d1x1-bias-qc
+  cfg='{"block_n": 64, "block_k": 128, "k_slices": 2, "stages": 4, "warpgroups": 4, "rows_per_wg": 64, "split_k": 1, "blocks_per_sm": 1, "persistent": 2, "out_stage": 1, "tile_requant": 1}'
+  # runs: 0, or 1 at the device (no GPU here)
+  crun() {
+    CT_QUANT_FILE=$1 "$cr" conv2d_nhwc_wgmma "$key" "$cfg" 1 >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ $rc -eq 0 ] || { [ $rc -eq 1 ] && grep -q "^config_run: device:" "$tmp/err"; }
+  }
+  crun "$tmp/q.quant" && ok || { bad "config_run: first run"; cat "$tmp/err"; }
+  { [ "$(wc -l < "$tmp/q.quant")" -eq 129 ] &&
+    head -1 "$tmp/q.quant" | grep -Eq '^ct_quant 1 dzp 0 ozp -?[0-9]+ lo -?[0-9]+ hi -?[0-9]+ rs [-0-9a-fx.p+]+ rzp 0 k 128$' &&
+    sed -n 2p "$tmp/q.quant" | grep -Eq '^0 -?[0-9]+ 0x[0-9a-f.]+p-?[0-9]+$'; } && ok ||
+    { bad "config_run: the values written"; head -3 "$tmp/q.quant"; }
+  sed 's/ hi [-0-9]* / hi 100 /' "$tmp/q.quant" >"$tmp/q2.quant"
+  cp "$tmp/q2.quant" "$tmp/q2.keep"
+  crun "$tmp/q2.quant" && cmp -s "$tmp/q2.quant" "$tmp/q2.keep" && ok ||
+    { bad "config_run: an edited file read, not rewritten"; cat "$tmp/err"; }
+  sed 's/ k 128$/ k 64/' "$tmp/q.quant" >"$tmp/q3.quant"
+  head -100 "$tmp/q.quant" >"$tmp/q4.quant"
+  for f in q3 q4; do
+    CT_QUANT_FILE=$tmp/$f.quant "$cr" conv2d_nhwc_wgmma "$key" "$cfg" 1 >"$tmp/out" 2>"$tmp/err"
+    [ $? -eq 1 ] && grep -q "$f.quant: not 128 channels' values" "$tmp/err" && ok ||
+      { bad "config_run: $f refused"; cat "$tmp/err"; }
+  done
+  CT_QUANT_FILE=$tmp/none/q.quant "$cr" conv2d_nhwc_wgmma "$key" "$cfg" 1 >"$tmp/out" 2>"$tmp/err"
+  [ $? -eq 1 ] && grep -q "cannot write" "$tmp/err" && ok || { bad "config_run: unwritable path"; cat "$tmp/err"; }
+fi
 finish test_regress36
