@@ -53,6 +53,9 @@
 #                 build and on each build-old/config_run_VAR of AB_VARS (same configs only);
 #                 the merged rows in abx/*.json, a summary line each. AB_GPUS="0 1": those
 #                 GPUs only; AB_SETS="r3d1 r3d8": those sets only
+#   forms TAGS    regress36.py forms: each residual-free 8-bit layer's h200-final best config
+#                 on this build with its values' clamp top at 127 (the saturating epilogue form
+#                 may apply) and at 126 (it may not); TAGS as regress's
 # Phases run in order: e.g. `models model s8 256 150 model s8 16 90`.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
@@ -119,7 +122,7 @@ print("  %s b%s: int8 out %.1f us, int32 %.1f, cuDNN fp16 %.1f, int8 floor %.1f"
     d.get("set"), d.get("batch"), s("convtune_i8_us"), s("convtune_us"), s("cudnn_fp16_us"), s("floor_i8_us")))
 PY
     pack set-$tag ;;
-  regress|ab|abx)
+  regress|ab|abx|forms)
     # regress TAGS: the four jobs (all, or a comma list of r50b16, r50b1, r3d8, r3d1), one GPU
     # each where the host has four; ab TAG DIR: regress36.py ab for one job, its new tuning
     # documents from DIR (a regress run's tune-TAG-*.json), old build at build-old/config_run_old
@@ -153,7 +156,24 @@ PY
       "r3d8 resnet3d18 8 ndhwc $F/call10-ed77a80/resnet3d18-b8-ndhwc.csv|--trials 300 --early-stopping 100 --time-budget 25|--trials 100 --early-stopping 30 --time-budget 12|$F/call10-ed77a80/tune-r3d8.json"
       "r3d1 resnet3d18 1 ndhwc $F/call10-ed77a80/resnet3d18-b1-ndhwc.csv|--trials 600 --early-stopping 200 --time-budget 25|--trials 100 --early-stopping 30 --time-budget 12|$F/call10-ed77a80/tune-r3d1.json"
     )
-    if [ $ph = abx ]; then
+    if [ $ph = forms ]; then
+      # forms TAGS: regress36.py forms on this build, one set a GPU where the host has four
+      export AB_QUANT_DIR=${AB_QUANT_DIR:-/tmp/forms-quant}
+      i=0 ngpu=$(nvidia-smi -L | wc -l)
+      for j in "${jobs36[@]}"; do
+        IFS='|' read -r a b32 b8 docs <<< "$j"; t=${a%% *}
+        case ",$sel," in ,all,|*,"$t",*) ;; *) continue ;; esac
+        ( export CUDA_VISIBLE_DEVICES=$(( i % ngpu ))
+          AB_JSON=$OUT/forms-$t.json timeout 500 python3 bench/regress36.py forms build-rel/config_run 2 \
+            $docs > $OUT/forms-$t.md 2> $OUT/forms-$t.err
+          echo "forms $t rc=$? at $(( $(date +%s) - s )) s" ) &
+        i=$((i + 1))
+        [ $ngpu -ge 4 ] || wait
+      done
+      wait
+      cat $OUT/forms-*.md
+      pack forms
+    elif [ $ph = abx ]; then
       # one set of requantization values per key for every build and variant (config_run's
       # CT_QUANT_FILE): the first run of a key writes them
       export AB_QUANT_DIR=${AB_QUANT_DIR:-/tmp/abx-quant}

@@ -38,6 +38,13 @@
       otherwise run different 8-bit epilogue forms. AB_JSON=FILE: the rows
       as JSON, rewritten after each row. With no NEW_TUNE_JSON after --,
       only the same configs are timed, and the change is theirs.
+
+  regress36.py forms BIN ROUNDS TUNE_JSON...
+      Whether the saturating 8-bit epilogue form costs: each residual-free
+      8-bit key's best config in the documents (or its int32 twin's) timed
+      by BIN on its values as drawn (CT_QUANT_FILE, in AB_QUANT_DIR if
+      set) with the clamp's top at 127, where the form may apply, and at
+      126, where it may not; ROUNDS times in turn. AB_JSON=FILE: the rows.
 """
 import csv
 import json
@@ -133,7 +140,7 @@ def quant_file(key):
     return os.path.join(d, key + ".quant")
 
 
-def time_config(binary, tpl, key, cfg):
+def time_config(binary, tpl, key, cfg, qfile=None):
     """config_run's time, us. A config that config_run refuses is adapted:
     a knob the space lacks dropped (as the dispatch drops it: resolve.c,
     match_knobs) and, on an 8-bit key, a missing choice at 0 (the dispatch
@@ -143,7 +150,7 @@ def time_config(binary, tpl, key, cfg):
     cfg = dict(cfg)
     for _ in range(4):
         r = subprocess.run([binary, tpl, key, json.dumps(cfg), "400"], capture_output=True, text=True, timeout=120,
-                           env=dict(os.environ, CT_QUANT_FILE=quant_file(key)))
+                           env=dict(os.environ, CT_QUANT_FILE=qfile or quant_file(key)))
         for line in r.stdout.splitlines():
             if " us per launch" in line:
                 return float(line.split(" us per launch")[0].split()[-1])
@@ -202,6 +209,44 @@ def ab(old_bin, new_bin, rounds, old_files, new_files):
     return rows
 
 
+def forms(binary, rounds, files):
+    """Each 8-bit key's best config (residual-free keys: the saturating form
+    never applies with a residual) timed by BINARY on its requantization
+    values as drawn, with the clamp's top set to the type's maximum (the
+    saturating form may apply) and one below it (it may not), ROUNDS times
+    in turn, the best kept; prints a table and returns the rows"""
+    import re
+    rows = []
+    for key, (name, tpl, cfg) in best_configs(files, True).items():
+        if "-i8.i8.i8-" not in key or "-res" in key:
+            continue
+        q = quant_file(key)
+        if not os.path.exists(q):
+            time_config(binary, tpl, key, cfg)  # writes the values as drawn
+        if not os.path.exists(q):
+            continue
+        text = open(q).read()
+        hi = int(re.search(r" hi (-?\d+) ", text).group(1))
+        files_ = {}
+        for form, top in (("sat", 127), ("fast", 126)):
+            files_[form] = "%s.%s" % (q, form)
+            with open(files_[form], "w") as f:
+                f.write(re.sub(r" hi -?\d+ ", " hi %d " % top, text, count=1))
+        best = {}
+        for _ in range(rounds):
+            for form in ("sat", "fast"):
+                v = time_config(binary, tpl, key, cfg, files_[form])
+                if v is not None and (form not in best or v < best[form]):
+                    best[form] = v
+        ch = best["sat"] / best["fast"] - 1 if best.get("sat") and best.get("fast") else None
+        rows.append({"layer": name, "key": key, "drawn_top": hi, "top_127_us": best.get("sat"),
+                     "top_126_us": best.get("fast"), "change": ch})
+        f = lambda v: "-" if v is None else "%.2f" % v
+        print("| %s | %d | %s | %s | %s |" % (name, hi, f(best.get("sat")), f(best.get("fast")),
+              "-" if ch is None else "%+.1f%%" % (100 * ch)), flush=True)
+    return rows
+
+
 def compare(new_json, old_csv, limit):
     new = {l["name"]: l for l in json.load(open(new_json))["layers"]}
     old = {r["name"]: r for r in csv.DictReader(open(old_csv))}
@@ -237,6 +282,12 @@ def main(argv):
         print("| layer | output | earlier best, earlier build (us) | same config, this build | tuned now, this build | change |")
         print("| --- | --- | ---: | ---: | ---: | ---: |")
         ab(argv[2], argv[3], int(argv[4]), argv[5:i], argv[i + 1:])  # writes AB_JSON as it goes
+        return 0
+    if len(argv) >= 5 and argv[1] == "forms":
+        print("| layer | drawn top | top 127 (us) | top 126 (us) | 127 against 126 |")
+        print("| --- | ---: | ---: | ---: | ---: |")
+        rows = forms(argv[2], int(argv[3]), argv[4:])
+        json.dump(rows, open(os.environ.get("AB_JSON", os.devnull), "w"), indent=1)
         return 0
     if len(argv) in (4, 5) and argv[1] == "compare":
         return compare(argv[2], argv[3], float(argv[4]) if len(argv) == 5 else 0.02)

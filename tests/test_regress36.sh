@@ -12,6 +12,8 @@
 # - ab hands every run of one key the same CT_QUANT_FILE, and config_run
 #   (CONFIG_RUN, before it needs a GPU) writes quant_random's values there
 #   or reads them back, refusing a file of the wrong size.
+# - forms: each residual-free 8-bit key on its values with the clamp's top
+#   at 127 and at 126, on a fake that reads the file.
 # Skipped (77) without python3. Usage: test_regress36.sh SOURCE_DIR CONVTUNE
 # [CONFIG_RUN]. About 2 s.
 set -u
@@ -115,6 +117,30 @@ for key, s in files.items():
     assert len({f for _, f in s}) == 1 and next(iter(s))[1].endswith(key + ".quant"), (key, s)
     paths[key] = next(iter(s))[1]
 assert len(set(paths.values())) == 4, paths
+PY
+
+# forms: a fake that writes a values file where missing (top 120) and runs
+# 3.00 us with the top at 127, 2.00 below; the residual key left out
+cat >"$tmp/forms_run" <<'EOF'
+#!/bin/sh
+[ -f "$CT_QUANT_FILE" ] || echo "ct_quant 1 dzp 0 ozp 3 lo 3 hi 120 rs 0x0p+0 rzp 0 k 1" >"$CT_QUANT_FILE"
+case "$(head -1 "$CT_QUANT_FILE")" in *" hi 127 "*) t=3.00 ;; *) t=2.00 ;; esac
+echo "$1 $t us per launch, 1.00 TB/s"
+EOF
+chmod +x "$tmp/forms_run"
+k8=conv2d-nhwc-i8.i8.i8-n1-c64-k64-56x56-r1x1-s1x1-p0x0.0x0-d1x1-bias-qc
+echo "[{\"name\": \"s/a\", \"key\": \"$k8\", \"template\": \"t\", \"best_us\": 2.0, \"best_config\": {\"x\": 1}}, {\"name\": \"s/b\", \"key\": \"$k8-res\", \"template\": \"t\", \"best_us\": 2.0, \"best_config\": {\"x\": 1}}]" >"$tmp/f8.json"
+AB_QUANT_DIR=$tmp/fq AB_JSON=$tmp/forms.json "$py" "$r" forms "$tmp/forms_run" 2 "$tmp/f8.json" >"$tmp/out" 2>"$tmp/err"
+"$py" - "$tmp/forms.json" "$tmp/fq" <<'PY' >"$tmp/log" 2>&1 && ok || { bad "forms"; cat "$tmp/log" "$tmp/out" "$tmp/err"; }
+import json, os, sys
+rows = json.load(open(sys.argv[1]))
+assert len(rows) == 1 and rows[0]["layer"] == "a", rows
+r = rows[0]
+assert (r["drawn_top"], r["top_127_us"], r["top_126_us"]) == (120, 3.0, 2.0) and abs(r["change"] - 0.5) < 1e-9, r
+k = r["key"]
+drawn = open(os.path.join(sys.argv[2], k + ".quant")).read()
+assert " hi 120 " in drawn, drawn  # the drawn values stay as drawn
+assert open(os.path.join(sys.argv[2], k + ".quant.fast")).read() == drawn.replace(" hi 120 ", " hi 126 ")
 PY
 
 # config_run's CT_QUANT_FILE, up to where it needs the device: written where
