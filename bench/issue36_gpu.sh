@@ -47,7 +47,7 @@
 #   ab TAG DIR    the same target on one card without the tuner (regress36.py ab): each
 #                 layer's h200-final best timed by ed77a80's library (build-old/config_run_old,
 #                 made here by `sh bench/build_old_config_run.sh ed77a80` and carried) and by
-#                 this build, and the best of DIR/tune-TAG-*.json by this build
+#                 this build, and the best of DIR/tune-TAG-*.json by this build (abx for one set)
 #   abx DIR       ab for all four sets at once, every GPU a part of each (AB_PART); first,
 #                 the layers named in AB_SUSPECTS ("TAG:layer,layer TAG:layer ...") on this
 #                 build and on each build-old/config_run_VAR of AB_VARS (same configs only);
@@ -156,6 +156,11 @@ PY
       "r3d8 resnet3d18 8 ndhwc $F/call10-ed77a80/resnet3d18-b8-ndhwc.csv|--trials 300 --early-stopping 100 --time-budget 25|--trials 100 --early-stopping 30 --time-budget 12|$F/call10-ed77a80/tune-r3d8.json"
       "r3d1 resnet3d18 1 ndhwc $F/call10-ed77a80/resnet3d18-b1-ndhwc.csv|--trials 600 --early-stopping 200 --time-budget 25|--trials 100 --early-stopping 30 --time-budget 12|$F/call10-ed77a80/tune-r3d1.json"
     )
+    if [ $ph = ab ]; then
+      # ab TAG DIR: abx for that set alone, on this call's GPU
+      export AB_SETS=$sel AB_SUSPECTS= AB_GPUS=${AB_GPUS:-${CUDA_VISIBLE_DEVICES:-0}}
+      ph=abx sel=$1; shift
+    fi
     if [ $ph = forms ]; then
       # forms TAGS: regress36.py forms on this build, one set a GPU where the host has four
       export AB_QUANT_DIR=${AB_QUANT_DIR:-/tmp/forms-quant}
@@ -224,16 +229,6 @@ for n, rows in sorted(parts.items()):
         n, len(rows), 100 * sum(ch) / max(len(ch), 1), ", ".join(over) or "none", ", ".join(tov) or "none"))
 PY
       pack abx
-    elif [ $ph = ab ]; then
-      dir=$1; shift
-      for j in "${jobs36[@]}"; do
-        IFS='|' read -r a b32 b8 docs <<< "$j"
-        [ "${a%% *}" = "$sel" ] || continue
-        AB_JSON=$OUT/ab-$sel.json python3 bench/regress36.py ab build-old/config_run_old build-rel/config_run 2 \
-          $docs -- $dir/tune-$sel-i32.json $dir/tune-$sel-i8.json > $OUT/ab-$sel.md 2> $OUT/ab-$sel.err
-        echo "ab $sel rc=$? at $(( $(date +%s) - s )) s: $(tail -1 $OUT/ab-$sel.md)"
-      done
-      pack ab-$sel
     else
       i=0
       for j in "${jobs36[@]}"; do

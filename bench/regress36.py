@@ -46,10 +46,15 @@
       set) with the clamp's top at 127, where the form may apply, and at
       126, where it may not; ROUNDS times in turn. AB_JSON=FILE: the rows.
 """
+import atexit
 import csv
 import json
 import os
+import re
+import shutil
+import subprocess
 import sys
+import tempfile
 
 
 def twin_key(key):
@@ -128,12 +133,9 @@ def quant_file(key):
     """The CT_QUANT_FILE for key that every build timing it shares (config_run.c:
     the first run writes its requantization values, the others read them), in
     AB_QUANT_DIR if set, else in one temporary folder for this run"""
-    import tempfile
     global _qdir
     d = os.environ.get("AB_QUANT_DIR") or _qdir
     if not d:
-        import atexit
-        import shutil
         d = _qdir = tempfile.mkdtemp(prefix="regress36-quant-")
         atexit.register(shutil.rmtree, d, True)
     os.makedirs(d, exist_ok=True)
@@ -145,8 +147,6 @@ def time_config(binary, tpl, key, cfg, qfile=None):
     a knob the space lacks dropped (as the dispatch drops it: resolve.c,
     match_knobs) and, on an 8-bit key, a missing choice at 0 (the dispatch
     takes the template default's value, which this script does not know)"""
-    import re
-    import subprocess
     cfg = dict(cfg)
     for _ in range(4):
         r = subprocess.run([binary, tpl, key, json.dumps(cfg), "400"], capture_output=True, text=True, timeout=120,
@@ -215,7 +215,6 @@ def forms(binary, rounds, files):
     values as drawn, with the clamp's top set to the type's maximum (the
     saturating form may apply) and one below it (it may not), ROUNDS times
     in turn, the best kept; prints a table and returns the rows"""
-    import re
     rows = []
     for key, (name, tpl, cfg) in best_configs(files, True).items():
         if "-i8.i8.i8-" not in key or "-res" in key:
