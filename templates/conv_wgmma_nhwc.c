@@ -24,7 +24,10 @@
  * tile and warp, so that the whole epilogue is one straight-line block:
  * faster where a block runs many tiles, but its extra registers can keep
  * the next launch's block off the SM, wgmma_epilogue.cuh; gemmlowp
- * rounding only: onnx rounding has one form).
+ * rounding only: onnx rounding has one form); w_early (1: the producer
+ * loads the weights of the block's first stage before griddepcontrol.wait,
+ * under the previous kernel's tail in a chain; it helps some layers and
+ * costs others 2-6% alone, so the tuner decides).
  *
  * What it runs (supports): layout nhwc / ndhwc, int8 weights, groups 1;
  * C a multiple of 16 (TMA's strides are 16-byte multiples: the stems run
@@ -94,6 +97,7 @@ static const knob_def knobs[] = {
     KNOB("persistent", persistents, 0),
     KNOB_IF("out_stage", zero_one, 0, out8),
     KNOB_IF("tile_requant", zero_one, 0, out8_gemmlowp),
+    KNOB("w_early", zero_one, 0),
     KNOB_END,
 };
 
@@ -373,7 +377,8 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
               template_set_choice(s, &c, "blocks_per_sm", 1) &&
               template_set_choice(s, &c, "persistent", 0) &&
               (space_find(s, "out_stage") < 0 || template_set_choice(s, &c, "out_stage", 1)) &&
-              (space_find(s, "tile_requant") < 0 || template_set_choice(s, &c, "tile_requant", 1))))
+              (space_find(s, "tile_requant") < 0 || template_set_choice(s, &c, "tile_requant", 1)) &&
+              template_set_choice(s, &c, "w_early", 0)))
           continue;
         if (!valid(w, s, &c, a, NULL)) continue;
         nplan p;

@@ -80,6 +80,7 @@
 
 static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: packed templates");
 static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 256, "block_n is 64, 128 or 256");
+static_assert(W_EARLY == 0 || W_EARLY == 1, "w_early: 0 or 1");
 static_assert(BLOCK_K == 32 || BLOCK_K == 64 || BLOCK_K == 128, "block_k is 32, 64 or 128 bytes");
 static_assert(WARPGROUPS >= 1 && WARPGROUPS <= 4, "warpgroups: 1 to 4 consumer warpgroups");
 static_assert(ROWS_PER_WG == 64 || ROWS_PER_WG == 128, "rows_per_wg: 64 or 128");
@@ -232,12 +233,15 @@ __device__ __forceinline__ void zpad_correct(int (&acc)[MI][BLOCK_N / 2],
 #endif
 
 /* ---- the producer thread ---------------------------------------------------- */
-/* The weights of stage kt0 of a block's first tile (N tile tile_n) into
- * pipeline slot 0, the slot's expected bytes (its data's too) set: before
- * griddepcontrol.wait, since the weights are no kernel's output; in a
- * chain they come from DRAM under the previous kernel's tail. The first
- * stage only: the data of stage 0 follows them on the TMA unit, so more
- * stages here would delay it (measured: up to 10% alone). */
+/* w_early: the weights of stage kt0 of a block's first tile (N tile
+ * tile_n) into pipeline slot 0, the slot's expected bytes (its data's too)
+ * set: before griddepcontrol.wait, since the weights are no kernel's
+ * output; in a chain they come from DRAM under the previous kernel's tail.
+ * The first stage only: the data of stage 0 follows them on the TMA unit,
+ * so more stages here would delay it (measured: up to 10% alone). A knob,
+ * not a rule: it took 1.9% off ResNet-50 b16's tuned nodes alone and 3.3%
+ * off their chain, and cost 2-6% alone on one-wave and split-K layers
+ * (h200x4-issue36-regress). */
 __device__ __forceinline__ void produce_b_first(unsigned stages, unsigned bars,
                                                 const ct_tmap *wmap, int tile_n, int kt0) {
   const unsigned full = bars, bs = stages + A_STAGE_BYTES;
@@ -399,13 +403,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     for (int w = 0; PINGPONG && w < WARPGROUPS; w++) mbar_init(bars + 16 * STAGES + 8 * w, 4);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     fence_proxy_async();
-    /* this thread is the producer: the weights of the block's first stage
-     * now. (0162ccc prefetched each weight panel whole into L2 here, by
-     * its first block: that block's own loads queued behind it on the TMA
-     * unit, 2-4% on some layers alone; h200x4-issue36-regress.) */
-#if PERSISTENT
+    /* this thread is the producer: with w_early, the weights of the
+     * block's first stage now. (0162ccc prefetched each weight panel whole
+     * into L2 here, by its first block: that block's own loads queued
+     * behind it on the TMA unit, 2-4% on some layers alone.) */
+#if W_EARLY && PERSISTENT
     if (blockIdx.x < TILES) produce_b_first(stages, bars, &wmap, (int)(blockIdx.x / TILES_M), 0);
-#else
+#elif W_EARLY
     if (blockIdx.z * KT_SPLIT < KT)
       produce_b_first(stages, bars, &wmap, blockIdx.y, blockIdx.z * KT_SPLIT);
 #endif
@@ -447,7 +451,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 #pragma unroll 1
       for (long t = blockIdx.x; t < TILES; t += gridDim.x, it0 += KT)
         produce(stages, bars, &amap, &wmap, t % TILES_M * BM, (int)(t / TILES_M), 0, KT, it0,
-                it0 == 0);
+                W_EARLY && it0 == 0);
     }
     return;
   }
@@ -520,7 +524,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   acc_start(acc, tab, ltid, wg > 0 && blockIdx.z == 0);
   if (wg == 0) {
     if (ltid == 0)
-      produce(stages, bars, &amap, &wmap, m0, tile_n, kt0, nkt, 0, kt0 < KT);
+      produce(stages, bars, &amap, &wmap, m0, tile_n, kt0, nkt, 0, W_EARLY && kt0 < KT);
 #if SPLIT_K == 1
     return;
 #endif

@@ -1321,10 +1321,10 @@ START_TEST(records_carry_to_other_output_types) {
   y8.in[0] = y8.in[1] = y.in[0] = y.in[1] = 14;
   const char *cfg32 = "{\"block_n\":64,\"block_k\":64,\"k_slices\":1,\"stages\":4,"
                       "\"warpgroups\":2,\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,"
-                      "\"persistent\":0}";
+                      "\"persistent\":0,\"w_early\":0}";
   const char *cfg8 = "{\"block_n\":64,\"block_k\":64,\"k_slices\":1,\"stages\":3,"
                      "\"warpgroups\":1,\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,"
-                     "\"persistent\":0,\"out_stage\":1,\"tile_requant\":0}";
+                     "\"persistent\":0,\"out_stage\":1,\"tile_requant\":0,\"w_early\":0}";
   db *d = NULL;
   ct_err err = {0};
   ck_assert_msg(db_open(path, 0, &d, &err) == CT_OK, "%s", err.msg);
@@ -1371,7 +1371,7 @@ START_TEST(records_carry_to_other_output_types) {
   z8.epi.scale = CT_SCALE_CHANNEL;
   const char *cfgz = "{\"block_n\":128,\"block_k\":128,\"k_slices\":3,\"stages\":3,"
                      "\"warpgroups\":2,\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,"
-                     "\"persistent\":2}";
+                     "\"persistent\":2,\"w_early\":0}";
   ck_assert_msg(db_open(path, 0, &d, &err) == CT_OK, "%s", err.msg);
   put_nhwc_config(d, "z32", t, &z, cfgz, 5.8, 3);
   db_close(d);

@@ -148,7 +148,7 @@ PY
 # present, refused when it holds the wrong number of channels
 if [ -n "$cr" ]; then
   key=conv2d-nhwc-i8.i8.i8-n16-c512-k128-28x28-r1x1-s1x1-p0x0.0x0-d1x1-bias-qc
-  cfg='{"block_n": 64, "block_k": 128, "k_slices": 2, "stages": 4, "warpgroups": 4, "rows_per_wg": 64, "split_k": 1, "blocks_per_sm": 1, "persistent": 2, "out_stage": 1, "tile_requant": 1}'
+  cfg='{"block_n": 64, "block_k": 128, "k_slices": 2, "stages": 4, "warpgroups": 4, "rows_per_wg": 64, "split_k": 1, "blocks_per_sm": 1, "persistent": 2, "out_stage": 1, "tile_requant": 1, "w_early": 0}'
   # runs: 0, or 1 at the device (no GPU here)
   crun() {
     CT_QUANT_FILE=$1 "$cr" conv2d_nhwc_wgmma "$key" "$cfg" 1 >"$tmp/out" 2>"$tmp/err"

@@ -571,7 +571,7 @@ START_TEST(nhwc_instances_carry_an_im2col_and_a_tiled_tensor_map) {
   char why[TEMPLATE_WHY_MAX];
   config_of(&sp,
             "{\"block_n\":128,\"block_k\":128,\"k_slices\":1,\"stages\":4,\"warpgroups\":2,"
-            "\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":0}",
+            "\"rows_per_wg\":64,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":0,\"w_early\":0}",
             &c);
   ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
   instance inst;
@@ -686,7 +686,7 @@ START_TEST(nhwc_split_k_meets_in_a_cluster) {
     char text[320], why[TEMPLATE_WHY_MAX];
     snprintf(text, sizeof text,
              "{\"block_n\":%d,\"block_k\":128,\"k_slices\":1,\"stages\":4,\"warpgroups\":%d,"
-             "\"rows_per_wg\":%d,\"split_k\":%d,\"blocks_per_sm\":1,\"persistent\":0}",
+             "\"rows_per_wg\":%d,\"split_k\":%d,\"blocks_per_sm\":1,\"persistent\":0,\"w_early\":0}",
              cases[i].bn, cases[i].wg, cases[i].mw, cases[i].split);
     config c;
     config_of(&sp, text, &c);
@@ -713,7 +713,7 @@ static void w1_slices(const space *sp, int ks, int split, config *c) {
   snprintf(text, sizeof text,
            "{\"block_n\":128,\"block_k\":128,\"k_slices\":%d,\"stages\":2,"
            "\"warpgroups\":1,\"rows_per_wg\":64,\"split_k\":%d,\"blocks_per_sm\":1,"
-           "\"persistent\":0}",
+           "\"persistent\":0,\"w_early\":0}",
            ks, split);
   config_of(sp, text, c);
 }
@@ -745,7 +745,7 @@ START_TEST(nhwc_k_slices_group_a_stage) {
     snprintf(text, sizeof text,
              "{\"block_n\":128,\"block_k\":128,\"k_slices\":%d,\"stages\":%d,"
              "\"warpgroups\":%d,\"rows_per_wg\":64,\"split_k\":%d,\"blocks_per_sm\":1,"
-             "\"persistent\":%d}",
+             "\"persistent\":%d,\"w_early\":0}",
              cases[i].ks, cases[i].stages, cases[i].wg, cases[i].split, cases[i].persist);
     config c;
     config_of(&sp, text, &c);
@@ -827,7 +827,7 @@ START_TEST(nhwc_out_stage_and_tile_requant_exist_with_8_bit_output_only) {
     snprintf(text, sizeof text,
              "{\"block_n\":128,\"block_k\":128,\"k_slices\":1,\"stages\":3,\"warpgroups\":2,"
              "\"rows_per_wg\":128,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":2,"
-             "\"out_stage\":%d,\"tile_requant\":%d}",
+             "\"out_stage\":%d,\"tile_requant\":%d,\"w_early\":0}",
              st, i / 2);
     config c;
     config_of(&sp, text, &c);
@@ -855,7 +855,7 @@ START_TEST(nhwc_out_stage_and_tile_requant_exist_with_8_bit_output_only) {
     char text[256];
     snprintf(text, sizeof text,
              "{\"block_n\":128,\"block_k\":128,\"k_slices\":1,\"stages\":3,%s,\"out_stage\":%d,"
-             "\"tile_requant\":%d}",
+             "\"tile_requant\":%d,\"w_early\":0}",
              others[i / 2], i % 2, (i + i / 2) % 2);
     config c;
     config_of(&sp, text, &c);
@@ -943,29 +943,29 @@ START_TEST(nhwc_persistent_blocks_loop_over_tiles) {
     long bm;
     const char *why;
   } cases[] = {
-      {"\"warpgroups\":2,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":1}", 20, 1, 20, 1, 128,
+      {"\"warpgroups\":2,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":1,\"w_early\":0}", 20, 1, 20, 1, 128,
        NULL},
-      {"\"warpgroups\":2,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":2}", 7, 1, 7, 1, 64,
+      {"\"warpgroups\":2,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":2,\"w_early\":0}", 7, 1, 7, 1, 64,
        NULL},
-      {"\"warpgroups\":2,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":1}", 132, 0, 0, 0, 0,
+      {"\"warpgroups\":2,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":1,\"w_early\":0}", 132, 0, 0, 0, 0,
        "is the plain schedule"},
-      {"\"warpgroups\":2,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":2}", 20, 1, 20, 1, 64,
+      {"\"warpgroups\":2,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":2,\"w_early\":0}", 20, 1, 20, 1, 64,
        NULL},
-      {"\"warpgroups\":2,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":2}", 132, 1, 98, 1, 64,
+      {"\"warpgroups\":2,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":2,\"w_early\":0}", 132, 1, 98, 1, 64,
        NULL},
-      {"\"warpgroups\":1,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":2}", 20, 0, 0, 0, 0,
+      {"\"warpgroups\":1,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":2,\"w_early\":0}", 20, 0, 0, 0, 0,
        "needs 2 to 4 consumer warpgroups"},
-      {"\"warpgroups\":2,\"split_k\":2,\"blocks_per_sm\":1,\"persistent\":1}", 20, 0, 0, 0, 0,
+      {"\"warpgroups\":2,\"split_k\":2,\"blocks_per_sm\":1,\"persistent\":1,\"w_early\":0}", 20, 0, 0, 0, 0,
        "take whole tiles"},
-      {"\"warpgroups\":2,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":0}", 20, 1, 25, 2, 128,
+      {"\"warpgroups\":2,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":0,\"w_early\":0}", 20, 1, 25, 2, 128,
        NULL},
-      {"\"warpgroups\":3,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":2}", 20, 1, 20, 1, 64,
+      {"\"warpgroups\":3,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":2,\"w_early\":0}", 20, 1, 20, 1, 64,
        NULL},
-      {"\"warpgroups\":4,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":2}", 7, 0, 0, 0, 0,
+      {"\"warpgroups\":4,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":2,\"w_early\":0}", 7, 0, 0, 0, 0,
        "registers per thread"},
-      {"\"warpgroups\":3,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":1}", 20, 0, 0, 0, 0,
+      {"\"warpgroups\":3,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":1,\"w_early\":0}", 20, 0, 0, 0, 0,
        "run ping-pong (persistent 2) only"},
-      {"\"warpgroups\":3,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":0}", 20, 0, 0, 0, 0,
+      {"\"warpgroups\":3,\"split_k\":1,\"blocks_per_sm\":1,\"persistent\":0,\"w_early\":0}", 20, 0, 0, 0, 0,
        "run ping-pong (persistent 2) only"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
