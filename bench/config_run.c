@@ -20,6 +20,12 @@
  * 8-bit epilogue takes depends on the clamp and scales, and quant_random's
  * values for a key moved between commits (1abcecb). An ONNX-rounding or
  * fused key's other values stay each build's own.
+ *
+ * CT_CUBIN_OUT=PATH: compile only, for the architecture CT_ARCH names
+ * (default sm_90, with an H200's 132 SMs where the config depends on the SM
+ * count), write the cubin to PATH and exit: no device is opened, so two
+ * builds' machine code for one config can be compared on a machine without
+ * a GPU (cuobjdump -sass).
  */
 #include <cJSON.h>
 #include <cuda_runtime.h>
@@ -138,6 +144,23 @@ int main(int argc, char **argv) {
     if (quant_random(&w, 5, &qs, &err) != CT_OK) return fail("quant_random", err.msg);
     const char *qf = getenv("CT_QUANT_FILE");
     if (qf && qf[0] && quant_file(qf, w.k, &qs) != 0) return 1;
+  }
+  const char *cubin_out = getenv("CT_CUBIN_OUT");
+  if (cubin_out && cubin_out[0]) {
+    arch a;
+    const char *an = getenv("CT_ARCH");
+    if (arch_from_name(an && an[0] ? an : "sm_90", &a, &err) != CT_OK) return fail("CT_ARCH", err.msg);
+    a.sm_count = 132;
+    instance inst;
+    if (instance_make(tpl, &w, &sp, &c, &a, &inst, &err) != CT_OK) return fail("config", err.msg);
+    cubin cb;
+    if (nvrtc_compile(&inst, &a, &cb, &err) != CT_OK)
+      return fail("compile", cb.log && cb.log[0] ? cb.log : err.msg);
+    FILE *f = fopen(cubin_out, "wb");
+    const int bad = !f || fwrite(cb.data, 1, cb.size, f) != cb.size;
+    if ((f && fclose(f) != 0) || bad) return fail("CT_CUBIN_OUT", strerror(errno));
+    cubin_free(&cb);
+    return 0;
   }
   device dev;
   if (device_open(0, &dev, &err) != CT_OK) return fail("device", err.msg);

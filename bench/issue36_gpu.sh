@@ -50,7 +50,8 @@
 #                 this build, and the best of DIR/tune-TAG-*.json by this build (abx for one set)
 #   abx DIR       ab for all four sets at once, every GPU a part of each (AB_PART); first,
 #                 the layers named in AB_SUSPECTS ("TAG:layer,layer TAG:layer ...") on this
-#                 build and on each build-old/config_run_VAR of AB_VARS (same configs only);
+#                 build and on each build-old/config_run_VAR of AB_VARS (same configs only;
+#                 "TAG:" with no layers: the whole set);
 #                 the merged rows in abx/*.json, a summary line each. AB_GPUS="0 1": those
 #                 GPUs only; AB_SETS="r3d1 r3d8": those sets only
 #   forms TAGS    regress36.py forms: each residual-free 8-bit layer's h200-final best config
@@ -198,7 +199,7 @@ PY
               [ "${a%% *}" = "${p%%:*}" ] || continue
               for v in this ${AB_VARS:-}; do
                 bin=build-old/config_run_$v; [ $v = this ] && bin=${AB_THIS:-build-rel/config_run}
-                abj sus-${p%%:*}-$v $bin ${p#*:} $docs --
+                abj sus-${p%%:*}-$v $bin "${p#*:}" $docs --
               done
             done
           done

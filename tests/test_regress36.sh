@@ -11,11 +11,13 @@
 #   at 0) where the binary refuses it; AB_LAYERS, and same configs alone.
 # - ab hands every run of one key the same CT_QUANT_FILE, and config_run
 #   (CONFIG_RUN, before it needs a GPU) writes quant_random's values there
-#   or reads them back, refusing a file of the wrong size.
+#   or reads them back, refusing a file of the wrong size; with
+#   CT_CUBIN_OUT it compiles for sm_90 without a device (w_early's two
+#   values, two cubins) and refuses an unknown CT_ARCH.
 # - forms: each residual-free 8-bit key on its values with the clamp's top
 #   at 127 and at 126, on a fake that reads the file.
 # Skipped (77) without python3. Usage: test_regress36.sh SOURCE_DIR CONVTUNE
-# [CONFIG_RUN]. About 2 s.
+# [CONFIG_RUN]. About 3 s.
 set -u
 src=$1
 ct=$2
@@ -173,5 +175,16 @@ if [ -n "$cr" ]; then
   done
   CT_QUANT_FILE=$tmp/none/q.quant "$cr" conv2d_nhwc_wgmma "$key" "$cfg" 1 >"$tmp/out" 2>"$tmp/err"
   [ $? -eq 1 ] && grep -q "cannot write" "$tmp/err" && ok || { bad "config_run: unwritable path"; cat "$tmp/err"; }
+  # CT_CUBIN_OUT: compiled for sm_90 without opening a device; w_early's
+  # two values give two cubins; an unknown CT_ARCH is refused
+  for v in 0 1; do
+    CT_CUBIN_OUT=$tmp/w$v.cubin "$cr" conv2d_nhwc_wgmma "$key" "${cfg%0\}}$v}" >"$tmp/out" 2>"$tmp/err" &&
+      [ "$(head -c 4 "$tmp/w$v.cubin" | od -An -c | tr -d ' ')" = '177ELF' ] && ok ||
+      { bad "config_run: CT_CUBIN_OUT w_early $v"; cat "$tmp/err"; }
+  done
+  ! cmp -s "$tmp/w0.cubin" "$tmp/w1.cubin" && ok || bad "config_run: w_early changes the cubin"
+  CT_ARCH=sm_99x CT_CUBIN_OUT=$tmp/x.cubin "$cr" conv2d_nhwc_wgmma "$key" "$cfg" >"$tmp/out" 2>"$tmp/err"
+  [ $? -eq 1 ] && grep -q "^config_run: CT_ARCH:" "$tmp/err" && [ ! -e "$tmp/x.cubin" ] && ok ||
+    { bad "config_run: CT_ARCH refused"; cat "$tmp/err"; }
 fi
 finish test_regress36
