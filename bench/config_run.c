@@ -149,7 +149,8 @@ int main(int argc, char **argv) {
   if (cubin_out && cubin_out[0]) {
     arch a;
     const char *an = getenv("CT_ARCH");
-    if (arch_from_name(an && an[0] ? an : "sm_90", &a, &err) != CT_OK) return fail("CT_ARCH", err.msg);
+    if (arch_from_name(an && an[0] ? an : "sm_90", &a, &err) != CT_OK)
+      return fail("CT_ARCH", err.msg);
     a.sm_count = 132;
     instance inst;
     if (instance_make(tpl, &w, &sp, &c, &a, &inst, &err) != CT_OK) return fail("config", err.msg);

@@ -377,7 +377,8 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
               template_set_choice(s, &c, "blocks_per_sm", 1) &&
               template_set_choice(s, &c, "persistent", 0) &&
               (space_find(s, "out_stage") < 0 || template_set_choice(s, &c, "out_stage", 1)) &&
-              (space_find(s, "tile_requant") < 0 || template_set_choice(s, &c, "tile_requant", 1)) &&
+              (space_find(s, "tile_requant") < 0 ||
+               template_set_choice(s, &c, "tile_requant", 1)) &&
               template_set_choice(s, &c, "w_early", 0)))
           continue;
         if (!valid(w, s, &c, a, NULL)) continue;
