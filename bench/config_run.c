@@ -161,6 +161,8 @@ int main(int argc, char **argv) {
     const int bad = !f || fwrite(cb.data, 1, cb.size, f) != cb.size;
     if ((f && fclose(f) != 0) || bad) return fail("CT_CUBIN_OUT", strerror(errno));
     cubin_free(&cb);
+    quant_store_free(&qs);
+    space_free(&sp);
     return 0;
   }
   device dev;
