@@ -59,7 +59,8 @@ static int quant_read(const char *path, FILE *f, int64_t k, quant_store *qs) {
   int64_t fk = -1;
   int ok = fscanf(f, "ct_quant 1 dzp %d ozp %d lo %d hi %d rs %a rzp %d k %" SCNd64,
                   &q->data_zero_point, &q->out_zero_point, &q->clamp_min, &q->clamp_max,
-                  &q->residual_scale, &q->residual_zero_point, &fk) == 7 && fk == k;
+                  &q->residual_scale, &q->residual_zero_point, &fk) == 7 &&
+           fk == k;
   for (int64_t i = 0; ok && i < k; i++)
     ok = fscanf(f, "%d %d %a", &qs->zw[i], &qs->bias[i], &qs->scale[i]) == 3;
   fclose(f);
@@ -77,9 +78,9 @@ static int quant_file(const char *path, int64_t k, quant_store *qs) {
     fprintf(stderr, "config_run: %s: cannot write\n", tmp);
     return -1;
   }
-  fprintf(f, "ct_quant 1 dzp %d ozp %d lo %d hi %d rs %a rzp %d k %" PRId64 "\n", q->data_zero_point,
-          q->out_zero_point, q->clamp_min, q->clamp_max, q->residual_scale, q->residual_zero_point,
-          k);
+  fprintf(f, "ct_quant 1 dzp %d ozp %d lo %d hi %d rs %a rzp %d k %" PRId64 "\n",
+          q->data_zero_point, q->out_zero_point, q->clamp_min, q->clamp_max, q->residual_scale,
+          q->residual_zero_point, k);
   for (int64_t i = 0; i < k; i++) fprintf(f, "%d %d %a\n", qs->zw[i], qs->bias[i], qs->scale[i]);
   int st = fclose(f) == 0 && link(tmp, path) == 0 ? 0 : errno == EEXIST ? 1 : -1;
   unlink(tmp);
@@ -145,18 +146,25 @@ int main(int argc, char **argv) {
     const char *qf = getenv("CT_QUANT_FILE");
     if (qf && qf[0] && quant_file(qf, w.k, &qs) != 0) return 1;
   }
+  /* the architecture: CT_CUBIN_OUT's (no device opened), else device 0's */
   const char *cubin_out = getenv("CT_CUBIN_OUT");
+  arch a;
   if (cubin_out && cubin_out[0]) {
-    arch a;
     const char *an = getenv("CT_ARCH");
     if (arch_from_name(an && an[0] ? an : "sm_90", &a, &err) != CT_OK)
       return fail("CT_ARCH", err.msg);
     a.sm_count = 132;
-    instance inst;
-    if (instance_make(tpl, &w, &sp, &c, &a, &inst, &err) != CT_OK) return fail("config", err.msg);
-    cubin cb;
-    if (nvrtc_compile(&inst, &a, &cb, &err) != CT_OK)
-      return fail("compile", cb.log && cb.log[0] ? cb.log : err.msg);
+  } else {
+    device dev;
+    if (device_open(0, &dev, &err) != CT_OK) return fail("device", err.msg);
+    a = dev.arch;
+  }
+  instance inst;
+  if (instance_make(tpl, &w, &sp, &c, &a, &inst, &err) != CT_OK) return fail("config", err.msg);
+  cubin cb;
+  if (nvrtc_compile(&inst, &a, &cb, &err) != CT_OK)
+    return fail("compile", cb.log && cb.log[0] ? cb.log : err.msg);
+  if (cubin_out && cubin_out[0]) {
     FILE *f = fopen(cubin_out, "wb");
     const int bad = !f || fwrite(cb.data, 1, cb.size, f) != cb.size;
     if ((f && fclose(f) != 0) || bad) return fail("CT_CUBIN_OUT", strerror(errno));
@@ -165,14 +173,6 @@ int main(int argc, char **argv) {
     space_free(&sp);
     return 0;
   }
-  device dev;
-  if (device_open(0, &dev, &err) != CT_OK) return fail("device", err.msg);
-  instance inst;
-  if (instance_make(tpl, &w, &sp, &c, &dev.arch, &inst, &err) != CT_OK)
-    return fail("config", err.msg);
-  cubin cb;
-  if (nvrtc_compile(&inst, &dev.arch, &cb, &err) != CT_OK)
-    return fail("compile", cb.log && cb.log[0] ? cb.log : err.msg);
   kernel k;
   if (kernel_load(cb.data, cb.size, &inst, &k, &err) != CT_OK) return fail("load", err.msg);
 

@@ -233,6 +233,13 @@ __device__ __forceinline__ void zpad_correct(int (&acc)[MI][BLOCK_N / 2],
 #endif
 
 /* ---- the producer thread ---------------------------------------------------- */
+/* Slice sl of the reduction's weights (block_k channels of one tap) for N
+ * tile tile_n into bs, arriving on full. */
+__device__ __forceinline__ void produce_b_slice(unsigned bs, const ct_tmap *wmap, int sl,
+                                                int tile_n, unsigned full) {
+  tma_tile3(bs, wmap, (sl % CSLICES) * BLOCK_K, sl / CSLICES, tile_n * BLOCK_N, full);
+}
+
 /* w_early: the weights of stage kt0 of a block's first tile (N tile
  * tile_n) into pipeline slot 0, the slot's expected bytes (its data's too)
  * set: before griddepcontrol.wait, since the weights are no kernel's
@@ -247,11 +254,8 @@ __device__ __forceinline__ void produce_b_first(unsigned stages, unsigned bars,
   const unsigned full = bars, bs = stages + A_STAGE_BYTES;
   mbar_expect_tx(full, STAGE_BYTES);
 #pragma unroll
-  for (int j = 0; j < K_SLICES; j++) {
-    const int sl = kt0 * K_SLICES + j;
-    tma_tile3(bs + j * B_SLICE_BYTES, wmap, (sl % CSLICES) * BLOCK_K, sl / CSLICES,
-              tile_n * BLOCK_N, full);
-  }
+  for (int j = 0; j < K_SLICES; j++)
+    produce_b_slice(bs + j * B_SLICE_BYTES, wmap, kt0 * K_SLICES + j, tile_n, full);
 }
 
 /* Stages kt0 .. kt0 + nkt - 1 of the tile at (m0, tile_n), the first in
@@ -291,7 +295,7 @@ __device__ __forceinline__ void produce(unsigned stages, unsigned bars, const ct
       tma_im2col4(as + j * A_SLICE_BYTES, amap, c0, x0, y0, n0, (unsigned short)(rx * CT_DIL_W),
                   (unsigned short)(ry * CT_DIL_H), full);
 #endif
-      if (b) tma_tile3(bs + j * B_SLICE_BYTES, wmap, c0, tap, tile_n * BLOCK_N, full);
+      if (b) produce_b_slice(bs + j * B_SLICE_BYTES, wmap, sl, tile_n, full);
     }
   }
 }
