@@ -26,6 +26,11 @@
  * count), write the cubin to PATH and exit: no device is opened, so two
  * builds' machine code for one config can be compared on a machine without
  * a GPU (cuobjdump -sass).
+ *
+ * CT_ALLOC_PAD=BYTES (0 to 2^30): that many bytes of device memory are
+ * allocated, and held, before the buffers, which then start elsewhere: how
+ * much a timing owes to where its buffers lie (two builds whose modules
+ * differ by a global move them) rather than to the kernel.
  */
 #include <cJSON.h>
 #include <cuda_runtime.h>
@@ -114,6 +119,18 @@ int main(int argc, char **argv) {
     fprintf(stderr, "config_run: LAUNCHES must be 1 to 100000, not '%s'\n", argv[4]);
     return 2;
   }
+  size_t pad = 0;
+  const char *pads = getenv("CT_ALLOC_PAD");
+  if (pads && pads[0]) {
+    char *end;
+    errno = 0;
+    const unsigned long long v = strtoull(pads, &end, 10);
+    if (errno || *end || pads[0] == '-' || v > (1ull << 30)) {
+      fprintf(stderr, "config_run: CT_ALLOC_PAD must be 0 to 1073741824 bytes, not '%s'\n", pads);
+      return 2;
+    }
+    pad = (size_t)v;
+  }
   ct_err err = {0};
   const template_desc *tpl = template_find(argv[1]);
   if (!tpl) {
@@ -181,6 +198,9 @@ int main(int argc, char **argv) {
   const size_t nd = workload_data_elems(&w), nw = workload_weight_elems(&w);
   const size_t no = workload_out_elems(&w), ob = no * workload_out_elem_bytes(&w);
   cudaError_t ce = cudaSuccess;
+  void *dpad = NULL; /* CT_ALLOC_PAD's, held to the end */
+  if (pad && (ce = cudaMalloc(&dpad, pad)) != cudaSuccess)
+    return fail("CT_ALLOC_PAD", cudaGetErrorString(ce));
   void *dd = device_random(nd, &r, &ce), *dw = NULL, *dout = NULL, *dp = NULL, *dr = NULL;
   if (ce == cudaSuccess) dw = device_random(nw, &r, &ce);
   if (ce == cudaSuccess) ce = cudaMalloc(&dout, ob);

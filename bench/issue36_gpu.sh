@@ -42,8 +42,10 @@
 #                 retired records (bench/regress36.py seed), so that each task measures the
 #                 earlier best first, as an upgraded user's database does; then `bench --set`
 #                 and each layer against h200-final's CSV (regress36.py compare). One GPU a
-#                 set where the host has four, else one after another. TAGS: all, or a
-#                 comma list of r50b16, r50b1, r3d8, r3d1
+#                 set, as many at once as the host has GPUs (up to four), the cores shared
+#                 among them. TAGS: all, or a
+#                 comma list of r50b16, r50b1, r3d8, r3d1. REG_T (default 480): the seconds
+#                 after which a job's 8-bit tuning is cut (at least 30 s of it)
 #   ab TAG DIR    the same target on one card without the tuner (regress36.py ab): each
 #                 layer's h200-final best timed by ed77a80's library (build-old/config_run_old,
 #                 made here by `sh bench/build_old_config_run.sh ed77a80` and carried) and by
@@ -130,7 +132,8 @@ PY
     ph=$1 sel=$2; shift 2
     F=bench/results/h200-final
     ngpu=$(nvidia-smi -L | wc -l)
-    nb=$(( $(nproc) / (ngpu >= 4 ? 4 : 1) ))
+    par=$(( ngpu >= 4 ? 4 : ngpu ))   # regress: jobs at once, one a GPU
+    nb=$(( $(nproc) / par ))
     # TAG SET BATCH LAYOUT OLD_CSV "INT32 BUDGET" "INT8 BUDGET" SEED_DOC...
     rjob() {
       local tag=$1 set=$2 n=$3 l=$4 old=$5 b32=$6 b8=$7 db=/tmp/reg-$1.db t0=$(date +%s); shift 7
@@ -140,7 +143,7 @@ PY
       timeout 250 $B tune --set $set --batch $n --layout $l $b32 --builders $nb --db $db -q --json \
         > $OUT/tune-$tag-i32.json 2> $OUT/tune-$tag-i32.err
       echo "$tag int32: tune rc=$? at $(( $(date +%s) - s )) s"
-      local left=$(( 480 - $(date +%s) + t0 )); [ $left -ge 30 ] || left=30
+      local left=$(( ${REG_T:-480} - $(date +%s) + t0 )); [ $left -ge 30 ] || left=30
       timeout $left $B tune --set $set --batch $n --layout $l --out int8 \
         --epilogue bias,qc $b8 --builders $nb --db $db -q --json > $OUT/tune-$tag-i8.json 2> $OUT/tune-$tag-i8.err
       echo "$tag int8: tune rc=$? at $(( $(date +%s) - s )) s"
@@ -235,12 +238,9 @@ PY
       for j in "${jobs36[@]}"; do
         IFS='|' read -r a b32 b8 docs <<< "$j"
         case ",$sel," in ,all,|*,"${a%% *}",*) ;; *) continue ;; esac
-        if [ $ngpu -ge 4 ]; then
-          ( export CUDA_VISIBLE_DEVICES=$i; rjob $a "$b32" "$b8" $docs ) > $OUT/regress-job$i.log 2>&1 &
-          i=$((i + 1))
-        else
-          rjob $a "$b32" "$b8" $docs
-        fi
+        ( export CUDA_VISIBLE_DEVICES=$(( i % par )); rjob $a "$b32" "$b8" $docs ) > $OUT/regress-job$i.log 2>&1 &
+        i=$((i + 1))
+        [ $(( i % par )) -ne 0 ] || wait
       done
       wait
       cat $OUT/regress-job*.log 2>/dev/null

@@ -13,7 +13,8 @@
 #   (CONFIG_RUN, before it needs a GPU) writes quant_random's values there
 #   or reads them back, refusing a file of the wrong size; with
 #   CT_CUBIN_OUT it compiles for sm_90 without a device (w_early's two
-#   values, two cubins) and refuses an unknown CT_ARCH.
+#   values, two cubins) and refuses an unknown CT_ARCH; a CT_ALLOC_PAD that
+#   is not a count of bytes up to 2^30 is refused before the device.
 # - forms: each residual-free 8-bit key on its values with the clamp's top
 #   at 127 and at 126, on a fake that reads the file.
 # Skipped (77) without python3. Usage: test_regress36.sh SOURCE_DIR CONVTUNE
@@ -186,5 +187,17 @@ if [ -n "$cr" ]; then
   CT_ARCH=sm_99x CT_CUBIN_OUT=$tmp/x.cubin "$cr" conv2d_nhwc_wgmma "$key" "$cfg" >"$tmp/out" 2>"$tmp/err"
   [ $? -eq 1 ] && grep -q "^config_run: CT_ARCH:" "$tmp/err" && [ ! -e "$tmp/x.cubin" ] && ok ||
     { bad "config_run: CT_ARCH refused"; cat "$tmp/err"; }
+  # CT_ALLOC_PAD: a count of bytes, 0 to 2^30; anything else refused (2)
+  for p in x -1 12k 1073741825 99999999999999999999999; do
+    CT_ALLOC_PAD=$p "$cr" conv2d_nhwc_wgmma "$key" "$cfg" 1 >"$tmp/out" 2>"$tmp/err"
+    [ $? -eq 2 ] && grep -q "^config_run: CT_ALLOC_PAD must be 0 to 1073741824 bytes, not '$p'" "$tmp/err" &&
+      ok || { bad "config_run: CT_ALLOC_PAD '$p' refused"; cat "$tmp/err"; }
+  done
+  for p in 0 4096 1073741824; do
+    CT_ALLOC_PAD=$p CT_QUANT_FILE=$tmp/q.quant "$cr" conv2d_nhwc_wgmma "$key" "$cfg" 1 >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    { [ $rc -eq 0 ] || { [ $rc -eq 1 ] && grep -q "^config_run: device:" "$tmp/err"; }; } && ok ||
+      { bad "config_run: CT_ALLOC_PAD $p taken"; cat "$tmp/err"; }
+  done
 fi
 finish test_regress36
