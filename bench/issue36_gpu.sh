@@ -59,6 +59,11 @@
 #   forms TAGS    regress36.py forms: each residual-free 8-bit layer's h200-final best config
 #                 on this build with its values' clamp top at 127 (the saturating epilogue form
 #                 may apply) and at 126 (it may not); TAGS as regress's
+#   pads TAG LAYERS DIR  regress36.py pads on this call's GPU: the named layers of set TAG (as
+#                 regress's TAGS; "name" or "name:int32,name:int8") timed with the buffers at
+#                 several offsets (config_run's CT_ALLOC_PAD), the earlier best on ed77a80's
+#                 build and this one, and DIR/tune-TAG-*.json's best on this one; PAD_ROUNDS
+#                 rounds (2). The change is between the means over the offsets
 # Phases run in order: e.g. `models model s8 256 150 model s8 16 90`.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
@@ -125,7 +130,7 @@ print("  %s b%s: int8 out %.1f us, int32 %.1f, cuDNN fp16 %.1f, int8 floor %.1f"
     d.get("set"), d.get("batch"), s("convtune_i8_us"), s("convtune_us"), s("cudnn_fp16_us"), s("floor_i8_us")))
 PY
     pack set-$tag ;;
-  regress|ab|abx|forms)
+  regress|ab|abx|forms|pads)
     # regress TAGS: the four jobs (all, or a comma list of r50b16, r50b1, r3d8, r3d1), one GPU
     # each where the host has four; ab TAG DIR: regress36.py ab for one job, its new tuning
     # documents from DIR (a regress run's tune-TAG-*.json), old build at build-old/config_run_old
@@ -165,7 +170,18 @@ PY
       export AB_SETS=$sel AB_SUSPECTS= AB_GPUS=${AB_GPUS:-${CUDA_VISIBLE_DEVICES:-0}}
       ph=abx sel=$1; shift
     fi
-    if [ $ph = forms ]; then
+    if [ $ph = pads ]; then
+      # pads TAG LAYERS DIR: regress36.py pads for those layers of one set, on this call's GPU
+      lay=$1 dir=$2; shift 2
+      for j in "${jobs36[@]}"; do
+        IFS='|' read -r a b32 b8 docs <<< "$j"; [ "${a%% *}" = "$sel" ] || continue
+        AB_QUANT_DIR=${AB_QUANT_DIR:-/tmp/abx-quant} AB_SET=$sel AB_JSON=$OUT/pads-$sel.json timeout 500 \
+          python3 bench/regress36.py pads build-old/config_run_old build-rel/config_run ${PAD_ROUNDS:-2} $lay \
+          $docs -- $dir/tune-$sel-i32.json $dir/tune-$sel-i8.json > $OUT/pads-$sel.md 2> $OUT/pads-$sel.err
+        echo "pads $sel rc=$? at $(( $(date +%s) - s )) s"; cat $OUT/pads-$sel.md
+      done
+      pack pads-$sel
+    elif [ $ph = forms ]; then
       # forms TAGS: regress36.py forms on this build, one set a GPU where the host has four
       export AB_QUANT_DIR=${AB_QUANT_DIR:-/tmp/forms-quant}
       i=0 ngpu=$(nvidia-smi -L | wc -l)

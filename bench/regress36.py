@@ -45,6 +45,26 @@
       by BIN on its values as drawn (CT_QUANT_FILE, in AB_QUANT_DIR if
       set) with the clamp's top at 127, where the form may apply, and at
       126, where it may not; ROUNDS times in turn. AB_JSON=FILE: the rows.
+  regress36.py pads OLD_BIN NEW_BIN ROUNDS LAYERS OLD_TUNE_JSON... -- NEW_TUNE_JSON...
+      ab's question with the buffers' placement varied: each named layer's
+      earlier best timed by OLD_BIN and NEW_BIN, and its tuned best by
+      NEW_BIN, with config_run's CT_ALLOC_PAD at each size of AB_PADS
+      (bytes, comma-separated; default 0, 4 KiB, 64 KiB, 1, 2, 32 and 96
+      MiB), ROUNDS rounds of every pad and build in turn. A kernel's time
+      can move by more than 2% with where its buffers lie (two builds whose
+      modules differ by a global place them differently at one pad), so
+      the change is taken between the means over the pads of each pad's
+      best. LAYERS: names, each for both outputs, or name:int32 and
+      name:int8. AB_JSON=FILE: every measurement (set AB_SET to name the
+      set in them), rewritten after each key. Prints padsum's table.
+
+  regress36.py padsum RAW_JSON...
+      The table of pads' measurements (the rows AB_JSON holds): for each
+      layer and output, each timing's mean and spread over the pads, the
+      largest spread between rounds at one pad, and the change of the
+      tuned best's mean (the earlier config's on NEW_BIN where the tuning
+      kept it) against the earlier best's on OLD_BIN; exits 1 if one is
+      more than 2% slower.
 """
 import atexit
 import csv
@@ -247,6 +267,82 @@ def forms(binary, rounds, files):
     return rows
 
 
+PADS = [0, 4096, 65536, 1 << 20, 2 << 20, 32 << 20, 96 << 20]
+
+
+def out_of(key):
+    return "int8" if "-i8.i8.i8-" in key else "int32"
+
+
+def pads(old_bin, new_bin, rounds, layers, old_files, new_files):
+    """pads' measurements: one row per timing (layer, output, key, what, pad,
+    round, us), written to AB_JSON after each key; returns them"""
+    old, new = best_configs(old_files, True), best_configs(new_files, False)
+    want = set(layers.split(","))
+    pl = [int(x) for x in os.environ["AB_PADS"].split(",")] if os.environ.get("AB_PADS") else PADS
+    rows = []
+    for key in sorted(old):
+        name, tpl, cfg = old[key]
+        out = out_of(key)
+        if name not in want and "%s:%s" % (name, out) not in want:
+            continue
+        runs = [("earlier_old_build", old_bin, tpl, cfg), ("earlier_new_build", new_bin, tpl, cfg)]
+        if key in new and (new[key][1], new[key][2]) != (tpl, cfg):
+            runs.append(("tuned_new_build", new_bin, new[key][1], new[key][2]))
+        for rnd in range(rounds):
+            for p in pl:
+                os.environ["CT_ALLOC_PAD"] = str(p)
+                for what, b, t, c in runs:
+                    rows.append({"set": os.environ.get("AB_SET", ""), "layer": name, "output": out, "key": key,
+                                 "what": what, "pad": p, "round": rnd, "us": time_config(b, t, key, c)})
+        os.environ.pop("CT_ALLOC_PAD", None)
+        json.dump(rows, open(os.environ.get("AB_JSON", os.devnull), "w"), indent=1)
+    return rows
+
+
+def padsum(rows, limit=0.02):
+    """padsum's table from pads' rows; returns (summary rows, exit status)"""
+    by = {}
+    for r in rows:
+        k = (r.get("set", ""), r["layer"], r.get("output") or out_of(r["key"]))
+        by.setdefault(k, {}).setdefault(r["what"], {}).setdefault(r["pad"], []).append(r["us"])
+    print("| set | layer | output | pads | earlier best, earlier build: mean (spread) | same config, this build "
+          "| tuned now, this build | rounds at one pad, up to | change of the means |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    out, worse = [], []
+    for (st, name, o), w in sorted(by.items()):
+        stat = {}
+        spread_r = 0.0
+        for what, per in w.items():
+            best = {p: min(v for v in vs if v) for p, vs in per.items() if any(vs)}
+            if not best or len(best) < len(per):
+                stat[what] = None  # a pad without a time: no mean
+                continue
+            for p, vs in per.items():
+                spread_r = max(spread_r, max(vs) / min(vs) - 1) if all(vs) else spread_r
+            m = sum(best.values()) / len(best)
+            stat[what] = (m, max(best.values()) / min(best.values()) - 1, len(best))
+        a = stat.get("earlier_old_build")
+        b = stat.get("tuned_new_build", stat.get("earlier_new_build"))
+        ch = b[0] / a[0] - 1 if a and b else None
+        f = lambda x: "-" if not x else "%.2f (%.1f%%)" % (x[0], 100 * x[1])
+        n = max((x[2] for x in stat.values() if x), default=0)
+        flag = ch is None or ch > limit
+        print("| %s | %s | %s | %d | %s | %s | %s | %.1f%% | %s%s |" % (
+            st, name, o, n, f(a), f(stat.get("earlier_new_build")),
+            f(stat.get("tuned_new_build")) if "tuned_new_build" in w else "kept", 100 * spread_r,
+            "-" if ch is None else "%+.1f%%" % (100 * ch), " **" if flag else ""))
+        out.append({"set": st, "layer": name, "output": o, "pads": n,
+                    **{k + "_mean_us": (v[0] if v else None) for k, v in stat.items()},
+                    **{k + "_spread": (v[1] if v else None) for k, v in stat.items()},
+                    "rounds_spread": spread_r, "change": ch})
+        if flag:
+            worse.append("%s %s %s %s" % (st, name, o, "n/a" if ch is None else "%+.1f%%" % (100 * ch)))
+    print("means over the pads, tuned now more than %.0f%% slower than the earlier best on the earlier build: %d%s" % (
+        100 * limit, len(worse), ": " + ", ".join(worse) if worse else ""))
+    return out, 1 if worse else 0
+
+
 def compare(new_json, old_csv, limit):
     new = {l["name"]: l for l in json.load(open(new_json))["layers"]}
     old = {r["name"]: r for r in csv.DictReader(open(old_csv))}
@@ -289,6 +385,13 @@ def main(argv):
         rows = forms(argv[2], int(argv[3]), argv[4:])
         json.dump(rows, open(os.environ.get("AB_JSON", os.devnull), "w"), indent=1)
         return 0
+    if len(argv) >= 9 and argv[1] == "pads" and "--" in argv and argv.index("--") > 6:
+        i = argv.index("--")
+        rows = pads(argv[2], argv[3], int(argv[4]), argv[5], argv[6:i], argv[i + 1:])
+        return padsum(rows)[1]
+    if len(argv) >= 3 and argv[1] == "padsum":
+        rows = [r for f in argv[2:] for r in json.load(open(f))]
+        return padsum(rows)[1]
     if len(argv) in (4, 5) and argv[1] == "compare":
         return compare(argv[2], argv[3], float(argv[4]) if len(argv) == 5 else 0.02)
     sys.stderr.write(__doc__)

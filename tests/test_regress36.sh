@@ -17,6 +17,8 @@
 #   is not a count of bytes up to 2^30 is refused before the device.
 # - forms: each residual-free 8-bit key on its values with the clamp's top
 #   at 127 and at 126, on a fake that reads the file.
+# - pads: fakes whose times follow CT_ALLOC_PAD; the change is between the
+#   means over the pads; padsum of the rows.
 # Skipped (77) without python3. Usage: test_regress36.sh SOURCE_DIR CONVTUNE
 # [CONFIG_RUN]. About 3 s.
 set -u
@@ -121,6 +123,43 @@ for key, s in files.items():
     paths[key] = next(iter(s))[1]
 assert len(set(paths.values())) == 4, paths
 PY
+
+# pads with fakes whose times follow CT_ALLOC_PAD: the earlier build 2.00 us
+# below 1 MiB and 2.20 above, this build the other way round, the tuned
+# config (block_n 999) T at every pad; the change is between the means over
+# the pads, and name:output picks one output
+cat >"$tmp/pad_old" <<'EOF'
+#!/bin/sh
+[ "${CT_ALLOC_PAD:-x}" -lt 1048576 ] 2>/dev/null && t=2.00 || t=2.20
+echo "$1 $t us per launch, 1.00 TB/s"
+EOF
+cat >"$tmp/pad_new" <<'EOF'
+#!/bin/sh
+case "$3" in *'"block_n": 999'*) echo "$1 $(cat "${0%/*}/pad_t") us per launch, 1.00 TB/s"; exit 0 ;; esac
+[ "${CT_ALLOC_PAD:-x}" -lt 1048576 ] 2>/dev/null && t=2.20 || t=2.00
+echo "$1 $t us per launch, 1.00 TB/s"
+EOF
+chmod +x "$tmp/pad_old" "$tmp/pad_new"
+echo 2.05 >"$tmp/pad_t"
+AB_PADS=0,4096,2097152,33554432 AB_SET=s AB_JSON=$tmp/pads.json "$py" "$r" pads "$tmp/pad_old" "$tmp/pad_new" 2 l1:int32 \
+  "$tmp/old2.json" -- "$tmp/new.json" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 0 ] && grep -q "| s | l1 | int32 | 4 | 2.10 (10.0%) | 2.10 (10.0%) | 2.05 (0.0%) | 0.0% | -2.4% |" "$tmp/out" &&
+  grep -q "more than 2% slower than the earlier best on the earlier build: 0$" "$tmp/out" && ok ||
+  { bad "pads: the means over the pads"; cat "$tmp/out" "$tmp/err"; }
+"$py" - "$tmp/pads.json" <<'PY' >"$tmp/log" 2>&1 && ok || { bad "pads: the rows"; cat "$tmp/log"; }
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert len(rows) == 2 * 4 * 3, len(rows)  # rounds x pads x (old, same config, tuned)
+assert {(r["set"], r["layer"], r["output"]) for r in rows} == {("s", "l1", "int32")}, rows
+assert sorted({r["pad"] for r in rows}) == [0, 4096, 2097152, 33554432]
+assert {r["us"] for r in rows if r["what"] == "earlier_old_build" and r["pad"] < 1048576} == {2.0}
+PY
+echo 2.20 >"$tmp/pad_t"
+AB_PADS=0,33554432 "$py" "$r" pads "$tmp/pad_old" "$tmp/pad_new" 1 l1 "$tmp/old2.json" -- "$tmp/new.json" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q "earlier build: 1: .*l1 int32 +4.8%" "$tmp/out" && ok ||
+  { bad "pads: a slower tuned best flagged"; cat "$tmp/out" "$tmp/err"; }
+"$py" "$r" padsum "$tmp/pads.json" >"$tmp/out2" && grep -q "| -2.4% |" "$tmp/out2" && ok ||
+  { bad "padsum of the rows"; cat "$tmp/out2"; }
 
 # forms: a fake that writes a values file where missing (top 120) and runs
 # 3.00 us with the top at 127, 2.00 below; the residual key left out
