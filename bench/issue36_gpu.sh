@@ -42,10 +42,10 @@
 #                 retired records (bench/regress36.py seed), so that each task measures the
 #                 earlier best first, as an upgraded user's database does; then `bench --set`
 #                 and each layer against h200-final's CSV (regress36.py compare). One GPU a
-#                 set, as many at once as the host has GPUs (up to four), the cores shared
-#                 among them. TAGS: all, or a
-#                 comma list of r50b16, r50b1, r3d8, r3d1. REG_T (default 480): the seconds
-#                 after which a job's 8-bit tuning is cut (at least 30 s of it)
+#                 set, as many sets at once as the host has GPUs (up to four), the cores
+#                 shared among them. TAGS: all, or a comma list of r50b16, r50b1, r3d8, r3d1.
+#                 REG_T (default 480): the seconds after which a set's 8-bit tuning is cut
+#                 (it gets at least 30)
 #   ab TAG DIR    the same target on one card without the tuner (regress36.py ab): each
 #                 layer's h200-final best timed by ed77a80's library (build-old/config_run_old,
 #                 made here by `sh bench/build_old_config_run.sh ed77a80` and carried) and by
@@ -132,12 +132,12 @@ PY
     pack set-$tag ;;
   regress|ab|abx|forms|pads)
     # regress TAGS: the four jobs (all, or a comma list of r50b16, r50b1, r3d8, r3d1), one GPU
-    # each where the host has four; ab TAG DIR: regress36.py ab for one job, its new tuning
+    # each, as many at once as the host has GPUs (up to four); ab TAG DIR: regress36.py ab for one job, its new tuning
     # documents from DIR (a regress run's tune-TAG-*.json), old build at build-old/config_run_old
     ph=$1 sel=$2; shift 2
     F=bench/results/h200-final
     ngpu=$(nvidia-smi -L | wc -l)
-    par=$(( ngpu >= 4 ? 4 : ngpu ))   # regress: jobs at once, one a GPU
+    par=$(( ngpu >= 4 ? 4 : ngpu < 1 ? 1 : ngpu ))   # regress: jobs at once, one a GPU
     nb=$(( $(nproc) / par ))
     # TAG SET BATCH LAYOUT OLD_CSV "INT32 BUDGET" "INT8 BUDGET" SEED_DOC...
     rjob() {
@@ -173,6 +173,7 @@ PY
     if [ $ph = pads ]; then
       # pads TAG LAYERS DIR: regress36.py pads for those layers of one set, on this call's GPU
       lay=$1 dir=$2; shift 2
+      case " r50b16 r50b1 r3d8 r3d1 " in *" $sel "*) ;; *) echo "pads: no set '$sel' (r50b16, r50b1, r3d8, r3d1)" ;; esac
       for j in "${jobs36[@]}"; do
         IFS='|' read -r a b32 b8 docs <<< "$j"; [ "${a%% *}" = "$sel" ] || continue
         AB_QUANT_DIR=${AB_QUANT_DIR:-/tmp/abx-quant} AB_SET=$sel AB_JSON=$OUT/pads-$sel.json timeout 500 \

@@ -45,6 +45,7 @@
       by BIN on its values as drawn (CT_QUANT_FILE, in AB_QUANT_DIR if
       set) with the clamp's top at 127, where the form may apply, and at
       126, where it may not; ROUNDS times in turn. AB_JSON=FILE: the rows.
+
   regress36.py pads OLD_BIN NEW_BIN ROUNDS LAYERS OLD_TUNE_JSON... -- NEW_TUNE_JSON...
       ab's question with the buffers' placement varied: each named layer's
       earlier best timed by OLD_BIN and NEW_BIN, and its tuned best by
@@ -188,6 +189,11 @@ def time_config(binary, tpl, key, cfg, qfile=None):
     return None
 
 
+def out_of(key):
+    """a key's output type as the tables name it"""
+    return "int8" if "-i8.i8.i8-" in key else "int32"
+
+
 def ab(old_bin, new_bin, rounds, old_files, new_files):
     old = best_configs(old_files, True)
     new = best_configs(new_files, False)
@@ -212,7 +218,7 @@ def ab(old_bin, new_bin, rounds, old_files, new_files):
                     best[i] = v
         if best[2] is None and ntpl and (ntpl, ncfg) == (tpl, cfg):
             best[2] = best[1]
-        out = "int8" if "-i8.i8.i8-" in key else "int32"
+        out = out_of(key)
         same = best[1] / best[0] - 1 if best[0] and best[1] else None
         ch = (best[2] / best[0] - 1 if best[0] and best[2] else None) if new_files else same
         rows.append({"layer": name, "output": out, "key": key, "earlier_build_us": best[0],
@@ -268,10 +274,6 @@ def forms(binary, rounds, files):
 
 
 PADS = [0, 4096, 65536, 1 << 20, 2 << 20, 32 << 20, 96 << 20]
-
-
-def out_of(key):
-    return "int8" if "-i8.i8.i8-" in key else "int32"
 
 
 def pads(old_bin, new_bin, rounds, layers, old_files, new_files):
