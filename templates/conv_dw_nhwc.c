@@ -10,10 +10,11 @@
  * of a block along channels, columns, rows), staging (1: the block's
  * input window in shared memory), blocks_per_sm (launch bounds) and mac
  * (0: FFMA on the FP32 pipe; 1: dp4a over 4 taps, multiplier 1 and no
- * column dilation).
+ * column dilation) and, for conv3d, depths (a thread's output planes: 1,
+ * 2 or 4, each input row loaded once for all of them).
  *
  * Validity (each a fact of the kernel): chans divides K; staging only
- * where M divides chans; whole warps, 32 to 1024 threads; a register
+ * where M divides chans, and depths 1; whole warps, 32 to 1024 threads; a register
  * estimate (the filters chans x kvol, the accumulators, a row of the
  * window; or the epilogue's per-channel values) within what blocks_per_sm
  * blocks leave; the staged window within shared memory; tiles not larger
@@ -43,13 +44,20 @@ static const int block_hs[] = {1, 2, 4, 7, 8};
 #define N_OF(a) ((int)(sizeof(a) / sizeof(a)[0]))
 static const int zero_one[] = {0, 1};
 static const int blocks_per_sms[] = {1, 2, 3, 4};
+static const int depths_s[] = {1, 2, 4};
 
 static const knob_def knobs[] = {
-    KNOB("chans", chans_s, 8),    KNOB("pix", pix_s, 4),
-    KNOB("rows", rows_s, 2),      KNOB("block_c", block_cs, 4),
-    KNOB("block_w", block_ws, 8), KNOB("block_h", block_hs, 4),
-    KNOB("staging", zero_one, 0), KNOB("blocks_per_sm", blocks_per_sms, 2),
-    KNOB("mac", zero_one, 0),     KNOB_END,
+    KNOB("chans", chans_s, 8),
+    KNOB("pix", pix_s, 4),
+    KNOB("rows", rows_s, 2),
+    KNOB("block_c", block_cs, 4),
+    KNOB("block_w", block_ws, 8),
+    KNOB("block_h", block_hs, 4),
+    KNOB("staging", zero_one, 0),
+    KNOB("blocks_per_sm", blocks_per_sms, 2),
+    KNOB("mac", zero_one, 0),
+    KNOB_3D("depths", depths_s, 1),
+    KNOB_END,
 };
 
 static long kvol_of(const ct_workload *w) {
@@ -74,8 +82,8 @@ static const char *refusal(const ct_workload *w, ct_op op) {
 }
 
 typedef struct dplan {
-  int chans, pix, rows, bc, bw, bh, staging, minb, mac;
-  long m, mode, nin, nw, threads, wrow, hrow, www, whh, cwp, smem_bytes, kvol;
+  int chans, pix, rows, bc, bw, bh, staging, minb, mac, depths;
+  long m, mode, nin, nw, threads, wrow, hrow, zused, www, whh, cwp, smem_bytes, kvol;
   long acc, regs, grid_x, grid_y, tiles_pix, m_total, loads;
 } dplan;
 
@@ -96,6 +104,7 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, d
   p->staging = knobs_get(knobs, s, cfg, "staging");
   p->minb = knobs_get(knobs, s, cfg, "blocks_per_sm");
   p->mac = knobs_get(knobs, s, cfg, "mac");
+  p->depths = knobs_get(knobs, s, cfg, "depths");
   p->m = w->c > 0 ? w->k / w->c : 1;
   p->mode = p->chans % p->m == 0 ? 0 : p->m % p->chans == 0 ? 1 : 2;
   p->nin = p->mode == 0 ? p->chans / p->m : p->mode == 1 ? 1 : p->chans;
@@ -104,11 +113,21 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, d
   p->threads = (long)p->bc * p->bw * p->bh;
   p->wrow = (p->pix - 1) * g.str[2] + (g.ker[2] - 1) * g.dil[2] + 1;
   p->hrow = (p->rows - 1) * g.str[1] + (g.ker[1] - 1) * g.dil[1] + 1;
+  /* the input planes a thread's depths read (the kernel's plane_used) */
+  p->zused = 0;
+  for (long z = 0; z < (p->depths - 1) * g.str[0] + (g.ker[0] - 1) * g.dil[0] + 1; z++)
+    for (long d = 0; d < p->depths; d++) {
+      const long e = z - d * g.str[0];
+      if (e >= 0 && e % g.dil[0] == 0 && e / g.dil[0] < g.ker[0]) {
+        p->zused++;
+        break;
+      }
+    }
   p->www = ((long)p->bw * p->pix - 1) * g.str[2] + (g.ker[2] - 1) * g.dil[2] + 1;
   p->whh = ((long)p->bh * p->rows - 1) * g.str[1] + (g.ker[1] - 1) * g.dil[1] + 1;
   p->cwp = ceil_div((long)p->bc * p->nin, 16) * 16;
   p->smem_bytes = p->staging ? g.ker[0] * p->whh * p->www * p->cwp : 0;
-  p->acc = (long)p->rows * p->pix * p->chans;
+  p->acc = (long)p->depths * p->rows * p->pix * p->chans;
   /* the loop: filters, accumulators, a row's words and its floats (mac
    * 1: the filter words, a row's words, its channels' byte streams and
    * each output column's tap words); the epilogue: values and each
@@ -120,13 +139,13 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, d
                            : p->chans * p->kvol + p->acc + p->wrow * p->nw + p->nin;
   const long epi = p->acc + 6L * p->chans;
   p->regs = (loop > epi ? loop : epi) + DW_REG_OVERHEAD;
-  p->grid_x = g.n * g.out[0] * ceil_div(g.out[1], (long)p->bh * p->rows) *
+  p->grid_x = g.n * ceil_div(g.out[0], p->depths) * ceil_div(g.out[1], (long)p->bh * p->rows) *
               ceil_div(g.out[2], (long)p->bw * p->pix);
   p->grid_y = ceil_div(g.k, (long)p->bc * p->chans);
-  p->tiles_pix = p->grid_x * p->bh * p->rows * p->bw * p->pix;
+  p->tiles_pix = p->grid_x * p->depths * p->bh * p->rows * p->bw * p->pix;
   p->m_total = g.n * g.out[0] * g.out[1] * g.out[2];
-  /* input pixels a thread loads per output pixel (ALU: one PRMT a byte) */
-  p->loads = g.ker[0] * p->hrow * p->wrow;
+  /* input pixels a thread loads (ALU: one PRMT a byte) */
+  p->loads = p->zused * p->hrow * p->wrow;
 }
 
 static int valid(const ct_workload *w, const space *s, const config *cfg, const arch *a,
@@ -142,6 +161,9 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
                          p.m, g.dil[2]);
   if (p.staging && p.mode != 0)
     return template_fail(why, "staging needs the multiplier %ld to divide chans %ld", p.m, p.chans);
+  if (p.staging && p.depths != 1)
+    return template_fail(why, "staging takes one output plane a thread (depths is %ld)", p.depths,
+                         0);
   if (p.threads < 32 || p.threads > a->max_threads_per_block || p.threads % 32)
     return template_fail(why, "%ld threads per block; whole warps, 32 to %ld", p.threads,
                          a->max_threads_per_block);
@@ -149,6 +171,7 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
                           why) ||
       !template_tile_fits("block_h x rows", (long)p.bh * p.rows, 4, g.out[1], "output rows", why) ||
       !template_tile_fits("block_c x chans", (long)p.bc * p.chans, 32, g.k, "channels", why) ||
+      !template_tile_fits("depths", p.depths, 1, g.out[0], "output planes", why) ||
       !template_blocks_fit(a, p.threads, p.minb, p.smem_bytes, why) ||
       !template_regs_fit(a, p.threads, p.minb, p.regs, why))
     return 0;
@@ -213,10 +236,11 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
                       p.bh,
                       p.staging + 1,
                       p.minb,
-                      (double)p.loads / ((double)p.pix * p.rows),
+                      (double)p.loads / ((double)p.pix * p.rows * p.depths),
                       p.m,
                       (double)p.m_total / (double)p.tiles_pix,
-                      p.mac + 1};
+                      p.mac + 1,
+                      p.depths};
   return template_features(v, (int)(sizeof v / sizeof v[0]), out, max);
 }
 
@@ -235,7 +259,8 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
  * efficientnet_b0_dw and csn_dw3d, 1.4-2.5x the FP32 path's best); its
  * work per output: the epilogue's ~9 operations, the dp4a of each kernel
  * row (KWW a row) and 0.75 per input pixel loaded (the transposes and the
- * shifted words, a load per 4 channels). */
+ * shifted words, a load per 4 channels); conv3d's depths share a thread's
+ * loads among its planes. */
 static int preferred(const ct_workload *w, const space *s, const arch *a, config *out) {
   config c;
   memset(&c, 0, sizeof c);
@@ -245,56 +270,59 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
   geom3 g;
   workload_geom(w, &g);
   const long kww = ceil_div(g.ker[2], 4);
+  const int is3d = w->op == CT_OP_CONV3D, nd = is3d ? N_OF(depths_s) : 1;
   for (int mac = 1; mac >= 0 && !found; mac--)
-    for (int ic = 0; ic < N_OF(chans_s); ic++)
-      for (int ip = 0; ip < N_OF(pix_s); ip++)
-        for (int ir = 0; ir < N_OF(rows_s); ir++)
-          for (int ibc = 0; ibc < N_OF(block_cs); ibc++)
-            for (int ibw = 0; ibw < N_OF(block_ws); ibw++)
-              for (int ibh = 0; ibh < N_OF(block_hs); ibh++)
-                for (int mb = 1; mb <= 4; mb++) {
-                  if (!(template_set_choice(s, &c, "chans", chans_s[ic]) &&
-                        template_set_choice(s, &c, "pix", pix_s[ip]) &&
-                        template_set_choice(s, &c, "rows", rows_s[ir]) &&
-                        template_set_choice(s, &c, "block_c", block_cs[ibc]) &&
-                        template_set_choice(s, &c, "block_w", block_ws[ibw]) &&
-                        template_set_choice(s, &c, "block_h", block_hs[ibh]) &&
-                        template_set_choice(s, &c, "staging", 0) &&
-                        template_set_choice(s, &c, "mac", mac) &&
-                        template_set_choice(s, &c, "blocks_per_sm", mb)))
-                    continue;
-                  if (!valid(w, s, &c, a, NULL)) continue;
-                  dplan p;
-                  make_plan(w, s, &c, &p);
-                  const double used = (double)p.m_total / (double)p.tiles_pix;
-                  const double kused = (double)w->k / (double)(p.grid_y * p.bc * p.chans);
-                  const double lpo = (double)p.loads / ((double)p.pix * p.rows);
-                  const double cost =
-                      mac ? 9.0 + (double)g.ker[0] * g.ker[1] * kww + 0.75 * lpo : 8.0 + 1.25 * lpo;
-                  const double all = (double)p.grid_x * p.grid_y * p.threads / (sms * 768.0);
-                  const long regs8 = (p.regs + 7) / 8 * 8;
-                  long blocks = 65536 / (regs8 * p.threads);
-                  if (blocks > 2048 / p.threads) blocks = 2048 / p.threads;
-                  if (blocks > 32) blocks = 32; /* resident blocks an SM takes */
-                  /* launch bounds at the residency the registers allow */
-                  if (mb != (blocks < 4 ? blocks : 4)) continue;
-                  const long res = blocks * p.threads;
-                  const double occ = res >= 1024 ? 1.0 : res / 1024.0;
-                  const double vec = p.nin >= 8 || p.nin * p.m >= 8 ? 1.0 : 0.9;
-                  const double coal = p.bc * p.nin >= 32 || p.bc * p.nin >= w->c ? 1.0 : 0.8;
-                  /* a warp along one row (lanes: channels, then columns),
-                   * blocks of 64 threads or more */
-                  const double row =
-                      p.bc * p.bw >= 32 || (long)p.bw * p.pix >= w->in[1] ? 1.0 : 0.85;
-                  const double lb = p.threads >= 64 ? row : 0.8 * row;
-                  const double score =
-                      used * kused * (all < 1 ? all : 1) * occ * vec * coal * lb / cost;
-                  if (!found || score > best) {
-                    *out = c;
-                    best = score;
-                    found = 1;
+    for (int id = 0; id < nd; id++)
+      for (int ic = 0; ic < N_OF(chans_s); ic++)
+        for (int ip = 0; ip < N_OF(pix_s); ip++)
+          for (int ir = 0; ir < N_OF(rows_s); ir++)
+            for (int ibc = 0; ibc < N_OF(block_cs); ibc++)
+              for (int ibw = 0; ibw < N_OF(block_ws); ibw++)
+                for (int ibh = 0; ibh < N_OF(block_hs); ibh++)
+                  for (int mb = 1; mb <= 4; mb++) {
+                    if (!(template_set_choice(s, &c, "chans", chans_s[ic]) &&
+                          template_set_choice(s, &c, "pix", pix_s[ip]) &&
+                          template_set_choice(s, &c, "rows", rows_s[ir]) &&
+                          template_set_choice(s, &c, "block_c", block_cs[ibc]) &&
+                          template_set_choice(s, &c, "block_w", block_ws[ibw]) &&
+                          template_set_choice(s, &c, "block_h", block_hs[ibh]) &&
+                          template_set_choice(s, &c, "staging", 0) &&
+                          template_set_choice(s, &c, "mac", mac) &&
+                          template_set_choice(s, &c, "blocks_per_sm", mb) &&
+                          (!is3d || template_set_choice(s, &c, "depths", depths_s[id]))))
+                      continue;
+                    if (!valid(w, s, &c, a, NULL)) continue;
+                    dplan p;
+                    make_plan(w, s, &c, &p);
+                    const double used = (double)p.m_total / (double)p.tiles_pix;
+                    const double kused = (double)w->k / (double)(p.grid_y * p.bc * p.chans);
+                    const double lpo = (double)p.loads / ((double)p.pix * p.rows * p.depths);
+                    const double cost = mac ? 9.0 + (double)g.ker[0] * g.ker[1] * kww + 0.75 * lpo
+                                            : 8.0 + 1.25 * lpo;
+                    const double all = (double)p.grid_x * p.grid_y * p.threads / (sms * 768.0);
+                    const long regs8 = (p.regs + 7) / 8 * 8;
+                    long blocks = 65536 / (regs8 * p.threads);
+                    if (blocks > 2048 / p.threads) blocks = 2048 / p.threads;
+                    if (blocks > 32) blocks = 32; /* resident blocks an SM takes */
+                    /* launch bounds at the residency the registers allow */
+                    if (mb != (blocks < 4 ? blocks : 4)) continue;
+                    const long res = blocks * p.threads;
+                    const double occ = res >= 1024 ? 1.0 : res / 1024.0;
+                    const double vec = p.nin >= 8 || p.nin * p.m >= 8 ? 1.0 : 0.9;
+                    const double coal = p.bc * p.nin >= 32 || p.bc * p.nin >= w->c ? 1.0 : 0.8;
+                    /* a warp along one row (lanes: channels, then columns),
+                     * blocks of 64 threads or more */
+                    const double row =
+                        p.bc * p.bw >= 32 || (long)p.bw * p.pix >= w->in[1] ? 1.0 : 0.85;
+                    const double lb = p.threads >= 64 ? row : 0.8 * row;
+                    const double score =
+                        used * kused * (all < 1 ? all : 1) * occ * vec * coal * lb / cost;
+                    if (!found || score > best) {
+                      *out = c;
+                      best = score;
+                      found = 1;
+                    }
                   }
-                }
   if (found) return 1;
   /* a layer too small or too large for those bounds: the first valid config */
   for (int ic = 0; ic < N_OF(chans_s); ic++)
@@ -307,7 +335,8 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
                 template_set_choice(s, &c, "block_w", block_ws[ibw]) &&
                 template_set_choice(s, &c, "block_h", block_hs[ibh]) &&
                 template_set_choice(s, &c, "staging", 0) && template_set_choice(s, &c, "mac", 0) &&
-                template_set_choice(s, &c, "blocks_per_sm", 1)))
+                template_set_choice(s, &c, "blocks_per_sm", 1) &&
+                (!is3d || template_set_choice(s, &c, "depths", 1))))
             continue;
           if (valid(w, s, &c, a, NULL)) {
             *out = c;

@@ -33,6 +33,19 @@
  * transposed and shifted word serves every output row that reads the
  * input row. The sums are int32 as the FP32 path's: the epilogue is the
  * same.
+ *
+ * DEPTHS (conv3d): a thread's outputs lie in DEPTHS consecutive output
+ * planes; each input row of the union of their windows is loaded and
+ * transposed once and feeds every plane and row whose taps read it (a
+ * 3x3x3 layer at depths 1 loads each input row for 3 output planes, in 3
+ * threads).
+ *
+ * The 8-bit epilogue's saturating form (RQ_SAT) leaves out the fast form's
+ * borrow where the clamp's lower end is at or above the zero point (ReLU):
+ * without it a value is still exact for v >= 0 (the borrow is 0) and at
+ * most zy for v < 0 (the value is non-decreasing in v and zy at v = 0), so
+ * max(y, lo) is lo either way (tests/test_quant.c checks it on the fast
+ * form's cases). Two instructions an output of about seven.
  */
 #include "quant.cuh"
 
@@ -58,6 +71,8 @@ static_assert(BLOCK_C >= 1 && BLOCK_C <= 32 && BLOCK_W >= 1 && BLOCK_W <= 32 && 
 static_assert(STAGING == 0 || STAGING == 1, "staging: 0 (direct) or 1 (shared memory)");
 static_assert(BLOCKS_PER_SM >= 1 && BLOCKS_PER_SM <= 4, "blocks_per_sm: 1 to 4");
 static_assert(CT_KR % CHANS == 0, "chans must divide K (one output vector a pixel)");
+static_assert(DEPTHS >= 1 && DEPTHS <= 4 && (DEPTHS == 1 || CT_OD > 1), "depths: 1 to 4 (conv3d)");
+static_assert(DEPTHS == 1 || STAGING == 0, "staging takes one output plane a thread");
 
 #define KVOL (CT_KD * CT_KH * CT_KW)
 static_assert(KVOL * 32640 < 4194304, "float sums exact and below 2^22: at most 128 taps");
@@ -87,6 +102,8 @@ __host__ __device__ constexpr int load_bytes() {
 #define SMEM_BYTES (STAGING ? (long)CT_KD * WHH * WWW * CWP : 0L)
 #define TWN        ((CT_OW + TILE_W - 1) / TILE_W)
 #define THN        ((CT_OH + TILE_H - 1) / TILE_H)
+#define TDN        ((CT_OD + DEPTHS - 1) / DEPTHS)
+#define ZROW       ((DEPTHS - 1) * CT_STR_D + (CT_KD - 1) * CT_DIL_D + 1) /* a thread's input planes */
 
 static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the block");
 static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the tile");
@@ -103,6 +120,13 @@ __host__ __device__ constexpr bool row_used(int y) {
   for (int r = 0; r < ROWS; r++) {
     const int d = y - r * CT_STR_H;
     if (d >= 0 && d % CT_DIL_H == 0 && d / CT_DIL_H < CT_KH) return true;
+  }
+  return false;
+}
+__host__ __device__ constexpr bool plane_used(int z) {
+  for (int d = 0; d < DEPTHS; d++) {
+    const int e = z - d * CT_STR_D;
+    if (e >= 0 && e % CT_DIL_D == 0 && e / CT_DIL_D < CT_KD) return true;
   }
   return false;
 }
@@ -175,69 +199,74 @@ __device__ __forceinline__ void transpose4(unsigned p0, unsigned p1, unsigned p2
 /* ctq_fast_value by PTX's mad.wide.s32: ptxas builds the C form's signed
  * 64-bit product here from IMAD.WIDE.U32, two IMADs for the signs and two
  * moves of the addend (10 instructions with the borrow and shift, 7 here). */
-__device__ __forceinline__ int fast_value(const ctq_fast &f, int v) {
+template <bool NB> __device__ __forceinline__ int fast_value(const ctq_fast &f, int v) {
   long long p;
   asm("mad.wide.s32 %0, %1, %2, %3;" : "=l"(p) : "r"(v), "r"(f.m), "l"((long long)f.add));
+  if (NB) return (int)(p >> 32) >> f.sh; /* lo >= zy: see the top */
   const unsigned borrow = ((unsigned)v & ~(unsigned)p) >> 31;
   return ((int)(p >> 32) - (int)borrow) >> f.sh;
 }
 
 /* The 8-bit epilogue of a thread's outputs (v: corrected sums), every pair
- * of channels in requant2's form RQ: one branch a thread, so that the
- * pixels' requantizations interleave (a branch per pair fenced each). */
-template <int RQ>
+ * of channels in requant2's form RQ (RQ_SAT without the borrow where NB):
+ * one branch a thread, so that the pixels' requantizations interleave (a
+ * branch per pair fenced each). */
+template <int RQ, bool NB>
 __device__ __forceinline__ void store8(void *__restrict__ out, const void *__restrict__ residual,
                                        const q_head &qh, const q_chan (&qc)[CHANS],
-                                       const int (&v)[ROWS][PIX][CHANS], long m0, int oh0, int ow0,
-                                       int k0) {
+                                       const int (&v)[DEPTHS][ROWS][PIX][CHANS], int n, int od0,
+                                       int oh0, int ow0, int k0) {
 #pragma unroll
-  for (int r = 0; r < ROWS; r++)
+  for (int d = 0; d < DEPTHS; d++)
 #pragma unroll
-    for (int p = 0; p < PIX; p++) {
-      const int oh = oh0 + r, ow = ow0 + p;
-      if (oh >= CT_OH || ow >= CT_OW) continue;
-      const long o = ((m0 + oh) * CT_OW + ow) * CT_KR + k0;
-      unsigned rb[CHANS / 4];
+    for (int r = 0; r < ROWS; r++)
 #pragma unroll
-      for (int i = 0; i < CHANS / 4; i++) rb[i] = 0;
-      if (CT_RES) {
-        const unsigned char *rp = (const unsigned char *)residual + o;
-        if (CHANS == 16) {
-          const uint4 q = *(const uint4 *)rp;
-          rb[0] = q.x, rb[CHANS > 4 ? 1 : 0] = q.y, rb[CHANS > 8 ? 2 : 0] = q.z,
-          rb[CHANS > 8 ? 3 : 0] = q.w;
-        } else if (CHANS == 8) {
-          const uint2 q = *(const uint2 *)rp;
-          rb[0] = q.x, rb[CHANS > 4 ? 1 : 0] = q.y;
-        } else {
-          rb[0] = *(const unsigned *)rp;
+      for (int p = 0; p < PIX; p++) {
+        const int od = od0 + d, oh = oh0 + r, ow = ow0 + p;
+        if (od >= CT_OD || oh >= CT_OH || ow >= CT_OW) continue;
+        const long m0 = ((long)n * CT_OD + od) * CT_OH; /* output row of (n, od, oh 0) */
+        const long o = ((m0 + oh) * CT_OW + ow) * CT_KR + k0;
+        unsigned rb[CHANS / 4];
+#pragma unroll
+        for (int i = 0; i < CHANS / 4; i++) rb[i] = 0;
+        if (CT_RES) {
+          const unsigned char *rp = (const unsigned char *)residual + o;
+          if (CHANS == 16) {
+            const uint4 q = *(const uint4 *)rp;
+            rb[0] = q.x, rb[CHANS > 4 ? 1 : 0] = q.y, rb[CHANS > 8 ? 2 : 0] = q.z,
+            rb[CHANS > 8 ? 3 : 0] = q.w;
+          } else if (CHANS == 8) {
+            const uint2 q = *(const uint2 *)rp;
+            rb[0] = q.x, rb[CHANS > 4 ? 1 : 0] = q.y;
+          } else {
+            rb[0] = *(const unsigned *)rp;
+          }
         }
-      }
-      /* pairs of channels: bytes 0, 1 of a requant2 word */
-      unsigned half[CHANS / 2];
+        /* pairs of channels: bytes 0, 1 of a requant2 word */
+        unsigned half[CHANS / 2];
 #pragma unroll
-      for (int j = 0; j < CHANS; j += 2) {
-        if (RQ == RQ_SAT && !CT_ONNX) { /* requant2's RQ_SAT */
-          const int y0 = fast_value(qc[j].f, v[r][p][j]),
-                    y1 = fast_value(qc[j + 1].f, v[r][p][j + 1]);
-          half[j / 2] = pack_sat2(y0 > qh.lo ? y0 : qh.lo, y1 > qh.lo ? y1 : qh.lo);
-        } else {
-          half[j / 2] = requant2<RQ>(qh, qc[j], qc[j + 1], v[r][p][j], v[r][p][j + 1],
-                                     rb[j / 4] >> (8 * (j % 4)));
+        for (int j = 0; j < CHANS; j += 2) {
+          if (RQ == RQ_SAT && !CT_ONNX) { /* requant2's RQ_SAT */
+            const int y0 = fast_value<NB>(qc[j].f, v[d][r][p][j]),
+                      y1 = fast_value<NB>(qc[j + 1].f, v[d][r][p][j + 1]);
+            half[j / 2] = pack_sat2(y0 > qh.lo ? y0 : qh.lo, y1 > qh.lo ? y1 : qh.lo);
+          } else {
+            half[j / 2] = requant2<RQ>(qh, qc[j], qc[j + 1], v[d][r][p][j], v[d][r][p][j + 1],
+                                       rb[j / 4] >> (8 * (j % 4)));
+          }
         }
-      }
-      unsigned w8[CHANS / 4];
+        unsigned w8[CHANS / 4];
 #pragma unroll
-      for (int i = 0; i < CHANS / 4; i++) w8[i] = join_halves(half[2 * i], half[2 * i + 1]);
-      unsigned char *op = (unsigned char *)out + o;
-      if (CHANS == 16)
-        *(uint4 *)op =
-            make_uint4(w8[0], w8[CHANS > 4 ? 1 : 0], w8[CHANS > 8 ? 2 : 0], w8[CHANS > 8 ? 3 : 0]);
-      else if (CHANS == 8)
-        *(uint2 *)op = make_uint2(w8[0], w8[CHANS > 4 ? 1 : 0]);
-      else
-        *(unsigned *)op = w8[0];
-    }
+        for (int i = 0; i < CHANS / 4; i++) w8[i] = join_halves(half[2 * i], half[2 * i + 1]);
+        unsigned char *op = (unsigned char *)out + o;
+        if (CHANS == 16)
+          *(uint4 *)op = make_uint4(w8[0], w8[CHANS > 4 ? 1 : 0], w8[CHANS > 8 ? 2 : 0],
+                                    w8[CHANS > 8 ? 3 : 0]);
+        else if (CHANS == 8)
+          *(uint2 *)op = make_uint2(w8[0], w8[CHANS > 4 ? 1 : 0]);
+        else
+          *(unsigned *)op = w8[0];
+      }
 }
 
 #endif
@@ -281,11 +310,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   const int tc = tid % BLOCK_C, txw = tid / BLOCK_C % BLOCK_W, tyh = tid / (BLOCK_C * BLOCK_W);
   const long bx = blockIdx.x;
   const int tw = (int)(bx % TWN), th = (int)(bx / TWN % THN),
-            od = (int)(bx / ((long)TWN * THN) % CT_OD);
-  const int n = (int)(bx / ((long)TWN * THN * CT_OD));
+            od0 = (int)(bx / ((long)TWN * THN) % TDN) * DEPTHS;
+  const int n = (int)(bx / ((long)TWN * THN * TDN));
   const int k0b = blockIdx.y * (BLOCK_C * CHANS), k0 = k0b + tc * CHANS;
   const int oh0 = th * TILE_H + tyh * ROWS, ow0 = tw * TILE_W + txw * PIX;
-  const int iz0 = od * CT_STR_D - CT_PAD_D, iy0 = oh0 * CT_STR_H - CT_PAD_H,
+  const int iz0 = od0 * CT_STR_D - CT_PAD_D, iy0 = oh0 * CT_STR_H - CT_PAD_H,
             ix0 = ow0 * CT_STR_W - CT_PAD_W;
   /* the filters and the params into L2 (l2_prefetch.cuh), by the first block */
   if (tid == 0 && bx == 0 && blockIdx.y == 0) {
@@ -363,8 +392,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   int off0[CHANS];
 #pragma unroll
   for (int j = 0; j < CHANS; j += 4) {
-    const int4 o = CT_OFF ? *(const int4 *)&params[CTQ_HEADER + CTQ_OFF * KP + k0 + j]
-                          : make_int4(0, 0, 0, 0);
+    const int4 o =
+        CT_OFF ? *(const int4 *)&params[CTQ_HEADER + CTQ_OFF * KP + k0 + j] : make_int4(0, 0, 0, 0);
     off0[j] = o.x, off0[j + 1] = o.y, off0[j + 2] = o.z, off0[j + 3] = o.w;
   }
 #else
@@ -383,23 +412,28 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   }
   typedef float acc_t;
 #endif
-  acc_t acc[ROWS][PIX][CHANS]; /* mac 1: int32 sums from off[k]; 0: exact float sums */
+  acc_t acc[DEPTHS][ROWS][PIX][CHANS]; /* mac 1: int32 sums from off[k]; 0: exact float sums */
 #pragma unroll
-  for (int r = 0; r < ROWS; r++)
+  for (int d = 0; d < DEPTHS; d++)
 #pragma unroll
-    for (int p = 0; p < PIX; p++)
+    for (int r = 0; r < ROWS; r++)
 #pragma unroll
-      for (int j = 0; j < CHANS; j++) {
+      for (int p = 0; p < PIX; p++)
+#pragma unroll
+        for (int j = 0; j < CHANS; j++) {
 #if MAC
-        acc[r][p][j] = off0[j];
+          acc[d][r][p][j] = off0[j];
 #else
-        acc[r][p][j] = 0.0f;
+          acc[d][r][p][j] = 0.0f;
 #endif
-      }
+        }
 
+        /* input plane z of the thread's window (depths 1: z = tz x dil, the
+         * staged window's plane tz) */
 #pragma unroll
-  for (int tz = 0; tz < CT_KD; tz++) {
-    const int iz = iz0 + tz * CT_DIL_D;
+  for (int z = 0; z < ZROW; z++) {
+    if (!plane_used(z)) continue;
+    const int iz = iz0 + z;
     const bool inz = iz >= 0 && iz < CT_ID;
 #pragma unroll
     for (int y = 0; y < HROW; y++) {
@@ -411,7 +445,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 #if STAGING
       const unsigned char *rowp =
           smem_raw +
-          ((long)(tz * WHH + tyh * ROWS * CT_STR_H + y) * WWW + txw * PIX * CT_STR_W) * CWP +
+          ((long)(z / CT_DIL_D * WHH + tyh * ROWS * CT_STR_H + y) * WWW + txw * PIX * CT_STR_W) *
+              CWP +
           tc * NIN;
 #else
       const unsigned char *rowp = data + (((long)n * CT_ID + iz) * CT_IH + iy) * CT_IW * DW_C;
@@ -466,17 +501,23 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 #pragma unroll
           for (int j = 0; j < CHANS; j++) xt[p][a][j] = bytes_at(xs[j], p * CT_STR_W + 4 * a, 4);
 #pragma unroll
-      for (int r = 0; r < ROWS; r++) {
-        const int dy = y - r * CT_STR_H;
-        if (dy < 0 || dy % CT_DIL_H || dy / CT_DIL_H >= CT_KH) continue;
+      for (int d = 0; d < DEPTHS; d++) {
+        const int dz = z - d * CT_STR_D;
+        if (dz < 0 || dz % CT_DIL_D || dz / CT_DIL_D >= CT_KD) continue;
+        const int tz = dz / CT_DIL_D;
 #pragma unroll
-        for (int p = 0; p < PIX; p++)
+        for (int r = 0; r < ROWS; r++) {
+          const int dy = y - r * CT_STR_H;
+          if (dy < 0 || dy % CT_DIL_H || dy / CT_DIL_H >= CT_KH) continue;
 #pragma unroll
-          for (int a = 0; a < KWW; a++)
+          for (int p = 0; p < PIX; p++)
 #pragma unroll
-            for (int j = 0; j < CHANS; j++)
-              acc[r][p][j] =
-                  dp4a_data(xt[p][a][j], wq[j][tz * CT_KH + dy / CT_DIL_H][a], acc[r][p][j]);
+            for (int a = 0; a < KWW; a++)
+#pragma unroll
+              for (int j = 0; j < CHANS; j++)
+                acc[d][r][p][j] =
+                    dp4a_data(xt[p][a][j], wq[j][tz * CT_KH + dy / CT_DIL_H][a], acc[d][r][p][j]);
+        }
       }
 #else
 #pragma unroll
@@ -491,17 +532,22 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
             xf[4 * i + b] = byte_float(v, b) - BYTE_BIAS; /* exact: both below 2^24 */
         }
 #pragma unroll
-        for (int r = 0; r < ROWS; r++) {
-          const int dy = y - r * CT_STR_H;
-          if (dy < 0 || dy % CT_DIL_H || dy / CT_DIL_H >= CT_KH) continue;
+        for (int d = 0; d < DEPTHS; d++) {
+          const int dz = z - d * CT_STR_D;
+          if (dz < 0 || dz % CT_DIL_D || dz / CT_DIL_D >= CT_KD) continue;
 #pragma unroll
-          for (int p = 0; p < PIX; p++) {
-            const int dx = x - p * CT_STR_W;
-            if (dx < 0 || dx % CT_DIL_W || dx / CT_DIL_W >= CT_KW) continue;
-            const int t = (tz * CT_KH + dy / CT_DIL_H) * CT_KW + dx / CT_DIL_W;
+          for (int r = 0; r < ROWS; r++) {
+            const int dy = y - r * CT_STR_H;
+            if (dy < 0 || dy % CT_DIL_H || dy / CT_DIL_H >= CT_KH) continue;
 #pragma unroll
-            for (int j = 0; j < CHANS; j++)
-              acc[r][p][j] = __fmaf_rn(xf[SLOT(j)], wf[j][t], acc[r][p][j]);
+            for (int p = 0; p < PIX; p++) {
+              const int dx = x - p * CT_STR_W;
+              if (dx < 0 || dx % CT_DIL_W || dx / CT_DIL_W >= CT_KW) continue;
+              const int t = (dz / CT_DIL_D * CT_KH + dy / CT_DIL_H) * CT_KW + dx / CT_DIL_W;
+#pragma unroll
+              for (int j = 0; j < CHANS; j++)
+                acc[d][r][p][j] = __fmaf_rn(xf[SLOT(j)], wf[j][t], acc[d][r][p][j]);
+            }
           }
         }
       }
@@ -513,49 +559,60 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   /* acc + 1.5 x 2^23 holds the exact sum (|acc| < 2^22) at 0x4B400000 +
    * sum: the bias 0x4B400000 comes off with the folded offset, one IADD */
   const q_head qh = load_head(params);
-  const long m0 = ((long)n * CT_OD + od) * CT_OH; /* output row of (n, od, oh 0) */
-  int v[ROWS][PIX][CHANS];
+  int v[DEPTHS][ROWS][PIX][CHANS];
   q_chan qc[CHANS];
   load_chans(params, qh, k0, qc);
 #pragma unroll
   for (int j = 0; j < CHANS; j++) {
 #if MAC
 #pragma unroll
-    for (int r = 0; r < ROWS; r++)
+    for (int d = 0; d < DEPTHS; d++)
 #pragma unroll
-      for (int p = 0; p < PIX; p++) v[r][p][j] = acc[r][p][j]; /* corrected(): seeded with off */
+      for (int r = 0; r < ROWS; r++)
+#pragma unroll
+        for (int p = 0; p < PIX; p++)
+          v[d][r][p][j] = acc[d][r][p][j]; /* corrected(): seeded with off */
 #else
     const unsigned off = (unsigned)qc[j].off - 0x4B400000u; /* corrected(): acc + off[k] */
 #pragma unroll
-    for (int r = 0; r < ROWS; r++)
+    for (int d = 0; d < DEPTHS; d++)
 #pragma unroll
-      for (int p = 0; p < PIX; p++)
-        v[r][p][j] = (int)((unsigned)__float_as_int(acc[r][p][j] + 12582912.0f) + off);
+      for (int r = 0; r < ROWS; r++)
+#pragma unroll
+        for (int p = 0; p < PIX; p++)
+          v[d][r][p][j] = (int)((unsigned)__float_as_int(acc[d][r][p][j] + 12582912.0f) + off);
 #endif
   }
 #if CT_OUT == 0
   (void)residual, (void)qh;
 #pragma unroll
-  for (int r = 0; r < ROWS; r++)
+  for (int d = 0; d < DEPTHS; d++)
 #pragma unroll
-    for (int p = 0; p < PIX; p++) {
-      const int oh = oh0 + r, ow = ow0 + p;
-      if (oh >= CT_OH || ow >= CT_OW) continue;
-      int4 *o = (int4 *)((int *)out + ((m0 + oh) * CT_OW + ow) * CT_KR + k0);
+    for (int r = 0; r < ROWS; r++)
 #pragma unroll
-      for (int j = 0; j < CHANS; j += 4)
-        o[j / 4] = make_int4(v[r][p][j], v[r][p][j + 1], v[r][p][j + 2], v[r][p][j + 3]);
-    }
+      for (int p = 0; p < PIX; p++) {
+        const int od = od0 + d, oh = oh0 + r, ow = ow0 + p;
+        if (od >= CT_OD || oh >= CT_OH || ow >= CT_OW) continue;
+        const long m0 = ((long)n * CT_OD + od) * CT_OH; /* output row of (n, od, oh 0) */
+        int4 *o = (int4 *)((int *)out + ((m0 + oh) * CT_OW + ow) * CT_KR + k0);
+#pragma unroll
+        for (int j = 0; j < CHANS; j += 4)
+          o[j / 4] =
+              make_int4(v[d][r][p][j], v[d][r][p][j + 1], v[d][r][p][j + 2], v[d][r][p][j + 3]);
+      }
 #else
-  /* the fast forms where all the thread's channels take them */
+  /* the fast forms where all the thread's channels take them; the
+   * saturating one without the borrow where lo >= zy (the top) */
   bool fast = true;
 #pragma unroll
   for (int j = 0; j < CHANS; j++) fast = fast && qc[j].f.ok;
-  if (fast && qh.sat)
-    store8<RQ_SAT>(out, residual, qh, qc, v, m0, oh0, ow0, k0);
+  if (fast && qh.sat && qh.lo >= qh.zp)
+    store8<RQ_SAT, true>(out, residual, qh, qc, v, n, od0, oh0, ow0, k0);
+  else if (fast && qh.sat)
+    store8<RQ_SAT, false>(out, residual, qh, qc, v, n, od0, oh0, ow0, k0);
   else if (fast)
-    store8<RQ_FAST>(out, residual, qh, qc, v, m0, oh0, ow0, k0);
+    store8<RQ_FAST, false>(out, residual, qh, qc, v, n, od0, oh0, ow0, k0);
   else
-    store8<RQ_GENERAL>(out, residual, qh, qc, v, m0, oh0, ow0, k0);
+    store8<RQ_GENERAL, false>(out, residual, qh, qc, v, n, od0, oh0, ow0, k0);
 #endif
 }

@@ -60,7 +60,8 @@ END_TEST
 
 /* Depthwise 3x3, 5x5 s2, multipliers 2, 3 (mode 2) and 8 (mode 1), 3D,
  * dilation, a non-square kernel with odd sizes and stride along W only,
- * 7x7, 1x1. */
+ * 7x7, 1x1; 3D with stride 2 and dilation 2 along depth (depths 2 and 4
+ * then read planes with gaps and tails). */
 static ct_workload case_shape(int i) {
   ct_workload w;
   switch (i) {
@@ -86,11 +87,19 @@ static ct_workload case_shape(int i) {
     return w;
   case 8:
     return dw_shape(0, 1, 8, 1, 10, 7, 1, 3);
+  case 10:
+    w = dw_shape(1, 1, 8, 1, 6, 3, 1, 1);
+    w.in[0] = 11, w.stride[0] = 2;
+    return w;
+  case 11:
+    w = dw_shape(1, 2, 4, 1, 5, 3, 1, 1);
+    w.in[0] = 9, w.dilation[0] = 2, w.pad_before[0] = 2, w.pad_after[0] = 1;
+    return w;
   default:
     return dw_shape(0, 2, 16, 1, 5, 1, 1, 0);
   }
 }
-#define N_CASES 10
+#define N_CASES 12
 
 static float bits_float(uint32_t b) {
   float f;
@@ -117,7 +126,8 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
   const int CH = space_get(s, cfg, "chans", 8), PIX = space_get(s, cfg, "pix", 4),
             ROWS = space_get(s, cfg, "rows", 2), BC = space_get(s, cfg, "block_c", 4),
             BW = space_get(s, cfg, "block_w", 8), BH = space_get(s, cfg, "block_h", 4),
-            ST = space_get(s, cfg, "staging", 0), MAC = space_get(s, cfg, "mac", 0);
+            ST = space_get(s, cfg, "staging", 0), MAC = space_get(s, cfg, "mac", 0),
+            DEP = space_get(s, cfg, "depths", 1);
   const long C = w->c, K = w->k, M = K / C, KVOL = g.ker[0] * g.ker[1] * g.ker[2];
   const int MODE = CH % M == 0 ? 0 : M % CH == 0 ? 1 : 2;
   const int NIN = MODE == 0 ? CH / (int)M : MODE == 1 ? 1 : CH;
@@ -129,8 +139,10 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
   const long WWW = (TILE_W - 1) * g.str[2] + (g.ker[2] - 1) * g.dil[2] + 1;
   const long WHH = (TILE_H - 1) * g.str[1] + (g.ker[1] - 1) * g.dil[1] + 1;
   const long CWB = (long)BC * NIN, CWP = (CWB + 15) / 16 * 16;
-  const long TWN = (g.out[2] + TILE_W - 1) / TILE_W, THN = (g.out[1] + TILE_H - 1) / TILE_H;
-  const long gx = g.n * g.out[0] * THN * TWN, gy = (K + BC * CH - 1) / (BC * CH);
+  const long ZROW = (DEP - 1) * g.str[0] + (g.ker[0] - 1) * g.dil[0] + 1;
+  const long TWN = (g.out[2] + TILE_W - 1) / TILE_W, THN = (g.out[1] + TILE_H - 1) / TILE_H,
+             TDN = (g.out[0] + DEP - 1) / DEP;
+  const long gx = g.n * TDN * THN * TWN, gy = (K + BC * CH - 1) / (BC * CH);
   const int zx = w->epi.data_zero_point ? params[CTQ_PAD_WORD] & 0xff : 0;
   const int u8 = w->data_type == CT_DTYPE_UINT8;
   const int kp = (int)((K + 3) / 4 * 4);
@@ -138,10 +150,11 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
   unsigned char *smem = malloc(smem_n);
   for (long bx = 0; bx < gx; bx++)
     for (long by = 0; by < gy; by++) {
-      const long tw = bx % TWN, th = bx / TWN % THN, od = bx / (TWN * THN) % g.out[0];
-      const long n = bx / (TWN * THN * g.out[0]);
+      const long tw = bx % TWN, th = bx / TWN % THN, od0 = bx / (TWN * THN) % TDN * DEP;
+      const long n = bx / (TWN * THN * TDN);
       const long k0b = by * BC * CH;
-      const long iz0 = od * g.str[0] - g.pb[0];
+      const long iz0 = od0 * g.str[0] - g.pb[0];
+      ck_assert(!ST || DEP == 1);
       if (ST) { /* the block's copy loop */
         memset(smem, 0xee, smem_n);
         const long y0 = th * TILE_H * g.str[1] - g.pb[1], x0 = tw * TILE_W * g.str[2] - g.pb[2];
@@ -165,13 +178,20 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
                    ow0 = tw * TILE_W + txw * PIX;
         const long iy0 = oh0 * g.str[1] - g.pb[1], ix0 = ow0 * g.str[2] - g.pb[2];
         if (k0 >= K) continue;
-        float acc[8][8][16];
+        static float acc[4][8][8][16];
         memset(acc, 0, sizeof acc);
-        int32_t iacc[8][8][16]; /* mac 1 */
+        static int32_t iacc[4][8][8][16]; /* mac 1 */
         memset(iacc, 0, sizeof iacc);
         const long KWW = (g.ker[2] + 3) / 4, XB = ((PIX - 1) * g.str[2] + 3) / 4 + KWW;
-        for (long tz = 0; tz < g.ker[0]; tz++) {
-          const long iz = iz0 + tz * g.dil[0];
+        for (long z = 0; z < ZROW; z++) {
+          /* the planes any of the thread's output planes reads (plane_used) */
+          int zu = 0;
+          for (int d = 0; d < DEP; d++) {
+            const long dz = z - d * g.str[0];
+            zu |= dz >= 0 && dz % g.dil[0] == 0 && dz / g.dil[0] < g.ker[0];
+          }
+          if (!zu) continue;
+          const long iz = iz0 + z;
           for (long y = 0; y < HROW; y++) {
             const long iy = iy0 + y;
             /* mac 1: the row's channel streams, xs[j][x] (4 * XB bytes, zero
@@ -185,7 +205,7 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
                 *bad += c >= C;
                 if (ST) {
                   const long sy = tyh * ROWS * g.str[1] + y, sx = txw * PIX * g.str[2] + xc;
-                  const long a = ((tz * WHH + sy) * WWW + sx) * CWP + tc * NIN + i;
+                  const long a = ((z / g.dil[0] * WHH + sy) * WWW + sx) * CWP + tc * NIN + i;
                   *bad += !(sy < WHH && sx < WWW && tc * NIN + i < CWB);
                   xb[i] = a < smem_n ? smem[a] : 0;
                 } else {
@@ -205,60 +225,72 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
                 for (int j = 0; j < CH && used; j++) xs[j][xc] = xb[j];
                 continue;
               }
-              for (int r = 0; r < ROWS; r++) {
-                const long dy = y - r * g.str[1];
-                if (dy < 0 || dy % g.dil[1] || dy / g.dil[1] >= g.ker[1]) continue;
-                for (int p = 0; p < PIX; p++) {
-                  const long dx = xc - p * g.str[2];
-                  if (dx < 0 || dx % g.dil[2] || dx / g.dil[2] >= g.ker[2]) continue;
-                  const long t = (tz * g.ker[1] + dy / g.dil[1]) * g.ker[2] + dx / g.dil[2];
-                  for (int j = 0; j < CH; j++) {
-                    const int slot = MODE == 0 ? j / (int)M : MODE == 1 ? 0 : j;
-                    /* byte_float: 0x4B0000bb, then the bias off */
-                    const unsigned bb = u8 ? xb[slot] : xb[slot] ^ 0x80u;
-                    const float xf = bits_float(0x4B000000u | bb) - (u8 ? 8388608.0f : 8388736.0f);
-                    acc[r][p][j] = fmaf(xf, (float)wt[(k0 + j) * KVOL + t], acc[r][p][j]);
+              for (int d = 0; d < DEP; d++) {
+                const long dz = z - d * g.str[0];
+                if (dz < 0 || dz % g.dil[0] || dz / g.dil[0] >= g.ker[0]) continue;
+                for (int r = 0; r < ROWS; r++) {
+                  const long dy = y - r * g.str[1];
+                  if (dy < 0 || dy % g.dil[1] || dy / g.dil[1] >= g.ker[1]) continue;
+                  for (int p = 0; p < PIX; p++) {
+                    const long dx = xc - p * g.str[2];
+                    if (dx < 0 || dx % g.dil[2] || dx / g.dil[2] >= g.ker[2]) continue;
+                    const long t =
+                        (dz / g.dil[0] * g.ker[1] + dy / g.dil[1]) * g.ker[2] + dx / g.dil[2];
+                    for (int j = 0; j < CH; j++) {
+                      const int slot = MODE == 0 ? j / (int)M : MODE == 1 ? 0 : j;
+                      /* byte_float: 0x4B0000bb, then the bias off */
+                      const unsigned bb = u8 ? xb[slot] : xb[slot] ^ 0x80u;
+                      const float xf =
+                          bits_float(0x4B000000u | bb) - (u8 ? 8388608.0f : 8388736.0f);
+                      acc[d][r][p][j] = fmaf(xf, (float)wt[(k0 + j) * KVOL + t], acc[d][r][p][j]);
+                    }
                   }
                 }
               }
             }
             if (!MAC) continue;
             ck_assert_int_le(4 * XB, 64);
-            for (int r = 0; r < ROWS; r++) {
-              const long dy = y - r * g.str[1];
-              if (dy < 0 || dy % g.dil[1] || dy / g.dil[1] >= g.ker[1]) continue;
-              for (int p = 0; p < PIX; p++)
-                for (long a = 0; a < KWW; a++)
-                  for (int j = 0; j < CH; j++)
-                    for (int b = 0; b < 4; b++) { /* dp4a: the word at p * SW + 4a */
-                      const long kx = 4 * a + b, o = p * g.str[2] + kx;
-                      *bad += o >= 4 * XB;
-                      const int xv = u8 ? xs[j][o] : (signed char)xs[j][o];
-                      const int wv = kx < g.ker[2]
-                                         ? wt[(k0 + j) * KVOL +
-                                              (tz * g.ker[1] + dy / g.dil[1]) * g.ker[2] + kx]
-                                         : 0;
-                      iacc[r][p][j] += xv * wv;
-                    }
+            for (int d = 0; d < DEP; d++) {
+              const long dz = z - d * g.str[0];
+              if (dz < 0 || dz % g.dil[0] || dz / g.dil[0] >= g.ker[0]) continue;
+              for (int r = 0; r < ROWS; r++) {
+                const long dy = y - r * g.str[1];
+                if (dy < 0 || dy % g.dil[1] || dy / g.dil[1] >= g.ker[1]) continue;
+                for (int p = 0; p < PIX; p++)
+                  for (long a = 0; a < KWW; a++)
+                    for (int j = 0; j < CH; j++)
+                      for (int b = 0; b < 4; b++) { /* dp4a: the word at p * SW + 4a */
+                        const long kx = 4 * a + b, o = p * g.str[2] + kx;
+                        *bad += o >= 4 * XB;
+                        const int xv = u8 ? xs[j][o] : (signed char)xs[j][o];
+                        const int wv =
+                            kx < g.ker[2]
+                                ? wt[(k0 + j) * KVOL +
+                                     (dz / g.dil[0] * g.ker[1] + dy / g.dil[1]) * g.ker[2] + kx]
+                                : 0;
+                        iacc[d][r][p][j] += xv * wv;
+                      }
+              }
             }
           }
         }
-        for (int r = 0; r < ROWS; r++)
-          for (int p = 0; p < PIX; p++) {
-            const long oh = oh0 + r, ow = ow0 + p;
-            if (oh >= g.out[1] || ow >= g.out[2]) continue;
-            for (int j = 0; j < CH; j++) {
-              const long k = k0 + j;
-              const uint32_t off = w->epi.bias || w->epi.data_zero_point
-                                       ? (uint32_t)params[CTQ_HEADER + CTQ_OFF * kp + k]
-                                       : 0;
-              const int32_t v =
-                  MAC ? (int32_t)((uint32_t)iacc[r][p][j] + off)
-                      : (int32_t)(float_bits(acc[r][p][j] + 12582912.0f) + (off - 0x4B400000u));
-              const long o = (((n * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow) * K + k;
-              emulated_store(w, params, o, k, v, res, out, writes);
+        for (int d = 0; d < DEP; d++)
+          for (int r = 0; r < ROWS; r++)
+            for (int p = 0; p < PIX; p++) {
+              const long od = od0 + d, oh = oh0 + r, ow = ow0 + p;
+              if (od >= g.out[0] || oh >= g.out[1] || ow >= g.out[2]) continue;
+              for (int j = 0; j < CH; j++) {
+                const long k = k0 + j;
+                const uint32_t off = w->epi.bias || w->epi.data_zero_point
+                                         ? (uint32_t)params[CTQ_HEADER + CTQ_OFF * kp + k]
+                                         : 0;
+                const int32_t v = MAC ? (int32_t)((uint32_t)iacc[d][r][p][j] + off)
+                                      : (int32_t)(float_bits(acc[d][r][p][j] + 12582912.0f) +
+                                                  (off - 0x4B400000u));
+                const long o = (((n * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow) * K + k;
+                emulated_store(w, params, o, k, v, res, out, writes);
+              }
             }
-          }
       }
     }
   free(smem);
@@ -358,30 +390,34 @@ START_TEST(tiles_fit_the_mobile_sizes) {
 END_TEST
 
 /* mac 1 on the depthwise shapes that ship (MobileNetV2's 3x3, EfficientNet's
- * 5x5 stride 2, CSN's 3x3x3), at the widest tiles its knobs allow: valid,
- * and compiled for sm_90 without spills. */
+ * 5x5 stride 2, CSN's 3x3x3), at the widest tiles its knobs allow (CSN's
+ * also with 2 and 4 output planes a thread): valid, and compiled for sm_90
+ * without spills. */
 START_TEST(mac1_compiles_without_spills) {
   static const int shapes[][5] = {{0, 144, 56, 3, 1}, {0, 144, 56, 5, 2}, {1, 64, 14, 3, 1}};
   /* chans, pix, rows; 5x5's and 3x3x3's filters of 16 channels alone take
    * 160 and 144 registers */
-  static const int tiles[][3] = {{4, 4, 8}, {8, 2, 4}, {16, 2, 2}}, narrow[3] = {4, 2, 8};
+  static const int tiles[][4] = {{4, 4, 8, 1}, {8, 2, 4, 1}, {16, 2, 2, 1}},
+                   narrow[4] = {4, 2, 8, 1}, deep[][4] = {{4, 2, 4, 2}, {4, 1, 4, 4}};
   arch a;
   ck_assert_int_eq(arch_from_name("sm_90", &a, NULL), CT_OK);
   for (int si = 0; si < 3; si++)
-    for (int ti = 0; ti < 3; ti++) {
+    for (int ti = 0; ti < (si == 2 ? 5 : 3); ti++) {
       const ct_workload w = dw_shape(shapes[si][0], 32, shapes[si][1], 1, shapes[si][2],
                                      shapes[si][3], shapes[si][4], shapes[si][3] / 2);
       const template_desc *tpl = tpl_of(&w);
       space sp;
       space_init(&sp);
       ck_assert_int_eq(tpl->space(&w, &sp, NULL), CT_OK);
-      const int *t = si > 0 && ti == 2 ? narrow : tiles[ti];
+      const int *t = ti > 2 ? deep[ti - 3] : si > 0 && ti == 2 ? narrow : tiles[ti];
       config c;
       ck_assert(tpl->preferred(&w, &sp, &a, &c));
       ck_assert(template_set_choice(&sp, &c, "mac", 1));
       ck_assert(template_set_choice(&sp, &c, "chans", t[0]));
       ck_assert(template_set_choice(&sp, &c, "pix", t[1]));
       ck_assert(template_set_choice(&sp, &c, "rows", t[2]));
+      ck_assert(shapes[si][0] ? template_set_choice(&sp, &c, "depths", t[3]) : t[3] == 1);
+      ck_assert(template_set_choice(&sp, &c, "staging", 0));
       ck_assert(template_set_choice(&sp, &c, "blocks_per_sm", 1));
       ck_assert(template_set_choice(&sp, &c, "block_c", 4));
       ck_assert(template_set_choice(&sp, &c, "block_w", 4));

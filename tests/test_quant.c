@@ -167,6 +167,24 @@ static int32_t fast_sat_no_lo(ctq_fast f, int32_t v, int32_t lo, int32_t hi, int
   return ctq_requant_fast(f, v, lo, hi, has_res, r, rm, rshift, rzp);
 }
 
+/* conv_dw_nhwc.cuh's saturating form without the borrow (fast_value<true>)
+ * where the clamp's lower end is at or above the zero point and there is
+ * no residual: the value is non-decreasing in v and zy at v = 0, so for v <
+ * 0 it stays at most zy <= lo and the clamp gives lo as with the borrow.
+ * n_nb counts the cases it took; lo_slack 1 is a wrong variant that also
+ * takes lo = zy - 1. */
+static int64_t n_nb;
+static int lo_slack;
+static int32_t fast_nb(ctq_fast f, int32_t v, int32_t lo, int32_t hi, int has_res, int32_t r,
+                       int32_t rm, int rshift, int32_t rzp) {
+  const int32_t zy = (int32_t)((f.add >> 31) >> f.sh >> 1); /* A's w = (2 zy + 1) 2^(e-1) */
+  if (has_res || lo < zy - lo_slack)
+    return ctq_requant_fast(f, v, lo, hi, has_res, r, rm, rshift, rzp);
+  n_nb++;
+  const int32_t y = (int32_t)(((int64_t)v * f.m + f.add) >> 32) >> f.sh;
+  return y < lo ? lo : y > hi ? hi : y;
+}
+
 static int fast_ok(int32_t m, int shift, int32_t zy, int32_t lo, int32_t hi) {
   return ctq_fast_make(m, shift, zy, ctq_fast_head(zy, lo, hi)).ok;
 }
@@ -425,6 +443,31 @@ START_TEST(requant_fast_sat_equals_requant) {
   ck_assert_int_eq(ctq_sat_head(-129, 127, 0), 0); /* lo below the type */
   ck_assert_int_eq(ctq_sat_head(-1, 255, 1), 0);
   ck_assert_int_eq(ctq_sat_head(128, 127, 0), 0); /* lo > hi */
+}
+END_TEST
+
+/* The fast form without its borrow (the depthwise kernel's RQ_SAT where lo
+ * >= zy) equals ctq_requant on the same kinds of cases where it applies,
+ * 6 million of them random; taking it one step below (lo = zy - 1) fails
+ * them. */
+START_TEST(requant_fast_nb_equals_requant) {
+  rq_stats s;
+  memset(&s, 0, sizeof s);
+  n_nb = 0, lo_slack = 0;
+  rq_run(&s, fast_nb, 6000000);
+  const rq *b = &s.first_bad;
+  if (s.n_bad)
+    ck_abort_msg("%lld of %lld fast cases differ; first: x %d m %d shift %d zy %d lo %d hi %d "
+                 "res %d: ctq_requant %d, without the borrow %d",
+                 (long long)s.n_bad, (long long)s.n_fast, b->x, b->m, b->shift, b->zy, b->lo, b->hi,
+                 b->has_res, s.want, s.got);
+  ck_assert_int_gt(n_nb, s.n / 5);
+  rq_stats w;
+  memset(&w, 0, sizeof w);
+  lo_slack = 1;
+  rq_run(&w, fast_nb, 0);
+  lo_slack = 0;
+  ck_assert_msg(w.n_bad > 0, "the borrow-free form below the zero point passes");
 }
 END_TEST
 
@@ -1645,15 +1688,18 @@ START_TEST(zpad_classes_correct_zero_filled_padding) {
                 }
                 if (!in) continue; /* TMA's zeros */
                 for (int64_t c = 0; c < g.c; c++) {
-                  const uint8_t b = t.data[(((n * g.in[0] + at[0]) * g.in[1] + at[1]) * g.in[2] +
-                                            at[2]) * g.c + c];
+                  const uint8_t b =
+                      t.data[(((n * g.in[0] + at[0]) * g.in[1] + at[1]) * g.in[2] + at[2]) * g.c +
+                             c];
                   const int32_t x = w.data_type == CT_DTYPE_UINT8 ? b : (int8_t)b;
                   acc += (uint32_t)(x * t.weights[(k * taps + tap) * g.c + c]);
                 }
               }
               acc += (uint32_t)params[CTQ_HEADER + CTQ_OFF * kp + k];
-              if (!inner) acc += (uint32_t)params[CTQ_HEADER + (CTQ_ARRAYS + cls) * kp + k];
-              else ck_assert_int_eq(params[CTQ_HEADER + (CTQ_ARRAYS + cls) * kp + k], 0);
+              if (!inner)
+                acc += (uint32_t)params[CTQ_HEADER + (CTQ_ARRAYS + cls) * kp + k];
+              else
+                ck_assert_int_eq(params[CTQ_HEADER + (CTQ_ARRAYS + cls) * kp + k], 0);
               const int64_t at = (((n * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow) * g.k + k;
               char key[CT_KEY_MAX];
               if ((int32_t)acc != want[at])
@@ -1712,8 +1758,7 @@ START_TEST(zpad_classes_of_known_layers) {
   for (int d = 0; d < 3; d++) w.in[d] = 8, w.kernel[d] = 3, w.pad_before[d] = w.pad_after[d] = 1;
   ck_assert_int_eq(quant_zpad_classes(&w), 27);
   /* past CTZ_MAX_CLASSES: no table (the wgmma templates refuse the layer) */
-  for (int d = 0; d < 3; d++)
-    w.in[d] = 64, w.kernel[d] = 17, w.pad_before[d] = w.pad_after[d] = 8;
+  for (int d = 0; d < 3; d++) w.in[d] = 64, w.kernel[d] = 17, w.pad_before[d] = w.pad_after[d] = 8;
   ck_assert_int_eq(quant_zpad_classes(&w), 0);
 }
 END_TEST
@@ -2035,6 +2080,7 @@ static void add_quant(TCase *tc) {
   tcase_add_test(tc, fixed_point_matches_slow_forms);
   tcase_add_test(tc, requant_fast_equals_requant);
   tcase_add_test(tc, requant_fast_sat_equals_requant);
+  tcase_add_test(tc, requant_fast_nb_equals_requant);
   tcase_add_test(tc, checks_name_the_field);
   tcase_add_test(tc, onnx_quantize_equals_the_spec);
   tcase_add_test(tc, onnx_add_equals_the_spec);
