@@ -358,7 +358,12 @@ dwsan)
   csan conv2d_nhwc_dw $K2 '{"chans":8,"pix":2,"rows":4,"block_c":2,"block_w":4,"block_h":4,"staging":1,'"$D"'}' memcheck initcheck racecheck synccheck
   csan conv2d_nhwc_dw $K2Z '{"chans":4,"pix":2,"rows":2,"block_c":2,"block_w":4,"block_h":4,"staging":0,'"$D"'}' memcheck initcheck
   csan conv2d_nhwc_dw $K2Z '{"chans":8,"pix":2,"rows":2,"block_c":2,"block_w":4,"block_h":4,"staging":1,'"$D"'}' memcheck initcheck racecheck
-  csan conv3d_ndhwc_dw $K3 '{"chans":4,"pix":2,"rows":4,"block_c":8,"block_w":2,"block_h":2,"staging":0,'"$D"'}' memcheck initcheck
+  csan conv3d_ndhwc_dw $K3 '{"chans":4,"pix":2,"rows":4,"block_c":8,"block_w":2,"block_h":2,"staging":0,"depths":1,'"$D"'}' memcheck initcheck
+  # depths 2 and 4: 7 output planes (a tail tile), and stride 2 along depth; int8 output
+  K3T=conv3d-ndhwc-i8.i8.i8-n2-c32-k32-7x9x9-r3x3x3-s1x1x1-p1x1x1.1x1x1-d1x1x1-bias-qc-g32
+  K3S=conv3d-ndhwc-u8.i8.u8-n2-c32-k32-7x9x9-r3x3x3-s2x2x2-p1x1x1.1x1x1-d1x1x1-zd-bias-qc-res-g32
+  csan conv3d_ndhwc_dw $K3T '{"chans":4,"pix":2,"rows":2,"block_c":8,"block_w":2,"block_h":2,"staging":0,"depths":4,'"$D"'}' memcheck initcheck
+  csan conv3d_ndhwc_dw $K3S '{"chans":4,"pix":1,"rows":4,"block_c":8,"block_w":4,"block_h":1,"staging":0,"depths":2,'"$D"'}' memcheck initcheck
   # 7 rows a thread, 12 threads along channels
   csan conv2d_nhwc_dw $K2 '{"chans":4,"pix":2,"rows":7,"block_c":12,"block_w":8,"block_h":1,"staging":0,'"$D"'}' memcheck initcheck ;;
 pw)
