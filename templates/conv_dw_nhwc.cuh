@@ -195,6 +195,18 @@ __device__ __forceinline__ void transpose4(unsigned p0, unsigned p1, unsigned p2
   c2 = __byte_perm(t1, t3, 0x5410u), c3 = __byte_perm(t1, t3, 0x7632u);
 }
 
+/* Whether plane d, row r, column p of a thread's tile (its first at od0,
+ * oh0, ow0 of image n) lies in the layer, and then its output element at
+ * channel k0 in o. */
+__device__ __forceinline__ bool out_at(int n, int od0, int oh0, int ow0, int d, int r, int p,
+                                       int k0, long &o) {
+  const int od = od0 + d, oh = oh0 + r, ow = ow0 + p;
+  if (od >= CT_OD || oh >= CT_OH || ow >= CT_OW) return false;
+  const long m0 = ((long)n * CT_OD + od) * CT_OH; /* output row of (n, od, oh 0) */
+  o = ((m0 + oh) * CT_OW + ow) * CT_KR + k0;
+  return true;
+}
+
 #if CT_OUT != 0
 /* ctq_fast_value by PTX's mad.wide.s32: ptxas builds the C form's signed
  * 64-bit product here from IMAD.WIDE.U32, two IMADs for the signs and two
@@ -222,10 +234,8 @@ __device__ __forceinline__ void store8(void *__restrict__ out, const void *__res
     for (int r = 0; r < ROWS; r++)
 #pragma unroll
       for (int p = 0; p < PIX; p++) {
-        const int od = od0 + d, oh = oh0 + r, ow = ow0 + p;
-        if (od >= CT_OD || oh >= CT_OH || ow >= CT_OW) continue;
-        const long m0 = ((long)n * CT_OD + od) * CT_OH; /* output row of (n, od, oh 0) */
-        const long o = ((m0 + oh) * CT_OW + ow) * CT_KR + k0;
+        long o;
+        if (!out_at(n, od0, oh0, ow0, d, r, p, k0, o)) continue;
         unsigned rb[CHANS / 4];
 #pragma unroll
         for (int i = 0; i < CHANS / 4; i++) rb[i] = 0;
@@ -591,10 +601,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     for (int r = 0; r < ROWS; r++)
 #pragma unroll
       for (int p = 0; p < PIX; p++) {
-        const int od = od0 + d, oh = oh0 + r, ow = ow0 + p;
-        if (od >= CT_OD || oh >= CT_OH || ow >= CT_OW) continue;
-        const long m0 = ((long)n * CT_OD + od) * CT_OH; /* output row of (n, od, oh 0) */
-        int4 *o = (int4 *)((int *)out + ((m0 + oh) * CT_OW + ow) * CT_KR + k0);
+        long e;
+        if (!out_at(n, od0, oh0, ow0, d, r, p, k0, e)) continue;
+        int4 *o = (int4 *)((int *)out + e);
 #pragma unroll
         for (int j = 0; j < CHANS; j += 4)
           o[j / 4] =

@@ -113,6 +113,17 @@ static uint32_t float_bits(float f) {
   return b;
 }
 
+/* Whether output plane d, row r of a thread's tile reads input plane z,
+ * row y of its window, and then through which kernel row (*kr: kz x KH +
+ * ky). */
+static int reads_row(const geom3 *g, long z, long y, int d, int r, long *kr) {
+  const long dz = z - d * g->str[0], dy = y - r * g->str[1];
+  if (dz < 0 || dz % g->dil[0] || dz / g->dil[0] >= g->ker[0]) return 0;
+  if (dy < 0 || dy % g->dil[1] || dy / g->dil[1] >= g->ker[1]) return 0;
+  *kr = dz / g->dil[0] * g->ker[1] + dy / g->dil[1];
+  return 1;
+}
+
 /* The kernel on the CPU, macro for macro (conv_dw_nhwc.cuh): x the data
  * bytes, wt the weights, params the folded block, res the residual bytes;
  * out in w's output type, writes counted, *bad the reads outside the staged
@@ -225,17 +236,14 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
                 for (int j = 0; j < CH && used; j++) xs[j][xc] = xb[j];
                 continue;
               }
-              for (int d = 0; d < DEP; d++) {
-                const long dz = z - d * g.str[0];
-                if (dz < 0 || dz % g.dil[0] || dz / g.dil[0] >= g.ker[0]) continue;
+              for (int d = 0; d < DEP; d++)
                 for (int r = 0; r < ROWS; r++) {
-                  const long dy = y - r * g.str[1];
-                  if (dy < 0 || dy % g.dil[1] || dy / g.dil[1] >= g.ker[1]) continue;
+                  long kr;
+                  if (!reads_row(&g, z, y, d, r, &kr)) continue;
                   for (int p = 0; p < PIX; p++) {
                     const long dx = xc - p * g.str[2];
                     if (dx < 0 || dx % g.dil[2] || dx / g.dil[2] >= g.ker[2]) continue;
-                    const long t =
-                        (dz / g.dil[0] * g.ker[1] + dy / g.dil[1]) * g.ker[2] + dx / g.dil[2];
+                    const long t = kr * g.ker[2] + dx / g.dil[2];
                     for (int j = 0; j < CH; j++) {
                       const int slot = MODE == 0 ? j / (int)M : MODE == 1 ? 0 : j;
                       /* byte_float: 0x4B0000bb, then the bias off */
@@ -246,16 +254,13 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
                     }
                   }
                 }
-              }
             }
             if (!MAC) continue;
             ck_assert_int_le(4 * XB, 64);
-            for (int d = 0; d < DEP; d++) {
-              const long dz = z - d * g.str[0];
-              if (dz < 0 || dz % g.dil[0] || dz / g.dil[0] >= g.ker[0]) continue;
+            for (int d = 0; d < DEP; d++)
               for (int r = 0; r < ROWS; r++) {
-                const long dy = y - r * g.str[1];
-                if (dy < 0 || dy % g.dil[1] || dy / g.dil[1] >= g.ker[1]) continue;
+                long kr;
+                if (!reads_row(&g, z, y, d, r, &kr)) continue;
                 for (int p = 0; p < PIX; p++)
                   for (long a = 0; a < KWW; a++)
                     for (int j = 0; j < CH; j++)
@@ -263,15 +268,10 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
                         const long kx = 4 * a + b, o = p * g.str[2] + kx;
                         *bad += o >= 4 * XB;
                         const int xv = u8 ? xs[j][o] : (signed char)xs[j][o];
-                        const int wv =
-                            kx < g.ker[2]
-                                ? wt[(k0 + j) * KVOL +
-                                     (dz / g.dil[0] * g.ker[1] + dy / g.dil[1]) * g.ker[2] + kx]
-                                : 0;
+                        const int wv = kx < g.ker[2] ? wt[(k0 + j) * KVOL + kr * g.ker[2] + kx] : 0;
                         iacc[d][r][p][j] += xv * wv;
                       }
               }
-            }
           }
         }
         for (int d = 0; d < DEP; d++)

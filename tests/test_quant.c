@@ -414,22 +414,30 @@ START_TEST(requant_fast_equals_requant) {
 }
 END_TEST
 
+/* fn on rq_run's cases with n_random random ones: every fast case equal to
+ * ctq_requant (else the first that differs, fn named by what); returns
+ * the cases run. */
+static int64_t rq_expect_equal(fast_fn fn, int64_t n_random, const char *what) {
+  rq_stats s;
+  memset(&s, 0, sizeof s);
+  rq_run(&s, fn, n_random);
+  const rq *b = &s.first_bad;
+  if (s.n_bad)
+    ck_abort_msg("%lld of %lld fast cases differ; first: x %d m %d shift %d zy %d lo %d hi %d "
+                 "res %d: ctq_requant %d, %s %d",
+                 (long long)s.n_bad, (long long)s.n_fast, b->x, b->m, b->shift, b->zy, b->lo, b->hi,
+                 b->has_res, s.want, what, s.got);
+  return s.n;
+}
+
 /* The saturating form (RQ_SAT: max(y, lo), then the output type's
  * saturation, where the clamp's upper end is the type's and there is no
  * residual) equals ctq_requant on the same kinds of cases, 6 million of
  * them random; a variant without max(y, lo) fails them. */
 START_TEST(requant_fast_sat_equals_requant) {
-  rq_stats s;
-  memset(&s, 0, sizeof s);
   n_sat = 0;
-  rq_run(&s, fast_sat, 6000000);
-  const rq *b = &s.first_bad;
-  if (s.n_bad)
-    ck_abort_msg("%lld of %lld fast cases differ; first: x %d m %d shift %d zy %d lo %d hi %d "
-                 "res %d: ctq_requant %d, kernel's %d",
-                 (long long)s.n_bad, (long long)s.n_fast, b->x, b->m, b->shift, b->zy, b->lo, b->hi,
-                 b->has_res, s.want, s.got);
-  ck_assert_int_gt(n_sat, s.n / 5);
+  const int64_t n = rq_expect_equal(fast_sat, 6000000, "kernel's");
+  ck_assert_int_gt(n_sat, n / 5);
   rq_stats w;
   memset(&w, 0, sizeof w);
   rq_run(&w, fast_sat_no_lo, 0);
@@ -451,17 +459,9 @@ END_TEST
  * 6 million of them random; taking it one step below (lo = zy - 1) fails
  * them. */
 START_TEST(requant_fast_nb_equals_requant) {
-  rq_stats s;
-  memset(&s, 0, sizeof s);
   n_nb = 0, lo_slack = 0;
-  rq_run(&s, fast_nb, 6000000);
-  const rq *b = &s.first_bad;
-  if (s.n_bad)
-    ck_abort_msg("%lld of %lld fast cases differ; first: x %d m %d shift %d zy %d lo %d hi %d "
-                 "res %d: ctq_requant %d, without the borrow %d",
-                 (long long)s.n_bad, (long long)s.n_fast, b->x, b->m, b->shift, b->zy, b->lo, b->hi,
-                 b->has_res, s.want, s.got);
-  ck_assert_int_gt(n_nb, s.n / 5);
+  const int64_t n = rq_expect_equal(fast_nb, 6000000, "without the borrow");
+  ck_assert_int_gt(n_nb, n / 5);
   rq_stats w;
   memset(&w, 0, sizeof w);
   lo_slack = 1;
