@@ -428,8 +428,11 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
    * a residual; uint8 with a per-tensor scale; int8 with per-channel
    * scales and no residual (these two take the saturating pack where the
    * clamp's upper end is the type's, RQ_SAT); the same with some scales
-   * outside the fast form's range (slow) */
+   * outside the fast form's range (slow). Every other uint8 turn takes a
+   * ReLU clamp, [zy, 255], whatever quant_random drew: the depthwise
+   * family's borrow-free form then runs on every such workload. */
   const int kind = out8 ? *tried / per_workload % 4 : 0, u8 = kind == 1, slow = kind == 3 && !onnx;
+  const int relu = u8 && !onnx && *tried / per_workload / 4 % 2;
   if (out8) {
     w.out_type = u8 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8;
     w.epi.bias = 1;
@@ -498,6 +501,7 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
      * both, so a tile's warps holding one requantize the general way */
     for (int k = 0; slow && k < w.k; k++)
       if (k % 11 == 5 || k % 13 == 6) qs.scale[k] = k % 11 == 5 ? 0.75f : 2.5f;
+    if (relu) qs.q.clamp_min = qs.q.out_zero_point, qs.q.clamp_max = 255;
     if (onnx && w.epi.residual) qs.q.residual_first = kind == 1;
     quant_weight_sums(&w, weights, sums);
     ck_assert_msg(quant_params(&w, &qs.q, sums, params, &err) == CT_OK, "%s", err.msg);
@@ -602,6 +606,7 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
                 : out8 ? (onnx && kind == 0   ? ", int8 out, residual Add(t, r)"
                           : onnx && u8        ? ", uint8 out, residual Add(r, t)"
                           : onnx && kind == 3 ? ", uint8 data and out"
+                          : relu              ? ", uint8 out, ReLU"
                           : u8                ? ", uint8 out"
                           : slow              ? ", int8 out, slow channels"
                           : kind              ? ", int8 out"
