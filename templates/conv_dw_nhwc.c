@@ -14,11 +14,13 @@
  * 2 or 4, each input row loaded once for all of them).
  *
  * Validity (each a fact of the kernel): chans divides K; staging only
- * where M divides chans, and depths 1; whole warps, 32 to 1024 threads; a register
- * estimate (the filters chans x kvol, the accumulators, a row of the
- * window; or the epilogue's per-channel values) within what blocks_per_sm
- * blocks leave; the staged window within shared memory; tiles not larger
- * than twice the layer; grid y within 65535. Cost: a few dozen operations.
+ * where M divides chans, and at depths 1; whole warps, 32 to 1024
+ * threads; a register estimate (the filters chans x kvol, the
+ * accumulators, a row of the window; or the epilogue's per-channel values)
+ * within what blocks_per_sm blocks leave; the staged window within shared
+ * memory; tiles (depths included) not larger than twice the layer; grid y
+ * within 65535. Cost: a few dozen operations, and a loop over the
+ * thread's input planes.
  */
 #include <stdio.h>
 #include <string.h>
