@@ -507,7 +507,7 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
      * past 2^22 (where the magic number's conversions stop being exact)
      * and past 2^24 (where float(v) rounds), scaled back into the output's
      * range: a kernel that converts v by a shortcut valid only for small
-     * values fails here (quant_random's biases stay within 2^20) */
+     * values fails here (quant_random's biases keep v within about 2^21) */
     for (int k = 0; onnx && w.epi.scale == CT_SCALE_CHANNEL && k < w.k; k++)
       if (k % 17 == 3 || k % 19 == 7) {
         qs.bias[k] = k % 17 == 3 ? (1 << 24) + 12345 + 2 * k : -5000001 - 2 * k;
