@@ -2057,9 +2057,12 @@ static void creator(const char *path, int go, int out, int id) {
 START_TEST(concurrent_creators_never_refused) {
   char dir[512];
   scratch(dir, sizeof dir);
-  int refused = 0;
+  /* the sanitizer build forks slowly (6 s for 500 pairs idle, 18 s and more
+   * under CI's load, past the case's timeout once): it runs 150 pairs, the
+   * normal build all 500 */
+  int pairs = test_quick() ? 150 : 500, refused = 0;
   char first[1024] = "", msg[1024];
-  for (int i = 0; i < 500; i++) {
+  for (int i = 0; i < pairs; i++) {
     char path[600], name[32];
     snprintf(name, sizeof name, "%d.db", i);
     path_in(path, sizeof path, dir, name);
@@ -2067,7 +2070,7 @@ START_TEST(concurrent_creators_never_refused) {
     if (n && !refused) snprintf(first, sizeof first, "%s", msg);
     refused += n;
   }
-  ck_assert_msg(refused == 0, "%d of 1000 opens refused, the first: %s", refused, first);
+  ck_assert_msg(refused == 0, "%d of %d opens refused, the first: %s", refused, 2 * pairs, first);
 }
 END_TEST
 
@@ -2085,7 +2088,7 @@ static void add_writes(TCase *tc) {
 
 static const test_case suite_cases[] = {
     {"records", -1, add_records}, {"queries", -1, add_queries}, {"exchange", -1, add_exchange},
-    {"files", -1, add_files},     {"writes", 30, add_writes},   {NULL, 0, NULL},
+    {"files", -1, add_files},     {"writes", 60, add_writes},   {NULL, 0, NULL},
 };
 
 int main(void) {
