@@ -44,6 +44,13 @@
 #                 cache (cold), the same again (warm), hidden and nocache: per variant the
 #                 compiles' mean wall and CPU time. $FIRST and $SETS choose the variants
 #                 (default "visible hidden nocache" and "cold warm hidden nocache")
+#   malloc R      what glibc's allocator settings change in NVRTC's compiles (the builder's
+#                 workers run them, --no-cache): all cores' processes compiling ResNet-50's
+#                 configs (as compile's sets, seed = process number) R rounds, then one
+#                 process one round, the variants interleaved: plain; trim (GLIBC_TUNABLES: trim and
+#                 mmap thresholds at their maximum, so a compile's memory is never given back
+#                 and faulted in again); huge (the same and glibc.malloc.hugetlb=1: the heap
+#                 madvised for transparent huge pages). Prints the host's THP mode first
 # After each run of scale and mpiscale: its CPU time (user, system) next to its wall time,
 # and bench/tune_timeline.py over its database ($OUT/PREFIX-gG-timeline.json): per GPU,
 # its tasks' start gaps and spans, and the compilers' average load.
@@ -244,6 +251,27 @@ while [ $# -gt 0 ]; do
       t0=$(date +%s.%N)
       probes $n $hide CUDA_CACHE_PATH=/tmp/cudacache-set -- set resnet50 1 {} > $OUT/set-$v.jsonl
       echo "set $v: rc=$? $(probe_summary set $OUT/set-$v.jsonl $t0)"
+    done ;;
+  malloc)
+    shift
+    rounds=$1; shift
+    echo "THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled) defrag $(cat /sys/kernel/mm/transparent_hugepage/defrag)"
+    trim=glibc.malloc.trim_threshold=4294967295:glibc.malloc.mmap_threshold=33554432
+    for p in $(nproc) 1; do
+      rr=$rounds
+      [ "$p" = 1 ] && rr=1
+      for r in $(seq $rr); do
+        for v in plain trim huge; do
+          case $v in
+          plain) tun=X= ;;
+          trim) tun=GLIBC_TUNABLES=$trim ;;
+          huge) tun=GLIBC_TUNABLES=$trim:glibc.malloc.hugetlb=1 ;;
+          esac
+          t0=$(date +%s.%N)
+          probes $p NVRTC_PROBE_NO_CACHE=1 $tun -- set resnet50 1 {} > $OUT/malloc-$v-p$p-r$r.jsonl
+          echo "malloc p=$p $v round $r: rc=$? $(probe_summary set $OUT/malloc-$v-p$p-r$r.jsonl $t0)"
+        done
+      done
     done ;;
   pytest37)
     shift
