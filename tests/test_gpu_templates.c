@@ -438,6 +438,10 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
     w.epi.bias = 1;
     w.epi.scale = u8 ? CT_SCALE_TENSOR : CT_SCALE_CHANNEL;
     w.epi.residual = kind == 0;
+    /* the depthwise CUDA-core templates: a data zero point on the uint8
+     * turns, which their padding reads (direct or staged) */
+    if (u8 && !onnx && strstr(tpl->name, "_dw") && !strstr(tpl->name, "mma"))
+      w.epi.data_zero_point = 1;
   }
   /* onnx, by turns: int8 per channel with a residual, Add(t, r); uint8 per
    * tensor with a residual, Add(r, t); int8 per channel; uint8 data and
