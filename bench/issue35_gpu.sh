@@ -34,6 +34,9 @@
 #           depthwise sets at batch 32 tuned on them into /tmp/t.db (int8 output, bias,
 #           per-channel scales), each layer's best config listed. DW_NO_GT=1: the tuning
 #           alone; DW_TRIALS, DW_ES, DW_TB: trials, early stopping, seconds a layer (80, 32, 5)
+#   smallpw MobileNetV2's 1x1 nodes at 14x14 and 7x7 (batch 32, ONNX rounding, the model's
+#           keys) tuned on conv2d_nhwc_wgmma and conv2d_nhwc_pw_mma (96 trials each) into
+#           /tmp/t.db, each best listed; then prof of each wgmma best
 #   dwsets  the three depthwise sets' bench at batch 32 (nhwc / ndhwc) against cuDNN
 #   dwsan   compute-sanitizer over the depthwise CUDA-core templates' mac 1 (memcheck and
 #           initcheck; racecheck and synccheck where the window is staged): direct and staged
@@ -192,7 +195,8 @@ for k in ["gpu__time_duration.sum", "launch__registers_per_thread", "launch__occ
           "lts__throughput.avg.pct_of_peak_sustained_elapsed", "smsp__inst_executed.sum", "l1tex__t_sector_hit_rate.pct",
           "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active",
           "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
-          "dram__bytes_read.sum", "dram__bytes_write.sum"]:
+          "dram__bytes_read.sum", "dram__bytes_write.sum", "launch__grid_size", "launch__waves_per_multiprocessor",
+          "lts__t_bytes.sum", "sm__cycles_active.avg", "gpc__cycles_elapsed.max", "launch__shared_mem_per_block_dynamic"]:
   print("  %-62s %s" % (k, g(k)))
 st = [(float(v or 0), k) for k, v in m.items() if k.startswith("smsp__average_warps_issue_stalled_") and k.endswith("_per_issue_active.ratio")]
 st.sort(reverse=True)
@@ -309,6 +313,29 @@ tune)
   python3 -c "import sqlite3; c = sqlite3.connect('/tmp/t.db'); c.execute('pragma wal_checkpoint(TRUNCATE)')"
   cp /tmp/t.db $OUT/t.db
   cd $OUT && tar czf tune.tgz *.log tune-* && rm -f *.log tune-* ;;
+smallpw)
+  # MobileNetV2's 1x1 nodes at 14x14 and 7x7 (batch 32, ONNX rounding, as the model's keys):
+  # each tuned on the channels-last wgmma and the pointwise mma templates, then ncu of the
+  # wgmma best (prof)
+  s=$(date +%s)
+  P=conv2d-nhwc-i8.i8.i8-n32
+  KS="$P-c64-k384-14x14-r1x1-s1x1-p0x0.0x0-d1x1-bias-qc-onnx $P-c576-k96-14x14-r1x1-s1x1-p0x0.0x0-d1x1-bias-qc-res-onnx
+      $P-c576-k160-7x7-r1x1-s1x1-p0x0.0x0-d1x1-bias-qc-onnx $P-c160-k960-7x7-r1x1-s1x1-p0x0.0x0-d1x1-bias-qc-onnx
+      $P-c960-k320-7x7-r1x1-s1x1-p0x0.0x0-d1x1-bias-qc-onnx"
+  i=0; args=
+  for k in $KS; do
+    for t in conv2d_nhwc_wgmma conv2d_nhwc_pw_mma; do
+      tq sp$i-$t $k --template $t --trials 96 --early-stopping 40 --time-budget 8
+    done
+    c=$(python3 -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))[0]['best_config'], separators=(',', ':')))" $OUT/tune-sp$i-conv2d_nhwc_wgmma.json)
+    args="$args conv2d_nhwc_wgmma $k $c"
+    i=$((i + 1))
+  done
+  for f in $OUT/tune-sp*.json; do
+    python3 -c "import json,sys; w=json.load(open(sys.argv[1]))[0]; print('  %-40s %-20s %7.2f us %s' % (w['key'][21:61], w['template'], w['best_us'] or -1, json.dumps(w['best_config'])[:150]))" $f
+  done
+  cd $OUT && tar czf smallpw.tgz tune-* && rm -f tune-* && cd - > /dev/null
+  bash bench/issue35_gpu.sh prof $args ;;
 dwmma)
   s=$(date +%s)
   gt_cases _dw_mma
