@@ -14,9 +14,6 @@
 #                 then a table: GPUs, trials, seconds, trials/s,
 #                 speed-up over the first G, the set's tuned sum and its change. Runs with -v,
 #                 standard error stamped (bench/stamp.py); $PREFIX (default scale) names the files
-#   spinab T G... the runner waiting on the GPU by spinning (CUDA's default, CT_RUNNER_SPIN=1)
-#                 and by blocking (convtune's): scale's run with T trials a task at each G, the
-#                 two modes alternating; $OUT/spin-gG.* and block-gG.*, a table of each
 #   smoke         before the long phases: 2 ranks, 2 workloads of ResNet-50 at 8 trials a
 #                 task, with a 60 s limit; says whether --mpi runs at all here (libmpi,
 #                 mpirun, the binding) and how fast a rank goes
@@ -176,22 +173,6 @@ while [ $# -gt 0 ]; do
       timeline $pf-g$g /tmp/$pf-g$g.db
     done
     table $pf $gs ;;
-  spinab)
-    # the runner's wait on the GPU: CUDA's default (spinning, CT_RUNNER_SPIN=1) against
-    # blocking (the default since the A/B), scale's run at each G, the two alternating
-    trials=$2; shift 2
-    gs=""
-    while [ $# -gt 0 ] && [ "$1" -eq "$1" ] 2>/dev/null; do gs="$gs $1"; shift; done
-    for g in $gs; do
-      for mode in spin block; do
-        if [ $mode = spin ]; then export CT_RUNNER_SPIN=1; else unset CT_RUNNER_SPIN; fi
-        echo "  $mode:"
-        PREFIX=$mode bash $0 scale $trials $g 2>&1 | grep -E "wall|$mode g=" | sed 's/^/  /'
-      done
-    done
-    unset CT_RUNNER_SPIN
-    table spin $gs
-    table block $gs ;;
   warm)
     # a throwaway run on every GPU (see the header: it once filled the driver's compute cache)
     trials=$2; shift 2

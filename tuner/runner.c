@@ -185,21 +185,9 @@ static int context_lost(void) {
 /* Open the device and make what every task shares. On failure the worker
  * reports and exits, so nothing is released here. */
 static ct_status worker_init(wstate *s, ct_err *err) {
-  ct_status st = CT_OK;
+  ct_status st = device_open(s->o.device, &s->dev, err);
   cubin c;
   memset(&c, 0, sizeof c);
-  /* Wait on the GPU by blocking, not spinning (CUDA's default with fewer
-   * contexts than cores): a tuning on several GPUs is bound by the cores
-   * that compile, and a spinning worker holds one of them while it times.
-   * The timing is the events', which how the host waits does not change.
-   * Set before the device is made current, so that its context starts with
-   * it. A failure here is device_open's to report (no device, or CUDA that
-   * cannot start in this process). CT_RUNNER_SPIN=1 keeps CUDA's default
-   * (bench/issue38_gpu.sh's A/B). */
-  const char *spin = getenv("CT_RUNNER_SPIN");
-  if (!(spin && !strcmp(spin, "1")) && cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync))
-    (void)cudaGetLastError();
-  st = device_open(s->o.device, &s->dev, err);
   if (st != CT_OK && strstr(err ? err->msg : "", "cudaErrorInitializationError"))
     err_prefix(err, "runner: the worker cannot initialise CUDA, most likely because the tuner "
                     "process used CUDA or NVRTC (which loads the driver) before forking it");
