@@ -25,6 +25,7 @@ extern const template_desc tpl_conv2d_nchw4c_grouped;
 extern const template_desc tpl_conv3d_ncdhw4c_grouped;
 extern const template_desc tpl_conv2d_nhwc_dw;
 extern const template_desc tpl_conv3d_ndhwc_dw;
+extern const template_desc tpl_conv2d_nhwc_dw_ring;
 extern const template_desc tpl_conv2d_nhwc_dw_mma;
 extern const template_desc tpl_conv3d_ndhwc_dw_mma;
 extern const template_desc tpl_conv2d_nhwc_grouped_mma;
@@ -64,6 +65,7 @@ static const template_desc *const all[] = {&tpl_conv2d_nchw4c_mma,
                                            &tpl_conv3d_ncdhw4c_grouped,
                                            &tpl_conv2d_nhwc_dw,
                                            &tpl_conv3d_ndhwc_dw,
+                                           &tpl_conv2d_nhwc_dw_ring,
                                            &tpl_conv2d_nhwc_dw_mma,
                                            &tpl_conv3d_ndhwc_dw_mma,
                                            &tpl_conv2d_nhwc_grouped_mma,
