@@ -37,12 +37,6 @@
 #   smallpw MobileNetV2's 1x1 nodes at 14x14 and 7x7 (batch 32, ONNX rounding, the model's
 #           keys) tuned on conv2d_nhwc_wgmma and conv2d_nhwc_pw_mma (96 trials each) into
 #           /tmp/t.db, each best listed; then prof of each wgmma best
-#   ring    the depthwise ring template (conv2d_nhwc_dw_ring): its GPU cases and the depthwise
-#           family's 8-bit ones (a data zero point on the uint8 turns), 16 configs a workload;
-#           the 2D depthwise sets' layers at batch 32 tuned on it into /tmp/t.db (int8 output,
-#           bias, per-channel scales; DW_TRIALS, DW_ES, DW_TB: 120, 48, 7); then each layer's
-#           ring best against conv2d_nhwc_dw's best at ecbe9d3 (depths-ecbe9d3.json), both timed
-#           by config_run alike (bench/ring_ab.py: ReLU clamp, 2 rounds at 2 buffer offsets)
 #   dwsets  the three depthwise sets' bench at batch 32 (nhwc / ndhwc) against cuDNN
 #   dwsan   compute-sanitizer over the depthwise CUDA-core templates' mac 1 (memcheck and
 #           initcheck; racecheck and synccheck where the window is staged): direct and staged
@@ -342,16 +336,6 @@ smallpw)
   done
   cd $OUT && tar czf smallpw.tgz tune-* && rm -f tune-* && cd - > /dev/null
   bash bench/issue35_gpu.sh prof $args ;;
-ring)
-  s=$(date +%s)
-  [ -n "${RING_NO_GT:-}" ] || gt_cases dw_ring '_dw$'
-  Q="--batch 32 --out int8 --epilogue bias,qc --trials ${DW_TRIALS:-120} --early-stopping ${DW_ES:-48} --time-budget ${DW_TB:-7}"
-  tq mobilenetv2-ring --set mobilenetv2 --layout nhwc $Q --template conv2d_nhwc_dw_ring
-  tq efficientnet-ring --set efficientnet_b0_dw --layout nhwc $Q --template conv2d_nhwc_dw_ring
-  python3 bench/ring_ab.py build-rel/config_run bench/results/h200-issue35/depths-ecbe9d3.json \
-    $OUT/ring-ab.json $OUT/tune-mobilenetv2-ring.json $OUT/tune-efficientnet-ring.json
-  echo "ring a/b at $(( $(date +%s) - s )) s"
-  cd $OUT && tar czf ring.tgz *.log tune-* && rm -f *.log tune-* ;;
 dwmma)
   s=$(date +%s)
   gt_cases _dw_mma

@@ -106,9 +106,7 @@ __host__ __device__ constexpr int load_bytes() {
 #define ZROW       ((DEPTHS - 1) * CT_STR_D + (CT_KD - 1) * CT_DIL_D + 1) /* a thread's input planes */
 
 static_assert(THREADS == CT_THREADS, "CT_THREADS does not match the block");
-#ifndef DW_RING /* conv_dw_ring.cuh: its ring is its own */
 static_assert(SMEM_BYTES == CT_SMEM_BYTES, "CT_SMEM_BYTES does not match the tile");
-#endif
 static_assert(!STAGING || MODE == 0, "staging needs M to divide chans");
 
 /* mac 1: a kernel row's filter words (4 taps each) and the words of one
@@ -310,96 +308,6 @@ __device__ __forceinline__ void load_chans(const int *__restrict__ params, const
   }
 }
 
-/* A thread's outputs (v: corrected sums) to out: int32 as they are, or
- * 8-bit in the fast forms where all the thread's channels take them, the
- * saturating one without the borrow where lo >= zy (the top). */
-__device__ __forceinline__ void store_out(void *__restrict__ out, const void *__restrict__ residual,
-                                          const q_head &qh, const q_chan (&qc)[CHANS],
-                                          const int (&v)[DEPTHS][ROWS][PIX][CHANS], int n,
-                                          int od0, int oh0, int ow0, int k0) {
-#if CT_OUT == 0
-  (void)residual, (void)qh, (void)qc;
-#pragma unroll
-  for (int d = 0; d < DEPTHS; d++)
-#pragma unroll
-    for (int r = 0; r < ROWS; r++)
-#pragma unroll
-      for (int p = 0; p < PIX; p++) {
-        long e;
-        if (!out_at(n, od0, oh0, ow0, d, r, p, k0, e)) continue;
-        int4 *o = (int4 *)((int *)out + e);
-#pragma unroll
-        for (int j = 0; j < CHANS; j += 4)
-          o[j / 4] =
-              make_int4(v[d][r][p][j], v[d][r][p][j + 1], v[d][r][p][j + 2], v[d][r][p][j + 3]);
-      }
-#else
-  bool fast = true;
-#pragma unroll
-  for (int j = 0; j < CHANS; j++) fast = fast && qc[j].f.ok;
-  if (fast && qh.sat && qh.lo >= qh.zp)
-    store8<RQ_SAT, true>(out, residual, qh, qc, v, n, od0, oh0, ow0, k0);
-  else if (fast && qh.sat)
-    store8<RQ_SAT, false>(out, residual, qh, qc, v, n, od0, oh0, ow0, k0);
-  else if (fast)
-    store8<RQ_FAST, false>(out, residual, qh, qc, v, n, od0, oh0, ow0, k0);
-  else
-    store8<RQ_GENERAL, false>(out, residual, qh, qc, v, n, od0, oh0, ow0, k0);
-#endif
-}
-
-#if MAC
-/* mac 1: one input row of a thread's window (plane z, row y; xw its pixels'
- * words) into the sums of every output whose taps read it. The row as
- * CHANS byte streams along x (zeros past the window and in the columns no
- * output reads), then each output column's taps. */
-__device__ __forceinline__ void mac_row(const unsigned (&xw)[WROW][NW], int z, int y,
-                                        const unsigned (&wq)[CHANS][CT_KD * CT_KH][KWW],
-                                        int (&acc)[DEPTHS][ROWS][PIX][CHANS]) {
-  unsigned xs[CHANS][XB];
-#pragma unroll
-  for (int i = 0; i < NW; i++)
-#pragma unroll
-    for (int q = 0; q < XB; q++) {
-      unsigned pw[4];
-#pragma unroll
-      for (int b = 0; b < 4; b++)
-        pw[b] = 4 * q + b < WROW && col_used(4 * q + b)
-                    ? xw[4 * q + b < WROW ? 4 * q + b : 0][i]
-                    : 0u;
-      transpose4(pw[0], pw[1], pw[2], pw[3], xs[4 * i][q], xs[4 * i + 1][q], xs[4 * i + 2][q],
-                 xs[4 * i + 3][q]);
-    }
-  unsigned xt[PIX][KWW][CHANS];
-#pragma unroll
-  for (int p = 0; p < PIX; p++)
-#pragma unroll
-    for (int a = 0; a < KWW; a++)
-#pragma unroll
-      for (int j = 0; j < CHANS; j++) xt[p][a][j] = bytes_at(xs[j], p * CT_STR_W + 4 * a, 4);
-#pragma unroll
-  for (int d = 0; d < DEPTHS; d++) {
-    const int dz = z - d * CT_STR_D;
-    if (dz < 0 || dz % CT_DIL_D || dz / CT_DIL_D >= CT_KD) continue;
-    const int tz = dz / CT_DIL_D;
-#pragma unroll
-    for (int r = 0; r < ROWS; r++) {
-      const int dy = y - r * CT_STR_H;
-      if (dy < 0 || dy % CT_DIL_H || dy / CT_DIL_H >= CT_KH) continue;
-#pragma unroll
-      for (int p = 0; p < PIX; p++)
-#pragma unroll
-        for (int a = 0; a < KWW; a++)
-#pragma unroll
-          for (int j = 0; j < CHANS; j++)
-            acc[d][r][p][j] =
-                dp4a_data(xt[p][a][j], wq[j][tz * CT_KH + dy / CT_DIL_H][a], acc[d][r][p][j]);
-    }
-  }
-}
-#endif
-
-#ifndef DW_RING /* conv_dw_ring.cuh has its own kernel and these helpers */
 /* ---- the kernel ---------------------------------------------------------- */
 extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     conv_dw_nhwc(const unsigned char *__restrict__ data, const unsigned char *__restrict__ weights,
@@ -579,7 +487,48 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
       }
       (void)iny;
 #if MAC
-      mac_row(xw, z, y, wq, acc);
+      /* the row as CHANS byte streams along x (zeros past the window and
+       * in the columns no output reads), then each output column's taps */
+      unsigned xs[CHANS][XB];
+#pragma unroll
+      for (int i = 0; i < NW; i++)
+#pragma unroll
+        for (int q = 0; q < XB; q++) {
+          unsigned pw[4];
+#pragma unroll
+          for (int b = 0; b < 4; b++)
+            pw[b] = 4 * q + b < WROW && col_used(4 * q + b)
+                        ? xw[4 * q + b < WROW ? 4 * q + b : 0][i]
+                        : 0u;
+          transpose4(pw[0], pw[1], pw[2], pw[3], xs[4 * i][q], xs[4 * i + 1][q], xs[4 * i + 2][q],
+                     xs[4 * i + 3][q]);
+        }
+      unsigned xt[PIX][KWW][CHANS];
+#pragma unroll
+      for (int p = 0; p < PIX; p++)
+#pragma unroll
+        for (int a = 0; a < KWW; a++)
+#pragma unroll
+          for (int j = 0; j < CHANS; j++) xt[p][a][j] = bytes_at(xs[j], p * CT_STR_W + 4 * a, 4);
+#pragma unroll
+      for (int d = 0; d < DEPTHS; d++) {
+        const int dz = z - d * CT_STR_D;
+        if (dz < 0 || dz % CT_DIL_D || dz / CT_DIL_D >= CT_KD) continue;
+        const int tz = dz / CT_DIL_D;
+#pragma unroll
+        for (int r = 0; r < ROWS; r++) {
+          const int dy = y - r * CT_STR_H;
+          if (dy < 0 || dy % CT_DIL_H || dy / CT_DIL_H >= CT_KH) continue;
+#pragma unroll
+          for (int p = 0; p < PIX; p++)
+#pragma unroll
+            for (int a = 0; a < KWW; a++)
+#pragma unroll
+              for (int j = 0; j < CHANS; j++)
+                acc[d][r][p][j] =
+                    dp4a_data(xt[p][a][j], wq[j][tz * CT_KH + dy / CT_DIL_H][a], acc[d][r][p][j]);
+        }
+      }
 #else
 #pragma unroll
       for (int x = 0; x < WROW; x++) {
@@ -644,6 +593,35 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
           v[d][r][p][j] = (int)((unsigned)__float_as_int(acc[d][r][p][j] + 12582912.0f) + off);
 #endif
   }
-  store_out(out, residual, qh, qc, v, n, od0, oh0, ow0, k0);
+#if CT_OUT == 0
+  (void)residual, (void)qh;
+#pragma unroll
+  for (int d = 0; d < DEPTHS; d++)
+#pragma unroll
+    for (int r = 0; r < ROWS; r++)
+#pragma unroll
+      for (int p = 0; p < PIX; p++) {
+        long e;
+        if (!out_at(n, od0, oh0, ow0, d, r, p, k0, e)) continue;
+        int4 *o = (int4 *)((int *)out + e);
+#pragma unroll
+        for (int j = 0; j < CHANS; j += 4)
+          o[j / 4] =
+              make_int4(v[d][r][p][j], v[d][r][p][j + 1], v[d][r][p][j + 2], v[d][r][p][j + 3]);
+      }
+#else
+  /* the fast forms where all the thread's channels take them; the
+   * saturating one without the borrow where lo >= zy (the top) */
+  bool fast = true;
+#pragma unroll
+  for (int j = 0; j < CHANS; j++) fast = fast && qc[j].f.ok;
+  if (fast && qh.sat && qh.lo >= qh.zp)
+    store8<RQ_SAT, true>(out, residual, qh, qc, v, n, od0, oh0, ow0, k0);
+  else if (fast && qh.sat)
+    store8<RQ_SAT, false>(out, residual, qh, qc, v, n, od0, oh0, ow0, k0);
+  else if (fast)
+    store8<RQ_FAST, false>(out, residual, qh, qc, v, n, od0, oh0, ow0, k0);
+  else
+    store8<RQ_GENERAL, false>(out, residual, qh, qc, v, n, od0, oh0, ow0, k0);
+#endif
 }
-#endif /* DW_RING */

@@ -25,7 +25,6 @@ extern const template_desc tpl_conv2d_nchw4c_grouped;
 extern const template_desc tpl_conv3d_ncdhw4c_grouped;
 extern const template_desc tpl_conv2d_nhwc_dw;
 extern const template_desc tpl_conv3d_ndhwc_dw;
-extern const template_desc tpl_conv2d_nhwc_dw_ring;
 extern const template_desc tpl_conv2d_nhwc_dw_mma;
 extern const template_desc tpl_conv3d_ndhwc_dw_mma;
 extern const template_desc tpl_conv2d_nhwc_grouped_mma;
@@ -65,7 +64,6 @@ static const template_desc *const all[] = {&tpl_conv2d_nchw4c_mma,
                                            &tpl_conv3d_ncdhw4c_grouped,
                                            &tpl_conv2d_nhwc_dw,
                                            &tpl_conv3d_ndhwc_dw,
-                                           &tpl_conv2d_nhwc_dw_ring,
                                            &tpl_conv2d_nhwc_dw_mma,
                                            &tpl_conv3d_ndhwc_dw_mma,
                                            &tpl_conv2d_nhwc_grouped_mma,

@@ -295,21 +295,6 @@ static const shape dw3d[] = {
     {"dw 3x3x3 c64 b3 3x5x6", CT_OP_CONV3D, 3, 64, 64, {3, 5, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 64},
 };
 
-/* the ring template (multiplier 1, no column dilation): strips of many
- * steps (the ring wraps, the last strip partial), C a multiple of 4 only
- * (4-byte copies) and of 8 and 16, 5x5 and 7x7, strides 2, a row
- * dilation, no padding and asymmetric padding (the copies' edges) */
-static const shape ring2d[] = {
-    {"dw 3x3 c32 b2 14x13", CT_OP_CONV2D, 2, 32, 32, {0, 14, 13}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 32},
-    {"dw 3x3 s2 c24 b3 15x17", CT_OP_CONV2D, 3, 24, 24, {0, 15, 17}, {0, 3, 3}, {0, 2, 2}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 24},
-    {"dw 5x5 c40 b2 9x9", CT_OP_CONV2D, 2, 40, 40, {0, 9, 9}, {0, 5, 5}, {0, 1, 1}, {0, 2, 2}, {0, 2, 2}, {0, 1, 1}, 40},
-    {"dw 3x3 dil(2,1) c48 b2 11x10", CT_OP_CONV2D, 2, 48, 48, {0, 11, 10}, {0, 3, 3}, {0, 1, 1}, {0, 2, 1}, {0, 2, 1}, {0, 2, 1}, 48},
-    {"dw 7x7 c8 asym 12x19", CT_OP_CONV2D, 1, 8, 8, {0, 12, 19}, {0, 7, 7}, {0, 1, 1}, {0, 3, 2}, {0, 2, 3}, {0, 1, 1}, 8},
-    {"dw 5x5 s2 c20 b3 17x17", CT_OP_CONV2D, 3, 20, 20, {0, 17, 17}, {0, 5, 5}, {0, 2, 2}, {0, 2, 2}, {0, 2, 2}, {0, 1, 1}, 20},
-    {"dw 3x3 c12 b2 61x9", CT_OP_CONV2D, 2, 12, 12, {0, 61, 9}, {0, 3, 3}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}, 12},
-    {"dw 3x3 nopad c144 40x6", CT_OP_CONV2D, 1, 144, 144, {0, 40, 6}, {0, 3, 3}, {0, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 1, 1}, 144},
-};
-
 /* the depthwise mma templates (K == C, C a multiple of 8): those of the
  * lists above, a C that leaves a block's last n-tiles empty (144 and 40
  * in blocks of 32), a narrow map and a 5x5 stride 2 */
@@ -838,10 +823,6 @@ static shapes_of_t grouped_shapes_of(const template_desc *t) {
   }
   if (k.mma && strstr(t->name, "grouped")) {
     r.list = d3 ? gm3d : gm2d, r.n = d3 ? N_OF(gm3d) : N_OF(gm2d);
-    return r;
-  }
-  if (k.dw && strstr(t->name, "_ring")) {
-    r.list = ring2d, r.n = N_OF(ring2d);
     return r;
   }
   if (k.dw) {

@@ -54,7 +54,7 @@ nm="conv2d_nhwc_mma.cu conv3d_ndhwc_mma.cu "
 expect conv_mma_nhwc.cuh "$nm"
 expect conv_mma_nhwc.c "$nm"
 expect nhwc_store.cuh "conv2d_nhwc_mma.cu conv2d_nhwc_wgmma.cu conv2d_nhwc_wgmma_stem.cu conv3d_ndhwc_mma.cu conv3d_ndhwc_wgmma.cu conv3d_ndhwc_wgmma_stem.cu "
-expect tc_common.cuh "conv2d_nchw4c_mma.cu conv2d_nchw4c_wgmma.cu conv2d_nhwc_dw.cu conv2d_nhwc_dw_mma.cu conv2d_nhwc_dw_ring.cu conv2d_nhwc_grouped.cu conv2d_nhwc_grouped_mma.cu conv2d_nhwc_mma.cu conv2d_nhwc_pw_mma.cu conv2d_nhwc_pwdw.cu conv2d_nhwc_wgmma.cu conv2d_nhwc_wgmma_stem.cu conv3d_ncdhw4c_mma.cu conv3d_ncdhw4c_wgmma.cu conv3d_ndhwc_dw.cu conv3d_ndhwc_dw_mma.cu conv3d_ndhwc_grouped.cu conv3d_ndhwc_grouped_mma.cu conv3d_ndhwc_mma.cu conv3d_ndhwc_pw_mma.cu conv3d_ndhwc_wgmma.cu conv3d_ndhwc_wgmma_stem.cu "
+expect tc_common.cuh "conv2d_nchw4c_mma.cu conv2d_nchw4c_wgmma.cu conv2d_nhwc_dw.cu conv2d_nhwc_dw_mma.cu conv2d_nhwc_grouped.cu conv2d_nhwc_grouped_mma.cu conv2d_nhwc_mma.cu conv2d_nhwc_pw_mma.cu conv2d_nhwc_pwdw.cu conv2d_nhwc_wgmma.cu conv2d_nhwc_wgmma_stem.cu conv3d_ncdhw4c_mma.cu conv3d_ncdhw4c_wgmma.cu conv3d_ndhwc_dw.cu conv3d_ndhwc_dw_mma.cu conv3d_ndhwc_grouped.cu conv3d_ndhwc_grouped_mma.cu conv3d_ndhwc_mma.cu conv3d_ndhwc_pw_mma.cu conv3d_ndhwc_wgmma.cu conv3d_ndhwc_wgmma_stem.cu "
 # the grouped and depthwise families (issue 35): each its own
 gn="conv2d_nhwc_grouped.cu conv3d_ndhwc_grouped.cu "
 expect conv_grouped_nhwc.cuh "$gn"
@@ -62,10 +62,7 @@ expect conv_grouped_nhwc.c "$gn"
 gp="conv2d_nchw4c_grouped.cu conv3d_ncdhw4c_grouped.cu "
 expect conv_grouped_packed.cuh "$gp"
 expect conv_grouped_packed.c "$gp"
-dw="conv2d_nhwc_dw.cu conv2d_nhwc_dw_ring.cu conv3d_ndhwc_dw.cu "
-# the ring template: its own kernel and descriptor, with the family's helpers
-expect conv_dw_ring.cuh "conv2d_nhwc_dw_ring.cu "
-expect conv_dw_ring.c "conv2d_nhwc_dw_ring.cu "
+dw="conv2d_nhwc_dw.cu conv3d_ndhwc_dw.cu "
 expect conv_dw_nhwc.cuh "$dw"
 expect conv_dw_nhwc.c "$dw"
 # the depthwise and grouped mma families share one kernel and descriptor file
@@ -79,7 +76,7 @@ expect conv_pw_mma.c "$pw"
 expect conv_pwdw.cuh "conv2d_nhwc_pwdw.cu "
 expect conv_pwdw.c "conv2d_nhwc_pwdw.cu "
 # the fixed-point arithmetic lives in core/ and every kernel but pack.cu includes it
-expect ../core/quant.cuh "conv2d_nchw4c_dp4a.cu conv2d_nchw4c_grouped.cu conv2d_nchw4c_mma.cu conv2d_nchw4c_wgmma.cu conv2d_nhwc_dw.cu conv2d_nhwc_dw_mma.cu conv2d_nhwc_dw_ring.cu conv2d_nhwc_grouped.cu conv2d_nhwc_grouped_mma.cu conv2d_nhwc_mma.cu conv2d_nhwc_pw_mma.cu conv2d_nhwc_pwdw.cu conv2d_nhwc_wgmma.cu conv2d_nhwc_wgmma_stem.cu conv3d_ncdhw4c_dp4a.cu conv3d_ncdhw4c_grouped.cu conv3d_ncdhw4c_mma.cu conv3d_ncdhw4c_wgmma.cu conv3d_ndhwc_dw.cu conv3d_ndhwc_dw_mma.cu conv3d_ndhwc_grouped.cu conv3d_ndhwc_grouped_mma.cu conv3d_ndhwc_mma.cu conv3d_ndhwc_pw_mma.cu conv3d_ndhwc_wgmma.cu conv3d_ndhwc_wgmma_stem.cu fault_dp4a.cu ref_conv.cu "
+expect ../core/quant.cuh "conv2d_nchw4c_dp4a.cu conv2d_nchw4c_grouped.cu conv2d_nchw4c_mma.cu conv2d_nchw4c_wgmma.cu conv2d_nhwc_dw.cu conv2d_nhwc_dw_mma.cu conv2d_nhwc_grouped.cu conv2d_nhwc_grouped_mma.cu conv2d_nhwc_mma.cu conv2d_nhwc_pw_mma.cu conv2d_nhwc_pwdw.cu conv2d_nhwc_wgmma.cu conv2d_nhwc_wgmma_stem.cu conv3d_ncdhw4c_dp4a.cu conv3d_ncdhw4c_grouped.cu conv3d_ncdhw4c_mma.cu conv3d_ncdhw4c_wgmma.cu conv3d_ndhwc_dw.cu conv3d_ndhwc_dw_mma.cu conv3d_ndhwc_grouped.cu conv3d_ndhwc_grouped_mma.cu conv3d_ndhwc_mma.cu conv3d_ndhwc_pw_mma.cu conv3d_ndhwc_wgmma.cu conv3d_ndhwc_wgmma_stem.cu fault_dp4a.cu ref_conv.cu "
 # the registry lists the templates: adding one retires no other's records
 expect registry.c ""
 n=$(versions | wc -l)
