@@ -196,7 +196,7 @@ for k in ["gpu__time_duration.sum", "launch__registers_per_thread", "launch__occ
           "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active",
           "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
           "dram__bytes_read.sum", "dram__bytes_write.sum", "launch__grid_size", "launch__waves_per_multiprocessor",
-          "lts__t_bytes.sum", "sm__cycles_active.avg", "gpc__cycles_elapsed.max", "launch__shared_mem_per_block_dynamic"]:
+          "sm__cycles_active.avg", "gpc__cycles_elapsed.max", "launch__shared_mem_per_block_dynamic"]:
   print("  %-62s %s" % (k, g(k)))
 st = [(float(v or 0), k) for k, v in m.items() if k.startswith("smsp__average_warps_issue_stalled_") and k.endswith("_per_issue_active.ratio")]
 st.sort(reverse=True)
