@@ -11,7 +11,10 @@
  * column), m_unroll (m-tiles a warp computes at once), stages (tiles in
  * shared memory: the next stages - 1 loading while one computes) and
  * blocks_per_sm (launch bounds, and the grid: that many blocks an SM over
- * the block columns, each looping over tiles).
+ * the block columns, each looping over a fixed share of the tiles; the
+ * launch's shared memory holds the SMs to that many, so that a grid
+ * launched under the previous kernel's tail does not pile blocks onto the
+ * SMs it frees first).
  *
  * Validity (each a fact of the kernel): sm_80 or later; n_per_warp dividing
  * n_tiles; at most 1024 threads; m_tiles at least warps_m x m_unroll (no
@@ -116,8 +119,11 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   p->m_total = g.n * g.out[0] * g.out[1] * g.out[2];
   p->tiles_m = ceil_div(p->m_total, p->bm);
   p->grid_y = ceil_div(g.k, p->bn);
+  /* the grid: at most blocks_per_sm blocks an SM (rounding up would put a
+   * block column's worth of blocks beside others, taking their share at
+   * half speed) */
   const long sms = a && a->sm_count > 0 ? a->sm_count : 132;
-  long gx = ceil_div(sms * p->minb, p->grid_y);
+  long gx = sms * p->minb / p->grid_y;
   if (gx > p->tiles_m) gx = p->tiles_m;
   p->grid_x = gx > 0 ? gx : 1;
 }
@@ -172,10 +178,16 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   inst->grid[2] = 1;
   inst->block[0] = (unsigned)p.threads;
   inst->block[1] = inst->block[2] = 1;
-  inst->smem_bytes = (size_t)p.smem_bytes;
   inst->arch_specific = 0;
   /* sm_90: the kernel waits on griddepcontrol before touching memory */
   inst->pdl = a->cc_major >= 9;
+  /* each block's share of the tiles is fixed: launched early, the grid
+   * must still land blocks_per_sm an SM (template_pinned_smem). Not where
+   * it has more blocks than the SMs hold (more block columns than that):
+   * pinned, the blocks beyond would wait for a whole share. */
+  const int pin = inst->pdl && a->sm_count > 0 && p.grid_x * p.grid_y <= a->sm_count * p.minb;
+  inst->smem_bytes =
+      (size_t)(pin ? template_pinned_smem(a, p.threads, p.minb, p.smem_bytes) : p.smem_bytes);
   instance_conv_args(inst);
   return CT_OK;
 }

@@ -265,6 +265,67 @@ static const tpl_family family = {case_shape, dw_epilogue, tpl_of, emulate,
 
 /* Sampled valid configs (and the preferred one) of each shape, emulated in
  * each epilogue against reference_qconv. */
+/* The persistent grid on a GPU of known SMs (an H200's 132): at most
+ * blocks_per_sm blocks an SM, and on sm_90 (launched early, PDL) shared
+ * memory that admits no more than that many an SM, whatever the tiles'
+ * own; on sm_80 (no early launch) the tiles' own. */
+START_TEST(persistent_grid_lands_blocks_per_sm_an_sm) {
+  arch a90, a80;
+  ck_assert_int_eq(arch_from_name("sm_90", &a90, NULL), CT_OK);
+  ck_assert_int_eq(arch_from_name("sm_80", &a80, NULL), CT_OK);
+  a90.sm_count = 132, a80.sm_count = 108;
+  const ct_workload ws[] = {pshape(0, 32, 16, 96, 112, 1), pshape(0, 32, 24, 144, 56, 1),
+                            pshape(1, 2, 32, 40, 16, 1), pshape(0, 1, 320, 1280, 7, 1)};
+  int pinned = 0;
+  rng r;
+  rng_seed(&r, 0x5eed);
+  for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
+    const ct_workload *w = &ws[i];
+    const template_desc *tpl = tpl_of(w);
+    space sp;
+    space_init(&sp);
+    ck_assert_int_eq(tpl->space(w, &sp, NULL), CT_OK);
+    for (int draw = 0; draw < 64; draw++) {
+      config c;
+      if (draw == 0)
+        ck_assert(tpl->preferred(w, &sp, &a90, &c));
+      else
+        ck_assert_int_eq(template_sample(tpl, w, &sp, &a90, &r, 1000000, &c, NULL), CT_OK);
+      for (int ai = 0; ai < 2; ai++) {
+        const arch *a = ai ? &a80 : &a90;
+        if (!tpl->valid(w, &sp, &c, a, NULL)) continue;
+        instance inst;
+        ct_err err = {0};
+        ck_assert_msg(instance_make(tpl, w, &sp, &c, a, &inst, &err) == CT_OK, "%s", err.msg);
+        long own = -1, minb = -1;
+        for (int o = 0; o < inst.n_options; o++) {
+          sscanf(inst.options[o], "-DCT_SMEM_BYTES=%ld", &own);
+          sscanf(inst.options[o], "-DBLOCKS_PER_SM=%ld", &minb);
+        }
+        ck_assert(own > 0 && minb > 0);
+        const long blocks = (long)inst.grid[0] * inst.grid[1] * inst.grid[2];
+        ck_assert_int_ge(blocks, 1);
+        if (inst.grid[1] <= a->sm_count * minb)
+          ck_assert_msg(blocks <= a->sm_count * minb, "%ld blocks for %ld SMs x %ld", blocks,
+                        (long)a->sm_count, minb);
+
+        ck_assert_int_ge((long)inst.smem_bytes, own);
+        ck_assert_int_le(minb * ((long)inst.smem_bytes + 1024), a->smem_per_sm_bytes);
+        if (ai) {
+          ck_assert_int_eq((long)inst.smem_bytes, own);
+        } else if ((minb + 1) * (long)inst.block[0] <= 2048 && blocks <= a->sm_count * minb) {
+          ck_assert_msg((minb + 1) * ((long)inst.smem_bytes + 1024) > a->smem_per_sm_bytes,
+                        "%ld bytes admit %ld blocks an SM", (long)inst.smem_bytes, minb + 1);
+          pinned += (long)inst.smem_bytes > own;
+        }
+      }
+    }
+    space_free(&sp);
+  }
+  ck_assert_int_gt(pinned, 0); /* the padding was exercised */
+}
+END_TEST
+
 START_TEST(emulated_kernel_matches_reference_qconv) {
   const char *env = getenv("CT_PW_DRAWS");
   emulations_match(&family, _i, env ? atoi(env) : test_quick() ? 4 : 16, 71);
@@ -282,6 +343,7 @@ END_TEST
 static void add_cpu(TCase *tc) {
   tcase_add_test(tc, refuses_what_it_cannot_run);
   tcase_add_test(tc, rejects_configs_with_the_reason);
+  tcase_add_test(tc, persistent_grid_lands_blocks_per_sm_an_sm);
   tcase_add_loop_test(tc, emulated_kernel_matches_reference_qconv, 0, N_CASES);
 }
 
