@@ -74,7 +74,8 @@
 #   inchain [B]  bench --model MobileNetV2 at batch B (default 32) on /tmp/t.db with --in-chain
 #           (each node timed inside the chain, cut by cut), once per binary in $BINS (default
 #           build-rel/convtune; NAME=PATH labels one, and a name starting nopdl runs with
-#           CTX_NO_PDL=1, which a binary built with that switch reads); each node alone and in
+#           CTX_NO_PDL=1, nopdl-K1+K2 with CTX_NO_PDL=K1+K2, which a scratch binary built with
+#           that switch reads: no PDL at all, or for the kernels named); each node alone and in
 #           the chain side by side
 #   stem    the wgmma stems' out_stage (8-bit output staged by warp, whole rows stored) and
 #           block_n 32: test_gpu_templates' stem8 and onnx_stem cases on them (8 configs a
@@ -642,7 +643,7 @@ inchain)
   for spec in ${BINS:-build-rel/convtune}; do
     name=${spec%%=*} bin=${spec#*=}
     [ "$name" = "$spec" ] && name=$(basename $bin)
-    nopdl=; case $name in nopdl*) nopdl=1 ;; esac
+    nopdl=; case $name in nopdl-*) nopdl=${name#nopdl-} ;; nopdl*) nopdl=1 ;; esac
     CTX_NO_PDL=$nopdl timeout 300 $bin bench --model $MODEL --batch $MB --db /tmp/t.db --in-chain \
       --no-results --json-out $OUT/inchain-$name-b$MB.json > $OUT/inchain-$name-b$MB.md 2> $OUT/inchain-$name-b$MB.err
     echo "inchain $name b$MB rc=$? at $(( $(date +%s) - s )) s"; labels="$labels $name"
