@@ -14,10 +14,7 @@
  * blocks of a cluster that share a tile's reduction), blocks_per_sm (1
  * to 3: the registers and shared memory that many blocks need per SM) and
  * persistent (0: a block per tile; 1: as many blocks as fit the GPU at
- * once, blocks_per_sm an SM, the launch's shared memory padded so that no
- * more fit (a grid launched under the previous kernel's tail would pile
- * blocks onto the SMs it frees first), each looping over tiles, its
- * consumer warpgroups sharing each
+ * once, each looping over tiles, its consumer warpgroups sharing each
  * tile; 2: the same in ping-pong, the consumer warpgroups (2 to 4) taking
  * tiles of rows_per_wg rows in turn, so that the others' epilogues overlap
  * one's mainloop); with 8-bit output, out_stage (0: each thread stores
@@ -243,6 +240,7 @@ static int valid(const ct_workload *w, const space *s, const config *cfg, const 
 
 static ct_status make_instance(const ct_workload *w, const space *s, const config *cfg,
                                const arch *a, instance *inst, ct_err *err) {
+  (void)a;
   nplan p;
   make_plan(w, s, cfg, a, &p);
   geom3 g;
@@ -269,14 +267,9 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   inst->grid[2] = (unsigned)p.split;
   inst->block[0] = (unsigned)p.threads;
   inst->block[1] = inst->block[2] = 1;
+  inst->smem_bytes = (size_t)p.smem_bytes;
   inst->arch_specific = 1;
   inst->pdl = 1; /* the kernel waits on griddepcontrol before touching memory */
-  /* persistent: each block's tiles are fixed (a stride of the grid), so
-   * the grid, launched early, must still land blocks_per_sm an SM
-   * (template_pinned_smem) */
-  inst->smem_bytes = (size_t)(p.persist && p.resident > 0
-                                  ? template_pinned_smem(a, p.threads, p.minb, p.smem_bytes)
-                                  : p.smem_bytes);
   instance_conv_args(inst);
 
   /* the data: (C, W, H[, D], N) bytes in im2col mode, the bounding box
