@@ -57,8 +57,8 @@ static const char usage[] =
     "reference (the first and the last image). With --fuse, a 1x1 conv whose output\n"
     "only the next conv reads is fused into it where a template runs the pair and the\n"
     "database's records on this GPU predict a gain in the chain (the fused kernel's\n"
-    "time against the two convs', one launch and the 1x1 conv's output written back to\n"
-    "memory; tune --model --fuse records both ways); --fuse=all fuses every such pair.\n"
+    "time against the two convs' and one launch; tune --model --fuse records both\n"
+    "ways); --fuse=all fuses every such pair.\n"
     "A fused node reads the 1x1 conv's input and is checked against the CPU reference\n"
     "of both convs; cuDNN still runs both, the node's time their sum.\n"
     "Writes bench/results/<device>-<model>-b<batch>.json (-nchw4c.json with --layout\n"
@@ -198,7 +198,6 @@ typedef struct fuse_policy {
   db *d;
   db_device dev;
   arch a;
-  double mem_gbs;
   int n, cap;
   fuse_decision *v;
   ct_status st; /* the first failure, in err */
@@ -228,7 +227,7 @@ static int fuse_by_records(const ct_workload *w, void *user) {
     ct_workload m;
     workload_main(w, &m);
     workload_key(&m, dn->main_key, sizeof dn->main_key);
-    if ((p->st = resolve_fuse_estimate(p->d, &p->dev, &p->a, w, p->mem_gbs, &dn->e, &p->err)))
+    if ((p->st = resolve_fuse_estimate(p->d, &p->dev, &p->a, w, &dn->e, &p->err)))
       return 0;
     p->n++;
   }
@@ -241,11 +240,8 @@ static ct_status fuse_policy_open(fuse_policy *p, const bench_opts *bo, ct_err *
   device dv;
   ct_status st = device_open(bo->device, &dv, err);
   if (st) return st;
-  if (!(dv.mem_gbs > 0))
-    return ERR_SET(err, CT_ERR_CUDA, "--fuse: device %d reports no memory bandwidth", bo->device);
   tune_db_device(&dv, &p->dev);
   p->a = dv.arch;
-  p->mem_gbs = dv.mem_gbs;
   if (bo->db_path && (st = db_open(bo->db_path, 1, &p->d, err))) return st;
   return CT_OK;
 }

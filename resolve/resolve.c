@@ -467,15 +467,13 @@ static ct_status record_us(db *d, const db_device *dev, const arch *a, const ct_
 }
 
 ct_status resolve_fuse_estimate(db *d, const db_device *dev, const arch *a, const ct_workload *w,
-                                double mem_gbs, fuse_estimate *out, ct_err *err) {
+                                fuse_estimate *out, ct_err *err) {
   memset(out, 0, sizeof *out);
   ct_status st = workload_validate(w, err);
   if (st) return st;
   if (w->pre_c <= 0)
     return ERR_SET(err, CT_ERR_INVALID_ARG,
                    "fuse estimate: the workload has no fused conv (pre_c 0)");
-  if (!(mem_gbs > 0))
-    return ERR_SET(err, CT_ERR_INVALID_ARG, "fuse estimate: memory bandwidth %g GB/s", mem_gbs);
   ct_workload pre, m;
   workload_pre(w, &pre);
   workload_main(w, &m);
@@ -484,7 +482,6 @@ ct_status resolve_fuse_estimate(db *d, const db_device *dev, const arch *a, cons
       (st = record_us(d, dev, a, &m, &out->main_us, err)))
     return st;
   out->mid_bytes = (double)workload_out_elems(&pre) * (double)workload_out_elem_bytes(&pre);
-  out->mid_us = out->mid_bytes / (mem_gbs * 1e3);
   out->known = out->fused_us > 0 && out->pre_us > 0 && out->main_us > 0;
   if (!out->known) {
     snprintf(out->why, sizeof out->why, "apart: no record of the %s",
@@ -493,12 +490,12 @@ ct_status resolve_fuse_estimate(db *d, const db_device *dev, const arch *a, cons
                                 : "conv alone");
     return CT_OK;
   }
-  out->gain_us = out->pre_us + out->main_us + RESOLVE_FUSE_LAUNCH_US + out->mid_us - out->fused_us;
+  out->gain_us = out->pre_us + out->main_us + RESOLVE_FUSE_LAUNCH_US - out->fused_us;
   snprintf(out->why, sizeof out->why,
-           "%s: fused %.2f us against apart %.2f + %.2f, a launch %.1f and the intermediate "
-           "%.1f MB %.2f: %.2f us %s",
+           "%s: fused %.2f us against apart %.2f + %.2f and a launch %.1f (the intermediate's "
+           "%.1f MB not credited): %.2f us %s",
            out->gain_us > 0 ? "fused" : "apart", out->fused_us, out->pre_us, out->main_us,
-           RESOLVE_FUSE_LAUNCH_US, out->mid_bytes / 1e6, out->mid_us, fabs(out->gain_us),
+           RESOLVE_FUSE_LAUNCH_US, out->mid_bytes / 1e6, fabs(out->gain_us),
            out->gain_us > 0 ? "predicted saved" : "predicted lost");
   return CT_OK;
 }

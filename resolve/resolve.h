@@ -82,27 +82,29 @@ double resolve_distance(const ct_workload *a, const ct_workload *b);
 /* Fusion, decided by records: whether the fused workload w (w->pre_c > 0)
  * is predicted to run faster in a chain of layers than its two convs apart
  * (workload_pre(w), then workload_main(w)). The pair pays its two kernels'
- * best records, one more launch (RESOLVE_FUSE_LAUNCH_US: what a node costs
- * a chain over its time alone, measured on MobileNetV2 at batch 32) and its
- * intermediate tensor's trip through memory, its bytes once at mem_gbs GB/s
- * (the pointwise conv's output is written back to DRAM as the chain runs
- * on); the fused node pays its own record. Records are resolve's steps (1)
- * and (2) only: a nearest workload's time says nothing of this one. An
- * estimate, not a measurement: a pair's time alone leaves out what the
- * chain adds to each node, which the two terms stand for. */
+ * best records and one more launch (RESOLVE_FUSE_LAUNCH_US: what a node
+ * costs a chain over its time alone, measured on MobileNetV2 at batch 32);
+ * the fused node pays its own record. The intermediate tensor the fused
+ * node never writes is not credited: reused buffers changed no chain, and
+ * fused nodes paid the chain as much over their time alone as the pairs
+ * did (MobileNetV2 b32 on the H200, bench/results/h200-issue35/
+ * autofuse-97dc6a7: crediting its write-back at the DRAM's bandwidth fused
+ * six pairs and cost the chain 25 us). Records are resolve's steps (1) and
+ * (2) only: a nearest workload's time says nothing of this one. An
+ * estimate, not a measurement. */
 #define RESOLVE_FUSE_LAUNCH_US 1.0
 typedef struct fuse_estimate {
   int known;                        /* 1: all three workloads have records */
   double fused_us, pre_us, main_us; /* their best records' medians; 0: none */
-  double mid_bytes, mid_us;         /* the intermediate tensor and its trip */
-  double gain_us;                   /* pre + main + launch + mid - fused; > 0: fuse */
+  double mid_bytes;                 /* the intermediate tensor (reported, not credited) */
+  double gain_us;                   /* pre + main + launch - fused; > 0: fuse */
   char why[224]; /* one line: the decision and its terms, or which record is missing */
 } fuse_estimate;
 
 /* Fill *out for w on dev (d may be NULL: nothing known). Fails only for a
- * workload that is not a valid fused one, or mem_gbs not above 0; a
- * workload no template runs is "not known" (its why says so). */
+ * workload that is not a valid fused one; a workload no template runs is
+ * "not known" (its why says so). */
 ct_status resolve_fuse_estimate(db *d, const db_device *dev, const arch *a, const ct_workload *w,
-                                double mem_gbs, fuse_estimate *out, ct_err *err);
+                                fuse_estimate *out, ct_err *err);
 
 #endif
