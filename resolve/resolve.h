@@ -86,8 +86,8 @@ double resolve_distance(const ct_workload *a, const ct_workload *b);
  * costs a chain over its time alone, measured on MobileNetV2 at batch 32);
  * the fused node pays its own record. The intermediate tensor the fused
  * node never writes is not credited: reused buffers changed no chain, and
- * fused nodes paid the chain as much over their time alone as the pairs
- * did (MobileNetV2 b32 on the H200, bench/results/h200-issue35/
+ * fused nodes still paid the chain 1.5-7 us each over their time alone
+ * (MobileNetV2 b32 on the H200, bench/results/h200-issue35/
  * autofuse-97dc6a7: crediting its write-back at the DRAM's bandwidth fused
  * six pairs and cost the chain 25 us). Records are resolve's steps (1) and
  * (2) only: a nearest workload's time says nothing of this one. An
