@@ -546,7 +546,9 @@ for a, b in zip(D["new"]["nodes"], D["base"]["nodes"]):
   print("%-26s %6.2f %6.2f %6.2f %6.2f %6.2f  %s%s" % (a["name"][:26], a["convtune_us"], a["convtune_in_chain_us"],
     b["convtune_us"], b["convtune_in_chain_us"], a["floor_us"], ta, "" if ta == tb else "; " + tb))
 PY
-  cd $OUT && tar czf abchain-$tag.tgz ab-* && rm -f ab-* ;;
+  # its own files only: a caller's ab-*.txt in $OUT stays
+  cd $OUT && f=$(ls ab-tune-$tag.* ab-retune-$tag.* ab-new-$tag.* ab-base-$tag.* 2>/dev/null) &&
+    tar czf abchain-$tag.tgz $f && rm -f $f ;;
 chainprof)
   s=$(date +%s) MB=${2:-32} cm=${3:-$MODEL}
   [ "$cm" = mobilenetv2 ] && cm=$MODEL
