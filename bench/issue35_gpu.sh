@@ -102,6 +102,14 @@
 #   arena M B [DB]  bench --model of model M (mobilenetv2, or an ONNX path) at batch B on DB
 #           (default /tmp/t.db) twice: each node's output in its own buffer, then --arena (the
 #           tensors in reused buffers, every side); the chains side by side
+#   restrict B PAT KNOB=V [PAT KNOB=V ...]  does a config that loses alone win in the chain? /tmp/t.db
+#           (MobileNetV2 tuned at batch B, e.g. by mtune) copied to /tmp/r.db; there, every trial
+#           of a workload whose key matches the regex PAT whose config lacks KNOB=V (a knob's
+#           JSON value, or template=NAME) is deleted, so that its best is the best measured
+#           config with KNOB=V (a key with none such keeps all); then bench --model --in-chain
+#           on t.db, r.db, t.db, r.db, and the restricted nodes alone and in the chain side by
+#           side (e.g. restrict 32 'k144-56x56-r3x3.*g144' staging=1: the window staged in
+#           shared memory, less L2 traffic)
 # Phases run in one call share /tmp/t.db: e.g. dwmma, model, bench, savedb.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
@@ -579,6 +587,61 @@ for n, r in zip(N, data):
 print("sums: %.1f us, DRAM read %.1f MB, written %.1f MB, the nodes' own bytes %.1f MB" % tuple(T))
 PY
   cd $OUT && tar czf chainprof-b$MB.tgz cp-* && rm -f cp-* ;;
+restrict)
+  s=$(date +%s) MB=$2; shift 2
+  rm -f /tmp/r.db /tmp/r.db-wal /tmp/r.db-shm
+  # a copy through SQLite's backup, so that pages still in t.db's WAL come along
+  python3 -c "import sqlite3; s = sqlite3.connect('/tmp/t.db'); d = sqlite3.connect('/tmp/r.db'); s.backup(d); d.close()" || exit 1
+  python3 - /tmp/r.db "$@" > $OUT/restrict-keys.txt 2>&1 <<'PY' || { echo "restrict: $(tail -1 $OUT/restrict-keys.txt)"; exit 1; }
+import json, re, sqlite3, sys
+db, args = sys.argv[1], sys.argv[2:]
+if not args or len(args) % 2:
+    sys.exit("restrict: PAT KNOB=V pairs expected")
+c = sqlite3.connect(db)
+for pat, kv in zip(args[::2], args[1::2]):
+    k, v = kv.split("=", 1)
+    rx = re.compile(pat)
+    for wid, key in c.execute("select id, key from workloads").fetchall():
+        if not rx.search(key):
+            continue
+        rows = c.execute("select t.id, t.config_json, t.outcome, t.median_us, tp.name from trials t "
+                         "join templates tp on tp.id = t.template_id where t.workload_id = ?", (wid,)).fetchall()
+        has = (lambda r: r[4] == v) if k == "template" else (lambda r: json.loads(r[1]).get(k) == json.loads(v))
+        ok = [r for r in rows if r[2] == "OK"]
+        best = min(ok, key=lambda r: r[3], default=None)
+        kept = sorted((r for r in ok if has(r)), key=lambda r: r[3])
+        if not kept:
+            print("%s: no measured config with %s=%s; left as it was" % (key, k, v))
+            continue
+        c.executemany("delete from trials where id = ?", [(r[0],) for r in rows if not has(r)])
+        print("%s: best %.2f us (%s %s) -> with %s=%s %.2f us (%s %s), %d of %d trials kept" % (
+            key, best[3], best[4], best[1], k, v, kept[0][3], kept[0][4], kept[0][1],
+            sum(map(has, rows)), len(rows)))
+c.commit()
+PY
+  cat $OUT/restrict-keys.txt | cut -c1-300
+  for r in t1:/tmp/t.db r1:/tmp/r.db t2:/tmp/t.db r2:/tmp/r.db; do
+    l=${r%%:*} db=${r#*:}
+    timeout 200 $B bench --model $MODEL --batch $MB --db $db --in-chain --no-results \
+      --json-out $OUT/restrict-$l-b$MB.json > $OUT/restrict-$l-b$MB.md 2> $OUT/restrict-$l-b$MB.err
+    echo "bench $l rc=$? at $(( $(date +%s) - s )) s"
+  done
+  python3 - $OUT $MB $OUT/restrict-keys.txt <<'PY'
+import json, sys
+out, mb, keys = sys.argv[1:]
+R = {l: json.load(open("%s/restrict-%s-b%s.json" % (out, l, mb))) for l in ("t1", "r1", "t2", "r2")}
+for l, d in R.items():
+    print("%s: chain %.1f us, cuDNN fp16 %.1f (%.2fx), nodes alone %.1f, in the chain %.1f; %d of %d exact" % (l,
+        d["chain"]["convtune_us"], d["chain"]["cudnn_fp16_us"], d["chain"]["cudnn_fp16_us"] / d["chain"]["convtune_us"],
+        d["sum_of_nodes"]["convtune_us"], d.get("convtune_in_chain_sum_us") or -1, d["n_exact"], d["n_run"]))
+changed = {line.split(":")[0] for line in open(keys) if " -> " in line}
+print("node (alone / in the chain)        t1            r1            t2            r2")
+for i, n in enumerate(R["t1"]["nodes"]):
+    if n["runs"] and n["key"] in changed:
+        print("%-28s" % n["name"][:28] + "".join("  %5.2f %6.2f" % (R[l]["nodes"][i]["convtune_us"],
+              R[l]["nodes"][i]["convtune_in_chain_us"]) for l in ("t1", "r1", "t2", "r2")))
+PY
+  cd $OUT && tar czf restrictrun-b$MB.tgz restrict-* && rm -f restrict-* ;;
 arena)
   s=$(date +%s) m=$2 MB=$3 db=${4:-/tmp/t.db}
   [ $m = mobilenetv2 ] && m=$MODEL
