@@ -128,6 +128,28 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   p->grid_x = gx > 0 ? gx : 1;
 }
 
+/* The dynamic shared memory to launch the grid with (smem_bytes or more):
+ * enough that no more than blocks_per_sm blocks of threads threads fit an
+ * SM. A block's share of the tiles is fixed, so the grid finishes when its
+ * busiest SM does; launched early (programmatic dependent launch), its
+ * blocks would otherwise pile onto the SMs the previous kernel frees first.
+ * smem_bytes itself where the threads already pin it, the SM's size is
+ * unknown, or the padding would not leave room for blocks_per_sm. Here,
+ * not in template.c, which every template's version hashes: the channels-
+ * last wgmma family's persistent grids gained nothing from it (MobileNetV2
+ * b32, h200-issue35/pdl-pin-5adc285). */
+static long pinned_smem(const arch *a, long threads, long blocks_per_sm, long smem_bytes) {
+  if (!a || a->smem_per_sm_bytes <= 0 || blocks_per_sm < 1) return smem_bytes;
+  if ((blocks_per_sm + 1) * threads > 2048) return smem_bytes;
+  /* 1 KB per block is the runtime's; the allocation unit is 128 bytes */
+  long pin = a->smem_per_sm_bytes / (blocks_per_sm + 1) - 1024 + 1;
+  pin = (pin + 127) / 128 * 128;
+  if (pin <= smem_bytes) return smem_bytes;
+  if (blocks_per_sm * (pin + 1024) > a->smem_per_sm_bytes || pin > a->smem_optin_bytes)
+    return smem_bytes;
+  return pin;
+}
+
 static int plan_valid(const ct_workload *w, const pwplan *p, const arch *a, char *why) {
   if (a->cc_major < 8)
     return template_fail(why, "int8 mma.sync needs sm_80 or later, not sm_%ld%ld", a->cc_major,
@@ -182,12 +204,12 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
   /* sm_90: the kernel waits on griddepcontrol before touching memory */
   inst->pdl = a->cc_major >= 9;
   /* each block's share of the tiles is fixed: launched early, the grid
-   * must still land blocks_per_sm an SM (template_pinned_smem). Not where
+   * must still land blocks_per_sm an SM (pinned_smem). Not where
    * it has more blocks than the SMs hold (more block columns than that):
    * pinned, the blocks beyond would wait for a whole share. */
   const int pin = inst->pdl && a->sm_count > 0 && p.grid_x * p.grid_y <= a->sm_count * p.minb;
   inst->smem_bytes =
-      (size_t)(pin ? template_pinned_smem(a, p.threads, p.minb, p.smem_bytes) : p.smem_bytes);
+      (size_t)(pin ? pinned_smem(a, p.threads, p.minb, p.smem_bytes) : p.smem_bytes);
   instance_conv_args(inst);
   return CT_OK;
 }

@@ -191,18 +191,6 @@ int template_blocks_fit(const arch *a, long threads, long blocks_per_sm, long sm
   return 1;
 }
 
-long template_pinned_smem(const arch *a, long threads, long blocks_per_sm, long smem_bytes) {
-  if (!a || a->smem_per_sm_bytes <= 0 || blocks_per_sm < 1) return smem_bytes;
-  if ((blocks_per_sm + 1) * threads > 2048) return smem_bytes; /* the threads pin it */
-  /* 1 KB per block is the runtime's; the allocation unit is 128 bytes */
-  long pin = a->smem_per_sm_bytes / (blocks_per_sm + 1) - 1024 + 1;
-  pin = (pin + 127) / 128 * 128;
-  if (pin <= smem_bytes) return smem_bytes;
-  if (blocks_per_sm * (pin + 1024) > a->smem_per_sm_bytes || pin > a->smem_optin_bytes)
-    return smem_bytes;
-  return pin;
-}
-
 int template_features(const double *v, int n, float *out, int max) {
   for (int i = 0; i < n && i < max; i++) out[i] = (float)log2(v[i]);
   return n < max ? n : max;

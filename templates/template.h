@@ -197,15 +197,6 @@ int template_acc_fits(long acc, const char *name, long value, char *why);
  * KB a block is the runtime's) and 2048 threads. */
 int template_blocks_fit(const arch *a, long threads, long blocks_per_sm, long smem_bytes,
                         char *why);
-/* The dynamic shared memory to launch a persistent grid of threads-thread
- * blocks with (smem_bytes or more): enough that no more than blocks_per_sm
- * of its blocks fit an SM.
- * A grid whose blocks each take a fixed share of the tiles finishes when
- * its busiest SM does; launched early (programmatic dependent launch), its
- * blocks would otherwise pile onto the SMs the previous kernel has left
- * room on. smem_bytes itself where the SM's size is unknown or the padding
- * would not leave room for blocks_per_sm. */
-long template_pinned_smem(const arch *a, long threads, long blocks_per_sm, long smem_bytes);
 /* The estimate-based families (dp4a, mma): regs per thread within 255
  * and the block's registers, smem_bytes within the opt-in limit. */
 int template_block_fits(const arch *a, long threads, long regs, long smem_bytes, char *why);
