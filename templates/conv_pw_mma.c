@@ -120,8 +120,8 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, c
   p->tiles_m = ceil_div(p->m_total, p->bm);
   p->grid_y = ceil_div(g.k, p->bn);
   /* the grid: at most blocks_per_sm blocks an SM (rounding up would put a
-   * block column's worth of blocks beside others, taking their share at
-   * half speed) */
+   * block column's worth of blocks beside others, each sharing an SM for
+   * its whole share) */
   const long sms = a && a->sm_count > 0 ? a->sm_count : 132;
   long gx = sms * p->minb / p->grid_y;
   if (gx > p->tiles_m) gx = p->tiles_m;
