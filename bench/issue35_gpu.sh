@@ -73,7 +73,8 @@
 #           every template) into /tmp/t.db
 #   inchain [B]  bench --model MobileNetV2 at batch B (default 32) on /tmp/t.db with --in-chain
 #           (each node timed inside the chain, cut by cut), once per binary in $BINS (default
-#           build-rel/convtune; NAME=PATH labels one, and a name starting nopdl runs with
+#           build-rel/convtune; NAME=PATH labels one, NAME=PATH:DB runs it on DB instead of
+#           /tmp/t.db, and a name starting nopdl runs with
 #           CTX_NO_PDL=1, nopdl-K1+K2 with CTX_NO_PDL=K1+K2, which a scratch binary built with
 #           that switch reads: no PDL at all, or for the kernels named); each node alone and in
 #           the chain side by side
@@ -106,10 +107,10 @@
 #           (MobileNetV2 tuned at batch B, e.g. by mtune) copied to /tmp/r.db; there, every trial
 #           of a workload whose key matches the regex PAT whose config lacks KNOB=V (a knob's
 #           JSON value, or template=NAME) is deleted, so that its best is the best measured
-#           config with KNOB=V (a key with none such keeps all); then bench --model --in-chain
-#           on t.db, r.db, t.db, r.db, and the restricted nodes alone and in the chain side by
-#           side (e.g. restrict 32 'k144-56x56-r3x3.*g144' staging=1: the window staged in
-#           shared memory, less L2 traffic)
+#           config with KNOB=V (a key with none such keeps all; restrict-keys-bB.txt says
+#           what each kept); then inchain on t.db, r.db, t.db, r.db (e.g. restrict 32
+#           'k144-56x56-r3x3.*g144' staging=1: the window staged in shared memory, less L2
+#           traffic)
 # Phases run in one call share /tmp/t.db: e.g. dwmma, model, bench, savedb.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
@@ -619,29 +620,9 @@ for pat, kv in zip(args[::2], args[1::2]):
             sum(map(has, rows)), len(rows)))
 c.commit()
 PY
-  cat $OUT/restrict-keys.txt | cut -c1-300
-  for r in t1:/tmp/t.db r1:/tmp/r.db t2:/tmp/t.db r2:/tmp/r.db; do
-    l=${r%%:*} db=${r#*:}
-    timeout 200 $B bench --model $MODEL --batch $MB --db $db --in-chain --no-results \
-      --json-out $OUT/restrict-$l-b$MB.json > $OUT/restrict-$l-b$MB.md 2> $OUT/restrict-$l-b$MB.err
-    echo "bench $l rc=$? at $(( $(date +%s) - s )) s"
-  done
-  python3 - $OUT $MB $OUT/restrict-keys.txt <<'PY'
-import json, sys
-out, mb, keys = sys.argv[1:]
-R = {l: json.load(open("%s/restrict-%s-b%s.json" % (out, l, mb))) for l in ("t1", "r1", "t2", "r2")}
-for l, d in R.items():
-    print("%s: chain %.1f us, cuDNN fp16 %.1f (%.2fx), nodes alone %.1f, in the chain %.1f; %d of %d exact" % (l,
-        d["chain"]["convtune_us"], d["chain"]["cudnn_fp16_us"], d["chain"]["cudnn_fp16_us"] / d["chain"]["convtune_us"],
-        d["sum_of_nodes"]["convtune_us"], d.get("convtune_in_chain_sum_us") or -1, d["n_exact"], d["n_run"]))
-changed = {line.split(":")[0] for line in open(keys) if " -> " in line}
-print("node (alone / in the chain)        t1            r1            t2            r2")
-for i, n in enumerate(R["t1"]["nodes"]):
-    if n["runs"] and n["key"] in changed:
-        print("%-28s" % n["name"][:28] + "".join("  %5.2f %6.2f" % (R[l]["nodes"][i]["convtune_us"],
-              R[l]["nodes"][i]["convtune_in_chain_us"]) for l in ("t1", "r1", "t2", "r2")))
-PY
-  cd $OUT && tar czf restrictrun-b$MB.tgz restrict-* && rm -f restrict-* ;;
+  cut -c1-300 $OUT/restrict-keys.txt
+  BINS="t1=$B r1=$B:/tmp/r.db t2=$B r2=$B:/tmp/r.db" bash bench/issue35_gpu.sh inchain $MB
+  mv $OUT/restrict-keys.txt $OUT/restrict-keys-b$MB.txt ;;
 arena)
   s=$(date +%s) m=$2 MB=$3 db=${4:-/tmp/t.db}
   [ $m = mobilenetv2 ] && m=$MODEL
@@ -706,10 +687,11 @@ mtune)
 inchain)
   s=$(date +%s) MB=${2:-32} labels=""
   for spec in ${BINS:-build-rel/convtune}; do
-    name=${spec%%=*} bin=${spec#*=}
+    name=${spec%%=*} bin=${spec#*=} db=/tmp/t.db
+    case $bin in *:*) db=${bin#*:} bin=${bin%%:*} ;; esac
     [ "$name" = "$spec" ] && name=$(basename $bin)
     nopdl=; case $name in nopdl-*) nopdl=${name#nopdl-} ;; nopdl*) nopdl=1 ;; esac
-    CTX_NO_PDL=$nopdl timeout 300 $bin bench --model $MODEL --batch $MB --db /tmp/t.db --in-chain \
+    CTX_NO_PDL=$nopdl timeout 300 $bin bench --model $MODEL --batch $MB --db $db --in-chain \
       --no-results --json-out $OUT/inchain-$name-b$MB.json > $OUT/inchain-$name-b$MB.md 2> $OUT/inchain-$name-b$MB.err
     echo "inchain $name b$MB rc=$? at $(( $(date +%s) - s )) s"; labels="$labels $name"
   done
