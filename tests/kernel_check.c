@@ -191,3 +191,13 @@ void invalid_point_fails_to_compile(const ct_workload *w, const char *knob_name,
   cubin_free(&cb);
   space_free(&sp);
 }
+
+long instance_macro(const instance *inst, const char *name) {
+  const size_t n = strlen(name);
+  for (int i = 0; i < inst->n_options; i++) {
+    const char *o = inst->options[i];
+    if (!strncmp(o, "-D", 2) && !strncmp(o + 2, name, n) && o[2 + n] == '=') return atol(o + 3 + n);
+  }
+  ck_abort_msg("no -D%s in the instance", name);
+  return 0;
+}

@@ -5,7 +5,7 @@
  * reference_qconv, every output written once (test_dw_nhwc.c,
  * test_dw_mma.c); the loop that compiles a shape's configs for sm_90 and
  * sm_80 (those and test_grouped_nhwc.c); the depthwise shapes and
- * epilogues.
+ * epilogues; an instance's NVRTC macros.
  */
 #ifndef CT_TESTS_KERNEL_CHECK_H
 #define CT_TESTS_KERNEL_CHECK_H
@@ -64,5 +64,8 @@ void configs_compile(const tpl_family *f, int i, int per, unsigned seed, int arc
 void invalid_point_fails_to_compile(const ct_workload *w, const char *knob_name, int value,
                                     const char *why_part, const char *log_part,
                                     const template_desc *tpl);
+
+/* The value of -DNAME= in inst's options (the test fails when absent). */
+long instance_macro(const instance *inst, const char *name);
 
 #endif

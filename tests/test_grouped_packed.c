@@ -18,6 +18,7 @@
 #include "core/rng.h"
 #include "gpu/nvrtc.h"
 #include "templates/template.h"
+#include "tests/kernel_check.h"
 #include "tests/util.h"
 
 typedef struct shape {
@@ -53,16 +54,6 @@ static ct_workload workload(const shape *s) {
 
 static const template_desc *tpl_of(const ct_workload *w) {
   return template_find(w->op == CT_OP_CONV3D ? "conv3d_ncdhw4c_grouped" : "conv2d_nchw4c_grouped");
-}
-
-/* The value of -DNAME= in inst's options (fails when absent). */
-static long opt(const instance *inst, const char *name) {
-  char pre[64];
-  snprintf(pre, sizeof pre, "-D%s=", name);
-  for (int i = 0; i < inst->n_options; i++)
-    if (!strncmp(inst->options[i], pre, strlen(pre))) return atol(inst->options[i] + strlen(pre));
-  ck_abort_msg("no %s in the options", name);
-  return 0;
 }
 
 START_TEST(what_it_refuses_says_why) {
@@ -163,12 +154,12 @@ START_TEST(aligned_weights_give_the_grouped_dot_product) {
       ck_assert_int_eq(instance_make(tpl, &w, &sp, &c, &a, &inst, &err), CT_OK);
       gp g = {w.c / 4,
               w.k / 4,
-              opt(&inst, "CT_CPG"),
-              opt(&inst, "CT_KPG"),
-              opt(&inst, "CT_CW"),
-              opt(&inst, "NWIN"),
-              opt(&inst, "JB"),
-              opt(&inst, "BLOCK_F")};
+              instance_macro(&inst, "CT_CPG"),
+              instance_macro(&inst, "CT_KPG"),
+              instance_macro(&inst, "CT_CW"),
+              instance_macro(&inst, "NWIN"),
+              instance_macro(&inst, "JB"),
+              instance_macro(&inst, "BLOCK_F")};
       ck_assert_int_eq(g.cpg, cpg);
       ck_assert_int_eq(g.kpg * w.groups, w.k);
       for (long f = 0; f < g.k4; f++) {

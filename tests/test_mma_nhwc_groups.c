@@ -24,6 +24,7 @@
 #include "gpu/nvrtc.h"
 #include "templates/template.h"
 #include "tests/epilogue_variant.h"
+#include "tests/kernel_check.h"
 #include "tests/util.h"
 
 /* ---- the kernel's macros ------------------------------------------------ */
@@ -36,17 +37,8 @@ typedef struct km {
   long TILES_W, TILES_H, TILES_M;
 } km;
 
-static long opt(const instance *inst, const char *name) {
-  const size_t n = strlen(name);
-  for (int i = 0; i < inst->n_options; i++) {
-    const char *o = inst->options[i];
-    if (!strncmp(o, "-D", 2) && !strncmp(o + 2, name, n) && o[2 + n] == '=') return atol(o + 3 + n);
-  }
-  ck_abort_msg("no -D%s in the instance", name);
-  return 0;
-}
-
 static void macros(const instance *inst, km *m) {
+#define opt(inst, name) instance_macro(inst, name)
   m->N = opt(inst, "CT_N"), m->ID = opt(inst, "CT_ID"), m->IH = opt(inst, "CT_IH");
   m->IW = opt(inst, "CT_IW"), m->OD = opt(inst, "CT_OD"), m->OH = opt(inst, "CT_OH");
   m->OW = opt(inst, "CT_OW"), m->KD = opt(inst, "CT_KD"), m->KH = opt(inst, "CT_KH");
@@ -97,6 +89,7 @@ static void macros(const instance *inst, km *m) {
   m->TILES_W = (m->OW + m->TW - 1) / m->TW;
   m->TILES_H = (m->OH + m->TH - 1) / m->TH;
   m->TILES_M = m->N * m->OD * m->TILES_H * m->TILES_W;
+#undef opt
 }
 
 /* ---- the emulation -------------------------------------------------------- */

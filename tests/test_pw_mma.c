@@ -263,8 +263,6 @@ static void emulate(const ct_workload *w, const space *s, const config *cfg, con
 static const tpl_family family = {case_shape, dw_epilogue, tpl_of, emulate,
                                   "shared reads past a buffer"};
 
-/* Sampled valid configs (and the preferred one) of each shape, emulated in
- * each epilogue against reference_qconv. */
 /* The persistent grid on a GPU of known SMs (an H200's 132): at most
  * blocks_per_sm blocks an SM, and on sm_90 (launched early, PDL) shared
  * memory that admits no more than that many an SM, whatever the tiles'
@@ -297,18 +295,14 @@ START_TEST(persistent_grid_lands_blocks_per_sm_an_sm) {
         instance inst;
         ct_err err = {0};
         ck_assert_msg(instance_make(tpl, w, &sp, &c, a, &inst, &err) == CT_OK, "%s", err.msg);
-        long own = -1, minb = -1;
-        for (int o = 0; o < inst.n_options; o++) {
-          sscanf(inst.options[o], "-DCT_SMEM_BYTES=%ld", &own);
-          sscanf(inst.options[o], "-DBLOCKS_PER_SM=%ld", &minb);
-        }
+        const long own = instance_macro(&inst, "CT_SMEM_BYTES"),
+                   minb = instance_macro(&inst, "BLOCKS_PER_SM");
         ck_assert(own > 0 && minb > 0);
         const long blocks = (long)inst.grid[0] * inst.grid[1] * inst.grid[2];
         ck_assert_int_ge(blocks, 1);
         if (inst.grid[1] <= a->sm_count * minb)
           ck_assert_msg(blocks <= a->sm_count * minb, "%ld blocks for %ld SMs x %ld", blocks,
                         (long)a->sm_count, minb);
-
         ck_assert_int_ge((long)inst.smem_bytes, own);
         ck_assert_int_le(minb * ((long)inst.smem_bytes + 1024), a->smem_per_sm_bytes);
         if (ai) {
@@ -326,6 +320,8 @@ START_TEST(persistent_grid_lands_blocks_per_sm_an_sm) {
 }
 END_TEST
 
+/* Sampled valid configs (and the preferred one) of each shape, emulated in
+ * each epilogue against reference_qconv. */
 START_TEST(emulated_kernel_matches_reference_qconv) {
   const char *env = getenv("CT_PW_DRAWS");
   emulations_match(&family, _i, env ? atoi(env) : test_quick() ? 4 : 16, 71);
