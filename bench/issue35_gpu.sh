@@ -111,6 +111,11 @@
 #           what each kept); then inchain on t.db, r.db, t.db, r.db (e.g. restrict 32
 #           'k144-56x56-r3x3.*g144' staging=1: the window staged in shared memory, less L2
 #           traffic)
+#   ranks B R [R ...]  does the alone ranking hold in the chain? /tmp/t.db (MobileNetV2 tuned at
+#           batch B) copied to /tmp/rank-R.db for each R, where every workload keeps only its R-th
+#           best measured config (distinct configs, any template; a workload with fewer keeps
+#           its last); then inchain on t.db, each rank-R.db, t.db; each node's in-chain time at
+#           every rank, and the chain that would take each node's best in-chain rank
 # Phases run in one call share /tmp/t.db: e.g. dwmma, model, bench, savedb.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
@@ -623,6 +628,52 @@ PY
   cut -c1-300 $OUT/restrict-keys.txt
   BINS="t1=$B r1=$B:/tmp/r.db t2=$B r2=$B:/tmp/r.db" bash bench/issue35_gpu.sh inchain $MB
   mv $OUT/restrict-keys.txt $OUT/restrict-keys-b$MB.txt ;;
+ranks)
+  s=$(date +%s) MB=$2; shift 2
+  bins="t1=$B"
+  for R in "$@"; do
+    rm -f /tmp/rank-$R.db /tmp/rank-$R.db-wal /tmp/rank-$R.db-shm
+    python3 - /tmp/t.db /tmp/rank-$R.db $R >> $OUT/ranks-keys-b$MB.txt 2>&1 <<'PY' || { echo "ranks: $(tail -1 $OUT/ranks-keys-b$MB.txt)"; exit 1; }
+import json, sqlite3, sys
+src, dst, rank = sys.argv[1], sys.argv[2], int(sys.argv[3])
+s = sqlite3.connect(src); c = sqlite3.connect(dst); s.backup(c); s.close()
+for wid, key in c.execute("select id, key from workloads").fetchall():
+    rows = c.execute("select t.template_id, t.config_json, t.median_us, tp.name from trials t join templates tp "
+                     "on tp.id = t.template_id where t.workload_id = ? and t.outcome = 'OK' "
+                     "order by t.median_us", (wid,)).fetchall()
+    if not rows:
+        continue
+    seen, distinct = set(), []
+    for r in rows:
+        if (r[0], r[1]) not in seen:
+            seen.add((r[0], r[1])); distinct.append(r)
+    keep = distinct[min(rank, len(distinct)) - 1]
+    c.execute("delete from trials where workload_id = ? and not (template_id = ? and config_json = ?)",
+              (wid, keep[0], keep[1]))
+    print("rank %d %s: %.2f us %s %s (best %.2f, %d distinct)" % (rank, key, keep[2], keep[3], keep[1],
+          distinct[0][2], len(distinct)))
+c.commit()
+PY
+    bins="$bins rk$R=$B:/tmp/rank-$R.db"
+  done
+  BINS="$bins t2=$B" INCHAIN_KEEP=1 bash bench/issue35_gpu.sh inchain $MB
+  python3 - $OUT $MB t1 t2 $(for R in "$@"; do echo rk$R; done) <<'PY'
+import json, sys
+out, mb, labels = sys.argv[1], sys.argv[2], sys.argv[3:]
+D = {l: json.load(open("%s/inchain-%s-b%s.json" % (out, l, mb))) for l in labels}
+nodes = D["t1"]["nodes"]
+base = pick = 0.0
+for i, n in enumerate(nodes):
+    if not n["runs"]: continue
+    v = {l: D[l]["nodes"][i].get("convtune_in_chain_us") for l in labels}
+    if any(x is None for x in v.values()): continue
+    b = (v["t1"] + v["t2"]) / 2
+    best = min([("rk1", b)] + [(l, v[l]) for l in labels[2:]], key=lambda t: t[1])
+    base += b; pick += best[1]
+print("ranks: in-chain sum at rank 1 (mean of t1, t2) %.1f us; each node at its best rank %.1f us "
+      "(%.1f us less, noise included)" % (base, pick, base - pick))
+PY
+  cd $OUT && tar czf ranks-b$MB.tgz inchain-* ranks-keys-* && rm -f inchain-* ranks-keys-* ;;
 arena)
   s=$(date +%s) m=$2 MB=$3 db=${4:-/tmp/t.db}
   [ $m = mobilenetv2 ] && m=$MODEL
@@ -709,7 +760,7 @@ for i, n in enumerate(N[0]):
   if not n["runs"]: continue
   print("%-28s" % n["name"][:28] + "".join("  %6.2f %6.2f" % (M[i]["convtune_us"] or -1, M[i].get("convtune_in_chain_us") or -1) for M in N) + "  %5.2f" % n["floor_us"])
 PY
-  cd $OUT && tar czf inchainrun-b$MB.tgz inchain-* && rm -f inchain-* ;;
+  [ -n "${INCHAIN_KEEP:-}" ] || { cd $OUT && tar czf inchainrun-b$MB.tgz inchain-* && rm -f inchain-*; } ;;
 dwcheck)
   for b in 1 3 32; do
     ( cd build-rel && CK_RUN_CASE=grouped CT_DISPATCH_DB=/tmp/t.db CT_DISPATCH_BATCH=$b timeout ${DWCHECK_S:-250} ./test_gpu_dispatch > $OUT/gd-b$b.log 2>&1; echo "rc=$?" >> $OUT/gd-b$b.log ) &
