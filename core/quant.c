@@ -334,6 +334,32 @@ static float onnx_fixed_part(float sa, int32_t za, float sb, int32_t zb, int32_t
   return (float)zy - fmaf(sa, (float)za, pb);
 }
 
+/* The seeded forms' flags (quant.cuh's ctq_requant_onnx_seeded) for w and
+ * q (onnx rounding, no residual): CTQO_SEED where every channel k's
+ * corrected sum stays within 2^22 - 256 of zero, and CTQO_HISAT besides
+ * where the clamp's top is the output type's and each sum times its scale
+ * stays there too. Bounded from what any input can give, the weights
+ * unseen (the raw form has none): |bias[k]| + R x 255 x 128 (255 x 255
+ * with weight zero points), R the reduction's length, each data value less
+ * its zero point within 255. Loose, as it must be without the weights:
+ * MobileNetV2's expansions and depthwise convs pass (R 9 to 96), its
+ * projections (R 144 and up) do not. */
+static int32_t onnx_seed_flags(const ct_workload *w, const ct_quant *q) {
+  geom3 g;
+  workload_geom(w, &g);
+  const double r = (double)workload_cpg(w) * (double)(g.ker[0] * g.ker[1] * g.ker[2]);
+  const double dot = r * 255.0 * (w->epi.weight_zero_point ? 255.0 : 128.0);
+  const double lim = 4194304.0 - 256.0;
+  int hisat = q->clamp_max == (w->out_type == CT_DTYPE_UINT8 ? 255 : 127);
+  for (int k = 0; k < w->k; k++) {
+    const double acc = (w->epi.bias ? fabs((double)q->bias[k]) : 0.0) + dot;
+    const double scale = q->scale[w->epi.scale == CT_SCALE_CHANNEL ? k : 0];
+    if (!(acc < lim)) return 0;
+    hisat = hisat && acc * scale < lim;
+  }
+  return CTQO_SEED | (hisat ? CTQO_HISAT : 0);
+}
+
 void quant_onnx_block(const ct_workload *w, const ct_quant *q, int32_t *block) {
   memset(block, 0, CTQO_WORDS * sizeof *block);
   if (w->out_type == CT_DTYPE_INT32 || w->epi.rounding != CT_ROUND_ONNX) return;
@@ -341,6 +367,7 @@ void quant_onnx_block(const ct_workload *w, const ct_quant *q, int32_t *block) {
     block[CTQO_QZ] = q->out_zero_point;
     block[CTQO_QLO] = ctq_float_bits((float)(q->clamp_min - q->out_zero_point));
     block[CTQO_QHI] = ctq_float_bits((float)(q->clamp_max - q->out_zero_point));
+    block[CTQO_FIRST] = onnx_seed_flags(w, q);
     return;
   }
   /* into t, then Add(A, B): A the graph's first input */

@@ -139,7 +139,11 @@ CTQ_FN float ctq_i2f_small(ctq_i32 v) { return (float)v; }
 #define CTQO_SA    3 /* residual, float: QLinearAdd's first input's ratio s_A / s_y */
 #define CTQO_SB    4 /* float: the second input's, s_B / s_y */
 #define CTQO_FIX   5 /* float: f = zy - (sA zA + sB zB), core/quant.c's onnx_fixed_part */
-#define CTQO_FIRST 6 /* 1: the residual is A (Add(r, t)); 0: it is B (Add(t, r)) */
+#define CTQO_FIRST 6 /* bit 0, residual: 1 the residual is A (Add(r, t)), 0 it is B (Add(t, r));
+                      * no residual: CTQO_SEED and CTQO_HISAT (quant_onnx_block) */
+#define CTQO_SEED  2  /* ctq_requant_onnx_seeded applies: |corrected sum| < 2^22 - 256 */
+#define CTQO_HISAT 4  /* and without its min: the clamp's top is the type's, and |sum x scale|
+                       * < 2^22 - 256 */
 #define CTQO_WORDS 7
 
 #define CTQ_INT32_MIN (-2147483647 - 1)
@@ -318,8 +322,10 @@ typedef struct ctq_onnx {
   float qlo, qhi;    /* CTQO_QLO, CTQO_QHI */
   float sa, sb, fix; /* residual: CTQO_SA, CTQO_SB, CTQO_FIX */
   float lo, hi;      /* residual: the output clamp */
-  int first;         /* residual: CTQO_FIRST */
+  int first;         /* residual: CTQO_FIRST's bit 0 */
   float tq;          /* qz - 1.5 x 2^23 (exact): ctq_requant_onnx_word's */
+  int seed, hisat;   /* CTQO_SEED, CTQO_HISAT: ctq_requant_onnx_seeded applies, and without its min */
+  ctq_i32 sat_add;   /* qz - CTQ_MAGIC_I: ctq_requant_onnx_seeded's */
 } ctq_onnx;
 
 /* The onnx block b (CTQO_WORDS words) with the output clamp [lo, hi]. */
@@ -333,8 +339,11 @@ CTQ_FN ctq_onnx ctq_onnx_load(const ctq_i32 *b, ctq_i32 lo, ctq_i32 hi) {
   o.fix = ctq_bits_float(b[CTQO_FIX]);
   o.lo = ctq_i2f_small(lo);
   o.hi = ctq_i2f_small(hi);
-  o.first = b[CTQO_FIRST];
+  o.first = b[CTQO_FIRST] & 1;
   o.tq = ctq_fadd(ctq_i2f_small(o.qz), -CTQ_MAGIC_F);
+  o.seed = (b[CTQO_FIRST] & CTQO_SEED) != 0;
+  o.hisat = (b[CTQO_FIRST] & CTQO_HISAT) != 0;
+  o.sat_add = (ctq_i32)((ctq_u32)o.qz - (ctq_u32)CTQ_MAGIC_I);
   return o;
 }
 
@@ -390,6 +399,28 @@ CTQ_FN ctq_u32 ctq_requant_onnx_word(ctq_i32 v, float scale, const ctq_onnx *o, 
   acc = fmaxf(acc, o->lo);
   acc = fminf(acc, o->hi);
   return (ctq_u32)ctq_float_bits(ctq_fadd(acc, CTQ_MAGIC_F));
+}
+
+/* The seeded forms of ctq_requant_onnx without a residual, where the onnx
+ * block has CTQO_SEED: every corrected sum within 2^22 - 256 of zero
+ * (quant_onnx_block proves it from the bias and the reduction's length).
+ *   - The kernel's sums start from the offset plus CTQ_MAGIC_I: seeded is
+ *     acc + CTQ_MAGIC_I (modulo 2^32, as the sums add), whose float is
+ *     1.5 x 2^23 + acc exactly, so float(acc) is one FADD on the FMA pipe
+ *     where I2FP is an ALU op.
+ *   - The value returned, qz + rne(clamp(float(acc) x scale, qlo, qhi)), is
+ *     the output once saturated to the output type, which the kernel's
+ *     cvt.pack.sat does for two values in one instruction (a PRMT's place).
+ *   - clamp_hi 0 (a kernel's constant), where also CTQO_HISAT: the clamp's
+ *     top is the type's and |acc x scale| within 2^22 - 256, so the min is
+ *     the saturation's and the magic number's add stays exact without it.
+ * tests/test_quant.c holds both, saturated, to ctq_requant_onnx. */
+CTQ_FN ctq_i32 ctq_requant_onnx_seeded(ctq_i32 seeded, float scale, const ctq_onnx *o,
+                                       int clamp_hi) {
+  float x = ctq_fmul(ctq_fadd(ctq_bits_float(seeded), -CTQ_MAGIC_F), scale);
+  x = fmaxf(x, o->qlo);
+  if (clamp_hi) x = fminf(x, o->qhi);
+  return ctq_float_bits(ctq_fadd(x, CTQ_MAGIC_F)) + o->sat_add;
 }
 
 /* One 8-bit output lane (the low byte) of channel k's corrected accumulator

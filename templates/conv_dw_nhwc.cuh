@@ -46,6 +46,12 @@
  * most zy for v < 0 (the value is non-decreasing in v and zy at v = 0), so
  * max(y, lo) is lo either way (tests/test_quant.c checks it on the fast
  * form's cases). Two instructions an output of about seven.
+ *
+ * With onnx rounding and no residual, where the params' onnx block has
+ * CTQO_SEED (read before the loop): the sums start from off + CTQ_MAGIC_I
+ * and the epilogue takes RQ_ONNX_SAT or RQ_ONNX_SEED (tc_common.cuh's
+ * requant2_onnx_seeded: an FADD for I2FP, a saturating pack for a PRMT,
+ * and with CTQO_HISAT the clamp's max alone).
  */
 #include "quant.cuh"
 
@@ -58,6 +64,9 @@
 #include "l2_prefetch.cuh"
 
 static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: not here");
+
+/* the seeded onnx forms can apply (the params decide: oseed in the kernel) */
+#define DW_OSEED (CT_ONNX && !CT_RES && CT_OUT != 0)
 static_assert(DW_C > 0 && (DW_C + 3) / 4 == CT_C4, "DW_C must round up to 4 * CT_C4");
 static_assert(DW_M >= 1 && CT_KR == DW_C * DW_M, "depthwise: K = M x C");
 static_assert(CHANS == 4 || CHANS == 8 || CHANS == 16, "chans: 4, 8 or 16");
@@ -256,6 +265,13 @@ __device__ __forceinline__ void store8(void *__restrict__ out, const void *__res
         unsigned half[CHANS / 2];
 #pragma unroll
         for (int j = 0; j < CHANS; j += 2) {
+#if CT_ONNX
+          if (RQ == RQ_ONNX_SAT || RQ == RQ_ONNX_SEED) {
+            half[j / 2] = requant2_onnx_seeded<RQ == RQ_ONNX_SEED>(
+                qh, qc[j], qc[j + 1], v[d][r][p][j], v[d][r][p][j + 1]);
+            continue;
+          }
+#endif
           if (RQ == RQ_SAT && !CT_ONNX) { /* requant2's RQ_SAT */
             const int y0 = fast_value<NB>(qc[j].f, v[d][r][p][j]),
                       y1 = fast_value<NB>(qc[j + 1].f, v[d][r][p][j + 1]);
@@ -332,6 +348,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     l2_prefetch(params, L2P_PARAMS_BYTES(CT_KR));
   }
   pdl_wait_then_release(); /* nothing global but prefetches before: the previous kernel may run */
+#if DW_OSEED
+  const int oflags = params[CTQ_ONNX + CTQO_FIRST]; /* the seeded onnx forms */
+  const bool oseed = (oflags & CTQO_SEED) != 0;
+#else
+  const bool oseed = false;
+#endif
 #if CT_ZD
   const unsigned padw = (unsigned)params[CTQ_PAD_WORD];
 #else
@@ -398,13 +420,16 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   typedef int acc_t;
   /* the sums start at the folded offset (corrected(): acc + off[k]): one
    * 16-byte load of 4 channels' (the arrays are 16-byte aligned, k0 is
-   * 4-aligned) where the epilogue added it to each output */
+   * 4-aligned) where the epilogue added it to each output; plus
+   * CTQ_MAGIC_I for the onnx sat form */
+  const unsigned seed = oseed ? (unsigned)CTQ_MAGIC_I : 0u;
   int off0[CHANS];
 #pragma unroll
   for (int j = 0; j < CHANS; j += 4) {
     const int4 o =
         CT_OFF ? *(const int4 *)&params[CTQ_HEADER + CTQ_OFF * KP + k0 + j] : make_int4(0, 0, 0, 0);
-    off0[j] = o.x, off0[j + 1] = o.y, off0[j + 2] = o.z, off0[j + 3] = o.w;
+    off0[j] = (int)((unsigned)o.x + seed), off0[j + 1] = (int)((unsigned)o.y + seed),
+    off0[j + 2] = (int)((unsigned)o.z + seed), off0[j + 3] = (int)((unsigned)o.w + seed);
   }
 #else
   /* the thread's filters, CHANS x KVOL bytes from k0 x KVOL (4-aligned:
@@ -583,7 +608,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
         for (int p = 0; p < PIX; p++)
           v[d][r][p][j] = acc[d][r][p][j]; /* corrected(): seeded with off */
 #else
-    const unsigned off = (unsigned)qc[j].off - 0x4B400000u; /* corrected(): acc + off[k] */
+    /* corrected(): acc + off[k] (+ CTQ_MAGIC_I for the onnx sat form) */
+    const unsigned off = (unsigned)qc[j].off - (oseed ? 0u : 0x4B400000u);
 #pragma unroll
     for (int d = 0; d < DEPTHS; d++)
 #pragma unroll
@@ -615,6 +641,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   bool fast = true;
 #pragma unroll
   for (int j = 0; j < CHANS; j++) fast = fast && qc[j].f.ok;
+#if DW_OSEED
+  if (oseed && (oflags & CTQO_HISAT))
+    store8<RQ_ONNX_SAT, false>(out, residual, qh, qc, v, n, od0, oh0, ow0, k0);
+  else if (oseed)
+    store8<RQ_ONNX_SEED, false>(out, residual, qh, qc, v, n, od0, oh0, ow0, k0);
+  else
+#endif
   if (fast && qh.sat && qh.lo >= qh.zp)
     store8<RQ_SAT, true>(out, residual, qh, qc, v, n, od0, oh0, ow0, k0);
   else if (fast && qh.sat)

@@ -222,6 +222,65 @@ __device__ __forceinline__ void load_tile(const unsigned char *__restrict__ data
 #endif
 }
 
+/* onnx rounding without a residual can take the seeded forms (quant.cuh's
+ * ctq_requant_onnx_seeded) where the params' onnx block has CTQO_SEED */
+#define PW_SEED (CT_ONNX && !CT_RES && CT_OUT != 0)
+
+/* The epilogue of one group of M_UNROLL m-tiles (first mb): each n-tile's
+ * sums into the output tile so, the thread's slot oslot, rres its first
+ * residual pair's place in the residual tile (CT_RES). FORM RQ_ONNX_SAT or
+ * RQ_ONNX_SEED: that seeded onnx form, the sums started from off +
+ * CTQ_MAGIC_I (the kernel's prologue); RQ_GENERAL: requant2_rows's forms.
+ * Chosen once for the group by the caller, so that no branch fences one
+ * n-tile's requantization from the next's. */
+template <int FORM>
+__device__ __forceinline__ void epilogue_mtiles(const q_head &qh, const int (&acc)[M_UNROLL][N_PER_WARP][4],
+                                                const q_chan (&l0)[N_PER_WARP],
+                                                const q_chan (&l1)[N_PER_WARP],
+                                                const bool (&live)[N_PER_WARP], int mb,
+                                                unsigned char *so, unsigned oslot,
+                                                const unsigned char *rres) {
+  (void)qh, (void)l0, (void)l1, (void)rres;
+#pragma unroll
+  for (int u = 0; u < M_UNROLL; u++) {
+    const unsigned mt = (unsigned)(mb + u);
+#pragma unroll
+    for (int j = 0; j < N_PER_WARP; j++) {
+      if (!live[j]) continue;
+      unsigned char *o0 = so + mt * 16u * OPS + oslot + 8 * j * ESZ, *o1 = o0 + 8 * OPS;
+      /* channels kw + 8 j + 2q, + 1 of rows 16 mt + g (acc 0, 1) and
+       * + 8 (acc 2, 3) */
+      const int v00 = acc[u][j][0], v01 = acc[u][j][1], v10 = acc[u][j][2], v11 = acc[u][j][3];
+#if CT_OUT == 0
+      *(int2 *)o0 = make_int2(v00, v01);
+      *(int2 *)o1 = make_int2(v10, v11);
+#else
+      unsigned y0, y1;
+#if PW_SEED
+      if (FORM != RQ_GENERAL) {
+        constexpr int hi = FORM == RQ_ONNX_SEED;
+        y0 = requant2_onnx_seeded<hi>(qh, l0[j], l1[j], v00, v01);
+        y1 = requant2_onnx_seeded<hi>(qh, l0[j], l1[j], v10, v11);
+      } else
+#endif
+      {
+        unsigned rr[2] = {0, 0};
+#if CT_RES
+        {
+          const unsigned char *rp = rres + mt * 16u * OPS + 8 * j;
+          rr[0] = *(const unsigned short *)rp;
+          rr[1] = *(const unsigned short *)(rp + 8 * OPS);
+        }
+#endif
+        requant2_rows(qh, l0[j], l1[j], v00, v01, v10, v11, rr, y0, y1);
+      }
+      *(unsigned short *)o0 = (unsigned short)y0;
+      *(unsigned short *)o1 = (unsigned short)y1;
+#endif
+    }
+  }
+}
+
 /* ---- the kernel ---------------------------------------------------------- */
 extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     conv_pw_mma(const unsigned char *__restrict__ data, const unsigned char *__restrict__ weights,
@@ -264,12 +323,26 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   pdl_wait_then_release(); /* nothing global but the weights before: the previous kernel may run */
   const q_head qh = load_head(params);
   q_chan c0[N_PER_WARP] = {}, c1[N_PER_WARP] = {};
-  bool live[N_PER_WARP]; /* K is a multiple of 8: an n-tile is whole or absent */
+  /* K is a multiple of 8: an n-tile is whole or absent. Where the blocks'
+   * channels divide K every n-tile is live, known to ptxas: the epilogue's
+   * n-tiles then need no branch each, which would fence their
+   * requantizations apart (BSSY/BSYNC) and leave the warp one n-tile's
+   * dependent chain to issue from at a time */
+  bool live[N_PER_WARP];
 #pragma unroll
   for (int j = 0; j < N_PER_WARP; j++) {
-    live[j] = kw + 8 * j < CT_KR;
+    live[j] = CT_KR % BN == 0 || kw + 8 * j < CT_KR;
     if (live[j]) load_chan2(params, qh, kw + 8 * j + 2 * q, c0[j], c1[j]);
   }
+#if PW_SEED
+  const int form = !qh.onnx.seed ? RQ_GENERAL : qh.onnx.hisat ? RQ_ONNX_SAT : RQ_ONNX_SEED;
+  if (form != RQ_GENERAL) /* the sums start from off + CTQ_MAGIC_I */
+#pragma unroll
+    for (int j = 0; j < N_PER_WARP; j++) {
+      c0[j].off = (int)((unsigned)c0[j].off + (unsigned)CTQ_MAGIC_I);
+      c1[j].off = (int)((unsigned)c1[j].off + (unsigned)CTQ_MAGIC_I);
+    }
+#endif
 
   /* the thread's pieces of a tile: pixel rows, residual rows, output rows */
   const a_set pa = pieces_of<a_set>(tid, BM * PPR_A, PPR_A, APIECE, RS, PW_C, 0, PW_C);
@@ -341,37 +414,19 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
         q_chan l0[N_PER_WARP], l1[N_PER_WARP]; /* the channels' values, opaque here */
 #pragma unroll
         for (int j = 0; j < N_PER_WARP; j++) l0[j] = opaque_chan(c0[j]), l1[j] = opaque_chan(c1[j]);
-#pragma unroll
-        for (int u = 0; u < M_UNROLL; u++) {
-          const unsigned mt = (unsigned)(mb + u);
-#pragma unroll
-          for (int j = 0; j < N_PER_WARP; j++) {
-            if (!live[j]) continue;
-            unsigned char *o0 = so + mt * 16u * OPS + oslot + 8 * j * ESZ, *o1 = o0 + 8 * OPS;
-            /* channels kw + 8 j + 2q, + 1 of rows 16 mt + g (acc 0, 1) and
-             * + 8 (acc 2, 3) */
-            const int v00 = acc[u][j][0], v01 = acc[u][j][1], v10 = acc[u][j][2],
-                      v11 = acc[u][j][3];
-#if CT_OUT == 0
-            *(int2 *)o0 = make_int2(v00, v01);
-            *(int2 *)o1 = make_int2(v10, v11);
-#else
-            unsigned rr[2] = {0, 0};
 #if CT_RES
-            {
-              const unsigned char *rp =
-                  sr + (mt * 16u + (unsigned)g) * OPS + (kw - n0 + 8 * j + 2 * q);
-              rr[0] = *(const unsigned short *)rp;
-              rr[1] = *(const unsigned short *)(rp + 8 * OPS);
-            }
+        const unsigned char *rres = sr + (unsigned)g * OPS + (unsigned)(kw - n0 + 2 * q);
+#else
+        const unsigned char *rres = nullptr;
 #endif
-            unsigned y0, y1;
-            requant2_rows(qh, l0[j], l1[j], v00, v01, v10, v11, rr, y0, y1);
-            *(unsigned short *)o0 = (unsigned short)y0;
-            *(unsigned short *)o1 = (unsigned short)y1;
+#if PW_SEED
+        if (form == RQ_ONNX_SAT)
+          epilogue_mtiles<RQ_ONNX_SAT>(qh, acc, l0, l1, live, mb, so, oslot, rres);
+        else if (form == RQ_ONNX_SEED)
+          epilogue_mtiles<RQ_ONNX_SEED>(qh, acc, l0, l1, live, mb, so, oslot, rres);
+        else
 #endif
-          }
-        }
+          epilogue_mtiles<RQ_GENERAL>(qh, acc, l0, l1, live, mb, so, oslot, rres);
       }
     }
     __syncthreads(); /* the output tile is whole */

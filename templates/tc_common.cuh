@@ -236,8 +236,25 @@ __device__ __forceinline__ unsigned pack_sat2(int y0, int y1) {
 /* How requant2 takes a pair, chosen by the caller once for several pairs:
  * RQ_FAST where both channels' f.ok, RQ_SAT where also the header's sat
  * (ctq_requant_fast_sat: max, then the saturating pack), else
- * RQ_GENERAL. */
-enum { RQ_GENERAL = 0, RQ_FAST = 1, RQ_SAT = 2 };
+ * RQ_GENERAL. With CT_ONNX: RQ_ONNX_SAT where the onnx block's seed and
+ * hisat hold, RQ_ONNX_SEED where its seed alone does (requant2_onnx_seeded,
+ * the caller's sums seeded), else RQ_GENERAL. */
+enum { RQ_GENERAL = 0, RQ_FAST = 1, RQ_SAT = 2, RQ_ONNX_SAT = 3, RQ_ONNX_SEED = 4 };
+
+#if CT_ONNX
+/* A pair's outputs in a seeded onnx form (quant.cuh's
+ * ctq_requant_onnx_seeded, where h.onnx.seed; without the clamp's min,
+ * CLAMP_HI 0, where h.onnx.hisat too): v0, v1 the corrected sums seeded
+ * with CTQ_MAGIC_I (the caller's sums start from off + CTQ_MAGIC_I),
+ * saturated to the output type and packed by one cvt.pack.sat into bytes
+ * 0, 1 (2, 3 zero). */
+template <int CLAMP_HI>
+__device__ __forceinline__ unsigned requant2_onnx_seeded(const q_head &h, const q_chan &c0,
+                                                         const q_chan &c1, int v0, int v1) {
+  return pack_sat2(ctq_requant_onnx_seeded(v0, __int_as_float(c0.mult), &h.onnx, CLAMP_HI),
+                   ctq_requant_onnx_seeded(v1, __int_as_float(c1.mult), &h.onnx, CLAMP_HI));
+}
+#endif
 
 /* Channels c0 and c1 of one row: their 8-bit outputs in bytes 0 and 1
  * (bytes 2, 3 undefined: join two with join_halves), rb2 the residual's two

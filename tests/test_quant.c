@@ -864,6 +864,104 @@ START_TEST(onnx_word_equals_requant_onnx) {
 }
 END_TEST
 
+/* The seeded forms (ctq_requant_onnx_seeded: the sums seeded with the
+ * magic number's bits, the type's saturation after) give ctq_requant_onnx's
+ * output wherever quant_onnx_block sets their flags: without the clamp's
+ * min where CTQO_HISAT, with it where CTQO_SEED alone; int8 and uint8, zero
+ * points odd and even, a ReLU's clamp and none, a clamp's top inside the
+ * type, scales that make ties and others, per tensor and per channel,
+ * every accumulator in [-1100, 1100] and random ones up to the bound the
+ * flags prove. The flags are off where their conditions fail: a bias too
+ * large (both), a scale too large (CTQO_HISAT), a residual (both). */
+START_TEST(onnx_seeded_equals_requant_onnx) {
+  rng rs;
+  rng_seed(&rs, 0x5a7u);
+  long n = 0, n_hi = 0;
+  static const float scales[] = {0.5f, 0.25f, 1.0f / 3, 0.0173f, 3e-6f, 1.25f, 0.75f, 1.5f};
+  for (int cfg = 0; cfg < 64; cfg++) {
+    const int u8 = cfg % 2, tmin = u8 ? 0 : -128, tmax = u8 ? 255 : 127;
+    ct_workload w = small2d(CT_DTYPE_INT8, u8 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8);
+    w.epi.bias = 1;
+    w.epi.rounding = CT_ROUND_ONNX;
+    w.epi.scale = cfg / 2 % 2 ? CT_SCALE_CHANNEL : CT_SCALE_TENSOR;
+    float scale[8];
+    int32_t bias[8];
+    for (int k = 0; k < 8; k++) {
+      scale[k] = scales[(cfg / 4 + k) % 8];
+      bias[k] = (int32_t)rng_range(&rs, -300000, 300000);
+    }
+    ct_quant q;
+    quant_init(&q, &w);
+    q.scale = scale;
+    q.bias = bias;
+    q.out_zero_point = (int32_t)rng_range(&rs, tmin, tmax); /* odd and even */
+    q.clamp_min = cfg / 4 % 3 == 0 ? tmin : cfg / 4 % 3 == 1 ? q.out_zero_point
+                                                              : (int32_t)rng_range(&rs, tmin, tmax);
+    /* the top: the type's, or inside it (a ReLU6's) */
+    const int inside = cfg / 8 % 2;
+    q.clamp_max = inside ? (int32_t)rng_range(&rs, q.clamp_min, tmax - 1) : tmax;
+    ct_err err = {0};
+    ck_assert_msg(quant_check(&w, &q, &err) == CT_OK, "%s", err.msg);
+    int32_t block[CTQO_WORDS];
+    quant_onnx_block(&w, &q, block);
+    ck_assert_msg(block[CTQO_FIRST] == (inside ? CTQO_SEED : CTQO_SEED | CTQO_HISAT),
+                  "cfg %d: flags %d", cfg, block[CTQO_FIRST]);
+    const ctq_onnx o = ctq_onnx_load(block, q.clamp_min, q.clamp_max);
+    ck_assert(o.seed && o.hisat == !inside && !o.first);
+    /* the flags' bound on the sums: 72 x 255 x 128 past the bias */
+    const int32_t bound = 72 * 255 * 128;
+    for (int kk = 0; kk < 8; kk++) {
+      const float s = scale[w.epi.scale == CT_SCALE_CHANNEL ? kk : 0];
+      for (int i = 0; i < 2201 + 20000; i++) {
+        int32_t v = i < 2201 ? i - 1100 : bias[kk] + (int32_t)rng_range(&rs, -bound, bound);
+        if (i == 2201) v = bias[kk] + bound;
+        if (i == 2202) v = bias[kk] - bound;
+        const int32_t seeded = (int32_t)((uint32_t)v + (uint32_t)CTQ_MAGIC_I);
+        int32_t got = ctq_requant_onnx_seeded(seeded, s, &o, !o.hisat);
+        got = got < tmin ? tmin : got > tmax ? tmax : got;
+        const int32_t want = ctq_requant_onnx(v, s, &o, 0, 0);
+        if (got != want)
+          ck_abort_msg("cfg %d v %d scale %a zy %d clamp [%d, %d]: the seeded form %d, "
+                       "ctq_requant_onnx %d",
+                       cfg, v, (double)s, q.out_zero_point, q.clamp_min, q.clamp_max, got, want);
+        n++;
+        n_hi += !o.hisat && want == q.clamp_max;
+      }
+    }
+    /* where a condition fails, that flag is off */
+    const int32_t b0 = bias[0];
+    bias[0] = 4194304 - 256 - 72 * 255 * 128;
+    quant_onnx_block(&w, &q, block);
+    ck_assert_int_eq(block[CTQO_FIRST], 0);
+    bias[0] = b0;
+    const float s0 = scale[0];
+    scale[0] = 2.0f * 4194304.0f / (float)(abs(b0) + 72 * 255 * 128);
+    quant_onnx_block(&w, &q, block);
+    ck_assert_int_eq(block[CTQO_FIRST], CTQO_SEED);
+    scale[0] = s0;
+  }
+  ck_assert_int_gt(n, 10000000);
+  ck_assert_int_gt(n_hi, 1000); /* the min clamped some */
+  /* a residual: never a seeded form (CTQO_FIRST is the add's order) */
+  ct_workload w = small2d(CT_DTYPE_INT8, CT_DTYPE_INT8);
+  w.epi.residual = 1;
+  w.epi.rounding = CT_ROUND_ONNX;
+  float scale = 0.01f;
+  ct_quant q;
+  quant_init(&q, &w);
+  q.scale = &scale;
+  q.residual_first = 1;
+  q.mid_scale = q.residual_scale = 0.5f;
+  ct_err err = {0};
+  ck_assert_msg(quant_check(&w, &q, &err) == CT_OK, "%s", err.msg);
+  int32_t block[CTQO_WORDS];
+  quant_onnx_block(&w, &q, block);
+  ck_assert_int_eq(block[CTQO_FIRST], 1);
+  const ctq_onnx o = ctq_onnx_load(block, q.clamp_min, q.clamp_max);
+  ck_assert(!o.seed && !o.hisat && o.first == 1);
+}
+END_TEST
+
 /* The params block of an onnx workload (quant_params) read the way the
  * dp4a kernel reads it (ctq_requant_lane with onnx) equals the slow forms
  * on random values, per tensor and per channel, with and without a
@@ -2085,6 +2183,7 @@ static void add_quant(TCase *tc) {
   tcase_add_test(tc, onnx_quantize_equals_the_spec);
   tcase_add_test(tc, onnx_add_equals_the_spec);
   tcase_add_test(tc, onnx_word_equals_requant_onnx);
+  tcase_add_test(tc, onnx_seeded_equals_requant_onnx);
   tcase_add_test(tc, onnx_params_carry_the_formula);
   tcase_add_test(tc, onnx_checks_name_the_field);
   tcase_add_test(tc, params_fold_bias_and_corrections);
