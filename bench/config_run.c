@@ -117,6 +117,25 @@ static void *device_random(size_t n, rng *r, cudaError_t *st) {
   return d;
 }
 
+/* The best of 5 replays of ge on st, per launch of its `launches` steps, in
+ * us (*us); 0, or 1 with a message (fail's). */
+static int best_replay(cudaGraphExec_t ge, cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1,
+                       int launches, double *us) {
+  float best = 0;
+  for (int rep = 0; rep < 5; rep++) {
+    float ms = 0;
+    cudaEventRecord(e0, st);
+    cudaGraphLaunch(ge, st);
+    cudaEventRecord(e1, st);
+    const cudaError_t ce = cudaEventSynchronize(e1);
+    if (ce != cudaSuccess) return fail("replay", cudaGetErrorString(ce));
+    cudaEventElapsedTime(&ms, e0, e1);
+    if (rep == 0 || ms < best) best = ms;
+  }
+  *us = 1000.0 * best / launches;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 4 || argc > 5) {
     fprintf(stderr, "usage: config_run TEMPLATE KEY CONFIG_JSON [LAUNCHES]\n");
@@ -254,18 +273,8 @@ int main(int argc, char **argv) {
     return fail("graph", cudaGetErrorString(ce));
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0), cudaEventCreate(&e1);
-  float best = 0;
-  for (int rep = 0; rep < 5; rep++) {
-    float ms = 0;
-    cudaEventRecord(e0, st);
-    cudaGraphLaunch(ge, st);
-    cudaEventRecord(e1, st);
-    if ((ce = cudaEventSynchronize(e1)) != cudaSuccess)
-      return fail("replay", cudaGetErrorString(ce));
-    cudaEventElapsedTime(&ms, e0, e1);
-    if (rep == 0 || ms < best) best = ms;
-  }
-  const double us = 1000.0 * best / launches;
+  double us = 0;
+  if (best_replay(ge, st, e0, e1, launches, &us)) return 1;
   const char *fresh = getenv("CT_FRESH");
   if (fresh && !strcmp(fresh, "1")) {
     /* graphs: 0 copy into the data then launch, 1 copy elsewhere then
@@ -291,21 +300,12 @@ int main(int argc, char **argv) {
           (ce = cudaGraphInstantiate(&fge, fg, 0)) != cudaSuccess ||
           (ce = cudaGraphLaunch(fge, st)) != cudaSuccess || (ce = cudaStreamSynchronize(st)))
         return fail("CT_FRESH graph", cudaGetErrorString(ce));
-      float fb = 0;
-      for (int rep = 0; rep < 5; rep++) {
-        float ms = 0;
-        cudaEventRecord(e0, st);
-        cudaGraphLaunch(fge, st);
-        cudaEventRecord(e1, st);
-        if ((ce = cudaEventSynchronize(e1)) != cudaSuccess)
-          return fail("replay", cudaGetErrorString(ce));
-        cudaEventElapsedTime(&ms, e0, e1);
-        if (rep == 0 || ms < fb) fb = ms;
-      }
-      per[v] = 1000.0 * fb / launches;
+      if (best_replay(fge, st, e0, e1, launches, &per[v])) return 1;
       cudaGraphExecDestroy(fge);
       cudaGraphDestroy(fg);
     }
+    cudaFree(shadow);
+    cudaFree(other);
     printf("%s fresh: alone %.2f us, after a copy into its input %.2f, after a copy elsewhere "
            "%.2f (the copy %.2f): %s\n",
            tpl->name, us, per[0] - per[2], per[1] - per[2], per[2], argv[3]);

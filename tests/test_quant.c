@@ -730,6 +730,17 @@ END_TEST
  * edge_res_zp, the residual's): the type's middle; a ReLU-like low clamp
  * every third case, a random high one every fifth, a ReLU before the add
  * every fourth. */
+/* small2d with a residual and onnx rounding (int8 data, int8 or uint8
+ * output), q initialised with the one tensor scale *scale. */
+static ct_workload onnx_residual_case(int u8, float *scale, ct_quant *q) {
+  ct_workload w = small2d(CT_DTYPE_INT8, u8 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8);
+  w.epi.residual = 1;
+  w.epi.rounding = CT_ROUND_ONNX;
+  quant_init(q, &w);
+  q->scale = scale;
+  return w;
+}
+
 static void onnx_add_values(int cfg, const float (*ratios)[2], int n_ratios, int edge_res_zp,
                             int u8, rng *rs, ct_quant *q) {
   const int tmin = u8 ? 0 : -128, tmax = u8 ? 255 : 127;
@@ -760,13 +771,9 @@ START_TEST(onnx_add_equals_the_spec) {
   long n = 0, n_order_differs = 0;
   for (int cfg = 0; cfg < 48; cfg++) {
     int u8 = cfg % 2, tmin = u8 ? 0 : -128, tmax = u8 ? 255 : 127;
-    ct_workload w = small2d(CT_DTYPE_INT8, u8 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8);
-    w.epi.residual = 1;
-    w.epi.rounding = CT_ROUND_ONNX;
     float scale = 0.01f;
     ct_quant q;
-    quant_init(&q, &w);
-    q.scale = &scale;
+    ct_workload w = onnx_residual_case(u8, &scale, &q);
     static const float ratios[][2] = {{0.5f, 0.5f},   {0.25f, 0.75f},   {1.0f, 1.0f},
                                       {1e-6f, 1e-6f}, {1000.0f, 1e-3f}, {1048575.0f, 0.5f}};
     onnx_add_values(cfg, ratios, 6, 1, u8, &rs, &q);
@@ -827,13 +834,9 @@ START_TEST(onnx_word_equals_requant_onnx) {
   long n = 0;
   for (int cfg = 0; cfg < 32; cfg++) {
     const int u8 = cfg % 2, tmin = u8 ? 0 : -128, tmax = u8 ? 255 : 127;
-    ct_workload w = small2d(CT_DTYPE_INT8, u8 ? CT_DTYPE_UINT8 : CT_DTYPE_INT8);
-    w.epi.residual = 1;
-    w.epi.rounding = CT_ROUND_ONNX;
     float scale = 0.01f;
     ct_quant q;
-    quant_init(&q, &w);
-    q.scale = &scale;
+    ct_workload w = onnx_residual_case(u8, &scale, &q);
     static const float ratios[][2] = {{0.5f, 0.5f}, {0.25f, 0.75f}, {1.0f, 1.0f}, {1000.0f, 1e-3f}};
     onnx_add_values(cfg, ratios, 4, 0, u8, &rs, &q);
     q.residual_first = cfg / 2 % 2;
@@ -943,13 +946,9 @@ START_TEST(onnx_seeded_equals_requant_onnx) {
   ck_assert_int_gt(n, 10000000);
   ck_assert_int_gt(n_hi, 1000); /* the min clamped some */
   /* a residual: never a seeded form (CTQO_FIRST is the add's order) */
-  ct_workload w = small2d(CT_DTYPE_INT8, CT_DTYPE_INT8);
-  w.epi.residual = 1;
-  w.epi.rounding = CT_ROUND_ONNX;
   float scale = 0.01f;
   ct_quant q;
-  quant_init(&q, &w);
-  q.scale = &scale;
+  ct_workload w = onnx_residual_case(0, &scale, &q);
   q.residual_first = 1;
   q.mid_scale = q.residual_scale = 0.5f;
   ct_err err = {0};
