@@ -63,10 +63,10 @@
 #include "tc_common.cuh"
 #include "l2_prefetch.cuh"
 
-static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: not here");
-
 /* the seeded onnx forms can apply (the params decide: oseed in the kernel) */
 #define DW_OSEED (CT_ONNX && !CT_RES && CT_OUT != 0)
+
+static_assert(CT_D2S == 0 && CT_WZP == 0, "depth_to_space and weight zero points: not here");
 static_assert(DW_C > 0 && (DW_C + 3) / 4 == CT_C4, "DW_C must round up to 4 * CT_C4");
 static_assert(DW_M >= 1 && CT_KR == DW_C * DW_M, "depthwise: K = M x C");
 static_assert(CHANS == 4 || CHANS == 8 || CHANS == 16, "chans: 4, 8 or 16");
@@ -421,7 +421,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   /* the sums start at the folded offset (corrected(): acc + off[k]): one
    * 16-byte load of 4 channels' (the arrays are 16-byte aligned, k0 is
    * 4-aligned) where the epilogue added it to each output; plus
-   * CTQ_MAGIC_I for the onnx sat form */
+   * CTQ_MAGIC_I for the seeded onnx forms */
   const unsigned seed = oseed ? (unsigned)CTQ_MAGIC_I : 0u;
   int off0[CHANS];
 #pragma unroll
@@ -608,7 +608,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
         for (int p = 0; p < PIX; p++)
           v[d][r][p][j] = acc[d][r][p][j]; /* corrected(): seeded with off */
 #else
-    /* corrected(): acc + off[k] (+ CTQ_MAGIC_I for the onnx sat form) */
+    /* corrected(): acc + off[k] (+ CTQ_MAGIC_I for the seeded onnx forms) */
     const unsigned off = (unsigned)qc[j].off - (oseed ? 0u : 0x4B400000u);
 #pragma unroll
     for (int d = 0; d < DEPTHS; d++)
