@@ -64,6 +64,7 @@
 #include <string.h>
 
 #include "core/quant.h"
+#include "core/quant.cuh"
 #include "core/reference.h"
 #include "core/rng.h"
 #include "gpu/device.h"
@@ -74,6 +75,9 @@
 #include "tests/util.h"
 
 static int per_workload = 30;
+/* onnx without a residual: the workloads whose params carry CTQO_SEED, and
+ * of them CTQO_HISAT (quant_onnx_block), per run_template */
+static int n_seeded, n_hisat;
 static device dev;
 /* 1: run_shape requantizes to 8 bits (four kinds by turns per workload) */
 static int out8;
@@ -507,12 +511,20 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
       if (k % 11 == 5 || k % 13 == 6) qs.scale[k] = k % 11 == 5 ? 0.75f : 2.5f;
     if (relu) qs.q.clamp_min = qs.q.out_zero_point, qs.q.clamp_max = 255;
     if (onnx && w.epi.residual) qs.q.residual_first = kind == 1;
-    /* onnx, per channel: a few channels whose offsets put the accumulator
-     * past 2^22 (where the magic number's conversions stop being exact)
-     * and past 2^24 (where float(v) rounds), scaled back into the output's
-     * range: a kernel that converts v by a shortcut valid only for small
-     * values fails here (quant_random's biases keep v within about 2^21) */
-    for (int k = 0; onnx && w.epi.scale == CT_SCALE_CHANNEL && k < w.k; k++)
+    /* onnx, uint8 data and out (kind 3): quant_random's biases, well within
+     * quant_onnx_block's bound, so that the seeded forms (quant.cuh
+     * ctq_requant_onnx_seeded) run where a template has them: the clamp's
+     * top the type's (CTQO_HISAT) and inside it (CTQO_SEED alone) by turns */
+    const int seeded = onnx && kind == 3;
+    if (seeded)
+      qs.q.clamp_max = *tried / per_workload / 4 % 2 ? (qs.q.clamp_min + 255 + 1) / 2 : 255;
+    /* onnx, int8 per channel (kind 2): a few channels whose offsets put the
+     * accumulator past 2^22 (where the magic number's conversions stop
+     * being exact) and past 2^24 (where float(v) rounds), scaled back into
+     * the output's range: a kernel that converts v by a shortcut valid only
+     * for small values fails here (quant_random's biases keep v within
+     * about 2^21), and the seeded forms' flags stay off */
+    for (int k = 0; onnx && !seeded && w.epi.scale == CT_SCALE_CHANNEL && k < w.k; k++)
       if (k % 17 == 3 || k % 19 == 7) {
         qs.bias[k] = k % 17 == 3 ? (1 << 24) + 12345 + 2 * k : -5000001 - 2 * k;
         qs.scale[k] = k % 17 == 3 ? 0x1p-18f : 0x1p-17f;
@@ -520,6 +532,11 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
     quant_weight_sums(&w, weights, sums);
     ck_assert_msg(quant_params(&w, &qs.q, sums, params, &err) == CT_OK, "%s", err.msg);
     ck_assert_msg(quant_zpad_fill(&w, &qs.q, weights, params, &err) == CT_OK, "%s", err.msg);
+    if (onnx && !fused && !w.epi.residual) {
+      const int32_t f = params[CTQ_ONNX + CTQO_FIRST];
+      n_seeded += (f & CTQO_SEED) != 0;
+      n_hisat += (f & CTQO_HISAT) != 0;
+    }
     ck_assert_msg(
         reference_qconv(&w, &qs.q, data, weights, w.epi.residual ? res : NULL, want, &err) == CT_OK,
         "%s: %s", sh->name, err.msg);
@@ -657,17 +674,23 @@ static void run_template(const char *name, const shape *shapes, int n_shapes, co
   rng r;
   rng_seed(&r, seed);
   int tried = 0, exact = 0, n_run = 0;
+  n_seeded = n_hisat = 0;
   /* index i of the list shapes then more; CT_GT_SHAPES keeps i % M == R */
   for (int i = 0; i < n_shapes + n_more; i++) {
     if (i % shapes_mod != shapes_rem) continue;
     exact += run_shape(tpl, i < n_shapes ? &shapes[i] : &more[i - n_shapes], &r, &tried);
     n_run++;
   }
-  printf("%s: %d of %d random valid configs exact over %d workloads on %s (%s)%s\n", name, exact,
+  char seeds[96] = "";
+  if (onnx)
+    snprintf(seeds, sizeof seeds, "; the seeded forms' values on %d workloads (%d without the min)",
+             n_seeded, n_hisat);
+  printf("%s: %d of %d random valid configs exact over %d workloads on %s (%s)%s%s\n", name, exact,
          tried, n_run, dev.name, dev.arch.name,
          onnx   ? ", 8-bit output with onnx rounding (int8 and uint8, residual both orders)"
          : out8 ? ", 8-bit output (int8 and uint8)"
-                : "");
+                : "",
+         seeds);
   fflush(stdout);
   ck_assert_int_eq(exact, tried);
 }
