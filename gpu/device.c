@@ -72,17 +72,6 @@ ct_status device_open(int ordinal, device *out, ct_err *err) {
   CUDA_TRY(err, cudaRuntimeGetVersion(&out->runtime_version));
   CUDA_TRY(err, cudaDeviceGetAttribute(&out->l2_bytes, cudaDevAttrL2CacheSize, ordinal));
   CUDA_TRY(err, cudaDeviceGetAttribute(&out->clock_khz, cudaDevAttrClockRate, ordinal));
-  {
-    /* DRAM's peak: two transfers a memory clock, bus width bits each; 0
-     * where the driver does not say (only bench --fuse needs it, and says
-     * so), not a reason to refuse the device */
-    int mem_khz = 0, bus_bits = 0;
-    if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, ordinal) == cudaSuccess &&
-        cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, ordinal) == cudaSuccess)
-      out->mem_gbs = 2.0 * mem_khz * 1e3 * (bus_bits / 8.0) / 1e9;
-    else
-      (void)cudaGetLastError();
-  }
 
 done:
   if (st == CT_ERR_NO_DEVICE) err_prefix(err, "no CUDA device: running kernels needs an NVIDIA GPU");

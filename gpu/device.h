@@ -17,7 +17,6 @@ typedef struct device {
   long long global_mem_bytes;
   int l2_bytes;
   int clock_khz; /* SM clock (cudaDevAttrClockRate) */
-  double mem_gbs; /* DRAM's peak bandwidth, GB/s (memory clock x bus width x 2) */
 } device;
 
 /* Number of CUDA devices; 0 when there is none or no driver (not an error). */
