@@ -93,7 +93,10 @@
 #           re-measured by $BASE with --trials 1 (each task's first trial is its best config under
 #           this binary's template versions, which $BASE sees as retired); then bench --model
 #           --in-chain of each binary on its database, and the nodes side by side. The
-#           databases in $ABTMP (default /tmp): one directory each for abchains run at once
+#           databases in $ABTMP (default /tmp): one directory each for abchains run at once.
+#           ABFUSE="MODE ..." (none, auto, all): both tunings with --fuse (each expand +
+#           depthwise pair fused and apart), then the benches once per mode (--fuse=MODE; none:
+#           every conv apart)
 #   chainprof [B] [M]  ncu over the first pass of bench --model M (default MobileNetV2) at batch
 #           B (default 32) on /tmp/t.db: the chain's kernels one by one in graph order, caches left
 #           as the kernel before left them (--cache-control none, clocks alone): each node's
@@ -529,22 +532,27 @@ stemsan)
 abchain)
   s=$(date +%s) m=$2 MB=$3 S=$4 BASE=${BASE:-.gpu-exp/convtune-base} T=${ABTMP:-/tmp}
   [ $m = mobilenetv2 ] && m=$MODEL
-  tag=$(basename $m .onnx)-b$MB
+  tag0=$(basename $m .onnx)-b$MB tag=$(basename $m .onnx)-b$MB
   rm -f $T/ab-new.db* $T/ab-base.db*
-  timeout 400 $B tune --model $m --batch $MB --time-budget $S --seed 1 --db $T/ab-new.db -q --json \
-    > $OUT/ab-tune-$tag.json 2> $OUT/ab-tune-$tag.err
-  echo "abchain $tag: tune rc=$? at $(( $(date +%s) - s )) s: $(tail -1 $OUT/ab-tune-$tag.err)"
+  tf=; [ -n "${ABFUSE:-}" ] && tf=--fuse tag0=$tag0-fuse
+  timeout 400 $B tune --model $m --batch $MB --time-budget $S --seed 1 --db $T/ab-new.db -q --json $tf \
+    > $OUT/ab-tune-$tag0.json 2> $OUT/ab-tune-$tag0.err
+  echo "abchain $tag0: tune rc=$? at $(( $(date +%s) - s )) s: $(tail -1 $OUT/ab-tune-$tag0.err)"
   cp $T/ab-new.db $T/ab-base.db
-  timeout 300 $BASE tune --model $m --batch $MB --trials 1 --seed 1 --db $T/ab-base.db -q --json \
-    > $OUT/ab-retune-$tag.json 2> $OUT/ab-retune-$tag.err
-  echo "  base re-measured rc=$? at $(( $(date +%s) - s )) s: $(tail -1 $OUT/ab-retune-$tag.err)"
-  for spec in new=$B:$T/ab-new.db base=$BASE:$T/ab-base.db; do
-    name=${spec%%=*} r=${spec#*=}; bin=${r%%:*} db=${r#*:}
-    timeout 300 $bin bench --model $m --batch $MB --db $db --in-chain --no-results \
-      --json-out $OUT/ab-$name-$tag.json > $OUT/ab-$name-$tag.md 2> $OUT/ab-$name-$tag.err
-    echo "  bench $name rc=$? at $(( $(date +%s) - s )) s"
-  done
-  python3 - $OUT $tag <<'PY'
+  timeout 300 $BASE tune --model $m --batch $MB --trials 1 --seed 1 --db $T/ab-base.db -q --json $tf \
+    > $OUT/ab-retune-$tag0.json 2> $OUT/ab-retune-$tag0.err
+  echo "  base re-measured rc=$? at $(( $(date +%s) - s )) s: $(tail -1 $OUT/ab-retune-$tag0.err)"
+  files="ab-tune-$tag0.* ab-retune-$tag0.*"
+  for mode in ${ABFUSE:-none}; do
+    bf=; tag=$tag0; [ $mode != none ] && bf=--fuse=$mode tag=$tag0-$mode
+    for spec in new=$B:$T/ab-new.db base=$BASE:$T/ab-base.db; do
+      name=${spec%%=*} r=${spec#*=}; bin=${r%%:*} db=${r#*:}
+      timeout 300 $bin bench --model $m --batch $MB --db $db --in-chain --no-results $bf \
+        --json-out $OUT/ab-$name-$tag.json > $OUT/ab-$name-$tag.md 2> $OUT/ab-$name-$tag.err
+      echo "  bench $name $bf rc=$? at $(( $(date +%s) - s )) s"
+    done
+    files="$files ab-new-$tag.* ab-base-$tag.*"
+    python3 - $OUT $tag <<'PY'
 import json, sys
 out, tag = sys.argv[1:]
 D = {l: json.load(open("%s/ab-%s-%s.json" % (out, l, tag))) for l in ("new", "base")}
@@ -557,12 +565,13 @@ for a, b in zip(D["new"]["nodes"], D["base"]["nodes"]):
   if not a["runs"]: continue
   tpl = lambda n: (n.get("source") or "").split(",")[-1].split("(")[0].strip()
   ta, tb = tpl(a), tpl(b)
-  print("%-26s %6.2f %6.2f %6.2f %6.2f %6.2f  %s%s" % (a["name"][:26], a["convtune_us"], a["convtune_in_chain_us"],
-    b["convtune_us"], b["convtune_in_chain_us"], a["floor_us"], ta, "" if ta == tb else "; " + tb))
+  v = lambda n, k: n.get(k) if n.get(k) is not None else -1
+  print("%-26s %6.2f %6.2f %6.2f %6.2f %6.2f  %s%s" % (a["name"][:26], v(a, "convtune_us"), v(a, "convtune_in_chain_us"),
+    v(b, "convtune_us"), v(b, "convtune_in_chain_us"), v(a, "floor_us"), ta, "" if ta == tb else "; " + tb))
 PY
+  done
   # its own files only: a caller's ab-*.txt in $OUT stays
-  cd $OUT && f=$(ls ab-tune-$tag.* ab-retune-$tag.* ab-new-$tag.* ab-base-$tag.* 2>/dev/null) &&
-    tar czf abchain-$tag.tgz $f && rm -f $f ;;
+  cd $OUT && tar czf abchain-$tag0.tgz $(ls $files 2>/dev/null) && rm -f $(ls $files 2>/dev/null) ;;
 chainprof)
   s=$(date +%s) MB=${2:-32} cm=${3:-$MODEL}
   [ "$cm" = mobilenetv2 ] && cm=$MODEL
