@@ -112,8 +112,18 @@ static void set(const arch *a, const char *name, int per, unsigned seed) {
   rng_seed(&r, seed);
   double t0 = now_s(), sum_ms = 0, first_ms = -1;
   int n = 0;
+  enum { MAX_T = 64 };
+  const char *t_name[MAX_T];
+  double t_ms[MAX_T] = {0};
+  int t_n[MAX_T] = {0}, n_t = 0;
   for (int i = 0; i < s->n_items; i++)
     for (const template_desc *const *t = template_all(); *t; t++) {
+      int ti = 0;
+      while (ti < n_t && strcmp(t_name[ti], (*t)->name) != 0) ti++;
+      if (ti == n_t) {
+        if (n_t == MAX_T) die("more than %d templates", MAX_T);
+        t_name[n_t++] = (*t)->name;
+      }
       space sp;
       ct_err err = {0};
       if (template_space(*t, &s->items[i].w, &sp, &err) != CT_OK) continue;
@@ -129,13 +139,20 @@ static void set(const arch *a, const char *name, int per, unsigned seed) {
         } else {
           sum_ms += ms;
           n++;
+          t_ms[ti] += ms;
+          t_n[ti]++;
         }
       }
       space_free(&sp);
     }
   printf("{\"compiles\": %d, \"first_ms\": %.1f, \"sum_ms\": %.1f, \"wall_s\": %.3f, "
-         "\"cpu_s\": %.3f}\n",
+         "\"cpu_s\": %.3f, \"by_template\": {",
          n, first_ms, sum_ms, now_s() - t0, cpu_s());
+  for (int ti = 0, shown = 0; ti < n_t; ti++)
+    if (t_n[ti])
+      printf("%s\"%s\": {\"compiles\": %d, \"mean_ms\": %.1f}", shown++ ? ", " : "", t_name[ti],
+             t_n[ti], t_ms[ti] / t_n[ti]);
+  printf("}}\n");
   wlset_free(s);
 }
 
