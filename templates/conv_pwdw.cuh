@@ -33,14 +33,7 @@
  *      threads along channels first: coalesced.
  * Exact: the sums are int32 as the two convs' (the pointwise conv's from
  * its folded offset, bias - zx sum(w)); the requantizations are
- * tc_common.cuh's and quant.cuh's, the same arithmetic as the separate
- * kernels'. With onnx rounding, each conv whose params block has CTQO_SEED
- * takes the seeded forms (quant.cuh's ctq_requant_onnx_seeded, as
- * conv_pw_mma and conv_dw_nhwc do): its sums start from off + CTQ_MAGIC_I,
- * and its pairs are saturated to the 8-bit type by cvt.pack.sat (the
- * pointwise conv's output is the depthwise conv's data, of the output's
- * type), with the clamp's max left to that saturation where CTQO_HISAT.
- * The pointwise step is compiled once per form, chosen once per block.
+ * tc_common.cuh's, the same code as the separate kernels'.
  *
  * Macros (conv_pwdw.c): PRE_C, PRE_U8 (the pointwise conv's data is
  * uint8), PRE_OFFW and PRE_WOFFW (words to its params block and weights),
@@ -61,7 +54,6 @@ static_assert(CT_TEMPLATE_CONV3D == 0, "conv2d only");
 static_assert(CT_D2S == 0 && CT_WZP == 0 && CT_RES == 0,
               "depth_to_space, weight zero points and a residual: not here");
 static_assert(CT_OUT != 0, "8-bit output (the pointwise conv's output type is the same)");
-static_assert(CT_DATA_U8 == (CT_OUT == 2), "the data's type is the output's (pack_sat2's)");
 static_assert(CT_KR == 4 * CT_C4, "depthwise, multiplier 1: K = C, a multiple of 4");
 static_assert(CT_KR % 8 == 0, "C a multiple of 8 (mma n-tiles of 8 channels)");
 static_assert(PRE_C > 0 && PRE_C % 8 == 0, "PRE_C a multiple of 8 (8-byte pieces)");
@@ -151,14 +143,13 @@ __device__ __forceinline__ void pre_mma(int *d, const unsigned *a, const unsigne
 /* The block's channels' constants in shared memory (sc: 6 arrays of CB
  * ints: the pointwise conv's offsets, multipliers, shifts, then the
  * depthwise conv's), from params block p with head h: the offsets always
- * (a conv without bias or zero point has zeros there) plus seed
- * (CTQ_MAGIC_I for the seeded onnx forms, else 0), a per-tensor scale
+ * (a conv without bias or zero point has zeros there), a per-tensor scale
  * repeated. */
 __device__ __forceinline__ void stage_chans(int *sc, const int *__restrict__ p, const q_head &h,
-                                            int cb0, int tid, unsigned seed) {
+                                            int cb0, int tid) {
   for (int u = tid; u < CB; u += THREADS) {
     const int k = cb0 + u;
-    sc[u] = (int)((unsigned)p[CTQ_HEADER + CTQ_OFF * KP + k] + seed);
+    sc[u] = p[CTQ_HEADER + CTQ_OFF * KP + k];
     sc[CB + u] = CT_QC ? p[CTQ_HEADER + CTQ_MULTS * KP + k] : h.mult;
     sc[2 * CB + u] = CT_QC ? p[CTQ_HEADER + CTQ_SHIFTS * KP + k] : h.shift;
   }
@@ -193,33 +184,6 @@ __device__ __forceinline__ unsigned pwdw_bytes(const unsigned (&w)[NWORDS], int 
   return n >= 4 ? v : v & ((1u << (8 * n)) - 1u);
 }
 
-/* Two outputs of channels c0, c1 in requantization form RQ, in bytes 0
- * and 1 (bytes 2, 3 undefined): requant2's forms, or (onnx) the seeded
- * forms RQ_ONNX_SAT and RQ_ONNX_SEED on sums seeded with CTQ_MAGIC_I
- * (requant2_onnx_seeded: saturated to the output type, which is the
- * pointwise conv's too). */
-template <int RQ>
-__device__ __forceinline__ unsigned pwdw_pair(const q_head &h, const q_chan &c0, const q_chan &c1,
-                                              int v0, int v1) {
-#if CT_ONNX
-  if (RQ == RQ_ONNX_SAT || RQ == RQ_ONNX_SEED)
-    return requant2_onnx_seeded<RQ == RQ_ONNX_SEED>(h, c0, c1, v0, v1);
-#endif
-  return requant2<RQ == RQ_ONNX_SAT || RQ == RQ_ONNX_SEED ? RQ_GENERAL : RQ>(h, c0, c1, v0, v1, 0u);
-}
-
-/* A conv's requantization form from its head: RQ_ONNX_SAT or RQ_ONNX_SEED
- * where its onnx block's flags allow (its sums then seeded), else
- * RQ_GENERAL (without onnx the depthwise step chooses per 4 channels). */
-__device__ __forceinline__ int pwdw_form(const q_head &h) {
-#if CT_ONNX
-  return !h.onnx.seed ? RQ_GENERAL : h.onnx.hisat ? RQ_ONNX_SAT : RQ_ONNX_SEED;
-#else
-  (void)h;
-  return RQ_GENERAL;
-#endif
-}
-
 /* The depthwise conv's 8-bit outputs of a thread's PIXT pixels x 4
  * channels (v: sums from the folded offset), each pair in requant2's form
  * RQ; a pixel's 4 bytes one store. */
@@ -230,62 +194,9 @@ __device__ __forceinline__ void pwdw_store(unsigned char *__restrict__ out, cons
 #pragma unroll
   for (int p = 0; p < PIXT; p++) {
     if (ow0 + p >= CT_OW) continue;
-    const unsigned lo = pwdw_pair<RQ>(qh, qc[0], qc[1], v[p][0], v[p][1]);
-    const unsigned hi = pwdw_pair<RQ>(qh, qc[2], qc[3], v[p][2], v[p][3]);
+    const unsigned lo = requant2<RQ>(qh, qc[0], qc[1], v[p][0], v[p][1], 0u);
+    const unsigned hi = requant2<RQ>(qh, qc[2], qc[3], v[p][2], v[p][3], 0u);
     *(unsigned *)(out + o0 + (long)p * CT_KR) = join_halves(lo, hi);
-  }
-}
-
-/* Steps 2 and 3: the pointwise conv of the window (A at sa) by the block's
- * rows of its weights (B at sb) into E (se), each pair in form FORM
- * (pwdw_form of its head ph: requant2_rows's forms, or a seeded onnx form
- * on sums seeded through sc_pre's offsets), the pixels outside the image
- * (keep) taking the depthwise conv's data zero point (padw). */
-template <int FORM>
-__device__ __forceinline__ void pwdw_pointwise(const q_head &ph, const int *sc_pre, unsigned sa,
-                                               unsigned sb, unsigned char *se, unsigned padw,
-                                               const int (&poff)[MPW], const unsigned (&keep)[MPW],
-                                               int lane, int warp, int q) {
-  /* the lane's ldmatrix row: m-tile row r = lane % 16 is pixel 2r (r <
-   * 8) or 2 (r - 8) + 1, bytes 16 (lane / 16) on */
-  const int r = lane % 16;
-  const unsigned arow = (unsigned)((r < 8 ? 2 * r : 2 * (r - 8) + 1) * RSA + 16 * (lane / 16));
-  const unsigned brow = sb + (unsigned)((lane % 8) * RSA + 16 * (lane / 8 % 2));
-#pragma unroll 1
-  for (int j = 0; j < CB8; j++) {
-    const q_chan c0 = opaque_chan(chan_at(sc_pre, ph, 8 * j + 2 * q)),
-                 c1 = opaque_chan(chan_at(sc_pre, ph, 8 * j + 2 * q + 1));
-    unsigned bf[KS][2];
-#pragma unroll
-    for (int s = 0; s < KS; s++) pwdw_ldsm_x2(brow + (unsigned)(8 * j * RSA + 32 * s), bf[s]);
-    unsigned char *e0 = se + (8 * j + 2 * q) * PS, *e1 = e0 + PS;
-#pragma unroll
-    for (int i = 0; i < MPW; i++) {
-      const int mt = warp + i * WARPS;
-      if (mt >= MTILES) break;
-      int acc[4] = {c0.off, c1.off, c0.off, c1.off};
-#pragma unroll
-      for (int s = 0; s < KS; s++) {
-        unsigned a[4];
-        pwdw_ldsm_x4(sa + (unsigned)(mt * 16 * RSA) + arow + 32u * s, a);
-        pre_mma(acc, a, bf[s]);
-      }
-      unsigned y0, y1;
-      if (FORM == RQ_GENERAL) {
-        const unsigned rr[2] = {0u, 0u};
-        requant2_rows(ph, c0, c1, acc[0], acc[1], acc[2], acc[3], rr, y0, y1);
-      } else {
-        y0 = pwdw_pair<FORM>(ph, c0, c1, acc[0], acc[1]);
-        y1 = pwdw_pair<FORM>(ph, c0, c1, acc[2], acc[3]);
-      }
-      if (poff[i] < 0) continue;
-      /* channel 2q of pixels p0, p0 + 1, and channel 2q + 1 */
-      const unsigned k = keep[i];
-      const unsigned v0 = (__byte_perm(y0, y1, 0x0040u) & k) | (padw & ~k);
-      const unsigned v1 = (__byte_perm(y0, y1, 0x0051u) & k) | (padw & ~k);
-      *(unsigned short *)(e0 + poff[i]) = (unsigned short)v0;
-      *(unsigned short *)(e1 + poff[i]) = (unsigned short)v1;
-    }
   }
 }
 
@@ -331,9 +242,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
       cp_async4(sfa + 4u * (unsigned)u, fp + 4 * u, 4);
   }
   const q_head ph = load_head(pre), qh = load_head(params);
-  const int pform = pwdw_form(ph), dform = pwdw_form(qh); /* the seeded forms' sums from the magic */
-  stage_chans(sc_pre, pre, ph, cb0, tid, pform != RQ_GENERAL ? (unsigned)CTQ_MAGIC_I : 0u);
-  stage_chans(sc_dw, params, qh, cb0, tid, dform != RQ_GENERAL ? (unsigned)CTQ_MAGIC_I : 0u);
+  stage_chans(sc_pre, pre, ph, cb0, tid);
+  stage_chans(sc_dw, params, qh, cb0, tid);
   pdl_wait_then_release(); /* nothing global but constants before: the previous kernel may run */
 
   /* ---- 1. the window's pixels into A: a thread's pixels whole (their
@@ -374,15 +284,45 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
   cp_async_wait<0>();
   __syncthreads(); /* A, B and the constants are in */
 
-  /* ---- 2, 3. the pointwise conv into E, in its head's form ---- */
-#if CT_ONNX
-  if (pform == RQ_ONNX_SAT)
-    pwdw_pointwise<RQ_ONNX_SAT>(ph, sc_pre, sa, sb, se, padw, poff, keep, lane, warp, q);
-  else if (pform == RQ_ONNX_SEED)
-    pwdw_pointwise<RQ_ONNX_SEED>(ph, sc_pre, sa, sb, se, padw, poff, keep, lane, warp, q);
-  else
-#endif
-    pwdw_pointwise<RQ_GENERAL>(ph, sc_pre, sa, sb, se, padw, poff, keep, lane, warp, q);
+  /* ---- 2, 3. the pointwise conv into E ---- */
+  {
+    /* the lane's ldmatrix row: m-tile row r = lane % 16 is pixel 2r (r <
+     * 8) or 2 (r - 8) + 1, bytes 16 (lane / 16) on */
+    const int r = lane % 16;
+    const unsigned arow = (unsigned)((r < 8 ? 2 * r : 2 * (r - 8) + 1) * RSA + 16 * (lane / 16));
+    const unsigned brow = sb + (unsigned)((lane % 8) * RSA + 16 * (lane / 8 % 2));
+#pragma unroll 1
+    for (int j = 0; j < CB8; j++) {
+      const q_chan c0 = opaque_chan(chan_at(sc_pre, ph, 8 * j + 2 * q)),
+                   c1 = opaque_chan(chan_at(sc_pre, ph, 8 * j + 2 * q + 1));
+      unsigned bf[KS][2];
+#pragma unroll
+      for (int s = 0; s < KS; s++) pwdw_ldsm_x2(brow + (unsigned)(8 * j * RSA + 32 * s), bf[s]);
+      unsigned char *e0 = se + (8 * j + 2 * q) * PS, *e1 = e0 + PS;
+#pragma unroll
+      for (int i = 0; i < MPW; i++) {
+        const int mt = warp + i * WARPS;
+        if (mt >= MTILES) break;
+        int acc[4] = {c0.off, c1.off, c0.off, c1.off};
+#pragma unroll
+        for (int s = 0; s < KS; s++) {
+          unsigned a[4];
+          pwdw_ldsm_x4(sa + (unsigned)(mt * 16 * RSA) + arow + 32u * s, a);
+          pre_mma(acc, a, bf[s]);
+        }
+        const unsigned rr[2] = {0u, 0u};
+        unsigned y0, y1;
+        requant2_rows(ph, c0, c1, acc[0], acc[1], acc[2], acc[3], rr, y0, y1);
+        if (poff[i] < 0) continue;
+        /* channel 2q of pixels p0, p0 + 1, and channel 2q + 1 */
+        const unsigned k = keep[i];
+        const unsigned v0 = (__byte_perm(y0, y1, 0x0040u) & k) | (padw & ~k);
+        const unsigned v1 = (__byte_perm(y0, y1, 0x0051u) & k) | (padw & ~k);
+        *(unsigned short *)(e0 + poff[i]) = (unsigned short)v0;
+        *(unsigned short *)(e1 + poff[i]) = (unsigned short)v1;
+      }
+    }
+  }
   __syncthreads(); /* E is whole */
 
   /* ---- 4. the depthwise conv from E ---- */
@@ -417,7 +357,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 #pragma unroll
     for (int p = 0; p < PIXT; p++)
 #pragma unroll
-      for (int c = 0; c < 4; c++) v[p][c] = qc[c].off; /* (seeded) offset: zero without bias or zero point */
+      for (int c = 0; c < 4; c++) v[p][c] = qc[c].off; /* zero without bias or zero point */
     const unsigned char *ep = se + 4 * cg * PS + row * CT_STR_H * PR + xg * PIXT * CT_STR_W;
 #pragma unroll
     for (int t = 0; t < CT_KH; t++)
@@ -435,12 +375,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     unsigned char *o = (unsigned char *)out;
     const long o0 = (((long)n * CT_OH + oh) * CT_OW + owp) * CT_KR + k0;
 #if CT_ONNX
-    if (dform == RQ_ONNX_SAT)
-      pwdw_store<RQ_ONNX_SAT>(o, qh, qc, v, o0, owp);
-    else if (dform == RQ_ONNX_SEED)
-      pwdw_store<RQ_ONNX_SEED>(o, qh, qc, v, o0, owp);
-    else
-      pwdw_store<RQ_GENERAL>(o, qh, qc, v, o0, owp);
+    pwdw_store<RQ_GENERAL>(o, qh, qc, v, o0, owp);
 #else
     if (qc[0].f.ok && qc[1].f.ok && qc[2].f.ok && qc[3].f.ok)
       if (qh.sat)

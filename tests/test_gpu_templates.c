@@ -75,9 +75,8 @@
 #include "tests/util.h"
 
 static int per_workload = 30;
-/* onnx without a residual: the params blocks that carry CTQO_SEED (a fused
- * workload's two), and of them CTQO_HISAT (quant_onnx_block), per
- * run_template */
+/* onnx without a residual: the workloads whose params carry CTQO_SEED, and
+ * of them CTQO_HISAT (quant_onnx_block), per run_template */
 static int n_seeded, n_hisat;
 static device dev;
 /* 1: run_shape requantizes to 8 bits (four kinds by turns per workload) */
@@ -519,14 +518,6 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
     const int seeded = onnx && kind == 3;
     if (seeded)
       qs.q.clamp_max = *tried / per_workload / 4 % 2 ? (qs.q.clamp_min + 255 + 1) / 2 : 255;
-    /* fused with onnx rounding: both convs' clamps at the type's top, or
-     * inside it, by turns (quant_random's biases keep CTQO_SEED on) */
-    if (fused && fkind < 2) {
-      const int32_t tmax = w.out_type == CT_DTYPE_UINT8 ? 255 : 127;
-      const int inside = *tried / per_workload / 4 % 2;
-      for (quant_store *q = &qs; q; q = q->pre)
-        q->q.clamp_max = inside ? (q->q.clamp_min + tmax + 1) / 2 : tmax;
-    }
     /* onnx, int8 per channel (kind 2): a few channels whose offsets put the
      * accumulator past 2^22 (where the magic number's conversions stop
      * being exact) and past 2^24 (where float(v) rounds), scaled back into
@@ -546,12 +537,6 @@ static int run_shape(const template_desc *tpl, const shape *sh, rng *r, int *tri
       n_seeded += (f & CTQO_SEED) != 0;
       n_hisat += (f & CTQO_HISAT) != 0;
     }
-    if (fused && fkind < 2) /* both convs' blocks, the depthwise conv's then the pointwise's */
-      for (int b = 0; b < 2; b++) {
-        const int32_t f = params[(b ? quant_pre_offset(&w) : 0) + CTQ_ONNX + CTQO_FIRST];
-        n_seeded += (f & CTQO_SEED) != 0;
-        n_hisat += (f & CTQO_HISAT) != 0;
-      }
     ck_assert_msg(
         reference_qconv(&w, &qs.q, data, weights, w.epi.residual ? res : NULL, want, &err) == CT_OK,
         "%s: %s", sh->name, err.msg);
@@ -697,10 +682,9 @@ static void run_template(const char *name, const shape *shapes, int n_shapes, co
     n_run++;
   }
   char seeds[96] = "";
-  if (onnx || fused)
-    snprintf(seeds, sizeof seeds,
-             "; the seeded forms' values in %d params blocks (%d without the min)", n_seeded,
-             n_hisat);
+  if (onnx)
+    snprintf(seeds, sizeof seeds, "; the seeded forms' values on %d workloads (%d without the min)",
+             n_seeded, n_hisat);
   printf("%s: %d of %d random valid configs exact over %d workloads on %s (%s)%s%s\n", name, exact,
          tried, n_run, dev.name, dev.arch.name,
          onnx   ? ", 8-bit output with onnx rounding (int8 and uint8, residual both orders)"
