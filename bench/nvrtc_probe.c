@@ -17,7 +17,8 @@
  *     compiles PER random valid configs (seed SEED) of every template that
  *     runs each layer of set NAME at batch 16 in nhwc; prints one JSON
  *     object: compiles, their summed wall time, the process's wall and CPU
- *     seconds. Its first compile is left out of the sum, and reported apart.
+ *     seconds, and by_template: each template's compiles and mean time.
+ *     Its first compile is left out of the sums, and reported apart.
  *
  * Exit status 1 on any error (a compile error included), with a message.
  */
