@@ -113,18 +113,15 @@ static void set(const arch *a, const char *name, int per, unsigned seed) {
   rng_seed(&r, seed);
   double t0 = now_s(), sum_ms = 0, first_ms = -1;
   int n = 0;
+  /* per template, by its index in template_all() */
   enum { MAX_T = 64 };
-  const char *t_name[MAX_T];
+  const template_desc *const *all = template_all();
   double t_ms[MAX_T] = {0};
-  int t_n[MAX_T] = {0}, n_t = 0;
+  int t_n[MAX_T] = {0};
   for (int i = 0; i < s->n_items; i++)
-    for (const template_desc *const *t = template_all(); *t; t++) {
-      int ti = 0;
-      while (ti < n_t && strcmp(t_name[ti], (*t)->name) != 0) ti++;
-      if (ti == n_t) {
-        if (n_t == MAX_T) die("more than %d templates", MAX_T);
-        t_name[n_t++] = (*t)->name;
-      }
+    for (const template_desc *const *t = all; *t; t++) {
+      const int ti = (int)(t - all);
+      if (ti == MAX_T) die("more than %d templates", MAX_T);
       space sp;
       ct_err err = {0};
       if (template_space(*t, &s->items[i].w, &sp, &err) != CT_OK) continue;
@@ -149,10 +146,10 @@ static void set(const arch *a, const char *name, int per, unsigned seed) {
   printf("{\"compiles\": %d, \"first_ms\": %.1f, \"sum_ms\": %.1f, \"wall_s\": %.3f, "
          "\"cpu_s\": %.3f, \"by_template\": {",
          n, first_ms, sum_ms, now_s() - t0, cpu_s());
-  for (int ti = 0, shown = 0; ti < n_t; ti++)
+  for (int ti = 0, shown = 0; ti < MAX_T && all[ti]; ti++)
     if (t_n[ti])
-      printf("%s\"%s\": {\"compiles\": %d, \"mean_ms\": %.1f}", shown++ ? ", " : "", t_name[ti],
-             t_n[ti], t_ms[ti] / t_n[ti]);
+      printf("%s\"%s\": {\"compiles\": %d, \"mean_ms\": %.1f}", shown++ ? ", " : "",
+             all[ti]->name, t_n[ti], t_ms[ti] / t_n[ti]);
   printf("}}\n");
   wlset_free(s);
 }
