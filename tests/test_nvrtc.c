@@ -245,6 +245,59 @@ START_TEST(without_the_driver_cache_the_cubin_is_the_same) {
 }
 END_TEST
 
+/* A template's instance compiles with --minimal (nvrtc.c), which leaves out
+ * of NVRTC's built-in header what no template uses: the same instance's
+ * source compiled without it (nvrtc_compile_source) gives the same cubin,
+ * byte for byte, for a channel-packed, a channels-last and an sm_90a
+ * template. */
+START_TEST(minimal_compiles_the_same_cubin) {
+  static const struct {
+    const char *tpl, *key;
+  } cases[] = {
+      {"conv2d_nchw4c_dp4a", "conv2d-nchw4c-i8.i8.i32-n1-c16-k16-14x14-r3x3-s1x1-p1x1.1x1-d1x1"},
+      {"conv2d_nhwc_dw",
+       "conv2d-nhwc-i8.i8.i8-n2-c144-k144-28x28-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-onnx-g144"},
+      {"conv2d_nhwc_wgmma",
+       "conv2d-nhwc-i8.i8.i8-n2-c64-k128-14x14-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-res-onnx"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    arch a = sm90();
+    const template_desc *tpl = template_find(cases[i].tpl);
+    ck_assert_ptr_nonnull(tpl);
+    ct_workload w;
+    ct_err err = {0};
+    ck_assert_msg(workload_from_key(cases[i].key, &w, &err) == CT_OK, "%s", err.msg);
+    space s;
+    config cfg;
+    instance inst;
+    rng r;
+    rng_seed(&r, 11);
+    ck_assert_msg(template_space(tpl, &w, &s, &err) == CT_OK, "%s", err.msg);
+    ck_assert_msg(template_sample(tpl, &w, &s, &a, &r, 100000, &cfg, &err) == CT_OK, "%s: %s",
+                  cases[i].tpl, err.msg);
+    ck_assert_msg(instance_make(tpl, &w, &s, &cfg, &a, &inst, &err) == CT_OK, "%s", err.msg);
+    const char *opts[INSTANCE_MAX_OPTIONS];
+    for (int o = 0; o < inst.n_options; o++) opts[o] = inst.options[o];
+    arch target = a;
+    if (inst.arch_specific) { /* "sm_90" -> "sm_90a", as nvrtc_compile does */
+      size_t len = strlen(target.name);
+      ck_assert_uint_lt(len + 1, sizeof target.name);
+      target.name[len] = 'a', target.name[len + 1] = '\0';
+    }
+    cubin c0, c1;
+    ck_assert_msg(nvrtc_compile(&inst, &a, &c0, &err) == CT_OK, "%s", err.msg);
+    ck_assert_msg(nvrtc_compile_source(tpl->source, template_source(tpl), opts, inst.n_options,
+                                       &target, &c1, &err) == CT_OK,
+                  "%s: %s", cases[i].tpl, err.msg);
+    ck_assert_msg(c0.size == c1.size && memcmp(c0.data, c1.data, c0.size) == 0,
+                  "%s: %zu bytes with --minimal, %zu without", cases[i].tpl, c0.size, c1.size);
+    cubin_free(&c0);
+    cubin_free(&c1);
+    space_free(&s);
+  }
+}
+END_TEST
+
 START_TEST(version_is_major_dot_minor) {
   const char *v = nvrtc_version_string();
   int major = 0, minor = -1;
@@ -267,6 +320,7 @@ static void add_nvrtc(TCase *tc) {
   tcase_add_test(tc, bad_arguments_are_rejected);
   tcase_add_test(tc, templates_compile_with_their_embedded_headers);
   tcase_add_test(tc, without_the_driver_cache_the_cubin_is_the_same);
+  tcase_add_test(tc, minimal_compiles_the_same_cubin);
   tcase_add_test(tc, version_is_major_dot_minor);
 }
 
