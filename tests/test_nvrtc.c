@@ -217,22 +217,33 @@ END_TEST
 
 /* NVRTC_NO_DRIVER_CACHE (the builder's workers) changes where NVRTC keeps
  * nothing, not what it compiles: the same instance gives the same cubin. */
-START_TEST(without_the_driver_cache_the_cubin_is_the_same) {
+/* Template tpl_name's instance of a random valid config (seed) on the
+ * workload of key, for sm_90; s holds its space (space_free it). */
+static void sampled_instance(const char *tpl_name, const char *key, uint64_t seed, space *s,
+                             instance *inst) {
   arch a = sm90();
-  const template_desc *tpl = template_find("conv2d_nchw4c_dp4a");
+  const template_desc *tpl = template_find(tpl_name);
   ck_assert_ptr_nonnull(tpl);
-  const char *key = "conv2d-nchw4c-i8.i8.i32-n1-c16-k16-14x14-r3x3-s1x1-p1x1.1x1-d1x1";
   ct_workload w;
   ct_err err = {0};
   ck_assert_msg(workload_from_key(key, &w, &err) == CT_OK, "%s", err.msg);
-  space s;
   config cfg;
-  instance inst;
   rng r;
-  rng_seed(&r, 5);
-  ck_assert_msg(template_space(tpl, &w, &s, &err) == CT_OK, "%s", err.msg);
-  ck_assert_msg(template_sample(tpl, &w, &s, &a, &r, 100000, &cfg, &err) == CT_OK, "%s", err.msg);
-  ck_assert_msg(instance_make(tpl, &w, &s, &cfg, &a, &inst, &err) == CT_OK, "%s", err.msg);
+  rng_seed(&r, seed);
+  ck_assert_msg(template_space(tpl, &w, s, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(template_sample(tpl, &w, s, &a, &r, 100000, &cfg, &err) == CT_OK, "%s: %s",
+                tpl_name, err.msg);
+  ck_assert_msg(instance_make(tpl, &w, s, &cfg, &a, inst, &err) == CT_OK, "%s", err.msg);
+}
+
+START_TEST(without_the_driver_cache_the_cubin_is_the_same) {
+  arch a = sm90();
+  space s;
+  instance inst;
+  sampled_instance("conv2d_nchw4c_dp4a",
+                   "conv2d-nchw4c-i8.i8.i32-n1-c16-k16-14x14-r3x3-s1x1-p1x1.1x1-d1x1", 5, &s,
+                   &inst);
+  ct_err err = {0};
   cubin c0, c1;
   ck_assert_msg(nvrtc_compile(&inst, &a, &c0, &err) == CT_OK, "%s", err.msg);
   ck_assert_msg(nvrtc_compile_flags(&inst, &a, NVRTC_NO_DRIVER_CACHE, &c1, &err) == CT_OK, "%s",
@@ -262,20 +273,11 @@ START_TEST(minimal_compiles_the_same_cubin) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     arch a = sm90();
-    const template_desc *tpl = template_find(cases[i].tpl);
-    ck_assert_ptr_nonnull(tpl);
-    ct_workload w;
-    ct_err err = {0};
-    ck_assert_msg(workload_from_key(cases[i].key, &w, &err) == CT_OK, "%s", err.msg);
     space s;
-    config cfg;
     instance inst;
-    rng r;
-    rng_seed(&r, 11);
-    ck_assert_msg(template_space(tpl, &w, &s, &err) == CT_OK, "%s", err.msg);
-    ck_assert_msg(template_sample(tpl, &w, &s, &a, &r, 100000, &cfg, &err) == CT_OK, "%s: %s",
-                  cases[i].tpl, err.msg);
-    ck_assert_msg(instance_make(tpl, &w, &s, &cfg, &a, &inst, &err) == CT_OK, "%s", err.msg);
+    sampled_instance(cases[i].tpl, cases[i].key, 11, &s, &inst);
+    const template_desc *tpl = inst.tpl;
+    ct_err err = {0};
     const char *opts[INSTANCE_MAX_OPTIONS];
     for (int o = 0; o < inst.n_options; o++) opts[o] = inst.options[o];
     arch target = a;
