@@ -151,9 +151,12 @@ static void check_instance(const template_desc *tpl, const arch *a, const instan
              "%s: %zu bytes of shared memory, %s allows %d", label, inst->smem_bytes, a->name,
              a->smem_optin_bytes);
   long v;
+  /* the launch gives the kernel at least what it was compiled for; more
+   * where the template pins its blocks to their residency by shared memory
+   * (conv_pw_mma's persistent grids under programmatic dependent launch) */
   if (option(inst, "CT_SMEM_BYTES", &v))
-    FUZZ_CHECK((size_t)v == inst->smem_bytes, "%s: -DCT_SMEM_BYTES=%ld, launched with %zu", label,
-               v, inst->smem_bytes);
+    FUZZ_CHECK(v >= 0 && (size_t)v <= inst->smem_bytes,
+               "%s: -DCT_SMEM_BYTES=%ld, launched with %zu", label, v, inst->smem_bytes);
   if (option(inst, "CT_THREADS", &v))
     FUZZ_CHECK(v == threads, "%s: -DCT_THREADS=%ld, launched with %ld", label, v, threads);
   FUZZ_CHECK(inst->n_args >= 1 && inst->n_args <= INSTANCE_MAX_ARGS, "%s: %d arguments", label,
