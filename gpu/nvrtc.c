@@ -205,7 +205,8 @@ ct_status nvrtc_compile_flags(const instance *inst, const arch *a, unsigned flag
   int n_headers = template_headers(&names, &sources);
   const char *name = inst->tpl->source ? inst->tpl->source : inst->tpl->name;
   arch target = *a;
-  if (inst->arch_specific && target.name[0] && strchr("0123456789", target.name[strnlen(target.name, sizeof target.name) - 1])) {
+  if (inst->arch_specific && target.name[0] &&
+      strchr("0123456789", target.name[strnlen(target.name, sizeof target.name) - 1])) {
     /* "sm_90" -> "sm_90a": features of exactly this architecture */
     size_t len = strnlen(target.name, sizeof target.name);
     if (len + 2 > sizeof target.name)
@@ -214,7 +215,7 @@ ct_status nvrtc_compile_flags(const instance *inst, const arch *a, unsigned flag
     target.name[len + 1] = '\0';
   }
   return compile(name, source, n_headers, names, sources, options, inst->n_options, &target,
-                 (flags & NVRTC_NO_DRIVER_CACHE) | COMPILE_MINIMAL, out, err);
+                 flags | COMPILE_MINIMAL, out, err);
 }
 
 void cubin_free(cubin *c) {

@@ -215,8 +215,6 @@ START_TEST(templates_compile_with_their_embedded_headers) {
 }
 END_TEST
 
-/* NVRTC_NO_DRIVER_CACHE (the builder's workers) changes where NVRTC keeps
- * nothing, not what it compiles: the same instance gives the same cubin. */
 /* Template tpl_name's instance of a random valid config (seed) on the
  * workload of key, for sm_90; s holds its space (space_free it). */
 static void sampled_instance(const char *tpl_name, const char *key, uint64_t seed, space *s,
@@ -236,6 +234,8 @@ static void sampled_instance(const char *tpl_name, const char *key, uint64_t see
   ck_assert_msg(instance_make(tpl, &w, s, &cfg, &a, inst, &err) == CT_OK, "%s", err.msg);
 }
 
+/* NVRTC_NO_DRIVER_CACHE (the builder's workers) changes where NVRTC keeps
+ * nothing, not what it compiles: the same instance gives the same cubin. */
 START_TEST(without_the_driver_cache_the_cubin_is_the_same) {
   arch a = sm90();
   space s;
