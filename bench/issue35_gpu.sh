@@ -532,7 +532,7 @@ stemsan)
 abchain)
   s=$(date +%s) m=$2 MB=$3 S=$4 BASE=${BASE:-.gpu-exp/convtune-base} T=${ABTMP:-/tmp}
   [ $m = mobilenetv2 ] && m=$MODEL
-  tag0=$(basename $m .onnx)-b$MB tag=$(basename $m .onnx)-b$MB
+  tag0=$(basename $m .onnx)-b$MB
   rm -f $T/ab-new.db* $T/ab-base.db*
   tf=; [ -n "${ABFUSE:-}" ] && tf=--fuse tag0=$tag0-fuse
   timeout 400 $B tune --model $m --batch $MB --time-budget $S --seed 1 --db $T/ab-new.db -q --json $tf \
