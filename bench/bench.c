@@ -718,6 +718,7 @@ void bench_opts_default(bench_opts *o) {
   o->repeats = 7;
   o->min_replay_us = 1000;
   o->seed = 1;
+  o->streams = 1;
   o->layout = CT_LAYOUT_NCHW4C;
 }
 

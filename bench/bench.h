@@ -209,6 +209,8 @@ typedef struct bench_opts {
   ct_layout layout;     /* convtune's side: CT_LAYOUT_NCHW4C (default) or CT_LAYOUT_NHWC */
   int in_chain;         /* --model: time each node inside convtune's chain (mbench_node.in_chain) */
   int arena; /* --model: the chain's tensors in reused buffers, every side (mbench_arena_plan) */
+  int streams; /* --model: also S copies of each side's chain at once, 1..MBENCH_MAX_STREAMS
+                  (mbench_result.streams); 1: none */
 } bench_opts;
 
 void bench_opts_default(bench_opts *o);

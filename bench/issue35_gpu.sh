@@ -41,6 +41,11 @@
 #   dwsan   compute-sanitizer over the depthwise CUDA-core templates' mac 1 (memcheck and
 #           initcheck; racecheck and synccheck where the window is staged): direct and staged
 #           windows, uint8 with a data zero point and a residual, 5x5 stride 2, 3D, 7 rows a thread
+#   streams [S...]  batch 32 as S chains of 32/S images at once (bench --model --streams S; S
+#           default 2): test_gpu_model_bench first (its streams case; at most 90 s), then the model
+#           tuned STREAMS_TB s (default 150) at batch 32 and at each 32/S into /tmp/t.db, then
+#           bench --model at batch 32 and at each 32/S with --streams S; a table of each way
+#           against cuDNN fp16's, one chain of 32 and S chains of 32/S, from the same calls
 #   dwmodel [B]  the MobileNetV2 model at batch B (default 32) tuned (150 s; batch 1: 60 s; every
 #           template) into /tmp/t.db, then bench --model against cuDNN; the depthwise nodes' sums
 #   dwcheck test_gpu_dispatch's grouped case on /tmp/t.db at batch 1, 3 and 32 (every layer of
@@ -474,6 +479,38 @@ for b in sorted({os.path.basename(f)[len("tune-pwdw-e"):-5] for f in glob.glob(s
           "%.2f" % s if s else "-", "%.2f" % f if f else "-", "%.2fx" % (s / f) if s and f else "-"))
 PY
   cd $OUT && tar czf pwdw.tgz gt-*.log tune-pwdw-* && rm -f gt-*.log tune-pwdw-* ;;
+streams)
+  s=$(date +%s); shift; SS=${*:-2}
+  ( cd build-rel && CK_RUN_CASE=gpu timeout 90 ./test_gpu_model_bench > $OUT/streams-gputest.log 2>&1
+    echo "test_gpu_model_bench rc=$?: $(grep -E 'Checks' $OUT/streams-gputest.log)" )
+  grep -E "FAIL|E:|F:" $OUT/streams-gputest.log | head -5
+  for b in 32 $(for S in $SS; do echo $((32 / S)); done); do
+    tq model-b$b --model $MODEL --batch $b --time-budget ${STREAMS_TB:-150}
+  done
+  runs=""
+  for S in 1 $SS; do
+    b=$((32 / S)) a=""; [ $S -gt 1 ] && a="--streams $S"
+    timeout 200 $B bench --model $MODEL --batch $b $a --db /tmp/t.db --no-results \
+      --json-out $OUT/streams-b$b-s$S.json > $OUT/streams-b$b-s$S.md 2> $OUT/streams-b$b-s$S.err
+    echo "bench b$b $a rc=$? at $(( $(date +%s) - s )) s"; runs="$runs $OUT/streams-b$b-s$S.json"
+  done
+  python3 - $runs <<'PY'
+import json, sys
+D = [json.load(open(f)) for f in sys.argv[1:]]
+one = D[0]  # batch 32, one chain
+fp = one["chain"]["cudnn_fp16_us"]
+print("32 images, each way (us); cuDNN fp16's best way of the same run's calls is the anchor")
+rows = [("one chain of 32", one["chain"]["convtune_us"], fp, one["all_exact"], None)]
+for d in D[1:]:
+  st = d["streams"]
+  rows.append(("%d chains of %d at once" % (st["copies"], d["batch"]), st["chain"]["convtune_us"],
+               st["chain"]["cudnn_fp16_us"], d["all_exact"], st["copies_identical"]))
+best = min(r[2] for r in rows if r[2])
+for name, ct, cu, ex, ident in rows:
+  print("  %-26s convtune %8.1f  cuDNN fp16 %8.1f  cuDNN fp16 / convtune %.3fx, against cuDNN's best way %.3fx; exact %s%s" % (
+    name, ct, cu, cu / ct, best / ct, ex, "" if ident is None else ", copies identical %s" % ident))
+PY
+  cd $OUT && tar czf streams.tgz streams-* tune-model-b* && rm -f streams-*.err tune-model-b*.err ;;
 dwmodel)
   s=$(date +%s) MB=${2:-32}
   tq model-b$MB --model $MODEL --batch $MB --time-budget $((MB > 1 ? 150 : 60))

@@ -181,9 +181,10 @@ ct_status mbench_plan(const model *m, const bench_peaks *p, const char *const *s
     }
   r->n_images = mbench_images(m->batch, r->images);
   for (int f = 0; f < MBENCH_N_FIELDS; f++) {
-    r->chain[f] = BENCH_NONE;
-    r->chain_note[f][0] = '\0';
+    r->chain[f] = r->streams_chain[f] = BENCH_NONE;
+    r->chain_note[f][0] = r->streams_note[f][0] = '\0';
   }
+  r->copies_identical = 0;
   int n = m->n_convs;
   ct_workload *lw = calloc((size_t)(n ? n : 1), sizeof *lw);
   r->nodes = calloc((size_t)(n ? n : 1), sizeof *r->nodes);
@@ -415,6 +416,16 @@ static double chain_value(const mbench_result *r, mbench_field f) {
   return f == MBENCH_FLOOR ? mbench_sum(r, MBENCH_FLOOR, NULL) : r->chain[f];
 }
 
+/* --streams: the time of S chains at once per side (the floor's: S x the chain's floor). */
+static double streams_value(const mbench_result *r, mbench_field f) {
+  return f == MBENCH_FLOOR ? r->streams * mbench_sum(r, MBENCH_FLOOR, NULL) : r->streams_chain[f];
+}
+
+/* Images per second of S chains at once taking us. */
+static double streams_images_per_s(const mbench_result *r, double us) {
+  return bench_has(us) && us > 0 ? r->streams * r->head.batch / (us * 1e-6) : BENCH_NONE;
+}
+
 static void json_rate(cJSON *o, const char *name, double v, double unit) {
   if (bench_has(v))
     cJSON_AddNumberToObject(o, name, round(v / unit) * unit);
@@ -483,6 +494,33 @@ cJSON *mbench_to_json(const mbench_result *r) {
             ratio(r->chain[MBENCH_CONVTUNE], r->chain[MBENCH_CUDNN_INT8]), 1e-4);
   json_rate(o, "floor_over_convtune",
             ratio(chain_value(r, MBENCH_FLOOR), r->chain[MBENCH_CONVTUNE]), 1e-4);
+  if (r->streams > 1) {
+    cJSON *so = cJSON_AddObjectToObject(o, "streams");
+    cJSON *sch = so ? cJSON_AddObjectToObject(so, "chain") : NULL;
+    cJSON *sips = so ? cJSON_AddObjectToObject(so, "images_per_s") : NULL;
+    cJSON *snotes = so ? cJSON_AddObjectToObject(so, "notes") : NULL;
+    if (so) {
+      cJSON_AddNumberToObject(so, "copies", r->streams);
+      cJSON_AddNumberToObject(so, "images", (double)r->streams * h->batch);
+      cJSON_AddBoolToObject(so, "copies_identical", r->copies_identical);
+    }
+    for (int f = 0; f < MBENCH_N_FIELDS; f++) {
+      if (sch) bench_json_time(sch, mbench_field_names[f], streams_value(r, (mbench_field)f));
+      if (sips)
+        json_rate(sips, mbench_field_names[f],
+                  streams_images_per_s(r, streams_value(r, (mbench_field)f)), 0.1);
+      if (snotes && r->streams_note[f][0])
+        cJSON_AddStringToObject(snotes, mbench_field_names[f], r->streams_note[f]);
+    }
+    if (so) {
+      json_rate(so, "convtune_over_cudnn_fp16",
+                ratio(r->streams_chain[MBENCH_CONVTUNE], r->streams_chain[MBENCH_CUDNN_FP16]),
+                1e-4);
+      json_rate(so, "convtune_over_cudnn_int8",
+                ratio(r->streams_chain[MBENCH_CONVTUNE], r->streams_chain[MBENCH_CUDNN_INT8]),
+                1e-4);
+    }
+  }
   cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
   for (int i = 0; nodes && i < r->n_nodes; i++) {
     const mbench_node *nd = &r->nodes[i];
@@ -552,7 +590,11 @@ cJSON *mbench_to_json(const mbench_result *r) {
       "convtune's outputs; a fused node (pre: a 1x1 conv whose output only this conv reads, "
       "run inside it by one kernel) reads the 1x1 conv's input and is checked against the CPU "
       "reference of both convs chained; its cuDNN time is the sum of the two convs', which "
-      "the cuDNN chains run one after the other");
+      "the cuDNN chains run one after the other; streams (with --streams S): S copies of "
+      "each side's chain captured as one graph, forked from one stream onto S and joined "
+      "back, each copy on outputs, workspace and fresh inputs of its own (copies of the "
+      "first's; the weights shared), timed as the chain: S x batch images; "
+      "copies_identical: every convtune copy's outputs equal the first copy's, byte for byte");
   return o;
 }
 
@@ -661,6 +703,17 @@ void mbench_write_markdown(const mbench_result *r, FILE *f) {
     fprintf(f,
             "- tensors: each node's output in a buffer of its own (%.1f MB on convtune's side)\n",
             r->out_bytes / 1e6);
+  if (r->streams > 1)
+    fprintf(f,
+            "- %d chains at once (--streams %d): %d copies of each side's chain in one graph, "
+            "each on a stream of its own, with outputs, workspace and fresh inputs of its own "
+            "(the weights shared): %d x %d = %d images, as %d concurrent requests or a batch "
+            "split in %d; convtune's copies: %s\n",
+            r->streams, r->streams, r->streams, r->streams, h->batch, r->streams * h->batch,
+            r->streams, r->streams,
+            r->copies_identical ? "every copy's outputs equal the first's, byte for byte"
+            : r->streams_note[MBENCH_CONVTUNE][0] ? r->streams_note[MBENCH_CONVTUNE]
+                                                 : "not compared");
   if (in_chain)
     fputs("- in chain (--in-chain): convtune's chain cut after the node, timed as the chain, "
           "less the chain cut before it; the difference of two chain timings, so a small "
@@ -769,11 +822,33 @@ void mbench_write_markdown(const mbench_result *r, FILE *f) {
   }
   fputs("\n| convtune / side (chain) |", f);
   for (int c = 0; c < 4; c++) bench_md_ratio(f, r->chain[MBENCH_CONVTUNE], chain_value(r, cols[c]));
+  if (r->streams > 1) {
+    fprintf(f, "\n| %d chains at once, %d images, us |", r->streams, r->streams * h->batch);
+    for (int c = 0; c < 4; c++) bench_md_time(f, streams_value(r, cols[c]));
+    fprintf(f, "\n| images per second (%d chains at once) |", r->streams);
+    for (int c = 0; c < 4; c++) {
+      double v = streams_images_per_s(r, streams_value(r, cols[c]));
+      if (bench_has(v))
+        fprintf(f, " %.0f |", v);
+      else
+        fputs(" - |", f);
+    }
+    fprintf(f, "\n| convtune / side (%d chains at once) |", r->streams);
+    for (int c = 0; c < 4; c++)
+      bench_md_ratio(f, r->streams_chain[MBENCH_CONVTUNE], streams_value(r, cols[c]));
+  }
   fputs("\n", f);
   double speed = ratio(r->chain[MBENCH_CUDNN_FP16], r->chain[MBENCH_CONVTUNE]);
   if (bench_has(speed))
     fprintf(f, "\nconvtune's chain is %.2fx as fast as cuDNN fp16's (%.1f against %.1f us).\n",
             speed, r->chain[MBENCH_CONVTUNE], r->chain[MBENCH_CUDNN_FP16]);
+  double s_speed = ratio(r->streams_chain[MBENCH_CUDNN_FP16], r->streams_chain[MBENCH_CONVTUNE]);
+  if (r->streams > 1 && bench_has(s_speed))
+    fprintf(f,
+            "With %d chains at once (%d images), convtune's are %.2fx as fast as cuDNN fp16's "
+            "(%.1f against %.1f us).\n",
+            r->streams, r->streams * h->batch, s_speed, r->streams_chain[MBENCH_CONVTUNE],
+            r->streams_chain[MBENCH_CUDNN_FP16]);
   double floor_share = ratio(chain_value(r, MBENCH_FLOOR), r->chain[MBENCH_CONVTUNE]);
   if (bench_has(floor_share))
     fprintf(f, "The floor is %.0f%% of convtune's chain.\n", 100 * floor_share);
@@ -784,6 +859,13 @@ void mbench_write_markdown(const mbench_result *r, FILE *f) {
     if (!header) fputs("\nNotes:\n", f);
     header = 1;
     fprintf(f, "- chain, %s: %s\n", mbench_field_names[fl], r->chain_note[fl]);
+  }
+  for (int fl = 0; r->streams > 1 && fl < MBENCH_N_FIELDS; fl++) {
+    if (!r->streams_note[fl][0]) continue;
+    if (!header) fputs("\nNotes:\n", f);
+    header = 1;
+    fprintf(f, "- %d chains at once, %s: %s\n", r->streams, mbench_field_names[fl],
+            r->streams_note[fl]);
   }
   for (int i = 0; i < r->n_nodes; i++) {
     const mbench_node *nd = &r->nodes[i];
@@ -1345,6 +1427,158 @@ static ct_status time_in_chain(mrun *R, ct_err *err) {
   return CT_OK;
 }
 
+/* ---- S copies of a chain at once, on S streams (--streams) ---------------------------- */
+
+/* S launchers, each on a stream of its own, forked from and joined back
+ * into the caller's stream: captured, the graph holds S independent chains. */
+typedef struct concurrent {
+  int n;
+  ct_status (*fn)(void *, struct CUstream_st *, ct_err *);
+  void *user[MBENCH_MAX_STREAMS];
+  cudaStream_t st[MBENCH_MAX_STREAMS]; /* [0] unused: the caller's */
+  cudaEvent_t fork, join[MBENCH_MAX_STREAMS];
+} concurrent;
+
+static ct_status launch_concurrent(void *user, struct CUstream_st *stream, ct_err *err) {
+  ct_status st = CT_OK;
+  concurrent *c = user;
+  cudaStream_t s0 = (cudaStream_t)stream;
+  CUDA_TRY(err, cudaEventRecord(c->fork, s0));
+  for (int k = 1; k < c->n; k++) CUDA_TRY(err, cudaStreamWaitEvent(c->st[k], c->fork, 0));
+  for (int k = 0; k < c->n; k++)
+    if ((st = c->fn(c->user[k], k ? (struct CUstream_st *)c->st[k] : stream, err))) goto done;
+  for (int k = 1; k < c->n; k++) {
+    CUDA_TRY(err, cudaEventRecord(c->join[k], c->st[k]));
+    CUDA_TRY(err, cudaStreamWaitEvent(s0, c->join[k], 0));
+  }
+done:
+  return st;
+}
+
+static ct_status concurrent_open(concurrent *c, int n, ct_err *err) {
+  ct_status st = CT_OK;
+  memset(c, 0, sizeof *c);
+  c->n = n;
+  CUDA_TRY(err, cudaEventCreateWithFlags(&c->fork, cudaEventDisableTiming));
+  for (int k = 1; k < n; k++) {
+    CUDA_TRY(err, cudaStreamCreateWithFlags(&c->st[k], cudaStreamNonBlocking));
+    CUDA_TRY(err, cudaEventCreateWithFlags(&c->join[k], cudaEventDisableTiming));
+  }
+done:
+  return st;
+}
+
+static void concurrent_close(concurrent *c) {
+  for (int k = 1; k < c->n; k++) {
+    if (c->st[k]) cudaStreamDestroy(c->st[k]);
+    if (c->join[k]) cudaEventDestroy(c->join[k]);
+  }
+  if (c->fork) cudaEventDestroy(c->fork);
+  memset(c, 0, sizeof *c);
+}
+
+/* A device copy of bytes at src into a new buffer *dst. */
+static ct_status dup_tensor(const void *src, size_t bytes, void **dst, ct_err *err) {
+  ct_status st = CT_OK;
+  CUDA_TRY(err, cudaMalloc(dst, bytes));
+  CUDA_TRY(err, cudaMemcpy(*dst, src, bytes, cudaMemcpyDeviceToDevice));
+done:
+  return st;
+}
+
+/* --streams on convtune's side: copy 0 is the run's chain; each other
+ * copy has outputs of its own, and its fresh inputs are copies of copy 0's
+ * (so that its outputs must equal copy 0's, and no copy reads another's
+ * bytes from the L2). Then every node's outputs are compared. */
+static ct_status time_copies(mrun *R, ct_err *err) {
+  ct_status st = CT_OK;
+  mbench_result *r = R->r;
+  const int n = r->n_nodes, S = R->o->streams;
+  node_rt *cp[MBENCH_MAX_STREAMS] = {0};
+  chain ch[MBENCH_MAX_STREAMS];
+  concurrent c;
+  uint8_t *h0 = NULL, *hk = NULL;
+  if ((st = concurrent_open(&c, S, err))) goto done;
+  c.fn = launch_chain;
+  for (int k = 0; k < S; k++) {
+    ch[k] = (chain){R->rt, r, n - 1, -1};
+    c.user[k] = &ch[k];
+    if (!k) continue;
+    if (!(cp[k] = calloc((size_t)(n ? n : 1), sizeof *cp[k]))) {
+      st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for copy %d of the chain", k);
+      goto done;
+    }
+    ch[k].rt = cp[k];
+    for (int i = 0; i < n; i++) {
+      node_rt *d = &cp[k][i];
+      const node_rt *o = &R->rt[i];
+      *d = *o;
+      d->d_out = d->d_fresh = d->d_fresh_res = NULL;
+      if (!r->nodes[i].runs) continue;
+      CUDA_TRY(err, cudaMalloc(&d->d_out, o->out_bytes));
+      if (o->d_fresh && (st = dup_tensor(o->d_fresh, o->data_bytes, &d->d_fresh, err))) goto done;
+      if (o->d_fresh_res &&
+          (st = dup_tensor(o->d_fresh_res, o->out_bytes, &d->d_fresh_res, err)))
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+      const mbench_node *nd = &r->nodes[i];
+      node_rt *d = &cp[k][i];
+      if (!nd->runs) continue;
+      d->d_data = nd->input_conv >= 0 ? cp[k][nd->input_conv].d_out : d->d_fresh;
+      if (R->rt[i].d_res)
+        d->d_res = nd->residual_conv >= 0 ? cp[k][nd->residual_conv].d_out : d->d_fresh_res;
+    }
+  }
+  ct_err e = {0};
+  if (bench_time(&R->e.t, launch_concurrent, &c, 0, &r->streams_chain[MBENCH_CONVTUNE], &e)) {
+    snprintf(r->streams_note[MBENCH_CONVTUNE], sizeof r->streams_note[MBENCH_CONVTUNE],
+             "timing: %.200s", e.msg);
+    st = bench_still_healthy(err);
+    goto done;
+  }
+  CUDA_TRY(err, cudaDeviceSynchronize());
+  r->copies_identical = 1;
+  for (int i = 0; i < n && r->copies_identical; i++) {
+    if (!r->nodes[i].runs) continue;
+    size_t b = R->rt[i].out_bytes;
+    free(h0), free(hk);
+    h0 = malloc(b ? b : 1), hk = malloc(b ? b : 1);
+    if (!h0 || !hk) {
+      st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for the copies' comparison");
+      goto done;
+    }
+    CUDA_TRY(err, cudaMemcpy(h0, R->rt[i].d_out, b, cudaMemcpyDeviceToHost));
+    for (int k = 1; k < S && r->copies_identical; k++) {
+      CUDA_TRY(err, cudaMemcpy(hk, cp[k][i].d_out, b, cudaMemcpyDeviceToHost));
+      if (memcmp(h0, hk, b)) {
+        r->copies_identical = 0;
+        snprintf(r->streams_note[MBENCH_CONVTUNE], sizeof r->streams_note[MBENCH_CONVTUNE],
+                 "copy %d's output of node %d %.100s differs from copy 0's", k, i,
+                 r->nodes[i].name);
+      }
+    }
+  }
+  if (!R->o->quiet)
+    fprintf(stderr, "[bench] convtune, %d chains at once: %.2f us (one chain %.2f); %s\n", S,
+            r->streams_chain[MBENCH_CONVTUNE], r->chain[MBENCH_CONVTUNE],
+            r->copies_identical ? "every copy's outputs equal the first's"
+                                : r->streams_note[MBENCH_CONVTUNE]);
+done:
+  free(h0), free(hk);
+  for (int k = 1; k < S; k++) {
+    if (!cp[k]) continue;
+    for (int i = 0; i < n; i++) {
+      if (cp[k][i].d_out) cudaFree(cp[k][i].d_out);
+      if (cp[k][i].d_fresh) cudaFree(cp[k][i].d_fresh);
+      if (cp[k][i].d_fresh_res) cudaFree(cp[k][i].d_fresh_res);
+    }
+    free(cp[k]);
+  }
+  concurrent_close(&c);
+  return st;
+}
+
 /* convtune's side: prepare, wire, check, time node by node and as a chain. */
 static ct_status run_convtune(mrun *R, ct_err *err) {
   ct_status st = CT_OK;
@@ -1434,6 +1668,7 @@ static ct_status run_convtune(mrun *R, ct_err *err) {
         fprintf(stderr, "[bench] convtune chain: %.2f us (sum of the nodes %.2f us)\n",
                 r->chain[MBENCH_CONVTUNE], mbench_sum(r, MBENCH_CONVTUNE, NULL));
       if (R->o->in_chain && (st = time_in_chain(R, err))) goto done;
+      if (R->o->streams > 1 && (st = time_copies(R, err))) goto done;
     }
   }
 done:
@@ -1455,6 +1690,17 @@ typedef struct cudnn_chain {
   cudnn_conv **cv;
   int n;
 } cudnn_chain;
+
+/* A cuDNN conv's output scale in the chain. fp16: an output of the input's
+ * scale (rms of the fill), so that a chain of convolutions neither
+ * overflows nor fades to zero; int8 saturates, as a requantized chain
+ * clamps. */
+static double cudnn_alpha(const ct_workload *w, cudnn_side_kind kind) {
+  double kvol = (double)w->kernel[0] * w->kernel[1] * (workload_nd(w) == 3 ? w->kernel[2] : 1);
+  return kind == CUDNN_SIDE_FP16
+             ? 1.0 / (cudnn_side_fill_rms(kind) * sqrt((double)workload_cpg(w) * kvol))
+             : 1.0;
+}
 
 static ct_status launch_cudnn_chain(void *user, struct CUstream_st *stream, ct_err *err) {
   const cudnn_chain *c = user;
@@ -1485,6 +1731,82 @@ static int slot_workload(const mrun *R, int s, ct_workload *cw) {
   cw->data_type = cw->weight_type = CT_DTYPE_INT8;
   cw->out_type = CT_DTYPE_INT32;
   return 1;
+}
+
+/* --streams on a cuDNN side (time_copies' twin): copy 0 is the side's
+ * chain; each other copy has its convs (the same algorithms), outputs,
+ * workspace and fresh inputs (copies of copy 0's) of its own; the weights
+ * are shared. */
+static ct_status cudnn_copies(mrun *R, cudnn_side_kind kind, mbench_field f, cudnn_conv **cv,
+                              int ns, const int *src, void **d_x, void **d_w, ct_err *err) {
+  ct_status st = CT_OK;
+  const int S = R->o->streams;
+  mbench_result *r = R->r;
+  cudnn_conv **cvk[MBENCH_MAX_STREAMS] = {0};
+  void **yk[MBENCH_MAX_STREAMS] = {0}, **xk[MBENCH_MAX_STREAMS] = {0};
+  void *wsk[MBENCH_MAX_STREAMS] = {0};
+  cudnn_chain cc[MBENCH_MAX_STREAMS];
+  concurrent c;
+  if ((st = concurrent_open(&c, S, err))) goto done;
+  c.fn = launch_cudnn_chain;
+  for (int k = 0; k < S; k++) {
+    cc[k] = (cudnn_chain){cv, ns};
+    c.user[k] = &cc[k];
+    if (!k) continue;
+    const size_t nz = (size_t)(ns ? ns : 1);
+    if (!(cvk[k] = calloc(nz, sizeof *cvk[k])) || !(yk[k] = calloc(nz, sizeof *yk[k])) ||
+        !(xk[k] = calloc(nz, sizeof *xk[k]))) {
+      st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory for copy %d of the chain", k);
+      goto done;
+    }
+    cc[k].cv = cvk[k];
+    size_t ws = 0;
+    for (int s = 0; s < ns; s++) {
+      if (!cv[s]) continue;
+      char why[224];
+      if ((st = cudnn_conv_open(R->e.cudnn, cudnn_conv_workload(cv[s]), kind, &cvk[k][s], why,
+                                sizeof why, err)))
+        goto done;
+      if (!cvk[k][s]) {
+        st = ERR_SET(err, CT_ERR_CUDA, "cuDNN took a conv once and not for copy %d: %.180s", k,
+                     why);
+        goto done;
+      }
+      cudnn_conv_use_algo(cvk[k][s], cv[s]);
+      if (cudnn_conv_bytes(cvk[k][s], CUDNN_CONV_WS) > ws)
+        ws = cudnn_conv_bytes(cvk[k][s], CUDNN_CONV_WS);
+      CUDA_TRY(err, cudaMalloc(&yk[k][s], cudnn_conv_bytes(cv[s], CUDNN_CONV_Y)));
+      if (src[s] < 0 &&
+          (st = dup_tensor(d_x[s], cudnn_conv_bytes(cv[s], CUDNN_CONV_X), &xk[k][s], err)))
+        goto done;
+    }
+    if (ws) CUDA_TRY(err, cudaMalloc(&wsk[k], ws));
+    for (int s = 0; s < ns; s++) {
+      if (!cv[s]) continue;
+      cudnn_conv_bind(cvk[k][s], src[s] >= 0 ? yk[k][src[s]] : xk[k][s], d_w[s], yk[k][s],
+                      wsk[k], cudnn_alpha(cudnn_conv_workload(cv[s]), kind));
+    }
+  }
+  ct_err e = {0};
+  if (bench_time(&R->e.t, launch_concurrent, &c, 0, &r->streams_chain[f], &e)) {
+    snprintf(r->streams_note[f], sizeof r->streams_note[f], "timing: %.200s", e.msg);
+    st = bench_still_healthy(err);
+  } else if (!R->o->quiet) {
+    fprintf(stderr, "[bench] %s, %d chains at once: %.2f us (one chain %.2f)\n",
+            mbench_field_names[f], S, r->streams_chain[f], r->chain[f]);
+  }
+done:
+  for (int k = 1; k < S; k++) {
+    for (int s = 0; s < ns; s++) {
+      if (cvk[k] && cvk[k][s]) cudnn_conv_close(cvk[k][s]);
+      if (yk[k] && yk[k][s]) cudaFree(yk[k][s]);
+      if (xk[k] && xk[k][s]) cudaFree(xk[k][s]);
+    }
+    free(cvk[k]), free(yk[k]), free(xk[k]);
+    if (wsk[k]) cudaFree(wsk[k]);
+  }
+  concurrent_close(&c);
+  return st;
 }
 
 /* One cuDNN side into field f: each conv's fastest algorithm (a shape
@@ -1644,17 +1966,12 @@ static ct_status run_cudnn(mrun *R, cudnn_side_kind kind, mbench_field f, ct_err
       if ((st = cudnn_side_fill(R->e.cudnn, d_x[s], xb, kind, err))) break;
       x = d_x[s];
     }
-    /* fp16: an output of the input's scale (rms of the fill), so that a
-     * chain of convolutions neither overflows nor fades to zero; int8
-     * saturates, as a requantized chain clamps */
-    double kvol = (double)w->kernel[0] * w->kernel[1] * (workload_nd(w) == 3 ? w->kernel[2] : 1);
-    double alpha = kind == CUDNN_SIDE_FP16
-                       ? 1.0 / (cudnn_side_fill_rms(kind) * sqrt((double)workload_cpg(w) * kvol))
-                       : 1.0;
-    cudnn_conv_bind(cv[s], x, d_w[s], d_y[s], d_ws, alpha);
+    cudnn_conv_bind(cv[s], x, d_w[s], d_y[s], d_ws, cudnn_alpha(w, kind));
   }
-  free(src);
-  if (st) goto done;
+  if (st) {
+    free(src);
+    goto done;
+  }
   {
     cudnn_chain c = {cv, ns};
     ct_err e = {0};
@@ -1666,6 +1983,9 @@ static ct_status run_cudnn(mrun *R, cudnn_side_kind kind, mbench_field f, ct_err
               mbench_sum(r, f, NULL));
     }
   }
+  if (R->o->streams > 1 && bench_has(r->chain[f]))
+    st = cudnn_copies(R, kind, f, cv, ns, src, d_x, d_w, err);
+  free(src);
 done:
   for (int s = 0; s < ns; s++) {
     if (cv) cudnn_conv_close(cv[s]);
@@ -1695,6 +2015,13 @@ ct_status mbench_run(const bench_opts *o, const model *m, mbench_result *r, ct_e
    * here, before the GPU */
   bench_peaks none = {0};
   if ((st = mbench_plan(m, &none, NULL, r, err))) return st;
+  if (o->streams < 1 || o->streams > MBENCH_MAX_STREAMS)
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "streams: %d, accepted 1..%d", o->streams,
+                   MBENCH_MAX_STREAMS);
+  if (o->streams > 1 && o->arena)
+    return ERR_SET(err, CT_ERR_INVALID_ARG,
+                   "streams and arena together: each copy of the chain has tensors of its own");
+  r->streams = o->streams;
   if ((st = bench_env_open(o, &R.e, &r->head, err))) return st;
   rng_seed(&R.rng, o->seed);
   if (!(R.rt = calloc((size_t)(m->n_convs ? m->n_convs : 1), sizeof *R.rt))) {

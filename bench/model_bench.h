@@ -123,11 +123,27 @@ typedef struct mbench_result {
    * alike, on their own tensors) */
   int arena, arena_buffers;
   double arena_bytes, out_bytes;
+  /* bench_opts.streams S > 1: S copies of each side's chain at once, each
+   * on a stream of its own, captured as one graph (S independent chains
+   * forked from one stream and joined back), each copy on tensors of its
+   * own (its inputs copies of the first's; the weights and params shared,
+   * as one model serves every request): S x batch images, as S concurrent
+   * requests or a batch of S x batch split in S. streams_chain per side
+   * (the floor: S x the chain's floor), BENCH_NONE with streams_note's
+   * reason where not measured; copies_identical: every convtune copy's
+   * outputs equal the first copy's, byte for byte (1), or not (0). */
+  int streams;
+  double streams_chain[MBENCH_N_FIELDS];
+  char streams_note[MBENCH_N_FIELDS][224];
+  int copies_identical;
   /* how pairs were fused: "" (none), "all" (every pair a template runs) or
    * "records" (where the database's records predict a gain: the nodes'
    * fusion says why) */
   char fuse_policy[16];
 } mbench_result;
+
+/* The most copies bench_opts.streams asks for. */
+#define MBENCH_MAX_STREAMS 8
 
 /* ---- CPU parts ------------------------------------------------------------ */
 

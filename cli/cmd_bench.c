@@ -85,6 +85,10 @@ static const char usage[] =
     "  --arena                with --model: place the chain's tensors as a runtime's arena\n"
     "                         does, on every side (a buffer reused once the last node that\n"
     "                         reads it has run), not each node's output in its own buffer\n"
+    "  --streams S            with --model: also time S copies of each side's chain at once,\n"
+    "                         each on a stream and tensors of its own (S x batch images: S\n"
+    "                         concurrent requests, or a batch of S x batch split in S; the\n"
+    "                         workloads stay at --batch), 1..8 (default 1: none)\n"
     "  -q, -v                 less or more output\n"
     "  -h, --help             this text\n"
     "\n"
@@ -348,7 +352,8 @@ int cmd_bench(int argc, char **argv) {
     O_SEED,
     O_LAYOUT,
     O_IN_CHAIN,
-    O_ARENA
+    O_ARENA,
+    O_STREAMS
   };
   struct option opts[48] = {{"db", required_argument, 0, O_DB},
                             {"device", required_argument, 0, O_DEVICE},
@@ -364,8 +369,9 @@ int cmd_bench(int argc, char **argv) {
                             {"layout", required_argument, 0, O_LAYOUT},
                             {"in-chain", no_argument, 0, O_IN_CHAIN},
                             {"arena", no_argument, 0, O_ARENA},
+                            {"streams", required_argument, 0, O_STREAMS},
                             {"help", no_argument, 0, 'h'}};
-  int n_opts = 14;
+  int n_opts = 15;
   for (const struct option *o = cli_wl_options; o->name; o++) opts[n_opts++] = *o;
   cli_common cc = {0};
   cli_wl sel = {0};
@@ -427,6 +433,10 @@ int cmd_bench(int argc, char **argv) {
     case O_ARENA:
       bo.arena = 1;
       break;
+    case O_STREAMS:
+      if (!cli_parse_long("bench", "streams", optarg, 1, MBENCH_MAX_STREAMS, &v)) goto usage;
+      bo.streams = (int)v;
+      break;
     case O_LAYOUT: {
       ct_err lerr = {0};
       if (bench_layout_from_name(optarg, &bo.layout, &lerr)) {
@@ -462,6 +472,12 @@ int cmd_bench(int argc, char **argv) {
   if (refuse_database("--json-out", json_path, bo.db_path) ||
       refuse_database("--csv-out", csv_path, bo.db_path))
     goto usage;
+  if (sel.model && bo.arena && bo.streams > 1) {
+    cli_usage_error("bench",
+                    "--streams and --arena: not together (each copy of the chain has tensors of "
+                    "its own)");
+    goto usage;
+  }
   if (sel.model) {
     bo.quiet = cc.verbose < 0;
     if (!layout_given) bo.layout = CT_LAYOUT_NHWC;
@@ -470,9 +486,9 @@ int cmd_bench(int argc, char **argv) {
     cli_wl_free(&sel);
     return rc;
   }
-  if (bo.in_chain || bo.arena) {
+  if (bo.in_chain || bo.arena || bo.streams > 1) {
     cli_usage_error("bench", "--%s is about a model's chain: it needs --model",
-                    bo.in_chain ? "in-chain" : "arena");
+                    bo.in_chain ? "in-chain" : bo.arena ? "arena" : "streams");
     goto usage;
   }
   if (!sel.positional && !sel.file && !sel.set && !sel.flags) {

@@ -488,6 +488,9 @@ expect_bad "unknown option '-x'" workload -vx
 expect_bad "--json prints the results document and takes no file: write 'r.json' with --json-out FILE" bench --json r.json --set resnet50
 expect_bad "--in-chain is about a model's chain: it needs --model" bench --in-chain --set resnet50
 expect_bad "--arena is about a model's chain: it needs --model" bench --arena --set resnet50
+expect_bad "--streams is about a model's chain: it needs --model" bench --streams 2 --set resnet50
+expect_bad "--streams: expected an integer from 1 to 8, got '9'" bench --streams 9 --set resnet50
+expect_bad "--streams and --arena: not together" bench --model m.onnx --streams 2 --arena
 # history --json is JSON (it printed CSV before), the CSV's rows
 "$ct" history --db "$ds/t.db" --json "$K" >"$tmp/h.json" 2>"$tmp/err" && ok || bad "history --json: $(cat "$tmp/err")"
 python3 -c '

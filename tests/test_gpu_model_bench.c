@@ -108,7 +108,7 @@ static void release(tiny *t) {
  * in_chain, every node timed inside the chain too, the values adding up
  * to the chain's time (the last cut is the whole chain, timed again). */
 static void run_and_check(const model *m, const char *label, int expect_run, int in_chain,
-                          int arena) {
+                          int arena, int streams) {
   bench_opts o;
   bench_opts_default(&o);
   o.db_path = getenv("CT_DISPATCH_DB"); /* unset: no database, the defaults */
@@ -117,6 +117,7 @@ static void run_and_check(const model *m, const char *label, int expect_run, int
   o.quiet = getenv("CT_VERBOSE") == NULL;
   o.in_chain = in_chain;
   o.arena = arena;
+  o.streams = streams;
   mbench_result r;
   memset(&r, 0, sizeof r);
   snprintf(r.head.commit, sizeof r.head.commit, "test");
@@ -162,13 +163,27 @@ static void run_and_check(const model *m, const char *label, int expect_run, int
     ck_assert_int_le(r.arena_buffers, r.n_run);
     ck_assert(r.arena_bytes > 0 && r.arena_bytes <= r.out_bytes);
   }
+  /* --streams: every copy's outputs equal the first's, each side timed
+   * where its one chain was */
+  ck_assert_int_eq(r.streams, streams);
+  if (streams > 1) {
+    ck_assert_msg(r.copies_identical, "%s: %s", label, r.streams_note[MBENCH_CONVTUNE]);
+    ck_assert_msg(bench_has(r.streams_chain[MBENCH_CONVTUNE]) &&
+                      r.streams_chain[MBENCH_CONVTUNE] > 0,
+                  "%s: %s", label, r.streams_note[MBENCH_CONVTUNE]);
+    for (int f = MBENCH_CUDNN_FP16; f <= MBENCH_CUDNN_INT8; f++)
+      ck_assert_msg(bench_has(r.streams_chain[f]) == bench_has(r.chain[f]), "%s, %s: %s", label,
+                    mbench_field_names[f], r.streams_note[f]);
+  } else {
+    ck_assert(!bench_has(r.streams_chain[MBENCH_CONVTUNE]));
+  }
   mbench_result_free(&r);
 }
 
 START_TEST(nhwc_chain_exact) {
   tiny t;
   build(&t, CT_LAYOUT_NHWC, 1);
-  run_and_check(&t.m, "nhwc", N_CONVS, 1, 0);
+  run_and_check(&t.m, "nhwc", N_CONVS, 1, 0, 1);
   release(&t);
 }
 END_TEST
@@ -176,7 +191,16 @@ END_TEST
 START_TEST(nhwc_chain_arena_exact) {
   tiny t;
   build(&t, CT_LAYOUT_NHWC, 1);
-  run_and_check(&t.m, "nhwc --arena", N_CONVS, 1, 1);
+  run_and_check(&t.m, "nhwc --arena", N_CONVS, 1, 1, 1);
+  release(&t);
+}
+END_TEST
+
+/* three copies of the chain at once (an odd count), on their own tensors */
+START_TEST(nhwc_chain_streams) {
+  tiny t;
+  build(&t, CT_LAYOUT_NHWC, 1);
+  run_and_check(&t.m, "nhwc --streams 3", N_CONVS, 0, 0, 3);
   release(&t);
 }
 END_TEST
@@ -204,7 +228,7 @@ END_TEST
 START_TEST(nchw4c_chain_exact) {
   tiny t;
   build(&t, CT_LAYOUT_NCHW, 1); /* run packed */
-  run_and_check(&t.m, "nchw4c", N_CONVS, 0, 0);
+  run_and_check(&t.m, "nchw4c", N_CONVS, 0, 0, 1);
   release(&t);
 }
 END_TEST
@@ -212,7 +236,7 @@ END_TEST
 START_TEST(float_model_random_values) {
   tiny t;
   build(&t, CT_LAYOUT_NHWC, 0);
-  run_and_check(&t.m, "float", N_CONVS, 0, 0);
+  run_and_check(&t.m, "float", N_CONVS, 0, 0, 1);
   release(&t);
 }
 END_TEST
@@ -225,7 +249,7 @@ static void run_file(const char *path) {
   model *m = NULL;
   ct_err err = {0};
   ck_assert_msg(model_load(path, &mo, &m, &err) == CT_OK, "%s", err.msg);
-  run_and_check(m, path, -1, 0, 0);
+  run_and_check(m, path, -1, 0, 0, 1);
   model_free(m);
 }
 
@@ -247,6 +271,7 @@ static void add_gpu(TCase *tc) {
   tcase_add_test(tc, wiring_as_planned);
   tcase_add_test(tc, nhwc_chain_exact);
   tcase_add_test(tc, nhwc_chain_arena_exact);
+  tcase_add_test(tc, nhwc_chain_streams);
   tcase_add_test(tc, nchw4c_chain_exact);
   tcase_add_test(tc, float_model_random_values);
   tcase_add_test(tc, onnx_files);

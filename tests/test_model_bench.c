@@ -523,6 +523,7 @@ START_TEST(json_document) {
       "does not run 1 of the 9"));
   ck_assert_str_eq(cJSON_GetObjectItem(o, "tensors")->valuestring, "own");
   ck_assert_ptr_null(cJSON_GetObjectItem(o, "arena_buffers"));
+  ck_assert_ptr_null(cJSON_GetObjectItem(o, "streams")); /* one chain: no copies */
   cJSON *nodes = cJSON_GetObjectItem(o, "nodes");
   ck_assert_int_eq(cJSON_GetArraySize(nodes), 10);
   cJSON *n3 = cJSON_GetArrayItem(nodes, 3);
@@ -649,6 +650,70 @@ START_TEST(markdown_report) {
   ck_assert_ptr_nonnull(strstr(md, "- **every node exact** (9 of 9)"));
   ck_assert_ptr_nonnull(strstr(md, "- cuDNN 9.14.0, legacy API"));
   ck_assert_ptr_nonnull(strstr(md, "| a\\|b |"));
+  free(md);
+  mbench_result_free(&r);
+  free_model(m);
+}
+END_TEST
+
+/* --streams: S chains at once, in the document and the report beside the
+ * one chain; the floor S times the chain's, images S x batch. */
+START_TEST(streams_report) {
+  mbench_result r;
+  model *m;
+  synthetic(&r, &m);
+  r.streams = 2;
+  r.streams_chain[MBENCH_CONVTUNE] = 120;
+  r.streams_chain[MBENCH_CUDNN_FP16] = 400;
+  r.streams_chain[MBENCH_CUDNN_INT8] = BENCH_NONE;
+  snprintf(r.streams_note[MBENCH_CUDNN_INT8], sizeof r.streams_note[0], "no chain on this side");
+  r.copies_identical = 1;
+  double floor_chain = mbench_sum(&r, MBENCH_FLOOR, NULL);
+  ck_assert(floor_chain > 0);
+  cJSON *o = mbench_to_json(&r);
+  cJSON *so = cJSON_GetObjectItem(o, "streams");
+  ck_assert_ptr_nonnull(so);
+  ck_assert_int_eq(cJSON_GetObjectItem(so, "copies")->valueint, 2);
+  ck_assert_int_eq(cJSON_GetObjectItem(so, "images")->valueint, 32);
+  ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(so, "copies_identical")));
+  cJSON *ch = cJSON_GetObjectItem(so, "chain");
+  ck_assert_double_eq(cJSON_GetObjectItem(ch, "convtune_us")->valuedouble, 120);
+  ck_assert_double_eq(cJSON_GetObjectItem(ch, "cudnn_fp16_us")->valuedouble, 400);
+  ck_assert(cJSON_IsNull(cJSON_GetObjectItem(ch, "cudnn_int8_us")));
+  ck_assert_double_eq_tol(cJSON_GetObjectItem(ch, "floor_us")->valuedouble, 2 * floor_chain,
+                          0.01);
+  ck_assert_double_eq_tol(
+      cJSON_GetObjectItem(cJSON_GetObjectItem(so, "images_per_s"), "convtune_us")->valuedouble,
+      32 / 120e-6, 0.05);
+  ck_assert_double_eq_tol(cJSON_GetObjectItem(so, "convtune_over_cudnn_fp16")->valuedouble, 0.3,
+                          1e-9);
+  ck_assert(cJSON_IsNull(cJSON_GetObjectItem(so, "convtune_over_cudnn_int8")));
+  ck_assert_str_eq(
+      cJSON_GetObjectItem(cJSON_GetObjectItem(so, "notes"), "cudnn_int8_us")->valuestring,
+      "no chain on this side");
+  /* the one chain's figures stand beside them */
+  ck_assert_double_eq(
+      cJSON_GetObjectItem(cJSON_GetObjectItem(o, "chain"), "convtune_us")->valuedouble, 80);
+  cJSON_Delete(o);
+  char *md = markdown(&r);
+  ck_assert_ptr_nonnull(strstr(md, "- 2 chains at once (--streams 2)"));
+  ck_assert_ptr_nonnull(strstr(md, "2 x 16 = 32 images"));
+  ck_assert_ptr_nonnull(strstr(md, "every copy's outputs equal the first's, byte for byte"));
+  ck_assert_ptr_nonnull(strstr(md, "| 2 chains at once, 32 images, us | 120.00 | 400.00 | - |"));
+  ck_assert_ptr_nonnull(strstr(md, "| images per second (2 chains at once) | 266667 | 80000 | - |"));
+  ck_assert_ptr_nonnull(strstr(md, "| convtune / side (2 chains at once) | 1.00 | 0.30 | - |"));
+  ck_assert_ptr_nonnull(
+      strstr(md, "With 2 chains at once (32 images), convtune's are 3.33x as fast as cuDNN "
+                 "fp16's (120.0 against 400.0 us)."));
+  ck_assert_ptr_nonnull(strstr(md, "- 2 chains at once, cudnn_int8_us: no chain on this side"));
+  ck_assert_int_eq(tables_whole(md), 2);
+  free(md);
+  /* copies that differ say which */
+  r.copies_identical = 0;
+  snprintf(r.streams_note[MBENCH_CONVTUNE], sizeof r.streams_note[0],
+           "copy 1's output of node 3 b differs from copy 0's");
+  md = markdown(&r);
+  ck_assert_ptr_nonnull(strstr(md, "convtune's copies: copy 1's output of node 3 b differs"));
   free(md);
   mbench_result_free(&r);
   free_model(m);
@@ -1084,6 +1149,30 @@ START_TEST(plan_of_a_fused_model_file) {
 }
 END_TEST
 
+/* --streams out of range, or with --arena: refused before the GPU is asked */
+START_TEST(streams_refused) {
+  model *m = wiring_model();
+  bench_opts o;
+  bench_opts_default(&o);
+  o.quiet = 1;
+  ck_assert_int_eq(o.streams, 1);
+  mbench_result r;
+  memset(&r, 0, sizeof r);
+  ct_err err = {0};
+  o.streams = MBENCH_MAX_STREAMS + 1;
+  ck_assert_int_eq(mbench_run(&o, m, &r, &err), CT_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "streams: 9, accepted 1..8"));
+  o.streams = 0;
+  ck_assert_int_eq(mbench_run(&o, m, &r, &err), CT_ERR_INVALID_ARG);
+  o.streams = 2;
+  o.arena = 1;
+  ck_assert_int_eq(mbench_run(&o, m, &r, &err), CT_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "streams and arena together"));
+  mbench_result_free(&r);
+  free_model(m);
+}
+END_TEST
+
 START_TEST(run_without_gpu) {
   if (device_count() > 0) return; /* the GPU machine: test_gpu_model_bench runs it */
   model *m = wiring_model();
@@ -1112,12 +1201,14 @@ static void add_cpu(TCase *tc) {
   tcase_add_test(tc, sums_and_rates);
   tcase_add_test(tc, json_document);
   tcase_add_test(tc, markdown_report);
+  tcase_add_test(tc, streams_report);
   tcase_add_test(tc, csv_rows);
   tcase_add_test(tc, in_chain_cells);
   tcase_add_test(tc, arena_plan);
   tcase_add_test(tc, plan_fused_node);
   tcase_add_test(tc, plan_of_a_model_file);
   tcase_add_test(tc, plan_of_a_fused_model_file);
+  tcase_add_test(tc, streams_refused);
   tcase_add_test(tc, run_without_gpu);
 }
 
