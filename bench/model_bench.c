@@ -662,6 +662,14 @@ static void md_images(const mbench_result *r, FILE *f) {
     fprintf(f, "image %d", r->images[0]);
 }
 
+/* A table cell of images per second, "-" without a figure. */
+static void md_rate(FILE *f, double v) {
+  if (bench_has(v))
+    fprintf(f, " %.0f |", v);
+  else
+    fputs(" - |", f);
+}
+
 void mbench_write_markdown(const mbench_result *r, FILE *f) {
   /* the in-chain column and its lines only when measured (--in-chain) */
   int in_chain = 0;
@@ -813,26 +821,14 @@ void mbench_write_markdown(const mbench_result *r, FILE *f) {
     fputs(" - | - | - |", f);
   }
   fputs("\n| images per second (chain) |", f);
-  for (int c = 0; c < 4; c++) {
-    double v = mbench_images_per_s(r, chain_value(r, cols[c]));
-    if (bench_has(v))
-      fprintf(f, " %.0f |", v);
-    else
-      fputs(" - |", f);
-  }
+  for (int c = 0; c < 4; c++) md_rate(f, mbench_images_per_s(r, chain_value(r, cols[c])));
   fputs("\n| convtune / side (chain) |", f);
   for (int c = 0; c < 4; c++) bench_md_ratio(f, r->chain[MBENCH_CONVTUNE], chain_value(r, cols[c]));
   if (r->streams > 1) {
     fprintf(f, "\n| %d chains at once, %d images, us |", r->streams, r->streams * h->batch);
     for (int c = 0; c < 4; c++) bench_md_time(f, streams_value(r, cols[c]));
     fprintf(f, "\n| images per second (%d chains at once) |", r->streams);
-    for (int c = 0; c < 4; c++) {
-      double v = streams_images_per_s(r, streams_value(r, cols[c]));
-      if (bench_has(v))
-        fprintf(f, " %.0f |", v);
-      else
-        fputs(" - |", f);
-    }
+    for (int c = 0; c < 4; c++) md_rate(f, streams_images_per_s(r, streams_value(r, cols[c])));
     fprintf(f, "\n| convtune / side (%d chains at once) |", r->streams);
     for (int c = 0; c < 4; c++)
       bench_md_ratio(f, r->streams_chain[MBENCH_CONVTUNE], streams_value(r, cols[c]));
