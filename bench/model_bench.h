@@ -131,7 +131,8 @@ typedef struct mbench_result {
    * requests or a batch of S x batch split in S. streams_chain per side
    * (the floor: S x the chain's floor), BENCH_NONE with streams_note's
    * reason where not measured; copies_identical: every convtune copy's
-   * outputs equal the first copy's, byte for byte (1), or not (0). */
+   * outputs equal the first copy's, byte for byte (1), or not (0: then
+   * convtune's streams_chain is BENCH_NONE, the copy and node in its note). */
   int streams;
   double streams_chain[MBENCH_N_FIELDS];
   char streams_note[MBENCH_N_FIELDS][224];

@@ -708,13 +708,24 @@ START_TEST(streams_report) {
   ck_assert_ptr_nonnull(strstr(md, "- 2 chains at once, cudnn_int8_us: no chain on this side"));
   ck_assert_int_eq(tables_whole(md), 2);
   free(md);
-  /* copies that differ say which */
+  /* copies that differ say which, and have no speed */
   r.copies_identical = 0;
+  r.streams_chain[MBENCH_CONVTUNE] = BENCH_NONE;
   snprintf(r.streams_note[MBENCH_CONVTUNE], sizeof r.streams_note[0],
            "copy 1's output of node 3 b differs from copy 0's");
   md = markdown(&r);
   ck_assert_ptr_nonnull(strstr(md, "convtune's copies: copy 1's output of node 3 b differs"));
+  ck_assert_ptr_nonnull(strstr(md, "| 2 chains at once, 32 images, us | - | 400.00 | - |"));
+  ck_assert_ptr_null(strstr(md, "With 2 chains at once"));
   free(md);
+  o = mbench_to_json(&r);
+  so = cJSON_GetObjectItem(o, "streams");
+  ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(so, "copies_identical")));
+  ck_assert(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(so, "chain"), "convtune_us")));
+  ck_assert_ptr_nonnull(strstr(
+      cJSON_GetObjectItem(cJSON_GetObjectItem(so, "notes"), "convtune_us")->valuestring,
+      "differs from copy 0's"));
+  cJSON_Delete(o);
   mbench_result_free(&r);
   free_model(m);
 }
