@@ -1835,6 +1835,7 @@ static ct_status run_cudnn(mrun *R, cudnn_side_kind kind, mbench_field f, ct_err
   void **d_w = calloc(nz, sizeof *d_w);
   void **d_y = calloc(nz, sizeof *d_y);
   void *d_ws = NULL, **pool = NULL; /* --arena: the outputs' buffers, n_pool of them */
+  int *src = NULL; /* the slot each conv reads its data from (below) */
   int n_pool = 0;
   int missing = 0, first_missing = -1;
   if (!cv || !keys || !algo || !note || !us || !used || !d_x || !d_w || !d_y) {
@@ -1905,7 +1906,7 @@ static ct_status run_cudnn(mrun *R, cudnn_side_kind kind, mbench_field f, ct_err
    * node's own conv its 1x1 conv's output, a node's first conv the output
    * of the node that feeds it (node i's last slot, 2i + 1), where the
    * shapes agree */
-  int *src = malloc(nz * sizeof *src);
+  src = malloc(nz * sizeof *src);
   if (!src) {
     st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
     goto done;
@@ -1935,10 +1936,7 @@ static ct_status run_cudnn(mrun *R, cudnn_side_kind kind, mbench_field f, ct_err
       st = arena_alloc(ns, runs, bytes, last, d_y, &pool, &n_pool, &total, err);
     }
     free(runs), free(last), free(bytes);
-    if (st) {
-      free(src);
-      goto done;
-    }
+    if (st) goto done;
   }
   for (int s = 0; s < ns && !st; s++) {
     if (!cv[s]) continue;
@@ -1969,10 +1967,7 @@ static ct_status run_cudnn(mrun *R, cudnn_side_kind kind, mbench_field f, ct_err
     }
     cudnn_conv_bind(cv[s], x, d_w[s], d_y[s], d_ws, cudnn_alpha(w, kind));
   }
-  if (st) {
-    free(src);
-    goto done;
-  }
+  if (st) goto done;
   {
     cudnn_chain c = {cv, ns};
     ct_err e = {0};
@@ -1986,8 +1981,8 @@ static ct_status run_cudnn(mrun *R, cudnn_side_kind kind, mbench_field f, ct_err
   }
   if (R->o->streams > 1 && bench_has(r->chain[f]))
     st = cudnn_copies(R, kind, f, cv, ns, src, d_x, d_w, err);
-  free(src);
 done:
+  free(src);
   for (int s = 0; s < ns; s++) {
     if (cv) cudnn_conv_close(cv[s]);
     if (d_x && d_x[s]) cudaFree(d_x[s]);
