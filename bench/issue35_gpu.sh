@@ -45,7 +45,8 @@
 #           default 2): test_gpu_model_bench first (its streams case; at most 90 s; STREAMS_TEST=0:
 #           not), then the model tuned STREAMS_TB s (default 150) at batch 32 and at each 32/S
 #           into /tmp/t.db, then bench --model at batch 32 and at each 32/S with --streams S; a
-#           table of each way against cuDNN fp16's, one chain of 32 and S chains of 32/S
+#           table of each way against cuDNN fp16's, one chain of 32 and S chains of 32/S; every
+#           file in $OUT/streams.tgz
 #   dwmodel [B]  the MobileNetV2 model at batch B (default 32) tuned (150 s; batch 1: 60 s; every
 #           template) into /tmp/t.db, then bench --model against cuDNN; the depthwise nodes' sums
 #   dwcheck test_gpu_dispatch's grouped case on /tmp/t.db at batch 1, 3 and 32 (every layer of
@@ -512,7 +513,8 @@ for name, ct, cu, ex, ident in rows:
   print("  %-26s convtune %8.1f  cuDNN fp16 %8.1f  cuDNN fp16 / convtune %.3fx, against cuDNN's best way %.3fx; exact %s%s" % (
     name, ct, cu, cu / ct, best / ct, ex, "" if ident is None else ", copies identical %s" % ident))
 PY
-  cd $OUT && tar czf streams.tgz streams-* tune-model-b* && rm -f streams-*.err tune-model-b*.err ;;
+  # one archive: a call brings back at most 8 files
+  cd $OUT && tar czf streams.tgz streams-* tune-model-b* && rm -f streams-* tune-model-b* ;;
 dwmodel)
   s=$(date +%s) MB=${2:-32}
   tq model-b$MB --model $MODEL --batch $MB --time-budget $((MB > 1 ? 150 : 60))
