@@ -125,6 +125,12 @@
 #           best measured config (distinct configs, any template; a workload with fewer keeps
 #           its last); then inchain on t.db, each rank-R.db, t.db; each node's in-chain time at
 #           every rank, and the chain that would take each node's best in-chain rank
+#   values [B] [S]  does tuning on the model's own epilogue values (tune --model since the
+#           twentieth session) change the chain? MobileNetV2 at batch B (default 32) tuned S s
+#           (default 150) by $BASE (default .gpu-exp/convtune-base: random values) into
+#           /tmp/v-rand.db and by this binary into /tmp/v-model.db, in the order $VORDER
+#           (default "rand model"); then bench --model on each database by this binary, twice,
+#           alternating; the chains and the nodes alone side by side
 # Phases run in one call share /tmp/t.db: e.g. dwmma, model, bench, savedb.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
@@ -613,6 +619,42 @@ PY
   done
   # its own files only: a caller's ab-*.txt in $OUT stays
   cd $OUT && tar czf abchain-$tag0.tgz $(ls $files 2>/dev/null) && rm -f $(ls $files 2>/dev/null) ;;
+values)
+  s=$(date +%s) MB=${2:-32} S=${3:-150} BASE=${BASE:-.gpu-exp/convtune-base}
+  for v in ${VORDER:-rand model}; do
+    bin=$B; [ $v = rand ] && bin=$BASE
+    rm -f /tmp/v-$v.db*
+    timeout $((S + 60)) $bin tune --model $MODEL --batch $MB --time-budget $S --seed 1 --db /tmp/v-$v.db \
+      --json > $OUT/v-tune-$v.json 2> $OUT/v-tune-$v.err
+    echo "tune $v rc=$? at $(( $(date +%s) - s )) s: $(grep -c 'epilogue values' $OUT/v-tune-$v.err) lines name the model's values"
+  done
+  for r in 1 2; do
+    for v in ${VORDER:-rand model}; do
+      timeout 150 $B bench --model $MODEL --batch $MB --db /tmp/v-$v.db --no-results \
+        --json-out $OUT/v-bench-$v-$r.json > $OUT/v-bench-$v-$r.md 2> $OUT/v-bench-$v-$r.err
+      echo "bench $v round $r rc=$? at $(( $(date +%s) - s )) s"
+    done
+  done
+  python3 - $OUT <<'PY'
+import json, sys, glob
+out = sys.argv[1]
+D = {}
+for f in sorted(glob.glob(out + "/v-bench-*.json")):
+  v, r = f.split("v-bench-")[1][:-5].split("-")
+  D.setdefault(v, []).append(json.load(open(f)))
+for v, L in D.items():
+  for d in L:
+    c = d["chain"]
+    print("%-5s chain %.1f us, cuDNN fp16 %.1f (%.3fx), nodes alone %.1f; %d of %d exact" % (v, c["convtune_us"],
+      c["cudnn_fp16_us"], c["cudnn_fp16_us"] / c["convtune_us"], d["sum_of_nodes"]["convtune_us"], d["n_exact"], d["n_nodes"]))
+print("each node alone, the mean of the rounds (us)")
+print("%-26s %8s %8s" % ("node", "rand", "model"))
+for i, x in enumerate(D["rand"][0]["nodes"]):
+  if not x["runs"]: continue
+  m = lambda v: sum(d["nodes"][i]["convtune_us"] for d in D[v]) / len(D[v])
+  print("%-26s %8.2f %8.2f" % (x["name"][:26], m("rand"), m("model")))
+PY
+  cd $OUT && tar czf values-b$MB.tgz v-* && rm -f v-* ;;
 chainprof)
   s=$(date +%s) MB=${2:-32} cm=${3:-$MODEL}
   [ "$cm" = mobilenetv2 ] && cm=$MODEL

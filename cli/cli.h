@@ -56,6 +56,10 @@ typedef struct cli_wl {
    * (cli_wl_load fills it; owned, freed by cli_wl_free); NULL otherwise */
   int *counts;
   int n_fused; /* --model: the fused nodes (model_n_fused), each two of its convs */
+  /* --model with keep_model set: the model cli_wl_load read (owned, freed
+   * by cli_wl_free), for its values; NULL otherwise */
+  int keep_model;
+  struct model *loaded;
   /* --fuse[=auto|all] (CLI_FUSE_*; 0: none): load the model with its
    * pointwise convs fused into the convs they feed, where a template runs
    * the pair and fuse_hook (when set) agrees */

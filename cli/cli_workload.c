@@ -386,6 +386,8 @@ void cli_wl_free(cli_wl *s) {
   s->flags = NULL;
   free(s->counts);
   s->counts = NULL;
+  model_free(s->loaded);
+  s->loaded = NULL;
 }
 
 static int dtype_of(const char *name, ct_dtype *t) {
@@ -599,7 +601,12 @@ static ct_status load_model(cli_wl *s, wlset **out, ct_err *err) {
     wlset_free(*out);
     *out = NULL;
   }
-  model_free(m);
+  if (!st && s->keep_model) {
+    model_free(s->loaded);
+    s->loaded = m;
+  } else {
+    model_free(m);
+  }
   return st;
 }
 

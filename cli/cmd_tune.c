@@ -20,6 +20,7 @@
 
 #include "cli/cli.h"
 #include "core/json.h"
+#include "model/model.h"
 #include "tuner/mpi.h"
 #include "tuner/pool.h"
 #include "tuner/proc.h"
@@ -519,7 +520,7 @@ static const char *end_name(const sched_result *r) {
   return r->end == SCHED_BUDGET_SPENT ? "budget" : r->end == SCHED_ALL_DONE ? "done" : "error";
 }
 
-static void print_model(const sched_result *r, const char *model, int verbose) {
+static void print_model(const sched_result *r, const char *mname, int verbose) {
   printf("%-36s %5s %10s %8s %7s %6s %7s  %-24s %s\n", "name", "count", "best us", "TOPS", "trials",
          "stored", "rounds", "template", "state");
   for (int i = 0; i < r->n_workloads; i++) {
@@ -542,7 +543,7 @@ static void print_model(const sched_result *r, const char *model, int verbose) {
   char total[96], start[96];
   fmt_total(r->total_us, r->n_unknown, total, sizeof total);
   fmt_total(r->start_total_us, r->start_unknown, start, sizeof start);
-  printf("\nmodel %s: %s (count x best, %d unique workloads", model, total, r->n_workloads);
+  printf("\nmodel %s: %s (count x best, %d unique workloads", mname, total, r->n_workloads);
   if (r->n_unsupported) printf(", %d unsupported and left out", r->n_unsupported);
   printf(")\nstarted from %s; %d trials in %d rounds, %.1f s (%.1f trials/s); ended: %s\n", start,
          r->n_trials, r->n_rounds, r->wall_s, r->trials_per_s, end_name(r));
@@ -552,9 +553,9 @@ static void print_model(const sched_result *r, const char *model, int verbose) {
               r->workloads[i].why);
 }
 
-static cJSON *model_json(const sched_result *r, const char *model) {
+static cJSON *model_json(const sched_result *r, const char *mname) {
   cJSON *o = cJSON_CreateObject();
-  cJSON_AddStringToObject(o, "model", model);
+  cJSON_AddStringToObject(o, "model", mname);
   cJSON_AddNumberToObject(o, "total_us", r->total_us);
   cJSON_AddNumberToObject(o, "unknown", r->n_unknown);
   cJSON_AddNumberToObject(o, "unsupported", r->n_unsupported);
@@ -612,7 +613,7 @@ static cJSON *model_json(const sched_result *r, const char *model) {
  * n_fused of its nodes run a 1x1 conv fused before them (--model), said in
  * the opening line. */
 static int tune_model(tuner *t, const wlset *s, const char *prefix, const int *counts, int n_fused,
-                      const template_desc *tpl, const sched_opts *so, int json,
+                      int own_values, const template_desc *tpl, const sched_opts *so, int json,
                       const cli_common *cc) {
   sched_item *items = calloc(s->n_items + 1, sizeof *items);
   char(*names)[300] = calloc(s->n_items + 1, sizeof *names);
@@ -629,7 +630,7 @@ static int tune_model(tuner *t, const wlset *s, const char *prefix, const int *c
       snprintf(names[i], sizeof names[i], "%s", s->items[i].name);
     items[i] = (sched_item){.name = names[i], .w = s->items[i].w, .count = counts ? counts[i] : 1};
   }
-  const char *model = prefix ? prefix : s->items[0].name;
+  const char *mname = prefix ? prefix : s->items[0].name;
   if (cc->verbose >= 0) {
     int convs = 0;
     for (int i = 0; i < s->n_items; i++) convs += items[i].count;
@@ -643,27 +644,28 @@ static int tune_model(tuner *t, const wlset *s, const char *prefix, const int *c
     if (n_fused > 0)
       snprintf(fused, sizeof fused, "; %d pair%s of convs tuned fused and apart (--fuse)", n_fused,
                n_fused == 1 ? "" : "s");
-    fprintf(stderr, "[tune] model %s: %d workloads (%d occurrences%s), %s\n", cli_path(model),
-            s->n_items, convs, fused, budget);
+    fprintf(stderr, "[tune] model %s: %d workloads (%d occurrences%s), %s%s\n", cli_path(mname),
+            s->n_items, convs, fused, budget,
+            own_values ? "; trials use the model's epilogue values" : "");
   }
   model_ctx mc = {.tty = isatty(2), .quiet = cc->verbose < 0};
   sched_result *r = NULL;
   ct_err err = {0};
-  ct_status st = sched_run(t, model, items, s->n_items, tpl, so, on_round, &mc, &r, &err);
+  ct_status st = sched_run(t, mname, items, s->n_items, tpl, so, on_round, &mc, &r, &err);
   int rc = EXIT_OK;
   if (r) {
     if (json) {
-      cJSON *o = model_json(r, model);
+      cJSON *o = model_json(r, mname);
       char *text = cJSON_Print(o);
       if (text) puts(text);
       free(text);
       cJSON_Delete(o);
     } else {
-      print_model(r, model, cc->verbose);
+      print_model(r, mname, cc->verbose);
     }
     if (!st && r->n_unsupported == r->n_workloads) {
       if (cc->verbose >= 0)
-        fprintf(stderr, "convtune tune: no workload of %s can be tuned%s\n", cli_path(model),
+        fprintf(stderr, "convtune tune: no workload of %s can be tuned%s\n", cli_path(mname),
                 tpl ? " with this template" : "");
       rc = EXIT_FAIL;
     }
@@ -717,6 +719,7 @@ int cmd_tune(int argc, char **argv) {
   for (const struct option *o = cli_wl_options; o->name; o++) opts[n_opts++] = *o;
   cli_common cc = {0};
   cli_wl sel = {0};
+  quant_table values = {0}; /* --model: its convs' epilogue values, for the runner */
   const char *db_path = "convtune.db", *tuner_kind = "xgb", *tpl_name = NULL;
   tune_opts to;
   tune_opts_default(&to);
@@ -896,9 +899,17 @@ int cmd_tune(int argc, char **argv) {
   tuner *t = NULL;
   sel.fuse_template = tpl ? tpl->name : NULL; /* --model: pairs the named template runs */
   sel.fuse_both = !tpl; /* --fuse: each pair both ways, for bench --fuse to decide by */
+  sel.keep_model = 1; /* --model: its trials run with its own epilogue values */
   if (cli_wl_load(&sel, default_workload, &s, &err)) {
     rc = cli_fail(&cc, &err);
     goto done;
+  }
+  if (sel.loaded) {
+    if (model_quant_table(sel.loaded, &values, &err)) {
+      rc = cli_fail(&cc, &err);
+      goto done;
+    }
+    to.runner.values = &values;
   }
   if (saved_stderr >= 0) { /* the arguments are good: a rank's own failures show again */
     dup2(saved_stderr, 2);
@@ -941,7 +952,7 @@ int cmd_tune(int argc, char **argv) {
             dev->arch.sm_count, cli_path(db_path), kinds[k]);
   if (model_mode) {
     rc = tune_model(t, s, sel.set || sel.file || sel.model ? s->name : NULL, sel.counts,
-                    sel.n_fused, tpl, &so, json, &cc);
+                    sel.n_fused, values.n > 0, tpl, &so, json, &cc);
     goto done;
   }
   progress_ctx pc = {.tty = isatty(2), .quiet = cc.verbose < 0};
@@ -976,6 +987,7 @@ int cmd_tune(int argc, char **argv) {
 done:
   tuner_close(t);
   wlset_free(s);
+  quant_table_free(&values); /* before the model whose values it borrows */
   cli_wl_free(&sel);
   return rc;
 usage:

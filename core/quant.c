@@ -508,6 +508,57 @@ void quant_store_free(quant_store *s) {
   memset(s, 0, sizeof *s);
 }
 
+static int table_slot(const quant_table *t, const char *key) {
+  for (int i = 0; t && i < t->n; i++)
+    if (strcmp(t->e[i].key, key) == 0) return i;
+  return -1;
+}
+
+ct_status quant_table_add(quant_table *t, const ct_workload *w, const ct_quant *q, int *added,
+                          ct_err *err) {
+  if (added) *added = 0;
+  if (!t || !w || !q) return ERR_SET(err, CT_ERR_INVALID_ARG, "quant_table_add: NULL argument");
+  ct_status st = quant_check(w, q, err);
+  if (st) return st;
+  ct_workload packed;
+  workload_packed(w, &packed);
+  char keys[2][CT_KEY_MAX];
+  workload_key(w, keys[0], sizeof keys[0]);
+  workload_key(&packed, keys[1], sizeof keys[1]);
+  int fresh[2] = {table_slot(t, keys[0]) < 0, 0};
+  fresh[1] = w->layout == CT_LAYOUT_NCHW && packed.k == w->k && strcmp(keys[0], keys[1]) != 0 &&
+             table_slot(t, keys[1]) < 0;
+  int need = t->n + fresh[0] + fresh[1];
+  if (need > t->cap) {
+    int cap = t->cap ? t->cap : 16;
+    while (cap < need) cap *= 2;
+    quant_entry *e = realloc(t->e, (size_t)cap * sizeof *e);
+    if (!e) return ERR_SET(err, CT_ERR_NO_MEMORY, "quant_table_add: no memory for %d entries", cap);
+    t->e = e;
+    t->cap = cap;
+  }
+  for (int i = 0; i < 2; i++)
+    if (fresh[i]) {
+      memcpy(t->e[t->n].key, keys[i], sizeof keys[i]);
+      t->e[t->n++].q = q;
+    }
+  if (added) *added = fresh[0];
+  return CT_OK;
+}
+
+const ct_quant *quant_table_find(const quant_table *t, const ct_workload *w) {
+  if (!t || !w || t->n == 0) return NULL;
+  char key[CT_KEY_MAX];
+  int i = table_slot(t, workload_key(w, key, sizeof key));
+  return i < 0 ? NULL : t->e[i].q;
+}
+
+void quant_table_free(quant_table *t) {
+  if (!t) return;
+  free(t->e);
+  memset(t, 0, sizeof *t);
+}
+
 /* Uniform in [lo, hi]. */
 static int32_t uniform(rng *r, int32_t lo, int32_t hi) {
   return lo + (int32_t)(rng_next(r) % (uint64_t)((int64_t)hi - lo + 1));

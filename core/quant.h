@@ -108,4 +108,34 @@ typedef struct quant_store {
 ct_status quant_random(const ct_workload *w, uint64_t seed, quant_store *s, ct_err *err);
 void quant_store_free(quant_store *s);
 
+/* Epilogue values by workload: what a tuning measures with instead of
+ * quant_random's, so that a model's trials run the epilogue forms the
+ * model serves (a form is chosen by the values, not the key: the seeded
+ * forms by the biases, scales and the clamp's top, quant_onnx_block; the
+ * borrow-free clamp by its bottom). Each entry holds a workload's key and a
+ * borrowed ct_quant (its arrays the caller's, alive while the table is
+ * used). Add and find are linear in the entries: a model has tens. */
+typedef struct quant_entry {
+  char key[CT_KEY_MAX];
+  const ct_quant *q;
+} quant_entry;
+typedef struct quant_table {
+  int n, cap;
+  quant_entry *e;
+} quant_table;
+
+/* Add q as w's values (q checked against w: CT_ERR_INVALID_ARG naming the
+ * field), and for a plain NCHW / NCDHW w as those of its packed form too
+ * (what the tuner tunes for it; not where packing pads K: q has K values). The first
+ * values added for a key stay: *added says whether w's were new (may be
+ * NULL). CT_ERR_NO_MEMORY leaves the table as it was. */
+ct_status quant_table_add(quant_table *t, const ct_workload *w, const ct_quant *q, int *added,
+                          ct_err *err);
+
+/* w's values, or NULL when t is NULL or has none for w's key. */
+const ct_quant *quant_table_find(const quant_table *t, const ct_workload *w);
+
+/* Free the entries (not the values); NULL is accepted. */
+void quant_table_free(quant_table *t);
+
 #endif

@@ -1400,6 +1400,24 @@ int model_n_fused(const model *m) {
   return n;
 }
 
+ct_status model_quant_table(const model *m, quant_table *t, ct_err *err) {
+  if (!m || !t) return ERR_SET(err, CT_ERR_INVALID_ARG, "model_quant_table: NULL argument");
+  if (m->form == MODEL_FLOAT) return CT_OK;
+  for (int i = 0; i < m->n_convs; i++) {
+    const model_conv *c = &m->convs[i];
+    if (!c->supported || !workload_has_params(&c->w)) continue;
+    ct_workload own;
+    workload_main(&c->w, &own);
+    ct_status st = quant_table_add(t, &c->w, &c->q, NULL, err);
+    if (!st && c->w.pre_c > 0) st = quant_table_add(t, &own, &c->q, NULL, err);
+    if (st) {
+      err_prefix(err, "node '%s'", c->name);
+      return st;
+    }
+  }
+  return CT_OK;
+}
+
 ct_status model_load(const char *path, const model_opts *opts, model **out, ct_err *err) {
   if (!out) return ERR_SET(err, CT_ERR_INVALID_ARG, "out is NULL");
   *out = NULL;

@@ -154,6 +154,16 @@ int model_absorbed_by(const model *m, int i);
  * nodes, each of which runs two of the model's convs. */
 int model_n_fused(const model *m);
 
+/* The values every supported conv of a quantized model runs with, by
+ * workload (quant_table_add; t zeroed or holding earlier entries): its own
+ * workload's, a fused conv's also as its own conv's alone (workload_main:
+ * tune --fuse tunes the pair apart too). Where convs share a workload the
+ * first in graph order gives the values. A float model adds nothing (its
+ * values are no model's). The entries borrow m's values: free the table
+ * before m. */
+struct quant_table;
+ct_status model_quant_table(const model *m, struct quant_table *t, ct_err *err);
+
 /* The form's name: "float", "qdq", "qlinear", "convinteger". */
 const char *model_form_name(model_form f);
 

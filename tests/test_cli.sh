@@ -126,10 +126,10 @@ fi
 expect_bad '--fuse is about a model' workload --fuse --c 8 --k 8 --size 8x8 --kernel 1
 expect_bad "--fuse: expected auto or all, got 'some'" workload --model "$grouped" --fuse=some
 # On a GPU: tune --fuse records each pair both ways (the fused workload, and the expansion
-# and the depthwise conv apart); bench --fuse fuses by those records and says why, and
+# and the depthwise conv apart), its trials on the model's epilogue values; bench --fuse fuses by those records and says why, and
 # --fuse=all fuses every pair.
 if [ -e /dev/nvidiactl ] && "$ct" space "$fkey" --arch sm_90 >/dev/null 2>&1; then
-  expect 0 '1 pair of convs tuned fused and apart' tune --model "$grouped" --batch 3 --fuse --trials 3 --time-budget 40 --db "$tmp/fuse.db"
+  expect 0 '1 pair of convs tuned fused and apart.*; trials use the model.s epilogue values$' tune --model "$grouped" --batch 3 --fuse --trials 3 --time-budget 40 --db "$tmp/fuse.db"
   "$ct" export --db "$tmp/fuse.db" --output "$tmp/fuse.jsonl" >/dev/null 2>&1
   grep -q -- "$fkey" "$tmp/fuse.jsonl" && grep -q -- '-n3-c8-k48-12x12-r1x1-' "$tmp/fuse.jsonl" &&
     grep -q -- '-n3-c48-k48-12x12-r3x3-s1x1-p1x1.1x1-d1x1-bias-qc-onnx-g48"' "$tmp/fuse.jsonl" &&

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/quant.h"
 #include "core/reference.h"
 #include "model/graph.h"
 #include "model/model.h"
@@ -988,6 +989,10 @@ START_TEST(float_conv_auto_pad) {
   ct_err err;
   ck_assert_msg(load(path, 0, CT_LAYOUT_NCHW, &m, &err) == CT_OK, "%s", err.msg);
   ck_assert_int_eq(m->form, MODEL_FLOAT);
+  quant_table qt = {0};
+  ck_assert_int_eq(model_quant_table(m, &qt, &err), CT_OK); /* a float model's are no model's */
+  ck_assert_int_eq(qt.n, 0);
+  ck_assert_int_eq(model_quant_table(NULL, &qt, &err), CT_ERR_INVALID_ARG);
   /* SAME: out = ceil(in / 2) = 4 x 4; total pads h (3 * 2 + 3 - 8) = 1, w 2 */
   ck_assert_str_eq(key_of(&m->convs[0].w),
                    "conv2d-nchw-i8.i8.i32-n2-c3-k4-8x7-r3x3-s2x2-p0x1.1x1-d1x1");
@@ -1533,6 +1538,15 @@ START_TEST(pointwise_fused) {
   ck_assert_int_eq(s->n_items, 2);
   wlset_free(s);
   free(counts);
+  /* the values a tuning measures with: the fused workload's, and each conv
+   * apart (tune --fuse tunes both ways) */
+  quant_table qt = {0};
+  ck_assert_msg(model_quant_table(m, &qt, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(qt.n, 3);
+  ck_assert_ptr_eq(quant_table_find(&qt, &cd->w), &cd->q);
+  ck_assert_ptr_eq(quant_table_find(&qt, &own), &cd->q);
+  ck_assert_ptr_eq(quant_table_find(&qt, &ce->w), &ce->q);
+  quant_table_free(&qt);
 
   /* the fused conv's reference equals the two convs', chained, of the
    * model read without fusion */
@@ -2125,6 +2139,31 @@ START_TEST(tiny_committed) {
   ck_assert_int_eq(counts[4], 2);
   wlset_free(s);
   free(counts);
+  /* the values a tuning measures with: each workload's first conv's (c1
+   * and c2 share one); channels-last, so no packed forms */
+  quant_table t = {0};
+  ck_assert_msg(model_quant_table(m, &t, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(t.n, 5);
+  for (int i = 0; i < 6; i++)
+    ck_assert_ptr_eq(quant_table_find(&t, &m->convs[i].w), &m->convs[i == 5 ? 4 : i].q);
+  quant_table_free(&t);
+  model_free(m);
+  /* plain layout: each workload also by its packed form, as tuned */
+  ck_assert_msg(load(path, 4, CT_LAYOUT_NCHW, &m, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(model_quant_table(m, &t, &err) == CT_OK, "%s", err.msg);
+  int twins = 0;
+  for (int i = 0; i < 6; i++) {
+    const ct_quant *want = &m->convs[i == 5 ? 4 : i].q;
+    ck_assert_ptr_eq(quant_table_find(&t, &m->convs[i].w), want);
+    ct_workload p;
+    workload_packed(&m->convs[i].w, &p);
+    if (p.k != m->convs[i].w.k) continue;
+    ck_assert_ptr_eq(quant_table_find(&t, &p), want);
+    twins += i != 5;
+  }
+  ck_assert_int_eq(t.n, 5 + twins);
+  ck_assert_int_ge(twins, 4);
+  quant_table_free(&t);
   model_free(m);
 }
 END_TEST

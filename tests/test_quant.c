@@ -2173,6 +2173,90 @@ START_TEST(random_values_spread_outputs) {
 }
 END_TEST
 
+/* The values a tuning measures with, by workload (quant_table): the first
+ * values of a key stay, a plain layout's workload is found in its packed
+ * form too (not where packing pads K), a channels-last one only as itself,
+ * bad values are refused naming the field, and an empty or NULL table
+ * finds nothing. */
+START_TEST(table_finds_values_by_key) {
+  ct_workload w = small2d(CT_DTYPE_INT8, CT_DTYPE_INT8);
+  w.epi.bias = 1;
+  int32_t bias[8] = {0}, bias2[8] = {0};
+  float scale[1] = {0.01f};
+  ct_quant q, q2;
+  quant_init(&q, &w);
+  q.bias = bias;
+  q.scale = scale;
+  q2 = q;
+  q2.bias = bias2;
+  quant_table t = {0};
+  ck_assert_ptr_null(quant_table_find(&t, &w));
+  ck_assert_ptr_null(quant_table_find(NULL, &w));
+  ct_err err = {0};
+  int added = -1;
+  ck_assert_int_eq(quant_table_add(&t, &w, &q, &added, &err), CT_OK);
+  ck_assert_int_eq(added, 1);
+  ck_assert_int_eq(t.n, 2); /* w (nchw) and its packed form */
+  ck_assert_ptr_eq(quant_table_find(&t, &w), &q);
+  ct_workload packed;
+  workload_packed(&w, &packed);
+  ck_assert_int_eq(packed.layout, CT_LAYOUT_NCHW4C);
+  ck_assert_ptr_eq(quant_table_find(&t, &packed), &q);
+  /* the first values of a key stay */
+  ck_assert_int_eq(quant_table_add(&t, &w, &q2, &added, &err), CT_OK);
+  ck_assert_int_eq(added, 0);
+  ck_assert_int_eq(t.n, 2);
+  ck_assert_ptr_eq(quant_table_find(&t, &w), &q);
+  /* another batch is another key */
+  ct_workload b3 = w;
+  b3.n = 3;
+  ck_assert_ptr_null(quant_table_find(&t, &b3));
+  /* channels-last: itself only */
+  ct_workload nhwc = w;
+  nhwc.layout = CT_LAYOUT_NHWC;
+  nhwc.k = 8;
+  ck_assert_ptr_null(quant_table_find(&t, &nhwc));
+  ck_assert_int_eq(quant_table_add(&t, &nhwc, &q2, &added, &err), CT_OK);
+  ck_assert_int_eq(added, 1);
+  ck_assert_int_eq(t.n, 3);
+  ck_assert_ptr_eq(quant_table_find(&t, &nhwc), &q2);
+  ck_assert_ptr_eq(quant_table_find(&t, &w), &q);
+  /* K 6 packs to 8: its values (6) cannot serve the packed form */
+  ct_workload k6 = w;
+  k6.k = 6;
+  k6.in[0] = 5; /* its packed form is no other entry's */
+  workload_packed(&k6, &packed);
+  ck_assert_int_eq(packed.k, 8);
+  ck_assert_int_eq(quant_table_add(&t, &k6, &q, &added, &err), CT_OK);
+  ck_assert_int_eq(t.n, 4);
+  ck_assert_ptr_eq(quant_table_find(&t, &k6), &q);
+  ck_assert_ptr_null(quant_table_find(&t, &packed));
+  /* values the workload cannot take: refused, the table unchanged */
+  ct_workload other = w;
+  other.in[0] = 7;
+  ct_quant bad = q;
+  bad.bias = NULL;
+  ck_assert_int_eq(quant_table_add(&t, &other, &bad, &added, &err), CT_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "bias is NULL"));
+  ck_assert_int_eq(added, 0);
+  ck_assert_int_eq(t.n, 4);
+  ck_assert_ptr_null(quant_table_find(&t, &other));
+  /* more entries than the first allocation */
+  for (int i = 0; i < 40; i++) {
+    other.in[1] = 8 + i;
+    ck_assert_int_eq(quant_table_add(&t, &other, &q2, NULL, &err), CT_OK);
+  }
+  ck_assert_int_eq(t.n, 84);
+  ck_assert_ptr_eq(quant_table_find(&t, &other), &q2);
+  ck_assert_ptr_eq(quant_table_find(&t, &w), &q);
+  ck_assert_int_eq(quant_table_add(NULL, &w, &q, NULL, &err), CT_ERR_INVALID_ARG);
+  quant_table_free(&t);
+  ck_assert_int_eq(t.n, 0);
+  ck_assert_ptr_null(quant_table_find(&t, &w));
+  quant_table_free(NULL);
+}
+END_TEST
+
 static void add_quant(TCase *tc) {
   tcase_add_test(tc, fixed_point_matches_slow_forms);
   tcase_add_test(tc, requant_fast_equals_requant);
@@ -2197,6 +2281,7 @@ static void add_quant(TCase *tc) {
   tcase_add_test(tc, pre_checks_name_the_field);
   tcase_add_test(tc, pre_random_reproducible);
   tcase_add_test(tc, random_values_spread_outputs);
+  tcase_add_test(tc, table_finds_values_by_key);
 }
 
 static const test_case suite_cases[] = {

@@ -18,7 +18,10 @@
  * WRONG_ANSWER located by image, pixel and channel; a template of another
  * layout is refused; and, when the nhwc templates are registered and the
  * GPU is sm_90, a random config of each measures OK (else skipped, with a
- * message).
+ * message). (5) Epilogue values given by workload (opts.values, as tune
+ * --model gives a model's): the task's GPU reference is the CPU one with
+ * those values, after a restart too, and a task without an entry keeps the
+ * seed's random values.
  *
  * This process must not initialise CUDA: the runner and the builder fork,
  * and a CUDA context does not survive a fork (device_count() would create
@@ -732,6 +735,83 @@ START_TEST(nhwc_templates_measure_ok) {
 }
 END_TEST
 
+/* opts.values (tune --model): a task whose workload has an entry runs with
+ * those values, not quant_random's, and again after a restart; a task
+ * without one keeps the random values of the runner's seed. */
+START_TEST(given_values_are_used) {
+  ct_workload ws[2];
+  make_workload(&shapes[1], &ws[0]); /* packed, batch 3, stride 2: in the table */
+  nhwc_workload(&shapes[0], &ws[1]); /* channels-last, a residual: not in it */
+  quant_store given[2], seeded[2];
+  runner_opts o;
+  runner_opts_default(&o);
+  ct_err err = {0};
+  for (int i = 0; i < 2; i++) {
+    ct_workload *w = &ws[i];
+    w->out_type = CT_DTYPE_INT8;
+    w->epi.bias = 1;
+    w->epi.scale = CT_SCALE_CHANNEL;
+    w->epi.residual = i == 1;
+    w->epi.rounding = CT_ROUND_ONNX;
+    ck_assert_msg(quant_random(w, o.seed + 98, &given[i], &err) == CT_OK, "%s", err.msg);
+    ck_assert_msg(quant_random(w, o.seed, &seeded[i], &err) == CT_OK, "%s", err.msg);
+  }
+  quant_table t = {0};
+  ck_assert_msg(quant_table_add(&t, &ws[0], &given[0].q, NULL, &err) == CT_OK, "%s", err.msg);
+  o.values = &t;
+  runner *r = start(&o);
+  builder *b = NULL;
+  ck_assert_msg(builder_start(1, &dev.arch, &b, &err) == CT_OK, "%s", err.msg);
+  for (int pass = 0; pass < 3; pass++) {
+    const int x = pass == 2; /* 0, 0 (after a fault), 1 */
+    const ct_workload *w = &ws[x];
+    if (pass == 1) { /* a fault: the worker replaced, the task set up again */
+      instance good, bad;
+      cubin good_c, bad_c;
+      build_good(b, w, &good, &good_c);
+      plant(&good, "oob", oob_source, &bad, &bad_c);
+      run_result res = measure(r, &bad, bad_c.data, bad_c.size);
+      ck_assert_msg(res.outcome == OUT_RUNTIME_ERROR, "%s: %s", outcome_name(res.outcome),
+                    res.error);
+      ck_assert_int_eq(runner_restarts(r), 1);
+      cubin_free(&bad_c);
+      cubin_free(&good_c);
+    } else {
+      set_task(r, w);
+    }
+    const ct_quant *want_q = x ? &seeded[1].q : &given[0].q;
+    const ct_quant *not_q = x ? &given[1].q : &seeded[0].q;
+    int8_t *data, *weights;
+    uint8_t *residual;
+    void *got = reference_res(r, w, &data, &weights, &residual);
+    size_t bytes = (size_t)workload_out_elems(w) * workload_out_elem_bytes(w);
+    void *want = malloc(bytes), *other = malloc(bytes);
+    ck_assert(want && other);
+    ck_assert_msg(reference_qconv(w, want_q, data, weights, x ? residual : NULL, want, &err) ==
+                      CT_OK,
+                  "%s", err.msg);
+    ck_assert_msg(reference_qconv(w, not_q, data, weights, x ? residual : NULL, other, &err) ==
+                      CT_OK,
+                  "%s", err.msg);
+    ck_assert_msg(memcmp(got, want, bytes) == 0, "pass %d: not the values expected", pass);
+    ck_assert_msg(memcmp(want, other, bytes) != 0, "pass %d: both values give one output", pass);
+    free(want);
+    free(other);
+    free(got);
+    free(data);
+    free(weights);
+    free(residual);
+  }
+  builder_stop(b);
+  runner_stop(r);
+  quant_table_free(&t);
+  for (int i = 0; i < 2; i++) {
+    quant_store_free(&given[i]);
+    quant_store_free(&seeded[i]);
+  }
+}
+END_TEST
+
 START_TEST(bad_options_are_rejected) {
   runner_opts o;
   runner_opts_default(&o);
@@ -764,6 +844,7 @@ static void add_runner(TCase *tc) {
   tcase_add_test(tc, gpu_reference_grouped_equals_cpu_reference);
   tcase_add_test(tc, nhwc_wrong_answers_and_layouts);
   tcase_add_test(tc, nhwc_templates_measure_ok);
+  tcase_add_test(tc, given_values_are_used);
 }
 
 static const test_case suite_cases[] = {

@@ -367,15 +367,20 @@ static ct_status task_set(wstate *s, const ct_workload *w, ct_err *err) {
     fill_random(host, s->res_bytes, &r);
     if ((st = upload(s, s->res, host, s->res_bytes, err))) goto done;
   }
-  if ((st = quant_random(w, s->o.seed, &qs, err)) ||
-      (st = quant_params(w, &qs.q, sums, (int32_t *)host, err)) ||
-      (st = quant_zpad_fill(w, &qs.q, wts, (int32_t *)host, err)) ||
+  /* the values the caller gave for this workload (a model's), else random */
+  const ct_quant *q = quant_table_find(s->o.values, w);
+  if (!q) {
+    if ((st = quant_random(w, s->o.seed, &qs, err))) goto done;
+    q = &qs.q;
+  }
+  if ((st = quant_params(w, q, sums, (int32_t *)host, err)) ||
+      (st = quant_zpad_fill(w, q, wts, (int32_t *)host, err)) ||
       (st = upload(s, s->params, host, s->params_bytes, err)) ||
-      (st = quant_raw(w, &qs.q, (int32_t *)host, err)) ||
+      (st = quant_raw(w, q, (int32_t *)host, err)) ||
       (st = upload(s, s->raw, host, s->raw_bytes, err)))
     goto done;
-  if (w->pre_c > 0 && ((st = upload(s, s->pre_weights, qs.q.pre_weights, pre_w_bytes, err)) ||
-                       (st = quant_raw(&pre, qs.q.pre, (int32_t *)host, err)) ||
+  if (w->pre_c > 0 && ((st = upload(s, s->pre_weights, q->pre_weights, pre_w_bytes, err)) ||
+                       (st = quant_raw(&pre, q->pre, (int32_t *)host, err)) ||
                        (st = upload(s, s->pre_raw, host, pre_raw_bytes, err))))
     goto done;
 

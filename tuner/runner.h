@@ -9,7 +9,8 @@
  * Per task (one workload in a layout the templates run: packed NCHW4c /
  * NCDHW4c, or channels-last NHWC / NDHWC; any epilogue): device buffers
  * allocated once, random inputs (never zeros) and epilogue values
- * (quant_random from the seed), the reference output computed once on the
+ * (quant_random from the seed, or the task's entry in opts.values), the
+ * reference output computed once on the
  * GPU by a simple direct kernel of the unfolded formula in the task's
  * layout (itself tested against the CPU reference), and an L2 flush
  * buffer. Per trial: load the cubin, poison the output, one run, compare on
@@ -26,6 +27,7 @@
 #ifndef CT_TUNER_RUNNER_H
 #define CT_TUNER_RUNNER_H
 
+#include "core/quant.h"
 #include "db/db.h"
 #include "gpu/device.h"
 #include "templates/template.h"
@@ -38,6 +40,12 @@ typedef struct runner_opts {
   int max_number;       /* launches per repeat at most (1000) */
   int flush_l2;         /* flush L2 before each repeat when the working set fits (1) */
   uint64_t seed;        /* inputs */
+  /* Epilogue values by workload (core/quant.h), or NULL: a task whose key
+   * has an entry runs with those values instead of quant_random's, so that
+   * a model's trials run the epilogue forms its convs are served with
+   * (tune --model). Borrowed: alive while the runner is (its workers are
+   * forked, and read their copy). */
+  const quant_table *values;
 } runner_opts;
 
 void runner_opts_default(runner_opts *o);
@@ -76,7 +84,7 @@ ct_status runner_measure(runner *r, const instance *inst, const void *cubin, siz
  * residual may be NULL) and out (workload_out_elems elements of
  * workload_out_elem_bytes), all in the task's layouts (packed, or NHWC with
  * OHWI weights), so that a test can check the GPU reference against the
- * CPU one. The epilogue's values are
+ * CPU one. The epilogue's values are the task's entry in opts.values, else
  * quant_random(task, opts.seed). The caller owns the buffers.
  * CT_ERR_INVALID_ARG without a task. */
 ct_status runner_reference(runner *r, void *out, void *data, int8_t *weights, void *residual,
