@@ -129,8 +129,9 @@
 #           twentieth session) change the chain? MobileNetV2 at batch B (default 32) tuned S s
 #           (default 150) by $BASE (default .gpu-exp/convtune-base: random values) into
 #           /tmp/v-rand.db and by this binary into /tmp/v-model.db, in the order $VORDER
-#           (default "rand model"); then bench --model on each database by this binary, twice,
-#           alternating; the chains and the nodes alone side by side
+#           (default "rand model"); then bench --model on each database by this binary,
+#           $VROUNDS times (default 2), alternating, with $VBENCH's options (e.g. --in-chain);
+#           the chains and the nodes alone side by side
 # Phases run in one call share /tmp/t.db: e.g. dwmma, model, bench, savedb.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
@@ -628,9 +629,9 @@ values)
       --json > $OUT/v-tune-$v.json 2> $OUT/v-tune-$v.err
     echo "tune $v rc=$? at $(( $(date +%s) - s )) s: $(grep -c 'epilogue values' $OUT/v-tune-$v.err) lines name the model's values"
   done
-  for r in 1 2; do
+  for r in $(seq ${VROUNDS:-2}); do
     for v in ${VORDER:-rand model}; do
-      timeout 150 $B bench --model $MODEL --batch $MB --db /tmp/v-$v.db --no-results \
+      timeout 150 $B bench --model $MODEL --batch $MB --db /tmp/v-$v.db --no-results ${VBENCH:-} \
         --json-out $OUT/v-bench-$v-$r.json > $OUT/v-bench-$v-$r.md 2> $OUT/v-bench-$v-$r.err
       echo "bench $v round $r rc=$? at $(( $(date +%s) - s )) s"
     done
@@ -648,11 +649,12 @@ for v, L in D.items():
     print("%-5s chain %.1f us, cuDNN fp16 %.1f (%.3fx), nodes alone %.1f; %d of %d exact" % (v, c["convtune_us"],
       c["cudnn_fp16_us"], c["cudnn_fp16_us"] / c["convtune_us"], d["sum_of_nodes"]["convtune_us"], d["n_exact"], d["n_nodes"]))
 print("each node alone, the mean of the rounds (us)")
-print("%-26s %8s %8s" % ("node", "rand", "model"))
+print("%-26s %8s %8s %9s %9s" % ("node", "rand", "model", "rand in", "model in"))
 for i, x in enumerate(D["rand"][0]["nodes"]):
   if not x["runs"]: continue
-  m = lambda v: sum(d["nodes"][i]["convtune_us"] for d in D[v]) / len(D[v])
-  print("%-26s %8.2f %8.2f" % (x["name"][:26], m("rand"), m("model")))
+  m = lambda v, k="convtune_us": sum(d["nodes"][i].get(k) or 0 for d in D[v]) / len(D[v])
+  print("%-26s %8.2f %8.2f %9.2f %9.2f" % (x["name"][:26], m("rand"), m("model"),
+    m("rand", "convtune_in_chain_us"), m("model", "convtune_in_chain_us")))
 PY
   cd $OUT && tar czf values-b$MB.tgz v-* && rm -f v-* ;;
 chainprof)

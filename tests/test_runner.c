@@ -821,6 +821,7 @@ START_TEST(bad_options_are_rejected) {
   ck_assert_int_eq(o.repeats, 5);
   ck_assert_int_eq(o.max_number, 1000);
   ck_assert_int_eq(o.flush_l2, 1);
+  ck_assert_ptr_null(o.values);
   runner *r = NULL;
   ct_err err = {0};
   o.repeats = 17;

@@ -131,6 +131,7 @@ void runner_opts_default(runner_opts *o) {
   o->max_number = 1000;
   o->flush_l2 = 1;
   o->seed = 1;
+  o->values = NULL;
 }
 
 /* ---- plumbing ------------------------------------------------------------ */
