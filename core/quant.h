@@ -126,9 +126,9 @@ typedef struct quant_table {
 
 /* Add q as w's values (q checked against w: CT_ERR_INVALID_ARG naming the
  * field), and for a plain NCHW / NCDHW w as those of its packed form too
- * (what the tuner tunes for it; not where packing pads K: q has K values). The first
- * values added for a key stay: *added says whether w's were new (may be
- * NULL). CT_ERR_NO_MEMORY leaves the table as it was. */
+ * (what the tuner tunes for it; not where packing pads K: q has K
+ * values). The first values added for a key stay: *added says whether w's
+ * were new (may be NULL). CT_ERR_NO_MEMORY leaves the table as it was. */
 ct_status quant_table_add(quant_table *t, const ct_workload *w, const ct_quant *q, int *added,
                           ct_err *err);
 
