@@ -38,7 +38,12 @@
  * into the data buffer (from a second copy of it) before each launch, the
  * same copy into a buffer of its own (the control: the same copy and
  * traffic, the input left as the last launch read it), and the copies
- * alone; each launch's time is its graph's less the copies'.
+ * alone; each launch's time is its graph's less the copies'. What this
+ * measures is mostly the copy's source, a second buffer of the input's
+ * size in the L2, not freshness: an input rewritten by a kernel that reads
+ * nothing costs a node what any kernel between its launches does (about
+ * 1 us), and the control adds two buffers, so it can push the input out
+ * (bench/results/h200-issue35/l2-probes-2c05ca9).
  */
 #include <cJSON.h>
 #include <cuda_runtime.h>
