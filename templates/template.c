@@ -224,7 +224,7 @@ int template_block_fits(const arch *a, long threads, long regs, long smem_bytes,
 /* The row of knobs named name. */
 static const knob_def *knob_row(const knob_def *knobs, const char *name) {
   for (; knobs->name; knobs++)
-    if (strcmp(knobs->name, name) == 0) return knobs;
+    if (knobs->name[0] == name[0] && strcmp(knobs->name, name) == 0) return knobs;
   return NULL;
 }
 
