@@ -941,7 +941,7 @@ done:
 }
 
 static const char *const source_names[] = {"exact", "same compute capability", "nearest tuned",
-                                           "default"};
+                                           "default", "chain pick"};
 
 ct_status bench_still_healthy(ct_err *err) {
   ct_status st = CT_OK;
@@ -1069,7 +1069,10 @@ void bench_explain_source(ct_context *ctx, const ct_workload *w, char *buf, size
   ct_explanation ex;
   if (size) buf[0] = '\0';
   if (ct_explain(ctx, w, &ex) != CT_OK) return;
-  int n = snprintf(buf, size, "%s, %s", source_names[ex.source & 3], ex.template_name);
+  const char *src = (unsigned)ex.source < sizeof source_names / sizeof source_names[0]
+                        ? source_names[ex.source]
+                        : "?";
+  int n = snprintf(buf, size, "%s, %s", src, ex.template_name);
   if (ex.measured_us > 0 && n > 0 && (size_t)n < size)
     snprintf(buf + n, size - (size_t)n, " (tuned %.2f us)", ex.measured_us);
 }
@@ -1348,6 +1351,7 @@ ct_status bench_env_open(const bench_opts *o, bench_env *e, bench_result *r, ct_
   e->t.min_replay_us = o->min_replay_us;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   e->n_threads = cores < 1 ? 1 : cores > 64 ? 64 : (int)cores;
+  if (o->convtune_only) goto done;
   if (r->cudnn_built) {
     ct_err ce = {0};
     if (cudnn_side_open(e->t.stream, &e->cudnn, &ce) == CT_OK)

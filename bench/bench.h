@@ -211,6 +211,7 @@ typedef struct bench_opts {
   int arena; /* --model: the chain's tensors in reused buffers, every side (mbench_arena_plan) */
   int streams; /* --model: also S copies of each side's chain at once, 1..MBENCH_MAX_STREAMS
                   (mbench_result.streams); 1: none */
+  int convtune_only; /* bench_env_open: no cuDNN, no peaks (mbench_refine's session) */
 } bench_opts;
 
 void bench_opts_default(bench_opts *o);

@@ -31,8 +31,10 @@
  * over the cores).
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda_runtime.h>
 
@@ -40,7 +42,10 @@
 #include "bench/model_bench.h"
 #include "core/pack.h"
 #include "core/quant.h"
+#include "db/db.h"
+#include "dispatch/dispatch.h"
 #include "gpu/cuda_check.h"
+#include "templates/template.h"
 
 const char *const mbench_field_names[MBENCH_N_FIELDS] = {"floor_us", "convtune_us", "cudnn_fp16_us",
                                                          "cudnn_int8_us"};
@@ -1581,7 +1586,9 @@ done:
 }
 
 /* convtune's side: prepare, wire, check, time node by node and as a chain. */
-static ct_status run_convtune(mrun *R, ct_err *err) {
+/* Prepare every node, plan and wire the chain, and run it once; a node whose
+ * call fails is skipped (its why says so) and the rest rewired. */
+static ct_status wire_chain(mrun *R, ct_err *err) {
   ct_status st = CT_OK;
   const model *m = R->m;
   mbench_result *r = R->r;
@@ -1616,6 +1623,17 @@ static ct_status run_convtune(mrun *R, ct_err *err) {
     if ((st = bench_still_healthy(err))) goto done;
     free_tensors(R);
   }
+done:
+  free(why);
+  free(skip);
+  return st;
+}
+
+static ct_status run_convtune(mrun *R, ct_err *err) {
+  ct_status st = CT_OK;
+  mbench_result *r = R->r;
+  int n = R->m->n_convs;
+  if ((st = wire_chain(R, err))) return st;
   if (!R->o->quiet)
     fprintf(stderr,
             "[bench] %s: %d of %d conv nodes run (%d convs fused into %d nodes), %d "
@@ -1673,8 +1691,6 @@ static ct_status run_convtune(mrun *R, ct_err *err) {
     }
   }
 done:
-  free(why);
-  free(skip);
   return st;
 }
 
@@ -2044,5 +2060,351 @@ done:
     free(R.rt);
   }
   bench_env_close(&R.e);
+  return st;
+}
+
+/* ---- the chain's configs chosen by the chain (mbench_refine) ---------------------- */
+
+void mbench_refine_opts_default(mbench_refine_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->candidates = 6;
+  o->within = 1.25;
+  o->pairs = 3;
+  o->min_gain_us = 0.3;
+  o->passes = 2;
+}
+
+void mbench_refined_free(mbench_refined *r) {
+  if (!r) return;
+  free(r->keys);
+  free(r->picks);
+  memset(r, 0, sizeof *r);
+}
+
+/* A unique workload of the chain and its candidates: all its trials on this
+ * device (owned), c[0..n) indexing the distinct OK configs of current
+ * template versions, fastest first; cur the one its nodes run (-1: none,
+ * the dispatch's own choice: an untuned workload). */
+typedef struct rwork {
+  ct_workload w;
+  trial *all;
+  int n_all;
+  int c[MBENCH_REFINE_MAX], n, cur;
+  unsigned char pinned[MBENCH_REFINE_MAX]; /* 1 pinned in ctx[j], 2 failed there */
+} rwork;
+
+typedef struct refiner {
+  mrun *R;
+  const mbench_refine_opts *ro;
+  rwork *w;
+  int n_w;
+  int *node_w; /* each node's workload (-1: does not run) */
+  /* candidate rank j's context: each workload's j-th candidate, pinned on
+   * first use, so that no kernel is compiled twice */
+  ct_context *ctx[MBENCH_REFINE_MAX];
+} refiner;
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void rlog(const refiner *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void rlog(const refiner *f, const char *fmt, ...) {
+  if (!f->ro->log) return;
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  f->ro->log(f->ro->log_user, line);
+}
+
+/* w's candidates from its trials on dev (d readonly). */
+static ct_status list_candidates(db *d, const db_device *dev, const mbench_refine_opts *ro,
+                                 rwork *w, ct_err *err) {
+  char key[CT_KEY_MAX];
+  workload_key(&w->w, key, sizeof key);
+  w->cur = -1;
+  ct_status st = db_trials(d, key, dev, NULL, NULL, &w->all, &w->n_all, err);
+  if (st) return st;
+  int *ok = malloc(sizeof *ok * (size_t)(w->n_all ? w->n_all : 1)), n_ok = 0;
+  if (!ok) return ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+  for (int i = 0; i < w->n_all; i++) {
+    const trial *t = &w->all[i];
+    const template_desc *tpl = template_find(t->template_name);
+    if (t->outcome == OUT_OK && t->median_us > 0 && tpl &&
+        !strcmp(t->template_version, template_version(tpl)))
+      ok[n_ok++] = i;
+  }
+  /* by median, insertion sort: a workload has tens to hundreds of trials */
+  for (int i = 1; i < n_ok; i++)
+    for (int j = i; j > 0 && w->all[ok[j]].median_us < w->all[ok[j - 1]].median_us; j--) {
+      int t = ok[j];
+      ok[j] = ok[j - 1];
+      ok[j - 1] = t;
+    }
+  for (int i = 0; i < n_ok && w->n < ro->candidates; i++) {
+    const trial *t = &w->all[ok[i]];
+    if (t->median_us > ro->within * w->all[ok[0]].median_us) break;
+    int dup = 0;
+    for (int j = 0; j < w->n && !dup; j++) {
+      const trial *o = &w->all[w->c[j]];
+      dup = !strcmp(o->template_name, t->template_name) && !strcmp(o->config_json, t->config_json);
+    }
+    if (!dup) w->c[w->n++] = ok[i];
+  }
+  free(ok);
+  if (w->n) w->cur = 0;
+  return CT_OK;
+}
+
+/* Point workload wi's nodes at its candidate j (-1: the run's own context),
+ * pinning it in rank j's context first: 0 when it cannot be built there. */
+static int use_candidate(refiner *f, int wi, int j) {
+  mrun *R = f->R;
+  rwork *w = &f->w[wi];
+  ct_context *ctx = R->e.ctx;
+  if (j >= 0) {
+    if (w->pinned[j] == 2) return 0;
+    if (!f->ctx[j] && ct_open(R->o->db_path, R->o->device, &f->ctx[j]) != CT_OK) {
+      rlog(f, "a context for candidate %d: %s", j, ct_errmsg(f->ctx[j]));
+      ct_close(f->ctx[j]);
+      f->ctx[j] = NULL;
+      return 0;
+    }
+    if (!w->pinned[j]) {
+      const trial *t = &w->all[w->c[j]];
+      if (dispatch_pin(f->ctx[j], &w->w, t->template_name, t->config_json) != CT_OK) {
+        rlog(f, "%s, candidate %d (%s): %s", t->workload_key, j, t->template_name,
+             ct_errmsg(f->ctx[j]));
+        w->pinned[j] = 2;
+        return 0;
+      }
+      w->pinned[j] = 1;
+    }
+    ctx = f->ctx[j];
+  }
+  for (int i = 0; i < R->r->n_nodes; i++)
+    if (f->node_w[i] == wi) R->rt[i].ctx = ctx;
+  return 1;
+}
+
+/* The whole chain, timed as mbench_run times it: BENCH_NONE on failure. */
+static double chain_us(refiner *f) {
+  mrun *R = f->R;
+  chain c = {R->rt, R->r, R->r->n_nodes - 1, -1};
+  double us = BENCH_NONE;
+  ct_err e = {0};
+  if (bench_time(&R->e.t, launch_chain, &c, 0, &us, &e) != CT_OK) {
+    rlog(f, "timing the chain: %s", e.msg);
+    return BENCH_NONE;
+  }
+  return us;
+}
+
+static double median_of(double *v, int n) {
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+      double t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Every workload at candidate `at` (its cur when at < 0... or its first). */
+static int use_all(refiner *f, int first) {
+  for (int wi = 0; wi < f->n_w; wi++)
+    if (f->w[wi].n && !use_candidate(f, wi, first ? 0 : f->w[wi].cur)) return 0;
+  return 1;
+}
+
+/* The pairs' median of (chain with b) - (chain with a), a and b set by
+ * set(f, arg, 0 or 1); NAN when a timing failed. */
+static double paired_gain(refiner *f, int pairs, int (*set)(refiner *, int, int), int arg,
+                          double *a_med, double *b_med) {
+  double a[33], b[33], d[33];
+  if (pairs > 33) pairs = 33;
+  for (int p = 0; p < pairs; p++) {
+    if (!set(f, arg, 0) || !bench_has(a[p] = chain_us(f))) return NAN;
+    if (!set(f, arg, 1) || !bench_has(b[p] = chain_us(f))) return NAN;
+    d[p] = b[p] - a[p];
+  }
+  if (a_med) *a_med = median_of(a, pairs);
+  if (b_med) *b_med = median_of(b, pairs);
+  return median_of(d, pairs);
+}
+
+/* set for one comparison: workload (arg >> 8) at its incumbent (0) or at
+ * candidate (arg & 255) (1) */
+static int set_candidate(refiner *f, int arg, int which) {
+  int wi = arg >> 8;
+  return use_candidate(f, wi, which ? (arg & 255) : f->w[wi].cur);
+}
+
+/* set for the final comparison: every workload at its fastest (0) or at
+ * its pick (1) */
+static int set_all(refiner *f, int arg, int which) {
+  (void)arg;
+  return use_all(f, !which);
+}
+
+ct_status mbench_refine(const bench_opts *o, const model *m, const mbench_refine_opts *ro,
+                        mbench_refined *out, ct_err *err) {
+  ct_status st = CT_OK;
+  memset(out, 0, sizeof *out);
+  if (ro->candidates < 2 || ro->candidates > MBENCH_REFINE_MAX || ro->pairs < 1 ||
+      ro->pairs > 16 || ro->passes < 1 || !(ro->within >= 1) || !(ro->min_gain_us >= 0))
+    return ERR_SET(err, CT_ERR_INVALID_ARG,
+                   "mbench_refine: candidates %d (2..%d), pairs %d (1..16), passes %d (>= 1), "
+                   "within %g (>= 1), min_gain_us %g (>= 0)",
+                   ro->candidates, MBENCH_REFINE_MAX, ro->pairs, ro->passes, ro->within,
+                   ro->min_gain_us);
+  const double t0 = mono_s();
+  bench_opts bo = *o;
+  bo.convtune_only = 1;
+  bo.streams = 1;
+  bo.arena = 0;
+  bo.in_chain = 0;
+  mbench_result r;
+  memset(&r, 0, sizeof r);
+  mrun R = {.o = &bo, .m = m, .r = &r};
+  refiner f = {.R = &R, .ro = ro};
+  db *d = NULL;
+  bench_peaks none = {0};
+  if ((st = mbench_plan(m, &none, NULL, &r, err))) goto done;
+  if ((st = bench_env_open(&bo, &R.e, &r.head, err))) goto done;
+  rng_seed(&R.rng, bo.seed);
+  if (!(R.rt = calloc((size_t)(m->n_convs ? m->n_convs : 1), sizeof *R.rt)) ||
+      !(f.w = calloc((size_t)(r.n_nodes ? r.n_nodes : 1), sizeof *f.w)) ||
+      !(f.node_w = malloc(sizeof *f.node_w * (size_t)(r.n_nodes ? r.n_nodes : 1)))) {
+    st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+    goto done;
+  }
+  if ((st = wire_chain(&R, err))) goto done;
+  if (!r.n_run) {
+    st = ERR_SET(err, CT_ERR_UNSUPPORTED, "no node of the model runs: no chain to refine");
+    goto done;
+  }
+  /* the unique workloads, in graph order, and their candidates */
+  db_device dev;
+  memset(&dev, 0, sizeof dev);
+  snprintf(dev.name, sizeof dev.name, "%s", R.e.dev.name);
+  dev.cc_major = R.e.dev.arch.cc_major;
+  dev.cc_minor = R.e.dev.arch.cc_minor;
+  snprintf(out->device, sizeof out->device, "%s", dev.name);
+  out->cc_major = dev.cc_major;
+  out->cc_minor = dev.cc_minor;
+  if ((st = db_open(bo.db_path, 1, &d, err))) goto done;
+  for (int i = 0; i < r.n_nodes; i++) {
+    f.node_w[i] = -1;
+    if (!r.nodes[i].runs) continue;
+    int wi = 0;
+    while (wi < f.n_w && memcmp(&f.w[wi].w, &R.rt[i].lw, sizeof R.rt[i].lw)) wi++;
+    if (wi == f.n_w) {
+      f.w[f.n_w++].w = R.rt[i].lw;
+      if ((st = list_candidates(d, &dev, ro, &f.w[wi], err))) goto done;
+    }
+    f.node_w[i] = wi;
+  }
+  db_close(d);
+  d = NULL;
+  if (!(out->keys = calloc((size_t)f.n_w, sizeof *out->keys)) ||
+      !(out->picks = calloc((size_t)f.n_w, sizeof *out->picks))) {
+    st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+    goto done;
+  }
+  out->n_keys = f.n_w;
+  for (int wi = 0; wi < f.n_w; wi++) workload_key(&f.w[wi].w, out->keys[wi], CT_KEY_MAX);
+  /* everything at its fastest, and a run of that chain */
+  if (!use_all(&f, 1)) {
+    st = ERR_SET(err, CT_ERR_CUDA, "the chain at every workload's fastest record would not build");
+    goto done;
+  }
+  {
+    int failed = -1;
+    if ((st = run_once(&R, &failed, err))) goto done;
+  }
+  for (int pass = 0; pass < ro->passes; pass++)
+    for (int wi = 0; wi < f.n_w; wi++) {
+      rwork *w = &f.w[wi];
+      for (int j = 0; j < w->n; j++) {
+        if (j == w->cur || w->pinned[j] == 2) continue;
+        if (ro->budget_s > 0 && mono_s() - t0 > ro->budget_s) goto compared;
+        if (!use_candidate(&f, wi, j)) {
+          use_candidate(&f, wi, w->cur);
+          continue;
+        }
+        int failed = -1;
+        ct_err e = {0};
+        if (run_once(&R, &failed, &e) != CT_OK) {
+          rlog(&f, "%s, candidate %d: %s", out->keys[wi], j, e.msg);
+          w->pinned[j] = 2;
+          use_candidate(&f, wi, w->cur);
+          if ((st = bench_still_healthy(err))) goto done;
+          continue;
+        }
+        double gain = paired_gain(&f, ro->pairs, set_candidate, wi << 8 | j, NULL, NULL);
+        out->n_compared++;
+        const trial *c = &w->all[w->c[j]], *inc = &w->all[w->c[w->cur]];
+        int take = gain == gain && gain < -ro->min_gain_us;
+        rlog(&f, "%s: %s %.2f us alone against %.2f: %+.2f us in the chain%s", out->keys[wi],
+             c->template_name, c->median_us, inc->median_us, gain, take ? ", taken" : "");
+        if (take) w->cur = j;
+        use_candidate(&f, wi, w->cur);
+        if ((st = bench_still_healthy(err))) goto done;
+      }
+    }
+compared:
+  /* the picks against every workload's fastest, alternated */
+  {
+    int any = 0;
+    for (int wi = 0; wi < f.n_w; wi++) any |= f.w[wi].cur > 0;
+    double gain = 0, base = BENCH_NONE, picked = BENCH_NONE;
+    if (any)
+      gain = paired_gain(&f, 2 * ro->pairs + 1, set_all, 0, &base, &picked);
+    else {
+      use_all(&f, 1);
+      base = picked = chain_us(&f);
+    }
+    out->base_us = base;
+    out->chain_us = picked;
+    if (any && !(gain < -ro->min_gain_us)) {
+      rlog(&f, "the picks together: %+.2f us in the chain: none kept", gain);
+      for (int wi = 0; wi < f.n_w; wi++)
+        if (f.w[wi].n) f.w[wi].cur = 0;
+      out->chain_us = base;
+    }
+  }
+  for (int wi = 0; wi < f.n_w; wi++) {
+    const rwork *w = &f.w[wi];
+    if (w->cur <= 0) continue;
+    mbench_pick *p = &out->picks[out->n_picks++];
+    const trial *c = &w->all[w->c[w->cur]];
+    snprintf(p->key, sizeof p->key, "%s", out->keys[wi]);
+    snprintf(p->uid, sizeof p->uid, "%s", c->uid);
+    snprintf(p->template_name, sizeof p->template_name, "%s", c->template_name);
+    p->alone_us = c->median_us;
+    p->fastest_us = w->all[w->c[0]].median_us;
+  }
+done:
+  out->wall_s = mono_s() - t0;
+  db_close(d);
+  if (R.rt) {
+    /* the nodes back on the run's context before the others close */
+    for (int i = 0; i < m->n_convs; i++) R.rt[i].ctx = R.e.ctx;
+    free_tensors(&R);
+    for (int i = 0; i < m->n_convs; i++) node_free(&R.rt[i]);
+    free(R.rt);
+  }
+  for (int j = 0; j < MBENCH_REFINE_MAX; j++) ct_close(f.ctx[j]);
+  for (int wi = 0; f.w && wi < f.n_w; wi++) trials_free(f.w[wi].all, f.w[wi].n_all);
+  free(f.w);
+  free(f.node_w);
+  bench_env_close(&R.e);
+  mbench_result_free(&r);
+  if (st) mbench_refined_free(out);
   return st;
 }

@@ -216,6 +216,72 @@ void mbench_write_markdown(const mbench_result *r, FILE *f);
 /* Release the nodes; NULL is accepted. The struct itself is the caller's. */
 void mbench_result_free(mbench_result *r);
 
+/* ---- the chain's configs chosen by the chain (tune --model's last stage) ----
+ *
+ * A node's time alone does not say what it costs inside the chain: its
+ * start and end overlap its neighbours' (programmatic dependent launch),
+ * its blocks share the SMs and the L2 with theirs. On MobileNetV2 at batch
+ * 32 (H200) configs within a few percent of each other alone differ by up
+ * to 2.5 us in the chain, and a longer tuning that made the nodes faster
+ * alone left the chain slower. mbench_refine runs the model's chain as
+ * mbench_run does (convtune's side only, not checked: every candidate is an
+ * OK trial, exact against the reference when it was measured) and, per
+ * unique workload in graph order, compares the fastest few of its distinct
+ * OK configs on this device (within `within` of its fastest alone) by the
+ * time of the whole chain: each candidate against the incumbent in `pairs`
+ * alternated timings, taken when the median gain exceeds min_gain_us. Then
+ * the chain with every workload's fastest record and the chain with the
+ * picks, alternated 2 x pairs + 1 times: when the picks do not win by
+ * min_gain_us, none is kept. Each candidate rank runs in a context of its
+ * own (dispatch_pin), so that a kernel is compiled once.
+ * Cost: a context and the chain's kernels per candidate rank (compiled
+ * unless the database holds their cubins: a record's best only), and
+ * 2 x pairs chain timings per comparison (each a CUDA graph of copies of
+ * the chain, the median of o->repeats replays). */
+#define MBENCH_REFINE_MAX 8
+typedef struct mbench_refine_opts {
+  int candidates;     /* per workload, its fastest included, 2..MBENCH_REFINE_MAX (6) */
+  double within;      /* only configs whose time alone is within this factor of the fastest (1.25) */
+  int pairs;          /* alternated chain timings per comparison, 1..16 (3) */
+  double min_gain_us; /* what a candidate must gain in the chain to be taken (0.3) */
+  int passes;         /* over the workloads (2) */
+  double budget_s;    /* no comparison starts after this long (0: none) */
+  /* progress (may be NULL): each comparison, as a line */
+  void (*log)(void *user, const char *line);
+  void *log_user;
+} mbench_refine_opts;
+
+void mbench_refine_opts_default(mbench_refine_opts *o);
+
+typedef struct mbench_pick {
+  char key[CT_KEY_MAX];   /* the workload, in the run's layout */
+  char uid[40];           /* the trial picked */
+  char template_name[48];
+  double alone_us;        /* its median alone */
+  double fastest_us;      /* the workload's fastest alone */
+} mbench_pick;
+
+typedef struct mbench_refined {
+  int n_keys; /* the chain's unique workloads, keys[i] each (owned) */
+  char (*keys)[CT_KEY_MAX];
+  int n_compared; /* comparisons made */
+  int n_picks;    /* the workloads whose pick is not their fastest alone */
+  mbench_pick *picks;
+  char device[256]; /* the GPU, and its compute capability: whose picks these are */
+  int cc_major, cc_minor;
+  double base_us;  /* the chain with every workload's fastest (the final alternation's median) */
+  double chain_us; /* with the picks; base_us when none is kept */
+  double wall_s;
+} mbench_refined;
+
+/* Refine m's chain on the database o->db_path (readonly) and device
+ * o->device; o->layout is the run's. Writes nothing: the caller stores
+ * out's picks (db_set_picks). CT_ERR_NO_DEVICE without a GPU; a model with
+ * no node that runs: CT_ERR_UNSUPPORTED. */
+ct_status mbench_refine(const bench_opts *o, const model *m, const mbench_refine_opts *ro,
+                        mbench_refined *out, ct_err *err);
+void mbench_refined_free(mbench_refined *r);
+
 /* ---- GPU ------------------------------------------------------------------ */
 
 /* Run the benchmark of m (loaded in the layout convtune is to run: nhwc or

@@ -15,11 +15,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/model_bench.h"
 #include "cli/cli.h"
 #include "core/json.h"
+#include "db/db.h"
 #include "model/model.h"
 #include "tuner/mpi.h"
 #include "tuner/pool.h"
@@ -50,6 +54,11 @@ static const char usage[] =
     "                         scheduler shares --time-budget among its workloads, as with\n"
     "                         --model, whose workloads count as often as the graph runs them\n"
     "  --round-trials N       a model's trials per round (default: from the budget, 16-64)\n"
+    "  --refine-time T        with --model, after the budget: compare each workload's\n"
+    "                         fastest few configs by the time of the whole chain, as bench\n"
+    "                         --model runs it, and record the ones that make it faster\n"
+    "                         (picks, served before a workload's fastest record) for at\n"
+    "                         most T (default 60s; 0: not)\n"
     "  --tuner KIND           xgb (model-based, default), random, grid, ga\n"
     "  --template NAME        only this template (default: every one that runs the workload);\n"
     "                         in a set or file, the workloads it cannot run are skipped;\n"
@@ -677,6 +686,180 @@ static int tune_model(tuner *t, const wlset *s, const char *prefix, const int *c
   return rc;
 }
 
+/* ---- the chain refinement (--refine-time): bench/model_bench.h, mbench_refine ---- */
+
+typedef struct refine_job {
+  const char *db_path;
+  const cli_wl *sel;
+  int device;
+  uint64_t seed;
+  double budget_s;
+  int verbose;
+} refine_job;
+
+/* What the refinement's process reports: its outcome and figures. */
+typedef struct refine_msg {
+  int status; /* ct_status */
+  int n_keys, n_compared, n_picks;
+  double base_us, chain_us, wall_s;
+  char msg[CT_ERRMSG_MAX];
+} refine_msg;
+
+static void refine_log(void *user, const char *line) {
+  (void)user;
+  fprintf(stderr, "[refine] %s\n", line);
+}
+
+/* Store r's picks on the database: dev's picks of the chain's workloads
+ * replaced by them, one transaction. */
+static ct_status store_picks(const char *db_path, const cli_wl *sel, const mbench_refined *r,
+                             ct_err *err) {
+  db *d = NULL;
+  ct_status st = db_open(db_path, 0, &d, err);
+  db_pick *picks = calloc((size_t)(r->n_picks ? r->n_picks : 1), sizeof *picks);
+  const char **keys = calloc((size_t)(r->n_keys ? r->n_keys : 1), sizeof *keys);
+  if (!st && (!picks || !keys)) st = ERR_SET(err, CT_ERR_NO_MEMORY, "out of memory");
+  if (!st) {
+    db_device dev;
+    memset(&dev, 0, sizeof dev);
+    snprintf(dev.name, sizeof dev.name, "%s", r->device);
+    dev.cc_major = r->cc_major;
+    dev.cc_minor = r->cc_minor;
+    char session[40];
+    snprintf(session, sizeof session, "refine-%lld-%d", (long long)time(NULL), (int)getpid());
+    for (int i = 0; i < r->n_keys; i++) keys[i] = r->keys[i];
+    for (int i = 0; i < r->n_picks; i++) {
+      db_pick *p = &picks[i];
+      snprintf(p->workload_key, sizeof p->workload_key, "%s", r->picks[i].key);
+      snprintf(p->trial_uid, sizeof p->trial_uid, "%s", r->picks[i].uid);
+      p->chain_us = r->chain_us;
+      p->base_us = r->base_us;
+      snprintf(p->model, sizeof p->model, "%.200s, batch %d", cli_path(sel->model), sel->batch);
+      snprintf(p->session, sizeof p->session, "%s", session);
+      p->timestamp = (double)time(NULL);
+    }
+    st = db_set_picks(d, &dev, keys, r->n_keys, picks, r->n_picks, err);
+  }
+  free(picks);
+  free(keys);
+  db_close(d);
+  return st;
+}
+
+/* The refinement's process: the model again (unfused, in the tuned
+ * layout), mbench_refine, the picks stored, one refine_msg back. */
+static void refine_child(int fd, void *arg) {
+  const refine_job *j = arg;
+  refine_msg m;
+  memset(&m, 0, sizeof m);
+  ct_err err = {0};
+  model *md = NULL;
+  cli_wl ms = *j->sel;
+  ms.fuse = 0;
+  ms.loaded = NULL;
+  bench_opts bo = {.db_path = j->db_path,
+                   .device = j->device,
+                   .repeats = 7,
+                   .min_replay_us = 1000,
+                   .quiet = 1,
+                   .seed = j->seed,
+                   .layout = CT_LAYOUT_NHWC,
+                   .streams = 1};
+  ct_layout l = CT_LAYOUT_NHWC;
+  if (ms.layout) {
+    l = !strcmp(ms.layout, "nhwc") || !strcmp(ms.layout, "ndhwc") ? CT_LAYOUT_NHWC
+                                                                   : CT_LAYOUT_NCHW4C;
+    /* packed layouts as bench --model runs them: read plain, packed per node */
+    if (l == CT_LAYOUT_NCHW4C) ms.layout = "nchw";
+  }
+  bo.layout = l;
+  mbench_refined r;
+  memset(&r, 0, sizeof r);
+  ct_status st = cli_wl_model(&ms, &md, &err);
+  if (!st) {
+    mbench_refine_opts ro;
+    mbench_refine_opts_default(&ro);
+    ro.budget_s = j->budget_s;
+    if (j->verbose > 0) ro.log = refine_log;
+    st = mbench_refine(&bo, md, &ro, &r, &err);
+  }
+  if (!st) st = store_picks(j->db_path, j->sel, &r, &err);
+  m.status = st;
+  m.n_keys = r.n_keys;
+  m.n_compared = r.n_compared;
+  m.n_picks = r.n_picks;
+  m.base_us = r.base_us;
+  m.chain_us = r.chain_us;
+  m.wall_s = r.wall_s;
+  if (st) snprintf(m.msg, sizeof m.msg, "%s", err.msg);
+  proc_send_all(fd, &m, sizeof m);
+  mbench_refined_free(&r);
+  model_free(md);
+  _exit(0);
+}
+
+/* Run the refinement in a process of its own (a fault there costs the
+ * refinement, not the tuning, whose records are committed) and report. */
+static int refine_chain(const refine_job *job, const cli_common *cc) {
+  if (cc->verbose >= 0) {
+    char b[32];
+    fmt_eta(job->budget_s, b, sizeof b);
+    fprintf(stderr,
+            "[tune] the chain: each workload's fastest configs compared by the time of %s's "
+            "chain, at most %s\n",
+            cli_path(job->sel->model), b);
+  }
+  pid_t pid = -1;
+  int fd = -1;
+  ct_err err = {0};
+  if (proc_spawn("the chain refinement", refine_child, (void *)job, &pid, &fd, &err)) {
+    fprintf(stderr, "convtune tune: %s\n", err.msg);
+    return EXIT_FAIL;
+  }
+  /* the budget bounds its comparisons; its start (the model, the kernels'
+   * compiles) and the last comparisons get 10 minutes more */
+  const double deadline = proc_now_s() + job->budget_s + 600;
+  refine_msg m;
+  memset(&m, 0, sizeof m);
+  int got = 0, why = 0; /* why: 1 interrupted, 2 too long */
+  while (!got && !why) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int n = poll(&p, 1, 500);
+    if (stop_requested)
+      why = 1;
+    else if (proc_now_s() > deadline)
+      why = 2;
+    else if (n > 0)
+      got = proc_recv_all(fd, &m, sizeof m, deadline) == PROC_OK ? 1 : -1;
+  }
+  if (why || got < 0) kill(pid, SIGKILL);
+  int ws = -1;
+  waitpid(pid, &ws, 0);
+  close(fd);
+  if (why == 1) {
+    if (cc->verbose >= 0) fprintf(stderr, "[tune] the chain refinement interrupted: no picks\n");
+    return EXIT_OK;
+  }
+  if (why == 2 || got < 0) {
+    char how[64];
+    proc_describe_exit(ws, how, sizeof how);
+    fprintf(stderr, "convtune tune: the chain refinement %s (%s): no picks stored\n",
+            why == 2 ? "ran out of time" : "died", how);
+    return EXIT_FAIL;
+  }
+  if (m.status) {
+    fprintf(stderr, "convtune tune: the chain refinement: %s\n", m.msg);
+    return EXIT_FAIL;
+  }
+  if (cc->verbose >= 0)
+    fprintf(stderr,
+            "[tune] the chain: %.2f us with each workload's fastest, %.2f us with %d pick%s "
+            "(%d workloads, %d comparisons, %.0f s)\n",
+            m.base_us, m.chain_us, m.n_picks, m.n_picks == 1 ? "" : "s", m.n_keys, m.n_compared,
+            m.wall_s);
+  return EXIT_OK;
+}
+
 int cmd_tune(int argc, char **argv) {
   enum {
     O_DB = 1,
@@ -695,7 +878,8 @@ int cmd_tune(int argc, char **argv) {
     O_DEVICES,
     O_MPI,
     O_RANK_TIMEOUT,
-    O_BUILDERS
+    O_BUILDERS,
+    O_REFINE_TIME
   };
   struct option opts[48] = {{"db", required_argument, 0, O_DB},
                             {"trials", required_argument, 0, O_TRIALS},
@@ -714,8 +898,9 @@ int cmd_tune(int argc, char **argv) {
                             {"mpi", no_argument, 0, O_MPI},
                             {"rank-timeout", required_argument, 0, O_RANK_TIMEOUT},
                             {"builders", required_argument, 0, O_BUILDERS},
+                            {"refine-time", required_argument, 0, O_REFINE_TIME},
                             {"help", no_argument, 0, 'h'}};
-  int n_opts = 18;
+  int n_opts = 19;
   for (const struct option *o = cli_wl_options; o->name; o++) opts[n_opts++] = *o;
   cli_common cc = {0};
   cli_wl sel = {0};
@@ -727,8 +912,8 @@ int cmd_tune(int argc, char **argv) {
   long v;
   int json = 0, opt, rc = EXIT_OK, as_model = 0, round_trials = 0, have_device = 0;
   const char *devices_arg = NULL;
-  int mpi = 0;
-  double rank_timeout = 60;
+  int mpi = 0, refine_given = 0;
+  double rank_timeout = 60, refine_time = 60;
   /* Under mpirun every rank parses the same arguments: only rank 0 says
    * what is wrong with them, once for the run. */
   int saved_stderr = -1;
@@ -786,6 +971,13 @@ int cmd_tune(int argc, char **argv) {
       if (!cli_parse_long("tune", "builders", optarg, 1, 256, &v)) goto usage;
       to.n_builders = (int)v;
       break;
+    case O_REFINE_TIME:
+      if (!strcmp(optarg, "0"))
+        refine_time = 0;
+      else if (!parse_duration("refine-time", optarg, &refine_time))
+        goto usage;
+      refine_given = 1;
+      break;
     case O_SEED:
       if (!cli_parse_long("tune", "seed", optarg, 0, LONG_MAX, &v)) goto usage;
       to.runner.seed = (uint64_t)v;
@@ -841,6 +1033,10 @@ int cmd_tune(int argc, char **argv) {
   const int model_mode = as_model || sel.model;
   if (round_trials && !model_mode) {
     cli_usage_error("tune", "--round-trials: only for a model (--model, or --as-model)");
+    goto usage;
+  }
+  if (refine_given && !sel.model) {
+    cli_usage_error("tune", "--refine-time: only with --model (the chain is a model's)");
     goto usage;
   }
   if (!mpi && rank_timeout != 60) {
@@ -953,6 +1149,18 @@ int cmd_tune(int argc, char **argv) {
   if (model_mode) {
     rc = tune_model(t, s, sel.set || sel.file || sel.model ? s->name : NULL, sel.counts,
                     sel.n_fused, values.n > 0, tpl, &so, json, &cc);
+    if (rc == EXIT_OK && sel.model && refine_time > 0 && !stop_requested) {
+      if (sel.n_fused > 0) {
+        if (cc.verbose >= 0)
+          fprintf(stderr, "[tune] no chain refinement: it runs the model unfused (--fuse)\n");
+      } else {
+        /* the GPU to the refinement: the tuner's workers end first */
+        tuner_close(t);
+        t = NULL;
+        refine_job job = {db_path, &sel, to.runner.device, seed, refine_time, cc.verbose};
+        rc = refine_chain(&job, &cc);
+      }
+    }
     goto done;
   }
   progress_ctx pc = {.tty = isatty(2), .quiet = cc.verbose < 0};

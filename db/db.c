@@ -3,7 +3,7 @@
  * and close, the busy handler, the batching writer (db_insert_trials), the
  * outcome names, and the checks a trial passes before it is written. The
  * schema is in db_schema.c, the reads in db_query.c, JSON lines in
- * db_jsonl.c; what they share is in db_int.h.
+ * db_jsonl.c, the picks in db_picks.c; what they share is in db_int.h.
  *
  * Invariants: a readonly open creates, migrates and converts nothing, and
  * removes the empty -wal/-shm SQLite makes for a reader; in a folder it
@@ -407,6 +407,14 @@ ct_status db_refuse_readonly(const db *d, const char *what, ct_err *err) {
   return ERR_SET(err, CT_ERR_DB, "%s: opened readonly: cannot %s", d->path, what);
 }
 
+void db_write_failed(db *d, ct_status st, ct_err *err) {
+  if (st == CT_ERR_DB && d->stalled)
+    err_prefix(err, "database %s: another writer held the lock for %d s without committing",
+               d->path, DB_STALL_MS / 1000);
+  else if (st == CT_ERR_DB)
+    err_prefix(err, "database %s", d->path);
+}
+
 /* ---- inserting ------------------------------------------------------------------------ */
 
 static const char SQL_SEL_WORKLOAD[] = "SELECT id FROM workloads WHERE key = ?1";
@@ -662,10 +670,6 @@ done:
                "%d of %d trials committed before the failure; inserting them again adds "
                "the rest",
                committed, n);
-  if (st == CT_ERR_DB && d->stalled)
-    err_prefix(err, "database %s: another writer held the lock for %d s without committing",
-               d->path, DB_STALL_MS / 1000);
-  else if (st == CT_ERR_DB)
-    err_prefix(err, "database %s", d->path);
+  db_write_failed(d, st, err);
   return st;
 }

@@ -1,7 +1,9 @@
 /*
  * db.h: the SQLite database of convtune: every measured trial, with its
  * provenance, the devices it was measured on, the workloads and templates,
- * and a kernel cache (the cubin of each workload's best config).
+ * a kernel cache (the cubin of each workload's best config), and the picks
+ * of `convtune tune --model` (per workload and device, the OK trial that
+ * made a model's chain fastest, which is not always the fastest alone).
  *
  * One file, WAL mode, a busy timeout, the schema version in
  * PRAGMA user_version with forward migrations. Writers take one transaction
@@ -21,7 +23,7 @@
 #include "core/error.h"
 #include "core/workload.h"
 
-#define DB_SCHEMA_VERSION 2
+#define DB_SCHEMA_VERSION 3
 #define DB_EXPORT_FORMAT  1
 
 typedef enum outcome {
@@ -130,12 +132,12 @@ ct_status db_trials_other(db *d, const char *workload_key, const db_device *dev,
                           trial **out, int *n, ct_err *err);
 void trials_free(trial *t, int n);
 
-/* Reads (db_best, db_trials, db_trials_other, db_list, db_export) skip a
- * malformed row (an unknown outcome, an over-long text, a samples/n_samples
- * mismatch: written by something other than convtune) rather than fail the
- * whole read; db_best then answers the next best. The
- * number skipped since the last call, the first one's message into msg
- * (may be NULL); resets the count. */
+/* Reads (db_best, db_trials, db_trials_other, db_list, db_picked,
+ * db_list_picks, db_export) skip a malformed row (an unknown outcome, an
+ * over-long text, a samples/n_samples mismatch: written by something other
+ * than convtune) rather than fail the whole read; db_best then answers the
+ * next best. The number skipped since the last call, the first one's
+ * message into msg (may be NULL); resets the count. */
 int db_bad_rows(db *d, char *msg, size_t size);
 
 /* Kernel cache: the cubin of (template version, options, arch). Store
@@ -155,6 +157,52 @@ typedef struct db_summary {
 } db_summary;
 /* Every (workload, device) with at least one trial; owned array: free(). */
 ct_status db_list(db *d, db_summary **out, int *n, ct_err *err);
+
+/* A config chosen for a workload by its time in a model's chain. */
+typedef struct db_pick {
+  char workload_key[CT_KEY_MAX];
+  char trial_uid[40]; /* the OK trial of workload_key it serves */
+  double chain_us;    /* the chain with the picks */
+  double base_us;     /* the chain with every workload's fastest record */
+  char model[256];    /* which chain: "mobilenetv2_qdq.onnx, batch 32" */
+  char session[40];   /* the tuning run that picked it */
+  double timestamp;   /* unix seconds */
+} db_pick;
+
+/* Replace dev's picks (its name and compute capability) of the workloads
+ * keys[0..n_keys) by picks[0..n_picks), in one IMMEDIATE transaction: every
+ * key's old pick is deleted, then each pick inserted. Each pick's
+ * workload_key must be one of keys (one pick per key), its trial_uid an OK
+ * trial of that workload (any device), its times finite and > 0: else
+ * CT_ERR_INVALID_ARG naming the pick and field, and nothing written.
+ * n_picks 0 clears them; a key with no workload row yet is fine to clear.
+ * CT_ERR_DB on a readonly database (db_refuse_readonly), and as
+ * db_insert_trials when another writer holds the lock too long. */
+ct_status db_set_picks(db *d, const db_device *dev, const char *const *keys, int n_keys,
+                       const db_pick *picks, int n_picks, ct_err *err);
+
+/* The pick of workload_key for a device of dev's name and compute
+ * capability: its trial into *out (owned: trial_free) and the pick into
+ * *pick (may be NULL); *found 0 (out and *pick zeroed) when none, or when
+ * the row is malformed (counted by db_bad_rows). Fails only on a database
+ * error (and CT_ERR_INVALID_ARG for NULL arguments). */
+ct_status db_picked(db *d, const char *workload_key, const db_device *dev, trial *out,
+                    db_pick *pick, int *found, ct_err *err);
+
+/* One row of db_list_picks: a pick, the device it is for, and its trial's
+ * template, config (truncated to the buffer) and median alone. */
+typedef struct db_pick_row {
+  db_pick p;
+  char device_name[256];
+  int cc_major, cc_minor;
+  char template_name[48];
+  char config_json[1024];
+  double alone_us; /* the trial's median_us */
+} db_pick_row;
+/* Every pick of every device (for `convtune list`), ordered by workload key,
+ * device name and cc; owned array: free(). A malformed row is skipped
+ * (db_bad_rows). */
+ct_status db_list_picks(db *d, db_pick_row **out, int *n, ct_err *err);
 
 /* Export every trial (of one workload when key is not NULL) as JSON lines to
  * f; import JSON lines from f (idempotent). Import validates each line (its

@@ -4,7 +4,7 @@
  * functions one file defines for another. db.c: open and close, the busy
  * handler, the batching writer; db_schema.c: schema, versions, migrations;
  * db_query.c: the reads and the kernel cache; db_jsonl.c: trial <-> JSON,
- * export and import.
+ * export and import; db_picks.c: the picks of tune --model.
  *
  * Invariants: every SQLite call goes through SQL_TRY / SQL_STEP; a function
  * here reports on err like the public ones (status and message).
@@ -69,6 +69,10 @@ char *db_dup_str(const char *s);
 ct_status db_validate_trial(const trial *t, ct_workload *w, ct_err *err);
 /* CT_ERR_DB: d was opened readonly, so it cannot do what. */
 ct_status db_refuse_readonly(const db *d, const char *what, ct_err *err);
+/* After a write transaction failed with st: a CT_ERR_DB message is
+ * prefixed with the database, and with the hung writer when the busy
+ * handler gave up waiting for it. Clear d->stalled before the write. */
+void db_write_failed(db *d, ct_status st, ct_err *err);
 
 /* db_schema.c. PRAGMA user_version into *out. */
 ct_status db_user_version(sqlite3 *h, int *out, ct_err *err);
@@ -79,7 +83,11 @@ ct_status db_refuse_newer(int version, ct_err *err);
 /* Bring the schema to DB_SCHEMA_VERSION in one transaction. */
 ct_status db_migrate(sqlite3 *h, ct_err *err);
 
-/* db_query.c. One row of TRIAL_SELECT into *t (owned: trial_free). */
+/* db_query.c. A text column into a fixed buffer of size bytes ("" for
+ * NULL); CT_ERR_DB when it does not fit (written by something else): never
+ * truncated. */
+ct_status db_col_fixed(sqlite3_stmt *s, int col, char *buf, size_t size, ct_err *err);
+/* One row of TRIAL_SELECT into *t (owned: trial_free). */
 ct_status db_row_trial(sqlite3_stmt *s, trial *t, ct_err *err);
 /* Whether a read's failure st is a malformed row: counted on d and skipped. */
 int db_bad_row(db *d, ct_status st, const ct_err *row_err);

@@ -43,7 +43,7 @@ static const char SQL_TRIALS_OTHER[] =
 
 /* A text column into a fixed buffer; a value that does not fit is an error
  * (the database was edited by something else), never truncated. */
-static ct_status col_fixed(sqlite3_stmt *s, int col, char *buf, size_t size, ct_err *err) {
+ct_status db_col_fixed(sqlite3_stmt *s, int col, char *buf, size_t size, ct_err *err) {
   const unsigned char *v = sqlite3_column_text(s, col);
   size_t n = (size_t)sqlite3_column_bytes(s, col);
   buf[0] = '\0';
@@ -76,10 +76,10 @@ ct_status db_row_trial(sqlite3_stmt *s, trial *t, ct_err *err) {
   cJSON *samples = NULL;
   int oc, n = 0;
   memset(t, 0, sizeof *t);
-  if ((st = col_fixed(s, 0, t->uid, sizeof t->uid, err)) != CT_OK ||
-      (st = col_fixed(s, 1, t->workload_key, sizeof t->workload_key, err)) != CT_OK ||
-      (st = col_fixed(s, 2, t->template_name, sizeof t->template_name, err)) != CT_OK ||
-      (st = col_fixed(s, 3, t->template_version, sizeof t->template_version, err)) != CT_OK)
+  if ((st = db_col_fixed(s, 0, t->uid, sizeof t->uid, err)) != CT_OK ||
+      (st = db_col_fixed(s, 1, t->workload_key, sizeof t->workload_key, err)) != CT_OK ||
+      (st = db_col_fixed(s, 2, t->template_name, sizeof t->template_name, err)) != CT_OK ||
+      (st = db_col_fixed(s, 3, t->template_version, sizeof t->template_version, err)) != CT_OK)
     goto done;
   t->config_index = (uint64_t)sqlite3_column_int64(s, 4);
   if ((st = col_dup(s, 5, &t->config_json, err)) != CT_OK) goto done;
@@ -111,19 +111,19 @@ ct_status db_row_trial(sqlite3_stmt *s, trial *t, ct_err *err) {
   }
   t->compile_ms = sqlite3_column_double(s, 11);
   if ((st = col_dup(s, 12, &t->options, err)) != CT_OK ||
-      (st = col_fixed(s, 13, t->arch, sizeof t->arch, err)) != CT_OK ||
-      (st = col_fixed(s, 14, t->tuner, sizeof t->tuner, err)) != CT_OK ||
+      (st = db_col_fixed(s, 13, t->arch, sizeof t->arch, err)) != CT_OK ||
+      (st = db_col_fixed(s, 14, t->tuner, sizeof t->tuner, err)) != CT_OK ||
       (st = col_dup(s, 15, &t->tuner_settings, err)) != CT_OK ||
-      (st = col_fixed(s, 16, t->session, sizeof t->session, err)) != CT_OK)
+      (st = db_col_fixed(s, 16, t->session, sizeof t->session, err)) != CT_OK)
     goto done;
   t->timestamp = sqlite3_column_double(s, 17);
-  if ((st = col_fixed(s, 18, t->device.name, sizeof t->device.name, err)) != CT_OK) goto done;
+  if ((st = db_col_fixed(s, 18, t->device.name, sizeof t->device.name, err)) != CT_OK) goto done;
   t->device.cc_major = sqlite3_column_int(s, 19);
   t->device.cc_minor = sqlite3_column_int(s, 20);
   t->device.sm_count = sqlite3_column_int(s, 21);
   t->device.driver_version = sqlite3_column_int(s, 22);
   t->device.runtime_version = sqlite3_column_int(s, 23);
-  st = col_fixed(s, 24, t->device.nvrtc_version, sizeof t->device.nvrtc_version, err);
+  st = db_col_fixed(s, 24, t->device.nvrtc_version, sizeof t->device.nvrtc_version, err);
 done:
   cJSON_Delete(samples);
   if (st != CT_OK) trial_free(t);
@@ -441,9 +441,9 @@ ct_status db_list(db *d, db_summary **out, int *n, ct_err *err) {
     db_summary *r = &v[count];
     memset(r, 0, sizeof *r);
     ct_err row_err = {0};
-    if ((st = col_fixed(s, 0, r->workload_key, sizeof r->workload_key, &row_err)) != CT_OK ||
-        (st = col_fixed(s, 1, r->device, sizeof r->device, &row_err)) != CT_OK ||
-        (st = col_fixed(s, 5, r->template_name, sizeof r->template_name, &row_err)) != CT_OK) {
+    if ((st = db_col_fixed(s, 0, r->workload_key, sizeof r->workload_key, &row_err)) != CT_OK ||
+        (st = db_col_fixed(s, 1, r->device, sizeof r->device, &row_err)) != CT_OK ||
+        (st = db_col_fixed(s, 5, r->template_name, sizeof r->template_name, &row_err)) != CT_OK) {
       /* A text that does not fit (written by something else) costs its summary. */
       err_prefix(&row_err, "workload summary");
       if (db_bad_row(d, st, &row_err)) {

@@ -115,18 +115,57 @@ done:
   return st;
 }
 
+/* Version 2 -> 3: the picks of `convtune tune --model`. Inside a model's
+ * chain the fastest config of a workload alone is not always the one that
+ * makes the chain fastest, so the last stage of tune --model times the
+ * chain with each workload's few fastest configs and keeps, per workload,
+ * the one that made it fastest. Best (the fastest alone) is unchanged; a
+ * pick names one OK trial of its workload (by id: trials are never deleted)
+ * for a device name and compute capability, the device the chain was timed
+ * on, with the chain's times with the picks and with every best, so that
+ * what it gained is stated beside it. */
+static ct_status migrate_2_to_3(sqlite3 *h, ct_err *err) {
+  ct_status st = CT_OK;
+  SQL_TRY(h, err,
+          sqlite3_exec(h,
+                       "CREATE TABLE picks ("
+                       "  workload_id INTEGER NOT NULL REFERENCES workloads (id),"
+                       "  device_name TEXT NOT NULL,"
+                       "  cc_major INTEGER NOT NULL,"
+                       "  cc_minor INTEGER NOT NULL,"
+                       "  trial_id INTEGER NOT NULL REFERENCES trials (id),"
+                       /* the chain's time with the picks; with every workload's fastest record */
+                       "  chain_us REAL NOT NULL,"
+                       "  base_us REAL NOT NULL,"
+                       /* which chain: "mobilenetv2_qdq.onnx, batch 32" */
+                       "  model TEXT NOT NULL,"
+                       "  session TEXT NOT NULL,"
+                       "  timestamp REAL NOT NULL,"
+                       "  PRIMARY KEY (workload_id, device_name, cc_major, cc_minor))"
+                       " WITHOUT ROWID",
+                       NULL, NULL, NULL));
+done:
+  return st;
+}
+
 /* migrations[v] takes the schema from version v to v + 1. */
 typedef ct_status (*migration)(sqlite3 *h, ct_err *err);
-static const migration migrations[DB_SCHEMA_VERSION] = {migrate_0_to_1, migrate_1_to_2};
+static const migration migrations[DB_SCHEMA_VERSION] = {migrate_0_to_1, migrate_1_to_2,
+                                                        migrate_2_to_3};
 
-/* The tables of every schema version >= 1. */
-static const char *const schema_tables[] = {"workloads", "devices", "templates", "trials",
-                                            "kernels"};
+/* The tables of the schema and the version that brought each: a database of
+ * version v must hold those of versions <= v (an older one is checked
+ * before it is migrated, so a later table is not required of it). */
+static const struct {
+  const char *name;
+  int since;
+} schema_tables[] = {{"workloads", 1}, {"devices", 1}, {"templates", 1},
+                     {"trials", 1},    {"kernels", 1}, {"picks", 3}};
 
 /* Whether the file is convtune's (or empty), before anything is written or
  * the journal mode switched: version 0 must hold no objects, a later version
- * every table of the schema. Another program's SQLite file is refused
- * whatever its user_version says. */
+ * every table of that version's schema. Another program's SQLite file is
+ * refused whatever its user_version says. */
 ct_status db_check_schema(sqlite3 *h, int version, ct_err *err) {
   ct_status st = CT_OK;
   sqlite3_stmt *s = NULL;
@@ -147,12 +186,13 @@ ct_status db_check_schema(sqlite3 *h, int version, ct_err *err) {
       sqlite3_prepare_v2(h, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
                          -1, &s, NULL));
   for (size_t i = 0; i < sizeof schema_tables / sizeof schema_tables[0]; i++) {
+    if (schema_tables[i].since > version) continue;
     SQL_TRY(h, err, sqlite3_reset(s));
-    SQL_TRY(h, err, sqlite3_bind_text(s, 1, schema_tables[i], -1, SQLITE_STATIC));
+    SQL_TRY(h, err, sqlite3_bind_text(s, 1, schema_tables[i].name, -1, SQLITE_STATIC));
     SQL_STEP(h, err, s, rc);
     if (rc != SQLITE_ROW || sqlite3_column_int(s, 0) != 1) {
       st = ERR_SET(err, CT_ERR_DB, "not a convtune database: schema version %d but no table %s",
-                   version, schema_tables[i]);
+                   version, schema_tables[i].name);
       goto done;
     }
   }

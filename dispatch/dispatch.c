@@ -33,6 +33,7 @@
 #include "gpu/device.h"
 #include "gpu/kernel.h"
 #include "gpu/nvrtc.h"
+#include "dispatch/dispatch.h"
 #include "resolve/resolve.h"
 
 typedef struct entry {
@@ -427,10 +428,11 @@ static ct_status load_pack_kernels(ct_context *ctx, ct_err *err) {
 /* Build the entry of a workload not seen before, without holding the table
  * lock: resolving and compiling take milliseconds to seconds, and cached
  * calls of other workloads must not wait for them. */
-static ct_status build_entry(ct_context *ctx, const ct_workload *nw, uint64_t h, entry **out,
-                             ct_err *err) {
+static ct_status build_entry(ct_context *ctx, const ct_workload *nw, uint64_t h, const char *pin_tpl,
+                             const char *pin_cfg, entry **out, ct_err *err) {
   resolution r;
-  ct_status st = resolve(ctx->db, &ctx->dbdev, &ctx->arch, nw, &r, err);
+  ct_status st = pin_tpl ? resolve_config(nw, pin_tpl, pin_cfg, &ctx->arch, &r, err)
+                         : resolve(ctx->db, &ctx->dbdev, &ctx->arch, nw, &r, err);
   if (st) return st;
   entry *e = calloc(1, sizeof *e);
   cubin cb = {0};
@@ -477,7 +479,8 @@ static ct_status build_entry(ct_context *ctx, const ct_workload *nw, uint64_t h,
   if (st) goto done;
   char key[CT_KEY_MAX];
   static const char *const sources[] = {"exact record", "same compute capability",
-                                        "nearest tuned workload", "default"};
+                                        "nearest tuned workload", "default", "chain pick"};
+  if (pin_tpl) e->ex.source = CT_SOURCE_CHAIN;
   logf_(ctx, CT_LOG_INFO, "%s: %s, %s (%s%s%.2f us), %s", workload_key(nw, key, sizeof key),
         sources[e->ex.source], r.tpl->name, e->ex.device, e->ex.device[0] ? ", " : "",
         e->ex.measured_us, how);
@@ -491,16 +494,19 @@ done:
   return st;
 }
 
-/* The entry of w, built on first use. Two threads that miss the same
- * workload at once may both build it; the first to insert wins and the
- * other's copy is dropped. */
-static ct_status get_entry(ct_context *ctx, const ct_workload *w, entry **out) {
+/* The entry of w, built on first use (pin_tpl NULL: as resolve says; else
+ * that template and config, and an entry already there is an error). Two
+ * threads that miss the same workload at once may both build it; the first
+ * to insert wins and the other's copy is dropped. */
+static ct_status get_entry_as(ct_context *ctx, const ct_workload *w, const char *pin_tpl,
+                              const char *pin_cfg, entry **out) {
   ct_workload nw;
   normalise(w, &nw);
   uint64_t h = hash_workload(&nw);
   pthread_rwlock_rdlock(&ctx->lock);
   entry *e = find(ctx, &nw, h);
   pthread_rwlock_unlock(&ctx->lock);
+  if (e && pin_tpl) return failf(ctx, CT_ERR_INVALID_ARG, "dispatch_pin: the workload has a kernel already");
   if (e) {
     *out = e;
     return CT_OK;
@@ -513,7 +519,7 @@ static ct_status get_entry(ct_context *ctx, const ct_workload *w, entry **out) {
                  ctx->arch.name);
   entry *built = NULL;
   ct_status st = use_device(ctx, &err);
-  if (!st) st = build_entry(ctx, &nw, h, &built, &err);
+  if (!st) st = build_entry(ctx, &nw, h, pin_tpl, pin_cfg, &built, &err);
   if (st) return fail(ctx, &err);
   pthread_rwlock_wrlock(&ctx->lock);
   if (!(e = find(ctx, &nw, h))) {
@@ -532,6 +538,19 @@ static ct_status get_entry(ct_context *ctx, const ct_workload *w, entry **out) {
   if (st) return fail(ctx, &err);
   *out = e;
   return CT_OK;
+}
+
+static ct_status get_entry(ct_context *ctx, const ct_workload *w, entry **out) {
+  return get_entry_as(ctx, w, NULL, NULL, out);
+}
+
+ct_status dispatch_pin(ct_context *ctx, const ct_workload *w, const char *template_name,
+                       const char *config_json) {
+  if (!ctx) return CT_ERR_INVALID_ARG;
+  if (!w || !template_name || !config_json)
+    return failf(ctx, CT_ERR_INVALID_ARG, "dispatch_pin: NULL workload, template or config");
+  entry *e;
+  return get_entry_as(ctx, w, template_name, config_json, &e);
 }
 
 /* ---- launching --------------------------------------------------------- */

@@ -298,6 +298,76 @@ ct_status resolve_retired(db *d, const db_device *dev, const arch *a, const temp
   return CT_OK;
 }
 
+static int takes_layout(const template_desc *tpl, const ct_workload *w, ct_workload *pw);
+
+/* (0): w's pick on dev (db.h, db_picked: a config chosen by its time in a
+ * model's chain) into *r, where its template is compiled in at the pick's
+ * version, takes w's layout and runs it, and its config is valid: 1, with
+ * the pick's timestamp in *when. */
+static int try_pick(db *d, const db_device *dev, const arch *a, const ct_workload *w,
+                    resolution *r, double *when) {
+  /* the key the chain ran: plain nchw runs packed */
+  ct_workload kw = *w;
+  if (w->layout == CT_LAYOUT_NCHW) workload_packed(w, &kw);
+  char key[CT_KEY_MAX];
+  workload_key(&kw, key, sizeof key);
+  trial rec;
+  db_pick pk;
+  int found = 0;
+  if (db_picked(d, key, dev, &rec, &pk, &found, NULL) != CT_OK || !found) return 0;
+  memset(r, 0, sizeof *r);
+  r->tpl = template_find(rec.template_name);
+  int ok = r->tpl && !strcmp(rec.template_version, template_version(r->tpl)) &&
+           takes_layout(r->tpl, w, &r->pw) && r->tpl->supports(&r->pw, NULL) &&
+           !template_space(r->tpl, &r->pw, &r->s, NULL) && take_config(r, a, &rec);
+  if (!ok) {
+    trial_free(&rec);
+    resolution_free(r);
+    memset(r, 0, sizeof *r);
+    return 0;
+  }
+  r->rec = rec;
+  char why[256];
+  snprintf(why, sizeof why,
+           "chosen by its time in a model's chain (%.120s: %.1f us, %.1f with the fastest "
+           "records)",
+           pk.model, pk.chain_us, pk.base_us);
+  explain_record(r, CT_SOURCE_CHAIN, why);
+  *when = pk.timestamp;
+  return 1;
+}
+
+ct_status resolve_config(const ct_workload *w, const char *template_name, const char *config_json,
+                         const arch *a, resolution *out, ct_err *err) {
+  memset(out, 0, sizeof *out);
+  ct_status st = workload_validate(w, err);
+  if (st) return st;
+  out->tpl = template_find(template_name);
+  if (!out->tpl) return ERR_SET(err, CT_ERR_INVALID_ARG, "no template %s", template_name);
+  if (!takes_layout(out->tpl, w, &out->pw) || !out->tpl->supports(&out->pw, NULL)) {
+    char key[CT_KEY_MAX];
+    return ERR_SET(err, CT_ERR_UNSUPPORTED, "%s does not run %s", template_name,
+                   workload_key(w, key, sizeof key));
+  }
+  if ((st = template_space(out->tpl, &out->pw, &out->s, err))) {
+    resolution_free(out);
+    return st;
+  }
+  trial rec;
+  memset(&rec, 0, sizeof rec);
+  rec.config_json = (char *)config_json;
+  if (!take_config(out, a, &rec)) {
+    resolution_free(out);
+    return ERR_SET(err, CT_ERR_INVALID_ARG, "%s: config %.200s is not valid here", template_name,
+                   config_json);
+  }
+  out->ex.source = CT_SOURCE_CHAIN;
+  snprintf(out->ex.reason, sizeof out->ex.reason, "given by the caller");
+  snprintf(out->ex.template_name, sizeof out->ex.template_name, "%s", template_name);
+  snprintf(out->ex.config, sizeof out->ex.config, "%s", config_json);
+  return CT_OK;
+}
+
 /* (1) and (2) for one template: 1 with r->rec and r->cfg set, and the
  * match in *match. */
 static int try_exact(db *d, const db_device *dev, const arch *a, resolution *r, db_match *match) {
@@ -407,6 +477,19 @@ ct_status resolve(db *d, const db_device *dev, const arch *a, const ct_workload 
     refusals(w, why, sizeof why);
     return ERR_SET(err, CT_ERR_UNSUPPORTED, "no template runs this workload in layout %s: %s",
                    workload_layout_name(w->layout, w->op), why);
+  }
+  /* (0) the pick, unless a faster record of w on this device came after it */
+  resolution pick;
+  double picked_at = 0;
+  if (d && try_pick(d, dev, a, w, &pick, &picked_at)) {
+    if (out->tpl && best_at.rank == 0 && out->rec.timestamp > picked_at &&
+        out->rec.median_us < pick.rec.median_us) {
+      resolution_free(&pick);
+    } else {
+      resolution_free(out);
+      *out = pick;
+      n_tuned = 0;
+    }
   }
   if (out->tpl && n_tuned > 1) {
     size_t len = strlen(out->ex.reason);

@@ -5,7 +5,10 @@
  * dispatch (which runs what it picks) and the tuner (whose first trial of a
  * workload is what the dispatch would run for it untuned).
  *
- * Order: (1) the best OK record of this workload on this device, (2) on any
+ * Order: (0) the workload's pick on this device (db.h: the config that made
+ * a model's chain fastest among its fastest few, chosen by tune --model),
+ * unless a faster record of it on this device came after the pick, (1) the
+ * best OK record of this workload on this device, (2) on any
  * device of the same compute capability, (3) the best config of the nearest
  * tuned workload (same template and version) that is valid for this one,
  * (4) a heuristic default. A config carried to another workload keeps the
@@ -42,6 +45,14 @@ typedef struct resolution {
 ct_status resolve(db *d, const db_device *dev, const arch *a, const ct_workload *w, resolution *out,
                   ct_err *err);
 void resolution_free(resolution *r);
+
+/* w (valid, any layout) run by template_name with config_json (a record's
+ * knob values, adapted to w's space as a nearest workload's are): for a
+ * caller that chose the config itself (the chain refinement's candidates,
+ * dispatch_pin). CT_ERR_INVALID_ARG for an unknown template or a config not
+ * valid for w, CT_ERR_UNSUPPORTED when the template does not run w. */
+ct_status resolve_config(const ct_workload *w, const char *template_name, const char *config_json,
+                         const arch *a, resolution *out, ct_err *err);
 
 /* Step (3) alone, for one template: the best config of the nearest tuned
  * workload other than pw (tpl's current version; this device's records,

@@ -247,6 +247,10 @@ expect_bad '--time-budget' tune --time-budget 5ms
 expect_bad '--time-budget' tune --time-budget 0m
 expect_bad '--round-trials' tune --round-trials 16
 expect_bad '--round-trials' tune --set resnet50 --as-model --round-trials 0
+expect_bad '--refine-time' tune --refine-time 30
+expect_bad '--refine-time' tune --set resnet50 --as-model --refine-time 30
+expect_bad '--refine-time' tune --model "$src/tests/data/tiny_qdq.onnx" --refine-time -5
+expect_bad '--refine-time' tune --model "$src/tests/data/tiny_qdq.onnx" --refine-time 2x
 expect_bad '--builders' tune --builders 0
 expect_bad '--builders' tune --builders 257
 if [ ! -e /dev/nvidiactl ]; then
@@ -467,7 +471,7 @@ want_flags() { # want_flags CMD FLAG...: each FLAG is in CMD's --help
 wl="--c --k --size --kernel --stride --pad --dilation --groups --layout --op --file --set --model --fuse --batch --data --out --epilogue"
 common="-h --help -v -q"
 want_flags workload --json $wl $common
-want_flags tune --db --trials --early-stopping --time-budget --as-model --round-trials --tuner --template --device --seed --timeout --no-transfer --builders --json $wl $common
+want_flags tune --db --trials --early-stopping --time-budget --as-model --round-trials --refine-time --tuner --template --device --seed --timeout --no-transfer --builders --json $wl $common
 want_flags space --template --arch --samples --json $wl $common
 want_flags bench --db --device --repeats --min-replay-ms --json --json-out --csv-out --results-dir --no-results --seed --layout --in-chain $wl $common
 want_flags query --db --json $wl $common

@@ -1,8 +1,9 @@
 /*
  * test_db.c: the database (db/): insert <-> best, trial <-> JSON,
  * export <-> import, the trial queries used by resume and transfer learning,
- * the kernel cache, summaries, the schema version guard, bad files,
- * readonly opens, all-or-none batches and two processes writing at once.
+ * the kernel cache, summaries, the picks of tune --model, the schema
+ * version guard and migrations, bad files, readonly opens, all-or-none
+ * batches and two processes writing at once.
  *
  * Trials are compared field by field, doubles by their bits, so "exact"
  * means exact. test_main (tests/util.h) makes one mkdtemp folder for
@@ -1194,6 +1195,358 @@ START_TEST(list_summaries) {
 }
 END_TEST
 
+/* ---- picks ------------------------------------------------------------------------------ */
+
+#define MODEL "mobilenetv2_qdq.onnx, batch 32"
+
+/* The trials picks name: KEY_A's pa1 (OK 5.0), pa2 (OK 6.0) and pa3
+ * (TIMEOUT) on the H200, KEY_B's pb1 (OK 3.0) on the H100. KEY_C has none,
+ * so no workload row either. */
+static void pick_trials(db *d, trial t[4]) {
+  make_trial(&t[0], "pa1", KEY_A, TPL, VER, &H200, OUT_OK, 5.0, 1);
+  make_trial(&t[1], "pa2", KEY_A, TPL2, VER2, &H200, OUT_OK, 6.0, 2);
+  make_trial(&t[2], "pa3", KEY_A, TPL, VER, &H200, OUT_TIMEOUT, 0, 3);
+  make_trial(&t[3], "pb1", KEY_B, TPL, VER, &H100, OUT_OK, 3.0, 4);
+  insert(d, t, 4, 0);
+}
+
+static db_pick make_pick(const char *key, const char *uid, double chain_us, double base_us) {
+  db_pick p;
+  memset(&p, 0, sizeof p);
+  snprintf(p.workload_key, sizeof p.workload_key, "%s", key);
+  snprintf(p.trial_uid, sizeof p.trial_uid, "%s", uid);
+  p.chain_us = chain_us;
+  p.base_us = base_us;
+  snprintf(p.model, sizeof p.model, "%s", MODEL);
+  snprintf(p.session, sizeof p.session, "s-%s", uid);
+  p.timestamp = 1700000100.25 + chain_us / 3.0;
+  return p;
+}
+
+static void set_picks(db *d, const db_device *dev, const char *const *keys, int n_keys,
+                      const db_pick *p, int n) {
+  ct_err err = {0};
+  ct_status st = db_set_picks(d, dev, keys, n_keys, p, n, &err);
+  ck_assert_msg(st == CT_OK, "db_set_picks: %s", err.msg);
+}
+
+static void assert_same_pick(const db_pick *want, const db_pick *got) {
+  ck_assert_str_eq(got->workload_key, want->workload_key);
+  ck_assert_str_eq(got->trial_uid, want->trial_uid);
+  ck_assert_msg(same_double(got->chain_us, want->chain_us), "chain_us %.17g", got->chain_us);
+  ck_assert_msg(same_double(got->base_us, want->base_us), "base_us %.17g", got->base_us);
+  ck_assert_str_eq(got->model, want->model);
+  ck_assert_str_eq(got->session, want->session);
+  ck_assert_msg(same_double(got->timestamp, want->timestamp), "timestamp %.17g", got->timestamp);
+}
+
+/* Whether key has a pick for dev; when it has, its trial is want (when not
+ * NULL) and the pick is want_pick (when not NULL). When it has not, out and
+ * the pick come back zeroed. */
+static int picked(db *d, const char *key, const db_device *dev, const trial *want,
+                  const db_pick *want_pick) {
+  trial got;
+  db_pick p;
+  int found = -1;
+  ct_err err = {0};
+  memset(&p, 0x5a, sizeof p);
+  ct_status st = db_picked(d, key, dev, &got, &p, &found, &err);
+  ck_assert_msg(st == CT_OK, "db_picked: %s", err.msg);
+  ck_assert(found == 0 || found == 1);
+  if (found) {
+    if (want) assert_same_trial(want, &got);
+    if (want_pick) assert_same_pick(want_pick, &p);
+  } else {
+    ck_assert_str_eq(got.uid, "");
+    ck_assert_ptr_null(got.config_json);
+    ck_assert_ptr_null(got.samples_us);
+    ck_assert_str_eq(p.trial_uid, "");
+    ck_assert(p.chain_us == 0);
+  }
+  trial_free(&got);
+  return found;
+}
+
+/* The number of picks db_list_picks lists. */
+static int count_picks(db *d) {
+  db_pick_row *r = NULL;
+  int n = -1;
+  ct_err err = {0};
+  ck_assert_msg(db_list_picks(d, &r, &n, &err) == CT_OK, "db_list_picks: %s", err.msg);
+  free(r);
+  return n;
+}
+
+/* Set, get, replace, clear: a set touches only the keys it is given, a pick
+ * may name a trial of another device, and a key never tuned can be cleared. */
+START_TEST(picks_set_get_replace_clear) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  db *d = open_db(path);
+  trial t[4];
+  pick_trials(d, t);
+  ck_assert_int_eq(picked(d, KEY_A, &H200, NULL, NULL), 0);
+
+  /* pa2 is not KEY_A's fastest (pa1 is): a pick need not be the best. */
+  const char *const abc[] = {KEY_A, KEY_B, KEY_C};
+  db_pick p[2] = {make_pick(KEY_A, "pa2", 100.5, 110.25), make_pick(KEY_B, "pb1", 100.5, 110.25)};
+  set_picks(d, &H200, abc, 3, p, 2);
+  ck_assert_int_eq(picked(d, KEY_A, &H200, &t[1], &p[0]), 1);
+  ck_assert_int_eq(picked(d, KEY_B, &H200, &t[3], &p[1]), 1);
+  ck_assert_int_eq(picked(d, KEY_C, &H200, NULL, NULL), 0);
+  ck_assert_int_eq(count_picks(d), 2);
+  /* The best is unchanged by a pick. */
+  trial best;
+  db_match m;
+  ct_err err = {0};
+  ck_assert_int_eq(db_best(d, KEY_A, &H200, NULL, NULL, &best, &m, &err), CT_OK);
+  ck_assert_str_eq(best.uid, "pa1");
+  trial_free(&best);
+
+  /* Replace KEY_A's only: KEY_B's stays. */
+  const char *const a[] = {KEY_A};
+  db_pick q = make_pick(KEY_A, "pa1", 98.0, 110.0);
+  set_picks(d, &H200, a, 1, &q, 1);
+  ck_assert_int_eq(picked(d, KEY_A, &H200, &t[0], &q), 1);
+  ck_assert_int_eq(picked(d, KEY_B, &H200, &t[3], &p[1]), 1);
+  ck_assert_int_eq(count_picks(d), 2);
+
+  /* A key given with no pick is cleared; one with no workload row too. */
+  const char *const bc[] = {KEY_B, KEY_C};
+  set_picks(d, &H200, bc, 2, NULL, 0);
+  ck_assert_int_eq(picked(d, KEY_B, &H200, NULL, NULL), 0);
+  ck_assert_int_eq(picked(d, KEY_A, &H200, &t[0], &q), 1);
+  ck_assert_int_eq(count_picks(d), 1);
+  /* No keys: nothing changes. */
+  set_picks(d, &H200, NULL, 0, NULL, 0);
+  ck_assert_int_eq(count_picks(d), 1);
+  set_picks(d, &H200, a, 1, NULL, 0);
+  ck_assert_int_eq(picked(d, KEY_A, &H200, NULL, NULL), 0);
+  ck_assert_int_eq(count_picks(d), 0);
+
+  /* They persist. */
+  set_picks(d, &H200, a, 1, &q, 1);
+  db_close(d);
+  d = open_db(path);
+  ck_assert_int_eq(picked(d, KEY_A, &H200, &t[0], &q), 1);
+  free_all(t, 4);
+  db_close(d);
+}
+END_TEST
+
+/* Picks are per device name and compute capability: another name of the
+ * same cc, or the same name with another cc, has none of its own (no cc
+ * fallback, unlike db_best); other device fields do not matter. */
+START_TEST(picks_per_device_name_and_cc) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  db *d = open_db(path);
+  trial t[4];
+  pick_trials(d, t);
+  const char *const a[] = {KEY_A};
+  db_pick on_h200 = make_pick(KEY_A, "pa2", 50.0, 52.0);
+  set_picks(d, &H200, a, 1, &on_h200, 1);
+
+  ck_assert_int_eq(picked(d, KEY_A, &H100, NULL, NULL), 0);
+  db_device other_cc = H200;
+  other_cc.cc_minor = 1;
+  ck_assert_int_eq(picked(d, KEY_A, &other_cc, NULL, NULL), 0);
+  other_cc = H200;
+  other_cc.cc_major = 8;
+  ck_assert_int_eq(picked(d, KEY_A, &other_cc, NULL, NULL), 0);
+  db_device newer = H200;
+  newer.driver_version = 13010;
+  newer.sm_count = 114;
+  snprintf(newer.nvrtc_version, sizeof newer.nvrtc_version, "13.1");
+  ck_assert_int_eq(picked(d, KEY_A, &newer, &t[1], &on_h200), 1);
+
+  /* The H100's own pick (of a trial measured on the H200) beside it;
+   * clearing one device's leaves the other's. */
+  db_pick on_h100 = make_pick(KEY_A, "pa1", 40.0, 41.0);
+  set_picks(d, &H100, a, 1, &on_h100, 1);
+  ck_assert_int_eq(picked(d, KEY_A, &H100, &t[0], &on_h100), 1);
+  ck_assert_int_eq(picked(d, KEY_A, &H200, &t[1], &on_h200), 1);
+  set_picks(d, &other_cc, a, 1, NULL, 0);
+  set_picks(d, &H200, a, 1, NULL, 0);
+  ck_assert_int_eq(picked(d, KEY_A, &H200, NULL, NULL), 0);
+  ck_assert_int_eq(picked(d, KEY_A, &H100, &t[0], &on_h100), 1);
+  free_all(t, 4);
+  db_close(d);
+}
+END_TEST
+
+/* db_set_picks(keys, picks) is expected to fail with CT_ERR_INVALID_ARG
+ * and a message holding want1 and want2. */
+static void expect_bad_picks(db *d, const char *const *keys, int n_keys, const db_pick *p, int n,
+                             const char *want1, const char *want2) {
+  ct_err err = {0};
+  ct_status st = db_set_picks(d, &H200, keys, n_keys, p, n, &err);
+  ck_assert_msg(st == CT_ERR_INVALID_ARG, "status %d: %s", (int)st, err.msg);
+  ck_assert_msg(strstr(err.msg, want1) && strstr(err.msg, want2), "%s", err.msg);
+}
+
+/* A pick of an unknown uid, of a trial that is not OK, of another
+ * workload's trial, of a key not among keys, two of one key, or with a bad
+ * time is refused, and nothing of the set is written: not even the
+ * deletes of the keys' old picks. */
+START_TEST(picks_refused_write_nothing) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  db *d = open_db(path);
+  trial t[4];
+  pick_trials(d, t);
+  const char *const ab[] = {KEY_A, KEY_B};
+  db_pick old[2] = {make_pick(KEY_A, "pa1", 10.0, 11.0), make_pick(KEY_B, "pb1", 10.0, 11.0)};
+  set_picks(d, &H200, ab, 2, old, 2);
+
+  db_pick p[2] = {make_pick(KEY_A, "pa2", 9.0, 11.0), make_pick(KEY_B, "nope", 9.0, 11.0)};
+  expect_bad_picks(d, ab, 2, p, 2, "picks[1].trial_uid", "no trial nope");
+  p[1] = make_pick(KEY_B, "pa3", 9.0, 11.0); /* KEY_A's, and TIMEOUT */
+  expect_bad_picks(d, ab, 2, p, 2, "picks[1].trial_uid", "is of workload " KEY_A ", not " KEY_B);
+  p[1] = make_pick(KEY_A, "pa3", 9.0, 11.0);
+  expect_bad_picks(d, ab, 2, p, 2, "picks[0] and picks[1]", "two picks of workload " KEY_A);
+  p[0] = make_pick(KEY_A, "pa3", 9.0, 11.0);
+  expect_bad_picks(d, ab, 2, p, 1, "picks[0].trial_uid", "pa3 is TIMEOUT, accepted OK");
+  p[0] = make_pick(KEY_A, "pb1", 9.0, 11.0);
+  expect_bad_picks(d, ab, 2, p, 1, "picks[0].trial_uid", "is of workload " KEY_B);
+  /* KEY_B's pick is only cleared when KEY_B is among keys. */
+  const char *const b[] = {KEY_B};
+  p[0] = make_pick(KEY_A, "pa2", 9.0, 11.0);
+  expect_bad_picks(d, b, 1, p, 1, "picks[0].workload_key", "not one of the 1 keys");
+  expect_bad_picks(d, NULL, 0, p, 1, "picks[0].workload_key", "not one of the 0 keys");
+  p[0].chain_us = NAN;
+  expect_bad_picks(d, ab, 2, p, 1, "picks[0].chain_us", "finite value > 0");
+  p[0].chain_us = 9.0;
+  p[0].base_us = 0;
+  expect_bad_picks(d, ab, 2, p, 1, "picks[0].base_us", "finite value > 0");
+  p[0].base_us = 11.0;
+  memset(p[0].model, 'm', sizeof p[0].model);
+  expect_bad_picks(d, ab, 2, p, 1, "picks[0].model", "not NUL-terminated");
+
+  ck_assert_int_eq(picked(d, KEY_A, &H200, &t[0], &old[0]), 1);
+  ck_assert_int_eq(picked(d, KEY_B, &H200, &t[3], &old[1]), 1);
+  ck_assert_int_eq(count_picks(d), 2);
+  free_all(t, 4);
+  db_close(d);
+}
+END_TEST
+
+/* A readonly database refuses a set and changes nothing; it reads them. */
+START_TEST(picks_readonly_refused) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  db *d = open_db(path);
+  trial t[4];
+  pick_trials(d, t);
+  const char *const a[] = {KEY_A};
+  db_pick p = make_pick(KEY_A, "pa1", 10.0, 11.0);
+  set_picks(d, &H200, a, 1, &p, 1);
+  db_close(d);
+
+  ct_err err = {0};
+  ck_assert_msg(db_open(path, 1, &d, &err) == CT_OK, "%s", err.msg);
+  db_pick q = make_pick(KEY_A, "pa2", 9.0, 11.0);
+  ck_assert_int_eq(db_set_picks(d, &H200, a, 1, &q, 1, &err), CT_ERR_DB);
+  ck_assert_msg(strstr(err.msg, "readonly") && strstr(err.msg, path), "%s", err.msg);
+  ck_assert_int_eq(db_set_picks(d, &H200, a, 1, NULL, 0, &err), CT_ERR_DB);
+  ck_assert_int_eq(picked(d, KEY_A, &H200, &t[0], &p), 1);
+  ck_assert_int_eq(count_picks(d), 1);
+  db_close(d);
+  free_all(t, 4);
+}
+END_TEST
+
+/* db_list_picks: every device's, ordered by key, device name, cc, with the
+ * trial's template, config and median; a long config is cut to the buffer. */
+START_TEST(picks_list) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  db *d = open_db(path);
+  trial t[5];
+  pick_trials(d, t);
+  /* A config of 1500 bytes: listed as its first 1023. */
+  make_trial(&t[4], "pb2", KEY_B, TPL2, VER2, &H200, OUT_OK, 2.5, 5);
+  char *long_config = malloc(1501);
+  ck_assert_ptr_nonnull(long_config);
+  memset(long_config, 'x', 1500);
+  memcpy(long_config, "{\"k\":\"", 6);
+  memcpy(long_config + 1498, "\"}", 3);
+  free(t[4].config_json);
+  t[4].config_json = long_config;
+  insert(d, &t[4], 1, 0);
+
+  const char *const a[] = {KEY_A}, *const b[] = {KEY_B};
+  db_pick a_h200 = make_pick(KEY_A, "pa2", 20.0, 21.0);
+  db_pick a_h100 = make_pick(KEY_A, "pa1", 30.0, 31.0);
+  db_pick b_h200 = make_pick(KEY_B, "pb1", 20.0, 21.0);
+  db_pick b_l40s = make_pick(KEY_B, "pb2", 40.0, 41.5);
+  set_picks(d, &L40S, b, 1, &b_l40s, 1);
+  set_picks(d, &H200, a, 1, &a_h200, 1);
+  set_picks(d, &H100, a, 1, &a_h100, 1);
+  set_picks(d, &H200, b, 1, &b_h200, 1);
+
+  db_pick_row *r = NULL;
+  int n = -1;
+  ct_err err = {0};
+  ck_assert_msg(db_list_picks(d, &r, &n, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(n, 4);
+  /* KEY_B sorts before KEY_A ("nchw-" < "nchw4"); "H100 80GB" < "H200" < "L40S". */
+  const db_pick *want[4] = {&b_h200, &b_l40s, &a_h100, &a_h200};
+  const db_device *dev[4] = {&H200, &L40S, &H100, &H200};
+  const trial *tr[4] = {&t[3], &t[4], &t[0], &t[1]};
+  for (int i = 0; i < 4; i++) {
+    assert_same_pick(want[i], &r[i].p);
+    ck_assert_str_eq(r[i].device_name, dev[i]->name);
+    ck_assert_int_eq(r[i].cc_major, dev[i]->cc_major);
+    ck_assert_int_eq(r[i].cc_minor, dev[i]->cc_minor);
+    ck_assert_str_eq(r[i].template_name, tr[i]->template_name);
+    ck_assert_msg(same_double(r[i].alone_us, tr[i]->median_us), "row %d: alone_us %.17g", i,
+                  r[i].alone_us);
+  }
+  ck_assert_str_eq(r[0].config_json, t[3].config_json);
+  ck_assert_int_eq(strlen(r[1].config_json), 1023);
+  ck_assert(strncmp(r[1].config_json, long_config, 1023) == 0);
+  ck_assert_str_eq(r[2].config_json, t[0].config_json);
+  ck_assert_str_eq(r[3].config_json, t[1].config_json);
+  free(r);
+  free_all(t, 5);
+  db_close(d);
+}
+END_TEST
+
+/* A pick row that convtune did not write (an over-long model) reads as no
+ * pick and is counted as a bad row; db_list_picks skips it. */
+START_TEST(picks_malformed_row_skipped) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "a.db");
+  db *d = open_db(path);
+  trial t[4];
+  pick_trials(d, t);
+  const char *const ab[] = {KEY_A, KEY_B};
+  db_pick p[2] = {make_pick(KEY_A, "pa1", 10.0, 11.0), make_pick(KEY_B, "pb1", 10.0, 11.0)};
+  set_picks(d, &H200, ab, 2, p, 2);
+  db_close(d);
+  sql(path, "UPDATE picks SET model = printf('%0300d', 7) WHERE trial_id ="
+            " (SELECT id FROM trials WHERE uid = 'pa1')");
+  d = open_db(path);
+  char msg[CT_ERRMSG_MAX];
+  ck_assert_int_eq(picked(d, KEY_A, &H200, NULL, NULL), 0);
+  ck_assert_int_eq(db_bad_rows(d, msg, sizeof msg), 1);
+  ck_assert_msg(strstr(msg, "model") && strstr(msg, "300 bytes"), "%s", msg);
+  ck_assert_int_eq(picked(d, KEY_B, &H200, &t[3], &p[1]), 1);
+  ck_assert_int_eq(count_picks(d), 1);
+  ck_assert_int_eq(db_bad_rows(d, NULL, 0), 1);
+  free_all(t, 4);
+  db_close(d);
+}
+END_TEST
+
 /* ---- opening: persistence, schema, bad files, readonly ------------------------------------ */
 
 /* The journal mode stored in the file, read by a connection of its own. */
@@ -1262,11 +1615,13 @@ static void altered_db(char *path, size_t size, const char *name, const char *sq
   sqlite3_close(h);
 }
 
-/* A schema-1 database (no trials_best index) is refused read-only with a
- * message, and migrated to the current schema by a writable open. */
+/* A schema-1 database (no trials_best index, no picks) is refused
+ * read-only with a message, and migrated to the current schema by a
+ * writable open. */
 START_TEST(older_schema_migrates) {
   char path[600];
-  altered_db(path, sizeof path, "old.db", "DROP INDEX trials_best; PRAGMA user_version = 1");
+  altered_db(path, sizeof path, "old.db",
+             "DROP INDEX trials_best; DROP TABLE picks; PRAGMA user_version = 1");
   db *d = NULL;
   sqlite3 *h = NULL;
   ct_err err = {0};
@@ -1289,6 +1644,62 @@ START_TEST(older_schema_migrates) {
   sqlite3_close(h);
   ck_assert_int_eq(db_open(path, 1, &d, &err), CT_OK);
   db_close(d);
+}
+END_TEST
+
+/* A schema-2 database (trials, no picks table) opens and is checked as
+ * version 2, is refused read-only, and a writable open migrates it to 3:
+ * the picks table added, its trials kept, picks then set and read. A
+ * version-3 file without the table is not convtune's. */
+START_TEST(schema_2_migrates_to_picks) {
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  path_in(path, sizeof path, dir, "v2.db");
+  db *d = open_db(path);
+  trial t[4];
+  pick_trials(d, t);
+  db_close(d);
+  sql(path, "DROP TABLE picks; PRAGMA user_version = 2");
+
+  ct_err err = {0};
+  ck_assert_int_eq(db_open(path, 1, &d, &err), CT_ERR_DB);
+  ck_assert_msg(strstr(err.msg, "schema 2 is older than 3"), "%s", err.msg);
+  ck_assert_msg(db_open(path, 0, &d, &err) == CT_OK, "%s", err.msg);
+  db_close(d);
+  sqlite3 *h = NULL;
+  sqlite3_stmt *s = NULL;
+  ck_assert_int_eq(sqlite3_open(path, &h), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_prepare_v2(h,
+                                      "SELECT (SELECT count(*) FROM sqlite_master WHERE type ="
+                                      " 'table' AND name = 'picks'), (SELECT user_version FROM"
+                                      " pragma_user_version), (SELECT count(*) FROM trials)",
+                                      -1, &s, NULL),
+                   SQLITE_OK);
+  ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
+  ck_assert_int_eq(sqlite3_column_int(s, 0), 1);
+  ck_assert_int_eq(sqlite3_column_int(s, 1), 3);
+  ck_assert_int_eq(sqlite3_column_int(s, 2), 4);
+  sqlite3_finalize(s);
+  sqlite3_close(h);
+
+  ck_assert_msg(db_open(path, 1, &d, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(count_picks(d), 0);
+  ck_assert_int_eq(count_trials(d, KEY_A), 3);
+  db_close(d);
+  d = open_db(path);
+  const char *const a[] = {KEY_A};
+  db_pick p = make_pick(KEY_A, "pa2", 10.0, 11.0);
+  set_picks(d, &H200, a, 1, &p, 1);
+  ck_assert_int_eq(picked(d, KEY_A, &H200, &t[1], &p), 1);
+  db_close(d);
+
+  /* Version 3 requires the table. */
+  sql(path, "DROP TABLE picks");
+  for (int readonly = 0; readonly < 2; readonly++) {
+    ck_assert_int_eq(db_open(path, readonly, &d, &err), CT_ERR_DB);
+    ck_assert_msg(strstr(err.msg, "schema version 3 but no table picks"), "%s", err.msg);
+  }
+  free_all(t, 4);
 }
 END_TEST
 
@@ -1517,7 +1928,8 @@ START_TEST(readonly_refuses_empty_and_old_unchanged) {
   ck_assert(!has_sidecars(path));
 
   altered_db(path, sizeof path, "old.db",
-             "DROP INDEX trials_best; PRAGMA user_version = 1; PRAGMA journal_mode = DELETE");
+             "DROP INDEX trials_best; DROP TABLE picks; PRAGMA user_version = 1;"
+             " PRAGMA journal_mode = DELETE");
   long n0 = 0, n1 = 0;
   char *before = slurp(path, &n0);
   ck_assert_int_eq(db_open(path, 1, &d, &err), CT_ERR_DB);
@@ -2010,6 +2422,15 @@ static void add_queries(TCase *tc) {
   tcase_add_test(tc, list_summaries);
 }
 
+static void add_picks(TCase *tc) {
+  tcase_add_test(tc, picks_set_get_replace_clear);
+  tcase_add_test(tc, picks_per_device_name_and_cc);
+  tcase_add_test(tc, picks_refused_write_nothing);
+  tcase_add_test(tc, picks_readonly_refused);
+  tcase_add_test(tc, picks_list);
+  tcase_add_test(tc, picks_malformed_row_skipped);
+}
+
 static void add_exchange(TCase *tc) {
   tcase_add_test(tc, export_import_identical);
   tcase_add_test(tc, negative_zero_reads_as_zero);
@@ -2023,6 +2444,7 @@ static void add_exchange(TCase *tc) {
 static void add_files(TCase *tc) {
   tcase_add_test(tc, reopen_persists);
   tcase_add_test(tc, older_schema_migrates);
+  tcase_add_test(tc, schema_2_migrates_to_picks);
   tcase_add_test(tc, newer_schema_refused_unchanged);
   tcase_add_test(tc, not_a_database_refused);
   tcase_add_test(tc, readonly_missing_and_no_writes);
@@ -2087,8 +2509,13 @@ static void add_writes(TCase *tc) {
 }
 
 static const test_case suite_cases[] = {
-    {"records", -1, add_records}, {"queries", -1, add_queries}, {"exchange", -1, add_exchange},
-    {"files", -1, add_files},     {"writes", 60, add_writes},   {NULL, 0, NULL},
+    {"records", -1, add_records},
+    {"queries", -1, add_queries},
+    {"picks", -1, add_picks},
+    {"exchange", -1, add_exchange},
+    {"files", -1, add_files},
+    {"writes", 60, add_writes},
+    {NULL, 0, NULL},
 };
 
 int main(void) {

@@ -362,6 +362,87 @@ START_TEST(the_fastest_template_serves_a_workload) {
 }
 END_TEST
 
+/* Set (or with uid NULL clear) W1's pick on dev. */
+static void pick_w1(const fixture *f, const db_device *dev, const char *uid, double when) {
+  db *d = NULL;
+  ct_err err = {0};
+  ck_assert_msg(db_open(f->path, 0, &d, &err) == CT_OK, "%s", err.msg);
+  char key[CT_KEY_MAX];
+  packed_key(&f->w1, key);
+  const char *keys[1] = {key};
+  db_pick p;
+  memset(&p, 0, sizeof p);
+  snprintf(p.workload_key, sizeof p.workload_key, "%s", key);
+  snprintf(p.trial_uid, sizeof p.trial_uid, "%s", uid ? uid : "");
+  p.chain_us = 250.5;
+  p.base_us = 260.25;
+  snprintf(p.model, sizeof p.model, "net.onnx, batch 1");
+  snprintf(p.session, sizeof p.session, "test");
+  p.timestamp = when;
+  ck_assert_msg(db_set_picks(d, dev, keys, 1, &p, uid ? 1 : 0, &err) == CT_OK, "%s", err.msg);
+  db_close(d);
+}
+
+/* A chain's pick serves its workload first, on its device (name and
+ * compute capability) only, under the current template version only, and
+ * until a faster record of the workload arrives after it. */
+START_TEST(chain_pick_serves_first) {
+  fixture f;
+  build_db(&f, WITH_ALL);
+  char w1_slow[1024], *options = NULL;
+  config cfg;
+  uint64_t index;
+  sample_config(&f.w1, 1, &cfg, w1_slow, sizeof w1_slow, &options, &index); /* w1-1's */
+  free(options);
+  pick_w1(&f, &H200, "w1-1", 1767225600.0 + 100);
+  resolution r;
+  resolve_on(f.path, &H200, "sm_90", &f.w1, &r);
+  expect_record(&r.ex, CT_SOURCE_CHAIN, w1_slow, 10.0, &f.w1, H200.name);
+  ck_assert_ptr_nonnull(strstr(r.ex.reason, "net.onnx, batch 1: 250.5 us, 260.2"));
+  expect_valid(&r, "sm_90");
+  resolution_free(&r);
+  /* the plain layout, as the packed chain ran it */
+  ct_workload plain = f.w1;
+  plain.layout = CT_LAYOUT_NCHW;
+  resolve_on(f.path, &H200, "sm_90", &plain, &r);
+  ck_assert_int_eq(r.ex.source, CT_SOURCE_CHAIN);
+  resolution_free(&r);
+  /* another device of the same capability: its records, not the pick */
+  resolve_on(f.path, &H100, "sm_90", &f.w1, &r);
+  expect_record(&r.ex, CT_SOURCE_SAME_CC, f.w1_best, 5.0, &f.w1, H200.name);
+  resolution_free(&r);
+  /* a pick of a retired version's trial is not served */
+  pick_w1(&f, &H200, "w1-5", 1767225600.0 + 100);
+  resolve_on(f.path, &H200, "sm_90", &f.w1, &r);
+  expect_record(&r.ex, CT_SOURCE_EXACT, f.w1_best, 5.0, &f.w1, H200.name);
+  resolution_free(&r);
+  /* a faster record after the pick serves instead; one before it does not */
+  pick_w1(&f, &H200, "w1-1", 1767225600.0 + 100);
+  db *d = NULL;
+  ct_err err = {0};
+  ck_assert_msg(db_open(f.path, 0, &d, &err) == CT_OK, "%s", err.msg);
+  char early[1024], late[1024];
+  put_trial(d, "w1-7", &f.w1, NULL, &H200, OUT_OK, 4.0, 50, early); /* at +50: before */
+  db_close(d);
+  resolve_on(f.path, &H200, "sm_90", &f.w1, &r);
+  ck_assert_int_eq(r.ex.source, CT_SOURCE_CHAIN);
+  ck_assert_str_eq(r.ex.config, w1_slow);
+  resolution_free(&r);
+  ck_assert_msg(db_open(f.path, 0, &d, &err) == CT_OK, "%s", err.msg);
+  put_trial(d, "w1-8", &f.w1, NULL, &H200, OUT_OK, 3.0, 200, late); /* at +200: after */
+  db_close(d);
+  resolve_on(f.path, &H200, "sm_90", &f.w1, &r);
+  expect_record(&r.ex, CT_SOURCE_EXACT, late, 3.0, &f.w1, H200.name);
+  resolution_free(&r);
+  /* cleared: the records again */
+  pick_w1(&f, &H200, NULL, 0);
+  resolve_on(f.path, &H200, "sm_90", &f.w1, &r);
+  expect_record(&r.ex, CT_SOURCE_EXACT, late, 3.0, &f.w1, H200.name);
+  resolution_free(&r);
+  (void)early;
+}
+END_TEST
+
 START_TEST(old_template_version_ignored) {
   fixture f;
   build_db(&f, WITH_ALL);
@@ -1738,6 +1819,7 @@ END_TEST
 static void add_lookup(TCase *tc) {
   tcase_add_test(tc, exact_then_same_cc_then_neither);
   tcase_add_test(tc, old_template_version_ignored);
+  tcase_add_test(tc, chain_pick_serves_first);
   tcase_add_test(tc, the_fastest_template_serves_a_workload);
   tcase_add_test(tc, nearest_valid_candidate);
   tcase_add_test(tc, nearest_falls_through_invalid_candidates);

@@ -72,6 +72,8 @@ static const char *source_name(ct_source s) {
     return "nearest";
   case CT_SOURCE_DEFAULT:
     return "default";
+  case CT_SOURCE_CHAIN:
+    return "chain";
   }
   return "?";
 }

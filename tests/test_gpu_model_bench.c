@@ -21,8 +21,13 @@
 #include <string.h>
 
 #include "bench/model_bench.h"
+#include "convtune/convtune.h"
 #include "core/quant.h"
 #include "core/rng.h"
+#include "db/db.h"
+#include "gpu/device.h"
+#include "resolve/resolve.h"
+#include "templates/template.h"
 #include "tests/gpu_probe.h"
 #include "tests/util.h"
 
@@ -267,6 +272,173 @@ START_TEST(onnx_files) {
 }
 END_TEST
 
+/* ---- mbench_refine -------------------------------------------------------- */
+
+/* Three OK trials on dev of each of t's workloads (nhwc), all of the first
+ * template that runs it: its default config (10 us) and two random valid
+ * ones (10.5, 11 us), each a uid of its own, "w<i>c<j>". */
+static void seed_db(const tiny *t, const device *g, const char *path) {
+  db *d = NULL;
+  ct_err err = {0};
+  ck_assert_msg(db_open(path, 0, &d, &err) == CT_OK, "%s", err.msg);
+  db_device dev;
+  memset(&dev, 0, sizeof dev);
+  snprintf(dev.name, sizeof dev.name, "%s", g->name);
+  dev.cc_major = g->arch.cc_major;
+  dev.cc_minor = g->arch.cc_minor;
+  rng r;
+  rng_seed(&r, 5);
+  for (int i = 0; i < N_CONVS; i++) {
+    const ct_workload *w = &t->convs[i].w;
+    const template_desc *const *all = template_all();
+    const template_desc *tpl = NULL;
+    ct_workload pw;
+    for (int k = 0; all[k] && !tpl; k++)
+      if (all[k]->op == w->op && workload_for_layout(w, all[k]->layout, &pw) &&
+          all[k]->supports(&pw, NULL))
+        tpl = all[k];
+    ck_assert_msg(tpl != NULL, "no template runs %s", t->convs[i].name);
+    space s;
+    ck_assert_int_eq(template_space(tpl, &pw, &s, &err), CT_OK);
+    for (int j = 0; j < 3; j++) {
+      config c;
+      if (j == 0)
+        ck_assert_int_eq(resolve_default(tpl, &pw, &s, &g->arch, &c, &err), CT_OK);
+      else
+        ck_assert_int_eq(template_sample(tpl, &pw, &s, &g->arch, &r, 100000, &c, &err), CT_OK);
+      trial tr;
+      memset(&tr, 0, sizeof tr);
+      snprintf(tr.uid, sizeof tr.uid, "w%dc%d", i, j);
+      workload_key(&pw, tr.workload_key, sizeof tr.workload_key);
+      snprintf(tr.template_name, sizeof tr.template_name, "%s", tpl->name);
+      snprintf(tr.template_version, sizeof tr.template_version, "%s", template_version(tpl));
+      tr.config_index = space_index(&s, &c);
+      cJSON *j_cfg = space_config_to_json(&s, &c);
+      tr.config_json = cJSON_PrintUnformatted(j_cfg);
+      cJSON_Delete(j_cfg);
+      tr.outcome = OUT_OK;
+      tr.median_us = 10 + 0.5 * j;
+      tr.n_samples = 1;
+      tr.samples_us = xmalloc(sizeof *tr.samples_us);
+      tr.samples_us[0] = tr.median_us;
+      tr.options = xstrdup("");
+      snprintf(tr.arch, sizeof tr.arch, "%s", g->arch.name);
+      snprintf(tr.tuner, sizeof tr.tuner, "test");
+      snprintf(tr.session, sizeof tr.session, "test_gpu_model_bench");
+      tr.timestamp = 1700000000 + j;
+      tr.device = dev;
+      ck_assert_msg(db_insert_trials(d, &tr, 1, NULL, &err) == CT_OK, "%s", err.msg);
+      trial_free(&tr);
+    }
+    space_free(&s);
+  }
+  db_close(d);
+}
+
+static bench_opts refine_bench_opts(const char *path) {
+  bench_opts o;
+  bench_opts_default(&o);
+  o.db_path = path;
+  o.repeats = 3;
+  o.min_replay_us = 200;
+  o.quiet = 1;
+  o.layout = CT_LAYOUT_NHWC;
+  return o;
+}
+
+/* The tiny model's chain refined on a database seeded here: every workload
+ * compared, the figures sane, each pick one of its workload's trials and
+ * not its fastest; stored, a new context serves the picks (ct_explain says
+ * so) and mbench_run checks that chain exact. Then with a gain no candidate
+ * can show: no pick, the chain's two figures one. */
+START_TEST(refine_chain) {
+  tiny t;
+  build(&t, CT_LAYOUT_NHWC, 1);
+  device g;
+  ct_err err = {0};
+  ck_assert_msg(device_open(0, &g, &err) == CT_OK, "%s", err.msg);
+  char dir[4096], path[4200];
+  scratch(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/refine.db", dir);
+  seed_db(&t, &g, path);
+  bench_opts o = refine_bench_opts(path);
+  mbench_refine_opts ro;
+  mbench_refine_opts_default(&ro);
+  ro.candidates = 3;
+  ro.pairs = 2;
+  ro.passes = 1;
+  ro.min_gain_us = 0; /* any gain: picks are likely, and checked below */
+  mbench_refined rr;
+  ck_assert_msg(mbench_refine(&o, &t.m, &ro, &rr, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(rr.n_keys, N_CONVS);
+  ck_assert_int_eq(rr.n_compared, 2 * N_CONVS); /* every candidate built and ran */
+  ck_assert(rr.base_us > 0 && rr.chain_us > 0 && rr.chain_us <= rr.base_us);
+  ck_assert_str_eq(rr.device, g.name);
+  for (int i = 0; i < rr.n_picks; i++) {
+    const mbench_pick *p = &rr.picks[i];
+    int wi = -1, cj = -1;
+    ck_assert_int_eq(sscanf(p->uid, "w%dc%d", &wi, &cj), 2);
+    ck_assert(wi >= 0 && wi < N_CONVS && cj >= 1 && cj <= 2);
+    ck_assert(p->alone_us == 10 + 0.5 * cj && p->fastest_us == 10);
+    int found = 0;
+    for (int k = 0; k < rr.n_keys; k++) found |= !strcmp(rr.keys[k], p->key);
+    ck_assert(found);
+  }
+  /* stored: served, and exact in the chain */
+  db *d = NULL;
+  ck_assert_int_eq(db_open(path, 0, &d, &err), CT_OK);
+  db_device dev;
+  memset(&dev, 0, sizeof dev);
+  snprintf(dev.name, sizeof dev.name, "%s", rr.device);
+  dev.cc_major = rr.cc_major;
+  dev.cc_minor = rr.cc_minor;
+  const char *keys[N_CONVS];
+  db_pick picks[N_CONVS];
+  memset(picks, 0, sizeof picks);
+  for (int i = 0; i < rr.n_keys; i++) keys[i] = rr.keys[i];
+  for (int i = 0; i < rr.n_picks; i++) {
+    snprintf(picks[i].workload_key, sizeof picks[i].workload_key, "%s", rr.picks[i].key);
+    snprintf(picks[i].trial_uid, sizeof picks[i].trial_uid, "%s", rr.picks[i].uid);
+    picks[i].chain_us = rr.chain_us;
+    picks[i].base_us = rr.base_us;
+    snprintf(picks[i].model, sizeof picks[i].model, "tiny, batch 2");
+    snprintf(picks[i].session, sizeof picks[i].session, "test");
+    picks[i].timestamp = 1800000000;
+  }
+  ck_assert_msg(db_set_picks(d, &dev, keys, rr.n_keys, picks, rr.n_picks, &err) == CT_OK, "%s",
+                err.msg);
+  db_close(d);
+  ct_context *ctx = NULL;
+  ck_assert_int_eq(ct_open(path, 0, &ctx), CT_OK);
+  for (int i = 0; i < rr.n_picks; i++) {
+    ct_workload w;
+    ck_assert_int_eq(ct_workload_parse(rr.picks[i].key, &w, NULL, 0), CT_OK);
+    ct_explanation ex;
+    ck_assert_msg(ct_explain(ctx, &w, &ex) == CT_OK, "%s", ct_errmsg(ctx));
+    ck_assert_int_eq(ex.source, CT_SOURCE_CHAIN);
+    ck_assert_str_eq(ex.template_name, rr.picks[i].template_name);
+  }
+  ct_close(ctx);
+  printf("refine_chain: %d picks of %d workloads, chain %.2f -> %.2f us\n", rr.n_picks,
+         rr.n_keys, rr.base_us, rr.chain_us);
+  mbench_refined_free(&rr);
+  o.repeats = 3;
+  mbench_result r;
+  memset(&r, 0, sizeof r);
+  ck_assert_msg(mbench_run(&o, &t.m, &r, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(r.n_exact, N_CONVS);
+  mbench_result_free(&r);
+  /* a gain nothing shows: no pick */
+  ro.min_gain_us = 1e9;
+  ck_assert_msg(mbench_refine(&o, &t.m, &ro, &rr, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(rr.n_picks, 0);
+  ck_assert(rr.chain_us == rr.base_us);
+  mbench_refined_free(&rr);
+  remove_tree(dir);
+  release(&t);
+}
+END_TEST
+
 static void add_gpu(TCase *tc) {
   tcase_add_test(tc, wiring_as_planned);
   tcase_add_test(tc, nhwc_chain_exact);
@@ -275,6 +447,7 @@ static void add_gpu(TCase *tc) {
   tcase_add_test(tc, nchw4c_chain_exact);
   tcase_add_test(tc, float_model_random_values);
   tcase_add_test(tc, onnx_files);
+  tcase_add_test(tc, refine_chain);
 }
 
 static const test_case suite_cases[] = {

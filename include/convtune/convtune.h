@@ -388,7 +388,9 @@ typedef enum ct_source {
   CT_SOURCE_SAME_CC =
       1, /* a record of this workload on another device of this compute capability */
   CT_SOURCE_NEAREST = 2, /* the best config of the nearest tuned workload that is valid for it */
-  CT_SOURCE_DEFAULT = 3  /* the heuristic default */
+  CT_SOURCE_DEFAULT = 3, /* the heuristic default */
+  CT_SOURCE_CHAIN = 4    /* a record of this workload on this device, chosen by its time in a
+                            model's chain (tune --model): not always its fastest alone */
 } ct_source;
 
 typedef struct ct_explanation {

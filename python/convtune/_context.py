@@ -24,7 +24,7 @@ from ._errors import ConvtuneError, invalid_arg
 from ._quant import Quant
 from ._workload import NP_DTYPES, Workload
 
-_SOURCES = {0: "exact", 1: "same_cc", 2: "nearest", 3: "default"}
+_SOURCES = {0: "exact", 1: "same_cc", 2: "nearest", 3: "default", 4: "chain"}
 _INT8 = np.dtype(np.int8)
 
 
@@ -61,7 +61,7 @@ def _plan(w: Workload) -> _Plan:
 class Explanation:
     """Which config a workload gets and why (ct_explanation)."""
 
-    source: str  # "exact", "same_cc", "nearest" or "default"
+    source: str  # "exact", "same_cc", "nearest", "default" or "chain"
     template: str
     config: dict
     tuned_key: str
