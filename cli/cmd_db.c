@@ -27,6 +27,7 @@ typedef struct db_args {
   const char *db_path;
   const char *output;
   int json;
+  int picks; /* list --picks */
   cli_common cc;
   cli_wl sel;
   int n_pos;
@@ -39,7 +40,7 @@ typedef struct db_args {
 
 /* What each command takes besides -h, -v and -q: a flag that is not its
  * command's is refused (exit 2), never ignored. */
-enum { TAKES_JSON = 1, TAKES_OUTPUT = 2, TAKES_WORKLOAD = 4 };
+enum { TAKES_JSON = 1, TAKES_OUTPUT = 2, TAKES_WORKLOAD = 4, TAKES_PICKS = 8 };
 
 static const struct db_cmd {
   const char *name;
@@ -57,12 +58,16 @@ static const struct db_cmd {
      "  -v, -q                 more or less output\n"
      "  -h, --help             this text\n"
      "\n"},
-    {"list", TAKES_JSON,
+    {"list", TAKES_JSON | TAKES_PICKS,
      "usage: convtune list [options]\n"
      "Print every tuned workload with its best time per device and template.\n"
      "\n"
      "Options:\n"
      "  --db PATH              the database (default convtune.db), opened read-only\n"
+     "  --picks                print the picks instead: per workload and device, the config\n"
+     "                         that tuning a model chose by the time of its chain (served\n"
+     "                         before the fastest record), its time alone, and the chain's\n"
+     "                         time with the picks and with the fastest records\n"
      "  --json                 print JSON\n"
      "  -v, -q                 more or less output\n"
      "  -h, --help             this text\n"},
@@ -110,13 +115,14 @@ static const struct db_cmd *cmd_of(const char *name) {
 
 /* Parse the flags a->cmd takes; returns -1 to go on, else an exit code. */
 static int parse_args(int argc, char **argv, db_args *a) {
-  enum { O_DB = 1, O_JSON, O_OUTPUT };
+  enum { O_DB = 1, O_JSON, O_OUTPUT, O_PICKS };
   const struct db_cmd *c = cmd_of(a->cmd);
   struct option opts[40] = {{"db", required_argument, 0, O_DB}, {"help", no_argument, 0, 'h'}};
   int n_opts = 2, opt;
   if (c->takes & TAKES_JSON) opts[n_opts++] = (struct option){"json", no_argument, 0, O_JSON};
   if (c->takes & TAKES_OUTPUT)
     opts[n_opts++] = (struct option){"output", required_argument, 0, O_OUTPUT};
+  if (c->takes & TAKES_PICKS) opts[n_opts++] = (struct option){"picks", no_argument, 0, O_PICKS};
   if (c->takes & TAKES_WORKLOAD)
     for (const struct option *o = cli_wl_options; o->name; o++) opts[n_opts++] = *o;
   a->db_path = "convtune.db";
@@ -133,6 +139,9 @@ static int parse_args(int argc, char **argv, db_args *a) {
       break;
     case O_OUTPUT:
       a->output = optarg;
+      break;
+    case O_PICKS:
+      a->picks = 1;
       break;
     case 'h':
       /* with a workload: the usage, then the workload-selection help */
@@ -289,7 +298,53 @@ static int cmd_query(db_args *a, db *d) {
   return EXIT_OK;
 }
 
+/* list --picks */
+static int list_picks(db_args *a, db *d) {
+  ct_err err = {0};
+  db_pick_row *rows = NULL;
+  int n = 0;
+  if (db_list_picks(d, &rows, &n, &err)) return cli_fail(&a->cc, &err);
+  cJSON *list = a->json ? cJSON_CreateArray() : NULL;
+  if (!a->json)
+    printf("%-20s %-24s %9s %9s %9s  %-32s %s\n", "device", "template", "alone us", "chain us",
+           "base us", "model", "key");
+  for (int i = 0; i < n; i++) {
+    const db_pick_row *r = &rows[i];
+    if (a->json) {
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddItemToArray(list, o);
+      cJSON_AddStringToObject(o, "key", r->p.workload_key);
+      cJSON_AddStringToObject(o, "device", r->device_name);
+      char cc[16];
+      snprintf(cc, sizeof cc, "%d.%d", r->cc_major, r->cc_minor);
+      cJSON_AddStringToObject(o, "compute_capability", cc);
+      cJSON_AddStringToObject(o, "template", r->template_name);
+      cJSON *cfg = cJSON_Parse(r->config_json);
+      cJSON_AddItemToObject(o, "config", cfg ? cfg : cJSON_CreateString(r->config_json));
+      cJSON_AddStringToObject(o, "trial_uid", r->p.trial_uid);
+      cJSON_AddNumberToObject(o, "alone_us", r->alone_us);
+      cJSON_AddNumberToObject(o, "chain_us", r->p.chain_us);
+      cJSON_AddNumberToObject(o, "base_us", r->p.base_us);
+      cJSON_AddStringToObject(o, "model", r->p.model);
+      cJSON_AddStringToObject(o, "session", r->p.session);
+      cJSON_AddNumberToObject(o, "timestamp", r->p.timestamp);
+    } else {
+      printf("%-20.20s %-24s %9.2f %9.2f %9.2f  %-32.32s %s\n", r->device_name, r->template_name,
+             r->alone_us, r->p.chain_us, r->p.base_us, r->p.model, r->p.workload_key);
+    }
+  }
+  if (a->json) {
+    char *text = cJSON_Print(list);
+    if (text) puts(text);
+    free(text);
+    cJSON_Delete(list);
+  }
+  free(rows);
+  return EXIT_OK;
+}
+
 static int cmd_list(db_args *a, db *d) {
+  if (a->picks) return list_picks(a, d);
   ct_err err = {0};
   db_summary *rows = NULL;
   int n = 0;

@@ -405,6 +405,26 @@ expect 0 'skipped 1 already present' import --db "$dc/y.db" "$ds/t.db"
   bad "a database's trial imported differs from its export"
 expect 2 "uid 'ds-1' is in the database with another median_us" import --db "$dc/y.db" "$dc/x.db"
 expect 2 'is the database' import --db "$dc/y.db" "$dc/y.db"
+# list --picks: a pick (as tune --model's refinement stores it) of the imported trial
+"$ct" list --picks --db "$dc/y.db" >"$dc/p0.out" 2>&1 && [ "$(wc -l <"$dc/p0.out")" -eq 1 ] && ok ||
+  bad "list --picks of a database without picks: $(cat "$dc/p0.out")"
+python3 -c '
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+t, w = c.execute("SELECT id, workload_id FROM trials WHERE uid = ?", ("ds-1",)).fetchone()
+c.execute("INSERT INTO picks VALUES (?, ?, 9, 0, ?, 250.5, 260.25, ?, ?, 1767225600)",
+          (w, "NVIDIA H200", t, "net.onnx, batch 1", "refine-1"))
+c.commit()
+' "$dc/y.db" && ok || bad "a pick put in by sqlite3"
+"$ct" list --picks --db "$dc/y.db" >"$dc/p1.out" 2>&1 &&
+  grep -q "^NVIDIA H200  *conv2d_nchw4c_dp4a  *2.50  *250.50  *260.25  net.onnx, batch 1  *$K$" "$dc/p1.out" && ok ||
+  bad "list --picks: $(cat "$dc/p1.out")"
+"$ct" list --picks --json --db "$dc/y.db" >"$dc/p2.out" 2>&1 && python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert len(r) == 1 and r[0]["trial_uid"] == "ds-1" and r[0]["chain_us"] == 250.5, r
+assert r[0]["compute_capability"] == "9.0" and r[0]["key"] == sys.argv[2] and isinstance(r[0]["config"], dict), r
+' "$dc/p2.out" "$K" && ok || bad "list --picks --json: $(cat "$dc/p2.out")"
 # a template that is none of convtune's is refused, naming the line
 sed 's/conv2d_nchw4c_dp4a/conv3d_ncdhw4c_dp4a/' "$ds/a.jsonl" >"$dc/t3.jsonl"
 expect 2 "line 1: template_name: 'conv3d_ncdhw4c_dp4a' is a conv3d template" import --db "$dc/c.db" "$dc/t3.jsonl"
@@ -481,6 +501,7 @@ want_flags export --db --output $wl $common
 want_flags import --db $common
 # the refusals the issue names, one line each, exit 2
 expect_bad "unknown option '--output'" list --output f
+expect_bad "unknown option '--picks'" history --picks "$K"
 expect_bad "unknown option '--json'" export --json
 expect_bad "unknown option '--json'" import --json x.jsonl
 expect_bad "unknown option '--set'" list --set resnet50
