@@ -182,6 +182,14 @@ static int parse_workload(db_args *a, int required) {
   return -1;
 }
 
+/* --json's document on stdout, and freed. */
+static void print_json(cJSON *doc) {
+  char *text = cJSON_Print(doc);
+  if (text) puts(text);
+  free(text);
+  cJSON_Delete(doc);
+}
+
 /* The key a->w was tuned under: as given, or (for a plain layout) the
  * packed form the dp4a templates tune. */
 static void resolve_key(const db_args *a, db *d, char *key) {
@@ -288,12 +296,7 @@ static int cmd_query(db_args *a, db *d) {
         printf("no correct config in %d trials\n", rows[g].n);
     }
   }
-  if (a->json) {
-    char *text = cJSON_Print(list);
-    if (text) puts(text);
-    free(text);
-    cJSON_Delete(list);
-  }
+  if (a->json) print_json(list);
   trials_free(tr, n);
   return EXIT_OK;
 }
@@ -333,12 +336,7 @@ static int list_picks(db_args *a, db *d) {
              r->alone_us, r->p.chain_us, r->p.base_us, r->p.model, r->p.workload_key);
     }
   }
-  if (a->json) {
-    char *text = cJSON_Print(list);
-    if (text) puts(text);
-    free(text);
-    cJSON_Delete(list);
-  }
+  if (a->json) print_json(list);
   free(rows);
   return EXIT_OK;
 }
@@ -374,12 +372,7 @@ static int cmd_list(db_args *a, db *d) {
              rows[i].best_us, tops, rows[i].n_trials, rows[i].n_ok, rows[i].workload_key);
     }
   }
-  if (a->json) {
-    char *text = cJSON_Print(list);
-    if (text) puts(text);
-    free(text);
-    cJSON_Delete(list);
-  }
+  if (a->json) print_json(list);
   free(rows);
   return EXIT_OK;
 }
@@ -452,12 +445,7 @@ static int cmd_history(db_args *a, db *d) {
     csv_field(tr[i].tuner, ',');
     printf("%s,%s,%s\n", outcome_name(tr[i].outcome), med, best);
   }
-  if (a->json) {
-    char *text = cJSON_Print(list);
-    if (text) puts(text);
-    free(text);
-    cJSON_Delete(list);
-  }
+  if (a->json) print_json(list);
   trials_free(tr, n);
   return EXIT_OK;
 }

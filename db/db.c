@@ -86,6 +86,16 @@ char *db_dup_str(const char *s) {
   return p;
 }
 
+int db_grow(void **v, int count, int *cap, size_t elem) {
+  if (count < *cap) return 1;
+  int grown = *cap ? 2 * *cap : 16;
+  void *p = realloc(*v, (size_t)grown * elem);
+  if (!p) return 0;
+  *v = p;
+  *cap = grown;
+  return 1;
+}
+
 /* Whether buf (a fixed field of size bytes) holds a NUL-terminated string. */
 static int terminated(const char *buf, size_t size) {
   return memchr(buf, '\0', size) != NULL;

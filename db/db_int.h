@@ -65,6 +65,9 @@ struct db {
 
 /* db.c. An owned copy of s (free); NULL for NULL or out of memory. */
 char *db_dup_str(const char *s);
+/* Room in *v (*cap elements of elem bytes allocated) for element count:
+ * when full, doubled (from 16); 0 when out of memory (*v kept). */
+int db_grow(void **v, int count, int *cap, size_t elem);
 /* The checks every trial passes before an insert (the parsed workload into *w). */
 ct_status db_validate_trial(const trial *t, ct_workload *w, ct_err *err);
 /* CT_ERR_DB: d was opened readonly, so it cannot do what. */

@@ -274,15 +274,9 @@ ct_status db_list_picks(db *d, db_pick_row **out, int *n, ct_err *err) {
   for (;;) {
     SQL_STEP(h, err, s, rc);
     if (rc == SQLITE_DONE) break;
-    if (count == cap) {
-      int grown = cap ? 2 * cap : 16;
-      db_pick_row *p = realloc(v, (size_t)grown * sizeof *p);
-      if (!p) {
-        st = ERR_SET(err, CT_ERR_NO_MEMORY, "no memory for %d picks", grown);
-        goto done;
-      }
-      v = p;
-      cap = grown;
+    if (!db_grow((void **)&v, count, &cap, sizeof *v)) {
+      st = ERR_SET(err, CT_ERR_NO_MEMORY, "no memory for %d picks", 2 * cap);
+      goto done;
     }
     db_pick_row *r = &v[count];
     memset(r, 0, sizeof *r);
