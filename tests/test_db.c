@@ -1210,6 +1210,17 @@ static void pick_trials(db *d, trial t[4]) {
   insert(d, t, 4, 0);
 }
 
+/* A fresh database (a.db in a scratch folder, its path into path) holding
+ * pick_trials' trials, t. */
+static db *picks_db(char *path, size_t size, trial t[4]) {
+  char dir[512];
+  scratch(dir, sizeof dir);
+  path_in(path, size, dir, "a.db");
+  db *d = open_db(path);
+  pick_trials(d, t);
+  return d;
+}
+
 static db_pick make_pick(const char *key, const char *uid, double chain_us, double base_us) {
   db_pick p;
   memset(&p, 0, sizeof p);
@@ -1280,12 +1291,9 @@ static int count_picks(db *d) {
 /* Set, get, replace, clear: a set touches only the keys it is given, a pick
  * may name a trial of another device, and a key never tuned can be cleared. */
 START_TEST(picks_set_get_replace_clear) {
-  char dir[512], path[600];
-  scratch(dir, sizeof dir);
-  path_in(path, sizeof path, dir, "a.db");
-  db *d = open_db(path);
+  char path[600];
   trial t[4];
-  pick_trials(d, t);
+  db *d = picks_db(path, sizeof path, t);
   ck_assert_int_eq(picked(d, KEY_A, &H200, NULL, NULL), 0);
 
   /* pa2 is not KEY_A's fastest (pa1 is): a pick need not be the best. */
@@ -1339,12 +1347,9 @@ END_TEST
  * same cc, or the same name with another cc, has none of its own (no cc
  * fallback, unlike db_best); other device fields do not matter. */
 START_TEST(picks_per_device_name_and_cc) {
-  char dir[512], path[600];
-  scratch(dir, sizeof dir);
-  path_in(path, sizeof path, dir, "a.db");
-  db *d = open_db(path);
+  char path[600];
   trial t[4];
-  pick_trials(d, t);
+  db *d = picks_db(path, sizeof path, t);
   const char *const a[] = {KEY_A};
   db_pick on_h200 = make_pick(KEY_A, "pa2", 50.0, 52.0);
   set_picks(d, &H200, a, 1, &on_h200, 1);
@@ -1392,12 +1397,9 @@ static void expect_bad_picks(db *d, const char *const *keys, int n_keys, const d
  * time is refused, and nothing of the set is written: not even the
  * deletes of the keys' old picks. */
 START_TEST(picks_refused_write_nothing) {
-  char dir[512], path[600];
-  scratch(dir, sizeof dir);
-  path_in(path, sizeof path, dir, "a.db");
-  db *d = open_db(path);
+  char path[600];
   trial t[4];
-  pick_trials(d, t);
+  db *d = picks_db(path, sizeof path, t);
   const char *const ab[] = {KEY_A, KEY_B};
   db_pick old[2] = {make_pick(KEY_A, "pa1", 10.0, 11.0), make_pick(KEY_B, "pb1", 10.0, 11.0)};
   set_picks(d, &H200, ab, 2, old, 2);
@@ -1436,12 +1438,9 @@ END_TEST
 
 /* A readonly database refuses a set and changes nothing; it reads them. */
 START_TEST(picks_readonly_refused) {
-  char dir[512], path[600];
-  scratch(dir, sizeof dir);
-  path_in(path, sizeof path, dir, "a.db");
-  db *d = open_db(path);
+  char path[600];
   trial t[4];
-  pick_trials(d, t);
+  db *d = picks_db(path, sizeof path, t);
   const char *const a[] = {KEY_A};
   db_pick p = make_pick(KEY_A, "pa1", 10.0, 11.0);
   set_picks(d, &H200, a, 1, &p, 1);
@@ -1522,12 +1521,9 @@ END_TEST
 /* A pick row that convtune did not write (an over-long model) reads as no
  * pick and is counted as a bad row; db_list_picks skips it. */
 START_TEST(picks_malformed_row_skipped) {
-  char dir[512], path[600];
-  scratch(dir, sizeof dir);
-  path_in(path, sizeof path, dir, "a.db");
-  db *d = open_db(path);
+  char path[600];
   trial t[4];
-  pick_trials(d, t);
+  db *d = picks_db(path, sizeof path, t);
   const char *const ab[] = {KEY_A, KEY_B};
   db_pick p[2] = {make_pick(KEY_A, "pa1", 10.0, 11.0), make_pick(KEY_B, "pb1", 10.0, 11.0)};
   set_picks(d, &H200, ab, 2, p, 2);
