@@ -712,7 +712,7 @@ static void refine_log(void *user, const char *line) {
 
 /* Store r's picks on the database: dev's picks of the chain's workloads
  * replaced by them, one transaction. */
-static ct_status store_picks(const char *db_path, const cli_wl *sel, const mbench_refined *r,
+static ct_status store_picks(const char *db_path, const model *m, const mbench_refined *r,
                              ct_err *err) {
   db *d = NULL;
   ct_status st = db_open(db_path, 0, &d, err);
@@ -734,7 +734,7 @@ static ct_status store_picks(const char *db_path, const cli_wl *sel, const mbenc
       snprintf(p->trial_uid, sizeof p->trial_uid, "%s", r->picks[i].uid);
       p->chain_us = r->chain_us;
       p->base_us = r->base_us;
-      snprintf(p->model, sizeof p->model, "%.200s, batch %d", cli_path(sel->model), sel->batch);
+      snprintf(p->model, sizeof p->model, "%.200s, batch %d", cli_path(m->path), m->batch);
       snprintf(p->session, sizeof p->session, "%s", session);
       p->timestamp = (double)time(NULL);
     }
@@ -757,14 +757,12 @@ static void refine_child(int fd, void *arg) {
   cli_wl ms = *j->sel;
   ms.fuse = 0;
   ms.loaded = NULL;
-  bench_opts bo = {.db_path = j->db_path,
-                   .device = j->device,
-                   .repeats = 7,
-                   .min_replay_us = 1000,
-                   .quiet = 1,
-                   .seed = j->seed,
-                   .layout = CT_LAYOUT_NHWC,
-                   .streams = 1};
+  bench_opts bo;
+  bench_opts_default(&bo); /* bench --model's timing */
+  bo.db_path = j->db_path;
+  bo.device = j->device;
+  bo.quiet = 1;
+  bo.seed = j->seed;
   ct_layout l = CT_LAYOUT_NHWC;
   if (ms.layout) {
     l = !strcmp(ms.layout, "nhwc") || !strcmp(ms.layout, "ndhwc") ? CT_LAYOUT_NHWC
@@ -783,7 +781,7 @@ static void refine_child(int fd, void *arg) {
     if (j->verbose > 0) ro.log = refine_log;
     st = mbench_refine(&bo, md, &ro, &r, &err);
   }
-  if (!st) st = store_picks(j->db_path, j->sel, &r, &err);
+  if (!st) st = store_picks(j->db_path, md, &r, &err);
   m.status = st;
   m.n_keys = r.n_keys;
   m.n_compared = r.n_compared;
