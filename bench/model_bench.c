@@ -2255,8 +2255,8 @@ ct_status mbench_refine(const bench_opts *o, const model *m, const mbench_refine
                         mbench_refined *out, ct_err *err) {
   ct_status st = CT_OK;
   memset(out, 0, sizeof *out);
-  if (ro->candidates < 2 || ro->candidates > MBENCH_REFINE_MAX || ro->pairs < 1 ||
-      ro->pairs > 16 || ro->passes < 1 || !(ro->within >= 1) || !(ro->min_gain_us >= 0))
+  if (ro->candidates < 2 || ro->candidates > MBENCH_REFINE_MAX || ro->pairs < 1 || ro->pairs > 16 ||
+      ro->passes < 1 || !(ro->within >= 1) || !(ro->min_gain_us >= 0))
     return ERR_SET(err, CT_ERR_INVALID_ARG,
                    "mbench_refine: candidates %d (2..%d), pairs %d (1..16), passes %d (>= 1), "
                    "within %g (>= 1), min_gain_us %g (>= 0)",

@@ -240,9 +240,9 @@ void mbench_result_free(mbench_result *r);
  * the chain, the median of o->repeats replays). */
 #define MBENCH_REFINE_MAX 8
 typedef struct mbench_refine_opts {
-  int candidates;     /* per workload, its fastest included, 2..MBENCH_REFINE_MAX (6) */
-  double within;      /* only configs whose time alone is within this factor of the fastest (1.25) */
-  int pairs;          /* alternated chain timings per comparison, 1..16 (3) */
+  int candidates; /* per workload, its fastest included, 2..MBENCH_REFINE_MAX (6) */
+  double within;  /* only configs whose time alone is within this factor of the fastest (1.25) */
+  int pairs;      /* alternated chain timings per comparison, 1..16 (3) */
   double min_gain_us; /* what a candidate must gain in the chain to be taken (0.3) */
   int passes;         /* over the workloads (2) */
   double budget_s;    /* no comparison starts after this long (0: none) */
@@ -254,11 +254,11 @@ typedef struct mbench_refine_opts {
 void mbench_refine_opts_default(mbench_refine_opts *o);
 
 typedef struct mbench_pick {
-  char key[CT_KEY_MAX];   /* the workload, in the run's layout */
-  char uid[40];           /* the trial picked */
+  char key[CT_KEY_MAX]; /* the workload, in the run's layout */
+  char uid[40];         /* the trial picked */
   char template_name[48];
-  double alone_us;        /* its median alone */
-  double fastest_us;      /* the workload's fastest alone */
+  double alone_us;   /* its median alone */
+  double fastest_us; /* the workload's fastest alone */
 } mbench_pick;
 
 typedef struct mbench_refined {

@@ -766,7 +766,7 @@ static void refine_child(int fd, void *arg) {
   ct_layout l = CT_LAYOUT_NHWC;
   if (ms.layout) {
     l = !strcmp(ms.layout, "nhwc") || !strcmp(ms.layout, "ndhwc") ? CT_LAYOUT_NHWC
-                                                                   : CT_LAYOUT_NCHW4C;
+                                                                  : CT_LAYOUT_NCHW4C;
     /* packed layouts as bench --model runs them: read plain, packed per node */
     if (l == CT_LAYOUT_NCHW4C) ms.layout = "nchw";
   }

@@ -428,8 +428,8 @@ static ct_status load_pack_kernels(ct_context *ctx, ct_err *err) {
 /* Build the entry of a workload not seen before, without holding the table
  * lock: resolving and compiling take milliseconds to seconds, and cached
  * calls of other workloads must not wait for them. */
-static ct_status build_entry(ct_context *ctx, const ct_workload *nw, uint64_t h, const char *pin_tpl,
-                             const char *pin_cfg, entry **out, ct_err *err) {
+static ct_status build_entry(ct_context *ctx, const ct_workload *nw, uint64_t h,
+                             const char *pin_tpl, const char *pin_cfg, entry **out, ct_err *err) {
   resolution r;
   ct_status st = pin_tpl ? resolve_config(nw, pin_tpl, pin_cfg, &ctx->arch, &r, err)
                          : resolve(ctx->db, &ctx->dbdev, &ctx->arch, nw, &r, err);
@@ -506,7 +506,8 @@ static ct_status get_entry_as(ct_context *ctx, const ct_workload *w, const char 
   pthread_rwlock_rdlock(&ctx->lock);
   entry *e = find(ctx, &nw, h);
   pthread_rwlock_unlock(&ctx->lock);
-  if (e && pin_tpl) return failf(ctx, CT_ERR_INVALID_ARG, "dispatch_pin: the workload has a kernel already");
+  if (e && pin_tpl)
+    return failf(ctx, CT_ERR_INVALID_ARG, "dispatch_pin: the workload has a kernel already");
   if (e) {
     *out = e;
     return CT_OK;

@@ -304,8 +304,8 @@ static int takes_layout(const template_desc *tpl, const ct_workload *w, ct_workl
  * model's chain) into *r, where its template is compiled in at the pick's
  * version, takes w's layout and runs it, and its config is valid: 1, with
  * the pick's timestamp in *when. */
-static int try_pick(db *d, const db_device *dev, const arch *a, const ct_workload *w,
-                    resolution *r, double *when) {
+static int try_pick(db *d, const db_device *dev, const arch *a, const ct_workload *w, resolution *r,
+                    double *when) {
   /* the key the chain ran: plain nchw runs packed */
   ct_workload kw = *w;
   if (w->layout == CT_LAYOUT_NCHW) workload_packed(w, &kw);

@@ -419,8 +419,8 @@ START_TEST(refine_chain) {
     ck_assert_str_eq(ex.template_name, rr.picks[i].template_name);
   }
   ct_close(ctx);
-  printf("refine_chain: %d picks of %d workloads, chain %.2f -> %.2f us\n", rr.n_picks,
-         rr.n_keys, rr.base_us, rr.chain_us);
+  printf("refine_chain: %d picks of %d workloads, chain %.2f -> %.2f us\n", rr.n_picks, rr.n_keys,
+         rr.base_us, rr.chain_us);
   mbench_refined_free(&rr);
   o.repeats = 3;
   mbench_result r;
