@@ -375,7 +375,7 @@ ct_status db_open(const char *path, int readonly, db **out, ct_err *err) {
   /* The first reads: a file that is not a database, or another program's,
    * fails here, before anything is written or converted. */
   if ((st = read_schema(d->h, &version, err)) != CT_OK) goto done;
-  if (readonly && version < DB_SCHEMA_VERSION) {
+  if (readonly && version < DB_READ_VERSION) {
     if (version == 0)
       st = ERR_SET(err, CT_ERR_DB,
                    "no convtune schema in it yet: create it with a writing command first "
@@ -384,9 +384,10 @@ ct_status db_open(const char *path, int readonly, db **out, ct_err *err) {
       st = ERR_SET(err, CT_ERR_DB,
                    "database schema %d is older than %d: a readonly open does not migrate; "
                    "open it with a writing command first (convtune import or tune)",
-                   version, DB_SCHEMA_VERSION);
+                   version, DB_READ_VERSION);
     goto done;
   }
+  d->version = readonly ? version : DB_SCHEMA_VERSION;
   SQL_TRY(d->h, err, sqlite3_exec(d->h, "PRAGMA foreign_keys = ON", NULL, NULL, NULL));
   if (!readonly) {
     if (version < DB_SCHEMA_VERSION && (st = db_migrate(d->h, err)) != CT_OK) goto done;

@@ -24,6 +24,9 @@
 #include "core/workload.h"
 
 #define DB_SCHEMA_VERSION 3
+/* The oldest schema a readonly open reads as it is (it never migrates):
+ * version 3 only added the picks table, which reads as empty below it. */
+#define DB_READ_VERSION 2
 #define DB_EXPORT_FORMAT  1
 
 typedef enum outcome {
@@ -83,8 +86,10 @@ typedef struct db db;
 /* Open (create if missing, unless readonly) the database at path, migrating
  * an older schema (not when readonly). CT_ERR_DB with a message for a file
  * that is not a database or another program's, is corrupt, or has a newer
- * schema, and when readonly for an empty file or an older schema (a
- * readonly open creates, migrates and converts nothing, and leaves no
+ * schema, and when readonly for an empty file or a schema older than
+ * DB_READ_VERSION (one from there up to DB_SCHEMA_VERSION is read as it
+ * is, the tables it lacks as empty; a readonly open creates, migrates and
+ * converts nothing, and leaves no
  * -wal/-shm behind where SQLite allows; a WAL database in a folder this
  * process cannot write is read as immutable). CT_ERR_NOT_FOUND for a
  * missing file when readonly. Owned: db_close. */

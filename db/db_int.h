@@ -20,6 +20,7 @@
 struct db {
   sqlite3 *h;
   int readonly;
+  int version; /* the schema as opened: DB_SCHEMA_VERSION, or older readonly */
   int tidy;   /* readonly and not immutable: remove an empty -wal and its -shm at close */
   char *path; /* owned copy, for messages */
   int n_bad;  /* malformed rows skipped by reads since db_bad_rows */

@@ -226,6 +226,7 @@ ct_status db_picked(db *d, const char *workload_key, const db_device *dev, trial
   if (!d || !workload_key || !dev || !out || !found)
     return ERR_SET(err, CT_ERR_INVALID_ARG,
                    "db_picked: NULL database, workload key, device or out");
+  if (d->version < 3) return CT_OK; /* an older schema read as it is: no picks */
   SQL_TRY(h, err, sqlite3_prepare_v2(h, SQL_PICKED, -1, &s, NULL));
   SQL_TRY(h, err, sqlite3_bind_text(s, 1, workload_key, -1, SQLITE_STATIC));
   if ((st = bind_device(h, s, dev, err)) != CT_OK) goto done;
@@ -270,6 +271,7 @@ ct_status db_list_picks(db *d, db_pick_row **out, int *n, ct_err *err) {
   if (n) *n = 0;
   if (!d || !out || !n)
     return ERR_SET(err, CT_ERR_INVALID_ARG, "db_list_picks: NULL database or out");
+  if (d->version < 3) return CT_OK; /* an older schema read as it is: no picks */
   SQL_TRY(h, err, sqlite3_prepare_v2(h, SQL_LIST_PICKS, -1, &s, NULL));
   for (;;) {
     SQL_STEP(h, err, s, rc);

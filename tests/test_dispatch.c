@@ -666,6 +666,33 @@ START_TEST(open_arch_explains_by_compute_capability) {
   expect_default(&ex);
   ct_close(ctx);
 
+  /* a database of schema 2 (before the picks), read as it is: a deployed
+   * library keeps serving it, and the file stays as it was */
+  {
+    char v2[700];
+    snprintf(v2, sizeof v2, "%s/v2.db", f.dir);
+    FILE *o = fopen(v2, "wb");
+    ck_assert_ptr_nonnull(o);
+    ck_assert_uint_eq(fwrite(before, 1, (size_t)before_size, o), (size_t)before_size);
+    ck_assert_int_eq(fclose(o), 0);
+    sqlite3 *h = NULL;
+    ck_assert_int_eq(sqlite3_open(v2, &h), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(h, "DROP TABLE picks; PRAGMA user_version = 2", NULL, NULL, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_close(h), SQLITE_OK);
+    long v2_size = 0, v2_after_size = 0;
+    char *v2_before = slurp(v2, &v2_size);
+    ck_assert_int_eq(ct_open_arch(v2, "sm_90", &ctx), CT_OK);
+    ck_assert_int_eq(ct_explain(ctx, &f.w1, &ex), CT_OK);
+    expect_record(&ex, CT_SOURCE_SAME_CC, f.w1_best, 5.0, &f.w1, H200.name);
+    ct_close(ctx);
+    char *v2_after = slurp(v2, &v2_after_size);
+    ck_assert_int_eq(v2_after_size, v2_size);
+    ck_assert_int_eq(memcmp(v2_before, v2_after, (size_t)v2_size), 0);
+    free(v2_before);
+    free(v2_after);
+  }
+
   ck_assert_int_eq(ct_open_arch(f.path, "sm_89", &ctx), CT_OK);
   ck_assert_int_eq(ct_explain(ctx, &f.w1, &ex), CT_OK);
   expect_record(&ex, CT_SOURCE_SAME_CC, f.w1_l40s, 0.25, &f.w1, L40S.name);
