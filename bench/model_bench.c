@@ -1585,7 +1585,6 @@ done:
   return st;
 }
 
-/* convtune's side: prepare, wire, check, time node by node and as a chain. */
 /* Prepare every node, plan and wire the chain, and run it once; a node whose
  * call fails is skipped (its why says so) and the rest rewired. */
 static ct_status wire_chain(mrun *R, ct_err *err) {
@@ -1629,6 +1628,7 @@ done:
   return st;
 }
 
+/* convtune's side: prepare, wire, check, time node by node and as a chain. */
 static ct_status run_convtune(mrun *R, ct_err *err) {
   ct_status st = CT_OK;
   mbench_result *r = R->r;
@@ -2204,16 +2204,6 @@ static double chain_us(refiner *f) {
   return us;
 }
 
-static double median_of(double *v, int n) {
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-      double t = v[j];
-      v[j] = v[j - 1];
-      v[j - 1] = t;
-    }
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Every workload at its fastest record (first) or at its incumbent. A
  * workload whose fastest cannot be built here loses its candidates and
  * runs what the dispatch serves it. */
@@ -2241,9 +2231,9 @@ static double paired_gain(refiner *f, int pairs, int (*set)(refiner *, int, int)
     if (!set(f, arg, 1) || !bench_has(b[p] = chain_us(f))) return NAN;
     d[p] = b[p] - a[p];
   }
-  if (a_med) *a_med = median_of(a, pairs);
-  if (b_med) *b_med = median_of(b, pairs);
-  return median_of(d, pairs);
+  if (a_med) *a_med = bench_median(a, pairs);
+  if (b_med) *b_med = bench_median(b, pairs);
+  return bench_median(d, pairs);
 }
 
 /* set for one comparison: workload (arg >> 8) at its incumbent (0) or at

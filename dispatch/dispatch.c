@@ -480,7 +480,6 @@ static ct_status build_entry(ct_context *ctx, const ct_workload *nw, uint64_t h,
   char key[CT_KEY_MAX];
   static const char *const sources[] = {"exact record", "same compute capability",
                                         "nearest tuned workload", "default", "chain pick"};
-  if (pin_tpl) e->ex.source = CT_SOURCE_CHAIN;
   logf_(ctx, CT_LOG_INFO, "%s: %s, %s (%s%s%.2f us), %s", workload_key(nw, key, sizeof key),
         sources[e->ex.source], r.tpl->name, e->ex.device, e->ex.device[0] ? ", " : "",
         e->ex.measured_us, how);
