@@ -84,12 +84,14 @@ static const struct db_cmd {
      "\n"},
     {"export", TAKES_OUTPUT | TAKES_WORKLOAD,
      "usage: convtune export [options] [WORKLOAD]\n"
-     "Write every trial (of one workload, when given) as JSON lines (default: stdout).\n"
+     "Write every trial (of one workload, when given) as JSON lines (default: stdout),\n"
+     "then the picks of models' tunings (per workload and device, the trial that made\n"
+     "a model's chain fastest), each a line of format 2 after the trials.\n"
      "\n"
      "Options:\n"
      "  --db PATH              the database (default convtune.db), opened read-only\n"
      "  --output FILE          write to FILE: whole or not at all, never over the database\n"
-     "  -v, -q                 more or less output (-q: no count of trials on stderr)\n"
+     "  -v, -q                 more or less output (-q: no counts on stderr)\n"
      "  -h, --help             this text\n"
      "\n"},
     {"import", 0,
@@ -100,6 +102,10 @@ static const struct db_cmd {
      "uid, in FILE or between FILE and the database, or a trial whose template is not\n"
      "convtune's or not of its workload's op, is a conflict: the import is refused\n"
      "whole, naming the line (of the database's export, for a database).\n"
+     "A pick (of a model's tuning) must name an OK trial of its workload, in FILE or in\n"
+     "the database. It replaces the database's pick of that workload and device only\n"
+     "when it is newer, as a later tuning's would; an older one is counted as kept\n"
+     "out. Two different picks of one workload and device in FILE are a conflict.\n"
      "\n"
      "Options:\n"
      "  --db PATH              the database (default convtune.db), created when missing\n"
@@ -460,7 +466,7 @@ static int cmd_export(db_args *a, db *d) {
   }
   outfile o = {.f = stdout};
   if (a->output && outfile_open(&o, a->output, "w", &err)) return cli_fail(&a->cc, &err);
-  int n = 0;
+  db_io_counts n = {0};
   ct_status st = db_export(d, only, o.f, &n, &err);
   if (a->output) {
     ct_err cerr = {0};
@@ -472,7 +478,9 @@ static int cmd_export(db_args *a, db *d) {
     st = ERR_SET(&err, CT_ERR_IO, "stdout: write failed: %s", strerror(errno));
   }
   if (st) return cli_fail(&a->cc, &err);
-  if (a->cc.verbose >= 0) fprintf(stderr, "convtune export: %d trials\n", n);
+  if (a->cc.verbose >= 0)
+    fprintf(stderr, "convtune export: %d trials, %d pick%s\n", n.trials, n.picks,
+            n.picks == 1 ? "" : "s");
   return EXIT_OK;
 }
 
@@ -500,8 +508,7 @@ static ct_status export_database(const char *path, FILE **out, char **mem_buf, c
     db_close(src);
     return ERR_SET(err, CT_ERR_NO_MEMORY, "no memory to read %s", cli_quote(path));
   }
-  int n = 0;
-  st = db_export(src, NULL, mem, &n, err);
+  st = db_export(src, NULL, mem, NULL, err);
   db_close(src);
   fclose(mem);
   if (!st && !(*out = fmemopen(buf, len ? len : 1, "r")))
@@ -516,7 +523,7 @@ static ct_status export_database(const char *path, FILE **out, char **mem_buf, c
 
 static int cmd_import(db_args *a, db *d) {
   ct_err err = {0};
-  int imported = 0, skipped = 0;
+  db_io_counts n = {0};
   if (a->in != stdin && is_sqlite(a->in)) {
     FILE *mem = NULL;
     if (export_database(a->pos[0], &mem, &a->in_buf, &err)) {
@@ -526,13 +533,17 @@ static int cmd_import(db_args *a, db *d) {
     fclose(a->in);
     a->in = mem;
   }
-  ct_status st = db_import(d, a->in, &imported, &skipped, &err);
+  ct_status st = db_import(d, a->in, &n, &err);
   if (st) {
     /* a database failure names the database (db_insert_trials), not FILE */
     if (st != CT_ERR_DB) err_prefix(&err, "%s", a->pos[0]);
     return cli_fail(&a->cc, &err);
   }
-  printf("imported %d trials, skipped %d already present\n", imported, skipped);
+  printf("imported %d trials, skipped %d already present", n.trials, n.trials_present);
+  if (n.picks + n.picks_present + n.picks_kept)
+    printf("; %d pick%s taken, %d already present, %d not taken (the database's as new or newer)",
+           n.picks, n.picks == 1 ? "" : "s", n.picks_present, n.picks_kept);
+  printf("\n");
   return EXIT_OK;
 }
 

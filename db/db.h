@@ -9,10 +9,10 @@
  * PRAGMA user_version with forward migrations. Writers take one transaction
  * per batch of trials. Best = lowest median among OK trials for (workload,
  * device); else for the same compute capability. Every trial is kept.
- * Export and import are JSON lines, one trial per line, versioned by a
- * "format" field, and import is idempotent (a trial already present, by its
- * uid, is skipped). A database of a newer schema than this code knows is
- * refused (CT_ERR_DB), never written.
+ * Export and import are JSON lines, one trial or pick per line, versioned
+ * by a "format" field, and import is idempotent (a trial already present, by
+ * its uid, is skipped; so is a pick already there). A database of a newer
+ * schema than this code knows is refused (CT_ERR_DB), never written.
  */
 #ifndef CT_DB_DB_H
 #define CT_DB_DB_H
@@ -27,7 +27,13 @@
 /* The oldest schema a readonly open reads as it is (it never migrates):
  * version 3 only added the picks table, which reads as empty below it. */
 #define DB_READ_VERSION 2
-#define DB_EXPORT_FORMAT  1
+/* The JSON lines' "format": a trial is a line of format 1, a pick one of
+ * format 2 with "record": "pick" (after the trials), so that a convtune
+ * older than the picks refuses a pick line by its format ("newer than this
+ * convtune knows") rather than misreading it. Import reads both. */
+#define DB_TRIAL_FORMAT  1
+#define DB_PICK_FORMAT   2
+#define DB_EXPORT_FORMAT 2 /* the newest format import reads */
 
 typedef enum outcome {
   OUT_OK = 0,
@@ -209,16 +215,33 @@ typedef struct db_pick_row {
  * (db_bad_rows). */
 ct_status db_list_picks(db *d, db_pick_row **out, int *n, ct_err *err);
 
+/* What db_export wrote, or what db_import did. */
+typedef struct db_io_counts {
+  int trials;         /* export: written; import: inserted */
+  int trials_present; /* import: already in the database, skipped */
+  int picks;          /* export: written; import: taken */
+  int picks_present;  /* import: the same pick already in the database */
+  int picks_kept;     /* import: not taken, the database's pick of that workload
+                       * and device being as new or newer (its timestamp) */
+} db_io_counts;
+
 /* Export every trial (of one workload when key is not NULL) as JSON lines to
- * f; import JSON lines from f (idempotent). Import validates each line (its
- * template must be one of convtune's, of the workload's op) and reports the
- * line number of the first bad one, importing nothing then (a large import
- * commits in batches: see db_insert_trials); two different
- * trials of one uid in f are a conflict (CT_ERR_PARSE naming both lines),
- * the same trial twice is not; so is a trial whose uid the database holds
- * with other values (CT_ERR_PARSE naming the line and the field). */
-ct_status db_export(db *d, const char *workload_key, FILE *f, int *n_written, ct_err *err);
-ct_status db_import(db *d, FILE *f, int *n_imported, int *n_skipped, ct_err *err);
+ * f, then the picks (of that workload) with their device; import JSON lines
+ * from f (idempotent). Import validates each line (a trial's template must
+ * be one of convtune's, of the workload's op; a pick must name an OK trial
+ * of its workload, in f or in the database) and reports the line number of
+ * the first bad one, importing nothing then (a large import commits its
+ * trials in batches, then its picks in one transaction: see
+ * db_insert_trials); two different trials of one uid in f are a conflict
+ * (CT_ERR_PARSE naming both lines), the same trial twice is not; so is a
+ * trial whose uid the database holds with other values (CT_ERR_PARSE naming
+ * the line and the field), and two different picks of one workload and
+ * device in f. A pick replaces the database's pick of its workload and
+ * device only when it is newer (its timestamp), as a later `tune --model`
+ * replaces an earlier one's; else it is counted in picks_kept. counts may
+ * be NULL. */
+ct_status db_export(db *d, const char *workload_key, FILE *f, db_io_counts *counts, ct_err *err);
+ct_status db_import(db *d, FILE *f, db_io_counts *counts, ct_err *err);
 
 /* A trial as one JSON object (the export line) and back. */
 cJSON *trial_to_json(const trial *t);

@@ -96,6 +96,16 @@ ct_status db_row_trial(sqlite3_stmt *s, trial *t, ct_err *err);
 /* Whether a read's failure st is a malformed row: counted on d and skipped. */
 int db_bad_row(db *d, ct_status st, const ct_err *row_err);
 
+/* db_picks.c. CT_OK when p's trial_uid is an OK trial of its workload in
+ * d, else CT_ERR_INVALID_ARG prefixed by what ("line 12"). */
+ct_status db_pick_trial_check(db *d, const db_pick *p, const char *what, ct_err *err);
+/* db_import's picks v[0..n) (lines[i] is v[i]'s line in the file), in one
+ * IMMEDIATE transaction: a pick equal to the database's of its workload and
+ * device is present, one no newer than it is kept out, any other replaces
+ * it (db_import in db.h); the three counts into counts (may be NULL). */
+ct_status db_import_picks(db *d, const db_pick_row *v, const int *lines, int n,
+                          db_io_counts *counts, ct_err *err);
+
 /* db_jsonl.c. The samples as a JSON list text; owned (free), NULL when out of memory. */
 char *db_samples_text(const double *v, int n);
 /* A JSON list of finite numbers into an owned array (NULL when empty). */

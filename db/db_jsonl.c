@@ -9,8 +9,13 @@
  * and a uint64 config index travels as a decimal string. trial_from_json
  * refuses unknown fields and runs the insert's own checks, so an import
  * takes every line of a file or none.
- * Cost: export streams row by row; import holds the file's trials in memory
- * and inserts them in one db_insert_trials.
+ * A pick is a line of its own (DB_PICK_FORMAT, "record": "pick"), after the
+ * trials, naming its trial by uid and its device by name and compute
+ * capability, as the picks table does.
+ * Cost: export streams the trials row by row (the picks, a few hundred at
+ * most, are read at once); import holds the file's trials and picks in
+ * memory, inserts the trials in one db_insert_trials and the picks in one
+ * transaction.
  */
 #include "db/db.h"
 
@@ -138,7 +143,7 @@ cJSON *trial_to_json(const trial *t) {
   int ok = o && dev && samples;
   char index[24];
   snprintf(index, sizeof index, "%llu", (unsigned long long)t->config_index);
-  ok = ok && cJSON_AddNumberToObject(o, "format", DB_EXPORT_FORMAT);
+  ok = ok && cJSON_AddNumberToObject(o, "format", DB_TRIAL_FORMAT);
   ok = ok && cJSON_AddStringToObject(o, "uid", t->uid);
   ok = ok && cJSON_AddStringToObject(o, "workload_key", t->workload_key);
   ok = ok && cJSON_AddStringToObject(o, "template_name", t->template_name);
@@ -325,6 +330,12 @@ ct_status trial_from_json(const cJSON *j, trial *out, ct_err *err) {
                  DB_EXPORT_FORMAT);
     goto done;
   }
+  if (format != DB_TRIAL_FORMAT) {
+    st = ERR_SET(err, CT_ERR_PARSE,
+                 "format: %d is a pick's (with \"record\": \"pick\"); a trial is format %d", format,
+                 DB_TRIAL_FORMAT);
+    goto done;
+  }
   if ((st = check_fields(j, trial_fields, (int)(sizeof trial_fields / sizeof *trial_fields), "",
                          err)) != CT_OK)
     goto done;
@@ -387,19 +398,143 @@ done:
   return st;
 }
 
+/* ---- a pick as one JSON object ------------------------------------------------------------ */
+
+static const char *const pick_fields[] = {
+    "format",   "record",  "workload_key", "trial_uid", "device",
+    "chain_us", "base_us", "model",        "session",   "timestamp",
+};
+static const char *const pick_device_fields[] = {"name", "cc_major", "cc_minor"};
+
+/* A pick of db_list_picks as its export line's object; NULL when out of memory. */
+static cJSON *pick_to_json(const db_pick_row *r) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON *dev = cJSON_CreateObject();
+  int ok = o && dev;
+  ok = ok && cJSON_AddNumberToObject(o, "format", DB_PICK_FORMAT);
+  ok = ok && cJSON_AddStringToObject(o, "record", "pick");
+  ok = ok && cJSON_AddStringToObject(o, "workload_key", r->p.workload_key);
+  ok = ok && cJSON_AddStringToObject(o, "trial_uid", r->p.trial_uid);
+  ok = ok && cJSON_AddStringToObject(dev, "name", r->device_name);
+  ok = ok && cJSON_AddNumberToObject(dev, "cc_major", r->cc_major);
+  ok = ok && cJSON_AddNumberToObject(dev, "cc_minor", r->cc_minor);
+  if (ok) {
+    ok = cJSON_AddItemToObject(o, "device", dev);
+    if (ok) dev = NULL;
+  }
+  ok = ok && add_double(o, "chain_us", r->p.chain_us);
+  ok = ok && add_double(o, "base_us", r->p.base_us);
+  ok = ok && cJSON_AddStringToObject(o, "model", r->p.model);
+  ok = ok && cJSON_AddStringToObject(o, "session", r->p.session);
+  ok = ok && add_double(o, "timestamp", r->p.timestamp);
+  cJSON_Delete(dev);
+  if (!ok) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  return o;
+}
+
+/* Whether the line's object is a pick ("record" present: it must say so). */
+static int is_pick_line(const cJSON *j) {
+  return cJSON_IsObject(j) && field(j, "record") != NULL;
+}
+
+/* A pick line into *out, with db_set_picks' checks of its fields (times
+ * finite and > 0) and a workload key that parses; its trial is checked by
+ * db_import. */
+static ct_status pick_from_json(const cJSON *j, db_pick_row *out, ct_err *err) {
+  ct_status st;
+  int format = 0;
+  ct_workload w;
+  memset(out, 0, sizeof *out);
+  const cJSON *rec = field(j, "record");
+  if (!cJSON_IsString(rec) || !rec->valuestring || strcmp(rec->valuestring, "pick") != 0)
+    return ERR_SET(err, CT_ERR_PARSE, "record: expected \"pick\", the only record besides trials");
+  if ((st = get_int(j, "format", "", &format, err)) != CT_OK) return st;
+  if (format != DB_PICK_FORMAT)
+    return ERR_SET(err, CT_ERR_PARSE, "format: %d; a pick is format %d", format, DB_PICK_FORMAT);
+  if ((st = check_fields(j, pick_fields, (int)(sizeof pick_fields / sizeof *pick_fields), "",
+                         err)) != CT_OK ||
+      (st = get_fixed(j, "workload_key", "", out->p.workload_key, sizeof out->p.workload_key,
+                      err)) != CT_OK ||
+      (st = get_fixed(j, "trial_uid", "", out->p.trial_uid, sizeof out->p.trial_uid, err)) !=
+          CT_OK ||
+      (st = get_fixed(j, "model", "", out->p.model, sizeof out->p.model, err)) != CT_OK ||
+      (st = get_fixed(j, "session", "", out->p.session, sizeof out->p.session, err)) != CT_OK ||
+      (st = get_double(j, "chain_us", &out->p.chain_us, err)) != CT_OK ||
+      (st = get_double(j, "base_us", &out->p.base_us, err)) != CT_OK ||
+      (st = get_double(j, "timestamp", &out->p.timestamp, err)) != CT_OK)
+    return st;
+  const cJSON *dev = field(j, "device");
+  if (!cJSON_IsObject(dev))
+    return ERR_SET(err, CT_ERR_PARSE, "device: %s, expected an object",
+                   dev ? "not an object" : "missing");
+  if ((st = check_fields(dev, pick_device_fields,
+                         (int)(sizeof pick_device_fields / sizeof *pick_device_fields), "device.",
+                         err)) != CT_OK ||
+      (st = get_fixed(dev, "name", "device.", out->device_name, sizeof out->device_name, err)) !=
+          CT_OK ||
+      (st = get_int(dev, "cc_major", "device.", &out->cc_major, err)) != CT_OK ||
+      (st = get_int(dev, "cc_minor", "device.", &out->cc_minor, err)) != CT_OK)
+    return st;
+  if (!out->device_name[0])
+    return ERR_SET(err, CT_ERR_PARSE, "device.name: empty; a pick is for a named device");
+  if (!out->p.trial_uid[0]) return ERR_SET(err, CT_ERR_PARSE, "trial_uid: empty");
+  if (!(out->p.chain_us > 0) || !(out->p.base_us > 0))
+    return ERR_SET(err, CT_ERR_PARSE, "%s: %g, expected a time > 0",
+                   out->p.chain_us > 0 ? "base_us" : "chain_us",
+                   out->p.chain_us > 0 ? out->p.base_us : out->p.chain_us);
+  if ((st = workload_from_key(out->p.workload_key, &w, err)) != CT_OK) {
+    err_prefix(err, "workload_key");
+    if (st != CT_ERR_NO_MEMORY) st = CT_ERR_PARSE;
+    if (err) err->status = st;
+    return st;
+  }
+  return CT_OK;
+}
+
 static const char SQL_EXPORT[] = TRIAL_SELECT " WHERE (?1 IS NULL OR w.key = ?1) ORDER BY t.id";
 
 /* ---- export and import ------------------------------------------------------------------ */
 
-ct_status db_export(db *d, const char *workload_key, FILE *f, int *n_written, ct_err *err) {
+/* One line of f: the object j printed compactly; what names it for errors. */
+static ct_status put_line(FILE *f, const cJSON *j, const char *what, int written, ct_err *err) {
+  char *line = j ? cJSON_PrintUnformatted(j) : NULL;
+  if (!line) return ERR_SET(err, CT_ERR_NO_MEMORY, "export: no memory for %s", what);
+  ct_status st = CT_OK;
+  if (fputs(line, f) == EOF || fputc('\n', f) == EOF)
+    st = ERR_SET(err, CT_ERR_IO, "export: write failed after %d lines: %s", written,
+                 strerror(errno));
+  free(line);
+  return st;
+}
+
+/* The picks (of workload_key, or all) after the trials; none below schema 3. */
+static ct_status export_picks(db *d, const char *workload_key, FILE *f, int written, int *n_picks,
+                              ct_err *err) {
+  db_pick_row *v = NULL;
+  int n = 0;
+  ct_status st = db_list_picks(d, &v, &n, err);
+  for (int i = 0; st == CT_OK && i < n; i++) {
+    if (workload_key && strcmp(workload_key, v[i].p.workload_key) != 0) continue;
+    cJSON *j = pick_to_json(&v[i]);
+    st = put_line(f, j, "a pick", written + *n_picks, err);
+    cJSON_Delete(j);
+    if (st == CT_OK) ++*n_picks;
+  }
+  free(v);
+  return st;
+}
+
+ct_status db_export(db *d, const char *workload_key, FILE *f, db_io_counts *counts, ct_err *err) {
   ct_status st = CT_OK;
   sqlite3_stmt *s = NULL;
   sqlite3 *h = d ? d->h : NULL;
   trial t = {0};
   cJSON *j = NULL;
-  char *line = NULL;
-  int count = 0, rc;
-  if (n_written) *n_written = 0;
+  int count = 0, n_picks = 0, rc;
+  if (counts) memset(counts, 0, sizeof *counts);
   if (!d || !f) return ERR_SET(err, CT_ERR_INVALID_ARG, "db_export: NULL database or file");
   SQL_TRY(h, err, sqlite3_prepare_v2(h, SQL_EXPORT, -1, &s, NULL));
   SQL_TRY(h, err, sqlite3_bind_text(s, 1, workload_key, -1, SQLITE_STATIC));
@@ -417,28 +552,20 @@ ct_status db_export(db *d, const char *workload_key, FILE *f, int *n_written, ct
       goto done;
     }
     j = trial_to_json(&t);
-    line = j ? cJSON_PrintUnformatted(j) : NULL;
-    if (!line) {
-      st = ERR_SET(err, CT_ERR_NO_MEMORY, "export: no memory for trial %s", t.uid);
-      goto done;
-    }
-    if (fputs(line, f) == EOF || fputc('\n', f) == EOF) {
-      st = ERR_SET(err, CT_ERR_IO, "export: write failed after %d trials: %s", count,
-                   strerror(errno));
-      goto done;
-    }
+    if ((st = put_line(f, j, "a trial", count, err)) != CT_OK) goto done;
     count++;
     trial_free(&t);
     cJSON_Delete(j);
     j = NULL;
-    free(line);
-    line = NULL;
   }
-  if (n_written) *n_written = count;
+  if ((st = export_picks(d, workload_key, f, count, &n_picks, err)) != CT_OK) goto done;
+  if (counts) {
+    counts->trials = count;
+    counts->picks = n_picks;
+  }
 done:
   trial_free(&t);
   cJSON_Delete(j);
-  free(line);
   sqlite3_finalize(s);
   return st;
 }
@@ -553,17 +680,91 @@ done:
   return st;
 }
 
-ct_status db_import(db *d, FILE *f, int *n_imported, int *n_skipped, ct_err *err) {
+/* Two picks of one workload and device in the import (lines are the picks'
+ * lines): a conflict, refused with both lines, unless they are the same. */
+static ct_status check_pick_conflicts(const db_pick_row *v, const int *lines, int n, ct_err *err) {
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < i; j++) {
+      const db_pick_row *a = &v[j], *b = &v[i];
+      if (strcmp(a->p.workload_key, b->p.workload_key) || strcmp(a->device_name, b->device_name) ||
+          a->cc_major != b->cc_major || a->cc_minor != b->cc_minor)
+        continue;
+      if (strcmp(a->p.trial_uid, b->p.trial_uid) || strcmp(a->p.model, b->p.model) ||
+          strcmp(a->p.session, b->p.session) || a->p.chain_us != b->p.chain_us ||
+          a->p.base_us != b->p.base_us || a->p.timestamp != b->p.timestamp)
+        return ERR_SET(err, CT_ERR_PARSE,
+                       "line %d: a pick of %s on %s (%d.%d) conflicts with line %d: two different "
+                       "picks of one workload and device",
+                       lines[i], b->p.workload_key, b->device_name, b->cc_major, b->cc_minor,
+                       lines[j]);
+    }
+  return CT_OK;
+}
+
+static int by_uid(const void *a, const void *b) {
+  return strcmp((*(const trial *const *)a)->uid, (*(const trial *const *)b)->uid);
+}
+
+/* Each pick's trial must be an OK trial of its workload: one of the file's
+ * (sorted by uid in by), else one in the database. Checked before anything
+ * is written, so that a bad pick imports nothing. */
+static ct_status check_pick_trials(db *d, const db_pick_row *pk, const int *lines, int n,
+                                   const trial *const *by, int n_trials, ct_err *err) {
+  for (int i = 0; i < n; i++) {
+    const db_pick *p = &pk[i].p;
+    trial key;
+    strcpy(key.uid, p->trial_uid);
+    const trial *kp = &key;
+    const trial *const *hit =
+        n_trials ? bsearch(&kp, by, (size_t)n_trials, sizeof *by, by_uid) : NULL;
+    if (!hit) {
+      char what[32];
+      snprintf(what, sizeof what, "line %d", lines[i]);
+      ct_status st = db_pick_trial_check(d, p, what, err);
+      /* a pick of a trial that is neither here nor there: the file's fault */
+      if (st == CT_ERR_INVALID_ARG) {
+        st = CT_ERR_PARSE;
+        if (err) err->status = st;
+      }
+      if (st != CT_OK) return st;
+      continue;
+    }
+    if (strcmp((*hit)->workload_key, p->workload_key) != 0)
+      return ERR_SET(err, CT_ERR_PARSE, "line %d: trial_uid: trial %s is of workload %s, not %s",
+                     lines[i], p->trial_uid, (*hit)->workload_key, p->workload_key);
+    if ((*hit)->outcome != OUT_OK)
+      return ERR_SET(err, CT_ERR_PARSE, "line %d: trial_uid: trial %s is %s, accepted OK", lines[i],
+                     p->trial_uid, outcome_name((*hit)->outcome));
+  }
+  return CT_OK;
+}
+
+/* Room for one more element in *v (and its line in *lines). */
+static int grow_with_lines(void **v, int **lines, int count, int *cap, size_t elem) {
+  int cap_v = *cap;
+  if (!db_grow(v, count, &cap_v, elem)) return 0;
+  if (cap_v != *cap) {
+    int *q = realloc(*lines, (size_t)cap_v * sizeof *q);
+    if (!q) return 0;
+    *lines = q;
+    *cap = cap_v;
+  }
+  return 1;
+}
+
+ct_status db_import(db *d, FILE *f, db_io_counts *counts, ct_err *err) {
   ct_status st = CT_OK;
   trial *v = NULL;
-  int *lines = NULL;
-  int count = 0, cap = 0, skipped = 0, line_no = 0;
+  const trial **by = NULL;
+  db_pick_row *pk = NULL;
+  int *lines = NULL, *pk_lines = NULL;
+  int count = 0, cap = 0, n_pk = 0, cap_pk = 0, skipped = 0, line_no = 0;
   char *line = NULL;
   size_t line_cap = 0;
   cJSON *j = NULL;
   char origin[32];
-  if (n_imported) *n_imported = 0;
-  if (n_skipped) *n_skipped = 0;
+  db_io_counts c = {0};
+  if (counts) memset(counts, 0, sizeof *counts);
   if (!d || !f) return ERR_SET(err, CT_ERR_INVALID_ARG, "db_import: NULL database or file");
   if (d->readonly) return db_refuse_readonly(d, "import trials", err);
   /* Every line is parsed and checked before the first insert, so that a bad
@@ -573,21 +774,24 @@ ct_status db_import(db *d, FILE *f, int *n_imported, int *n_skipped, ct_err *err
     if (blank(line)) continue;
     snprintf(origin, sizeof origin, "line %d", line_no);
     if ((st = json_parse(line, origin, &j, err)) != CT_OK) goto done;
-    if (count == cap) {
-      int grown = cap ? 2 * cap : 256;
-      trial *p = realloc(v, (size_t)grown * sizeof *p);
-      if (!p) {
-        st = ERR_SET(err, CT_ERR_NO_MEMORY, "import: no memory for %d trials", grown);
+    if (is_pick_line(j)) {
+      if (!grow_with_lines((void **)&pk, &pk_lines, n_pk, &cap_pk, sizeof *pk)) {
+        st = ERR_SET(err, CT_ERR_NO_MEMORY, "import: no memory for %d picks", n_pk + 1);
         goto done;
       }
-      v = p;
-      int *q = realloc(lines, (size_t)grown * sizeof *q);
-      if (!q) {
-        st = ERR_SET(err, CT_ERR_NO_MEMORY, "import: no memory for %d trials", grown);
+      pk_lines[n_pk] = line_no;
+      if ((st = pick_from_json(j, &pk[n_pk], err)) != CT_OK) {
+        err_prefix(err, "%s", origin);
         goto done;
       }
-      lines = q;
-      cap = grown;
+      n_pk++;
+      cJSON_Delete(j);
+      j = NULL;
+      continue;
+    }
+    if (!grow_with_lines((void **)&v, &lines, count, &cap, sizeof *v)) {
+      st = ERR_SET(err, CT_ERR_NO_MEMORY, "import: no memory for %d trials", count + 1);
+      goto done;
     }
     lines[count] = line_no;
     if ((st = trial_from_json(j, &v[count], err)) != CT_OK) {
@@ -613,13 +817,28 @@ ct_status db_import(db *d, FILE *f, int *n_imported, int *n_skipped, ct_err *err
   }
   if ((st = check_uid_conflicts(v, lines, count, err)) != CT_OK) goto done;
   if ((st = check_db_conflicts(d, v, lines, count, err)) != CT_OK) goto done;
+  if (n_pk) {
+    if ((st = check_pick_conflicts(pk, pk_lines, n_pk, err)) != CT_OK) goto done;
+    if (count && !(by = malloc((size_t)count * sizeof *by))) {
+      st = ERR_SET(err, CT_ERR_NO_MEMORY, "import: no memory to sort %d uids", count);
+      goto done;
+    }
+    for (int i = 0; i < count; i++) by[i] = &v[i];
+    if (count) qsort(by, (size_t)count, sizeof *by, by_uid);
+    if ((st = check_pick_trials(d, pk, pk_lines, n_pk, by, count, err)) != CT_OK) goto done;
+  }
   if ((st = db_insert_trials(d, v, count, &skipped, err)) != CT_OK) goto done;
-  if (n_imported) *n_imported = count - skipped;
-  if (n_skipped) *n_skipped = skipped;
+  c.trials = count - skipped;
+  c.trials_present = skipped;
+  if ((st = db_import_picks(d, pk, pk_lines, n_pk, &c, err)) != CT_OK) goto done;
+  if (counts) *counts = c;
 done:
   cJSON_Delete(j);
   free(line);
   free(lines);
+  free(pk_lines);
+  free(pk);
+  free(by);
   trials_free(v, count);
   return st;
 }

@@ -86,30 +86,30 @@ static ct_status check_pick(const db_pick *picks, int i, const char *const *keys
   return CT_OK;
 }
 
-/* The trial picks[i] names, looked up by uid (sel): its id and its
- * workload's id into ids[0..1]; CT_ERR_INVALID_ARG unless it is an OK trial
- * of the pick's workload. */
-static ct_status pick_trial(sqlite3 *h, sqlite3_stmt *sel, const db_pick *p, int i, int64_t ids[2],
-                            ct_err *err) {
+/* The trial p names, looked up by uid (sel): its id and its workload's id
+ * into ids[0..1]; CT_ERR_INVALID_ARG (what names the pick: "picks[3]",
+ * "line 12") unless it is an OK trial of the pick's workload. */
+static ct_status pick_trial(sqlite3 *h, sqlite3_stmt *sel, const db_pick *p, const char *what,
+                            int64_t ids[2], ct_err *err) {
   ct_status st = CT_OK;
   int rc;
   SQL_TRY(h, err, sqlite3_reset(sel));
   SQL_TRY(h, err, sqlite3_bind_text(sel, 1, p->trial_uid, -1, SQLITE_STATIC));
   SQL_STEP(h, err, sel, rc);
   if (rc != SQLITE_ROW) {
-    st = ERR_SET(err, CT_ERR_INVALID_ARG, "picks[%d].trial_uid: no trial %s in the database", i,
+    st = ERR_SET(err, CT_ERR_INVALID_ARG, "%s: trial_uid: no trial %s in the database", what,
                  p->trial_uid);
     goto done;
   }
   const char *key = (const char *)sqlite3_column_text(sel, 2);
   const char *oc = (const char *)sqlite3_column_text(sel, 3);
   if (!key || strcmp(key, p->workload_key) != 0) {
-    st = ERR_SET(err, CT_ERR_INVALID_ARG, "picks[%d].trial_uid: trial %s is of workload %s, not %s",
-                 i, p->trial_uid, key ? key : "(none)", p->workload_key);
+    st = ERR_SET(err, CT_ERR_INVALID_ARG, "%s: trial_uid: trial %s is of workload %s, not %s", what,
+                 p->trial_uid, key ? key : "(none)", p->workload_key);
     goto done;
   }
   if (!oc || strcmp(oc, outcome_name(OUT_OK)) != 0) {
-    st = ERR_SET(err, CT_ERR_INVALID_ARG, "picks[%d].trial_uid: trial %s is %s, accepted OK", i,
+    st = ERR_SET(err, CT_ERR_INVALID_ARG, "%s: trial_uid: trial %s is %s, accepted OK", what,
                  p->trial_uid, oc ? oc : "(none)");
     goto done;
   }
@@ -161,8 +161,11 @@ ct_status db_set_picks(db *d, const db_device *dev, const char *const *keys, int
    * of db_insert_trials may hold the lock. */
   SQL_TRY(h, err, sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL));
   in_tx = 1;
-  for (int i = 0; i < n_picks; i++)
-    if ((st = pick_trial(h, sel, &picks[i], i, ids[i], err)) != CT_OK) goto done;
+  for (int i = 0; i < n_picks; i++) {
+    char what[32];
+    snprintf(what, sizeof what, "picks[%d]", i);
+    if ((st = pick_trial(h, sel, &picks[i], what, ids[i], err)) != CT_OK) goto done;
+  }
   if ((st = bind_device(h, del, dev, err)) != CT_OK) goto done;
   for (int k = 0; k < n_keys; k++) {
     SQL_TRY(h, err, sqlite3_bind_text(del, 1, keys[k], -1, SQLITE_STATIC));
@@ -315,5 +318,98 @@ ct_status db_list_picks(db *d, db_pick_row **out, int *n, ct_err *err) {
 done:
   free(v);
   sqlite3_finalize(s);
+  return st;
+}
+
+ct_status db_pick_trial_check(db *d, const db_pick *p, const char *what, ct_err *err) {
+  ct_status st = CT_OK;
+  sqlite3 *h = d->h;
+  sqlite3_stmt *sel = NULL;
+  int64_t ids[2];
+  SQL_TRY(h, err, sqlite3_prepare_v2(h, SQL_PICK_TRIAL, -1, &sel, NULL));
+  st = pick_trial(h, sel, p, what, ids, err);
+done:
+  sqlite3_finalize(sel);
+  return st;
+}
+
+/* Whether the pick of SQL_PICKED's row is p (every field). */
+static int same_pick(sqlite3_stmt *s, const db_pick *p) {
+  const char *uid = (const char *)sqlite3_column_text(s, 2);
+  const char *model = (const char *)sqlite3_column_text(s, 5);
+  const char *session = (const char *)sqlite3_column_text(s, 6);
+  return uid && model && session && !strcmp(uid, p->trial_uid) && !strcmp(model, p->model) &&
+         !strcmp(session, p->session) && sqlite3_column_double(s, 3) == p->chain_us &&
+         sqlite3_column_double(s, 4) == p->base_us && sqlite3_column_double(s, 7) == p->timestamp;
+}
+
+ct_status db_import_picks(db *d, const db_pick_row *v, const int *lines, int n,
+                          db_io_counts *counts, ct_err *err) {
+  ct_status st = CT_OK;
+  sqlite3 *h = d->h;
+  sqlite3_stmt *sel = NULL, *cur = NULL, *del = NULL, *ins = NULL;
+  int in_tx = 0, rc, taken = 0, present = 0, kept = 0;
+  if (n == 0) return CT_OK;
+  if (d->readonly) return db_refuse_readonly(d, "import picks", err);
+  d->stalled = 0;
+  SQL_TRY(h, err, sqlite3_prepare_v2(h, SQL_PICK_TRIAL, -1, &sel, NULL));
+  SQL_TRY(h, err, sqlite3_prepare_v2(h, SQL_PICKED, -1, &cur, NULL));
+  SQL_TRY(h, err, sqlite3_prepare_v2(h, SQL_DEL_PICK, -1, &del, NULL));
+  SQL_TRY(h, err, sqlite3_prepare_v2(h, SQL_INS_PICK, -1, &ins, NULL));
+  /* One IMMEDIATE transaction, as db_set_picks: the trials are checked and
+   * the database's picks compared under the write lock. */
+  SQL_TRY(h, err, sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL));
+  in_tx = 1;
+  for (int i = 0; i < n; i++) {
+    const db_pick *p = &v[i].p;
+    db_device dev = {.cc_major = v[i].cc_major, .cc_minor = v[i].cc_minor};
+    snprintf(dev.name, sizeof dev.name, "%s", v[i].device_name);
+    char what[32];
+    snprintf(what, sizeof what, "line %d", lines[i]);
+    int64_t ids[2];
+    if ((st = pick_trial(h, sel, p, what, ids, err)) != CT_OK) goto done;
+    SQL_TRY(h, err, sqlite3_reset(cur));
+    SQL_TRY(h, err, sqlite3_bind_text(cur, 1, p->workload_key, -1, SQLITE_STATIC));
+    if ((st = bind_device(h, cur, &dev, err)) != CT_OK) goto done;
+    SQL_STEP(h, err, cur, rc);
+    if (rc == SQLITE_ROW && same_pick(cur, p)) {
+      present++;
+      continue;
+    }
+    if (rc == SQLITE_ROW && sqlite3_column_double(cur, 7) >= p->timestamp) {
+      kept++;
+      continue;
+    }
+    SQL_TRY(h, err, sqlite3_reset(cur));
+    SQL_TRY(h, err, sqlite3_reset(del));
+    SQL_TRY(h, err, sqlite3_bind_text(del, 1, p->workload_key, -1, SQLITE_STATIC));
+    if ((st = bind_device(h, del, &dev, err)) != CT_OK) goto done;
+    SQL_STEP(h, err, del, rc);
+    SQL_TRY(h, err, sqlite3_reset(ins));
+    if ((st = bind_device(h, ins, &dev, err)) != CT_OK) goto done;
+    SQL_TRY(h, err, sqlite3_bind_int64(ins, 1, ids[1]));
+    SQL_TRY(h, err, sqlite3_bind_int64(ins, 5, ids[0]));
+    SQL_TRY(h, err, sqlite3_bind_double(ins, 6, p->chain_us));
+    SQL_TRY(h, err, sqlite3_bind_double(ins, 7, p->base_us));
+    SQL_TRY(h, err, sqlite3_bind_text(ins, 8, p->model, -1, SQLITE_STATIC));
+    SQL_TRY(h, err, sqlite3_bind_text(ins, 9, p->session, -1, SQLITE_STATIC));
+    SQL_TRY(h, err, sqlite3_bind_double(ins, 10, p->timestamp));
+    SQL_STEP(h, err, ins, rc);
+    taken++;
+  }
+  SQL_TRY(h, err, sqlite3_exec(h, "COMMIT", NULL, NULL, NULL));
+  in_tx = 0;
+  if (counts) {
+    counts->picks = taken;
+    counts->picks_present = present;
+    counts->picks_kept = kept;
+  }
+done:
+  if (in_tx) sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+  sqlite3_finalize(sel);
+  sqlite3_finalize(cur);
+  sqlite3_finalize(del);
+  sqlite3_finalize(ins);
+  db_write_failed(d, st, err);
   return st;
 }

@@ -425,6 +425,25 @@ r = json.load(open(sys.argv[1]))
 assert len(r) == 1 and r[0]["trial_uid"] == "ds-1" and r[0]["chain_us"] == 250.5, r
 assert r[0]["compute_capability"] == "9.0" and r[0]["key"] == sys.argv[2] and isinstance(r[0]["config"], dict), r
 ' "$dc/p2.out" "$K" && ok || bad "list --picks --json: $(cat "$dc/p2.out")"
+# the pick travels: export writes it after the trial, import of the database
+# takes it (and finds it present the second time), list --picks shows it
+expect 0 '1 trials, 1 pick' export --db "$dc/y.db" --output "$dc/yp.jsonl"
+tail -n 1 "$dc/yp.jsonl" | grep -q '^{"format":2,"record":"pick","workload_key":"'"$K"'","trial_uid":"ds-1",' && ok ||
+  bad "export's pick line: $(tail -n 1 "$dc/yp.jsonl")"
+expect 0 'imported 1 trials, skipped 0 already present; 1 pick taken, 0 already present, 0 not taken' \
+  import --db "$dc/z.db" "$dc/y.db"
+expect 0 'imported 0 trials, skipped 1 already present; 0 picks taken, 1 already present' \
+  import --db "$dc/z.db" "$dc/yp.jsonl"
+"$ct" list --picks --db "$dc/z.db" >"$dc/p3.out" 2>&1 && cmp -s "$dc/p1.out" "$dc/p3.out" && ok ||
+  bad "list --picks after the import: $(cat "$dc/p3.out")"
+# an older pick of the same workload and device is kept out, and said so
+sed 's/"timestamp":1767225600}$/"timestamp":1767225599}/' "$dc/yp.jsonl" | tail -n 1 >"$dc/old.jsonl"
+grep -q 1767225599 "$dc/old.jsonl" && ok || bad "the older pick's line: $(cat "$dc/old.jsonl")"
+expect 0 '0 picks taken, 0 already present, 1 not taken' import --db "$dc/z.db" "$dc/old.jsonl"
+# a pick of a trial neither in the file nor in the database imports nothing
+sed 's/"trial_uid":"ds-1"/"trial_uid":"ds-9"/' "$dc/yp.jsonl" >"$dc/nope.jsonl"
+expect 2 'line 2: trial_uid: no trial ds-9' import --db "$dc/w.db" "$dc/nope.jsonl"
+expect 0 '0 trials, 0 picks' export --db "$dc/w.db"
 # a template that is none of convtune's is refused, naming the line
 sed 's/conv2d_nchw4c_dp4a/conv3d_ncdhw4c_dp4a/' "$ds/a.jsonl" >"$dc/t3.jsonl"
 expect 2 "line 1: template_name: 'conv3d_ncdhw4c_dp4a' is a conv3d template" import --db "$dc/c.db" "$dc/t3.jsonl"

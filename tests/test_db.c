@@ -199,6 +199,23 @@ static int file_exists(const char *path) {
   return stat(path, &sb) == 0;
 }
 
+/* db_export's trials written, db_import's trials imported and skipped
+ * (the picks' counts are checked where a test has picks). */
+static ct_status export_n(db *d, const char *key, FILE *f, int *written, ct_err *err) {
+  db_io_counts c = {0};
+  ct_status st = db_export(d, key, f, &c, err);
+  if (written) *written = c.trials;
+  return st;
+}
+
+static ct_status import_n(db *d, FILE *f, int *imported, int *skipped, ct_err *err) {
+  db_io_counts c = {0};
+  ct_status st = db_import(d, f, &c, err);
+  if (imported) *imported = c.trials;
+  if (skipped) *skipped = c.trials_present;
+  return st;
+}
+
 /* ---- outcomes ------------------------------------------------------------------- */
 
 START_TEST(outcome_names_round_trip) {
@@ -494,7 +511,7 @@ START_TEST(json_round_trip_exact) {
   make_trial(&t, "u", KEY_A, TPL, VER, &H100, OUT_OK, 1.5, 7);
   cJSON *j = trial_to_json(&t);
   ck_assert(cJSON_IsObject(cJSON_GetObjectItem(j, "config")));
-  ck_assert_int_eq(cJSON_GetObjectItem(j, "format")->valueint, DB_EXPORT_FORMAT);
+  ck_assert_int_eq(cJSON_GetObjectItem(j, "format")->valueint, DB_TRIAL_FORMAT);
   ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "device"), "name")->valuestring,
                    H100.name);
   ck_assert_str_eq(cJSON_GetObjectItem(j, "config_index")->valuestring, "7");
@@ -547,7 +564,8 @@ START_TEST(json_rejects_name_the_field) {
   expect_bad_field("uid", NULL, "uid: missing");
   expect_bad_field("uid", "7", "uid");
   expect_bad_field("colour", "\"red\"", "colour: unknown field");
-  expect_bad_field("format", "2", "newer");
+  expect_bad_field("format", "3", "newer");
+  expect_bad_field("format", "2", "a pick's");
   expect_bad_field("format", NULL, "format");
   expect_bad_field("outcome", "\"FAST\"", "outcome");
   expect_bad_field("workload_key", "\"conv2d-bogus\"", "workload_key");
@@ -638,7 +656,7 @@ START_TEST(negative_zero_reads_as_zero) {
   insert(d, &back, 1, 0);
   FILE *f = fopen(out, "w");
   int written = 0;
-  ck_assert_msg(db_export(d, NULL, f, &written, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(export_n(d, NULL, f, &written, &err) == CT_OK, "%s", err.msg);
   fclose(f);
   j = trial_to_json(&back);
   text = cJSON_PrintUnformatted(j);
@@ -670,11 +688,11 @@ START_TEST(export_import_identical) {
   ct_err err = {0};
   int written = 0, imported = -1, skipped = -1;
   FILE *f = fopen(fa, "w");
-  ck_assert_msg(db_export(a, NULL, f, &written, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(export_n(a, NULL, f, &written, &err) == CT_OK, "%s", err.msg);
   fclose(f);
   ck_assert_int_eq(written, 45);
   f = fopen(fa, "r");
-  ck_assert_msg(db_import(b, f, &imported, &skipped, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(import_n(b, f, &imported, &skipped, &err) == CT_OK, "%s", err.msg);
   fclose(f);
   ck_assert_int_eq(imported, 45);
   ck_assert_int_eq(skipped, 0);
@@ -682,7 +700,7 @@ START_TEST(export_import_identical) {
 
   /* Exporting the copy gives the same bytes. */
   f = fopen(fb, "w");
-  ck_assert_int_eq(db_export(b, NULL, f, &written, &err), CT_OK);
+  ck_assert_int_eq(export_n(b, NULL, f, &written, &err), CT_OK);
   fclose(f);
   long na = 0, nb = 0;
   char *ta = slurp(fa, &na), *tb = slurp(fb, &nb);
@@ -693,11 +711,11 @@ START_TEST(export_import_identical) {
 
   /* One workload only. */
   f = fopen(fb, "w");
-  ck_assert_int_eq(db_export(b, KEY_B, f, &written, &err), CT_OK);
+  ck_assert_int_eq(export_n(b, KEY_B, f, &written, &err), CT_OK);
   fclose(f);
   ck_assert_int_eq(written, 15);
   f = fopen(fb, "w");
-  ck_assert_int_eq(db_export(b, "conv2d-not-there", f, &written, &err), CT_OK);
+  ck_assert_int_eq(export_n(b, "conv2d-not-there", f, &written, &err), CT_OK);
   fclose(f);
   ck_assert_int_eq(written, 0);
 
@@ -719,11 +737,11 @@ START_TEST(import_twice_is_idempotent) {
   ct_err err = {0};
   int written = 0, imported = -1, skipped = -1;
   FILE *f = fopen(fa, "w");
-  ck_assert_int_eq(db_export(a, NULL, f, &written, &err), CT_OK);
+  ck_assert_int_eq(export_n(a, NULL, f, &written, &err), CT_OK);
   fclose(f);
   for (int pass = 0; pass < 2; pass++) {
     f = fopen(fa, "r");
-    ck_assert_msg(db_import(b, f, &imported, &skipped, &err) == CT_OK, "%s", err.msg);
+    ck_assert_msg(import_n(b, f, &imported, &skipped, &err) == CT_OK, "%s", err.msg);
     fclose(f);
     ck_assert_int_eq(imported, pass ? 0 : 30);
     ck_assert_int_eq(skipped, pass ? 30 : 0);
@@ -732,7 +750,7 @@ START_TEST(import_twice_is_idempotent) {
   assert_same_db(a, b);
   /* Importing into the source itself: everything is already there. */
   f = fopen(fa, "r");
-  ck_assert_int_eq(db_import(a, f, &imported, &skipped, &err), CT_OK);
+  ck_assert_int_eq(import_n(a, f, &imported, &skipped, &err), CT_OK);
   fclose(f);
   ck_assert_int_eq(imported, 0);
   ck_assert_int_eq(skipped, 30);
@@ -753,7 +771,7 @@ static void expect_bad_import(const char *dir, const char *name, const char *tex
   FILE *f = fopen(file, "r");
   ct_err err = {0};
   int imported = -1, skipped = -1;
-  ct_status st = db_import(d, f, &imported, &skipped, &err);
+  ct_status st = import_n(d, f, &imported, &skipped, &err);
   fclose(f);
   ck_assert_msg(st == CT_ERR_PARSE, "%s: status %d (%s)", want, st, err.msg);
   ck_assert_msg(strstr(err.msg, want) != NULL, "message '%s' does not name '%s'", err.msg, want);
@@ -806,9 +824,9 @@ START_TEST(import_bad_line_imports_nothing) {
   expect_bad_import(dir, "b.db", text, "line 2: outcome");
   free(bad);
   /* A line of a newer format. */
-  bad = edited_line("format", "2");
+  bad = edited_line("format", "3");
   snprintf(text, sizeof text, "%s%s\n", good, bad);
-  expect_bad_import(dir, "c.db", text, "line 3: format: 2 is newer");
+  expect_bad_import(dir, "c.db", text, "line 3: format: 3 is newer");
   free(bad);
   /* An empty uid: a second import would duplicate it. */
   bad = edited_line("uid", "\"\"");
@@ -852,7 +870,7 @@ START_TEST(import_uid_conflict_refused) {
   FILE *f = fopen(file, "r");
   ct_err err = {0};
   int imported = -1, skipped = -1;
-  ck_assert_msg(db_import(d, f, &imported, &skipped, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(import_n(d, f, &imported, &skipped, &err) == CT_OK, "%s", err.msg);
   fclose(f);
   ck_assert_int_eq(imported, 2);
   ck_assert_int_eq(skipped, 1);
@@ -863,7 +881,7 @@ START_TEST(import_uid_conflict_refused) {
   snprintf(file, sizeof file, "%s.2.jsonl", path);
   spit(file, text);
   f = fopen(file, "r");
-  ck_assert_int_eq(db_import(d, f, &imported, &skipped, &err), CT_ERR_PARSE);
+  ck_assert_int_eq(import_n(d, f, &imported, &skipped, &err), CT_ERR_PARSE);
   fclose(f);
   ck_assert_msg(strstr(err.msg, "line 4: uid 'u' is in the database with another median_us"), "%s",
                 err.msg);
@@ -876,7 +894,7 @@ START_TEST(import_uid_conflict_refused) {
   snprintf(text, sizeof text, "%s\n", one);
   spit(file, text);
   f = fopen(file, "r");
-  ck_assert_msg(db_import(d, f, &imported, &skipped, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(import_n(d, f, &imported, &skipped, &err) == CT_OK, "%s", err.msg);
   fclose(f);
   ck_assert_int_eq(skipped, 1);
   db_close(d);
@@ -925,7 +943,7 @@ START_TEST(malformed_row_costs_the_row) {
   snprintf(out, sizeof out, "%s.jsonl", path);
   FILE *f = fopen(out, "w");
   int written = -1;
-  ck_assert_msg(db_export(d, NULL, f, &written, &err) == CT_OK, "%s", err.msg);
+  ck_assert_msg(export_n(d, NULL, f, &written, &err) == CT_OK, "%s", err.msg);
   fclose(f);
   ck_assert_int_eq(written, 2);
   ck_assert_int_eq(db_bad_rows(d, NULL, 0), 3);
@@ -1405,15 +1423,15 @@ START_TEST(picks_refused_write_nothing) {
   set_picks(d, &H200, ab, 2, old, 2);
 
   db_pick p[2] = {make_pick(KEY_A, "pa2", 9.0, 11.0), make_pick(KEY_B, "nope", 9.0, 11.0)};
-  expect_bad_picks(d, ab, 2, p, 2, "picks[1].trial_uid", "no trial nope");
+  expect_bad_picks(d, ab, 2, p, 2, "picks[1]: trial_uid", "no trial nope");
   p[1] = make_pick(KEY_B, "pa3", 9.0, 11.0); /* KEY_A's, and TIMEOUT */
-  expect_bad_picks(d, ab, 2, p, 2, "picks[1].trial_uid", "is of workload " KEY_A ", not " KEY_B);
+  expect_bad_picks(d, ab, 2, p, 2, "picks[1]: trial_uid", "is of workload " KEY_A ", not " KEY_B);
   p[1] = make_pick(KEY_A, "pa3", 9.0, 11.0);
   expect_bad_picks(d, ab, 2, p, 2, "picks[0] and picks[1]", "two picks of workload " KEY_A);
   p[0] = make_pick(KEY_A, "pa3", 9.0, 11.0);
-  expect_bad_picks(d, ab, 2, p, 1, "picks[0].trial_uid", "pa3 is TIMEOUT, accepted OK");
+  expect_bad_picks(d, ab, 2, p, 1, "picks[0]: trial_uid", "pa3 is TIMEOUT, accepted OK");
   p[0] = make_pick(KEY_A, "pb1", 9.0, 11.0);
-  expect_bad_picks(d, ab, 2, p, 1, "picks[0].trial_uid", "is of workload " KEY_B);
+  expect_bad_picks(d, ab, 2, p, 1, "picks[0]: trial_uid", "is of workload " KEY_B);
   /* KEY_B's pick is only cleared when KEY_B is among keys. */
   const char *const b[] = {KEY_B};
   p[0] = make_pick(KEY_A, "pa2", 9.0, 11.0);
@@ -1540,6 +1558,238 @@ START_TEST(picks_malformed_row_skipped) {
   ck_assert_int_eq(db_bad_rows(d, NULL, 0), 1);
   free_all(t, 4);
   db_close(d);
+}
+END_TEST
+
+/* db_export's lines of d (all workloads, or key) into an owned string; the
+ * counts into *c. */
+static char *export_text(db *d, const char *key, db_io_counts *c) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  ck_assert_ptr_nonnull(f);
+  ct_err err = {0};
+  ck_assert_msg(db_export(d, key, f, c, &err) == CT_OK, "db_export: %s", err.msg);
+  fclose(f);
+  return buf;
+}
+
+/* db_import of text into d: its status, the counts into *c, the message into *err. */
+static ct_status import_text(db *d, const char *text, db_io_counts *c, ct_err *err) {
+  FILE *f = fmemopen((void *)text, strlen(text), "r");
+  ck_assert_ptr_nonnull(f);
+  ct_status st = db_import(d, f, c, err);
+  fclose(f);
+  return st;
+}
+
+static void assert_counts(const db_io_counts *c, int trials, int present, int picks,
+                          int picks_present, int picks_kept) {
+  ck_assert_int_eq(c->trials, trials);
+  ck_assert_int_eq(c->trials_present, present);
+  ck_assert_int_eq(c->picks, picks);
+  ck_assert_int_eq(c->picks_present, picks_present);
+  ck_assert_int_eq(c->picks_kept, picks_kept);
+}
+
+/* A pick's export line of key on dev, naming uid, at timestamp ts. */
+static char *pick_json(const char *key, const char *uid, const db_device *dev, double ts) {
+  char *s = malloc(2048);
+  ck_assert_ptr_nonnull(s);
+  int n = snprintf(s, 2048,
+                   "{\"format\":2,\"record\":\"pick\",\"workload_key\":\"%s\","
+                   "\"trial_uid\":\"%s\",\"device\":{\"name\":\"%s\",\"cc_major\":%d,"
+                   "\"cc_minor\":%d},\"chain_us\":250.5,\"base_us\":260.25,"
+                   "\"model\":\"" MODEL "\",\"session\":\"s9\",\"timestamp\":%.17g}",
+                   key, uid, dev->name, dev->cc_major, dev->cc_minor, ts);
+  ck_assert(n > 0 && n < 2048);
+  return s;
+}
+
+/* Export carries the picks after the trials, per device; an import into a
+ * fresh database serves them and exports the same bytes; a second import
+ * finds them present; an export of one workload carries its picks only. */
+START_TEST(picks_export_import) {
+  char path[600], pb[600];
+  trial t[4];
+  db *a = picks_db(path, sizeof path, t);
+  const char *const ka[] = {KEY_A}, *const kab[] = {KEY_A, KEY_B};
+  db_pick h200 = make_pick(KEY_A, "pa2", 50.0, 52.0);
+  db_pick h100[2] = {make_pick(KEY_A, "pa1", 40.0, 41.0), make_pick(KEY_B, "pb1", 40.0, 41.0)};
+  set_picks(a, &H200, ka, 1, &h200, 1);
+  set_picks(a, &H100, kab, 2, h100, 2);
+
+  db_io_counts c;
+  char *out = export_text(a, NULL, &c);
+  assert_counts(&c, 4, 0, 3, 0, 0);
+  /* the three picks are the last lines, each of format 2 */
+  const char *p = out;
+  for (int i = 0; i < 4; i++) p = strchr(p, '\n') + 1;
+  ck_assert_msg(strncmp(p, "{\"format\":2,\"record\":\"pick\",", 28) == 0, "%s", p);
+  ck_assert_ptr_nonnull(strstr(p, "\"trial_uid\":\"pa2\""));
+  ck_assert_ptr_nonnull(strstr(p, "\"name\":\"NVIDIA H200\""));
+
+  snprintf(pb, sizeof pb, "%.*sb.db", (int)(strrchr(path, '/') - path + 1), path);
+  db *b = open_db(pb);
+  ct_err err = {0};
+  ck_assert_msg(import_text(b, out, &c, &err) == CT_OK, "%s", err.msg);
+  assert_counts(&c, 4, 0, 3, 0, 0);
+  ck_assert_int_eq(picked(b, KEY_A, &H200, &t[1], &h200), 1);
+  ck_assert_int_eq(picked(b, KEY_A, &H100, &t[0], &h100[0]), 1);
+  ck_assert_int_eq(picked(b, KEY_B, &H100, &t[3], &h100[1]), 1);
+  ck_assert_int_eq(picked(b, KEY_B, &H200, NULL, NULL), 0);
+  char *again = export_text(b, NULL, &c);
+  ck_assert_str_eq(again, out);
+  free(again);
+  ck_assert_msg(import_text(b, out, &c, &err) == CT_OK, "%s", err.msg);
+  assert_counts(&c, 0, 4, 0, 3, 0);
+  ck_assert_int_eq(count_picks(b), 3);
+
+  char *one = export_text(b, KEY_B, &c);
+  ck_assert_int_eq(c.trials, 1);
+  ck_assert_int_eq(c.picks, 1);
+  ck_assert_ptr_nonnull(strstr(one, "\"trial_uid\":\"pb1\""));
+  free(one);
+  free(out);
+  db_close(b);
+  free_all(t, 4);
+  db_close(a);
+}
+END_TEST
+
+/* A pick replaces the database's pick of its workload and device only when
+ * newer; its trial may be one the database already holds. */
+START_TEST(picks_import_newest_wins) {
+  char path[600];
+  trial t[4];
+  db *d = picks_db(path, sizeof path, t);
+  const char *const ka[] = {KEY_A};
+  db_pick now = make_pick(KEY_A, "pa1", 50.0, 52.0);
+  set_picks(d, &H200, ka, 1, &now, 1);
+
+  char *older = pick_json(KEY_A, "pa2", &H200, now.timestamp - 10);
+  char *newer = pick_json(KEY_A, "pa2", &H200, now.timestamp + 10);
+  char *other_dev = pick_json(KEY_A, "pa2", &H100, now.timestamp - 10);
+  char text[8192];
+  db_io_counts c;
+  ct_err err = {0};
+  snprintf(text, sizeof text, "%s\n%s\n", older, other_dev);
+  ck_assert_msg(import_text(d, text, &c, &err) == CT_OK, "%s", err.msg);
+  assert_counts(&c, 0, 0, 1, 0, 1);
+  ck_assert_int_eq(picked(d, KEY_A, &H200, &t[0], &now), 1);
+  ck_assert_int_eq(picked(d, KEY_A, &H100, &t[1], NULL), 1);
+
+  snprintf(text, sizeof text, "%s\n", newer);
+  ck_assert_msg(import_text(d, text, &c, &err) == CT_OK, "%s", err.msg);
+  assert_counts(&c, 0, 0, 1, 0, 0);
+  ck_assert_int_eq(picked(d, KEY_A, &H200, &t[1], NULL), 1);
+  ck_assert_msg(import_text(d, text, &c, &err) == CT_OK, "%s", err.msg);
+  assert_counts(&c, 0, 0, 0, 1, 0);
+  ck_assert_int_eq(count_picks(d), 2);
+  free(older);
+  free(newer);
+  free(other_dev);
+  free_all(t, 4);
+  db_close(d);
+}
+END_TEST
+
+/* Import text into a fresh database holding pick_trials' trials: refused
+ * with CT_ERR_PARSE naming want, and neither a trial nor a pick written. */
+static void expect_bad_pick_import(const char *text, const char *want) {
+  char path[600];
+  trial t[4];
+  db *d = picks_db(path, sizeof path, t);
+  db_io_counts c;
+  ct_err err = {0};
+  ct_status st = import_text(d, text, &c, &err);
+  ck_assert_msg(st == CT_ERR_PARSE, "%s: status %d (%s)", want, st, err.msg);
+  ck_assert_msg(strstr(err.msg, want) != NULL, "message '%s' does not name '%s'", err.msg, want);
+  assert_counts(&c, 0, 0, 0, 0, 0);
+  ck_assert_int_eq(count_picks(d), 0);
+  ck_assert_int_eq(count_trials(d, KEY_A) + count_trials(d, KEY_B) + count_trials(d, KEY_C), 4);
+  free_all(t, 4);
+  db_close(d);
+}
+
+/* A bad pick line imports nothing, the trials beside it included. */
+START_TEST(picks_import_refused) {
+  char *good = good_lines(2); /* KEY_A's g-0, g-1: OK */
+  char *ok = pick_json(KEY_A, "g-1", &H200, 1700000200.5);
+  char text[16384];
+#define BAD(line, want)                                                                            \
+  do {                                                                                             \
+    snprintf(text, sizeof text, "%s%s\n", good, line);                                             \
+    expect_bad_pick_import(text, want);                                                            \
+  } while (0)
+  /* the pick line alone is good, its trial among the file's */
+  {
+    char path[600];
+    trial t[4];
+    db *d = picks_db(path, sizeof path, t);
+    db_io_counts c;
+    ct_err err = {0};
+    snprintf(text, sizeof text, "%s%s\n", good, ok);
+    ck_assert_msg(import_text(d, text, &c, &err) == CT_OK, "%s", err.msg);
+    assert_counts(&c, 2, 0, 1, 0, 0);
+    free_all(t, 4);
+    db_close(d);
+  }
+  char *p = pick_json(KEY_A, "nope", &H200, 1.0);
+  BAD(p, "line 3: trial_uid: no trial nope");
+  free(p);
+  p = pick_json(KEY_A, "pa3", &H200, 1.0); /* in the database, TIMEOUT */
+  BAD(p, "line 3: trial_uid: trial pa3 is TIMEOUT, accepted OK");
+  free(p);
+  p = pick_json(KEY_B, "g-0", &H200, 1.0); /* in the file, of KEY_A */
+  BAD(p, "line 3: trial_uid: trial g-0 is of workload " KEY_A ", not " KEY_B);
+  free(p);
+  p = pick_json(KEY_A, "g-0", &H200, 1.0);
+  snprintf(text, sizeof text, "%s%s\n%s\n", good, ok, p);
+  expect_bad_pick_import(text,
+                         "line 4: a pick of " KEY_A " on NVIDIA H200 (9.0) conflicts with line 3");
+  free(p);
+  /* the same pick twice is one */
+  {
+    char path[600];
+    trial t[4];
+    db *d = picks_db(path, sizeof path, t);
+    db_io_counts c;
+    ct_err err = {0};
+    snprintf(text, sizeof text, "%s%s\n%s\n", good, ok, ok);
+    ck_assert_msg(import_text(d, text, &c, &err) == CT_OK, "%s", err.msg);
+    assert_counts(&c, 2, 0, 1, 1, 0);
+    free_all(t, 4);
+    db_close(d);
+  }
+  /* malformed lines */
+  struct {
+    const char *from, *to, *want;
+  } edits[] = {
+      {"\"record\":\"pick\"", "\"record\":\"trial\"", "line 3: record: expected \"pick\""},
+      {"\"format\":2", "\"format\":1", "line 3: format: 1; a pick is format 2"},
+      {"\"chain_us\":250.5", "\"chain_us\":0", "line 3: chain_us: 0, expected a time > 0"},
+      {"\"base_us\":260.25", "\"base_us\":-1", "line 3: base_us: -1, expected a time > 0"},
+      {"\"name\":\"NVIDIA H200\"", "\"name\":\"\"", "line 3: device.name: empty"},
+      {"\"cc_major\":9", "\"cc_major\":9.5", "line 3: device.cc_major"},
+      {"\"cc_minor\":0}", "\"cc_minor\":0,\"sm_count\":132}", "line 3: device.sm_count: unknown"},
+      {"\"session\":\"s9\"", "\"session\":\"s9\",\"extra\":1", "line 3: extra: unknown field"},
+      {"\"trial_uid\":\"g-1\"", "\"trial_uid\":\"\"", "line 3: trial_uid: empty"},
+      {"\"trial_uid\":\"g-1\",", "", "line 3: trial_uid: missing"},
+      {"\"timestamp\":", "\"timestamp\":\"x\",\"t\":", "line 3: t: unknown field"},
+      {"conv2d-nchw", "conv9d-nchw", "line 3: workload_key"},
+  };
+  for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
+    const char *at = strstr(ok, edits[i].from);
+    ck_assert_msg(at != NULL, "edit %zu: %s not in %s", i, edits[i].from, ok);
+    char line[4096];
+    snprintf(line, sizeof line, "%.*s%s%s", (int)(at - ok), ok, edits[i].to,
+             at + strlen(edits[i].from));
+    BAD(line, edits[i].want);
+  }
+#undef BAD
+  free(ok);
+  free(good);
 }
 END_TEST
 
@@ -1805,7 +2055,7 @@ START_TEST(readonly_missing_and_no_writes) {
   ck_assert_ptr_nonnull(strstr(err.msg, "readonly"));
   ck_assert_int_eq(db_store_kernel(d, VER, "", "sm_90", "x", 1, &err), CT_ERR_DB);
   FILE *f = tmpfile();
-  ck_assert_int_eq(db_import(d, f, NULL, NULL, &err), CT_ERR_DB);
+  ck_assert_int_eq(import_n(d, f, NULL, NULL, &err), CT_ERR_DB);
   fclose(f);
   ck_assert_int_eq(count_trials(d, KEY_A), 1);
   db_close(d);
@@ -2442,6 +2692,9 @@ static void add_picks(TCase *tc) {
   tcase_add_test(tc, picks_readonly_refused);
   tcase_add_test(tc, picks_list);
   tcase_add_test(tc, picks_malformed_row_skipped);
+  tcase_add_test(tc, picks_export_import);
+  tcase_add_test(tc, picks_import_newest_wins);
+  tcase_add_test(tc, picks_import_refused);
 }
 
 static void add_exchange(TCase *tc) {

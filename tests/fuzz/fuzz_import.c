@@ -6,10 +6,13 @@
  * database (":memory:"; kept while imports are refused, each of which must
  * leave it empty, and fresh for each one that succeeds). When the import
  * succeeds, what it reports is what the database holds:
- *   imported + skipped = the trial lines; db_export writes back exactly
- *     `imported` lines, each the export form of the input trial of its uid;
+ *   imported + skipped = the trial lines, and the picks taken, present and
+ *     kept = the pick lines; db_export writes back exactly the trials
+ *     imported, each the export form of the input trial of its uid, and the
+ *     picks taken, each naming a trial of its workload;
  *   the export imported into a second fresh database exports the same bytes,
- *     and imported again into the first one is all skipped;
+ *     and imported again into the first one is all skipped (its picks all
+ *     present);
  *   db_list counts the same trials, and db_best of every OK trial's
  *     workload and device is no slower than that trial.
  * A refused file must come with a message. Seeds: tests/fuzz/corpus/fuzz_import.
@@ -74,18 +77,17 @@ static db *fresh_db(void) {
 }
 
 /* Import text (size bytes) into d. */
-static ct_status import_text(db *d, const char *text, size_t size, int *imported, int *skipped,
-                             ct_err *err) {
+static ct_status import_text(db *d, const char *text, size_t size, db_io_counts *c, ct_err *err) {
   if (!size) text = "\n", size = 1; /* fmemopen refuses an empty buffer */
   FILE *f = fmemopen((void *)text, size, "r");
   if (!f) abort();
-  ct_status st = db_import(d, f, imported, skipped, err);
+  ct_status st = db_import(d, f, c, err);
   fclose(f);
   return st;
 }
 
-/* Export all of d into an owned string; *n_written its lines. */
-static char *export_all(db *d, int *n_written) {
+/* Export all of d into an owned string; *n_written what it wrote. */
+static char *export_all(db *d, db_io_counts *n_written) {
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
@@ -98,30 +100,67 @@ static char *export_all(db *d, int *n_written) {
   return buf;
 }
 
-/* What the database holds after a successful import of lines (n of them,
- * the trials among them in ins). */
-static void check_database(db *d, char **lines, int n, int imported, int skipped) {
-  FUZZ_CHECK(imported + skipped == n, "import reported %d imported + %d skipped of %d lines",
-             imported, skipped, n);
+/* Whether a line is a pick's (an object with "record"), as import tells them. */
+static int pick_line(const char *line) {
+  cJSON *j = cJSON_Parse(line);
+  int pick = cJSON_IsObject(j) && cJSON_GetObjectItemCaseSensitive(j, "record");
+  cJSON_Delete(j);
+  return pick;
+}
+
+/* What the database holds after a successful import of lines (n of them),
+ * reported as c. */
+static void check_database(db *d, char **lines, int n, const db_io_counts *c) {
   trial *ins = calloc((size_t)n + 1, sizeof *ins);
   if (!ins) abort();
-  for (int i = 0; i < n; i++)
-    FUZZ_CHECK(parse_trial(lines[i], &ins[i]), "import accepted line %d, trial_from_json not",
+  int n_tr = 0, n_pk = 0;
+  for (int i = 0; i < n; i++) {
+    if (pick_line(lines[i])) {
+      n_pk++;
+      continue;
+    }
+    FUZZ_CHECK(parse_trial(lines[i], &ins[n_tr]), "import accepted line %d, trial_from_json not",
                i + 1);
+    n_tr++;
+  }
+  FUZZ_CHECK(c->trials + c->trials_present == n_tr,
+             "import reported %d imported + %d skipped of %d trial lines", c->trials,
+             c->trials_present, n_tr);
+  FUZZ_CHECK(c->picks + c->picks_present + c->picks_kept == n_pk,
+             "import reported %d + %d + %d picks of %d pick lines", c->picks, c->picks_present,
+             c->picks_kept, n_pk);
 
-  int written = -1;
+  db_io_counts written = {-1, -1, -1, -1, -1};
   char *out = export_all(d, &written);
-  FUZZ_CHECK(written == imported, "import reported %d imported, export wrote %d", imported,
-             written);
+  FUZZ_CHECK(written.trials == c->trials && written.picks == c->picks,
+             "import reported %d trials and %d picks, export wrote %d and %d", c->trials, c->picks,
+             written.trials, written.picks);
   int n_out = 0;
   char **out_lines = split_lines(out, &n_out);
-  FUZZ_CHECK(n_out == written, "export said %d lines, wrote %d", written, n_out);
+  FUZZ_CHECK(n_out == written.trials + written.picks, "export said %d + %d lines, wrote %d",
+             written.trials, written.picks, n_out);
   for (int i = 0; i < n_out; i++) {
+    if (i >= written.trials) {
+      /* a pick, after the trials, of a trial exported above */
+      cJSON *j = cJSON_Parse(out_lines[i]);
+      const cJSON *uid = cJSON_GetObjectItemCaseSensitive(j, "trial_uid");
+      const cJSON *key = cJSON_GetObjectItemCaseSensitive(j, "workload_key");
+      FUZZ_CHECK(pick_line(out_lines[i]) && cJSON_IsString(uid) && cJSON_IsString(key),
+                 "export line %d is not a pick: %s", i + 1, out_lines[i]);
+      int found = 0;
+      for (int k = 0; k < n_tr && !found; k++)
+        found = !strcmp(ins[k].uid, uid->valuestring) &&
+                !strcmp(ins[k].workload_key, key->valuestring) && ins[k].outcome == OUT_OK;
+      FUZZ_CHECK(found, "export line %d picks %s, no OK trial of %s in the input", i + 1,
+                 uid->valuestring, key->valuestring);
+      cJSON_Delete(j);
+      continue;
+    }
     trial t;
     FUZZ_CHECK(parse_trial(out_lines[i], &t), "export line %d does not parse: %s", i + 1,
                out_lines[i]);
     int found = 0;
-    for (int k = 0; k < n && !found; k++) {
+    for (int k = 0; k < n_tr && !found; k++) {
       if (strcmp(ins[k].uid, t.uid)) continue;
       char *want = trial_line(&ins[k]);
       FUZZ_CHECK(!strcmp(want, out_lines[i]), "uid %s: imported\n%s\nexported\n%s", t.uid, want,
@@ -156,28 +195,33 @@ static void check_database(db *d, char **lines, int n, int imported, int skipped
                sum[i].n_ok, sum[i].n_trials);
     total += sum[i].n_trials;
   }
-  FUZZ_CHECK(total == imported, "db_list counts %d trials, import %d", total, imported);
+  FUZZ_CHECK(total == c->trials, "db_list counts %d trials, import %d", total, c->trials);
   free(sum);
 
   /* The export is a fixed point: into a fresh database and back out, the
    * same bytes; into this one again, nothing new. */
   db *d2 = fresh_db();
-  int imp2 = -1, skip2 = -1;
+  db_io_counts c2;
   size_t out_len = out ? strlen(out) : 0;
-  FUZZ_CHECK(import_text(d2, out ? out : "", out_len, &imp2, &skip2, &err) == CT_OK,
+  FUZZ_CHECK(import_text(d2, out ? out : "", out_len, &c2, &err) == CT_OK,
              "its own export is refused: %s", err.msg);
-  FUZZ_CHECK(imp2 == written && skip2 == 0, "re-import: %d imported, %d skipped of %d", imp2, skip2,
-             written);
-  int written2 = -1;
+  FUZZ_CHECK(c2.trials == written.trials && c2.trials_present == 0 && c2.picks == written.picks &&
+                 c2.picks_present == 0 && c2.picks_kept == 0,
+             "re-import: %d imported, %d skipped of %d; %d picks taken of %d", c2.trials,
+             c2.trials_present, written.trials, c2.picks, written.picks);
+  db_io_counts written2;
   char *out2 = export_all(d2, &written2);
   FUZZ_CHECK(!strcmp(out ? out : "", out2 ? out2 : ""), "export changes on re-import:\n%s\n%s", out,
              out2);
   free(out2);
   db_close(d2);
-  FUZZ_CHECK(import_text(d, out ? out : "", out_len, &imp2, &skip2, &err) == CT_OK,
+  FUZZ_CHECK(import_text(d, out ? out : "", out_len, &c2, &err) == CT_OK,
              "its own export is refused by the same database: %s", err.msg);
-  FUZZ_CHECK(imp2 == 0 && skip2 == written, "same database: %d imported, %d skipped of %d", imp2,
-             skip2, written);
+  FUZZ_CHECK(c2.trials == 0 && c2.trials_present == written.trials && c2.picks == 0 &&
+                 c2.picks_present == written.picks && c2.picks_kept == 0,
+             "same database: %d imported, %d skipped of %d; picks %d taken, %d present of %d",
+             c2.trials, c2.trials_present, written.trials, c2.picks, c2.picks_present,
+             written.picks);
 
   free_lines(out_lines);
   free(out);
@@ -211,20 +255,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
    * one costs more than the rest of a run), fresh after one succeeds. */
   static db *d;
   if (!d) d = fresh_db();
-  int imported = -1, skipped = -1;
+  db_io_counts c;
   ct_err err = {0};
-  ct_status st = import_text(d, (const char *)data, size, &imported, &skipped, &err);
+  ct_status st = import_text(d, (const char *)data, size, &c, &err);
   if (st == CT_OK) {
     /* split_lines cut at the first NUL; the import reads past it: compare
      * only where both saw the same text. */
-    if (!memchr(data, '\0', size)) check_database(d, lines, n, imported, skipped);
+    if (!memchr(data, '\0', size)) check_database(d, lines, n, &c);
     db_close(d);
     d = NULL;
   } else {
     FUZZ_CHECK(st < 0 && err.msg[0], "import refused (status %d) without a message", (int)st);
-    int written = -1;
+    db_io_counts written;
     char *out = export_all(d, &written);
-    FUZZ_CHECK(written == 0, "a refused import left %d trials", written);
+    FUZZ_CHECK(written.trials == 0 && written.picks == 0,
+               "a refused import left %d trials and %d picks", written.trials, written.picks);
     free(out);
   }
   free_lines(lines);
