@@ -277,7 +277,9 @@ END_TEST
 /* Three OK trials on dev of each of t's workloads (nhwc), all of the first
  * template that runs it: its default config (10 us) and two random valid
  * ones (10.5, 11 us), each a uid of its own, "w<i>c<j>". */
-static void seed_db(const tiny *t, const device *g, const char *path) {
+/* bad_fastest: workload 0's fastest record (w0c0) holds a config no
+ * template can build, as a database written by something else might. */
+static void seed_db(const tiny *t, const device *g, const char *path, int bad_fastest) {
   db *d = NULL;
   ct_err err = {0};
   ck_assert_msg(db_open(path, 0, &d, &err) == CT_OK, "%s", err.msg);
@@ -314,7 +316,8 @@ static void seed_db(const tiny *t, const device *g, const char *path) {
       snprintf(tr.template_version, sizeof tr.template_version, "%s", template_version(tpl));
       tr.config_index = space_index(&s, &c);
       cJSON *j_cfg = space_config_to_json(&s, &c);
-      tr.config_json = cJSON_PrintUnformatted(j_cfg);
+      tr.config_json = bad_fastest && i == 0 && j == 0 ? xstrdup("{\"no_such_knob\":1}")
+                                                       : cJSON_PrintUnformatted(j_cfg);
       cJSON_Delete(j_cfg);
       tr.outcome = OUT_OK;
       tr.median_us = 10 + 0.5 * j;
@@ -360,7 +363,7 @@ START_TEST(refine_chain) {
   char dir[4096], path[4200];
   scratch(dir, sizeof dir);
   snprintf(path, sizeof path, "%s/refine.db", dir);
-  seed_db(&t, &g, path);
+  seed_db(&t, &g, path, 0);
   bench_opts o = refine_bench_opts(path);
   mbench_refine_opts ro;
   mbench_refine_opts_default(&ro);
@@ -439,6 +442,51 @@ START_TEST(refine_chain) {
 }
 END_TEST
 
+/* A workload whose fastest record cannot be built loses its candidates and
+ * runs what the dispatch serves; the others are compared as before, no
+ * pick names the bad record, and the chain stays exact. */
+START_TEST(refine_chain_unbuildable_fastest) {
+  tiny t;
+  build(&t, CT_LAYOUT_NHWC, 1);
+  device g;
+  ct_err err = {0};
+  ck_assert_msg(device_open(0, &g, &err) == CT_OK, "%s", err.msg);
+  char dir[4096], path[4200];
+  scratch(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/refine-bad.db", dir);
+  seed_db(&t, &g, path, 1);
+  bench_opts o = refine_bench_opts(path);
+  mbench_refine_opts ro;
+  mbench_refine_opts_default(&ro);
+  ro.candidates = 3;
+  ro.pairs = 2;
+  ro.passes = 1;
+  ro.min_gain_us = 0;
+  mbench_refined rr;
+  ck_assert_msg(mbench_refine(&o, &t.m, &ro, &rr, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(rr.n_keys, N_CONVS);
+  /* workload 0 compared nothing; every other one its two candidates */
+  ck_assert_int_eq(rr.n_compared, 2 * (N_CONVS - 1));
+  ck_assert(rr.base_us > 0 && rr.chain_us > 0 && rr.chain_us <= rr.base_us);
+  for (int i = 0; i < rr.n_picks; i++) {
+    int wi = -1, cj = -1;
+    ck_assert_int_eq(sscanf(rr.picks[i].uid, "w%dc%d", &wi, &cj), 2);
+    ck_assert_msg(wi != 0, "a pick of workload 0: %s", rr.picks[i].uid);
+  }
+  printf("refine_chain_unbuildable_fastest: %d picks of %d workloads, chain %.2f -> %.2f us\n",
+         rr.n_picks, rr.n_keys, rr.base_us, rr.chain_us);
+  mbench_refined_free(&rr);
+  o.repeats = 3;
+  mbench_result r;
+  memset(&r, 0, sizeof r);
+  ck_assert_msg(mbench_run(&o, &t.m, &r, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(r.n_exact, N_CONVS);
+  mbench_result_free(&r);
+  remove_tree(dir);
+  release(&t);
+}
+END_TEST
+
 static void add_gpu(TCase *tc) {
   tcase_add_test(tc, wiring_as_planned);
   tcase_add_test(tc, nhwc_chain_exact);
@@ -448,6 +496,7 @@ static void add_gpu(TCase *tc) {
   tcase_add_test(tc, float_model_random_values);
   tcase_add_test(tc, onnx_files);
   tcase_add_test(tc, refine_chain);
+  tcase_add_test(tc, refine_chain_unbuildable_fastest);
 }
 
 static const test_case suite_cases[] = {
