@@ -277,8 +277,9 @@ END_TEST
 /* Three OK trials on dev of each of t's workloads (nhwc), all of the first
  * template that runs it: its default config (10 us) and two random valid
  * ones (10.5, 11 us), each a uid of its own, "w<i>c<j>". */
-/* bad_fastest: workload 0's fastest record (w0c0) holds a config no
- * template can build, as a database written by something else might. */
+/* bad_fastest: workload 0's fastest record (w0c0) holds a config its
+ * template cannot build (a knob's value out of its range), as a database
+ * written by something else might. */
 static void seed_db(const tiny *t, const device *g, const char *path, int bad_fastest) {
   db *d = NULL;
   ct_err err = {0};
@@ -316,8 +317,15 @@ static void seed_db(const tiny *t, const device *g, const char *path, int bad_fa
       snprintf(tr.template_version, sizeof tr.template_version, "%s", template_version(tpl));
       tr.config_index = space_index(&s, &c);
       cJSON *j_cfg = space_config_to_json(&s, &c);
-      tr.config_json = bad_fastest && i == 0 && j == 0 ? xstrdup("{\"no_such_knob\":1}")
-                                                       : cJSON_PrintUnformatted(j_cfg);
+      if (bad_fastest && i == 0 && j == 0) {
+        /* a value none of its knob's: every knob present, so resolve
+         * fills nothing from the default, and the config does not parse */
+        cJSON *e = j_cfg->child;
+        while (e && !cJSON_IsNumber(e)) e = e->next;
+        ck_assert_msg(e != NULL, "%s: no knob of a number to spoil", tpl->name);
+        cJSON_SetNumberValue(e, 12345);
+      }
+      tr.config_json = cJSON_PrintUnformatted(j_cfg);
       cJSON_Delete(j_cfg);
       tr.outcome = OUT_OK;
       tr.median_us = 10 + 0.5 * j;
