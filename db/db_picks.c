@@ -129,6 +129,26 @@ done:
   return st;
 }
 
+/* Insert pick p of the trial and workload ids (pick_trial's) for dev by
+ * SQL_INS_PICK (ins), and reset it. */
+static ct_status insert_pick(sqlite3 *h, sqlite3_stmt *ins, const db_device *dev,
+                             const int64_t ids[2], const db_pick *p, ct_err *err) {
+  ct_status st = CT_OK;
+  int rc;
+  if ((st = bind_device(h, ins, dev, err)) != CT_OK) goto done;
+  SQL_TRY(h, err, sqlite3_bind_int64(ins, 1, ids[1]));
+  SQL_TRY(h, err, sqlite3_bind_int64(ins, 5, ids[0]));
+  SQL_TRY(h, err, sqlite3_bind_double(ins, 6, p->chain_us));
+  SQL_TRY(h, err, sqlite3_bind_double(ins, 7, p->base_us));
+  SQL_TRY(h, err, sqlite3_bind_text(ins, 8, p->model, -1, SQLITE_STATIC));
+  SQL_TRY(h, err, sqlite3_bind_text(ins, 9, p->session, -1, SQLITE_STATIC));
+  SQL_TRY(h, err, sqlite3_bind_double(ins, 10, p->timestamp));
+  SQL_STEP(h, err, ins, rc);
+  SQL_TRY(h, err, sqlite3_reset(ins));
+done:
+  return st;
+}
+
 ct_status db_set_picks(db *d, const db_device *dev, const char *const *keys, int n_keys,
                        const db_pick *picks, int n_picks, ct_err *err) {
   ct_status st = CT_OK;
@@ -172,19 +192,8 @@ ct_status db_set_picks(db *d, const db_device *dev, const char *const *keys, int
     SQL_STEP(h, err, del, rc);
     SQL_TRY(h, err, sqlite3_reset(del));
   }
-  if ((st = bind_device(h, ins, dev, err)) != CT_OK) goto done;
-  for (int i = 0; i < n_picks; i++) {
-    const db_pick *p = &picks[i];
-    SQL_TRY(h, err, sqlite3_bind_int64(ins, 1, ids[i][1]));
-    SQL_TRY(h, err, sqlite3_bind_int64(ins, 5, ids[i][0]));
-    SQL_TRY(h, err, sqlite3_bind_double(ins, 6, p->chain_us));
-    SQL_TRY(h, err, sqlite3_bind_double(ins, 7, p->base_us));
-    SQL_TRY(h, err, sqlite3_bind_text(ins, 8, p->model, -1, SQLITE_STATIC));
-    SQL_TRY(h, err, sqlite3_bind_text(ins, 9, p->session, -1, SQLITE_STATIC));
-    SQL_TRY(h, err, sqlite3_bind_double(ins, 10, p->timestamp));
-    SQL_STEP(h, err, ins, rc);
-    SQL_TRY(h, err, sqlite3_reset(ins));
-  }
+  for (int i = 0; i < n_picks; i++)
+    if ((st = insert_pick(h, ins, dev, ids[i], &picks[i], err)) != CT_OK) goto done;
   SQL_TRY(h, err, sqlite3_exec(h, "COMMIT", NULL, NULL, NULL));
   in_tx = 0;
 done:
@@ -385,16 +394,7 @@ ct_status db_import_picks(db *d, const db_pick_row *v, const int *lines, int n,
     SQL_TRY(h, err, sqlite3_bind_text(del, 1, p->workload_key, -1, SQLITE_STATIC));
     if ((st = bind_device(h, del, &dev, err)) != CT_OK) goto done;
     SQL_STEP(h, err, del, rc);
-    SQL_TRY(h, err, sqlite3_reset(ins));
-    if ((st = bind_device(h, ins, &dev, err)) != CT_OK) goto done;
-    SQL_TRY(h, err, sqlite3_bind_int64(ins, 1, ids[1]));
-    SQL_TRY(h, err, sqlite3_bind_int64(ins, 5, ids[0]));
-    SQL_TRY(h, err, sqlite3_bind_double(ins, 6, p->chain_us));
-    SQL_TRY(h, err, sqlite3_bind_double(ins, 7, p->base_us));
-    SQL_TRY(h, err, sqlite3_bind_text(ins, 8, p->model, -1, SQLITE_STATIC));
-    SQL_TRY(h, err, sqlite3_bind_text(ins, 9, p->session, -1, SQLITE_STATIC));
-    SQL_TRY(h, err, sqlite3_bind_double(ins, 10, p->timestamp));
-    SQL_STEP(h, err, ins, rc);
+    if ((st = insert_pick(h, ins, &dev, ids, p, err)) != CT_OK) goto done;
     taken++;
   }
   SQL_TRY(h, err, sqlite3_exec(h, "COMMIT", NULL, NULL, NULL));

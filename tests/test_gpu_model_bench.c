@@ -357,6 +357,18 @@ static bench_opts refine_bench_opts(const char *path) {
   return o;
 }
 
+/* The refinement's options of these tests: 3 candidates, 2 pairs, one
+ * pass, any gain taken (picks are likely, and checked). */
+static mbench_refine_opts test_refine_opts(void) {
+  mbench_refine_opts ro;
+  mbench_refine_opts_default(&ro);
+  ro.candidates = 3;
+  ro.pairs = 2;
+  ro.passes = 1;
+  ro.min_gain_us = 0;
+  return ro;
+}
+
 /* The tiny model's chain refined on a database seeded here: every workload
  * compared, the figures sane, each pick one of its workload's trials and
  * not its fastest; stored, a new context serves the picks (ct_explain says
@@ -373,12 +385,7 @@ START_TEST(refine_chain) {
   snprintf(path, sizeof path, "%s/refine.db", dir);
   seed_db(&t, &g, path, 0);
   bench_opts o = refine_bench_opts(path);
-  mbench_refine_opts ro;
-  mbench_refine_opts_default(&ro);
-  ro.candidates = 3;
-  ro.pairs = 2;
-  ro.passes = 1;
-  ro.min_gain_us = 0; /* any gain: picks are likely, and checked below */
+  mbench_refine_opts ro = test_refine_opts();
   mbench_refined rr;
   ck_assert_msg(mbench_refine(&o, &t.m, &ro, &rr, &err) == CT_OK, "%s", err.msg);
   ck_assert_int_eq(rr.n_keys, N_CONVS);
@@ -464,12 +471,7 @@ START_TEST(refine_chain_unbuildable_fastest) {
   snprintf(path, sizeof path, "%s/refine-bad.db", dir);
   seed_db(&t, &g, path, 1);
   bench_opts o = refine_bench_opts(path);
-  mbench_refine_opts ro;
-  mbench_refine_opts_default(&ro);
-  ro.candidates = 3;
-  ro.pairs = 2;
-  ro.passes = 1;
-  ro.min_gain_us = 0;
+  mbench_refine_opts ro = test_refine_opts();
   mbench_refined rr;
   ck_assert_msg(mbench_refine(&o, &t.m, &ro, &rr, &err) == CT_OK, "%s", err.msg);
   ck_assert_int_eq(rr.n_keys, N_CONVS);
