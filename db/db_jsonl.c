@@ -452,6 +452,11 @@ static ct_status pick_from_json(const cJSON *j, db_pick_row *out, ct_err *err) {
   if (!cJSON_IsString(rec) || !rec->valuestring || strcmp(rec->valuestring, "pick") != 0)
     return ERR_SET(err, CT_ERR_PARSE, "record: expected \"pick\", the only record besides trials");
   if ((st = get_int(j, "format", "", &format, err)) != CT_OK) return st;
+  if (format > DB_EXPORT_FORMAT)
+    return ERR_SET(err, CT_ERR_PARSE,
+                   "format: %d is newer than this convtune knows; this convtune reads format "
+                   "1..%d",
+                   format, DB_EXPORT_FORMAT);
   if (format != DB_PICK_FORMAT)
     return ERR_SET(err, CT_ERR_PARSE, "format: %d; a pick is format %d", format, DB_PICK_FORMAT);
   if ((st = check_fields(j, pick_fields, (int)(sizeof pick_fields / sizeof *pick_fields), "",
@@ -680,25 +685,50 @@ done:
   return st;
 }
 
-/* Two picks of one workload and device in the import (lines are the picks'
- * lines): a conflict, refused with both lines, unless they are the same. */
+/* A pick of the import with its line, sorted by workload and device to
+ * find conflicts. */
+typedef struct pick_line {
+  const db_pick_row *r;
+  int line;
+} pick_line;
+
+static int by_pick_slot(const void *a, const void *b) {
+  const pick_line *x = a, *y = b;
+  int c = strcmp(x->r->p.workload_key, y->r->p.workload_key);
+  if (!c) c = strcmp(x->r->device_name, y->r->device_name);
+  if (!c) c = (x->r->cc_major > y->r->cc_major) - (x->r->cc_major < y->r->cc_major);
+  if (!c) c = (x->r->cc_minor > y->r->cc_minor) - (x->r->cc_minor < y->r->cc_minor);
+  return c ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+static int same_pick_row(const db_pick_row *a, const db_pick_row *b) {
+  return !strcmp(a->p.trial_uid, b->p.trial_uid) && !strcmp(a->p.model, b->p.model) &&
+         !strcmp(a->p.session, b->p.session) && a->p.chain_us == b->p.chain_us &&
+         a->p.base_us == b->p.base_us && a->p.timestamp == b->p.timestamp;
+}
+
+/* Two different picks of one workload and device in the import (lines[i]
+ * is v[i]'s line): a conflict, refused with both lines. The same pick twice
+ * is not. Sorted, so that a file of many picks costs n log n. */
 static ct_status check_pick_conflicts(const db_pick_row *v, const int *lines, int n, ct_err *err) {
-  for (int i = 0; i < n; i++)
-    for (int j = 0; j < i; j++) {
-      const db_pick_row *a = &v[j], *b = &v[i];
-      if (strcmp(a->p.workload_key, b->p.workload_key) || strcmp(a->device_name, b->device_name) ||
-          a->cc_major != b->cc_major || a->cc_minor != b->cc_minor)
-        continue;
-      if (strcmp(a->p.trial_uid, b->p.trial_uid) || strcmp(a->p.model, b->p.model) ||
-          strcmp(a->p.session, b->p.session) || a->p.chain_us != b->p.chain_us ||
-          a->p.base_us != b->p.base_us || a->p.timestamp != b->p.timestamp)
-        return ERR_SET(err, CT_ERR_PARSE,
-                       "line %d: a pick of %s on %s (%d.%d) conflicts with line %d: two different "
-                       "picks of one workload and device",
-                       lines[i], b->p.workload_key, b->device_name, b->cc_major, b->cc_minor,
-                       lines[j]);
-    }
-  return CT_OK;
+  ct_status st = CT_OK;
+  pick_line *order = malloc((size_t)(n ? n : 1) * sizeof *order);
+  if (!order) return ERR_SET(err, CT_ERR_NO_MEMORY, "import: no memory to sort %d picks", n);
+  for (int i = 0; i < n; i++) order[i] = (pick_line){.r = &v[i], .line = lines[i]};
+  qsort(order, (size_t)n, sizeof *order, by_pick_slot);
+  for (int i = 1; i < n && st == CT_OK; i++) {
+    const db_pick_row *a = order[i - 1].r, *b = order[i].r;
+    if (strcmp(a->p.workload_key, b->p.workload_key) || strcmp(a->device_name, b->device_name) ||
+        a->cc_major != b->cc_major || a->cc_minor != b->cc_minor || same_pick_row(a, b))
+      continue;
+    st = ERR_SET(err, CT_ERR_PARSE,
+                 "line %d: a pick of %s on %s (%d.%d) conflicts with line %d: two different picks "
+                 "of one workload and device",
+                 order[i].line, b->p.workload_key, b->device_name, b->cc_major, b->cc_minor,
+                 order[i - 1].line);
+  }
+  free(order);
+  return st;
 }
 
 static int by_uid(const void *a, const void *b) {

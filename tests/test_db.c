@@ -1768,6 +1768,7 @@ START_TEST(picks_import_refused) {
   } edits[] = {
       {"\"record\":\"pick\"", "\"record\":\"trial\"", "line 3: record: expected \"pick\""},
       {"\"format\":2", "\"format\":1", "line 3: format: 1; a pick is format 2"},
+      {"\"format\":2", "\"format\":3", "line 3: format: 3 is newer than this convtune knows"},
       {"\"chain_us\":250.5", "\"chain_us\":0", "line 3: chain_us: 0, expected a time > 0"},
       {"\"base_us\":260.25", "\"base_us\":-1", "line 3: base_us: -1, expected a time > 0"},
       {"\"name\":\"NVIDIA H200\"", "\"name\":\"\"", "line 3: device.name: empty"},
