@@ -96,7 +96,9 @@ ct_status db_row_trial(sqlite3_stmt *s, trial *t, ct_err *err);
 /* Whether a read's failure st is a malformed row: counted on d and skipped. */
 int db_bad_row(db *d, ct_status st, const ct_err *row_err);
 
-/* db_picks.c. CT_OK when p's trial_uid is an OK trial of its workload in
+/* db_picks.c. Whether a and b are the same pick, every field. */
+int db_pick_equal(const db_pick *a, const db_pick *b);
+/* CT_OK when p's trial_uid is an OK trial of its workload in
  * d, else CT_ERR_INVALID_ARG prefixed by what ("line 12"). */
 ct_status db_pick_trial_check(db *d, const db_pick *p, const char *what, ct_err *err);
 /* db_import's picks v[0..n) (lines[i] is v[i]'s line in the file), in one

@@ -701,12 +701,6 @@ static int by_pick_slot(const void *a, const void *b) {
   return c ? c : (x->line > y->line) - (x->line < y->line);
 }
 
-static int same_pick_row(const db_pick_row *a, const db_pick_row *b) {
-  return !strcmp(a->p.trial_uid, b->p.trial_uid) && !strcmp(a->p.model, b->p.model) &&
-         !strcmp(a->p.session, b->p.session) && a->p.chain_us == b->p.chain_us &&
-         a->p.base_us == b->p.base_us && a->p.timestamp == b->p.timestamp;
-}
-
 /* Two different picks of one workload and device in the import (lines[i]
  * is v[i]'s line): a conflict, refused with both lines. The same pick twice
  * is not. Sorted, so that a file of many picks costs n log n. */
@@ -719,7 +713,7 @@ static ct_status check_pick_conflicts(const db_pick_row *v, const int *lines, in
   for (int i = 1; i < n && st == CT_OK; i++) {
     const db_pick_row *a = order[i - 1].r, *b = order[i].r;
     if (strcmp(a->p.workload_key, b->p.workload_key) || strcmp(a->device_name, b->device_name) ||
-        a->cc_major != b->cc_major || a->cc_minor != b->cc_minor || same_pick_row(a, b))
+        a->cc_major != b->cc_major || a->cc_minor != b->cc_minor || db_pick_equal(&a->p, &b->p))
       continue;
     st = ERR_SET(err, CT_ERR_PARSE,
                  "line %d: a pick of %s on %s (%d.%d) conflicts with line %d: two different picks "

@@ -342,14 +342,10 @@ done:
   return st;
 }
 
-/* Whether the pick of SQL_PICKED's row is p (every field). */
-static int same_pick(sqlite3_stmt *s, const db_pick *p) {
-  const char *uid = (const char *)sqlite3_column_text(s, 2);
-  const char *model = (const char *)sqlite3_column_text(s, 5);
-  const char *session = (const char *)sqlite3_column_text(s, 6);
-  return uid && model && session && !strcmp(uid, p->trial_uid) && !strcmp(model, p->model) &&
-         !strcmp(session, p->session) && sqlite3_column_double(s, 3) == p->chain_us &&
-         sqlite3_column_double(s, 4) == p->base_us && sqlite3_column_double(s, 7) == p->timestamp;
+int db_pick_equal(const db_pick *a, const db_pick *b) {
+  return !strcmp(a->workload_key, b->workload_key) && !strcmp(a->trial_uid, b->trial_uid) &&
+         !strcmp(a->model, b->model) && !strcmp(a->session, b->session) &&
+         a->chain_us == b->chain_us && a->base_us == b->base_us && a->timestamp == b->timestamp;
 }
 
 ct_status db_import_picks(db *d, const db_pick_row *v, const int *lines, int n,
@@ -381,13 +377,19 @@ ct_status db_import_picks(db *d, const db_pick_row *v, const int *lines, int n,
     SQL_TRY(h, err, sqlite3_bind_text(cur, 1, p->workload_key, -1, SQLITE_STATIC));
     if ((st = bind_device(h, cur, &dev, err)) != CT_OK) goto done;
     SQL_STEP(h, err, cur, rc);
-    if (rc == SQLITE_ROW && same_pick(cur, p)) {
-      present++;
-      continue;
-    }
-    if (rc == SQLITE_ROW && sqlite3_column_double(cur, 7) >= p->timestamp) {
-      kept++;
-      continue;
+    if (rc == SQLITE_ROW) {
+      /* the database's pick (one it cannot read is not the same) */
+      db_pick old;
+      int64_t old_trial;
+      ct_err row_err = {0};
+      if (row_pick(cur, &old, &old_trial, &row_err) == CT_OK && db_pick_equal(&old, p)) {
+        present++;
+        continue;
+      }
+      if (sqlite3_column_double(cur, 7) >= p->timestamp) {
+        kept++;
+        continue;
+      }
     }
     SQL_TRY(h, err, sqlite3_reset(cur));
     SQL_TRY(h, err, sqlite3_reset(del));
