@@ -150,6 +150,12 @@ static void make_plan(const ct_workload *w, const space *s, const config *cfg, d
   p->loads = p->zused * p->hrow * p->wrow;
 }
 
+/* The share of the computed output channels that exist (K over the grid's
+ * blocks of block_c x chans). */
+static double dw_kused(const ct_workload *w, const dplan *p) {
+  return (double)w->k / (double)(p->grid_y * p->bc * p->chans);
+}
+
 static int valid(const ct_workload *w, const space *s, const config *cfg, const arch *a,
                  char *why) {
   dplan p;
@@ -218,8 +224,11 @@ static ct_status make_instance(const ct_workload *w, const space *s, const confi
 }
 
 /* Derived sizes for the cost model, log2-scaled: the loads per output
- * (the halo a thread reads again, and its PRMTs) and the share of computed
- * pixels that exist matter most to a memory-bound layer. */
+ * (the halo a thread reads again, and its PRMTs) and the shares of computed
+ * pixels and channels that exist matter most to a memory-bound layer
+ * (MobileNetV2's 96-channel stride-2 layer: 14.4-15.3 us on blocks of 32 x
+ * 4 channels, a quarter of each warp idle, 12.2 on 24 x 4; without the
+ * channels' share the search often settled on the former: experiments.md). */
 static int describe(const ct_workload *w, const space *s, const config *cfg, float *out, int max) {
   dplan p;
   make_plan(w, s, cfg, &p);
@@ -242,7 +251,9 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
                       p.m,
                       (double)p.m_total / (double)p.tiles_pix,
                       p.mac + 1,
-                      p.depths};
+                      p.depths,
+                      dw_kused(w, &p),
+                      dw_kused(w, &p) * (double)p.m_total / (double)p.tiles_pix};
   return template_features(v, (int)(sizeof v / sizeof v[0]), out, max);
 }
 
@@ -297,7 +308,7 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
                     dplan p;
                     make_plan(w, s, &c, &p);
                     const double used = (double)p.m_total / (double)p.tiles_pix;
-                    const double kused = (double)w->k / (double)(p.grid_y * p.bc * p.chans);
+                    const double kused = dw_kused(w, &p);
                     const double lpo = (double)p.loads / ((double)p.pix * p.rows * p.depths);
                     const double cost = mac ? 9.0 + (double)g.ker[0] * g.ker[1] * kww + 0.75 * lpo
                                             : 8.0 + 1.25 * lpo;

@@ -15,6 +15,7 @@
  * preferred one).
  */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -438,8 +439,53 @@ START_TEST(mac1_compiles_without_spills) {
 }
 END_TEST
 
+/* The cost model's features tell a block whose channels pass K from one
+ * that divides it: MobileNetV2's 96-channel stride-2 layer at 32 x 4
+ * channels a block (a quarter of each warp idle) against 24 x 4, the
+ * tuned best; every other feature but the block's own knobs the same
+ * where the thread counts are. */
+START_TEST(features_count_idle_channels) {
+  const ct_workload w = dw_shape(0, 32, 96, 1, 112, 3, 2, 1);
+  const template_desc *tpl = tpl_of(&w);
+  arch a;
+  ck_assert_int_eq(arch_from_name("sm_90", &a, NULL), CT_OK);
+  space sp;
+  space_init(&sp);
+  ck_assert_int_eq(tpl->space(&w, &sp, NULL), CT_OK);
+  float f[2][64];
+  int n[2];
+  for (int i = 0; i < 2; i++) {
+    config c;
+    ck_assert(tpl->preferred(&w, &sp, &a, &c));
+    ck_assert(template_set_choice(&sp, &c, "mac", 1));
+    ck_assert(template_set_choice(&sp, &c, "chans", 4));
+    ck_assert(template_set_choice(&sp, &c, "pix", 1));
+    ck_assert(template_set_choice(&sp, &c, "rows", 8));
+    ck_assert(template_set_choice(&sp, &c, "staging", 0));
+    ck_assert(template_set_choice(&sp, &c, "blocks_per_sm", 2));
+    ck_assert(template_set_choice(&sp, &c, "block_c", i ? 32 : 24));
+    ck_assert(template_set_choice(&sp, &c, "block_w", 4));
+    ck_assert(template_set_choice(&sp, &c, "block_h", 1));
+    char why[TEMPLATE_WHY_MAX];
+    ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
+    n[i] = tpl->describe(&w, &sp, &c, f[i], 64);
+  }
+  ck_assert_int_eq(n[0], n[1]);
+  ck_assert_int_ge(n[0], 2);
+  /* the last two: the channels' share, and it times the pixels' (both
+   * tiles divide the 56 x 56 output: 1) */
+  const double idle = log2(96.0 / 128.0);
+  for (int j = n[0] - 2; j < n[0]; j++) {
+    ck_assert_double_eq_tol(f[0][j], 0.0, 1e-6);
+    ck_assert_double_eq_tol(f[1][j], idle, 1e-6);
+  }
+  space_free(&sp);
+}
+END_TEST
+
 static void add_cpu(TCase *tc) {
   tcase_add_test(tc, refuses_what_it_cannot_run);
+  tcase_add_test(tc, features_count_idle_channels);
   tcase_add_loop_test(tc, emulated_kernel_matches_reference_qconv, 0, N_CASES);
 }
 
