@@ -331,6 +331,22 @@ START_TEST(mac1_refuses_a_multiplier) {
 }
 END_TEST
 
+/* c: the preferred config of w with mac 1 and the tile given (staging 0,
+ * depths left as preferred). */
+static void mac1_tile(const template_desc *tpl, const ct_workload *w, space *sp, const arch *a,
+                      config *c, int chans, int pix, int rows, int bc, int bw, int bh, int minb) {
+  ck_assert(tpl->preferred(w, sp, a, c));
+  ck_assert(template_set_choice(sp, c, "mac", 1));
+  ck_assert(template_set_choice(sp, c, "chans", chans));
+  ck_assert(template_set_choice(sp, c, "pix", pix));
+  ck_assert(template_set_choice(sp, c, "rows", rows));
+  ck_assert(template_set_choice(sp, c, "staging", 0));
+  ck_assert(template_set_choice(sp, c, "blocks_per_sm", minb));
+  ck_assert(template_set_choice(sp, c, "block_c", bc));
+  ck_assert(template_set_choice(sp, c, "block_w", bw));
+  ck_assert(template_set_choice(sp, c, "block_h", bh));
+}
+
 /* The tiles beyond powers of two: on MobileNetV2's dw144_56 at batch 32,
  * 12 x 4 channels a block divide 144 (3 blocks along grid y, where 32
  * channels a block take 5 with half of the last idle), 7 x 8 rows divide
@@ -353,16 +369,7 @@ START_TEST(tiles_fit_the_mobile_sizes) {
                                  {12, 4, 7, 3, 8}};
   for (int i = 0; i < 6; i++) {
     config c;
-    ck_assert(tpl->preferred(&w, &sp, &a, &c));
-    ck_assert(template_set_choice(&sp, &c, "mac", 1));
-    ck_assert(template_set_choice(&sp, &c, "chans", 4));
-    ck_assert(template_set_choice(&sp, &c, "pix", 2));
-    ck_assert(template_set_choice(&sp, &c, "rows", tiles[i][4]));
-    ck_assert(template_set_choice(&sp, &c, "staging", 0));
-    ck_assert(template_set_choice(&sp, &c, "blocks_per_sm", 1));
-    ck_assert(template_set_choice(&sp, &c, "block_c", tiles[i][0]));
-    ck_assert(template_set_choice(&sp, &c, "block_w", tiles[i][1]));
-    ck_assert(template_set_choice(&sp, &c, "block_h", tiles[i][2]));
+    mac1_tile(tpl, &w, &sp, &a, &c, 4, 2, tiles[i][4], tiles[i][0], tiles[i][1], tiles[i][2], 1);
     char why[TEMPLATE_WHY_MAX];
     instance inst;
     ct_err err = {0};
@@ -412,17 +419,8 @@ START_TEST(mac1_compiles_without_spills) {
       ck_assert_int_eq(tpl->space(&w, &sp, NULL), CT_OK);
       const int *t = ti > 2 ? deep[ti - 3] : si > 0 && ti == 2 ? narrow : tiles[ti];
       config c;
-      ck_assert(tpl->preferred(&w, &sp, &a, &c));
-      ck_assert(template_set_choice(&sp, &c, "mac", 1));
-      ck_assert(template_set_choice(&sp, &c, "chans", t[0]));
-      ck_assert(template_set_choice(&sp, &c, "pix", t[1]));
-      ck_assert(template_set_choice(&sp, &c, "rows", t[2]));
+      mac1_tile(tpl, &w, &sp, &a, &c, t[0], t[1], t[2], 4, 4, 2, 1);
       ck_assert(shapes[si][0] ? template_set_choice(&sp, &c, "depths", t[3]) : t[3] == 1);
-      ck_assert(template_set_choice(&sp, &c, "staging", 0));
-      ck_assert(template_set_choice(&sp, &c, "blocks_per_sm", 1));
-      ck_assert(template_set_choice(&sp, &c, "block_c", 4));
-      ck_assert(template_set_choice(&sp, &c, "block_w", 4));
-      ck_assert(template_set_choice(&sp, &c, "block_h", 2));
       char why[TEMPLATE_WHY_MAX], text[512];
       ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "shape %d tile %d: %s", si, ti, why);
       instance inst;
@@ -456,16 +454,7 @@ START_TEST(features_count_idle_channels) {
   int n[2];
   for (int i = 0; i < 2; i++) {
     config c;
-    ck_assert(tpl->preferred(&w, &sp, &a, &c));
-    ck_assert(template_set_choice(&sp, &c, "mac", 1));
-    ck_assert(template_set_choice(&sp, &c, "chans", 4));
-    ck_assert(template_set_choice(&sp, &c, "pix", 1));
-    ck_assert(template_set_choice(&sp, &c, "rows", 8));
-    ck_assert(template_set_choice(&sp, &c, "staging", 0));
-    ck_assert(template_set_choice(&sp, &c, "blocks_per_sm", 2));
-    ck_assert(template_set_choice(&sp, &c, "block_c", i ? 32 : 24));
-    ck_assert(template_set_choice(&sp, &c, "block_w", 4));
-    ck_assert(template_set_choice(&sp, &c, "block_h", 1));
+    mac1_tile(tpl, &w, &sp, &a, &c, 4, 1, 8, i ? 32 : 24, 4, 1, 2);
     char why[TEMPLATE_WHY_MAX];
     ck_assert_msg(tpl->valid(&w, &sp, &c, &a, why), "%s", why);
     n[i] = tpl->describe(&w, &sp, &c, f[i], 64);
