@@ -331,6 +331,16 @@ START_TEST(mac1_refuses_a_multiplier) {
 }
 END_TEST
 
+/* sm_90's limits into a, w's space of its template into sp (space_free
+ * it); the template. */
+static const template_desc *sm90_space(const ct_workload *w, arch *a, space *sp) {
+  ck_assert_int_eq(arch_from_name("sm_90", a, NULL), CT_OK);
+  space_init(sp);
+  const template_desc *tpl = tpl_of(w);
+  ck_assert_int_eq(tpl->space(w, sp, NULL), CT_OK);
+  return tpl;
+}
+
 /* c: the preferred config of w with mac 1 and the tile given (staging 0,
  * depths left as preferred). */
 static void mac1_tile(const template_desc *tpl, const ct_workload *w, space *sp, const arch *a,
@@ -355,12 +365,9 @@ static void mac1_tile(const template_desc *tpl, const ct_workload *w, space *sp,
  * kernel's static_assert. */
 START_TEST(tiles_fit_the_mobile_sizes) {
   const ct_workload w = dw_shape(0, 32, 144, 1, 56, 3, 1, 1);
-  const template_desc *tpl = tpl_of(&w);
   arch a;
-  ck_assert_int_eq(arch_from_name("sm_90", &a, NULL), CT_OK);
   space sp;
-  space_init(&sp);
-  ck_assert_int_eq(tpl->space(&w, &sp, NULL), CT_OK);
+  const template_desc *tpl = sm90_space(&w, &a, &sp);
   static const int tiles[][5] = {/* block_c, block_w, block_h, grid y, rows */ {12, 8, 1, 3, 8},
                                  {8, 4, 7, 5, 8},
                                  {24, 4, 1, 2, 8},
@@ -407,16 +414,13 @@ START_TEST(mac1_compiles_without_spills) {
    * 160 and 144 registers */
   static const int tiles[][4] = {{4, 4, 8, 1}, {8, 2, 4, 1}, {16, 2, 2, 1}},
                    narrow[4] = {4, 2, 8, 1}, deep[][4] = {{4, 2, 4, 2}, {4, 1, 4, 4}};
-  arch a;
-  ck_assert_int_eq(arch_from_name("sm_90", &a, NULL), CT_OK);
   for (int si = 0; si < 3; si++)
     for (int ti = 0; ti < (si == 2 ? 5 : 3); ti++) {
       const ct_workload w = dw_shape(shapes[si][0], 32, shapes[si][1], 1, shapes[si][2],
                                      shapes[si][3], shapes[si][4], shapes[si][3] / 2);
-      const template_desc *tpl = tpl_of(&w);
+      arch a;
       space sp;
-      space_init(&sp);
-      ck_assert_int_eq(tpl->space(&w, &sp, NULL), CT_OK);
+      const template_desc *tpl = sm90_space(&w, &a, &sp);
       const int *t = ti > 2 ? deep[ti - 3] : si > 0 && ti == 2 ? narrow : tiles[ti];
       config c;
       mac1_tile(tpl, &w, &sp, &a, &c, t[0], t[1], t[2], 4, 4, 2, 1);
@@ -440,16 +444,12 @@ END_TEST
 /* The cost model's features tell a block whose channels pass K from one
  * that divides it: MobileNetV2's 96-channel stride-2 layer at 32 x 4
  * channels a block (a quarter of each warp idle) against 24 x 4, the
- * tuned best; every other feature but the block's own knobs the same
- * where the thread counts are. */
+ * tuned best. */
 START_TEST(features_count_idle_channels) {
   const ct_workload w = dw_shape(0, 32, 96, 1, 112, 3, 2, 1);
-  const template_desc *tpl = tpl_of(&w);
   arch a;
-  ck_assert_int_eq(arch_from_name("sm_90", &a, NULL), CT_OK);
   space sp;
-  space_init(&sp);
-  ck_assert_int_eq(tpl->space(&w, &sp, NULL), CT_OK);
+  const template_desc *tpl = sm90_space(&w, &a, &sp);
   float f[2][64];
   int n[2];
   for (int i = 0; i < 2; i++) {
