@@ -8,7 +8,8 @@
  * requantization of the same params, checked exactly against
  * reference_qconv for sampled valid configs and the preferred one in four
  * epilogues (int32 with bias; int8 per-channel with a residual; uint8 with
- * a data zero point; onnx rounding), every output written once; and NVRTC
+ * a data zero point; onnx rounding), every output written once; the cost
+ * model's share of a block's channels that exist (describe); and NVRTC
  * compiles for sm_90 and sm_80 (CT_DW_COMPILES configs per shape and arch,
  * default 2: the preferred one and a sampled one; under a second each).
  * CT_DW_DRAWS: configs emulated per shape (default 16, the first the
