@@ -369,91 +369,117 @@ static mbench_refine_opts test_refine_opts(void) {
   return ro;
 }
 
+/* A refinement test's state: the tiny model, the GPU, a scratch database
+ * that seed_db filled, the options and the first refinement's result. */
+typedef struct refine_case {
+  tiny t;
+  device g;
+  char dir[4096], path[4200];
+  bench_opts o;
+  mbench_refine_opts ro;
+  mbench_refined rr;
+} refine_case;
+
+/* Seed the database NAME (bad_fastest as seed_db's) and refine the tiny
+ * model's chain on it: every workload in rr.keys. */
+static void refine_start(refine_case *c, const char *name, int bad_fastest) {
+  ct_err err = {0};
+  build(&c->t, CT_LAYOUT_NHWC, 1);
+  ck_assert_msg(device_open(0, &c->g, &err) == CT_OK, "%s", err.msg);
+  scratch(c->dir, sizeof c->dir);
+  snprintf(c->path, sizeof c->path, "%s/%s", c->dir, name);
+  seed_db(&c->t, &c->g, c->path, bad_fastest);
+  c->o = refine_bench_opts(c->path);
+  c->ro = test_refine_opts();
+  ck_assert_msg(mbench_refine(&c->o, &c->t.m, &c->ro, &c->rr, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(c->rr.n_keys, N_CONVS);
+}
+
+/* The chain benched on the database as it is now: every node exact. */
+static void refine_chain_exact(refine_case *c) {
+  ct_err err = {0};
+  c->o.repeats = 3;
+  mbench_result r;
+  memset(&r, 0, sizeof r);
+  ck_assert_msg(mbench_run(&c->o, &c->t.m, &r, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(r.n_exact, N_CONVS);
+  mbench_result_free(&r);
+}
+
+static void refine_end(refine_case *c) {
+  remove_tree(c->dir);
+  release(&c->t);
+}
+
 /* The tiny model's chain refined on a database seeded here: every workload
  * compared, the figures sane, each pick one of its workload's trials and
  * not its fastest; stored, a new context serves the picks (ct_explain says
  * so) and mbench_run checks that chain exact. Then with a gain no candidate
  * can show: no pick, the chain's two figures one. */
 START_TEST(refine_chain) {
-  tiny t;
-  build(&t, CT_LAYOUT_NHWC, 1);
-  device g;
+  refine_case c;
+  refine_start(&c, "refine.db", 0);
+  mbench_refined *rr = &c.rr;
   ct_err err = {0};
-  ck_assert_msg(device_open(0, &g, &err) == CT_OK, "%s", err.msg);
-  char dir[4096], path[4200];
-  scratch(dir, sizeof dir);
-  snprintf(path, sizeof path, "%s/refine.db", dir);
-  seed_db(&t, &g, path, 0);
-  bench_opts o = refine_bench_opts(path);
-  mbench_refine_opts ro = test_refine_opts();
-  mbench_refined rr;
-  ck_assert_msg(mbench_refine(&o, &t.m, &ro, &rr, &err) == CT_OK, "%s", err.msg);
-  ck_assert_int_eq(rr.n_keys, N_CONVS);
-  ck_assert_int_eq(rr.n_compared, 2 * N_CONVS); /* every candidate built and ran */
-  ck_assert(rr.base_us > 0 && rr.chain_us > 0 && rr.chain_us <= rr.base_us);
-  ck_assert_str_eq(rr.device, g.name);
-  for (int i = 0; i < rr.n_picks; i++) {
-    const mbench_pick *p = &rr.picks[i];
+  ck_assert_int_eq(rr->n_compared, 2 * N_CONVS); /* every candidate built and ran */
+  ck_assert(rr->base_us > 0 && rr->chain_us > 0 && rr->chain_us <= rr->base_us);
+  ck_assert_str_eq(rr->device, c.g.name);
+  for (int i = 0; i < rr->n_picks; i++) {
+    const mbench_pick *p = &rr->picks[i];
     int wi = -1, cj = -1;
     ck_assert_int_eq(sscanf(p->uid, "w%dc%d", &wi, &cj), 2);
     ck_assert(wi >= 0 && wi < N_CONVS && cj >= 1 && cj <= 2);
     ck_assert(p->alone_us == 10 + 0.5 * cj && p->fastest_us == 10);
     int found = 0;
-    for (int k = 0; k < rr.n_keys; k++) found |= !strcmp(rr.keys[k], p->key);
+    for (int k = 0; k < rr->n_keys; k++) found |= !strcmp(rr->keys[k], p->key);
     ck_assert(found);
   }
   /* stored: served, and exact in the chain */
   db *d = NULL;
-  ck_assert_int_eq(db_open(path, 0, &d, &err), CT_OK);
+  ck_assert_int_eq(db_open(c.path, 0, &d, &err), CT_OK);
   db_device dev;
   memset(&dev, 0, sizeof dev);
-  snprintf(dev.name, sizeof dev.name, "%s", rr.device);
-  dev.cc_major = rr.cc_major;
-  dev.cc_minor = rr.cc_minor;
+  snprintf(dev.name, sizeof dev.name, "%s", rr->device);
+  dev.cc_major = rr->cc_major;
+  dev.cc_minor = rr->cc_minor;
   const char *keys[N_CONVS];
   db_pick picks[N_CONVS];
   memset(picks, 0, sizeof picks);
-  for (int i = 0; i < rr.n_keys; i++) keys[i] = rr.keys[i];
-  for (int i = 0; i < rr.n_picks; i++) {
-    snprintf(picks[i].workload_key, sizeof picks[i].workload_key, "%s", rr.picks[i].key);
-    snprintf(picks[i].trial_uid, sizeof picks[i].trial_uid, "%s", rr.picks[i].uid);
-    picks[i].chain_us = rr.chain_us;
-    picks[i].base_us = rr.base_us;
+  for (int i = 0; i < rr->n_keys; i++) keys[i] = rr->keys[i];
+  for (int i = 0; i < rr->n_picks; i++) {
+    snprintf(picks[i].workload_key, sizeof picks[i].workload_key, "%s", rr->picks[i].key);
+    snprintf(picks[i].trial_uid, sizeof picks[i].trial_uid, "%s", rr->picks[i].uid);
+    picks[i].chain_us = rr->chain_us;
+    picks[i].base_us = rr->base_us;
     snprintf(picks[i].model, sizeof picks[i].model, "tiny, batch 2");
     snprintf(picks[i].session, sizeof picks[i].session, "test");
     picks[i].timestamp = 1800000000;
   }
-  ck_assert_msg(db_set_picks(d, &dev, keys, rr.n_keys, picks, rr.n_picks, &err) == CT_OK, "%s",
+  ck_assert_msg(db_set_picks(d, &dev, keys, rr->n_keys, picks, rr->n_picks, &err) == CT_OK, "%s",
                 err.msg);
   db_close(d);
   ct_context *ctx = NULL;
-  ck_assert_int_eq(ct_open(path, 0, &ctx), CT_OK);
-  for (int i = 0; i < rr.n_picks; i++) {
+  ck_assert_int_eq(ct_open(c.path, 0, &ctx), CT_OK);
+  for (int i = 0; i < rr->n_picks; i++) {
     ct_workload w;
-    ck_assert_int_eq(ct_workload_parse(rr.picks[i].key, &w, NULL, 0), CT_OK);
+    ck_assert_int_eq(ct_workload_parse(rr->picks[i].key, &w, NULL, 0), CT_OK);
     ct_explanation ex;
     ck_assert_msg(ct_explain(ctx, &w, &ex) == CT_OK, "%s", ct_errmsg(ctx));
     ck_assert_int_eq(ex.source, CT_SOURCE_CHAIN);
-    ck_assert_str_eq(ex.template_name, rr.picks[i].template_name);
+    ck_assert_str_eq(ex.template_name, rr->picks[i].template_name);
   }
   ct_close(ctx);
-  printf("refine_chain: %d picks of %d workloads, chain %.2f -> %.2f us\n", rr.n_picks, rr.n_keys,
-         rr.base_us, rr.chain_us);
-  mbench_refined_free(&rr);
-  o.repeats = 3;
-  mbench_result r;
-  memset(&r, 0, sizeof r);
-  ck_assert_msg(mbench_run(&o, &t.m, &r, &err) == CT_OK, "%s", err.msg);
-  ck_assert_int_eq(r.n_exact, N_CONVS);
-  mbench_result_free(&r);
+  printf("refine_chain: %d picks of %d workloads, chain %.2f -> %.2f us\n", rr->n_picks, rr->n_keys,
+         rr->base_us, rr->chain_us);
+  mbench_refined_free(rr);
+  refine_chain_exact(&c);
   /* a gain nothing shows: no pick */
-  ro.min_gain_us = 1e9;
-  ck_assert_msg(mbench_refine(&o, &t.m, &ro, &rr, &err) == CT_OK, "%s", err.msg);
-  ck_assert_int_eq(rr.n_picks, 0);
-  ck_assert(rr.chain_us == rr.base_us);
-  mbench_refined_free(&rr);
-  remove_tree(dir);
-  release(&t);
+  c.ro.min_gain_us = 1e9;
+  ck_assert_msg(mbench_refine(&c.o, &c.t.m, &c.ro, rr, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(rr->n_picks, 0);
+  ck_assert(rr->chain_us == rr->base_us);
+  mbench_refined_free(rr);
+  refine_end(&c);
 }
 END_TEST
 
@@ -461,39 +487,22 @@ END_TEST
  * runs what the dispatch serves; the others are compared as before, no
  * pick names the bad record, and the chain stays exact. */
 START_TEST(refine_chain_unbuildable_fastest) {
-  tiny t;
-  build(&t, CT_LAYOUT_NHWC, 1);
-  device g;
-  ct_err err = {0};
-  ck_assert_msg(device_open(0, &g, &err) == CT_OK, "%s", err.msg);
-  char dir[4096], path[4200];
-  scratch(dir, sizeof dir);
-  snprintf(path, sizeof path, "%s/refine-bad.db", dir);
-  seed_db(&t, &g, path, 1);
-  bench_opts o = refine_bench_opts(path);
-  mbench_refine_opts ro = test_refine_opts();
-  mbench_refined rr;
-  ck_assert_msg(mbench_refine(&o, &t.m, &ro, &rr, &err) == CT_OK, "%s", err.msg);
-  ck_assert_int_eq(rr.n_keys, N_CONVS);
+  refine_case c;
+  refine_start(&c, "refine-bad.db", 1);
+  const mbench_refined *rr = &c.rr;
   /* workload 0 compared nothing; every other one its two candidates */
-  ck_assert_int_eq(rr.n_compared, 2 * (N_CONVS - 1));
-  ck_assert(rr.base_us > 0 && rr.chain_us > 0 && rr.chain_us <= rr.base_us);
-  for (int i = 0; i < rr.n_picks; i++) {
+  ck_assert_int_eq(rr->n_compared, 2 * (N_CONVS - 1));
+  ck_assert(rr->base_us > 0 && rr->chain_us > 0 && rr->chain_us <= rr->base_us);
+  for (int i = 0; i < rr->n_picks; i++) {
     int wi = -1, cj = -1;
-    ck_assert_int_eq(sscanf(rr.picks[i].uid, "w%dc%d", &wi, &cj), 2);
-    ck_assert_msg(wi != 0, "a pick of workload 0: %s", rr.picks[i].uid);
+    ck_assert_int_eq(sscanf(rr->picks[i].uid, "w%dc%d", &wi, &cj), 2);
+    ck_assert_msg(wi != 0, "a pick of workload 0: %s", rr->picks[i].uid);
   }
   printf("refine_chain_unbuildable_fastest: %d picks of %d workloads, chain %.2f -> %.2f us\n",
-         rr.n_picks, rr.n_keys, rr.base_us, rr.chain_us);
-  mbench_refined_free(&rr);
-  o.repeats = 3;
-  mbench_result r;
-  memset(&r, 0, sizeof r);
-  ck_assert_msg(mbench_run(&o, &t.m, &r, &err) == CT_OK, "%s", err.msg);
-  ck_assert_int_eq(r.n_exact, N_CONVS);
-  mbench_result_free(&r);
-  remove_tree(dir);
-  release(&t);
+         rr->n_picks, rr->n_keys, rr->base_us, rr->chain_us);
+  mbench_refined_free(&c.rr);
+  refine_chain_exact(&c);
+  refine_end(&c);
 }
 END_TEST
 
