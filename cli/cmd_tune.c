@@ -556,9 +556,6 @@ static void print_model(const sched_result *r, const char *mname, int verbose) {
   if (r->n_unsupported) printf(", %d unsupported and left out", r->n_unsupported);
   printf(")\nstarted from %s; %d trials in %d rounds, %.1f s (%.1f trials/s); ended: %s\n", start,
          r->n_trials, r->n_rounds, r->wall_s, r->trials_per_s, end_name(r));
-  if (r->n_held)
-    printf("%d of %d tasks held at the end: their template trails on the workloads of their kind\n",
-           r->n_held, r->n_tasks);
   for (int i = 0; i < r->n_workloads; i++)
     if (!r->workloads[i].supported && verbose >= 0)
       fprintf(stderr, "convtune tune: %s is not tuned: %s\n", r->workloads[i].name,
@@ -577,8 +574,6 @@ static cJSON *model_json(const sched_result *r, const char *mname) {
   cJSON_AddNumberToObject(o, "wall_s", r->wall_s);
   cJSON_AddNumberToObject(o, "trials", r->n_trials);
   cJSON_AddNumberToObject(o, "rounds", r->n_rounds);
-  cJSON_AddNumberToObject(o, "tasks", r->n_tasks);
-  cJSON_AddNumberToObject(o, "held", r->n_held);
   cJSON_AddNumberToObject(o, "trials_per_s", r->trials_per_s);
   cJSON_AddStringToObject(o, "ended", end_name(r));
   add_fallback(o, r->model_fallback);
@@ -606,7 +601,6 @@ static cJSON *model_json(const sched_result *r, const char *mname) {
     cJSON_AddNumberToObject(j, "trials", x->n_trials);
     cJSON_AddNumberToObject(j, "stored", x->n_stored);
     cJSON_AddNumberToObject(j, "rounds", x->rounds);
-    cJSON_AddNumberToObject(j, "held", x->held);
     cJSON_AddNumberToObject(j, "errors", x->errors);
     cJSON_AddStringToObject(j, "state", sched_state_name(x->state));
     add_fallback(j, x->model_fallback);

@@ -95,7 +95,7 @@ static sched *make(const sched_opts *o, int n_wl, const int *counts, int n, cons
   sched_task_desc d[64];
   for (int i = 0; i < 64; i++) ones[i] = 1;
   for (int i = 0; i < n; i++)
-    d[i] = (sched_task_desc){.workload = wl ? wl[i] : i, .group = -1, .peers = -1, .ops = 1e9};
+    d[i] = (sched_task_desc){.workload = wl ? wl[i] : i, .group = -1, .ops = 1e9};
   sched *s = NULL;
   ct_err err = {0};
   ck_assert_msg(sched_new(o, n_wl, counts ? counts : ones, n, d, &s, &err) == CT_OK, "%s", err.msg);
@@ -358,8 +358,8 @@ START_TEST(the_similarity_bound_lifts_a_slow_task) {
   curve c[2] = {{.start = 10, .floor = 9, .tau = 100, .rate = 10},
                 {.start = 40, .floor = 30, .tau = 100, .rate = 10}};
   for (int grouped = 0; grouped < 2; grouped++) {
-    sched_task_desc d[2] = {{.workload = 0, .group = grouped ? 0 : -1, .peers = -1, .ops = 1e9},
-                            {.workload = 1, .group = grouped ? 0 : -1, .peers = -1, .ops = 1e9}};
+    sched_task_desc d[2] = {{.workload = 0, .group = grouped ? 0 : -1, .ops = 1e9},
+                            {.workload = 1, .group = grouped ? 0 : -1, .ops = 1e9}};
     sched *s = NULL;
     ct_err err = {0};
     ck_assert_int_eq(sched_new(&o, 2, counts, 2, d, &s, &err), CT_OK);
@@ -371,167 +371,6 @@ START_TEST(the_similarity_bound_lifts_a_slow_task) {
     ck_assert_int_eq(m.picks[0].task, grouped ? 1 : 0);
     sched_free(s);
   }
-}
-END_TEST
-
-/* ---- the template's standing ------------------------------------------------ */
-
-/* Two templates on each of n_wl workloads, the loser's task first as the
- * registration order may put it: task 2w of template B (peer class 1) and
- * 2w + 1 of template A (class 0), both on workload w. */
-static sched *make_pairs(const sched_opts *o, int n_wl) {
-  int ones[16];
-  sched_task_desc d[32];
-  for (int w = 0; w < n_wl; w++) {
-    ones[w] = 1;
-    d[2 * w] = (sched_task_desc){.workload = w, .group = -1, .peers = 1, .ops = 1e9};
-    d[2 * w + 1] = (sched_task_desc){.workload = w, .group = -1, .peers = 0, .ops = 1e9};
-  }
-  sched *s = NULL;
-  ct_err err = {0};
-  ck_assert_msg(sched_new(o, n_wl, ones, 2 * n_wl, d, &s, &err) == CT_OK, "%s", err.msg);
-  return s;
-}
-
-/* One round of task (n trials, best after it), recorded as sched_run does. */
-static void one_round(sched *s, int task, int n, double best) {
-  sched_record(s, task, &(sched_round){.n_trials = n, .seconds = n / 10.0, .best_us = best});
-}
-
-START_TEST(a_template_that_trails_its_peers_is_held) {
-  /* B trails A by 2x on every workload at equal effort. Once it trails on
-   * two workloads, its tasks on the others have no warm-up and no score:
-   * Ansor's optimism alone gives each of them a warm-up and a second round */
-  curve c[12];
-  for (int w = 0; w < 6; w++) {
-    c[2 * w] = (curve){.start = 40, .floor = 30, .tau = 100, .rate = 10};
-    c[2 * w + 1] = (curve){.start = 20, .floor = 10, .tau = 100, .rate = 10};
-  }
-  double total[2];
-  for (int prior = 0; prior < 2; prior++) {
-    sched_opts o;
-    quiet(&o);
-    o.prior_peers = prior ? 2 : 0;
-    sim m = {.s = make_pairs(&o, 6), .c = c};
-    run(&m, 40);
-    int b_rounds = 0;
-    for (int w = 0; w < 6; w++) b_rounds += rounds_of(&m, 2 * w, 0);
-    if (prior) {
-      /* warm-ups: B0 A0 B1 A1, then A2 .. A5; B2 .. B5 never run */
-      int want[8] = {0, 1, 2, 3, 5, 7, 9, 11};
-      for (int i = 0; i < 8; i++) {
-        ck_assert_int_eq(m.picks[i].task, want[i]);
-        ck_assert(m.picks[i].warmup);
-      }
-      for (int w = 2; w < 6; w++) {
-        ck_assert_int_eq(rounds_of(&m, 2 * w, 0), 0);
-        ck_assert(sched_task(m.s, 2 * w)->held);
-      }
-      /* B0 and B1 have one counted peer each (each other): not held, so
-       * they keep Ansor's second round */
-      ck_assert(!sched_task(m.s, 0)->held && !sched_task(m.s, 2)->held);
-      ck_assert_int_le(b_rounds, 4);
-      for (int w = 0; w < 6; w++) ck_assert(!sched_task(m.s, 2 * w + 1)->held);
-    } else {
-      ck_assert_int_ge(b_rounds, 12); /* a warm-up and a second round each */
-    }
-    int unknown = -1;
-    total[prior] = sched_total_us(m.s, &unknown);
-    ck_assert_int_eq(unknown, 0);
-    sched_free(m.s);
-  }
-  /* the rounds B no longer takes went to A */
-  ck_assert_msg(total[1] < total[0], "%g against %g", total[1], total[0]);
-}
-END_TEST
-
-START_TEST(a_template_that_wins_a_peer_is_not_held) {
-  /* B wins workload 0 and trails on 1 and 2: it warms up on 3 as before */
-  sched_opts o;
-  quiet(&o);
-  sched *s = make_pairs(&o, 4);
-  sched_pick pk;
-  double b[3] = {15, 40, 40}; /* B's best after 16 trials; A's is 20 */
-  for (int w = 0; w < 3; w++) {
-    for (int k = 0; k < 2; k++) {
-      ck_assert_int_eq(sched_next(s, 0, &pk), SCHED_GO);
-      ck_assert_int_eq(pk.task, 2 * w + k);
-      one_round(s, pk.task, 16, k ? 20 : b[w]);
-    }
-  }
-  ck_assert_int_eq(sched_next(s, 0, &pk), SCHED_GO);
-  ck_assert_int_eq(pk.task, 6);
-  ck_assert(pk.warmup && !sched_task(s, 6)->held);
-  sched_free(s);
-}
-END_TEST
-
-START_TEST(the_hold_counts_equal_effort_and_lifts) {
-  sched_opts o;
-  quiet(&o);
-  sched *s = make_pairs(&o, 4);
-  sched_pick pk;
-  /* A on workloads 0 and 1: 20 us after 16 trials, 10 after 64 more;
-   * B: 18 after 16, so it leads A at equal effort though it trails A's
-   * best now: not held */
-  for (int w = 0; w < 2; w++) {
-    one_round(s, 2 * w + 1, 16, 20);
-    one_round(s, 2 * w + 1, 64, 10);
-    one_round(s, 2 * w, 16, 18);
-  }
-  ck_assert_int_eq(sched_next(s, 0, &pk), SCHED_GO);
-  ck_assert_int_eq(pk.task, 4);
-  ck_assert(pk.warmup && !sched_task(s, 4)->held);
-  /* B after 64 more trials on each: 17, against A's 10 within 80 trials */
-  for (int w = 0; w < 2; w++) one_round(s, 2 * w, 64, 17);
-  ck_assert_int_eq(sched_next(s, 0, &pk), SCHED_GO);
-  ck_assert_int_eq(pk.task, 5); /* B2 waits for A2 */
-  ck_assert(sched_task(s, 4)->held);
-  one_round(s, 5, 16, 20);
-  ck_assert_int_eq(sched_next(s, 0, &pk), SCHED_GO);
-  ck_assert_int_eq(pk.task, 7); /* B2 and B3 wait: their workloads have a best */
-  one_round(s, 7, 16, 20);
-  /* a round of B2 that leads its workload (an eps draw, say) lifts the
-   * hold on B3: B no longer trails on every peer */
-  one_round(s, 4, 16, 19);
-  ck_assert_int_eq(sched_next(s, 0, &pk), SCHED_GO);
-  ck_assert_int_eq(pk.task, 6);
-  ck_assert(pk.warmup && !sched_task(s, 6)->held && !sched_task(s, 4)->held);
-  sched_free(s);
-}
-END_TEST
-
-START_TEST(a_held_task_still_runs_when_nothing_else_can) {
-  /* every workload's only other task given up (no OK trial): B is held
-   * on workloads 2 and 3 but runs there, since nothing else gives them a
-   * best; and with no budget every live task is reached in the end */
-  sched_opts o;
-  quiet(&o);
-  o.max_trials = 64;
-  sched *s = make_pairs(&o, 4);
-  sched_pick pk;
-  for (int w = 0; w < 2; w++) {
-    one_round(s, 2 * w + 1, 16, 10);
-    one_round(s, 2 * w, 16, 30);
-  }
-  one_round(s, 5, 16, 0); /* A2 and A3 fail three rounds: given up */
-  one_round(s, 7, 16, 0);
-  for (int k = 0; k < 2; k++) {
-    one_round(s, 5, 16, 0);
-    one_round(s, 7, 16, 0);
-  }
-  ck_assert_int_eq(sched_task(s, 5)->state, SCHED_DONE_FAILING);
-  ck_assert_int_eq(sched_next(s, 0, &pk), SCHED_GO);
-  ck_assert(sched_task(s, 4)->held);
-  ck_assert_int_eq(pk.task, 4);
-  ck_assert(pk.warmup);
-  sched_end e;
-  for (int k = 0; k < 64 && (e = sched_next(s, 0, &pk)) == SCHED_GO; k++)
-    one_round(s, pk.task, pk.n_trials, pk.task & 1 ? 9 : 29);
-  ck_assert_int_eq(e, SCHED_ALL_DONE);
-  for (int i = 0; i < 8; i++)
-    if (i != 5 && i != 7) ck_assert_int_eq(sched_task(s, i)->state, SCHED_DONE_TRIALS);
-  sched_free(s);
 }
 END_TEST
 
@@ -689,14 +528,6 @@ START_TEST(bad_options_and_tasks_are_rejected) {
   ck_assert_int_eq(sched_new(&o, 2, counts, 2, d, &s, &err), CT_ERR_INVALID_ARG);
   ck_assert_msg(strstr(err.msg, "window"), "%s", err.msg);
   sched_opts_default(&o);
-  o.prior_margin = 0.9;
-  ck_assert_int_eq(sched_new(&o, 2, counts, 2, d, &s, &err), CT_ERR_INVALID_ARG);
-  ck_assert_msg(strstr(err.msg, "prior_margin 0.9"), "%s", err.msg);
-  sched_opts_default(&o);
-  o.prior_trials = 0;
-  ck_assert_int_eq(sched_new(&o, 2, counts, 2, d, &s, &err), CT_ERR_INVALID_ARG);
-  ck_assert_msg(strstr(err.msg, "prior_trials"), "%s", err.msg);
-  sched_opts_default(&o);
   o.budget_s = -1;
   ck_assert_int_eq(sched_new(&o, 2, counts, 2, d, &s, &err), CT_ERR_INVALID_ARG);
   ck_assert_msg(strstr(err.msg, "budget"), "%s", err.msg);
@@ -731,10 +562,6 @@ static void add_policy(TCase *tc) {
   tcase_add_test(tc, trial_caps_and_exhaustion_end_a_task);
   tcase_add_test(tc, a_losing_template_gets_rounds_only_while_it_may_win);
   tcase_add_test(tc, the_similarity_bound_lifts_a_slow_task);
-  tcase_add_test(tc, a_template_that_trails_its_peers_is_held);
-  tcase_add_test(tc, a_template_that_wins_a_peer_is_not_held);
-  tcase_add_test(tc, the_hold_counts_equal_effort_and_lifts);
-  tcase_add_test(tc, a_held_task_still_runs_when_nothing_else_can);
   tcase_add_test(tc, the_budget_sizes_the_rounds_and_ends_the_run);
   tcase_add_test(tc, round_sizes_without_a_budget_and_fixed);
   tcase_add_test(tc, eps_draws_depend_on_the_seed_only);

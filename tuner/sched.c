@@ -55,9 +55,6 @@ void sched_opts_default(sched_opts *o) {
   o->window = 3;
   o->eps = 0.05;
   o->fail_rounds = 3;
-  o->prior_peers = 2;
-  o->prior_trials = 16;
-  o->prior_margin = 1.1;
   o->seed = 1;
 }
 
@@ -79,7 +76,6 @@ struct sched {
   int *wl_since; /* trials of the workload since its best improved */
   int n_tasks;
   ptask *t;
-  double *ratio; /* a task's standing on its own workload (held_tasks); 0: does not count */
   rng r;
   int run_trials;
   double run_seconds;
@@ -108,14 +104,10 @@ ct_status sched_new(const sched_opts *o, int n_workloads, const int *counts, int
     return ERR_SET(err, CT_ERR_INVALID_ARG,
                    "scheduler: budget, trials, early stopping and round size must be >= 0");
   if (o->min_round < 1 || o->max_round < 1 || o->round_multiple < 1 || o->window < 1 ||
-      o->fail_rounds < 1 || o->prior_trials < 1)
+      o->fail_rounds < 1)
     return ERR_SET(err, CT_ERR_INVALID_ARG,
-                   "scheduler: min_round, max_round, round_multiple, window, fail_rounds and "
-                   "prior_trials must be >= 1");
-  if (o->prior_peers < 0 || !(o->prior_margin >= 1))
-    return ERR_SET(err, CT_ERR_INVALID_ARG,
-                   "scheduler: prior_peers %d must be >= 0 and prior_margin %g >= 1",
-                   o->prior_peers, o->prior_margin);
+                   "scheduler: min_round, max_round, round_multiple, window and fail_rounds must "
+                   "be >= 1");
   if (!(o->alpha >= 0 && o->alpha <= 1) || !(o->eps >= 0 && o->eps <= 1) || !(o->beta >= 1))
     return ERR_SET(err, CT_ERR_INVALID_ARG,
                    "scheduler: alpha %g and eps %g must be in [0, 1], beta %g >= 1", o->alpha,
@@ -138,8 +130,7 @@ ct_status sched_new(const sched_opts *o, int n_workloads, const int *counts, int
   s->counts = calloc(n_workloads + 1, sizeof *s->counts);
   s->wl_since = calloc(n_workloads + 1, sizeof *s->wl_since);
   s->t = calloc(n_tasks + 1, sizeof *s->t);
-  s->ratio = calloc(n_tasks + 1, sizeof *s->ratio);
-  if (!s->counts || !s->wl_since || !s->t || !s->ratio) goto oom;
+  if (!s->counts || !s->wl_since || !s->t) goto oom;
   if (n_workloads) memcpy(s->counts, counts, sizeof *counts * n_workloads);
   for (int i = 0; i < n_tasks; i++) {
     s->t[i].d = tasks[i];
@@ -160,7 +151,6 @@ void sched_free(sched *s) {
     free(s->t[i].h_best);
   }
   free(s->t);
-  free(s->ratio);
   free(s->counts);
   free(s->wl_since);
   free(s);
@@ -256,70 +246,13 @@ static double group_bound(const sched *s, int j) {
   return s->o.beta * t->d.ops / best_rate;
 }
 
-/* Task t's best once it had at most n trials (its history); 0: none. */
-static double best_within(const ptask *t, int n) {
-  double b = 0;
-  for (int k = 0; k < t->n_hist && t->h_trials[k] <= n; k++)
-    if (t->h_best[k] > 0) b = t->h_best[k];
-  return b;
-}
-
-/* The template standing of sched.h: each task's ratio to its workload's
- * other tasks at equal effort, then which tasks it holds (st.held). */
-static void held_tasks(sched *s) {
-  const sched_opts *o = &s->o;
-  for (int i = 0; i < s->n_tasks; i++) {
-    const ptask *t = &s->t[i];
-    int trials = t->st.stored_trials + t->st.run_trials;
-    s->ratio[i] = 0;
-    if (t->d.peers < 0 || t->st.best_us <= 0 || trials < o->prior_trials) continue;
-    double other = 0;
-    for (int k = 0; k < s->n_tasks; k++) {
-      if (k == i || s->t[k].d.workload != t->d.workload) continue;
-      double b = best_within(&s->t[k], trials);
-      if (b > 0 && (other == 0 || b < other)) other = b;
-    }
-    if (other > 0) s->ratio[i] = t->st.best_us / other;
-  }
-  for (int j = 0; j < s->n_tasks; j++) {
-    ptask *t = &s->t[j];
-    t->st.held = 0;
-    if (o->prior_peers == 0 || t->d.peers < 0) continue;
-    double wl_best = sched_workload_best(s, t->d.workload);
-    if (t->st.best_us > 0 && t->st.best_us <= wl_best) continue; /* it leads */
-    int n = 0, trail = 1;
-    for (int i = 0; i < s->n_tasks && trail; i++) {
-      const ptask *u = &s->t[i];
-      if (u->d.peers != t->d.peers || u->d.workload == t->d.workload || s->ratio[i] <= 0) continue;
-      n++;
-      trail = s->ratio[i] > o->prior_margin;
-    }
-    t->st.held = trail && n >= o->prior_peers;
-  }
-}
-
-/* Whether held task j's warm-up waits: its workload has a best, or a task
- * of it that is live and not held has yet to run its own. */
-static int warmup_waits(const sched *s, int j) {
-  int w = s->t[j].d.workload;
-  if (!s->t[j].st.held) return 0;
-  if (sched_workload_best(s, w) > 0) return 1;
-  for (int i = 0; i < s->n_tasks; i++) {
-    const ptask *u = &s->t[i];
-    if (i != j && u->d.workload == w && u->st.state == SCHED_LIVE && !u->st.held && !u->warm)
-      return 1;
-  }
-  return 0;
-}
-
 /* The expected cut of the total per second from a round of R trials of
- * task j (sched.h); 0 for a task without a best or held by its template's
- * standing. */
+ * task j (sched.h); 0 for a task without a best. */
 static double score(const sched *s, int j, int R) {
   const ptask *t = &s->t[j];
   const sched_opts *o = &s->o;
   double b = t->st.best_us;
-  if (b <= 0 || t->st.held) return 0;
+  if (b <= 0) return 0;
   double wl_best = sched_workload_best(s, t->d.workload);
   int trials = t->st.stored_trials + t->st.run_trials;
   if (trials < 1) trials = 1;
@@ -345,29 +278,22 @@ sched_end sched_next(sched *s, double elapsed_s, sched_pick *out) {
   const sched_opts *o = &s->o;
   memset(out, 0, sizeof *out);
   out->task = -1;
-  held_tasks(s);
   if (o->budget_s > 0 && elapsed_s >= o->budget_s) return SCHED_BUDGET_SPENT;
   int n_live = 0;
   for (int i = 0; i < s->n_tasks; i++) n_live += s->t[i].st.state == SCHED_LIVE;
   if (n_live == 0) return SCHED_ALL_DONE;
   int R = sched_round_size(s), pick = -1;
-  /* warm-up: every task once, in order, but a held one (sched.h) */
+  /* warm-up: every task once, in order */
   for (int i = 0; i < s->n_tasks && pick < 0; i++)
-    if (s->t[i].st.state == SCHED_LIVE && !s->t[i].warm && !warmup_waits(s, i)) pick = i;
+    if (s->t[i].st.state == SCHED_LIVE && !s->t[i].warm) pick = i;
   /* a workload without an OK trial leaves the total unknown: it goes first,
-   * its task not held with the fewest rounds, until fail_rounds give it up */
+   * its task with the fewest rounds, until fail_rounds give it up */
   for (int w = 0; w < s->n_wl && pick < 0; w++) {
     if (sched_workload_best(s, w) > 0) continue;
-    for (int i = 0; i < s->n_tasks; i++) {
-      const sched_task_stat *a = &s->t[i].st;
-      if (s->t[i].d.workload != w || a->state != SCHED_LIVE) continue;
-      if (pick < 0) {
+    for (int i = 0; i < s->n_tasks; i++)
+      if (s->t[i].d.workload == w && s->t[i].st.state == SCHED_LIVE &&
+          (pick < 0 || s->t[i].st.rounds < s->t[pick].st.rounds))
         pick = i;
-        continue;
-      }
-      const sched_task_stat *b = &s->t[pick].st;
-      if (a->held < b->held || (a->held == b->held && a->rounds < b->rounds)) pick = i;
-    }
   }
   if (pick >= 0) {
     out->warmup = 1;
@@ -517,15 +443,6 @@ static void group_tag(const tune_task *k, char *buf, size_t size) {
            k->w.kernel[2], k->w.stride[0], k->w.stride[1], k->w.stride[2], bucket);
 }
 
-/* A tag for the peer class (sched.h): template, kernel, stride, and dense,
- * depthwise or grouped. */
-static void peers_tag(const tune_task *k, char *buf, size_t size) {
-  const ct_workload *w = &k->w;
-  const char *kind = w->groups <= 1 ? "dense" : w->groups == w->c ? "dw" : "grouped";
-  snprintf(buf, size, "%s/%dx%dx%d/%dx%dx%d/%s", k->tpl->name, w->kernel[0], w->kernel[1],
-           w->kernel[2], w->stride[0], w->stride[1], w->stride[2], kind);
-}
-
 static ct_status add_point(sched_result *res, const sched *s, double elapsed, int n_trials) {
   sched_point *c = realloc(res->curve, sizeof *c * (res->n_points + 1));
   if (!c) return CT_ERR_NO_MEMORY;
@@ -548,14 +465,11 @@ void sched_result_free(sched_result *r) {
 static void summarize(sched_result *res, const sched *s, const rtask *rt, int n_rt) {
   res->total_us = 0;
   res->n_unknown = res->n_unsupported = 0;
-  res->n_tasks = n_rt;
-  res->n_held = 0;
-  for (int i = 0; i < n_rt; i++) res->n_held += sched_task(s, i)->held;
   for (int w = 0; w < res->n_workloads; w++) {
     sched_wl *x = &res->workloads[w];
     x->best_us = x->best_tops = 0;
     x->template_name[0] = x->best_config[0] = '\0';
-    x->n_trials = x->n_stored = x->rounds = x->errors = x->held = 0;
+    x->n_trials = x->n_stored = x->rounds = x->errors = 0;
     x->state = SCHED_DONE_FAILING;
     int any = 0, live = 0, best_task = -1;
     for (int i = 0; i < n_rt; i++) {
@@ -568,7 +482,6 @@ static void summarize(sched_result *res, const sched *s, const rtask *rt, int n_
       x->n_stored += st->stored_trials;
       x->rounds += st->rounds;
       x->errors += rt[i].errors;
-      x->held += st->held;
       if (st->best_us > 0 && (best_task < 0 || st->best_us < sched_task(s, best_task)->best_us))
         best_task = i;
     }
@@ -673,13 +586,6 @@ ct_status sched_run(tuner *t, const char *model, const sched_item *items, int n,
     descs[i] = (sched_task_desc){.workload = rt[i].wl,
                                  .group = g < i ? descs[g].group : i,
                                  .ops = (double)workload_ops(&rt[i].task.w)};
-  }
-  /* peer classes, in the same buffers (the groups are set) */
-  for (int i = 0; i < n_rt; i++) peers_tag(&rt[i].task, tags[i], sizeof tags[i]);
-  for (int i = 0; i < n_rt; i++) {
-    int g = 0;
-    while (g < i && strcmp(tags[g], tags[i])) g++;
-    descs[i].peers = g < i ? descs[g].peers : i;
     int p = 0;
     while (tpls[p] && tpls[p] != rt[i].task.tpl) p++;
     tpls[p] = rt[i].task.tpl;

@@ -22,22 +22,6 @@
  * projected to win. Ansor counts rounds where this counts trials, so that
  * rounds of different sizes compare, and weighs by time because the budget
  * is wall-clock and a task's trials cost what its compiles cost.
- * The template's standing (not Ansor's). Ansor's optimism projects any
- * task to near 0 after one round, so a template that loses every workload
- * it runs still took 2-3 rounds of each (MobileNetV2: 44-46% of a 150-s
- * run's rounds went to tasks that never improved their workload's best).
- * A task's peers are its template's tasks on the other workloads of one
- * kind (kernel, stride, dense/depthwise/grouped: sched_task_desc.peers).
- * A peer counts once it has prior_trials trials: its best over the best
- * its workload's other tasks had reached at no more trials than it (equal
- * effort, so that a winner's extra rounds do not count against it). Where
- * at least prior_peers peers count and every one of them trails by more
- * than prior_margin, the task is not expected to win its workload either:
- * while it does not lead its workload it gets no score, and it has no
- * warm-up round while its workload has a best or a task that is not held
- * still to warm up (deferred, not dropped: eps draws and the fallback
- * below still reach it, and one round that wins or comes within the
- * margin on a peer lifts the hold on its peers). prior_peers 0: off.
  * A task is done at --trials new trials, when its strategy has nothing left,
  * after fail_rounds rounds without an OK trial, or when its workload went
  * early_stopping trials without a better best.
@@ -89,9 +73,6 @@ typedef struct sched_opts {
   int window;         /* backward window in rounds (3, Ansor's) */
   double eps;         /* share of rounds given to a random live task after the warm-up (0.05) */
   int fail_rounds;    /* rounds without an OK trial before a task is given up (3) */
-  int prior_peers;    /* peers that must count for the standing to hold a task (2; 0: off) */
-  int prior_trials;   /* a peer's trials before it counts (16) */
-  double prior_margin; /* peers trailing by more than this factor hold the task (1.1) */
   uint64_t seed;      /* of the eps draws (1) */
   /* sched_run: when not NULL and nonzero, the run ends after the batch in
    * flight (the caller's SIGINT handler sets it). */
@@ -121,7 +102,6 @@ typedef struct sched sched;
 typedef struct sched_task_desc {
   int workload; /* its workload, 0 .. n_workloads - 1 */
   int group;    /* its similarity group (>= 0), or -1 for none */
-  int peers;    /* its peer class (>= 0): its template on workloads of its kind; -1: none */
   double ops;   /* its operations, for the similarity bound */
 } sched_task_desc;
 
@@ -133,7 +113,6 @@ typedef struct sched_task_stat {
   double seconds;    /* wall time of those rounds */
   double best_us;    /* the task's best (0: no OK trial) */
   sched_state state;
-  int held; /* its template's standing held it at the last sched_next (above) */
 } sched_task_stat;
 
 /* A policy for n_tasks tasks over n_workloads workloads, counts[w] > 0 the
@@ -238,7 +217,6 @@ typedef struct sched_wl {
   char template_name[48]; /* of the best ("" when none) */
   char best_config[1024];
   int n_trials, n_stored, rounds, errors; /* summed over its tasks */
-  int held;                               /* its tasks held by their standing at the end */
   sched_state state;                      /* its tasks' lowest: live while one is */
   char model_fallback[CT_ERRMSG_MAX];     /* "" or its first task's (tune_result's) */
 } sched_wl;
@@ -260,7 +238,6 @@ typedef struct sched_result {
   double start_total_us; /* from the database, before the first round */
   int start_unknown;
   int n_trials, n_rounds;
-  int n_tasks, n_held; /* tasks, and those held by their standing at the end */
   double wall_s, trials_per_s, budget_s;
   sched_end end;   /* why it ended (SCHED_GO: stopped by the flag, or an error) */
   int interrupted; /* the stop flag ended it */
