@@ -262,7 +262,16 @@ static int describe(const ct_workload *w, const space *s, const config *cfg, flo
  * output: the epilogue's ~8 int32-pipe operations plus 1.25 per input
  * pixel loaded (a PRMT a byte, the xor a word), the pipe that binds when
  * the FFMAs move to FP32; busy: 768 resident threads per SM over all SMs
- * (fill) and per SM as the register estimate allows (occupancy). Computed
+ * (fill) and per SM as the register estimate allows (occupancy, full at
+ * 256 resident threads: a thread's rows are independent loads, and the
+ * tuned bests run 7-8 rows a thread at a fifth to a third of the warps).
+ * Four channels a thread (or four input channels of a multiplier) first,
+ * the others only where none is valid: every tuned best of the three
+ * depthwise sets has 4, and where a model at 512 threads took 8 it lost
+ * to that at 1024 on 9 of 9 2D layers (29 November, H200; 256 and 4
+ * channels: 1.22x the tuned bests' time in geometric mean against 1.46x
+ * for 1024 and any, faster by more than 3% on 23 of the 29 layers, slower
+ * on 3, the 3D stride-2 ones and dw1152_7_k3, by 3-15%). Computed
  * pixels and channels that do not exist are wasted; 8-byte or wider
  * channel vectors, and warps that read 32 bytes or more of a pixel row,
  * are preferred, as are warps along one row, blocks of 64 threads or more
@@ -284,58 +293,60 @@ static int preferred(const ct_workload *w, const space *s, const arch *a, config
   workload_geom(w, &g);
   const long kww = ceil_div(g.ker[2], 4);
   const int is3d = w->op == CT_OP_CONV3D, nd = is3d ? N_OF(depths_s) : 1;
-  for (int mac = 1; mac >= 0 && !found; mac--)
-    for (int id = 0; id < nd; id++)
-      for (int ic = 0; ic < N_OF(chans_s); ic++)
-        for (int ip = 0; ip < N_OF(pix_s); ip++)
-          for (int ir = 0; ir < N_OF(rows_s); ir++)
-            for (int ibc = 0; ibc < N_OF(block_cs); ibc++)
-              for (int ibw = 0; ibw < N_OF(block_ws); ibw++)
-                for (int ibh = 0; ibh < N_OF(block_hs); ibh++)
-                  for (int mb = 1; mb <= 4; mb++) {
-                    if (!(template_set_choice(s, &c, "chans", chans_s[ic]) &&
-                          template_set_choice(s, &c, "pix", pix_s[ip]) &&
-                          template_set_choice(s, &c, "rows", rows_s[ir]) &&
-                          template_set_choice(s, &c, "block_c", block_cs[ibc]) &&
-                          template_set_choice(s, &c, "block_w", block_ws[ibw]) &&
-                          template_set_choice(s, &c, "block_h", block_hs[ibh]) &&
-                          template_set_choice(s, &c, "staging", 0) &&
-                          template_set_choice(s, &c, "mac", mac) &&
-                          template_set_choice(s, &c, "blocks_per_sm", mb) &&
-                          (!is3d || template_set_choice(s, &c, "depths", depths_s[id]))))
-                      continue;
-                    if (!valid(w, s, &c, a, NULL)) continue;
-                    dplan p;
-                    make_plan(w, s, &c, &p);
-                    const double used = (double)p.m_total / (double)p.tiles_pix;
-                    const double kused = dw_kused(w, &p);
-                    const double lpo = (double)p.loads / ((double)p.pix * p.rows * p.depths);
-                    const double cost = mac ? 9.0 + (double)g.ker[0] * g.ker[1] * kww + 0.75 * lpo
-                                            : 8.0 + 1.25 * lpo;
-                    const double all = (double)p.grid_x * p.grid_y * p.threads / (sms * 768.0);
-                    const long regs8 = (p.regs + 7) / 8 * 8;
-                    long blocks = 65536 / (regs8 * p.threads);
-                    if (blocks > 2048 / p.threads) blocks = 2048 / p.threads;
-                    if (blocks > 32) blocks = 32; /* resident blocks an SM takes */
-                    /* launch bounds at the residency the registers allow */
-                    if (mb != (blocks < 4 ? blocks : 4)) continue;
-                    const long res = blocks * p.threads;
-                    const double occ = res >= 1024 ? 1.0 : res / 1024.0;
-                    const double vec = p.nin >= 8 || p.nin * p.m >= 8 ? 1.0 : 0.9;
-                    const double coal = p.bc * p.nin >= 32 || p.bc * p.nin >= w->c ? 1.0 : 0.8;
-                    /* a warp along one row (lanes: channels, then columns),
-                     * blocks of 64 threads or more */
-                    const double row =
-                        p.bc * p.bw >= 32 || (long)p.bw * p.pix >= w->in[1] ? 1.0 : 0.85;
-                    const double lb = p.threads >= 64 ? row : 0.8 * row;
-                    const double score =
-                        used * kused * (all < 1 ? all : 1) * occ * vec * coal * lb / cost;
-                    if (!found || score > best) {
-                      *out = c;
-                      best = score;
-                      found = 1;
+  for (int pass = 0; pass < 2 && !found; pass++)
+    for (int mac = 1; mac >= 0 && !found; mac--)
+      for (int id = 0; id < nd; id++)
+        for (int ic = 0; ic < N_OF(chans_s); ic++)
+          for (int ip = 0; ip < N_OF(pix_s); ip++)
+            for (int ir = 0; ir < N_OF(rows_s); ir++)
+              for (int ibc = 0; ibc < N_OF(block_cs); ibc++)
+                for (int ibw = 0; ibw < N_OF(block_ws); ibw++)
+                  for (int ibh = 0; ibh < N_OF(block_hs); ibh++)
+                    for (int mb = 1; mb <= 4; mb++) {
+                      if (!(template_set_choice(s, &c, "chans", chans_s[ic]) &&
+                            template_set_choice(s, &c, "pix", pix_s[ip]) &&
+                            template_set_choice(s, &c, "rows", rows_s[ir]) &&
+                            template_set_choice(s, &c, "block_c", block_cs[ibc]) &&
+                            template_set_choice(s, &c, "block_w", block_ws[ibw]) &&
+                            template_set_choice(s, &c, "block_h", block_hs[ibh]) &&
+                            template_set_choice(s, &c, "staging", 0) &&
+                            template_set_choice(s, &c, "mac", mac) &&
+                            template_set_choice(s, &c, "blocks_per_sm", mb) &&
+                            (!is3d || template_set_choice(s, &c, "depths", depths_s[id]))))
+                        continue;
+                      if (!valid(w, s, &c, a, NULL)) continue;
+                      dplan p;
+                      make_plan(w, s, &c, &p);
+                      const double used = (double)p.m_total / (double)p.tiles_pix;
+                      const double kused = dw_kused(w, &p);
+                      const double lpo = (double)p.loads / ((double)p.pix * p.rows * p.depths);
+                      const double cost = mac ? 9.0 + (double)g.ker[0] * g.ker[1] * kww + 0.75 * lpo
+                                              : 8.0 + 1.25 * lpo;
+                      const double all = (double)p.grid_x * p.grid_y * p.threads / (sms * 768.0);
+                      const long regs8 = (p.regs + 7) / 8 * 8;
+                      long blocks = 65536 / (regs8 * p.threads);
+                      if (blocks > 2048 / p.threads) blocks = 2048 / p.threads;
+                      if (blocks > 32) blocks = 32; /* resident blocks an SM takes */
+                      /* launch bounds at the residency the registers allow */
+                      if (mb != (blocks < 4 ? blocks : 4)) continue;
+                      const long res = blocks * p.threads;
+                      const double occ = res >= 256 ? 1.0 : res / 256.0;
+                      if (pass == 0 && chans_s[ic] != 4 && p.nin != 4) continue;
+                      const double vec = p.nin >= 8 || p.nin * p.m >= 8 ? 1.0 : 0.9;
+                      const double coal = p.bc * p.nin >= 32 || p.bc * p.nin >= w->c ? 1.0 : 0.8;
+                      /* a warp along one row (lanes: channels, then columns),
+                       * blocks of 64 threads or more */
+                      const double row =
+                          p.bc * p.bw >= 32 || (long)p.bw * p.pix >= w->in[1] ? 1.0 : 0.85;
+                      const double lb = p.threads >= 64 ? row : 0.8 * row;
+                      const double score =
+                          used * kused * (all < 1 ? all : 1) * occ * vec * coal * lb / cost;
+                      if (!found || score > best) {
+                        *out = c;
+                        best = score;
+                        found = 1;
+                      }
                     }
-                  }
   if (found) return 1;
   /* a layer too small or too large for those bounds: the first valid config */
   for (int ic = 0; ic < N_OF(chans_s); ic++)
