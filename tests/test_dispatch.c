@@ -1221,6 +1221,42 @@ START_TEST(layouts_resolve_to_their_templates) {
 }
 END_TEST
 
+/* With nothing tuned, a depthwise layer takes the depthwise CUDA-core
+ * family's default and a grouped one the grouped mma family's, in 2D and
+ * 3D: the dense mma template's default ran them 5-380x slower (H200,
+ * batch 32; registry.c). */
+START_TEST(grouped_layers_default_to_their_families) {
+  static const struct {
+    int op, c, k, groups;
+    const char *want;
+  } cases[] = {{CT_OP_CONV2D, 144, 144, 144, "conv2d_nhwc_dw"},
+               {CT_OP_CONV2D, 32, 64, 32, "conv2d_nhwc_dw"}, /* a channel multiplier */
+               {CT_OP_CONV3D, 64, 64, 64, "conv3d_ndhwc_dw"},
+               {CT_OP_CONV2D, 128, 128, 32, "conv2d_nhwc_grouped_mma"},
+               {CT_OP_CONV3D, 256, 256, 32, "conv3d_ndhwc_grouped_mma"}};
+  for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+    ct_workload w;
+    workload_init(&w, (ct_op)cases[i].op);
+    w.layout = CT_LAYOUT_NHWC;
+    w.n = 32, w.c = cases[i].c, w.k = cases[i].k, w.groups = cases[i].groups;
+    const int nd = cases[i].op == CT_OP_CONV3D ? 3 : 2;
+    for (int d = 0; d < nd; d++) {
+      w.in[d] = d == 0 && nd == 3 ? 8 : 28;
+      w.kernel[d] = 3;
+      w.pad_before[d] = w.pad_after[d] = 1;
+    }
+    ck_assert_int_eq(workload_validate(&w, NULL), CT_OK);
+    resolution r;
+    ct_err err = {0};
+    ck_assert_msg(resolve_nodb(&w, &r, &err) == CT_OK, "%s", err.msg);
+    ck_assert_msg(!strcmp(r.tpl->name, cases[i].want), "case %d: %s", i, r.tpl->name);
+    ck_assert_int_eq(r.ex.source, CT_SOURCE_DEFAULT);
+    expect_valid(&r, "sm_90");
+    resolution_free(&r);
+  }
+}
+END_TEST
+
 /* Insert one OK trial of the nhwc workload w with template t on the H200
  * at cfg (of s, w's space of t; valid on sm_90); its JSON into json (1024
  * bytes) unless NULL. */
@@ -1857,6 +1893,7 @@ static void add_lookup(TCase *tc) {
   tcase_add_test(tc, open_arch_explains_by_compute_capability);
   tcase_add_test(tc, open_reads_a_readonly_folder);
   tcase_add_test(tc, layouts_resolve_to_their_templates);
+  tcase_add_test(tc, grouped_layers_default_to_their_families);
   tcase_add_test(tc, records_serve_their_layout);
   tcase_add_test(tc, fuse_estimate_by_records);
   tcase_add_test(tc, records_carry_to_other_output_types);
