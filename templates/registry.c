@@ -47,12 +47,12 @@ extern const template_desc CT_EXTRA_TEMPLATES;
  * a multiple of 16), the wgmma ones give the default on sm_90, the mma
  * ones elsewhere. Depthwise layers take the depthwise CUDA-core family's
  * default, and grouped ones the grouped mma family's, before mma's: on an
- * H200 at batch 32 mma's default ran the 29 depthwise layers of the
- * shipped sets 5-91x slower than conv2d_nhwc_dw's (conv3d: 24-380x) and
- * ResNeXt's 7 grouped layers 2.9-22x slower than conv2d_nhwc_grouped_mma's
- * (h200-issue35/defaults-*). Neither takes a dense layer that the wgmma
- * templates or stems before them do not. Within a layout the order is
- * also tune_plan's, so the order of a model's warm-up rounds. */
+ * H200 at batch 32 mma's default ran the 22 2D depthwise layers of the
+ * shipped sets 5-42x slower than conv2d_nhwc_dw's (CSN's 7 3D ones
+ * 16-91x) and ResNeXt's 7 grouped layers 3.3-22x slower than
+ * conv2d_nhwc_grouped_mma's (h200-issue35/defaults-d3aad6f). Neither takes a dense layer that the
+ * wgmma templates or stems before them do not. Within a layout the order is also tune_plan's, so
+ * the order of a model's warm-up rounds. */
 static const template_desc *const all[] = {&tpl_conv2d_nchw4c_mma,
                                            &tpl_conv3d_ncdhw4c_mma,
                                            &tpl_conv2d_nchw4c_wgmma,

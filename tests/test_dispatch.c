@@ -1223,7 +1223,7 @@ END_TEST
 
 /* With nothing tuned, a depthwise layer takes the depthwise CUDA-core
  * family's default and a grouped one the grouped mma family's, in 2D and
- * 3D: the dense mma template's default ran them 5-380x slower (H200,
+ * 3D: the dense mma template's default ran them 3.3-91x slower (H200,
  * batch 32; registry.c). */
 START_TEST(grouped_layers_default_to_their_families) {
   static const struct {
