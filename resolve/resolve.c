@@ -188,6 +188,11 @@ static void explain_record(resolution *r, ct_source source, const char *why) {
   snprintf(r->ex.reason, sizeof r->ex.reason, "%s", why);
 }
 
+/* A layer's kind: dense, depthwise (one channel a group) or grouped. */
+static int layer_kind(const ct_workload *w) {
+  return w->groups <= 1 ? 0 : w->groups == w->c ? 1 : 2;
+}
+
 /* (3): the nearest tuned workload whose best config is valid for pw; its
  * distance into *dist. */
 static int try_nearest(db *d, const db_device *dev, const arch *a, resolution *r, double *dist) {
@@ -197,7 +202,10 @@ static int try_nearest(db *d, const db_device *dev, const arch *a, resolution *r
     free(rows);
     return 0;
   }
-  /* candidates: distinct keys of the same op and layout, nearest first */
+  /* candidates: distinct keys of the same op, layout and kind, nearest
+   * first (a template that runs several kinds, as conv2d_nhwc_mma does,
+   * tuned on one is no guide to another: mma ran depthwise layers 5-42x
+   * slower than the depthwise family's default, which they get instead) */
   typedef struct cand {
     double dist;
     int row;
@@ -210,7 +218,7 @@ static int try_nearest(db *d, const db_device *dev, const arch *a, resolution *r
     ct_workload o;
     if (!strcmp(rows[i].workload_key, key) || workload_from_key(rows[i].workload_key, &o, NULL) ||
         o.op != r->pw.op || o.layout != r->pw.layout || (o.pre_c > 0) != (r->pw.pre_c > 0) ||
-        !rows[i].n_ok)
+        layer_kind(&o) != layer_kind(&r->pw) || !rows[i].n_ok)
       continue;
     int dup = 0;
     for (int j = 0; j < m && !dup; j++)

@@ -10,7 +10,8 @@
  * unless a faster record of it on this device came after the pick, (1) the
  * best OK record of this workload on this device, (2) on any
  * device of the same compute capability, (3) the best config of the nearest
- * tuned workload (same template and version) that is valid for this one,
+ * tuned workload (same template and version, and the same kind: dense,
+ * depthwise or grouped) that is valid for this one,
  * (4) a heuristic default. A config carried to another workload keeps the
  * shape of its blocks and takes the number of blocks from the new extents;
  * knobs the new workload's space lacks are dropped and those the config

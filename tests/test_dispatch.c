@@ -1444,6 +1444,68 @@ START_TEST(records_serve_their_layout) {
 }
 END_TEST
 
+/* A workload's nearest records are of its own kind: dense, depthwise or
+ * grouped. conv2d_nhwc_mma runs all three, but a depthwise layer on it ran
+ * 5-42x slower than the depthwise family's default (H200; registry.c), so
+ * its record of a dense or grouped layer never serves a depthwise one,
+ * which takes that default; a record of its own kind does serve it. */
+static ct_workload nhwc3x3(int c, int k, int groups, int hw) {
+  ct_workload w;
+  workload_init(&w, CT_OP_CONV2D);
+  w.layout = CT_LAYOUT_NHWC;
+  w.n = 8, w.c = c, w.k = k, w.groups = groups;
+  w.in[0] = w.in[1] = hw;
+  w.kernel[0] = w.kernel[1] = 3;
+  w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = 1;
+  ck_assert_int_eq(workload_validate(&w, NULL), CT_OK);
+  return w;
+}
+
+START_TEST(nearest_records_are_of_the_same_kind) {
+  const template_desc *mma = template_find("conv2d_nhwc_mma");
+  ck_assert_ptr_nonnull(mma);
+  const ct_workload dense = nhwc3x3(24, 48, 1, 28), grouped = nhwc3x3(128, 128, 32, 28),
+                    dw = nhwc3x3(48, 48, 48, 28);
+  ck_assert(mma->supports(&dense, NULL) && mma->supports(&grouped, NULL) &&
+            mma->supports(&dw, NULL));
+  char dir[512], path[600];
+  scratch(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/kinds.db", dir);
+  db *d = NULL;
+  ct_err err = {0};
+  ck_assert_msg(db_open(path, 0, &d, &err) == CT_OK, "%s", err.msg);
+  put_nhwc_trial(d, "dense-1", mma, &dense, 5.0, 1, NULL);
+  put_nhwc_trial(d, "grouped-1", mma, &grouped, 6.0, 2, NULL);
+  arch a90 = arch_named("sm_90");
+  resolution r;
+  ck_assert_msg(resolve(d, &H200, &a90, &dw, &r, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(r.ex.source, CT_SOURCE_DEFAULT);
+  ck_assert_str_eq(r.tpl->name, "conv2d_nhwc_dw");
+  resolution_free(&r);
+  /* a dense and a grouped layer of other sizes: their own kind's record */
+  const ct_workload dense2 = nhwc3x3(24, 48, 1, 56), grouped2 = nhwc3x3(128, 128, 32, 56);
+  ck_assert_msg(resolve(d, &H200, &a90, &dense2, &r, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(r.ex.source, CT_SOURCE_NEAREST);
+  ck_assert_str_eq(r.tpl->name, "conv2d_nhwc_mma");
+  ck_assert_int_eq(r.rec.median_us, 5.0);
+  resolution_free(&r);
+  ck_assert_msg(resolve(d, &H200, &a90, &grouped2, &r, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(r.ex.source, CT_SOURCE_NEAREST);
+  ck_assert_str_eq(r.tpl->name, "conv2d_nhwc_mma");
+  ck_assert_int_eq(r.rec.median_us, 6.0);
+  resolution_free(&r);
+  /* a depthwise record on mma serves another depthwise layer */
+  put_nhwc_trial(d, "dw-1", mma, &dw, 7.0, 3, NULL);
+  const ct_workload dw2 = nhwc3x3(48, 48, 48, 56);
+  ck_assert_msg(resolve(d, &H200, &a90, &dw2, &r, &err) == CT_OK, "%s", err.msg);
+  ck_assert_int_eq(r.ex.source, CT_SOURCE_NEAREST);
+  ck_assert_str_eq(r.tpl->name, "conv2d_nhwc_mma");
+  ck_assert_int_eq(r.rec.median_us, 7.0);
+  resolution_free(&r);
+  db_close(d);
+}
+END_TEST
+
 /* A record carries to a workload whose space has other knobs: conv2d_nhwc_wgmma
  * tuned for int32 output serves its untuned 8-bit twin (nearest: the same
  * shape) with the same knobs and the 8-bit epilogue's (out_stage,
@@ -1895,6 +1957,7 @@ static void add_lookup(TCase *tc) {
   tcase_add_test(tc, layouts_resolve_to_their_templates);
   tcase_add_test(tc, grouped_layers_default_to_their_families);
   tcase_add_test(tc, records_serve_their_layout);
+  tcase_add_test(tc, nearest_records_are_of_the_same_kind);
   tcase_add_test(tc, fuse_estimate_by_records);
   tcase_add_test(tc, records_carry_to_other_output_types);
   tcase_add_test(tc, nhwc_weights_are_not_packed);
