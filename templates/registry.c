@@ -50,9 +50,12 @@ extern const template_desc CT_EXTRA_TEMPLATES;
  * H200 at batch 32 mma's default ran the 22 2D depthwise layers of the
  * shipped sets 5-42x slower than conv2d_nhwc_dw's (CSN's 7 3D ones
  * 16-91x) and ResNeXt's 7 grouped layers 3.3-22x slower than
- * conv2d_nhwc_grouped_mma's (h200-issue35/defaults-d3aad6f). Neither takes a dense layer that the
- * wgmma templates or stems before them do not. Within a layout the order is also tune_plan's, so
- * the order of a model's warm-up rounds. */
+ * conv2d_nhwc_grouped_mma's (h200-issue35/defaults-d3aad6f). On sm_90 no
+ * dense layer changes hands: the grouped mma family's (C 8, 16, 32) are
+ * the wgmma templates' and stems'. On sm_80, where those have no valid
+ * config, a dense layer of 8 channels now gets the grouped mma family's
+ * default instead of mma's (not measured). Within a layout the order is
+ * also tune_plan's, so the order of a model's warm-up rounds. */
 static const template_desc *const all[] = {&tpl_conv2d_nchw4c_mma,
                                            &tpl_conv3d_ncdhw4c_mma,
                                            &tpl_conv2d_nchw4c_wgmma,
