@@ -361,11 +361,9 @@ static void mac1_tile(const template_desc *tpl, const ct_workload *w, space *sp,
 
 /* The untuned default takes what the tuned bests take on MobileNetV2's
  * two largest 3x3 stride-1 layers at batch 32: four channels a thread and
- * 7 or 8 rows,
- * at part of the SM's warps (before 29 November: 4 rows at full
- * occupancy, 1.46x the tuned bests' time over the depthwise sets against
- * 1.22x now, H200). A layer with no valid 4-channel config still gets
- * one. */
+ * 7 or 8 rows, at part of the SM's warps (before 29 November: 4 rows at
+ * full occupancy, 1.46x the tuned bests' time over the depthwise sets
+ * against 1.22x now, H200). */
 START_TEST(preferred_takes_four_channels_and_long_columns) {
   static const int shapes[][2] = {{144, 56}, {32, 112}};
   for (int i = 0; i < 2; i++) {
