@@ -1221,6 +1221,23 @@ START_TEST(layouts_resolve_to_their_templates) {
 }
 END_TEST
 
+/* A channels-last 3x3 layer (pad 1) of n images of hw x hw (conv3d: 8
+ * planes deep), validated. */
+static ct_workload nhwc3x3(ct_op op, int n, int c, int k, int groups, int hw) {
+  ct_workload w;
+  workload_init(&w, op);
+  w.layout = CT_LAYOUT_NHWC;
+  w.n = n, w.c = c, w.k = k, w.groups = groups;
+  const int nd = op == CT_OP_CONV3D ? 3 : 2;
+  for (int d = 0; d < nd; d++) {
+    w.in[d] = d == 0 && nd == 3 ? 8 : hw;
+    w.kernel[d] = 3;
+    w.pad_before[d] = w.pad_after[d] = 1;
+  }
+  ck_assert_int_eq(workload_validate(&w, NULL), CT_OK);
+  return w;
+}
+
 /* With nothing tuned, a depthwise layer takes the depthwise CUDA-core
  * family's default and a grouped one the grouped mma family's, in 2D and
  * 3D: the dense mma template's default ran them 3.3-91x slower (H200,
@@ -1235,17 +1252,8 @@ START_TEST(grouped_layers_default_to_their_families) {
                {CT_OP_CONV2D, 128, 128, 32, "conv2d_nhwc_grouped_mma"},
                {CT_OP_CONV3D, 256, 256, 32, "conv3d_ndhwc_grouped_mma"}};
   for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
-    ct_workload w;
-    workload_init(&w, (ct_op)cases[i].op);
-    w.layout = CT_LAYOUT_NHWC;
-    w.n = 32, w.c = cases[i].c, w.k = cases[i].k, w.groups = cases[i].groups;
-    const int nd = cases[i].op == CT_OP_CONV3D ? 3 : 2;
-    for (int d = 0; d < nd; d++) {
-      w.in[d] = d == 0 && nd == 3 ? 8 : 28;
-      w.kernel[d] = 3;
-      w.pad_before[d] = w.pad_after[d] = 1;
-    }
-    ck_assert_int_eq(workload_validate(&w, NULL), CT_OK);
+    const ct_workload w =
+        nhwc3x3((ct_op)cases[i].op, 32, cases[i].c, cases[i].k, cases[i].groups, 28);
     resolution r;
     ct_err err = {0};
     ck_assert_msg(resolve_nodb(&w, &r, &err) == CT_OK, "%s", err.msg);
@@ -1449,23 +1457,13 @@ END_TEST
  * 5-42x slower than the depthwise family's default (H200; registry.c), so
  * its record of a dense or grouped layer never serves a depthwise one,
  * which takes that default; a record of its own kind does serve it. */
-static ct_workload nhwc3x3(int c, int k, int groups, int hw) {
-  ct_workload w;
-  workload_init(&w, CT_OP_CONV2D);
-  w.layout = CT_LAYOUT_NHWC;
-  w.n = 8, w.c = c, w.k = k, w.groups = groups;
-  w.in[0] = w.in[1] = hw;
-  w.kernel[0] = w.kernel[1] = 3;
-  w.pad_before[0] = w.pad_before[1] = w.pad_after[0] = w.pad_after[1] = 1;
-  ck_assert_int_eq(workload_validate(&w, NULL), CT_OK);
-  return w;
-}
 
 START_TEST(nearest_records_are_of_the_same_kind) {
   const template_desc *mma = template_find("conv2d_nhwc_mma");
   ck_assert_ptr_nonnull(mma);
-  const ct_workload dense = nhwc3x3(24, 48, 1, 28), grouped = nhwc3x3(128, 128, 32, 28),
-                    dw = nhwc3x3(48, 48, 48, 28);
+  const ct_workload dense = nhwc3x3(CT_OP_CONV2D, 8, 24, 48, 1, 28),
+                    grouped = nhwc3x3(CT_OP_CONV2D, 8, 128, 128, 32, 28),
+                    dw = nhwc3x3(CT_OP_CONV2D, 8, 48, 48, 48, 28);
   ck_assert(mma->supports(&dense, NULL) && mma->supports(&grouped, NULL) &&
             mma->supports(&dw, NULL));
   char dir[512], path[600];
@@ -1483,7 +1481,8 @@ START_TEST(nearest_records_are_of_the_same_kind) {
   ck_assert_str_eq(r.tpl->name, "conv2d_nhwc_dw");
   resolution_free(&r);
   /* a dense and a grouped layer of other sizes: their own kind's record */
-  const ct_workload dense2 = nhwc3x3(24, 48, 1, 56), grouped2 = nhwc3x3(128, 128, 32, 56);
+  const ct_workload dense2 = nhwc3x3(CT_OP_CONV2D, 8, 24, 48, 1, 56),
+                    grouped2 = nhwc3x3(CT_OP_CONV2D, 8, 128, 128, 32, 56);
   ck_assert_msg(resolve(d, &H200, &a90, &dense2, &r, &err) == CT_OK, "%s", err.msg);
   ck_assert_int_eq(r.ex.source, CT_SOURCE_NEAREST);
   ck_assert_str_eq(r.tpl->name, "conv2d_nhwc_mma");
@@ -1496,7 +1495,7 @@ START_TEST(nearest_records_are_of_the_same_kind) {
   resolution_free(&r);
   /* a depthwise record on mma serves another depthwise layer */
   put_nhwc_trial(d, "dw-1", mma, &dw, 7.0, 3, NULL);
-  const ct_workload dw2 = nhwc3x3(48, 48, 48, 56);
+  const ct_workload dw2 = nhwc3x3(CT_OP_CONV2D, 8, 48, 48, 48, 56);
   ck_assert_msg(resolve(d, &H200, &a90, &dw2, &r, &err) == CT_OK, "%s", err.msg);
   ck_assert_int_eq(r.ex.source, CT_SOURCE_NEAREST);
   ck_assert_str_eq(r.tpl->name, "conv2d_nhwc_mma");
