@@ -891,6 +891,54 @@ START_TEST(plan_by_layout) {
 }
 END_TEST
 
+/* The names of the n tasks, ","-joined into buf. */
+static const char *task_names(const tune_task *tasks, int n, char *buf, size_t size) {
+  buf[0] = '\0';
+  for (int i = 0; i < n; i++)
+    snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", i ? "," : "", tasks[i].tpl->name);
+  return buf;
+}
+
+/* A depthwise layer of multiplier 1 that the depthwise family runs is
+ * tuned on that family alone (its CUDA-core and mma forms), not on the
+ * dense mma templates or the grouped fallback, which never won one
+ * (tune.c, tune_skips); named, those still tune it. A depthwise layer the
+ * family refuses (K % 4), and one of multiplier 2, keep them. */
+START_TEST(plan_leaves_depthwise_to_its_family) {
+  tune_task tasks[TUNE_MAX_TASKS];
+  int n = -1;
+  ct_err err = {0};
+  char names[512];
+  for (int op = CT_OP_CONV2D; op <= CT_OP_CONV3D; op++) {
+    const int d3 = op == CT_OP_CONV3D;
+    const char *want =
+        d3 ? "conv3d_ndhwc_dw,conv3d_ndhwc_dw_mma" : "conv2d_nhwc_dw,conv2d_nhwc_dw_mma";
+    const template_desc *mma = template_find(d3 ? "conv3d_ndhwc_mma" : "conv2d_nhwc_mma");
+    const template_desc *fb = template_find(d3 ? "conv3d_ndhwc_grouped" : "conv2d_nhwc_grouped");
+    ck_assert(mma && fb);
+    ct_workload dw = sel_workload((ct_op)op, CT_LAYOUT_NHWC, 32, 32);
+    dw.groups = 32;
+    ck_assert(mma->supports(&dw, NULL) && fb->supports(&dw, NULL));
+    ck_assert_msg(tune_plan("dw", &dw, NULL, tasks, &n, &err) == CT_OK, "%s", err.msg);
+    ck_assert_str_eq(task_names(tasks, n, names, sizeof names), want);
+    ck_assert_msg(tune_plan("dw", &dw, mma, tasks, &n, &err) == CT_OK, "%s", err.msg);
+    ck_assert_int_eq(n, 1);
+    ck_assert_ptr_eq(tasks[0].tpl, mma);
+    /* K % 4 != 0: the depthwise family refuses it, the fallback keeps it */
+    ct_workload odd = sel_workload((ct_op)op, CT_LAYOUT_NHWC, 6, 6);
+    odd.groups = 6;
+    ck_assert_msg(tune_plan("odd", &odd, NULL, tasks, &n, &err) == CT_OK, "%s", err.msg);
+    ck_assert_msg(strstr(task_names(tasks, n, names, sizeof names), fb->name), "%s", names);
+    /* multiplier 2: every template that runs it */
+    ct_workload x2 = sel_workload((ct_op)op, CT_LAYOUT_NHWC, 16, 32);
+    x2.groups = 16;
+    ck_assert_msg(tune_plan("x2", &x2, NULL, tasks, &n, &err) == CT_OK, "%s", err.msg);
+    task_names(tasks, n, names, sizeof names);
+    ck_assert_msg(strstr(names, mma->name) && strstr(names, fb->name), "%s", names);
+  }
+}
+END_TEST
+
 START_TEST(plan_refuses_with_reasons) {
   tune_task tasks[TUNE_MAX_TASKS];
   int n = -1;
@@ -1029,6 +1077,7 @@ static void add_selection(TCase *tc) {
   tcase_add_test(tc, task_workload_by_layout);
   tcase_add_test(tc, plan_by_layout);
   tcase_add_test(tc, plan_refuses_with_reasons);
+  tcase_add_test(tc, plan_leaves_depthwise_to_its_family);
 }
 
 static void add_proposals(TCase *tc) {

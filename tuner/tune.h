@@ -115,8 +115,11 @@ typedef struct tune_task {
 
 /* The tasks tuner_tune runs for the valid workload w: tpl alone when given
  * (registered or not: tests plant their own), else every registered
- * template that takes w's layout and supports it, in registration order;
- * into tasks (room for TUNE_MAX_TASKS), their count in *n. When there is
+ * template that takes w's layout and supports it, in registration order,
+ * less those whose rounds never paid on such a layer (tune.c, tune_skips:
+ * the dense mma and grouped fallback templates on a depthwise layer the
+ * depthwise family runs); into tasks (room for TUNE_MAX_TASKS), their
+ * count in *n. When there is
  * none: CT_ERR_UNSUPPORTED, the message naming name, w's layout and why
  * the templates of that layout refuse it (e.g. an nhwc stem: C % 16 != 0). */
 ct_status tune_plan(const char *name, const ct_workload *w, const template_desc *tpl,
