@@ -424,6 +424,30 @@ static void refusals(const ct_workload *w, char *buf, size_t size) {
              workload_layout_name(w->layout, w->op));
 }
 
+/* For a channels-last workload no channels-last template runs on a: a
+ * hint when a channel-packed template has a default for it there (before
+ * sm_90 the dense layers of C % 16 == 0 but 1x1 have only the wgmma
+ * templates in nhwc), else "". */
+static const char *packed_hint(const ct_workload *w, const arch *a) {
+  if (w->layout != CT_LAYOUT_NHWC) return "";
+  ct_workload pw;
+  workload_packed(w, &pw);
+  const template_desc *const *all = template_all();
+  for (int i = 0; all[i]; i++) {
+    if (all[i]->layout != CT_LAYOUT_NCHW4C || !all[i]->supports(&pw, NULL)) continue;
+    space s;
+    config c;
+    if (template_space(all[i], &pw, &s, NULL)) continue;
+    int ok = resolve_default(all[i], &pw, &s, a, &c, NULL) == CT_OK;
+    space_free(&s);
+    if (ok)
+      return w->op == CT_OP_CONV2D
+                 ? "; the channel-packed templates run it there: use layout nchw or nchw4c"
+                 : "; the channel-packed templates run it there: use layout ncdhw or ncdhw4c";
+  }
+  return "";
+}
+
 /* Whether candidate b beats a: a rank (lower is better: 0 this device, 1
  * the same compute capability, 2 nearest), then the distance (nearest),
  * then the measured time. */
@@ -507,22 +531,26 @@ ct_status resolve(db *d, const db_device *dev, const arch *a, const ct_workload 
   if (!out->tpl) {
     /* (4): the default of the first template that has one on a */
     ct_err why;
-    err_clear(&why);
+    char whys[768] = "";
+    size_t len = 0;
     for (int i = 0; all[i] && !out->tpl; i++) {
       memset(&cur, 0, sizeof cur);
       cur.tpl = all[i];
       if (!takes_layout(cur.tpl, w, &cur.pw) || !cur.tpl->supports(&cur.pw, NULL)) continue;
       if ((st = template_space(cur.tpl, &cur.pw, &cur.s, err))) return st;
+      err_clear(&why);
       if (resolve_default(cur.tpl, &cur.pw, &cur.s, a, &cur.cfg, &why) == CT_OK) {
         *out = cur;
       } else {
         resolution_free(&cur);
+        int k = snprintf(whys + len, sizeof whys - len, "%s%s", len ? "; " : "", why.msg);
+        if (k > 0) len += (size_t)k < sizeof whys - len ? (size_t)k : sizeof whys - len - 1;
       }
     }
-    if (!out->tpl) {
-      if (err) *err = why;
-      return why.status;
-    }
+    if (!out->tpl)
+      return ERR_SET(err, CT_ERR_UNSUPPORTED,
+                     "no template of layout %s has a valid config for this workload on %s (%s)%s",
+                     workload_layout_name(w->layout, w->op), a->name, whys, packed_hint(w, a));
     out->ex.source = CT_SOURCE_DEFAULT;
     snprintf(out->ex.reason, sizeof out->ex.reason, "%s",
              d ? "no tuned workload has a config valid for it: the heuristic default"

@@ -42,7 +42,11 @@ typedef struct resolution {
  * Only templates of w's layout serve it: the channel-packed ones serve
  * nchw4c, and nchw packed (out->pw); the channels-last ones serve nhwc, as
  * it is; records count under the key of that workload. CT_ERR_UNSUPPORTED
- * when no template runs w, naming the refusals (e.g. an nhwc stem). */
+ * when no template runs w, naming the refusals (e.g. an nhwc stem), or
+ * when none that runs it has a valid config on a, naming why and, for a
+ * channels-last w the channel-packed templates run there, that layout
+ * (before sm_90 only the wgmma templates run nhwc's dense layers of C a
+ * multiple of 16 that are not 1x1). */
 ct_status resolve(db *d, const db_device *dev, const arch *a, const ct_workload *w, resolution *out,
                   ct_err *err);
 void resolution_free(resolution *r);

@@ -1265,6 +1265,36 @@ START_TEST(grouped_layers_default_to_their_families) {
 }
 END_TEST
 
+/* Before sm_90 a dense channels-last 3x3 layer of C % 16 == 0 has no
+ * template with a valid config (only the wgmma ones run it): the refusal
+ * says so, names the device, and points to the packed layout, whose
+ * templates do run it there. On sm_90 it resolves; its 1x1 twin does on
+ * sm_80 (the pointwise mma family). */
+START_TEST(nhwc_dense_before_sm90_points_to_packed) {
+  arch a80 = arch_named("sm_80"), a90 = arch_named("sm_90");
+  for (int op = CT_OP_CONV2D; op <= CT_OP_CONV3D; op++) {
+    const ct_workload w = nhwc3x3((ct_op)op, 8, 64, 64, 1, 14);
+    resolution r;
+    ct_err err = {0};
+    ck_assert_int_eq(resolve(NULL, NULL, &a80, &w, &r, &err), CT_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(err.msg, "valid config for this workload on sm_80") &&
+                      strstr(err.msg, op == CT_OP_CONV2D ? "use layout nchw or nchw4c"
+                                                         : "use layout ncdhw or ncdhw4c"),
+                  "%s", err.msg);
+    ct_workload pw = w;
+    pw.layout = CT_LAYOUT_NCHW;
+    ck_assert_msg(resolve(NULL, NULL, &a80, &pw, &r, &err) == CT_OK, "%s", err.msg);
+    resolution_free(&r);
+    ck_assert_msg(resolve(NULL, NULL, &a90, &w, &r, &err) == CT_OK, "%s", err.msg);
+    resolution_free(&r);
+    ct_workload pt = w;
+    for (int d = 0; d < 3; d++) pt.kernel[d] = 1, pt.pad_before[d] = pt.pad_after[d] = 0;
+    ck_assert_msg(resolve(NULL, NULL, &a80, &pt, &r, &err) == CT_OK, "%s", err.msg);
+    resolution_free(&r);
+  }
+}
+END_TEST
+
 /* Insert one OK trial of the nhwc workload w with template t on the H200
  * at cfg (of s, w's space of t; valid on sm_90); its JSON into json (1024
  * bytes) unless NULL. */
@@ -1955,6 +1985,7 @@ static void add_lookup(TCase *tc) {
   tcase_add_test(tc, open_reads_a_readonly_folder);
   tcase_add_test(tc, layouts_resolve_to_their_templates);
   tcase_add_test(tc, grouped_layers_default_to_their_families);
+  tcase_add_test(tc, nhwc_dense_before_sm90_points_to_packed);
   tcase_add_test(tc, records_serve_their_layout);
   tcase_add_test(tc, nearest_records_are_of_the_same_kind);
   tcase_add_test(tc, fuse_estimate_by_records);
