@@ -425,9 +425,9 @@ static void refusals(const ct_workload *w, char *buf, size_t size) {
 }
 
 /* For a channels-last workload no channels-last template runs on a: a
- * hint when a channel-packed template has a default for it there (before
- * sm_90 the dense layers of C % 16 == 0 but 1x1 have only the wgmma
- * templates in nhwc), else "". */
+ * hint when a channel-packed template has a default for it there, else
+ * "". (Before sm_90, nhwc's dense layers with C % 16 == 0 and K % 8 == 0,
+ * the 1x1 ones aside, have only the wgmma templates.) */
 static const char *packed_hint(const ct_workload *w, const arch *a) {
   if (w->layout != CT_LAYOUT_NHWC) return "";
   ct_workload pw;

@@ -45,8 +45,8 @@ typedef struct resolution {
  * when no template runs w, naming the refusals (e.g. an nhwc stem), or
  * when none that runs it has a valid config on a, naming why and, for a
  * channels-last w the channel-packed templates run there, that layout
- * (before sm_90 only the wgmma templates run nhwc's dense layers of C a
- * multiple of 16 that are not 1x1). */
+ * (before sm_90, nhwc's dense layers with C % 16 == 0 and K % 8 == 0, the
+ * 1x1 ones aside, have only the wgmma templates). */
 ct_status resolve(db *d, const db_device *dev, const arch *a, const ct_workload *w, resolution *out,
                   ct_err *err);
 void resolution_free(resolution *r);

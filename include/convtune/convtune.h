@@ -268,8 +268,8 @@ CT_API void ct_set_log(ct_context *ctx, ct_log_fn fn, void *user, ct_log_level l
  * never fails for lack of a tuned kernel. CT_ERR_INVALID_ARG / CT_ERR_INVALID_WORKLOAD for bad
  * input (nothing launched); CT_ERR_UNSUPPORTED where no template runs w in
  * its layout on this device (the message says why and, for a channels-last
- * layer the packed templates run, that layout: before sm_90 the dense
- * channels-last layers of C % 16 == 0 and K % 8 == 0 but 1x1);
+ * layer the packed templates run, that layout: before sm_90, the dense
+ * channels-last layers with C % 16 == 0 and K % 8 == 0, 1x1 ones aside);
  * CT_ERR_CUDA / CT_ERR_NVRTC for failures below.
  * The calls (ct_qconv* too) may be captured into a CUDA graph on stream
  * (cudaStreamBeginCapture, even in global mode), a workload's first call
