@@ -403,6 +403,15 @@ static int takes_layout(const template_desc *tpl, const ct_workload *w, ct_workl
   return workload_for_layout(w, tpl->layout, pw);
 }
 
+/* Append "; " (unless buf is empty) and "name: text" (name NULL: text) to
+ * buf of size bytes, *len its length, truncating. */
+static void join(char *buf, size_t size, size_t *len, const char *name, const char *text) {
+  if (*len + 1 >= size) return;
+  int k = snprintf(buf + *len, size - *len, "%s%s%s%s", *len ? "; " : "", name ? name : "",
+                   name ? ": " : "", text);
+  if (k > 0) *len += (size_t)k < size - *len ? (size_t)k : size - *len - 1;
+}
+
 /* Why no template runs w: the refusals of the templates of its op that take
  * its layout, "; "-joined into buf, or that none of its layout exists. */
 static void refusals(const ct_workload *w, char *buf, size_t size) {
@@ -416,8 +425,7 @@ static void refusals(const ct_workload *w, char *buf, size_t size) {
     if (all[i]->op != w->op || !takes_layout(all[i], w, &pw)) continue;
     n++;
     if (all[i]->supports(&pw, why)) continue;
-    int k = snprintf(buf + len, size - len, "%s%s: %s", len ? "; " : "", all[i]->name, why);
-    if (k > 0) len += (size_t)k < size - len ? (size_t)k : size - len - 1;
+    join(buf, size, &len, all[i]->name, why);
   }
   if (!n)
     snprintf(buf, size, "no template of layout %s is registered",
@@ -543,8 +551,7 @@ ct_status resolve(db *d, const db_device *dev, const arch *a, const ct_workload 
         *out = cur;
       } else {
         resolution_free(&cur);
-        int k = snprintf(whys + len, sizeof whys - len, "%s%s", len ? "; " : "", why.msg);
-        if (k > 0) len += (size_t)k < sizeof whys - len ? (size_t)k : sizeof whys - len - 1;
+        join(whys, sizeof whys, &len, NULL, why.msg);
       }
     }
     if (!out->tpl)
