@@ -182,8 +182,10 @@ static void add_fallback(cJSON *o, const char *note) {
 }
 
 /* One workload's result: a row of the table, or an object of the JSON list
- * out (when not NULL). */
-static void emit_result(cJSON *out, const char *name, const tune_result *r, const cli_common *cc) {
+ * out (when not NULL); why (or "") why it ran no trial, from the plan on
+ * its device (device_refusal). */
+static void emit_result(cJSON *out, const char *name, const tune_result *r, const char *why,
+                        const cli_common *cc) {
   int errors = r->n_trials - r->by_outcome[OUT_OK];
   if (out) {
     cJSON *o = cJSON_CreateObject();
@@ -204,14 +206,38 @@ static void emit_result(cJSON *out, const char *name, const tune_result *r, cons
     cJSON_AddNumberToObject(o, "trials_per_s", r->trials_per_s);
     cJSON_AddBoolToObject(o, "stopped_early", r->stopped_early);
     add_fallback(o, r->model_fallback);
+    if (why[0]) cJSON_AddStringToObject(o, "why", why);
   } else {
     printf("%-28s %-24s %10.2f %8.2f %8d %7d %8.1f  %s\n", name, r->template_name, r->best_us,
            r->best_tops, r->n_trials, errors, r->trials_per_s, r->key);
     if (r->best_config[0] && cc->verbose >= 0) printf("  best config %s\n", r->best_config);
     fflush(stdout);
   }
-  if (r->best_us == 0 && cc->verbose >= 0)
-    fprintf(stderr, "convtune tune: %s: no config ran correctly in %d trials\n", name, r->n_trials);
+  if (r->best_us == 0 && cc->verbose >= 0) {
+    if (why[0])
+      fprintf(stderr, "convtune tune: %s\n", why);
+    else
+      fprintf(stderr, "convtune tune: %s: no config ran correctly in %d trials\n", name,
+              r->n_trials);
+  }
+}
+
+/* Why w (named name) ran no trial on a device of architecture a, into why
+ * (CT_ERRMSG_MAX bytes): tune_plan's refusal there, when it is a's alone
+ * (without an architecture it plans tasks), else "". The pools plan before
+ * they know their GPUs, so a task whose template has no config on a kind
+ * runs no trial there; this says why. */
+static int device_refusal(const char *name, const ct_workload *w, const template_desc *tpl,
+                          const arch *a, char *why) {
+  tune_task tt[TUNE_MAX_TASKS];
+  int nt = 0;
+  ct_err e = {0}, any = {0};
+  why[0] = '\0';
+  if (tune_plan(name, w, tpl, a, tt, &nt, &e) != CT_ERR_UNSUPPORTED ||
+      tune_plan(name, w, tpl, NULL, tt, &nt, &any) != CT_OK)
+    return 0;
+  snprintf(why, CT_ERRMSG_MAX, "%s", e.msg);
+  return 1;
 }
 
 static void print_header(void) {
@@ -288,6 +314,7 @@ typedef struct plan {
   int n_tasks;
   int *first, *count;
   char (*names)[300];
+  const template_desc *tpl; /* the named template, or NULL */
 } plan;
 
 static void plan_free(plan *pl) {
@@ -303,6 +330,7 @@ static int make_plan(const wlset *s, int named, const template_desc *tpl, plan *
                      int verbose) {
   ct_err err = {0};
   memset(pl, 0, sizeof *pl);
+  pl->tpl = tpl;
   pl->tasks = calloc((size_t)s->n_items * TUNE_MAX_TASKS + 1, sizeof *pl->tasks);
   pl->first = calloc((size_t)s->n_items + 1, sizeof *pl->first);
   pl->count = calloc((size_t)s->n_items + 1, sizeof *pl->count);
@@ -320,7 +348,7 @@ static int make_plan(const wlset *s, int named, const template_desc *tpl, plan *
     int nt = 0;
     pl->first[i] = pl->n_tasks;
     if (workload_validate(&s->items[i].w, &err) ||
-        tune_plan(pl->names[i], &s->items[i].w, tpl, tt, &nt, &err)) {
+        tune_plan(pl->names[i], &s->items[i].w, tpl, NULL, tt, &nt, &err)) {
       if (err.status == CT_ERR_UNSUPPORTED && tpl && s->n_items > 1) {
         if (verbose >= 0) fprintf(stderr, "convtune tune: skipped %s\n", err.msg);
         memset(&err, 0, sizeof err);
@@ -354,7 +382,10 @@ static void report(const wlset *s, const plan *pl, const tune_result *res, int k
         snprintf(name, sizeof name, "%s @ %s (kind %d)", pl->names[i], kind_dev[k].name, k);
       else
         snprintf(name, sizeof name, "%s", pl->names[i]);
-      emit_result(out, name, &best, cc);
+      char why[CT_ERRMSG_MAX] = "";
+      if (best.best_us == 0 && best.n_trials == 0)
+        device_refusal(pl->names[i], &s->items[i].w, pl->tpl, &kind_dev[k].arch, why);
+      emit_result(out, name, &best, why, cc);
     }
   if (json) {
     char *text = cJSON_Print(out);
@@ -1173,8 +1204,11 @@ int cmd_tune(int argc, char **argv) {
     if (stop_requested) break;
     tune_result r;
     if (tuner_tune(t, name, &s->items[i].w, tpl, on_progress, &pc, &r, &err)) {
-      if (err.status == CT_ERR_UNSUPPORTED && tpl && s->n_items > 1) {
-        /* a named template tunes the layers of a set or file it can run */
+      char why[CT_ERRMSG_MAX];
+      if (err.status == CT_ERR_UNSUPPORTED && s->n_items > 1 &&
+          (tpl || device_refusal(name, &s->items[i].w, tpl, &tuner_device(t)->arch, why))) {
+        /* a named template tunes the layers of a set or file it can run,
+         * and a device those its templates have configs for there */
         if (cc.verbose >= 0) fprintf(stderr, "convtune tune: skipped %s\n", err.msg);
         memset(&err, 0, sizeof err);
         continue;
@@ -1182,7 +1216,7 @@ int cmd_tune(int argc, char **argv) {
       rc = cli_fail(&cc, &err);
       break;
     }
-    emit_result(out, name, &r, &cc);
+    emit_result(out, name, &r, "", &cc);
   }
   if (json) {
     char *text = cJSON_Print(out);

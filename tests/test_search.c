@@ -870,11 +870,11 @@ START_TEST(plan_by_layout) {
   /* nchw and nchw4c: the channel-packed templates, every one of the op */
   for (int op = CT_OP_CONV2D; op <= CT_OP_CONV3D; op++) {
     ct_workload plain = sel_workload((ct_op)op, CT_LAYOUT_NCHW, 64, 64);
-    ck_assert_msg(tune_plan("plain", &plain, NULL, tasks, &n, &err) == CT_OK, "%s", err.msg);
+    ck_assert_msg(tune_plan("plain", &plain, NULL, NULL, tasks, &n, &err) == CT_OK, "%s", err.msg);
     check_plan(&plain, tasks, n);
     ck_assert_int_eq(n, 3); /* mma, wgmma, dp4a */
     ct_workload p4 = sel_workload((ct_op)op, CT_LAYOUT_NCHW4C, 64, 64);
-    ck_assert_msg(tune_plan("packed", &p4, NULL, tasks, &n, &err) == CT_OK, "%s", err.msg);
+    ck_assert_msg(tune_plan("packed", &p4, NULL, NULL, tasks, &n, &err) == CT_OK, "%s", err.msg);
     check_plan(&p4, tasks, n);
     ck_assert_int_eq(n, 3);
   }
@@ -883,7 +883,7 @@ START_TEST(plan_by_layout) {
     ct_workload nw = sel_workload((ct_op)op, CT_LAYOUT_NHWC, 64, 64);
     const template_desc *t = registered(CT_LAYOUT_NHWC, (ct_op)op);
     err = (ct_err){0};
-    ct_status st = tune_plan("nhwc", &nw, NULL, tasks, &n, &err);
+    ct_status st = tune_plan("nhwc", &nw, NULL, NULL, tasks, &n, &err);
     ck_assert_msg(t, "no nhwc template of %s is registered", workload_op_name((ct_op)op));
     ck_assert_msg(st == CT_OK, "%s", err.msg);
     check_plan(&nw, tasks, n);
@@ -919,22 +919,84 @@ START_TEST(plan_leaves_depthwise_to_its_family) {
     ct_workload dw = sel_workload((ct_op)op, CT_LAYOUT_NHWC, 32, 32);
     dw.groups = 32;
     ck_assert(mma->supports(&dw, NULL) && fb->supports(&dw, NULL));
-    ck_assert_msg(tune_plan("dw", &dw, NULL, tasks, &n, &err) == CT_OK, "%s", err.msg);
+    ck_assert_msg(tune_plan("dw", &dw, NULL, NULL, tasks, &n, &err) == CT_OK, "%s", err.msg);
     ck_assert_str_eq(task_names(tasks, n, names, sizeof names), want);
-    ck_assert_msg(tune_plan("dw", &dw, mma, tasks, &n, &err) == CT_OK, "%s", err.msg);
+    ck_assert_msg(tune_plan("dw", &dw, mma, NULL, tasks, &n, &err) == CT_OK, "%s", err.msg);
     ck_assert_int_eq(n, 1);
     ck_assert_ptr_eq(tasks[0].tpl, mma);
     /* K % 4 != 0: the depthwise family refuses it, the fallback keeps it */
     ct_workload odd = sel_workload((ct_op)op, CT_LAYOUT_NHWC, 6, 6);
     odd.groups = 6;
-    ck_assert_msg(tune_plan("odd", &odd, NULL, tasks, &n, &err) == CT_OK, "%s", err.msg);
+    ck_assert_msg(tune_plan("odd", &odd, NULL, NULL, tasks, &n, &err) == CT_OK, "%s", err.msg);
     ck_assert_msg(strstr(task_names(tasks, n, names, sizeof names), fb->name), "%s", names);
     /* multiplier 2: every template that runs it */
     ct_workload x2 = sel_workload((ct_op)op, CT_LAYOUT_NHWC, 16, 32);
     x2.groups = 16;
-    ck_assert_msg(tune_plan("x2", &x2, NULL, tasks, &n, &err) == CT_OK, "%s", err.msg);
+    ck_assert_msg(tune_plan("x2", &x2, NULL, NULL, tasks, &n, &err) == CT_OK, "%s", err.msg);
     task_names(tasks, n, names, sizeof names);
     ck_assert_msg(strstr(names, mma->name) && strstr(names, fb->name), "%s", names);
+  }
+}
+END_TEST
+
+/* On a device's architecture the plan leaves out the templates with no
+ * valid config there: before sm_90 the wgmma ones. A dense channels-last
+ * 3x3 layer of C % 16 == 0 has only those in nhwc, so on sm_80 it is
+ * refused (the device named, each template's reason, the packed layout
+ * pointed to), where its packed twin and its 1x1 twin are planned; on
+ * sm_90, and with no architecture, nothing changes. A depthwise layer
+ * keeps its family on sm_80. */
+START_TEST(plan_on_a_device) {
+  tune_task tasks[TUNE_MAX_TASKS];
+  int n = -1, n_any = -1;
+  ct_err err = {0};
+  char names[512], any[512];
+  arch a80, a90;
+  ck_assert_int_eq(arch_from_name("sm_80", &a80, NULL), CT_OK);
+  ck_assert_int_eq(arch_from_name("sm_90", &a90, NULL), CT_OK);
+  for (int op = CT_OP_CONV2D; op <= CT_OP_CONV3D; op++) {
+    const int d3 = op == CT_OP_CONV3D;
+    const char *wg = d3 ? "conv3d_ndhwc_wgmma" : "conv2d_nhwc_wgmma";
+    ct_workload nw = sel_workload((ct_op)op, CT_LAYOUT_NHWC, 64, 64);
+    ck_assert_msg(tune_plan("l3", &nw, NULL, NULL, tasks, &n_any, &err) == CT_OK, "%s", err.msg);
+    task_names(tasks, n_any, any, sizeof any);
+    ck_assert_msg(strstr(any, wg), "%s", any);
+    ck_assert_msg(tune_plan("l3", &nw, NULL, &a90, tasks, &n, &err) == CT_OK, "%s", err.msg);
+    ck_assert_str_eq(task_names(tasks, n, names, sizeof names), any);
+    err = (ct_err){0};
+    ck_assert_int_eq(tune_plan("l3", &nw, NULL, &a80, tasks, &n, &err), CT_ERR_UNSUPPORTED);
+    ck_assert_int_eq(n, 0);
+    ck_assert_msg(strstr(err.msg, "l3: no template of layout ") && strstr(err.msg, "on sm_80: ") &&
+                      strstr(err.msg, wg) && strstr(err.msg, "no valid config on sm_80") &&
+                      strstr(err.msg, "wgmma needs sm_90a") &&
+                      strstr(err.msg, d3 ? "tune it in layout ncdhw or ncdhw4c"
+                                         : "tune it in layout nchw or nchw4c"),
+                  "%s", err.msg);
+    /* named: refused on sm_80, as its own reason says */
+    const template_desc *t = template_find(wg);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_int_eq(tune_plan("l3", &nw, t, &a80, tasks, &n, &err), CT_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(err.msg, "does not run this workload on sm_80") &&
+                      strstr(err.msg, "wgmma needs sm_90a"),
+                  "%s", err.msg);
+    /* the packed twin: planned on sm_80, less its wgmma template */
+    ct_workload pw = sel_workload((ct_op)op, CT_LAYOUT_NCHW, 64, 64);
+    ck_assert_msg(tune_plan("p", &pw, NULL, &a80, tasks, &n, &err) == CT_OK, "%s", err.msg);
+    check_plan(&pw, tasks, n);
+    task_names(tasks, n, names, sizeof names);
+    ck_assert_msg(n == 2 && !strstr(names, "wgmma"), "%s", names);
+    /* the 1x1 twin in nhwc: planned on sm_80 */
+    ct_workload pt = nw;
+    for (int d = 0; d < 3; d++) pt.kernel[d] = 1, pt.pad_before[d] = pt.pad_after[d] = 0;
+    ck_assert_msg(tune_plan("pt", &pt, NULL, &a80, tasks, &n, &err) == CT_OK, "%s", err.msg);
+    ck_assert_msg(!strstr(task_names(tasks, n, names, sizeof names), "wgmma"), "%s", names);
+    /* depthwise: its family on sm_80 as anywhere */
+    ct_workload dw = sel_workload((ct_op)op, CT_LAYOUT_NHWC, 32, 32);
+    dw.groups = 32;
+    ck_assert_msg(tune_plan("dw", &dw, NULL, NULL, tasks, &n_any, &err) == CT_OK, "%s", err.msg);
+    task_names(tasks, n_any, any, sizeof any);
+    ck_assert_msg(tune_plan("dw", &dw, NULL, &a80, tasks, &n, &err) == CT_OK, "%s", err.msg);
+    ck_assert_str_eq(task_names(tasks, n, names, sizeof names), any);
   }
 }
 END_TEST
@@ -953,7 +1015,7 @@ START_TEST(plan_refuses_with_reasons) {
   const template_desc *fb = template_find("conv2d_nhwc_grouped");
   const template_desc *t = registered(CT_LAYOUT_NHWC, CT_OP_CONV2D);
   if (fb) {
-    ck_assert_msg(tune_plan("resnet50/conv1", &stem, NULL, tasks, &n, &err) == CT_OK, "%s",
+    ck_assert_msg(tune_plan("resnet50/conv1", &stem, NULL, NULL, tasks, &n, &err) == CT_OK, "%s",
                   err.msg);
     ck_assert_int_eq(n, 1);
     ck_assert_ptr_eq(tasks[0].tpl, fb);
@@ -964,23 +1026,23 @@ START_TEST(plan_refuses_with_reasons) {
   /* a named template of another layout: refused, never converted */
   const template_desc *dp4a = template_find("conv2d_nchw4c_dp4a");
   ct_workload nw = sel_workload(CT_OP_CONV2D, CT_LAYOUT_NHWC, 64, 64);
-  ck_assert_int_eq(tune_plan("x", &nw, dp4a, tasks, &n, &err), CT_ERR_UNSUPPORTED);
+  ck_assert_int_eq(tune_plan("x", &nw, dp4a, NULL, tasks, &n, &err), CT_ERR_UNSUPPORTED);
   ck_assert_msg(strstr(err.msg, "template conv2d_nchw4c_dp4a does not run this workload") &&
                     strstr(err.msg, "not converted"),
                 "%s", err.msg);
   if (t) {
     ct_workload plain = sel_workload(CT_OP_CONV2D, CT_LAYOUT_NCHW, 64, 64);
-    ck_assert_int_eq(tune_plan("y", &plain, t, tasks, &n, &err), CT_ERR_UNSUPPORTED);
+    ck_assert_int_eq(tune_plan("y", &plain, t, NULL, tasks, &n, &err), CT_ERR_UNSUPPORTED);
     ck_assert_msg(strstr(err.msg, t->name) && strstr(err.msg, "runs layout nhwc"), "%s", err.msg);
     /* the named nhwc template takes an nhwc workload */
-    ck_assert_msg(tune_plan("z", &nw, t, tasks, &n, &err) == CT_OK, "%s", err.msg);
+    ck_assert_msg(tune_plan("z", &nw, t, NULL, tasks, &n, &err) == CT_OK, "%s", err.msg);
     ck_assert_int_eq(n, 1);
     ck_assert_ptr_eq(tasks[0].tpl, t);
   }
   /* a named template's own refusal: a conv3d template for a conv2d */
   const template_desc *mma3 = template_find("conv3d_ncdhw4c_mma");
   ct_workload p4 = sel_workload(CT_OP_CONV2D, CT_LAYOUT_NCHW4C, 64, 64);
-  ck_assert_int_eq(tune_plan("w", &p4, mma3, tasks, &n, &err), CT_ERR_UNSUPPORTED);
+  ck_assert_int_eq(tune_plan("w", &p4, mma3, NULL, tasks, &n, &err), CT_ERR_UNSUPPORTED);
   ck_assert_msg(strstr(err.msg, "conv3d only"), "%s", err.msg);
 }
 END_TEST
@@ -1076,6 +1138,7 @@ static void add_api(TCase *tc) {
 static void add_selection(TCase *tc) {
   tcase_add_test(tc, task_workload_by_layout);
   tcase_add_test(tc, plan_by_layout);
+  tcase_add_test(tc, plan_on_a_device);
   tcase_add_test(tc, plan_refuses_with_reasons);
   tcase_add_test(tc, plan_leaves_depthwise_to_its_family);
 }

@@ -556,7 +556,8 @@ ct_status sched_run(tuner *t, const char *model, const sched_item *items, int n,
     tune_task tasks[TUNE_MAX_TASKS];
     int k = 0;
     ct_err e = {0};
-    ct_status ps = tune_plan(res->workloads[w].name, &items[i].w, tpl, tasks, &k, &e);
+    ct_status ps =
+        tune_plan(res->workloads[w].name, &items[i].w, tpl, &tuner_device(t)->arch, tasks, &k, &e);
     if (ps == CT_ERR_UNSUPPORTED) {
       res->workloads[w].supported = 0;
       snprintf(res->workloads[w].why, sizeof res->workloads[w].why, "%s", e.msg);

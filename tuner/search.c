@@ -182,6 +182,36 @@ static int is_new(const search *se, uint64_t idx) {
   return !idset_has(&se->visited, idx) && !idset_has(&se->pend_set, idx);
 }
 
+/* Spaces up to this size are checked point by point by search_has_valid
+ * (a wgmma space before sm_90, none valid: about 15 ms); larger ones by
+ * DRAW_MAX_MISSES draws, as draw_new gives up. */
+#define HAS_VALID_SCAN (1ULL << 16)
+
+int search_has_valid(const template_desc *tpl, const ct_workload *w, const space *s, const arch *a,
+                     char *why) {
+  config c;
+  if (s->size <= HAS_VALID_SCAN) {
+    for (uint64_t idx = 0; idx < s->size; idx++) {
+      space_config(s, idx, &c, NULL);
+      if (tpl->valid(w, s, &c, a, NULL)) return 1;
+    }
+  } else {
+    rng r;
+    rng_seed(&r, 20261129);
+    if (template_sample(tpl, w, s, a, &r, DRAW_MAX_MISSES, &c, NULL) == CT_OK) return 1;
+  }
+  if (why) {
+    char first[TEMPLATE_WHY_MAX] = "";
+    if (s->size) {
+      space_config(s, 0, &c, NULL);
+      tpl->valid(w, s, &c, a, first);
+    }
+    snprintf(why, TEMPLATE_WHY_MAX, "no valid config on %s%s%s", a->name, first[0] ? ": " : "",
+             first);
+  }
+  return 0;
+}
+
 /* Record running out of memory on se->err; returns -1. */
 static int oom(search *se, const char *what) {
   ERR_SET(&se->err, CT_ERR_NO_MEMORY, "search %s: out of memory (%s)", kind_names[se->kind], what);

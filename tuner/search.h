@@ -68,6 +68,17 @@ void search_update(search *se, const config *cfgs, const double *cost_us, int n)
 void search_transfer(search *se, const float *features, const double *cost_us, const int *group,
                      int n, int n_features);
 
+/* Whether a search of (tpl, w) on a has any config to hand out: a space of
+ * up to 2^16 points has a valid one, or a larger one gives one within the
+ * search's own limit of draws (seeded: the same answer every run). When
+ * not, why (TEMPLATE_WHY_MAX bytes, or NULL) gets "no valid config on
+ * ARCH: " and the template's reason for the space's first point (for the
+ * wgmma templates before sm_90: that they need sm_90a). The tuner's plan
+ * asks it so that a template that cannot run on the device is not a task
+ * (tune_plan). */
+int search_has_valid(const template_desc *tpl, const ct_workload *w, const space *s, const arch *a,
+                     char *why);
+
 /* The settings as compact JSON (static per search, borrowed). */
 const char *search_settings(const search *se);
 

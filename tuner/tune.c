@@ -707,6 +707,19 @@ static void append(char *buf, size_t size, const char *text) {
   snprintf(buf + len, size - len, "%s%s", len ? "; " : "", text);
 }
 
+/* Whether tpl, which supports tw, has a config to tune on a (NULL: on any
+ * device): 1 yes, 0 no (why, when not NULL, gets search_has_valid's
+ * reason), -1 when its space cannot be built (*err says why). */
+static int runs_on(const template_desc *tpl, const ct_workload *tw, const arch *a, char *why,
+                   ct_err *err) {
+  if (!a) return 1;
+  space s;
+  if (template_space(tpl, tw, &s, err)) return -1;
+  int ok = search_has_valid(tpl, tw, &s, a, why);
+  space_free(&s);
+  return ok;
+}
+
 /* Whether the search leaves cand out of tw's tasks: the dense mma
  * templates and the grouped CUDA-core fallback, on a depthwise layer of
  * multiplier 1 that the depthwise family runs. In the 30 MobileNetV2
@@ -715,24 +728,26 @@ static void append(char *buf, size_t size, const char *text) {
  * they took 86 of the depthwise layers' 243 rounds (skipdw-99721c9, the
  * base runs). They still run such a layer when named (--template), and
  * their records of it are still served. */
-static int tune_skips(const template_desc *cand, const ct_workload *tw) {
+static int tune_skips(const template_desc *cand, const ct_workload *tw, const arch *a) {
   if (tw->groups <= 1 || tw->groups != tw->c || tw->k != tw->c) return 0;
   const int d3 = cand->op == CT_OP_CONV3D;
   if (strcmp(cand->name, d3 ? "conv3d_ndhwc_mma" : "conv2d_nhwc_mma") &&
       strcmp(cand->name, d3 ? "conv3d_ndhwc_grouped" : "conv2d_nhwc_grouped"))
     return 0;
   const template_desc *dw = template_find(d3 ? "conv3d_ndhwc_dw" : "conv2d_nhwc_dw");
-  return dw && dw->supports(tw, NULL);
+  ct_err e = {0};
+  return dw && dw->supports(tw, NULL) && runs_on(dw, tw, a, NULL, &e) == 1;
 }
 
-ct_status tune_plan(const char *name, const ct_workload *w, const template_desc *tpl,
+ct_status tune_plan(const char *name, const ct_workload *w, const template_desc *tpl, const arch *a,
                     tune_task *tasks, int *n, ct_err *err) {
   *n = 0;
   /* one template when given, else every registered one */
   const template_desc *only[2] = {tpl, NULL};
   const template_desc *const *list = tpl ? only : template_all();
-  char why[TEMPLATE_WHY_MAX], reasons[768] = "";
+  char why[TEMPLATE_WHY_MAX], reasons[768] = "", on_dev[768] = "";
   int n_layout = 0; /* templates of w's op that take its layout */
+  int n_device = 0; /* of those, the ones that support w but have no config on a */
   for (int i = 0; list[i]; i++) {
     const template_desc *cand = list[i];
     ct_workload tw;
@@ -740,9 +755,19 @@ ct_status tune_plan(const char *name, const ct_workload *w, const template_desc 
     int takes = tune_task_workload(cand, w, &tw, why);
     n_layout += takes && cand->op == w->op;
     if (takes && cand->supports(&tw, why)) {
-      if (*n < TUNE_MAX_TASKS && (tpl || !tune_skips(cand, &tw)))
-        tasks[(*n)++] = (tune_task){cand, tw};
-      continue;
+      const int on = runs_on(cand, &tw, a, why, err);
+      if (on < 0) return err->status;
+      if (on) {
+        if (*n < TUNE_MAX_TASKS && (tpl || !tune_skips(cand, &tw, a)))
+          tasks[(*n)++] = (tune_task){cand, tw};
+        continue;
+      }
+      if (cand->op == w->op) {
+        char line[TEMPLATE_WHY_MAX + 64];
+        snprintf(line, sizeof line, "%s: %s", cand->name, why);
+        append(on_dev, sizeof on_dev, line);
+        n_device++;
+      }
     }
     /* the reasons worth reading: the named template's, else those of the
      * templates of w's op and layout */
@@ -755,24 +780,32 @@ ct_status tune_plan(const char *name, const ct_workload *w, const template_desc 
   if (*n) return CT_OK;
   const char *layout = workload_layout_name(w->layout, w->op);
   if (tpl)
-    return ERR_SET(err, CT_ERR_UNSUPPORTED, "%s: template %s does not run this workload: %s", name,
-                   tpl->name, reasons);
+    return ERR_SET(err, CT_ERR_UNSUPPORTED, "%s: template %s does not run this workload%s%s: %s",
+                   name, tpl->name, n_device ? " on " : "", n_device ? a->name : "", reasons);
   if (!n_layout)
     return ERR_SET(err, CT_ERR_UNSUPPORTED,
                    "%s: no template runs this workload: none of layout %s is registered", name,
                    layout);
   /* an nhwc workload the channels-last templates refuse may still run on
-   * the packed ones, in another layout: say so */
+   * the packed ones, in another layout (on a, when given): say so */
   const char *hint = "";
   if (w->layout == CT_LAYOUT_NHWC) {
     ct_workload pw;
+    ct_err e = {0};
     workload_packed(w, &pw);
     for (int i = 0; list[i] && !hint[0]; i++)
-      if (list[i]->layout == CT_LAYOUT_NCHW4C && list[i]->supports(&pw, NULL))
+      if (list[i]->layout == CT_LAYOUT_NCHW4C && list[i]->supports(&pw, NULL) &&
+          runs_on(list[i], &pw, a, NULL, &e) == 1)
         hint = w->op == CT_OP_CONV2D
                    ? " (the channel-packed templates run it: tune it in layout nchw or nchw4c)"
                    : " (the channel-packed templates run it: tune it in layout ncdhw or ncdhw4c)";
   }
+  /* the templates that run w but not on a: their reasons alone (the
+   * others' are why they never could) */
+  if (n_device)
+    return ERR_SET(err, CT_ERR_UNSUPPORTED,
+                   "%s: no template of layout %s runs this workload on %s: %s%s", name, layout,
+                   a->name, on_dev, hint);
   return ERR_SET(err, CT_ERR_UNSUPPORTED, "%s: no template runs this workload in layout %s: %s%s",
                  name, layout, reasons, hint);
 }
@@ -783,7 +816,7 @@ ct_status tuner_tune(tuner *t, const char *name, const ct_workload *w, const tem
   if (st) return st;
   tune_task tasks[TUNE_MAX_TASKS];
   int n = 0;
-  if ((st = tune_plan(name, w, tpl, tasks, &n, err))) return st;
+  if ((st = tune_plan(name, w, tpl, &t->dev.arch, tasks, &n, err))) return st;
   tune_result rs[TUNE_MAX_TASKS];
   for (int i = 0; i < n; i++)
     if ((st = run_task(t, name, &tasks[i].w, tasks[i].tpl, fn, user, &rs[i], err))) return st;

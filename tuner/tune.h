@@ -118,11 +118,14 @@ typedef struct tune_task {
  * template that takes w's layout and supports it, in registration order,
  * less those whose rounds never paid on such a layer (tune.c, tune_skips:
  * the dense mma and grouped fallback templates on a depthwise layer the
- * depthwise family runs); into tasks (room for TUNE_MAX_TASKS), their
- * count in *n. When there is
- * none: CT_ERR_UNSUPPORTED, the message naming name, w's layout and why
- * the templates of that layout refuse it (e.g. an nhwc stem: C % 16 != 0). */
-ct_status tune_plan(const char *name, const ct_workload *w, const template_desc *tpl,
+ * depthwise family runs); with a device's architecture a (NULL: any),
+ * also less those with no valid config there (search_has_valid: the
+ * wgmma templates before sm_90); into tasks (room for TUNE_MAX_TASKS),
+ * their count in *n. When there is none: CT_ERR_UNSUPPORTED, the message
+ * naming name, w's layout (and a, where it is a that refuses) and why the
+ * templates of that layout refuse it (e.g. an nhwc stem: C % 16 != 0),
+ * with a pointer to the packed layout where a packed template runs it. */
+ct_status tune_plan(const char *name, const ct_workload *w, const template_desc *tpl, const arch *a,
                     tune_task *tasks, int *n, ct_err *err);
 
 /* The result of a workload from those of its n tasks: the one with the
