@@ -1,6 +1,6 @@
 #!/bin/bash
 # issue35_gpu.sh PHASE: issue 35 (grouped and depthwise convolution) on the GPU machine, from the
-# repository root, with build-rel built here and carried (its commit in build-rel/COMMIT) and the
+# repository root, with build-rel built here and carried (its commit: `build-rel/convtune -V`) and the
 # MobileNetV2 QDQ model in models/ (scripts/models/grouped_models.py). Results in $OUT.
 #   tests   the GPU suites that issue 35 touches, in parallel: test_runner (the grouped GPU
 #           reference), test_gpu_templates' grouped, grouped8, grouped_onnx, nhwc and onnx_stem
@@ -135,7 +135,10 @@
 # Phases run in one call share /tmp/t.db: e.g. dwmma, model, bench, savedb.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
-export CT_SOURCE_DIR=$PWD CT_COMMIT=$(cat build-rel/COMMIT)
+# the commit: CT_COMMIT when set, else the one the binary names (`-V`: build-rel/COMMIT, written
+# by hand, went stale when HEAD moved without it)
+export CT_SOURCE_DIR=$PWD
+export CT_COMMIT=${CT_COMMIT:-$(build-rel/convtune -V 2>/dev/null | awk '$1 == "commit" {print $2}')}
 B=${CT_BIN:-build-rel/convtune}
 SETS2="mobilenetv2 efficientnet_b0_dw resnext50_g"
 SETS="$SETS2 csn_dw3d resnext3d_g"

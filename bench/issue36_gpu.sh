@@ -1,6 +1,6 @@
 #!/bin/bash
 # issue36_gpu.sh PHASE...: issue 36 (the int8 network path) on the GPU machine, from the
-# repository root, with build-rel built here and carried (its commit in build-rel/COMMIT).
+# repository root, with build-rel built here and carried (its commit: `build-rel/convtune -V`).
 # Results in $OUT; each phase tars its files (a call brings back a few files).
 #   models        ResNet-50 qdq-s8, qdq-u8 and qdq-a8 (scripts/models/make_models.py, symbolic
 #                 batch) into /tmp/models, unless there
@@ -67,7 +67,10 @@
 # Phases run in order: e.g. `models model s8 256 150 model s8 16 90`.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-libs:/usr/local/cuda/lib64
-export CT_SOURCE_DIR=$PWD CT_COMMIT=$(cat build-rel/COMMIT)
+# the commit: CT_COMMIT when set, else the one the binary names (`-V`: build-rel/COMMIT, written
+# by hand, went stale when HEAD moved without it)
+export CT_SOURCE_DIR=$PWD
+export CT_COMMIT=${CT_COMMIT:-$(build-rel/convtune -V 2>/dev/null | awk '$1 == "commit" {print $2}')}
 B=build-rel/convtune
 M=/tmp/models
 mkdir -p $M

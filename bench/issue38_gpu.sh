@@ -1,7 +1,7 @@
 #!/bin/bash
 # issue38_gpu.sh PHASE...: issue 38 (tuning on every GPU of a host) on a multi-GPU
-# machine, from the repository root, with build-rel built here and carried (its commit in
-# build-rel/COMMIT). Results in $OUT.
+# machine, from the repository root, with build-rel built here and carried (its commit:
+# `build-rel/convtune -V`). Results in $OUT.
 #   tests         test_pool, test_builder and test_tune_gpu (its pool case takes up to 4 GPUs)
 #   warm T        a throwaway run of T trials a task on every GPU, first. Before 4272337 it
 #                 filled the driver's compute cache that later runs, with the same seed, hit
@@ -62,7 +62,10 @@
 set -u
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export LD_LIBRARY_PATH=$PWD/build-rel:$PWD/.gpu-libs:/usr/local/cuda/lib64
-export CT_SOURCE_DIR=$PWD CT_COMMIT=$(cat build-rel/COMMIT)
+# the commit: CT_COMMIT when set, else the one the binary names (`-V`: build-rel/COMMIT, written
+# by hand, went stale when HEAD moved without it)
+export CT_SOURCE_DIR=$PWD
+export CT_COMMIT=${CT_COMMIT:-$(build-rel/convtune -V 2>/dev/null | awk '$1 == "commit" {print $2}')}
 for l in libconvtune.so libconvtune.so.0; do
   [ -e build-rel/$l ] || ln -sf libconvtune.so.0.1.0 build-rel/$l
 done
