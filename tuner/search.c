@@ -206,8 +206,9 @@ int search_has_valid(const template_desc *tpl, const ct_workload *w, const space
       space_config(s, 0, &c, NULL);
       tpl->valid(w, s, &c, a, first);
     }
-    snprintf(why, TEMPLATE_WHY_MAX, "no valid config on %s%s%s", a->name, first[0] ? ": " : "",
-             first);
+    /* 19 + 16 + 2 + 120 bytes: within TEMPLATE_WHY_MAX, cut where longer */
+    snprintf(why, TEMPLATE_WHY_MAX, "no valid config on %.16s%s%.120s", a->name,
+             first[0] ? ": " : "", first);
   }
   return 0;
 }
