@@ -183,7 +183,7 @@ static void add_fallback(cJSON *o, const char *note) {
 
 /* One workload's result: a row of the table, or an object of the JSON list
  * out (when not NULL); why (or "") why it ran no trial, from the plan on
- * its device (device_refusal). */
+ * its device (tune_device_refusal). */
 static void emit_result(cJSON *out, const char *name, const tune_result *r, const char *why,
                         const cli_common *cc) {
   int errors = r->n_trials - r->by_outcome[OUT_OK];
@@ -220,24 +220,6 @@ static void emit_result(cJSON *out, const char *name, const tune_result *r, cons
       fprintf(stderr, "convtune tune: %s: no config ran correctly in %d trials\n", name,
               r->n_trials);
   }
-}
-
-/* Why w (named name) ran no trial on a device of architecture a, into why
- * (CT_ERRMSG_MAX bytes): tune_plan's refusal there, when it is a's alone
- * (without an architecture it plans tasks), else "". The pools plan before
- * they know their GPUs, so a task whose template has no config on a kind
- * runs no trial there; this says why. */
-static int device_refusal(const char *name, const ct_workload *w, const template_desc *tpl,
-                          const arch *a, char *why) {
-  tune_task tt[TUNE_MAX_TASKS];
-  int nt = 0;
-  ct_err e = {0}, any = {0};
-  why[0] = '\0';
-  if (tune_plan(name, w, tpl, a, tt, &nt, &e) != CT_ERR_UNSUPPORTED ||
-      tune_plan(name, w, tpl, NULL, tt, &nt, &any) != CT_OK)
-    return 0;
-  snprintf(why, CT_ERRMSG_MAX, "%s", e.msg);
-  return 1;
 }
 
 static void print_header(void) {
@@ -384,7 +366,7 @@ static void report(const wlset *s, const plan *pl, const tune_result *res, int k
         snprintf(name, sizeof name, "%s", pl->names[i]);
       char why[CT_ERRMSG_MAX] = "";
       if (best.best_us == 0 && best.n_trials == 0)
-        device_refusal(pl->names[i], &s->items[i].w, pl->tpl, &kind_dev[k].arch, why);
+        tune_device_refusal(pl->names[i], &s->items[i].w, pl->tpl, &kind_dev[k].arch, why);
       emit_result(out, name, &best, why, cc);
     }
   if (json) {
@@ -1206,7 +1188,7 @@ int cmd_tune(int argc, char **argv) {
     if (tuner_tune(t, name, &s->items[i].w, tpl, on_progress, &pc, &r, &err)) {
       char why[CT_ERRMSG_MAX];
       if (err.status == CT_ERR_UNSUPPORTED && s->n_items > 1 &&
-          (tpl || device_refusal(name, &s->items[i].w, tpl, &tuner_device(t)->arch, why))) {
+          (tpl || tune_device_refusal(name, &s->items[i].w, tpl, &tuner_device(t)->arch, why))) {
         /* a named template tunes the layers of a set or file it can run,
          * and a device those its templates have configs for there */
         if (cc.verbose >= 0) fprintf(stderr, "convtune tune: skipped %s\n", err.msg);

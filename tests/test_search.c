@@ -972,6 +972,12 @@ START_TEST(plan_on_a_device) {
                       strstr(err.msg, d3 ? "tune it in layout ncdhw or ncdhw4c"
                                          : "tune it in layout nchw or nchw4c"),
                   "%s", err.msg);
+    /* the same as a device's refusal (what a pool reports for a kind) */
+    char why[CT_ERRMSG_MAX];
+    ck_assert_int_eq(tune_device_refusal("l3", &nw, NULL, &a80, why), 1);
+    ck_assert_str_eq(why, err.msg);
+    ck_assert_int_eq(tune_device_refusal("l3", &nw, NULL, &a90, why), 0);
+    ck_assert_str_eq(why, "");
     /* named: refused on sm_80, as its own reason says */
     const template_desc *t = template_find(wg);
     ck_assert_ptr_nonnull(t);
@@ -1027,6 +1033,11 @@ START_TEST(plan_refuses_with_reasons) {
   const template_desc *dp4a = template_find("conv2d_nchw4c_dp4a");
   ct_workload nw = sel_workload(CT_OP_CONV2D, CT_LAYOUT_NHWC, 64, 64);
   ck_assert_int_eq(tune_plan("x", &nw, dp4a, NULL, tasks, &n, &err), CT_ERR_UNSUPPORTED);
+  /* refused on every device: not a device's refusal */
+  char dwhy[CT_ERRMSG_MAX];
+  arch a80;
+  ck_assert_int_eq(arch_from_name("sm_80", &a80, NULL), CT_OK);
+  ck_assert_int_eq(tune_device_refusal("x", &nw, dp4a, &a80, dwhy), 0);
   ck_assert_msg(strstr(err.msg, "template conv2d_nchw4c_dp4a does not run this workload") &&
                     strstr(err.msg, "not converted"),
                 "%s", err.msg);

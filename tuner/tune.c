@@ -810,6 +810,19 @@ ct_status tune_plan(const char *name, const ct_workload *w, const template_desc 
                  name, layout, reasons, hint);
 }
 
+int tune_device_refusal(const char *name, const ct_workload *w, const template_desc *tpl,
+                        const arch *a, char *why) {
+  tune_task tt[TUNE_MAX_TASKS];
+  int nt = 0;
+  ct_err e = {0}, any = {0};
+  why[0] = '\0';
+  if (tune_plan(name, w, tpl, a, tt, &nt, &e) != CT_ERR_UNSUPPORTED ||
+      tune_plan(name, w, tpl, NULL, tt, &nt, &any) != CT_OK)
+    return 0;
+  snprintf(why, CT_ERRMSG_MAX, "%s", e.msg);
+  return 1;
+}
+
 ct_status tuner_tune(tuner *t, const char *name, const ct_workload *w, const template_desc *tpl,
                      tune_progress_fn fn, void *user, tune_result *res, ct_err *err) {
   ct_status st = workload_validate(w, err);

@@ -128,6 +128,13 @@ typedef struct tune_task {
 ct_status tune_plan(const char *name, const ct_workload *w, const template_desc *tpl, const arch *a,
                     tune_task *tasks, int *n, ct_err *err);
 
+/* Whether tune_plan refuses w on a alone (it plans tasks with no
+ * architecture): 1, why (CT_ERRMSG_MAX bytes) its message; else 0 and "".
+ * The pools plan before they know their GPUs, so a task whose template has
+ * no config on a kind runs no trial there; this says why. */
+int tune_device_refusal(const char *name, const ct_workload *w, const template_desc *tpl,
+                        const arch *a, char *why);
+
 /* The result of a workload from those of its n tasks: the one with the
  * lowest best (the first when none ran OK), carrying the first task's
  * model fallback note. */
