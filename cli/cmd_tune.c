@@ -1189,8 +1189,8 @@ int cmd_tune(int argc, char **argv) {
       char why[CT_ERRMSG_MAX];
       if (err.status == CT_ERR_UNSUPPORTED && s->n_items > 1 &&
           (tpl || tune_device_refusal(name, &s->items[i].w, tpl, &tuner_device(t)->arch, why))) {
-        /* a named template tunes the layers of a set or file it can run,
-         * and a device those its templates have configs for there */
+        /* a named template tunes the layers of a set or file that it can
+         * run, and a device those that some template has a config for there */
         if (cc.verbose >= 0) fprintf(stderr, "convtune tune: skipped %s\n", err.msg);
         memset(&err, 0, sizeof err);
         continue;
