@@ -87,6 +87,13 @@ void err_suffix(ct_err *err, const char *fmt, ...) {
   set_msg(err->msg, joined);
 }
 
+void err_join(char *buf, size_t size, const char *name, const char *text) {
+  const size_t len = strlen(buf);
+  if (len + 1 >= size) return;
+  snprintf(buf + len, size - len, "%s%s%s%s", len ? "; " : "", name ? name : "", name ? ": " : "",
+           text);
+}
+
 const char *err_excerpt(char *buf, size_t size, const char *text) {
   return err_escape(buf, size, text, CT_EXCERPT_BYTES);
 }

@@ -56,6 +56,11 @@ const char *err_excerpt(char *buf, size_t size, const char *text);
  * (whose end is the part that matters) but never a control byte raw. */
 const char *err_escape(char *buf, size_t size, const char *text, size_t max_bytes);
 
+/* Append to buf (size bytes, a string) "; " unless it is empty, then
+ * "name: text" (name NULL: text), truncating: the lists of reasons that
+ * the tuner's plan and the dispatch's refusals give. */
+void err_join(char *buf, size_t size, const char *name, const char *text);
+
 /* A copy of text (malloc'd; NULL when out of memory) with each control byte
  * (below 0x20, or 0x7f) written as \xHH, as messages have them, whole and
  * UTF-8 left as it is: for names from input files (a model's node names, a

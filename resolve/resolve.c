@@ -403,29 +403,19 @@ static int takes_layout(const template_desc *tpl, const ct_workload *w, ct_workl
   return workload_for_layout(w, tpl->layout, pw);
 }
 
-/* Append "; " (unless buf is empty) and "name: text" (name NULL: text) to
- * buf of size bytes, *len its length, truncating. */
-static void join(char *buf, size_t size, size_t *len, const char *name, const char *text) {
-  if (*len + 1 >= size) return;
-  int k = snprintf(buf + *len, size - *len, "%s%s%s%s", *len ? "; " : "", name ? name : "",
-                   name ? ": " : "", text);
-  if (k > 0) *len += (size_t)k < size - *len ? (size_t)k : size - *len - 1;
-}
-
 /* Why no template runs w: the refusals of the templates of its op that take
  * its layout, "; "-joined into buf, or that none of its layout exists. */
 static void refusals(const ct_workload *w, char *buf, size_t size) {
   const template_desc *const *all = template_all();
-  size_t len = 0;
   int n = 0;
   buf[0] = '\0';
-  for (int i = 0; all[i] && len + 1 < size; i++) {
+  for (int i = 0; all[i]; i++) {
     ct_workload pw;
     char why[TEMPLATE_WHY_MAX] = "";
     if (all[i]->op != w->op || !takes_layout(all[i], w, &pw)) continue;
     n++;
     if (all[i]->supports(&pw, why)) continue;
-    join(buf, size, &len, all[i]->name, why);
+    err_join(buf, size, all[i]->name, why);
   }
   if (!n)
     snprintf(buf, size, "no template of layout %s is registered",
@@ -540,7 +530,6 @@ ct_status resolve(db *d, const db_device *dev, const arch *a, const ct_workload 
     /* (4): the default of the first template that has one on a */
     ct_err why;
     char whys[768] = "";
-    size_t len = 0;
     for (int i = 0; all[i] && !out->tpl; i++) {
       memset(&cur, 0, sizeof cur);
       cur.tpl = all[i];
@@ -551,7 +540,7 @@ ct_status resolve(db *d, const db_device *dev, const arch *a, const ct_workload 
         *out = cur;
       } else {
         resolution_free(&cur);
-        join(whys, sizeof whys, &len, NULL, why.msg);
+        err_join(whys, sizeof whys, NULL, why.msg);
       }
     }
     if (!out->tpl)

@@ -150,6 +150,20 @@ START_TEST(printable_copies_escape_control_bytes_only) {
 }
 END_TEST
 
+/* err_join: "; " between entries, "name: " when named, cut at the buffer */
+START_TEST(join_lists_reasons_within_the_buffer) {
+  char buf[24] = "";
+  err_join(buf, sizeof buf, "a", "x");
+  ck_assert_str_eq(buf, "a: x");
+  err_join(buf, sizeof buf, NULL, "why");
+  ck_assert_str_eq(buf, "a: x; why");
+  err_join(buf, sizeof buf, "template", "a long reason");
+  ck_assert_str_eq(buf, "a: x; why; template: a ");
+  err_join(buf, sizeof buf, "b", "y"); /* full: unchanged */
+  ck_assert_str_eq(buf, "a: x; why; template: a ");
+}
+END_TEST
+
 START_TEST(version_matches_header) {
   ck_assert_str_eq(ct_version(), CT_VERSION_STRING);
 }
@@ -163,6 +177,7 @@ static void add_error(TCase *tc) {
   tcase_add_test(tc, escape_keeps_up_to_its_bound);
   tcase_add_test(tc, messages_escape_control_bytes);
   tcase_add_test(tc, printable_copies_escape_control_bytes_only);
+  tcase_add_test(tc, join_lists_reasons_within_the_buffer);
   tcase_add_test(tc, version_matches_header);
 }
 

@@ -700,13 +700,6 @@ int tune_task_workload(const template_desc *tpl, const ct_workload *w, ct_worklo
   return 1;
 }
 
-/* Append "; " (unless first) and text to buf of size bytes, truncating. */
-static void append(char *buf, size_t size, const char *text) {
-  size_t len = strlen(buf);
-  if (len + 1 >= size) return;
-  snprintf(buf + len, size - len, "%s%s", len ? "; " : "", text);
-}
-
 /* Whether tpl, which supports tw, has a config to tune on a (NULL: on any
  * device): 1 yes, 0 no (why, when not NULL, gets search_has_valid's
  * reason), -1 when its space cannot be built (*err says why). */
@@ -763,19 +756,13 @@ ct_status tune_plan(const char *name, const ct_workload *w, const template_desc 
         continue;
       }
       if (cand->op == w->op) {
-        char line[TEMPLATE_WHY_MAX + 64];
-        snprintf(line, sizeof line, "%s: %s", cand->name, why);
-        append(on_dev, sizeof on_dev, line);
+        err_join(on_dev, sizeof on_dev, cand->name, why);
         n_device++;
       }
     }
     /* the reasons worth reading: the named template's, else those of the
      * templates of w's op and layout */
-    if (tpl || (takes && cand->op == w->op)) {
-      char line[TEMPLATE_WHY_MAX + 64];
-      snprintf(line, sizeof line, "%s: %s", cand->name, why);
-      append(reasons, sizeof reasons, line);
-    }
+    if (tpl || (takes && cand->op == w->op)) err_join(reasons, sizeof reasons, cand->name, why);
   }
   if (*n) return CT_OK;
   const char *layout = workload_layout_name(w->layout, w->op);
